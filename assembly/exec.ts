@@ -1,0 +1,406 @@
+// The interpreter: executes one engine's instructions until its cycle count reaches `stop` or
+// something happens that the run loop must look at (a trap, CSR access, MMIO access, MRET,
+// WFI, exit). pc, cycle and instret live in locals; registers in the engine's register block.
+// Dispatch is on opcode bits 6:2 so the switch compiles to a jump table (DESIGN.md section 8).
+// Each case cites its instruction; encodings are from the RISC-V unprivileged spec, ch. 2, 7, 8.
+
+import { Device, hartAt, statAdd, tracePoint } from "./device";
+import {
+  Hart, EngineState, NO_RESERVATION, MIP_MTIP,
+  CAUSE_MISALIGNED_FETCH, CAUSE_FETCH_ACCESS, CAUSE_ILLEGAL, CAUSE_BREAKPOINT, CAUSE_MISALIGNED_LOAD, CAUSE_LOAD_ACCESS,
+  CAUSE_MISALIGNED_STORE, CAUSE_STORE_ACCESS, CAUSE_ECALL_M,
+} from "./hart";
+import { HBM_BASE, STAT_AMO_SC_FAIL, STAT_AMO_RESV_BROKEN, TP_ENGINE_SLEEP } from "./generated/layouts";
+import { csrRead, csrWrite, CSR_ILLEGAL } from "./csr";
+import { mmioLoad, mmioStore, MMIO_FAULT } from "./mmio";
+import { takeTrap, mret, pendingIrqs } from "./trap";
+import { schedule, EventKind } from "./sched";
+import { psOfCycle, NEVER } from "./time";
+
+@inline function rget(regs: usize, ir: u32, shift: u32): u32 {
+  return load<u32>(regs + (((ir >> shift) & 31) << 2));
+}
+
+@inline function rset(regs: usize, ir: u32, v: u32): void {
+  store<u32>(regs + (((ir >> 7) & 31) << 2), v);
+}
+
+@inline function immI(ir: u32): u32 { return <u32>(<i32>ir >> 20); }
+@inline function immS(ir: u32): u32 { return <u32>((<i32>ir >> 25) << 5) | ((ir >> 7) & 31); }
+@inline function immB(ir: u32): u32 {
+  return <u32>((<i32>ir >> 31) << 12) | ((ir << 4) & 0x800) | ((ir >> 20) & 0x7e0) | ((ir >> 7) & 0x1e);
+}
+@inline function immJ(ir: u32): u32 {
+  return <u32>((<i32>ir >> 31) << 20) | (ir & 0xff000) | ((ir >> 9) & 0x800) | ((ir >> 20) & 0x7fe);
+}
+
+/** A store by engine `self` to HBM word `addr` breaks every other engine's reservation on it. */
+function breakReservations(dev: Device, self: u32, addr: u32): void {
+  const word = addr & ~(<u32>3);
+  for (let j: u32 = 0; j < dev.engines; j++) {
+    if (j == self) continue;
+    const o = hartAt(dev, j);
+    if (o.resvAddr == word) {
+      o.resvAddr = NO_RESERVATION;
+      dev.resvCount--;
+      statAdd(dev, STAT_AMO_RESV_BROKEN, 1);
+    }
+  }
+}
+
+@inline function clearReservation(dev: Device, h: Hart): void {
+  if (h.resvAddr != NO_RESERVATION) {
+    h.resvAddr = NO_RESERVATION;
+    dev.resvCount--;
+  }
+}
+
+/** Puts an engine to sleep in wfi (unless an enabled interrupt is already pending). */
+function sleep(dev: Device, h: Hart): void {
+  if ((pendingIrqs(h) & h.mie) != 0) return;
+  h.state = EngineState.Sleeping;
+  h.wakeGen++;
+  h.sleepStart = psOfCycle(h.cycle, dev.khz);
+  tracePoint(dev, h.sleepStart, TP_ENGINE_SLEEP, h.id, h.pc - 4);
+  if ((h.mie & MIP_MTIP) != 0 && h.mtimecmp != NEVER) {
+    schedule(dev, psOfCycle(h.mtimecmp, dev.khz), EventKind.Timer, h.id, h.wakeGen);
+  }
+}
+
+export function execute(dev: Device, h: Hart, stop: u64): void {
+  const regs = h.regs;
+  const sram = h.sram;
+  const sramBytes = dev.sramBytes;
+  const hbm = dev.hbm;
+  const hbmBytes = dev.hbmBytes;
+  const cAlu = <u64>dev.cpiAlu;
+  const cMul = <u64>dev.cpiMul;
+  const cDiv = <u64>dev.cpiDiv;
+  const cTaken = <u64>dev.cpiBranchTaken;
+  const cJump = <u64>dev.cpiJump;
+  const cLdS = <u64>dev.cpiLoadSram;
+  const cStS = <u64>dev.cpiStoreSram;
+  const cLdH = <u64>dev.cpiLoadHbm;
+  const cStH = <u64>dev.cpiStoreHbm;
+  let pc = h.pc;
+  let cycle = h.cycle;
+  let instret = h.instret;
+
+  while (cycle < stop) {
+    if (pc >= sramBytes) {
+      h.pc = pc; h.cycle = cycle; h.instret = instret;
+      takeTrap(dev, h, CAUSE_FETCH_ACCESS, pc);
+      return;
+    }
+    const ir = load<u32>(sram + <usize>pc);
+    store<u32>(regs, 0); // x0
+    if ((ir & 3) != 3) {
+      h.pc = pc; h.cycle = cycle; h.instret = instret;
+      takeTrap(dev, h, CAUSE_ILLEGAL, ir);
+      return;
+    }
+    switch ((ir >> 2) & 31) {
+      case 0x0d: { // LUI
+        rset(regs, ir, ir & 0xfffff000);
+        pc += 4; cycle += cAlu;
+        break;
+      }
+      case 0x05: { // AUIPC
+        rset(regs, ir, pc + (ir & 0xfffff000));
+        pc += 4; cycle += cAlu;
+        break;
+      }
+      case 0x1b: { // JAL
+        const target = pc + immJ(ir);
+        if (target & 3) {
+          h.pc = pc; h.cycle = cycle; h.instret = instret;
+          takeTrap(dev, h, CAUSE_MISALIGNED_FETCH, target);
+          return;
+        }
+        rset(regs, ir, pc + 4);
+        pc = target; cycle += cJump;
+        break;
+      }
+      case 0x19: { // JALR
+        if (((ir >> 12) & 7) != 0) { h.pc = pc; h.cycle = cycle; h.instret = instret; takeTrap(dev, h, CAUSE_ILLEGAL, ir); return; }
+        const target = (rget(regs, ir, 15) + immI(ir)) & ~(<u32>1);
+        if (target & 3) {
+          h.pc = pc; h.cycle = cycle; h.instret = instret;
+          takeTrap(dev, h, CAUSE_MISALIGNED_FETCH, target);
+          return;
+        }
+        rset(regs, ir, pc + 4);
+        pc = target; cycle += cJump;
+        break;
+      }
+      case 0x18: { // BRANCH: BEQ BNE BLT BGE BLTU BGEU
+        const a = rget(regs, ir, 15);
+        const b = rget(regs, ir, 20);
+        let taken: bool;
+        switch ((ir >> 12) & 7) {
+          case 0: taken = a == b; break;
+          case 1: taken = a != b; break;
+          case 4: taken = <i32>a < <i32>b; break;
+          case 5: taken = <i32>a >= <i32>b; break;
+          case 6: taken = a < b; break;
+          case 7: taken = a >= b; break;
+          default: { h.pc = pc; h.cycle = cycle; h.instret = instret; takeTrap(dev, h, CAUSE_ILLEGAL, ir); return; }
+        }
+        if (taken) {
+          const target = pc + immB(ir);
+          if (target & 3) {
+            h.pc = pc; h.cycle = cycle; h.instret = instret;
+            takeTrap(dev, h, CAUSE_MISALIGNED_FETCH, target);
+            return;
+          }
+          pc = target; cycle += cTaken;
+        } else {
+          pc += 4; cycle += cAlu;
+        }
+        break;
+      }
+      case 0x00: { // LOAD: LB LH LW LBU LHU
+        const f3 = (ir >> 12) & 7;
+        const addr = rget(regs, ir, 15) + immI(ir);
+        const mask: u32 = (1 << (f3 & 3)) - 1;
+        if ((f3 & 3) == 3 || f3 >= 6) { h.pc = pc; h.cycle = cycle; h.instret = instret; takeTrap(dev, h, CAUSE_ILLEGAL, ir); return; }
+        if (addr & mask) { h.pc = pc; h.cycle = cycle; h.instret = instret; takeTrap(dev, h, CAUSE_MISALIGNED_LOAD, addr); return; }
+        let p: usize;
+        if (addr < sramBytes) { p = sram + <usize>addr; cycle += cLdS; }
+        else if (addr - HBM_BASE < hbmBytes) { p = hbm + <usize>(addr - HBM_BASE); cycle += cLdH; }
+        else {
+          h.pc = pc; h.cycle = cycle; h.instret = instret;
+          const r = mmioLoad(dev, h, addr);
+          if (r == MMIO_FAULT) { takeTrap(dev, h, CAUSE_LOAD_ACCESS, addr); return; }
+          let v = <u32>r;
+          switch (f3) {
+            case 0: v = <u32>(<i32>(<i8>v)); break;
+            case 1: v = <u32>(<i32>(<i16>v)); break;
+            case 4: v &= 0xff; break;
+            case 5: v &= 0xffff; break;
+            default: break;
+          }
+          rset(regs, ir, v);
+          store<u32>(regs, 0);
+          h.pc = pc + 4; h.cycle = cycle + <u64>dev.cpiMmio; h.instret = instret + 1;
+          return;
+        }
+        let v: u32;
+        switch (f3) {
+          case 0: v = <u32>load<i8>(p); break;
+          case 1: v = <u32>load<i16>(p); break;
+          case 2: v = load<u32>(p); break;
+          case 4: v = <u32>load<u8>(p); break;
+          default: v = <u32>load<u16>(p); break;
+        }
+        rset(regs, ir, v);
+        pc += 4;
+        break;
+      }
+      case 0x08: { // STORE: SB SH SW
+        const f3 = (ir >> 12) & 7;
+        const addr = rget(regs, ir, 15) + immS(ir);
+        const v = rget(regs, ir, 20);
+        if (f3 > 2) { h.pc = pc; h.cycle = cycle; h.instret = instret; takeTrap(dev, h, CAUSE_ILLEGAL, ir); return; }
+        if (addr & ((1 << f3) - 1)) { h.pc = pc; h.cycle = cycle; h.instret = instret; takeTrap(dev, h, CAUSE_MISALIGNED_STORE, addr); return; }
+        let p: usize;
+        if (addr < sramBytes) { p = sram + <usize>addr; cycle += cStS; }
+        else if (addr - HBM_BASE < hbmBytes) {
+          p = hbm + <usize>(addr - HBM_BASE); cycle += cStH;
+          if (dev.resvCount != 0) breakReservations(dev, h.id, addr);
+        } else {
+          h.pc = pc; h.cycle = cycle; h.instret = instret;
+          if (!mmioStore(dev, h, addr, v)) { takeTrap(dev, h, CAUSE_STORE_ACCESS, addr); return; }
+          // an exit write leaves the engine stopped at the store; anything else retires it
+          if (h.state == EngineState.Running) h.pc = pc + 4;
+          h.cycle = cycle + <u64>dev.cpiMmio; h.instret = instret + 1;
+          return;
+        }
+        if (f3 == 0) store<u8>(p, <u8>v);
+        else if (f3 == 1) store<u16>(p, <u16>v);
+        else store<u32>(p, v);
+        pc += 4;
+        break;
+      }
+      case 0x04: { // OP-IMM: ADDI SLTI SLTIU XORI ORI ANDI SLLI SRLI SRAI
+        const a = rget(regs, ir, 15);
+        const imm = immI(ir);
+        let v: u32;
+        switch ((ir >> 12) & 7) {
+          case 0: v = a + imm; break;
+          case 2: v = <u32>(<i32>a < <i32>imm); break;
+          case 3: v = <u32>(a < imm); break;
+          case 4: v = a ^ imm; break;
+          case 6: v = a | imm; break;
+          case 7: v = a & imm; break;
+          case 1: {
+            if ((ir >> 25) != 0) { h.pc = pc; h.cycle = cycle; h.instret = instret; takeTrap(dev, h, CAUSE_ILLEGAL, ir); return; }
+            v = a << (imm & 31); break;
+          }
+          default: { // 5
+            const f7 = ir >> 25;
+            if (f7 == 0) v = a >>> (imm & 31);
+            else if (f7 == 0x20) v = <u32>(<i32>a >> (imm & 31));
+            else { h.pc = pc; h.cycle = cycle; h.instret = instret; takeTrap(dev, h, CAUSE_ILLEGAL, ir); return; }
+            break;
+          }
+        }
+        rset(regs, ir, v);
+        pc += 4; cycle += cAlu;
+        break;
+      }
+      case 0x0c: { // OP: RV32I register-register and the M extension
+        const a = rget(regs, ir, 15);
+        const b = rget(regs, ir, 20);
+        let v: u32;
+        let cost = cAlu;
+        switch (((ir >> 22) & 0x3f8) | ((ir >> 12) & 7)) { // funct7 << 3 | funct3
+          case 0x000: v = a + b; break; // ADD
+          case 0x100: v = a - b; break; // SUB
+          case 0x001: v = a << (b & 31); break; // SLL
+          case 0x002: v = <u32>(<i32>a < <i32>b); break; // SLT
+          case 0x003: v = <u32>(a < b); break; // SLTU
+          case 0x004: v = a ^ b; break; // XOR
+          case 0x005: v = a >>> (b & 31); break; // SRL
+          case 0x105: v = <u32>(<i32>a >> (b & 31)); break; // SRA
+          case 0x006: v = a | b; break; // OR
+          case 0x007: v = a & b; break; // AND
+          case 0x008: v = a * b; cost = cMul; break; // MUL
+          case 0x009: v = <u32>((<i64><i32>a * <i64><i32>b) >> 32); cost = cMul; break; // MULH
+          case 0x00a: v = <u32>((<i64><i32>a * <i64>b) >> 32); cost = cMul; break; // MULHSU
+          case 0x00b: v = <u32>((<u64>a * <u64>b) >> 32); cost = cMul; break; // MULHU
+          case 0x00c: // DIV: x/0 = -1, MIN/-1 = MIN (spec 7.2)
+            v = b == 0 ? 0xffffffff : (a == 0x80000000 && b == 0xffffffff ? a : <u32>(<i32>a / <i32>b));
+            cost = cDiv; break;
+          case 0x00d: v = b == 0 ? 0xffffffff : a / b; cost = cDiv; break; // DIVU
+          case 0x00e: // REM: x%0 = x, MIN%-1 = 0
+            v = b == 0 ? a : (a == 0x80000000 && b == 0xffffffff ? 0 : <u32>(<i32>a % <i32>b));
+            cost = cDiv; break;
+          case 0x00f: v = b == 0 ? a : a % b; cost = cDiv; break; // REMU
+          default: { h.pc = pc; h.cycle = cycle; h.instret = instret; takeTrap(dev, h, CAUSE_ILLEGAL, ir); return; }
+        }
+        rset(regs, ir, v);
+        pc += 4; cycle += cost;
+        break;
+      }
+      case 0x03: { // MISC-MEM: FENCE, FENCE.I (memory is sequentially consistent here: no-ops)
+        if (((ir >> 12) & 7) > 1) { h.pc = pc; h.cycle = cycle; h.instret = instret; takeTrap(dev, h, CAUSE_ILLEGAL, ir); return; }
+        pc += 4; cycle += cAlu;
+        break;
+      }
+      case 0x0b: { // AMO: LR.W SC.W AMO*.W
+        h.pc = pc; h.cycle = cycle; h.instret = instret;
+        amo(dev, h, ir);
+        return;
+      }
+      case 0x1c: { // SYSTEM
+        h.pc = pc; h.cycle = cycle; h.instret = instret;
+        system(dev, h, ir);
+        return;
+      }
+      default: {
+        h.pc = pc; h.cycle = cycle; h.instret = instret;
+        takeTrap(dev, h, CAUSE_ILLEGAL, ir);
+        return;
+      }
+    }
+    instret++;
+  }
+  h.pc = pc; h.cycle = cycle; h.instret = instret;
+}
+
+/** Retires the instruction at h.pc: next pc, its cost, one more instruction. */
+@inline function retire(h: Hart, cost: u64): void {
+  h.pc += 4;
+  h.cycle += cost;
+  h.instret++;
+}
+
+/** A-extension instructions, one at a time with the state in `h` (spec chapter 8). */
+function amo(dev: Device, h: Hart, ir: u32): void {
+  const regs = h.regs;
+  const f5 = ir >> 27;
+  const rs2 = (ir >> 20) & 31;
+  if (((ir >> 12) & 7) != 2 || (f5 == 0x02 && rs2 != 0)) { takeTrap(dev, h, CAUSE_ILLEGAL, ir); return; }
+  const addr = rget(regs, ir, 15);
+  const isLr = f5 == 0x02;
+  if (addr & 3) { takeTrap(dev, h, isLr ? CAUSE_MISALIGNED_LOAD : CAUSE_MISALIGNED_STORE, addr); return; }
+  let p: usize;
+  let cost: u64;
+  const inHbm = addr - HBM_BASE < dev.hbmBytes;
+  if (addr < dev.sramBytes) { p = h.sram + <usize>addr; cost = <u64>dev.cpiLoadSram; }
+  else if (inHbm) { p = dev.hbm + <usize>(addr - HBM_BASE); cost = <u64>dev.cpiAmoHbm; }
+  else { takeTrap(dev, h, isLr ? CAUSE_LOAD_ACCESS : CAUSE_STORE_ACCESS, addr); return; }
+  const b = load<u32>(regs + (<usize>rs2 << 2));
+  if (isLr) {
+    const v = load<u32>(p);
+    if (h.resvAddr == NO_RESERVATION) dev.resvCount++;
+    h.resvAddr = addr;
+    rset(regs, ir, v);
+    store<u32>(regs, 0);
+    retire(h, cost);
+    return;
+  }
+  if (f5 == 0x03) { // SC.W
+    const ok = h.resvAddr == addr;
+    clearReservation(dev, h);
+    if (ok) {
+      store<u32>(p, b);
+      if (inHbm && dev.resvCount != 0) breakReservations(dev, h.id, addr);
+    } else {
+      statAdd(dev, STAT_AMO_SC_FAIL, 1);
+    }
+    rset(regs, ir, ok ? 0 : 1);
+    store<u32>(regs, 0);
+    retire(h, cost);
+    return;
+  }
+  const a = load<u32>(p);
+  let v: u32;
+  switch (f5) {
+    case 0x01: v = b; break; // AMOSWAP
+    case 0x00: v = a + b; break; // AMOADD
+    case 0x04: v = a ^ b; break; // AMOXOR
+    case 0x0c: v = a & b; break; // AMOAND
+    case 0x08: v = a | b; break; // AMOOR
+    case 0x10: v = <i32>a < <i32>b ? a : b; break; // AMOMIN
+    case 0x14: v = <i32>a > <i32>b ? a : b; break; // AMOMAX
+    case 0x18: v = a < b ? a : b; break; // AMOMINU
+    case 0x1c: v = a > b ? a : b; break; // AMOMAXU
+    default: { takeTrap(dev, h, CAUSE_ILLEGAL, ir); return; }
+  }
+  store<u32>(p, v);
+  if (inHbm && dev.resvCount != 0) breakReservations(dev, h.id, addr);
+  rset(regs, ir, a);
+  store<u32>(regs, 0);
+  retire(h, cost);
+}
+
+/** SYSTEM instructions: ECALL EBREAK MRET WFI and the six CSR instructions. */
+function system(dev: Device, h: Hart, ir: u32): void {
+  const f3 = (ir >> 12) & 7;
+  if (f3 == 0) {
+    switch (ir) {
+      case 0x00000073: takeTrap(dev, h, CAUSE_ECALL_M, 0); return;
+      case 0x00100073: takeTrap(dev, h, CAUSE_BREAKPOINT, h.pc); return;
+      case 0x30200073: h.cycle += <u64>dev.cpiTrap; h.instret++; mret(dev, h); return;
+      case 0x10500073: retire(h, <u64>dev.cpiAlu); sleep(dev, h); return;
+      default: takeTrap(dev, h, CAUSE_ILLEGAL, ir); return;
+    }
+  }
+  if (f3 == 4) { takeTrap(dev, h, CAUSE_ILLEGAL, ir); return; }
+  const csr = ir >> 20;
+  const rs1 = (ir >> 15) & 31;
+  const src = f3 >= 5 ? rs1 : load<u32>(h.regs + (<usize>rs1 << 2)); // CSRR*I take a 5-bit immediate
+  const old = csrRead(h, csr);
+  if (old == CSR_ILLEGAL) { takeTrap(dev, h, CAUSE_ILLEGAL, ir); return; }
+  const op = f3 & 3; // 1 write, 2 set, 3 clear
+  const writes = op == 1 || rs1 != 0; // CSRRS/CSRRC with x0 / zero immediate only read
+  if (writes) {
+    const v = op == 1 ? src : op == 2 ? <u32>old | src : <u32>old & ~src;
+    if (!csrWrite(dev, h, csr, v)) { takeTrap(dev, h, CAUSE_ILLEGAL, ir); return; }
+  }
+  rset(h.regs, ir, <u32>old);
+  store<u32>(h.regs, 0);
+  retire(h, <u64>dev.cpiCsr);
+}

@@ -1,0 +1,76 @@
+// The engine MMIO window (layouts/memmap.json): console, exit, device facts, machine timer
+// and the host mailbox. Accesses must hit a register's address exactly; anything else is an
+// access fault. Loads return MMIO_FAULT for a fault.
+
+import { Device, statAdd, tracePoint } from "./device";
+import { Hart, EngineState } from "./hart";
+import {
+  SYS_BASE, SYS_CONSOLE_TX, SYS_EXIT, SYS_NUM_ENGINES, SYS_SRAM_BYTES, SYS_HBM_BYTES, SYS_CLOCK_KHZ,
+  TIMER_BASE, TIMER_MTIME_LO, TIMER_MTIME_HI, TIMER_MTIMECMP_LO, TIMER_MTIMECMP_HI,
+  MBOX_BASE, MBOX_OUT_DATA, MBOX_OUT_FREE, MBOX_IN_DATA, MBOX_IN_COUNT,
+  STAT_CONSOLE_DROPPED, STAT_MBOX_OUT_OVERFLOW, TP_ENGINE_EXIT,
+} from "./generated/layouts";
+import { psOfCycle } from "./time";
+
+export const MMIO_FAULT: i64 = -1;
+
+/** Reads the register at `addr`; MMIO_FAULT if there is none or it is write-only. */
+export function mmioLoad(dev: Device, h: Hart, addr: u32): i64 {
+  switch (addr) {
+    case SYS_BASE + SYS_NUM_ENGINES: return <i64>dev.engines;
+    case SYS_BASE + SYS_SRAM_BYTES: return <i64>dev.sramBytes;
+    case SYS_BASE + SYS_HBM_BYTES: return <i64>dev.hbmBytes;
+    case SYS_BASE + SYS_CLOCK_KHZ: return <i64>(<u32>dev.khz);
+    case TIMER_BASE + TIMER_MTIME_LO: return <i64>(<u32>h.cycle);
+    case TIMER_BASE + TIMER_MTIME_HI: return <i64>(<u32>(h.cycle >> 32));
+    case TIMER_BASE + TIMER_MTIMECMP_LO: return <i64>(<u32>h.mtimecmp);
+    case TIMER_BASE + TIMER_MTIMECMP_HI: return <i64>(<u32>(h.mtimecmp >> 32));
+    case MBOX_BASE + MBOX_OUT_FREE: return <i64>(dev.mboxDepth - h.outCount);
+    case MBOX_BASE + MBOX_IN_COUNT: return <i64>h.inCount;
+    case MBOX_BASE + MBOX_IN_DATA: {
+      if (h.inCount == 0) return 0;
+      const v = load<u32>(h.mboxIn + (<usize>h.inHead << 2));
+      h.inHead = h.inHead + 1 == dev.mboxDepth ? 0 : h.inHead + 1;
+      h.inCount--;
+      return <i64>v;
+    }
+    default: return MMIO_FAULT;
+  }
+}
+
+/** Writes the register at `addr`; false if there is none or it is read-only. */
+export function mmioStore(dev: Device, h: Hart, addr: u32, v: u32): bool {
+  switch (addr) {
+    case SYS_BASE + SYS_CONSOLE_TX: {
+      if (h.conCount >= dev.conCap) {
+        statAdd(dev, STAT_CONSOLE_DROPPED, 1);
+        return true;
+      }
+      let slot = h.conHead + h.conCount;
+      if (slot >= dev.conCap) slot -= dev.conCap;
+      store<u8>(h.console + <usize>slot, <u8>v);
+      h.conCount++;
+      return true;
+    }
+    case SYS_BASE + SYS_EXIT: {
+      h.exitCode = v;
+      h.state = EngineState.Exited;
+      tracePoint(dev, psOfCycle(h.cycle, dev.khz), TP_ENGINE_EXIT, h.id, v);
+      return true;
+    }
+    case TIMER_BASE + TIMER_MTIMECMP_LO: h.mtimecmp = (h.mtimecmp & 0xffffffff00000000) | <u64>v; return true;
+    case TIMER_BASE + TIMER_MTIMECMP_HI: h.mtimecmp = (h.mtimecmp & 0xffffffff) | (<u64>v << 32); return true;
+    case MBOX_BASE + MBOX_OUT_DATA: {
+      if (h.outCount >= dev.mboxDepth) {
+        statAdd(dev, STAT_MBOX_OUT_OVERFLOW, 1);
+        return true;
+      }
+      let slot = h.outHead + h.outCount;
+      if (slot >= dev.mboxDepth) slot -= dev.mboxDepth;
+      store<u32>(h.mboxOut + (<usize>slot << 2), v);
+      h.outCount++;
+      return true;
+    }
+    default: return false;
+  }
+}

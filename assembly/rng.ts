@@ -1,0 +1,42 @@
+// Seeded random streams. Every stream is derived from the scenario seed and a stream id with
+// SplitMix64 (Steele, Lea, Flood 2014), and then runs xoshiro256** (Blackman, Vigna 2018).
+// The state is plain data in the device arena, so it is saved and restored with the device.
+
+@unmanaged export class Rng {
+  s0: u64;
+  s1: u64;
+  s2: u64;
+  s3: u64;
+}
+
+@inline function splitmix(x: u64): u64 {
+  let z = x + 0x9e3779b97f4a7c15;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111eb;
+  return z ^ (z >> 31);
+}
+
+/** Seeds `r` as stream `stream` of scenario seed `seed`; streams never share state. */
+export function rngSeed(r: Rng, seed: u64, stream: u64): void {
+  let x = splitmix(seed) ^ splitmix(stream * 0xd1b54a32d192ed03 + 1);
+  r.s0 = x = splitmix(x);
+  r.s1 = x = splitmix(x);
+  r.s2 = x = splitmix(x);
+  r.s3 = splitmix(x);
+}
+
+@inline function rotl(x: u64, k: u64): u64 {
+  return (x << k) | (x >> (64 - k));
+}
+
+export function rngNext(r: Rng): u64 {
+  const result = rotl(r.s1 * 5, 7) * 9;
+  const t = r.s1 << 17;
+  r.s2 ^= r.s0;
+  r.s3 ^= r.s1;
+  r.s1 ^= r.s2;
+  r.s0 ^= r.s3;
+  r.s2 ^= t;
+  r.s3 = rotl(r.s3, 45);
+  return result;
+}

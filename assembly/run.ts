@@ -1,0 +1,131 @@
+// The device's one interleave point. Time advances in windows that end at the next grid line
+// (a multiple of interleaveQuantumPs) or the next event, whichever is first; in each window
+// every running engine executes, in engine order, up to the window's end. Sleeping engines
+// cost nothing: when no engine runs, time jumps straight to the next event.
+// Windows never depend on where the host stops a step, so a run split into many steps,
+// or saved and restored in the middle, is identical to one uninterrupted run.
+
+import { Device, hartAt, statAdd, tracePoint } from "./device";
+import { Hart, EngineState, MIP_MEIP } from "./hart";
+import {
+  STAT_SCHED_EVENTS, STAT_SCHED_WINDOWS, STAT_ENGINE_WAKEUPS, STAT_MBOX_IN_OVERFLOW, TP_ENGINE_WAKE, TP_ENGINE_START,
+} from "./generated/layouts";
+import { execute } from "./exec";
+import { interruptToTake, takeTrap, pendingIrqs } from "./trap";
+import { nextEventTime, popEvent, topKind, topA, topB, EventKind } from "./sched";
+import { cyclesCeil, psOfCycle, minU64, NEVER } from "./time";
+import { MIP_MTIP, MSTATUS_MIE } from "./hart";
+
+/** Runs one engine until its cycle count reaches `limit`, it sleeps, exits or faults. */
+function runEngine(dev: Device, h: Hart, limit: u64): void {
+  while (h.state == EngineState.Running && h.cycle < limit) {
+    const irq = interruptToTake(h);
+    if (irq != 0) {
+      takeTrap(dev, h, irq, 0);
+      continue;
+    }
+    // stop early where the timer interrupt would become takeable
+    let stop = limit;
+    if ((h.mstatus & MSTATUS_MIE) != 0 && (h.mie & MIP_MTIP) != 0 && h.mtimecmp < stop) stop = h.mtimecmp;
+    execute(dev, h, stop);
+  }
+}
+
+/** Wakes a sleeping engine at time `t` (not before its own local time). */
+function wake(dev: Device, h: Hart, t: u64): void {
+  h.state = EngineState.Running;
+  if (t > h.sleepStart) h.sleepPs += t - h.sleepStart;
+  const c = cyclesCeil(t, dev.khz);
+  if (c > h.cycle) h.cycle = c;
+  statAdd(dev, STAT_ENGINE_WAKEUPS, 1);
+  tracePoint(dev, psOfCycle(h.cycle, dev.khz), TP_ENGINE_WAKE, h.id, pendingIrqs(h));
+}
+
+function runEvents(dev: Device): void {
+  while (dev.evCount != 0 && nextEventTime(dev) <= dev.now) {
+    const t = nextEventTime(dev);
+    const kind = topKind(dev), a = topA(dev), b = topB(dev);
+    popEvent(dev);
+    statAdd(dev, STAT_SCHED_EVENTS, 1);
+    if (kind == EventKind.Timer) {
+      const h = hartAt(dev, a);
+      if (h.state == EngineState.Sleeping && h.wakeGen == b) wake(dev, h, t);
+    }
+  }
+}
+
+function countInState(dev: Device, state: EngineState): u32 {
+  let n: u32 = 0;
+  for (let i: u32 = 0; i < dev.engines; i++) if (hartAt(dev, i).state == state) n++;
+  return n;
+}
+
+/** True when a ring the host drains is half full: the host should drain before more runs. */
+function hostShouldDrain(dev: Device): bool {
+  if (dev.trCount * 2 >= dev.trCap) return true;
+  for (let i: u32 = 0; i < dev.engines; i++) if (hartAt(dev, i).conCount * 2 >= dev.conCap) return true;
+  return false;
+}
+
+/**
+ * Advances the device until `until` (whole windows: the time returned may pass it), until a
+ * ring needs draining, or until nothing can happen before `until`. Returns the device time.
+ */
+export function step(dev: Device, until: u64): u64 {
+  const q = dev.quantum;
+  while (dev.now < until) {
+    runEvents(dev);
+    const tNext = nextEventTime(dev);
+    if (countInState(dev, EngineState.Running) == 0) {
+      // nothing can ever happen again: stop the clock where the last engine stopped
+      if (tNext == NEVER && countInState(dev, EngineState.Sleeping) == 0) break;
+      dev.now = tNext < until ? tNext : until;
+      continue;
+    }
+    const grid = (dev.now / q + 1) * q;
+    const end = minU64(grid, tNext);
+    const limit = cyclesCeil(end, dev.khz);
+    for (let i: u32 = 0; i < dev.engines; i++) {
+      const h = hartAt(dev, i);
+      if (h.state == EngineState.Running) runEngine(dev, h, limit);
+    }
+    dev.now = end;
+    statAdd(dev, STAT_SCHED_WINDOWS, 1);
+    if (hostShouldDrain(dev)) break;
+  }
+  return dev.now;
+}
+
+/** Starts engine `i` at `pc` at the current device time. */
+export function startEngine(dev: Device, i: u32, pc: u32): void {
+  const h = hartAt(dev, i);
+  h.pc = pc;
+  h.state = EngineState.Running;
+  h.cycle = cyclesCeil(dev.now, dev.khz);
+  tracePoint(dev, dev.now, TP_ENGINE_START, i, pc);
+}
+
+/** Host to engine mailbox: false (and counted) when the FIFO is full. Wakes a sleeping engine. */
+export function mailboxPush(dev: Device, i: u32, word: u32): bool {
+  const h = hartAt(dev, i);
+  if (h.inCount >= dev.mboxDepth) {
+    statAdd(dev, STAT_MBOX_IN_OVERFLOW, 1);
+    return false;
+  }
+  let slot = h.inHead + h.inCount;
+  if (slot >= dev.mboxDepth) slot -= dev.mboxDepth;
+  store<u32>(h.mboxIn + (<usize>slot << 2), word);
+  h.inCount++;
+  if (h.state == EngineState.Sleeping && (h.mie & MIP_MEIP) != 0) wake(dev, h, dev.now);
+  return true;
+}
+
+/** Engine to host mailbox: the oldest word, or -1 when empty. */
+export function mailboxPop(dev: Device, i: u32): i64 {
+  const h = hartAt(dev, i);
+  if (h.outCount == 0) return -1;
+  const v = load<u32>(h.mboxOut + (<usize>h.outHead << 2));
+  h.outHead = h.outHead + 1 == dev.mboxDepth ? 0 : h.outHead + 1;
+  h.outCount--;
+  return <i64>v;
+}

@@ -1,0 +1,78 @@
+// The device event queue: a binary min-heap ordered by (time, insertion sequence), so events
+// at the same picosecond run in the order they were scheduled, on every run.
+// Record layout (EVENT_BYTES = 32): time u64 @0, seq u64 @8, kind u32 @16, a u32 @20, b u32 @24.
+
+import { Device, EVENT_BYTES, statAdd } from "./device";
+import { STAT_SCHED_OVERFLOW } from "./generated/layouts";
+import { NEVER } from "./time";
+
+export const enum EventKind {
+  Timer = 1, // a: engine, b: wake generation
+}
+
+@inline function rec(dev: Device, i: u32): usize {
+  return dev.events + <usize>i * EVENT_BYTES;
+}
+
+@inline function before(x: usize, y: usize): bool {
+  const tx = load<u64>(x), ty = load<u64>(y);
+  return tx < ty || (tx == ty && load<u64>(x, 8) < load<u64>(y, 8));
+}
+
+@inline function swap(x: usize, y: usize): void {
+  const a0 = v128.load(x), a1 = v128.load(x, 16);
+  v128.store(x, v128.load(y));
+  v128.store(x, v128.load(y, 16), 16);
+  v128.store(y, a0);
+  v128.store(y, a1, 16);
+}
+
+/** Schedules an event; a full queue refuses it, counts it and returns false. */
+export function schedule(dev: Device, time: u64, kind: u32, a: u32, b: u32): bool {
+  if (dev.evCount >= dev.evCap) {
+    statAdd(dev, STAT_SCHED_OVERFLOW, 1);
+    return false;
+  }
+  let i = dev.evCount++;
+  let p = rec(dev, i);
+  store<u64>(p, time);
+  store<u64>(p, dev.seq++, 8);
+  store<u32>(p, kind, 16);
+  store<u32>(p, a, 20);
+  store<u32>(p, b, 24);
+  while (i > 0) {
+    const parent = (i - 1) >> 1;
+    const q = rec(dev, parent);
+    if (!before(p, q)) break;
+    swap(p, q);
+    i = parent;
+    p = q;
+  }
+  return true;
+}
+
+/** Time of the earliest event, or NEVER. */
+@inline export function nextEventTime(dev: Device): u64 {
+  return dev.evCount == 0 ? NEVER : load<u64>(dev.events);
+}
+
+/** Removes the earliest event; its fields are read with eventKind/eventA/eventB from the top first. */
+export function popEvent(dev: Device): void {
+  const last = --dev.evCount;
+  if (last == 0) return;
+  memory.copy(dev.events, rec(dev, last), EVENT_BYTES);
+  let i: u32 = 0;
+  while (true) {
+    const l: u32 = 2 * i + 1;
+    if (l >= last) break;
+    let c = l;
+    if (l + 1 < last && before(rec(dev, l + 1), rec(dev, l))) c = l + 1;
+    if (!before(rec(dev, c), rec(dev, i))) break;
+    swap(rec(dev, c), rec(dev, i));
+    i = c;
+  }
+}
+
+@inline export function topKind(dev: Device): u32 { return load<u32>(dev.events, 16); }
+@inline export function topA(dev: Device): u32 { return load<u32>(dev.events, 20); }
+@inline export function topB(dev: Device): u32 { return load<u32>(dev.events, 24); }

@@ -1,0 +1,19 @@
+// The browser entry point: the core is embedded in the bundle, so a page needs one file.
+import coreWasm from "../build/menic.wasm";
+import { Device, type DeviceOptions } from "./device.js";
+
+export { Device, type EngineReport, type TraceRecord, type DeviceOptions } from "./device.js";
+export { ConfigError } from "./config.js";
+export { ElfError } from "./elf.js";
+export { toPerfetto } from "./trace/perfetto.js";
+
+let compiled: Promise<WebAssembly.Module> | undefined;
+
+/** The compiled core, compiled once per page. */
+export function coreModule(): Promise<WebAssembly.Module> {
+  return (compiled ??= WebAssembly.compile(coreWasm as Uint8Array<ArrayBuffer>));
+}
+
+export async function openDevice(config: unknown = {}, options: DeviceOptions = {}): Promise<Device> {
+  return Device.create(await coreModule(), config, options);
+}

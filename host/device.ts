@@ -1,0 +1,278 @@
+// One emulated accelerator, driven from the host: owns a wasm instance of the core, loads
+// images, advances time, drains the rings the core fills (console, trace), and saves/restores
+// the whole device state as bytes. Platform-neutral: the wasm module is handed in.
+
+import { instantiateCore, type MenicExports } from "./wasm.js";
+import { resolveConfig, packConfig } from "./config.js";
+import { parseElf, checkImage, placeSegment, type ElfImage } from "./elf.js";
+import { REGIONS, STAT_NAMES, TRACE_POINTS, CONFIG_FIELDS } from "./generated/layouts.js";
+
+export type EngineStateName = "idle" | "running" | "sleeping" | "exited" | "faulted";
+const STATE_NAMES: EngineStateName[] = ["idle", "running", "sleeping", "exited", "faulted"];
+
+export interface EngineReport {
+  id: number;
+  state: EngineStateName;
+  exitCode: number | null;
+  pc: number;
+  mcause: number | null;
+  mtval: number | null;
+  instructions: number;
+  cycles: number;
+  sleepPs: number;
+}
+
+export interface TraceRecord {
+  timePs: bigint;
+  point: string;
+  engine: number;
+  arg: number;
+}
+
+export interface DeviceOptions {
+  /** Keep trace records (drained from the core after every step) in `traceRecords`. */
+  collectTrace?: boolean;
+  /** Called with each complete console line of an engine, as it is drained. */
+  onConsoleLine?: (engine: number, line: string) => void;
+}
+
+const SCRATCH_BYTES = 64 * 1024;
+const SNAPSHOT_MAGIC = 0x504e5343494e454dn; // "MENICSNP" little-endian
+const SNAPSHOT_VERSION = 1;
+
+export class Device {
+  readonly engines: number;
+  readonly sramBytes: number;
+  readonly hbmBytes: number;
+  readonly traceRecords: TraceRecord[] = [];
+  private readonly consoleBytes: number[][] = [];
+  private readonly partialLine: string[] = [];
+  private readonly decoder = new TextDecoder("utf-8");
+  private u8!: Uint8Array;
+
+  private constructor(
+    private readonly core: MenicExports,
+    private readonly handle: number,
+    private readonly scratch: number,
+    readonly config: Map<string, bigint>,
+    private readonly options: DeviceOptions,
+  ) {
+    this.engines = Number(config.get("engines"));
+    this.sramBytes = Number(config.get("sramBytes"));
+    this.hbmBytes = Number(config.get("hbmBytes"));
+    for (let i = 0; i < this.engines; i++) {
+      this.consoleBytes.push([]);
+      this.partialLine.push("");
+    }
+    this.refreshView();
+  }
+
+  /** Creates a device from the core's compiled module and a (partial) config; throws ConfigError. */
+  static async create(module: WebAssembly.Module, config: unknown = {}, options: DeviceOptions = {}): Promise<Device> {
+    const cfg = resolveConfig(config);
+    const core = await instantiateCore(module);
+    const slots = packConfig(cfg);
+    const cfgPtr = core.configAlloc();
+    new BigUint64Array(core.memory.buffer, cfgPtr, slots.length).set(slots);
+    const handle = core.create(cfgPtr);
+    const scratch = core.scratchAlloc(SCRATCH_BYTES);
+    return new Device(core, handle, scratch, cfg, options);
+  }
+
+  /** Views of wasm memory go stale when it grows; every access goes through a fresh one. */
+  private refreshView(): Uint8Array {
+    if (!this.u8 || this.u8.buffer !== this.core.memory.buffer) this.u8 = new Uint8Array(this.core.memory.buffer);
+    return this.u8;
+  }
+
+  get nowPs(): bigint {
+    return this.core.now(this.handle);
+  }
+
+  /** Parses, checks and loads an ELF image; throws ElfError before touching memory if it is bad. */
+  loadElf(bytes: Uint8Array): ElfImage {
+    const img = parseElf(bytes);
+    checkImage(img, this.sramBytes, this.hbmBytes);
+    this.loadImage(img);
+    return img;
+  }
+
+  /** Loads SRAM segments into every engine's SRAM and HBM segments once into HBM. */
+  loadImage(img: ElfImage): void {
+    const mem = this.refreshView();
+    img.segments.forEach((s, i) => {
+      const where = placeSegment(s, this.sramBytes, this.hbmBytes, i);
+      const targets =
+        where === "sram"
+          ? Array.from({ length: this.engines }, (_, e) => this.core.sramPtr(this.handle, e) + (s.vaddr - REGIONS.SRAM.base))
+          : [this.core.hbmPtr(this.handle) + (s.vaddr - REGIONS.HBM.base)];
+      for (const at of targets) {
+        mem.fill(0, at, at + s.memsz);
+        mem.set(s.data, at);
+      }
+    });
+  }
+
+  /** Starts engines [0, count) at `entry`. */
+  start(entry: number, count = this.engines): void {
+    for (let i = 0; i < count; i++) this.core.startEngine(this.handle, i, entry >>> 0);
+    this.drain();
+  }
+
+  /** One call into the core (whole windows up to `untilPs` or until a ring wants draining), then drain. */
+  step(untilPs: bigint): bigint {
+    const t = this.core.step(this.handle, untilPs);
+    this.drain();
+    return t;
+  }
+
+  /** Runs until `untilPs` or until no engine is running or asleep. Returns the device time. */
+  run(untilPs: bigint): bigint {
+    let t = this.nowPs;
+    while (t < untilPs && !this.allStopped()) t = this.step(untilPs);
+    return t;
+  }
+
+  allStopped(): boolean {
+    for (let i = 0; i < this.engines; i++) {
+      const s = this.core.engineState(this.handle, i);
+      if (s === 1 || s === 2) return false;
+    }
+    return true;
+  }
+
+  engine(i: number): EngineReport {
+    const c = this.core, h = this.handle;
+    const state = STATE_NAMES[c.engineState(h, i)];
+    return {
+      id: i,
+      state,
+      exitCode: state === "exited" ? c.engineExitCode(h, i) >>> 0 : null,
+      pc: c.enginePc(h, i) >>> 0,
+      mcause: state === "faulted" ? c.engineMcause(h, i) >>> 0 : null,
+      mtval: state === "faulted" ? c.engineMtval(h, i) >>> 0 : null,
+      instructions: Number(c.engineInstret(h, i)),
+      cycles: Number(c.engineCycles(h, i)),
+      sleepPs: Number(c.engineSleepPs(h, i)),
+    };
+  }
+
+  reg(engine: number, r: number): number {
+    return this.core.engineReg(this.handle, engine, r) >>> 0;
+  }
+
+  /** Everything engine `i` has printed so far. */
+  console(i: number): string {
+    return this.decoder.decode(new Uint8Array(this.consoleBytes[i]));
+  }
+
+  stats(): Record<string, number> {
+    const n = this.core.statCount();
+    const v = new BigUint64Array(this.core.memory.buffer, this.core.statsPtr(this.handle), n);
+    const out: Record<string, number> = {};
+    STAT_NAMES.forEach((name, i) => (out[name] = Number(v[i])));
+    return out;
+  }
+
+  mailboxPush(engine: number, word: number): boolean {
+    return this.core.mboxPush(this.handle, engine, word >>> 0) !== 0;
+  }
+
+  mailboxPop(engine: number): number | null {
+    const v = this.core.mboxPop(this.handle, engine);
+    return v < 0n ? null : Number(v);
+  }
+
+  /** Bytes of HBM, for hosts and tests (a copy). */
+  readHbm(offset: number, length: number): Uint8Array {
+    const at = this.core.hbmPtr(this.handle) + offset;
+    return this.refreshView().slice(at, at + length);
+  }
+
+  private drain(): void {
+    const c = this.core, h = this.handle;
+    let mem = this.refreshView();
+    for (let i = 0; i < this.engines; i++) {
+      for (;;) {
+        const n = c.consoleRead(h, i, this.scratch, SCRATCH_BYTES);
+        if (n === 0) break;
+        mem = this.refreshView();
+        const bytes = mem.subarray(this.scratch, this.scratch + n);
+        for (const b of bytes) this.consoleBytes[i].push(b);
+        if (this.options.onConsoleLine) this.emitLines(i, bytes);
+      }
+    }
+    for (;;) {
+      const n = c.traceRead(h, this.scratch, SCRATCH_BYTES / 16);
+      if (n === 0) break;
+      if (!this.options.collectTrace) continue;
+      const dv = new DataView(c.memory.buffer, this.scratch, n * 16);
+      for (let k = 0; k < n; k++) {
+        this.traceRecords.push({
+          timePs: dv.getBigUint64(k * 16, true),
+          point: TRACE_POINTS[dv.getUint16(k * 16 + 8, true)] ?? "unknown",
+          engine: dv.getUint16(k * 16 + 10, true),
+          arg: dv.getUint32(k * 16 + 12, true),
+        });
+      }
+    }
+  }
+
+  private emitLines(i: number, bytes: Uint8Array): void {
+    let text = this.partialLine[i] + new TextDecoder().decode(bytes);
+    let nl: number;
+    while ((nl = text.indexOf("\n")) >= 0) {
+      this.options.onConsoleLine!(i, text.slice(0, nl));
+      text = text.slice(nl + 1);
+    }
+    this.partialLine[i] = text;
+  }
+
+  /** Flushes console text that did not end with a newline to onConsoleLine. */
+  flushConsole(): void {
+    if (!this.options.onConsoleLine) return;
+    this.partialLine.forEach((t, i) => {
+      if (t) this.options.onConsoleLine!(i, t);
+      this.partialLine[i] = "";
+    });
+  }
+
+  /**
+   * The whole device state as bytes: a header, the config, and the device arena (engines,
+   * memories, event queue, rings, statistics). Host-side console text is not part of it.
+   */
+  save(): Uint8Array {
+    this.drain();
+    const base = this.core.arenaBase(this.handle) >>> 0, size = this.core.arenaBytes(this.handle) >>> 0;
+    const header = 24 + 8 * CONFIG_FIELDS.length;
+    const out = new Uint8Array(header + size);
+    const dv = new DataView(out.buffer);
+    dv.setBigUint64(0, SNAPSHOT_MAGIC, true);
+    dv.setUint32(8, SNAPSHOT_VERSION, true);
+    dv.setUint32(12, CONFIG_FIELDS.length, true);
+    dv.setUint32(16, base, true);
+    dv.setUint32(20, size, true);
+    packConfig(this.config).forEach((v, k) => dv.setBigUint64(24 + 8 * k, v, true));
+    out.set(this.refreshView().subarray(base, base + size), header);
+    return out;
+  }
+
+  /** A new device in exactly the state `save()` captured. */
+  static async restore(module: WebAssembly.Module, snapshot: Uint8Array, options: DeviceOptions = {}): Promise<Device> {
+    const dv = new DataView(snapshot.buffer, snapshot.byteOffset, snapshot.byteLength);
+    if (snapshot.length < 24 || dv.getBigUint64(0, true) !== SNAPSHOT_MAGIC) throw new Error("not a menic snapshot");
+    if (dv.getUint32(8, true) !== SNAPSHOT_VERSION) throw new Error(`snapshot version ${dv.getUint32(8, true)} is not ${SNAPSHOT_VERSION}`);
+    const slots = dv.getUint32(12, true);
+    if (slots !== CONFIG_FIELDS.length) throw new Error(`snapshot has ${slots} config slots, this build has ${CONFIG_FIELDS.length}`);
+    const config: Record<string, bigint> = {};
+    CONFIG_FIELDS.forEach((f, k) => (config[f.name] = dv.getBigUint64(24 + 8 * k, true)));
+    const base = dv.getUint32(16, true), size = dv.getUint32(20, true);
+    const header = 24 + 8 * slots;
+    if (snapshot.length !== header + size) throw new Error("snapshot is truncated");
+    const dev = await Device.create(module, config, options);
+    if ((dev.core.arenaBase(dev.handle) >>> 0) !== base || (dev.core.arenaBytes(dev.handle) >>> 0) !== size)
+      throw new Error("snapshot arena does not match this build's layout");
+    dev.refreshView().set(snapshot.subarray(header), base);
+    return dev;
+  }
+}

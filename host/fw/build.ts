@@ -1,0 +1,162 @@
+/**
+ * `fw build`: compiles message-engine firmware (C and assembly) with the menic SDK into an
+ * ELF the loader accepts.
+ *
+ * This is the one Node-specific file of the firmware tooling (STYLE.md, principle 11): it
+ * spawns clang and touches the file system, so it must not be imported by code that also
+ * runs in a browser.
+ *
+ * The toolchain is Debian's stock clang and lld: clang targets riscv32 out of the box, and
+ * the SDK supplies everything a hosted toolchain would (crt0, link script, a small libc and
+ * the 64-bit division helpers that Debian's missing riscv32 compiler-rt would provide).
+ */
+import { spawnSync } from "node:child_process";
+import { accessSync, constants, existsSync, mkdirSync, readFileSync, readdirSync } from "node:fs";
+import { delimiter, dirname, isAbsolute, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export type OptLevel = "0" | "1" | "2" | "s";
+
+export interface BuildOptions {
+  /** C (.c) and assembly (.S, .s) files; relative paths resolve against the current directory. */
+  sources: string[];
+  /** Where to write the ELF; its directory is created if missing. */
+  out: string;
+  /** Optimisation level, default "2" (the committed example ELFs are built with -O2). */
+  optLevel?: OptLevel;
+  /** Preprocessor definitions, passed as -DNAME=VALUE. */
+  defines?: Record<string, string>;
+  /** The clang to run, default findClang(). */
+  clang?: string;
+}
+
+export interface BuildResult {
+  /** The ELF as written to `out`. */
+  elf: Uint8Array;
+  /** The exact command that ran: argv[0] is clang. */
+  command: string[];
+}
+
+const CLANG_MISSING = "clang not found: install Debian's clang and lld (apt-get install clang lld)";
+const LLD_MISSING = "ld.lld not found: install Debian's clang and lld (apt-get install clang lld)";
+
+/**
+ * Target and code-generation flags; the source of truth for how firmware is compiled.
+ * - rv32ima/ilp32: the engine is RV32IMA + Zicsr (docs/engine.md). clang 14 accepts csr
+ *   instructions under plain rv32ima and rejects `_zicsr` in -march.
+ * - freestanding, no stdlib, no builtins: the SDK's libc is the only library, and -fno-builtin
+ *   keeps clang from turning libc's own loops into calls to memset/memcpy.
+ * - -mno-relax: no linker relaxation, so nothing is gp-relative and crt0 need not set gp.
+ * - per-function/data sections + --gc-sections: unused libc code costs no SRAM.
+ * - no -g, no build id, and -ffile-prefix-map: the ELF holds no path or timestamp of the
+ *   build machine, so it is byte-reproducible (test/firmware-build.test.ts checks that).
+ */
+const TARGET_FLAGS = [
+  "--target=riscv32-unknown-elf",
+  "-march=rv32ima",
+  "-mabi=ilp32",
+  "-ffreestanding",
+  "-nostdlib",
+  "-fno-builtin",
+  "-mno-relax",
+  "-ffunction-sections",
+  "-fdata-sections",
+  "-fuse-ld=lld",
+  "-Wl,--gc-sections",
+  "-Wl,--build-id=none",
+];
+
+/** Candidate clang names: Debian's `clang` package installs `clang`; the versioned packages
+ * alone install only `clang-N`. */
+const CLANG_NAMES = ["clang", ...[20, 19, 18, 17, 16, 15, 14].map((v) => `clang-${v}`)];
+
+function isExecutable(path: string): boolean {
+  try {
+    accessSync(path, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The first clang on PATH, or null if there is none. */
+export function findClang(): string | null {
+  const dirs = (process.env.PATH ?? "").split(delimiter).filter((d) => d !== "");
+  for (const name of CLANG_NAMES) {
+    for (const dir of dirs) {
+      const candidate = join(dir, name);
+      if (isExecutable(candidate)) return candidate;
+    }
+  }
+  return null;
+}
+
+/**
+ * The package root holding the firmware SDK: the nearest directory above this module with a
+ * package.json and firmware/sdk/link.ld. Searching upward from import.meta.url makes it work
+ * both from host/fw/build.ts (vitest) and from a bundled file under dist/ or node_modules/.
+ */
+export function sdkRoot(from: string = fileURLToPath(import.meta.url)): string {
+  let dir = dirname(from);
+  for (;;) {
+    if (existsSync(join(dir, "package.json")) && existsSync(join(dir, "firmware", "sdk", "link.ld"))) return dir;
+    const up = dirname(dir);
+    if (up === dir) throw new Error(`menic firmware SDK not found: no package.json with firmware/sdk/link.ld above ${from}`);
+    dir = up;
+  }
+}
+
+/** Compile `opts.sources` with crt0 and the SDK's libc, link with the SDK's link script,
+ * write the ELF to `opts.out` and return it. Throws an Error carrying clang's diagnostics
+ * when the build fails. */
+export function buildFirmware(opts: BuildOptions): BuildResult {
+  const clang = opts.clang ?? findClang();
+  if (clang === null) throw new Error(CLANG_MISSING);
+
+  const root = sdkRoot();
+  const sdk = join(root, "firmware", "sdk");
+  const libcDir = join(sdk, "libc");
+  // Sorted so the link order, and so the ELF, does not depend on directory order.
+  const libc = readdirSync(libcDir)
+    .filter((f) => /\.(c|S|s)$/.test(f))
+    .sort()
+    .map((f) => join(libcDir, f));
+  const defines = Object.entries(opts.defines ?? {})
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([name, value]) => `-D${name}=${value}`);
+  const out = resolve(opts.out);
+  const sources = opts.sources.map((s) => (isAbsolute(s) ? s : resolve(s)));
+
+  const command = [
+    clang,
+    ...TARGET_FLAGS,
+    `-O${opts.optLevel ?? "2"}`,
+    `-ffile-prefix-map=${root}/=`,
+    `-I${join(root, "firmware", "include")}`,
+    ...defines,
+    `-Wl,-T,${join(sdk, "link.ld")}`,
+    "-o",
+    out,
+    join(sdk, "crt0.S"),
+    ...sources,
+    ...libc,
+  ];
+
+  mkdirSync(dirname(out), { recursive: true });
+  const run = spawnSync(command[0]!, command.slice(1), { encoding: "utf8" });
+  if (run.error !== undefined) {
+    const code = (run.error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "EACCES") throw new Error(`${CLANG_MISSING} (tried ${clang})`);
+    throw run.error;
+  }
+  if (run.status !== 0) {
+    const stderr = run.stderr.trim();
+    // clang reports a missing linker as an unusable -fuse-ld value or a failed exec.
+    if (/invalid linker name|unable to execute command.*ld\.lld|ld\.lld.*not found/.test(stderr)) {
+      throw new Error(`${LLD_MISSING}\n${stderr}`);
+    }
+    const how = run.status === null ? `killed by ${run.signal}` : `exit code ${run.status}`;
+    throw new Error(`firmware build failed (clang ${how}):\n${stderr}`);
+  }
+  return { elf: new Uint8Array(readFileSync(out)), command };
+}

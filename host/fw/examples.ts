@@ -1,0 +1,31 @@
+/**
+ * The example firmware the repository ships prebuilt (firmware/examples/*.elf), so that
+ * running the emulator needs no clang. test/firmware-build.test.ts rebuilds them and fails if
+ * a committed ELF differs from what the sources give; `npm run fw:examples` regenerates them.
+ */
+import { join } from "node:path";
+import { buildFirmware } from "./build.js";
+
+export interface Example {
+  name: string;
+  /** Sources, relative to the repository root. */
+  sources: string[];
+  /** The committed ELF, relative to the repository root. */
+  out: string;
+}
+
+export const EXAMPLES: readonly Example[] = [
+  { name: "hello", sources: ["firmware/examples/hello.c"], out: "firmware/examples/hello.elf" },
+  { name: "psum", sources: ["firmware/examples/psum.c"], out: "firmware/examples/psum.elf" },
+  { name: "fault", sources: ["firmware/examples/fault.c"], out: "firmware/examples/fault.elf" },
+];
+
+/** Build every example at -O2 (as committed) from the repository at `root`, writing the ELFs
+ * under `outDir` (default: `root`, i.e. over the committed ones). Returns the paths written. */
+export function buildExamples(root: string, outDir: string = root): string[] {
+  return EXAMPLES.map((ex) => {
+    const out = join(outDir, ex.out);
+    buildFirmware({ sources: ex.sources.map((s) => join(root, s)), out, optLevel: "2" });
+    return out;
+  });
+}

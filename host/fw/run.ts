@@ -1,0 +1,53 @@
+// `menic fw run`: load one ELF into every engine of a device, run to the end or a time limit,
+// and report each engine. Used by the CLI, the tests and the benchmarks.
+
+import { Device, type EngineReport, type TraceRecord } from "../device.js";
+import { coreModule } from "../platform/node.js";
+
+export interface FwRunOptions {
+  config?: Record<string, number | bigint | string>;
+  /** Simulated-time limit in ps (default 1 s). */
+  untilPs?: number | bigint;
+  collectTrace?: boolean;
+  onConsoleLine?: (engine: number, line: string) => void;
+  core?: "release" | "debug";
+}
+
+export interface FwEngineResult extends EngineReport {
+  console: string;
+}
+
+export interface FwRunResult {
+  timePs: number;
+  /** True when every engine exited with code 0. */
+  ok: boolean;
+  engines: FwEngineResult[];
+  stats: Record<string, number>;
+  trace?: TraceRecord[];
+}
+
+export const DEFAULT_UNTIL_PS = 1_000_000_000_000n;
+
+export async function runFirmware(elf: Uint8Array, opts: FwRunOptions = {}): Promise<FwRunResult> {
+  const dev = await Device.create(coreModule(opts.core), opts.config ?? {}, {
+    collectTrace: opts.collectTrace,
+    onConsoleLine: opts.onConsoleLine,
+  });
+  const img = dev.loadElf(elf);
+  dev.start(img.entry);
+  const t = dev.run(BigInt(opts.untilPs ?? DEFAULT_UNTIL_PS));
+  dev.flushConsole();
+  return report(dev, t);
+}
+
+export function report(dev: Device, t: bigint): FwRunResult {
+  const engines: FwEngineResult[] = [];
+  for (let i = 0; i < dev.engines; i++) engines.push({ ...dev.engine(i), console: dev.console(i) });
+  return {
+    timePs: Number(t),
+    ok: engines.every((e) => e.state === "exited" && e.exitCode === 0),
+    engines,
+    stats: dev.stats(),
+    trace: dev.traceRecords.length ? dev.traceRecords : undefined,
+  };
+}

@@ -1,0 +1,70 @@
+// Trace records → Chrome trace-event JSON (the format ui.perfetto.dev and chrome://tracing
+// open): one track per engine with its spans (running, asleep in wfi, in a trap handler)
+// and instant events for exit and fault. Timestamps are microseconds (ps / 1e6).
+
+import type { TraceRecord } from "../device.js";
+
+export interface TraceEvent {
+  name: string;
+  ph: "X" | "i" | "M";
+  ts?: number;
+  dur?: number;
+  pid: number;
+  tid: number;
+  s?: "t";
+  args?: Record<string, unknown>;
+}
+
+const CAUSES: Record<number, string> = {
+  0: "misaligned fetch", 1: "fetch access fault", 2: "illegal instruction", 3: "breakpoint",
+  4: "misaligned load", 5: "load access fault", 6: "misaligned store", 7: "store access fault", 11: "ecall",
+  0x80000007: "timer interrupt", 0x8000000b: "external interrupt",
+};
+
+export function causeName(mcause: number): string {
+  return CAUSES[mcause >>> 0] ?? `cause 0x${(mcause >>> 0).toString(16)}`;
+}
+
+const us = (ps: bigint) => Number(ps) / 1e6;
+
+/** Builds the trace-event list; `endPs` closes the spans still open when the run stopped. */
+export function toPerfetto(records: readonly TraceRecord[], engines: number, endPs: bigint): { traceEvents: TraceEvent[]; displayTimeUnit: "ns" } {
+  const ev: TraceEvent[] = [{ name: "process_name", ph: "M", pid: 0, tid: 0, args: { name: "menic device" } }];
+  for (let e = 0; e < engines; e++) ev.push({ name: "thread_name", ph: "M", pid: 0, tid: e, args: { name: `engine ${e}` } });
+  const open: ({ name: string; since: bigint; args?: Record<string, unknown> } | null)[] = new Array(engines).fill(null);
+  const close = (e: number, t: bigint) => {
+    const s = open[e];
+    if (s && t >= s.since) ev.push({ name: s.name, ph: "X", ts: us(s.since), dur: us(t - s.since), pid: 0, tid: e, args: s.args });
+    open[e] = null;
+  };
+  for (const r of records) {
+    const e = r.engine;
+    if (e >= engines) continue;
+    switch (r.point) {
+      case "engine.start":
+      case "engine.wake":
+      case "engine.mret":
+        close(e, r.timePs);
+        open[e] = { name: "running", since: r.timePs };
+        break;
+      case "engine.sleep":
+        close(e, r.timePs);
+        open[e] = { name: "wfi", since: r.timePs, args: { pc: `0x${r.arg.toString(16)}` } };
+        break;
+      case "engine.trap":
+        close(e, r.timePs);
+        open[e] = { name: `trap: ${causeName(r.arg)}`, since: r.timePs, args: { mcause: `0x${r.arg.toString(16)}` } };
+        break;
+      case "engine.exit":
+        close(e, r.timePs);
+        ev.push({ name: `exit ${r.arg | 0}`, ph: "i", s: "t", ts: us(r.timePs), pid: 0, tid: e });
+        break;
+      case "engine.fault":
+        close(e, r.timePs);
+        ev.push({ name: `fault: ${causeName(r.arg)}`, ph: "i", s: "t", ts: us(r.timePs), pid: 0, tid: e, args: { mcause: `0x${r.arg.toString(16)}` } });
+        break;
+    }
+  }
+  for (let e = 0; e < engines; e++) close(e, endPs);
+  return { traceEvents: ev, displayTimeUnit: "ns" };
+}

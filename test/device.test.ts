@@ -1,0 +1,177 @@
+import { describe, it, expect } from "vitest";
+import { Device } from "../host/device.js";
+import { coreModule } from "../host/platform/node.js";
+import { runFirmware } from "../host/fw/run.js";
+import { toPerfetto } from "../host/trace/perfetto.js";
+import { programElf } from "./helpers/rv.js";
+
+const CONSOLE = 0x10000000, EXIT = 0x10000004, MTIME = 0x10001000, MTIMECMP = 0x10001008;
+const MBOX_OUT = 0x10002000, MBOX_IN = 0x10002008;
+
+// 100000 iterations of addi + mul + taken bne: 7 cycles each with the default CPI table
+const LOOP = `
+  csrr a0, mhartid
+  li t1, 0
+  li t2, 100000
+loop:
+  addi t1, t1, 1
+  mul t3, t1, t1
+  bne t1, t2, loop
+  li t0, ${EXIT}
+  sw a0, 0(t0)
+`;
+
+describe("engine timing and exit", () => {
+  it("counts instructions and cycles exactly by the CPI table", async () => {
+    const r = await runFirmware(programElf(LOOP), { config: { engines: 3 } });
+    for (const e of r.engines) {
+      expect(e.state).toBe("exited");
+      expect(e.exitCode).toBe(e.id);
+      // csrr + 2 li (2 instructions each) + 3 x 100000 + li + sw
+      expect(e.instructions).toBe(1 + 4 + 300000 + 2 + 1);
+      // csrr 2, li 4 x 1, loop 7 x 100000 - 2 (last bne not taken: 1 instead of 3), li 2, sw to MMIO 8
+      expect(e.cycles).toBe(2 + 4 + 700000 - 2 + 2 + 8);
+    }
+    expect(r.ok).toBe(false); // engines 1 and 2 exit non-zero
+  });
+
+  it("follows the engine clock: twice the clock, half the simulated time", async () => {
+    const slow = await runFirmware(programElf(LOOP), { config: { engines: 1, engineClockKhz: 1000000 } });
+    const fast = await runFirmware(programElf(LOOP), { config: { engines: 1, engineClockKhz: 2000000 } });
+    expect(slow.engines[0].cycles).toBe(fast.engines[0].cycles);
+    // 700012 cycles at 1 GHz = 700.012 us, run in 200 ns windows
+    expect(slow.timePs).toBe(700_200_000);
+    expect(fast.timePs).toBe(350_200_000);
+  });
+});
+
+describe("faults", () => {
+  it("stops a faulting engine with pc, mcause and mtval; the others keep running", async () => {
+    const src = `
+      csrr a0, mhartid
+      li t0, 2
+      bne a0, t0, fine
+      li t1, 0x0f000000
+      lw t2, 0(t1)        # engine 2: load access fault at pc 0x18
+    fine:
+      li t0, ${EXIT}
+      sw zero, 0(t0)
+    `;
+    const r = await runFirmware(programElf(src), { config: { engines: 4 } });
+    expect(r.engines.map((e) => e.state)).toEqual(["exited", "exited", "faulted", "exited"]);
+    expect(r.engines[2]).toMatchObject({ pc: 0x18, mcause: 5, mtval: 0x0f000000 });
+    expect(r.stats["engine.faults"]).toBe(1);
+  });
+
+  it("reports an illegal instruction with its bits", async () => {
+    const r = await runFirmware(programElf(`nop\n.word 0xffffffff`), { config: { engines: 1 } });
+    expect(r.engines[0]).toMatchObject({ state: "faulted", pc: 4, mcause: 2, mtval: 0xffffffff });
+  });
+});
+
+describe("wfi, timer and mailbox", () => {
+  // sleep until mtime + 13700 cycles (10 us at 1.37 GHz) with MTIE enabled and MIE off, then exit
+  const SLEEP = `
+    li t0, ${MTIME}
+    lw t1, 0(t0)
+    li t2, 13700
+    add t1, t1, t2
+    li t0, ${MTIMECMP}
+    sw zero, 4(t0)
+    sw t1, 0(t0)
+    li t3, 128
+    csrw mie, t3
+    wfi
+    li t0, ${EXIT}
+    sw zero, 0(t0)
+  `;
+  it("sleeps in wfi until the timer and counts the time asleep", async () => {
+    const r = await runFirmware(programElf(SLEEP), { config: { engines: 16 }, collectTrace: true });
+    for (const e of r.engines) {
+      expect(e.state).toBe("exited");
+      // slept from just after the wfi (cycle 2+2+1+... ) to the cycle mtimecmp: ~10 us
+      expect(e.sleepPs).toBeGreaterThan(9_900_000);
+      expect(e.sleepPs).toBeLessThan(10_000_000);
+    }
+    expect(r.stats["engine.wakeups"]).toBe(16);
+    const sleeps = r.trace!.filter((t) => t.point === "engine.sleep").length;
+    expect(sleeps).toBe(16);
+  });
+
+  it("wakes on a host mailbox word and echoes it back", async () => {
+    const src = `
+      li t3, 2048          # MEIE
+      csrw mie, t3
+      wfi
+      li t0, ${MBOX_IN}
+      lw t1, 0(t0)
+      addi t1, t1, 1
+      li t0, ${MBOX_OUT}
+      sw t1, 0(t0)
+      li t0, ${EXIT}
+      sw zero, 0(t0)
+    `;
+    const dev = await Device.create(coreModule(), { engines: 2 });
+    const img = dev.loadElf(programElf(src));
+    dev.start(img.entry);
+    dev.run(5_000_000n); // 5 us: both asleep
+    expect(dev.engine(0).state).toBe("sleeping");
+    expect(dev.mailboxPush(1, 41)).toBe(true);
+    dev.run(10_000_000n);
+    expect(dev.engine(1).state).toBe("exited");
+    expect(dev.engine(0).state).toBe("sleeping");
+    expect(dev.mailboxPop(1)).toBe(42);
+    expect(dev.mailboxPop(1)).toBe(null);
+  });
+});
+
+// Engines race on one HBM counter with amoadd and print; the result depends on interleaving.
+const RACE = `
+  li s0, 0x80000000
+  li s1, 2000
+  li s2, ${CONSOLE}
+  csrr a0, mhartid
+loop:
+  li t1, 1
+  amoadd.w t2, t1, (s0)
+  andi t3, t2, 63
+  addi t3, t3, 48
+  sb t3, 0(s2)
+  addi s1, s1, -1
+  bne s1, zero, loop
+  li t0, ${EXIT}
+  sw zero, 0(t0)
+`;
+
+async function raceDevice() {
+  const dev = await Device.create(coreModule(), { engines: 16, interleaveQuantumPs: 50000 }, { collectTrace: true });
+  dev.start(dev.loadElf(programElf(RACE)).entry);
+  return dev;
+}
+
+describe("determinism and save/restore", () => {
+  it("gives byte-identical results after save, restore into a new instance, and continue", async () => {
+    const whole = await raceDevice();
+    whole.run(1_000_000_000n);
+    const endState = whole.save();
+
+    const first = await raceDevice();
+    first.run(777_777n); // stop mid-run, between windows
+    const snap = first.save();
+    const second = await Device.restore(coreModule(), snap);
+    second.run(1_000_000_000n);
+    expect(Buffer.compare(second.save(), endState)).toBe(0);
+    // the console text printed after the restore is the tail of the uninterrupted run's text
+    for (let e = 0; e < 16; e++) expect(whole.console(e).endsWith(second.console(e))).toBe(true);
+    expect(Array.from(whole.readHbm(0, 4))).toEqual([0x00, 0x7d, 0x00, 0x00]); // 32000 increments
+  });
+
+  it("produces the same trace bytes on every run", async () => {
+    const a = await raceDevice(), b = await raceDevice();
+    const ta = a.run(1_000_000_000n), tb = b.run(1_000_000_000n);
+    const ja = JSON.stringify(toPerfetto(a.traceRecords, 16, ta));
+    expect(JSON.stringify(toPerfetto(b.traceRecords, 16, tb))).toBe(ja);
+    expect(a.console(5)).toBe(b.console(5));
+    expect(a.console(5).length).toBe(2000);
+  });
+});
