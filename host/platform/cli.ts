@@ -89,7 +89,7 @@ async function fwRun(args: string[]): Promise<number> {
   if (values.trace) {
     writeFileSync(values.trace, JSON.stringify(toPerfetto(r.trace ?? [], r.engines.length, BigInt(r.timePs))));
   }
-  if (json) console.log(JSON.stringify(r));
+  if (json) console.log(JSON.stringify({ ...r, trace: undefined })); // the trace goes to its own file
   else printSummary(r);
   return r.ok ? 0 : 1;
 }
