@@ -18,8 +18,9 @@ _start:
      * serves all of them. */
     la      sp, __stack_top
 
-    /* Clear .bss. The loader already zero-fills memsz > filesz, but firmware must not depend
-     * on a particular loader, and a restarted image must see C's zero-initialised globals. */
+    /* Clear .bss (SRAM only; link.ld keeps it word-aligned at both ends). The menic loader
+     * already zero-fills memsz > filesz, but C's zero-initialised globals must not depend on
+     * which loader put the image there. */
     la      t0, __bss_start
     la      t1, __bss_end
 1:  bgeu    t0, t1, 2f

@@ -48,6 +48,13 @@ const LLD_MISSING = "ld.lld not found: install Debian's clang and lld (apt-get i
  *   keeps clang from turning libc's own loops into calls to memset/memcpy.
  * - -mno-relax: no linker relaxation, so nothing is gp-relative and crt0 need not set gp.
  * - per-function/data sections + --gc-sections: unused libc code costs no SRAM.
+ * - --discard-locals drops the assembler's .L labels from the symbol table (functions and
+ *   statics stay), so a faulting pc symbolises to its function.
+ * - max-page-size=16: engines have no pages; the default 4 KiB alignment would only pad the
+ *   file with zeros between segments.
+ * - --orphan-handling=error: every input section must be placed by link.ld, so a section
+ *   the SDK does not support (.init_array, .tdata) fails the build instead of landing
+ *   somewhere the loader or crt0 does not expect.
  * - no -g, no build id, and -ffile-prefix-map: the ELF holds no path or timestamp of the
  *   build machine, so it is byte-reproducible (test/firmware-build.test.ts checks that).
  */
@@ -64,6 +71,9 @@ const TARGET_FLAGS = [
   "-fuse-ld=lld",
   "-Wl,--gc-sections",
   "-Wl,--build-id=none",
+  "-Wl,--discard-locals",
+  "-Wl,-z,max-page-size=16",
+  "-Wl,--orphan-handling=error",
 ];
 
 /** Candidate clang names: Debian's `clang` package installs `clang`; the versioned packages

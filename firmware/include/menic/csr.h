@@ -71,36 +71,42 @@
 #define MENIC_STR(x) MENIC_STR_(x)
 
 /* Read CSR `csr`: uint32_t v = csr_read(CSR_MCAUSE); */
-#define csr_read(csr) ({                                                     \
-    uint32_t csr_v_;                                                         \
-    __asm__ volatile("csrr %0, " MENIC_STR(csr) : "=r"(csr_v_) : : "memory"); \
-    csr_v_; })
+#define csr_read(csr) __extension__({                                   \
+    uint32_t csr_v_;                                                    \
+    __asm__ volatile("csrr %0, " MENIC_STR(csr)                         \
+                     : "=r"(csr_v_) : : "memory");                      \
+    csr_v_;                                                             \
+  })
 
 /* Write `val` to CSR `csr`. */
-#define csr_write(csr, val) do {                                              \
-    uint32_t csr_w_ = (uint32_t)(val);                                        \
-    __asm__ volatile("csrw " MENIC_STR(csr) ", %0" : : "r"(csr_w_) : "memory"); \
+#define csr_write(csr, val) do {                                        \
+    uint32_t csr_w_ = (uint32_t)(val);                                  \
+    __asm__ volatile("csrw " MENIC_STR(csr) ", %0"                      \
+                     : : "r"(csr_w_) : "memory");                       \
   } while (0)
 
 /* Set the bits of `mask` in CSR `csr`; returns the old value (csrrs). */
-#define csr_set(csr, mask) ({                                                  \
-    uint32_t csr_o_;                                                           \
-    __asm__ volatile("csrrs %0, " MENIC_STR(csr) ", %1"                        \
-                     : "=r"(csr_o_) : "r"((uint32_t)(mask)) : "memory");       \
-    csr_o_; })
+#define csr_set(csr, mask) __extension__({                              \
+    uint32_t csr_o_;                                                    \
+    __asm__ volatile("csrrs %0, " MENIC_STR(csr) ", %1"                 \
+                     : "=r"(csr_o_) : "r"((uint32_t)(mask)) : "memory"); \
+    csr_o_;                                                             \
+  })
 
 /* Clear the bits of `mask` in CSR `csr`; returns the old value (csrrc). */
-#define csr_clear(csr, mask) ({                                                \
-    uint32_t csr_o_;                                                           \
-    __asm__ volatile("csrrc %0, " MENIC_STR(csr) ", %1"                        \
-                     : "=r"(csr_o_) : "r"((uint32_t)(mask)) : "memory");       \
-    csr_o_; })
+#define csr_clear(csr, mask) __extension__({                            \
+    uint32_t csr_o_;                                                    \
+    __asm__ volatile("csrrc %0, " MENIC_STR(csr) ", %1"                 \
+                     : "=r"(csr_o_) : "r"((uint32_t)(mask)) : "memory"); \
+    csr_o_;                                                             \
+  })
 
 /* Swap CSR `csr` with `val`; returns the old value (csrrw). */
-#define csr_swap(csr, val) ({                                                  \
-    uint32_t csr_o_;                                                           \
-    __asm__ volatile("csrrw %0, " MENIC_STR(csr) ", %1"                        \
-                     : "=r"(csr_o_) : "r"((uint32_t)(val)) : "memory");        \
-    csr_o_; })
+#define csr_swap(csr, val) __extension__({                              \
+    uint32_t csr_o_;                                                    \
+    __asm__ volatile("csrrw %0, " MENIC_STR(csr) ", %1"                 \
+                     : "=r"(csr_o_) : "r"((uint32_t)(val)) : "memory"); \
+    csr_o_;                                                             \
+  })
 
 #endif

@@ -1,0 +1,77 @@
+// The firmware SDK and `fw build` (host/fw/build.ts): the committed example ELFs match their
+// sources byte for byte, build failures carry clang's diagnostics, and 64-bit division links
+// against the SDK's own helpers. Tests that need clang are skipped, with the reason in their
+// name, on machines without it; the committed ELFs are checked either way.
+import { afterAll, describe, expect, it } from "vitest";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { buildFirmware, findClang, sdkRoot } from "../host/fw/build.js";
+import { EXAMPLES } from "../host/fw/examples.js";
+import { checkImage, parseElf } from "../host/elf.js";
+
+const root = sdkRoot();
+const clang = findClang();
+const NO_CLANG = "skipped: clang not found (apt-get install clang lld)";
+/** `it` when clang is installed, otherwise `it.skip` with the reason in the test's name. */
+const withClang = (name: string, fn: () => void) => (clang === null ? it.skip(`${name} [${NO_CLANG}]`, fn) : it(name, fn));
+
+const tmp = mkdtempSync(join(tmpdir(), "menic-fw-"));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+/** Write a C source into the temp dir and return its path. */
+function source(name: string, text: string): string {
+  const path = join(tmp, name);
+  writeFileSync(path, text);
+  return path;
+}
+
+describe("committed example firmware", () => {
+  for (const ex of EXAMPLES) {
+    withClang(`${ex.out} is what its sources build to`, () => {
+      const fresh = buildFirmware({ sources: ex.sources.map((s) => join(root, s)), out: join(tmp, `${ex.name}.elf`), optLevel: "2" }).elf;
+      const committed = readFileSync(join(root, ex.out));
+      expect(Buffer.compare(Buffer.from(fresh), committed), `${ex.out} differs from a fresh build of its sources: run npm run fw:examples`).toBe(0);
+    });
+
+    it(`${ex.out} is an RV32 executable the loader accepts, entered at _start = 0`, () => {
+      const img = parseElf(new Uint8Array(readFileSync(join(root, ex.out))));
+      expect(() => checkImage(img, 128 * 1024, 16 << 20)).not.toThrow();
+      expect(img.entry).toBe(0);
+      // One SRAM segment from 0 (code first), plus one HBM segment only for psum's shared data.
+      expect(img.segments[0]!.vaddr).toBe(0);
+      expect(img.segments.map((s) => s.vaddr >= 0x80000000)).toEqual(ex.name === "psum" ? [false, true] : [false]);
+    });
+  }
+});
+
+describe("buildFirmware", () => {
+  it("names the fix when clang is missing", () => {
+    expect(() => buildFirmware({ sources: [], out: join(tmp, "none.elf"), clang: join(tmp, "no-such-clang") })).toThrow(
+      "clang not found: install Debian's clang and lld (apt-get install clang lld)",
+    );
+  });
+
+  withClang("reports a syntax error with clang's diagnostic", () => {
+    const bad = source("bad.c", "int main(void) {\n  return 0\n}\n");
+    expect(() => buildFirmware({ sources: [bad], out: join(tmp, "bad.elf") })).toThrow(/bad\.c:2:11: error: expected ';' after return statement/);
+  });
+
+  withClang("links 64-bit division and remainder through the SDK's helpers", () => {
+    // volatile operands keep clang from folding the divisions away at compile time.
+    const src = source(
+      "div64.c",
+      [
+        "#include <menic.h>",
+        "volatile uint64_t ua = 0xfedcba9876543210ull, ub = 0x123456789ull;",
+        "volatile int64_t sa = -0x123456789abcdll, sb = 1000003;",
+        "int main(void) { return (int)(ua / ub + ua % ub + (uint64_t)(sa / sb) + (uint64_t)(sa % sb)); }",
+        "",
+      ].join("\n"),
+    );
+    const { elf, command } = buildFirmware({ sources: [src], out: join(tmp, "div64.elf"), optLevel: "s" });
+    expect(command).toContain("-Os");
+    const symbols = Buffer.from(elf).toString("latin1");
+    for (const helper of ["__udivdi3", "__umoddi3", "__divdi3", "__moddi3"]) expect(symbols).toContain(`\0${helper}\0`);
+  });
+});
