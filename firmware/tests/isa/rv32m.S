@@ -1,0 +1,104 @@
+/*
+ * rv32m.S: the M extension (unprivileged spec chapter 13), cases 1000-1199.
+ * Division by zero and the overflow case MIN / -1 for all four divide instructions
+ * (spec table 13.1): quotient all ones / dividend, remainder dividend / 0; DIVU and REMU
+ * treat 0x80000000 / 0xffffffff as unsigned (quotient 0, remainder 0x80000000).
+ */
+#include "isa.h"
+
+	.text
+	.globl isa_group_rv32m
+isa_group_rv32m:
+	TEST_RR_OP 1000, mul, 0x00000015, 0x00000003, 0x00000007
+	TEST_RR_OP 1001, mul, 0x00000000, 0x80000000, 0xffff8000
+	TEST_RR_OP 1002, mul, 0x0000ff7f, 0xaaaaaaab, 0x0002fe7d
+	TEST_RR_OP 1003, mul, 0x00000000, 0xff000000, 0xff000000
+	TEST_RR_OP 1004, mul, 0x00000001, 0xffffffff, 0xffffffff
+	TEST_RR_OP 1005, mul, 0xffffffff, 0xffffffff, 0x00000001
+	TEST_RR_OP 1006, mul, 0x00000000, 0x80000000, 0x80000000
+	TEST_RR_OP 1007, mul, 0x80000000, 0x80000000, 0xffffffff
+	TEST_RR_OP 1008, mul, 0x00000001, 0x7fffffff, 0x7fffffff
+	TEST_RR_SRC2_EQ_DEST 1009, mul, 0x0000009a, 0x0000000e, 0x0000000b
+	TEST_RR_ZERODEST 1010, mul, 0x0000000b, 0x0000000d
+	TEST_RR_OP 1020, mulh, 0x00000000, 0x00000003, 0x00000007
+	TEST_RR_OP 1021, mulh, 0x00004000, 0x80000000, 0xffff8000
+	TEST_RR_OP 1022, mulh, 0xffff0081, 0xaaaaaaab, 0x0002fe7d
+	TEST_RR_OP 1023, mulh, 0x00010000, 0xff000000, 0xff000000
+	TEST_RR_OP 1024, mulh, 0x00000000, 0xffffffff, 0xffffffff
+	TEST_RR_OP 1025, mulh, 0xffffffff, 0xffffffff, 0x00000001
+	TEST_RR_OP 1026, mulh, 0x40000000, 0x80000000, 0x80000000
+	TEST_RR_OP 1027, mulh, 0x00000000, 0x80000000, 0xffffffff
+	TEST_RR_OP 1028, mulh, 0x3fffffff, 0x7fffffff, 0x7fffffff
+	TEST_RR_SRC12_EQ_DEST 1029, mulh, 0x40000000, 0x80000000
+	TEST_RR_ZERODEST 1030, mulh, 0x0000000b, 0x0000000d
+	TEST_RR_OP 1040, mulhsu, 0x00000000, 0x00000003, 0x00000007
+	TEST_RR_OP 1041, mulhsu, 0x80004000, 0x80000000, 0xffff8000
+	TEST_RR_OP 1042, mulhsu, 0xffff0081, 0xaaaaaaab, 0x0002fe7d
+	TEST_RR_OP 1043, mulhsu, 0xff010000, 0xff000000, 0xff000000
+	TEST_RR_OP 1044, mulhsu, 0xffffffff, 0xffffffff, 0xffffffff
+	TEST_RR_OP 1045, mulhsu, 0xffffffff, 0xffffffff, 0x00000001
+	TEST_RR_OP 1046, mulhsu, 0xc0000000, 0x80000000, 0x80000000
+	TEST_RR_OP 1047, mulhsu, 0x80000000, 0x80000000, 0xffffffff
+	TEST_RR_OP 1048, mulhsu, 0x3fffffff, 0x7fffffff, 0x7fffffff
+	TEST_RR_SRC1_EQ_DEST 1049, mulhsu, 0xffffffff, 0xfffffff3, 0x0000000b
+	TEST_RR_ZERODEST 1050, mulhsu, 0x0000000b, 0x0000000d
+	TEST_RR_OP 1060, mulhu, 0x00000000, 0x00000003, 0x00000007
+	TEST_RR_OP 1061, mulhu, 0x7fffc000, 0x80000000, 0xffff8000
+	TEST_RR_OP 1062, mulhu, 0x0001fefe, 0xaaaaaaab, 0x0002fe7d
+	TEST_RR_OP 1063, mulhu, 0xfe010000, 0xff000000, 0xff000000
+	TEST_RR_OP 1064, mulhu, 0xfffffffe, 0xffffffff, 0xffffffff
+	TEST_RR_OP 1065, mulhu, 0x00000000, 0xffffffff, 0x00000001
+	TEST_RR_OP 1066, mulhu, 0x40000000, 0x80000000, 0x80000000
+	TEST_RR_OP 1067, mulhu, 0x7fffffff, 0x80000000, 0xffffffff
+	TEST_RR_OP 1068, mulhu, 0x3fffffff, 0x7fffffff, 0x7fffffff
+	TEST_RR_SRC12_EQ_DEST 1069, mulhu, 0xfffffffe, 0xffffffff
+	TEST_RR_ZERODEST 1070, mulhu, 0x0000000b, 0x0000000d
+	TEST_RR_OP 1080, div, 0x00000003, 0x00000014, 0x00000006
+	TEST_RR_OP 1081, div, 0xfffffffd, 0xffffffec, 0x00000006
+	TEST_RR_OP 1082, div, 0xfffffffd, 0x00000014, 0xfffffffa
+	TEST_RR_OP 1083, div, 0x00000003, 0xffffffec, 0xfffffffa
+	TEST_RR_OP 1084, div, 0x80000000, 0x80000000, 0x00000001
+	TEST_RR_OP 1085, div, 0x80000000, 0x80000000, 0xffffffff
+	TEST_RR_OP 1086, div, 0xffffffff, 0x80000000, 0x00000000
+	TEST_RR_OP 1087, div, 0xffffffff, 0x00000001, 0x00000000
+	TEST_RR_OP 1088, div, 0xffffffff, 0x00000000, 0x00000000
+	TEST_RR_OP 1089, div, 0xffffffff, 0xffffffff, 0x00000000
+	TEST_RR_SRC2_EQ_DEST 1090, div, 0xffffffff, 0x00000011, 0x00000000
+	TEST_RR_ZERODEST 1091, div, 0x00000014, 0x00000006
+	TEST_RR_OP 1100, divu, 0x00000003, 0x00000014, 0x00000006
+	TEST_RR_OP 1101, divu, 0x2aaaaaa7, 0xffffffec, 0x00000006
+	TEST_RR_OP 1102, divu, 0x00000000, 0x00000014, 0xfffffffa
+	TEST_RR_OP 1103, divu, 0x00000000, 0xffffffec, 0xfffffffa
+	TEST_RR_OP 1104, divu, 0x80000000, 0x80000000, 0x00000001
+	TEST_RR_OP 1105, divu, 0x00000000, 0x80000000, 0xffffffff
+	TEST_RR_OP 1106, divu, 0xffffffff, 0x80000000, 0x00000000
+	TEST_RR_OP 1107, divu, 0xffffffff, 0x00000001, 0x00000000
+	TEST_RR_OP 1108, divu, 0xffffffff, 0x00000000, 0x00000000
+	TEST_RR_OP 1109, divu, 0xffffffff, 0xffffffff, 0x00000000
+	TEST_RR_SRC2_EQ_DEST 1110, divu, 0xffffffff, 0x00000011, 0x00000000
+	TEST_RR_ZERODEST 1111, divu, 0x00000014, 0x00000006
+	TEST_RR_OP 1120, rem, 0x00000002, 0x00000014, 0x00000006
+	TEST_RR_OP 1121, rem, 0xfffffffe, 0xffffffec, 0x00000006
+	TEST_RR_OP 1122, rem, 0x00000002, 0x00000014, 0xfffffffa
+	TEST_RR_OP 1123, rem, 0xfffffffe, 0xffffffec, 0xfffffffa
+	TEST_RR_OP 1124, rem, 0x00000000, 0x80000000, 0x00000001
+	TEST_RR_OP 1125, rem, 0x00000000, 0x80000000, 0xffffffff
+	TEST_RR_OP 1126, rem, 0x80000000, 0x80000000, 0x00000000
+	TEST_RR_OP 1127, rem, 0x00000001, 0x00000001, 0x00000000
+	TEST_RR_OP 1128, rem, 0x00000000, 0x00000000, 0x00000000
+	TEST_RR_OP 1129, rem, 0xffffffff, 0xffffffff, 0x00000000
+	TEST_RR_SRC2_EQ_DEST 1130, rem, 0x00000011, 0x00000011, 0x00000000
+	TEST_RR_ZERODEST 1131, rem, 0x00000014, 0x00000006
+	TEST_RR_OP 1140, remu, 0x00000002, 0x00000014, 0x00000006
+	TEST_RR_OP 1141, remu, 0x00000002, 0xffffffec, 0x00000006
+	TEST_RR_OP 1142, remu, 0x00000014, 0x00000014, 0xfffffffa
+	TEST_RR_OP 1143, remu, 0xffffffec, 0xffffffec, 0xfffffffa
+	TEST_RR_OP 1144, remu, 0x00000000, 0x80000000, 0x00000001
+	TEST_RR_OP 1145, remu, 0x80000000, 0x80000000, 0xffffffff
+	TEST_RR_OP 1146, remu, 0x80000000, 0x80000000, 0x00000000
+	TEST_RR_OP 1147, remu, 0x00000001, 0x00000001, 0x00000000
+	TEST_RR_OP 1148, remu, 0x00000000, 0x00000000, 0x00000000
+	TEST_RR_OP 1149, remu, 0xffffffff, 0xffffffff, 0x00000000
+	TEST_RR_SRC2_EQ_DEST 1150, remu, 0x00000011, 0x00000011, 0x00000000
+	TEST_RR_ZERODEST 1151, remu, 0x00000014, 0x00000006
+	jr s0
