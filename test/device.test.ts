@@ -175,3 +175,45 @@ describe("determinism and save/restore", () => {
     expect(a.console(5).length).toBe(2000);
   });
 });
+
+describe("scheduler", () => {
+  it("runs events due at the same time in the order they were scheduled", async () => {
+    // engine i waits (15 - i) x 1000 loop turns, then sleeps until the same absolute mtimecmp:
+    // engine 15 schedules its timer event first, engine 0 last; all fall due at one picosecond
+    const src = `
+      csrr a0, mhartid
+      li t0, 15
+      sub t0, t0, a0
+      li t1, 1000
+      mul t0, t0, t1
+    delay:
+      beq t0, zero, go
+      addi t0, t0, -1
+      j delay
+    go:
+      li t0, ${MTIMECMP}
+      li t1, 2000000
+      sw zero, 4(t0)
+      sw t1, 0(t0)
+      li t3, 128
+      csrw mie, t3
+      wfi
+      li t0, ${EXIT}
+      sw zero, 0(t0)
+    `;
+    const r = await runFirmware(programElf(src), { config: { engines: 16 }, collectTrace: true });
+    const wakes = r.trace!.filter((t) => t.point === "engine.wake");
+    expect(new Set(wakes.map((w) => w.timePs)).size).toBe(1);
+    expect(wakes.map((w) => w.engine)).toEqual([15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0]);
+  });
+
+  it("spends no windows on engines asleep in wfi", async () => {
+    const { readFileSync } = await import("node:fs");
+    const r = await runFirmware(readFileSync("firmware/bench/idle.elf"), { config: { engines: 16 }, untilPs: 100_000_000_000 });
+    // a 1 kHz tick for 100 ms: 99 wake-ups per engine, each a few windows of work; running
+    // every 200 ns window instead would be 500000 windows
+    expect(r.stats["engine.wakeups"]).toBe(16 * 99);
+    expect(r.stats["sched.windows"]).toBeLessThan(2 * 16 * 99);
+    expect(r.engines.every((e) => e.state === "sleeping")).toBe(true);
+  });
+});
