@@ -12,6 +12,7 @@ import {
 import { Hart, EngineState, NO_RESERVATION, MSTATUS_MPP } from "./hart";
 import { Rng, rngSeed } from "./rng";
 import { NEVER } from "./time";
+import { Fifo, fifoInit } from "./fifo";
 
 export const EVENT_BYTES: usize = 32;
 export const TRACE_BYTES: usize = 16;
@@ -46,8 +47,6 @@ export const TRACE_BYTES: usize = 16;
   trCount: u32;
   trCap: u32;
 
-  conCap: u32;
-  mboxDepth: u32;
 
   // the CPI table, copied from the config for the interpreter
   cpiAlu: u32;
@@ -74,6 +73,7 @@ export const TRACE_BYTES: usize = 16;
 }
 
 export const HART_STRIDE: usize = align16(offsetof<Hart>());
+const FIFO_STRIDE: usize = align16(offsetof<Fifo>());
 
 @inline export function hartAt(dev: Device, i: u32): Hart {
   return changetype<Hart>(dev.harts + <usize>i * HART_STRIDE);
@@ -99,6 +99,7 @@ export function createDevice(cfgIn: usize): Device {
   const oCfg = off; off = align16(off + <usize>CFG_SLOTS * 8);
   const oHarts = off; off = align16(off + n * HART_STRIDE);
   const oRegs = off; off = align16(off + n * 128);
+  const oFifos = off; off = align16(off + n * 3 * FIFO_STRIDE);
   const oCon = off; off = align16(off + n * conCap);
   const oMbox = off; off = align16(off + n * depth * 8);
   const oStats = off; off = align16(off + <usize>STAT_COUNT * 8);
@@ -133,8 +134,6 @@ export function createDevice(cfgIn: usize): Device {
   dev.evCap = <u32>evCap;
   dev.trace = arena + oTrace;
   dev.trCap = <u32>trCap;
-  dev.conCap = <u32>conCap;
-  dev.mboxDepth = <u32>depth;
 
   dev.cpiAlu = <u32>cfgGet(cfgIn, CFG_CPI_ALU);
   dev.cpiMul = <u32>cfgGet(cfgIn, CFG_CPI_MUL);
@@ -155,9 +154,14 @@ export function createDevice(cfgIn: usize): Device {
     h.id = i;
     h.regs = arena + oRegs + <usize>i * 128;
     h.sram = arena + oSram + <usize>i * sramBytes;
-    h.console = arena + oCon + <usize>i * conCap;
-    h.mboxIn = arena + oMbox + <usize>i * depth * 8;
-    h.mboxOut = h.mboxIn + depth * 4;
+    const fifos = arena + oFifos + <usize>i * 3 * FIFO_STRIDE;
+    h.console = changetype<Fifo>(fifos);
+    h.mboxIn = changetype<Fifo>(fifos + FIFO_STRIDE);
+    h.mboxOut = changetype<Fifo>(fifos + 2 * FIFO_STRIDE);
+    fifoInit(h.console, arena + oCon + <usize>i * conCap, <u32>conCap, 0);
+    const mbox = arena + oMbox + <usize>i * depth * 8;
+    fifoInit(h.mboxIn, mbox, <u32>depth, 2);
+    fifoInit(h.mboxOut, mbox + depth * 4, <u32>depth, 2);
     h.state = EngineState.Idle;
     h.mstatus = MSTATUS_MPP;
     h.mtimecmp = NEVER;

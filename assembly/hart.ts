@@ -2,6 +2,8 @@
 // constants of the privileged spec it uses. Plain data: the interpreter (exec.ts), the
 // CSR file (csr.ts) and trap logic (trap.ts) act on it; save/restore copies it as bytes.
 
+import { Fifo } from "./fifo";
+
 export const enum EngineState {
   Idle = 0, // no image started
   Running = 1,
@@ -41,9 +43,9 @@ export const NO_RESERVATION: u32 = 0xffffffff;
   // --- registers x0..x31 live in the 128 bytes at `regs`
   regs: usize;
   sram: usize; // host address of this engine's private SRAM
-  console: usize; // console ring bytes
-  mboxIn: usize; // host -> engine FIFO words
-  mboxOut: usize; // engine -> host FIFO words
+  console: Fifo; // bytes printed, drained by the host
+  mboxIn: Fifo; // host -> engine words
+  mboxOut: Fifo; // engine -> host words
 
   id: u32;
   state: u32; // EngineState
@@ -66,11 +68,4 @@ export const NO_RESERVATION: u32 = 0xffffffff;
   mcause: u32;
   mtval: u32;
   resvAddr: u32; // LR reservation (engine address of an aligned word) or NO_RESERVATION
-
-  conHead: u32;
-  conCount: u32;
-  inHead: u32;
-  inCount: u32;
-  outHead: u32;
-  outCount: u32;
 }

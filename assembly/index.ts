@@ -6,6 +6,7 @@ import { Device, createDevice, hartAt, TRACE_BYTES } from "./device";
 import { CFG_SLOTS, STAT_COUNT } from "./generated/layouts";
 import { step as stepDevice, startEngine as start, mailboxPush, mailboxPop } from "./run";
 import { rngNext, rngSeed, Rng } from "./rng";
+import { fifoPop } from "./fifo";
 
 /** Allocates the block of CFG_SLOTS u64 the host fills before create(). */
 export function configAlloc(): usize {
@@ -51,13 +52,10 @@ export function engineReg(dev: usize, i: u32, r: u32): u32 {
 
 /** Moves up to `max` console bytes of engine `i` to `dst`; returns how many. */
 export function consoleRead(dev: usize, i: u32, dst: usize, max: u32): u32 {
-  const d = changetype<Device>(dev);
-  const h = hartAt(d, i);
+  const h = hartAt(changetype<Device>(dev), i);
   let n: u32 = 0;
-  while (n < max && h.conCount != 0) {
-    store<u8>(dst + <usize>n, load<u8>(h.console + <usize>h.conHead));
-    h.conHead = h.conHead + 1 == d.conCap ? 0 : h.conHead + 1;
-    h.conCount--;
+  while (n < max && h.console.count != 0) {
+    store<u8>(dst + <usize>n, <u8>fifoPop(h.console));
     n++;
   }
   return n;

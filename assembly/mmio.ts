@@ -11,6 +11,7 @@ import {
   STAT_CONSOLE_DROPPED, STAT_MBOX_OUT_OVERFLOW, TP_ENGINE_EXIT,
 } from "./generated/layouts";
 import { psOfCycle } from "./time";
+import { fifoPush, fifoPop } from "./fifo";
 
 export const MMIO_FAULT: i64 = -1;
 
@@ -25,15 +26,9 @@ export function mmioLoad(dev: Device, h: Hart, addr: u32): i64 {
     case TIMER_BASE + TIMER_MTIME_HI: return <i64>(<u32>(h.cycle >> 32));
     case TIMER_BASE + TIMER_MTIMECMP_LO: return <i64>(<u32>h.mtimecmp);
     case TIMER_BASE + TIMER_MTIMECMP_HI: return <i64>(<u32>(h.mtimecmp >> 32));
-    case MBOX_BASE + MBOX_OUT_FREE: return <i64>(dev.mboxDepth - h.outCount);
-    case MBOX_BASE + MBOX_IN_COUNT: return <i64>h.inCount;
-    case MBOX_BASE + MBOX_IN_DATA: {
-      if (h.inCount == 0) return 0;
-      const v = load<u32>(h.mboxIn + (<usize>h.inHead << 2));
-      h.inHead = h.inHead + 1 == dev.mboxDepth ? 0 : h.inHead + 1;
-      h.inCount--;
-      return <i64>v;
-    }
+    case MBOX_BASE + MBOX_OUT_FREE: return <i64>(h.mboxOut.cap - h.mboxOut.count);
+    case MBOX_BASE + MBOX_IN_COUNT: return <i64>h.mboxIn.count;
+    case MBOX_BASE + MBOX_IN_DATA: return h.mboxIn.count == 0 ? 0 : <i64>fifoPop(h.mboxIn);
     default: return MMIO_FAULT;
   }
 }
@@ -41,17 +36,9 @@ export function mmioLoad(dev: Device, h: Hart, addr: u32): i64 {
 /** Writes the register at `addr`; false if there is none or it is read-only. */
 export function mmioStore(dev: Device, h: Hart, addr: u32, v: u32): bool {
   switch (addr) {
-    case SYS_BASE + SYS_CONSOLE_TX: {
-      if (h.conCount >= dev.conCap) {
-        statAdd(dev, STAT_CONSOLE_DROPPED, 1);
-        return true;
-      }
-      let slot = h.conHead + h.conCount;
-      if (slot >= dev.conCap) slot -= dev.conCap;
-      store<u8>(h.console + <usize>slot, <u8>v);
-      h.conCount++;
+    case SYS_BASE + SYS_CONSOLE_TX:
+      if (!fifoPush(h.console, v)) statAdd(dev, STAT_CONSOLE_DROPPED, 1);
       return true;
-    }
     case SYS_BASE + SYS_EXIT: {
       h.exitCode = v;
       h.state = EngineState.Exited;
@@ -60,17 +47,9 @@ export function mmioStore(dev: Device, h: Hart, addr: u32, v: u32): bool {
     }
     case TIMER_BASE + TIMER_MTIMECMP_LO: h.mtimecmp = (h.mtimecmp & 0xffffffff00000000) | <u64>v; return true;
     case TIMER_BASE + TIMER_MTIMECMP_HI: h.mtimecmp = (h.mtimecmp & 0xffffffff) | (<u64>v << 32); return true;
-    case MBOX_BASE + MBOX_OUT_DATA: {
-      if (h.outCount >= dev.mboxDepth) {
-        statAdd(dev, STAT_MBOX_OUT_OVERFLOW, 1);
-        return true;
-      }
-      let slot = h.outHead + h.outCount;
-      if (slot >= dev.mboxDepth) slot -= dev.mboxDepth;
-      store<u32>(h.mboxOut + (<usize>slot << 2), v);
-      h.outCount++;
+    case MBOX_BASE + MBOX_OUT_DATA:
+      if (!fifoPush(h.mboxOut, v)) statAdd(dev, STAT_MBOX_OUT_OVERFLOW, 1);
       return true;
-    }
     default: return false;
   }
 }

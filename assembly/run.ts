@@ -14,6 +14,7 @@ import { execute } from "./exec";
 import { interruptToTake, takeTrap, pendingIrqs } from "./trap";
 import { nextEventTime, popEvent, topKind, topA, topB, EventKind } from "./sched";
 import { cyclesCeil, psOfCycle, minU64, NEVER } from "./time";
+import { fifoPush, fifoPop } from "./fifo";
 import { MIP_MTIP, MSTATUS_MIE } from "./hart";
 
 /** Runs one engine until its cycle count reaches `limit`, it sleeps, exits or faults. */
@@ -63,7 +64,10 @@ function countInState(dev: Device, state: EngineState): u32 {
 /** True when a ring the host drains is half full: the host should drain before more runs. */
 function hostShouldDrain(dev: Device): bool {
   if (dev.trCount * 2 >= dev.trCap) return true;
-  for (let i: u32 = 0; i < dev.engines; i++) if (hartAt(dev, i).conCount * 2 >= dev.conCap) return true;
+  for (let i: u32 = 0; i < dev.engines; i++) {
+    const con = hartAt(dev, i).console;
+    if (con.count * 2 >= con.cap) return true;
+  }
   return false;
 }
 
@@ -108,14 +112,10 @@ export function startEngine(dev: Device, i: u32, pc: u32): void {
 /** Host to engine mailbox: false (and counted) when the FIFO is full. Wakes a sleeping engine. */
 export function mailboxPush(dev: Device, i: u32, word: u32): bool {
   const h = hartAt(dev, i);
-  if (h.inCount >= dev.mboxDepth) {
+  if (!fifoPush(h.mboxIn, word)) {
     statAdd(dev, STAT_MBOX_IN_OVERFLOW, 1);
     return false;
   }
-  let slot = h.inHead + h.inCount;
-  if (slot >= dev.mboxDepth) slot -= dev.mboxDepth;
-  store<u32>(h.mboxIn + (<usize>slot << 2), word);
-  h.inCount++;
   if (h.state == EngineState.Sleeping && (h.mie & MIP_MEIP) != 0) wake(dev, h, dev.now);
   return true;
 }
@@ -123,9 +123,5 @@ export function mailboxPush(dev: Device, i: u32, word: u32): bool {
 /** Engine to host mailbox: the oldest word, or -1 when empty. */
 export function mailboxPop(dev: Device, i: u32): i64 {
   const h = hartAt(dev, i);
-  if (h.outCount == 0) return -1;
-  const v = load<u32>(h.mboxOut + (<usize>h.outHead << 2));
-  h.outHead = h.outHead + 1 == dev.mboxDepth ? 0 : h.outHead + 1;
-  h.outCount--;
-  return <i64>v;
+  return h.mboxOut.count == 0 ? -1 : <i64>fifoPop(h.mboxOut);
 }
