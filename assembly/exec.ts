@@ -67,6 +67,14 @@ function sleep(dev: Device, h: Hart): void {
   }
 }
 
+/** Syncs the interpreter's locals into `h` and takes a synchronous trap at `pc`. */
+@inline function raise(dev: Device, h: Hart, pc: u32, cycle: u64, instret: u64, cause: u32, tval: u32): void {
+  h.pc = pc;
+  h.cycle = cycle;
+  h.instret = instret;
+  takeTrap(dev, h, cause, tval);
+}
+
 export function execute(dev: Device, h: Hart, stop: u64): void {
   const regs = h.regs;
   const sram = h.sram;
@@ -88,15 +96,13 @@ export function execute(dev: Device, h: Hart, stop: u64): void {
 
   while (cycle < stop) {
     if (pc >= sramBytes) {
-      h.pc = pc; h.cycle = cycle; h.instret = instret;
-      takeTrap(dev, h, CAUSE_FETCH_ACCESS, pc);
+      raise(dev, h, pc, cycle, instret, CAUSE_FETCH_ACCESS, pc);
       return;
     }
     const ir = load<u32>(sram + <usize>pc);
     store<u32>(regs, 0); // x0
     if ((ir & 3) != 3) {
-      h.pc = pc; h.cycle = cycle; h.instret = instret;
-      takeTrap(dev, h, CAUSE_ILLEGAL, ir);
+      raise(dev, h, pc, cycle, instret, CAUSE_ILLEGAL, ir);
       return;
     }
     switch ((ir >> 2) & 31) {
@@ -113,8 +119,7 @@ export function execute(dev: Device, h: Hart, stop: u64): void {
       case 0x1b: { // JAL
         const target = pc + immJ(ir);
         if (target & 3) {
-          h.pc = pc; h.cycle = cycle; h.instret = instret;
-          takeTrap(dev, h, CAUSE_MISALIGNED_FETCH, target);
+          raise(dev, h, pc, cycle, instret, CAUSE_MISALIGNED_FETCH, target);
           return;
         }
         rset(regs, ir, pc + 4);
@@ -122,11 +127,10 @@ export function execute(dev: Device, h: Hart, stop: u64): void {
         break;
       }
       case 0x19: { // JALR
-        if (((ir >> 12) & 7) != 0) { h.pc = pc; h.cycle = cycle; h.instret = instret; takeTrap(dev, h, CAUSE_ILLEGAL, ir); return; }
+        if (((ir >> 12) & 7) != 0) { raise(dev, h, pc, cycle, instret, CAUSE_ILLEGAL, ir); return; }
         const target = (rget(regs, ir, 15) + immI(ir)) & ~(<u32>1);
         if (target & 3) {
-          h.pc = pc; h.cycle = cycle; h.instret = instret;
-          takeTrap(dev, h, CAUSE_MISALIGNED_FETCH, target);
+          raise(dev, h, pc, cycle, instret, CAUSE_MISALIGNED_FETCH, target);
           return;
         }
         rset(regs, ir, pc + 4);
@@ -144,13 +148,12 @@ export function execute(dev: Device, h: Hart, stop: u64): void {
           case 5: taken = <i32>a >= <i32>b; break;
           case 6: taken = a < b; break;
           case 7: taken = a >= b; break;
-          default: { h.pc = pc; h.cycle = cycle; h.instret = instret; takeTrap(dev, h, CAUSE_ILLEGAL, ir); return; }
+          default: { raise(dev, h, pc, cycle, instret, CAUSE_ILLEGAL, ir); return; }
         }
         if (taken) {
           const target = pc + immB(ir);
           if (target & 3) {
-            h.pc = pc; h.cycle = cycle; h.instret = instret;
-            takeTrap(dev, h, CAUSE_MISALIGNED_FETCH, target);
+            raise(dev, h, pc, cycle, instret, CAUSE_MISALIGNED_FETCH, target);
             return;
           }
           pc = target; cycle += cTaken;
@@ -163,8 +166,8 @@ export function execute(dev: Device, h: Hart, stop: u64): void {
         const f3 = (ir >> 12) & 7;
         const addr = rget(regs, ir, 15) + immI(ir);
         const mask: u32 = (1 << (f3 & 3)) - 1;
-        if ((f3 & 3) == 3 || f3 >= 6) { h.pc = pc; h.cycle = cycle; h.instret = instret; takeTrap(dev, h, CAUSE_ILLEGAL, ir); return; }
-        if (addr & mask) { h.pc = pc; h.cycle = cycle; h.instret = instret; takeTrap(dev, h, CAUSE_MISALIGNED_LOAD, addr); return; }
+        if ((f3 & 3) == 3 || f3 >= 6) { raise(dev, h, pc, cycle, instret, CAUSE_ILLEGAL, ir); return; }
+        if (addr & mask) { raise(dev, h, pc, cycle, instret, CAUSE_MISALIGNED_LOAD, addr); return; }
         let p: usize;
         if (addr < sramBytes) { p = sram + <usize>addr; cycle += cLdS; }
         else if (addr - HBM_BASE < hbmBytes) { p = hbm + <usize>(addr - HBM_BASE); cycle += cLdH; }
@@ -201,8 +204,8 @@ export function execute(dev: Device, h: Hart, stop: u64): void {
         const f3 = (ir >> 12) & 7;
         const addr = rget(regs, ir, 15) + immS(ir);
         const v = rget(regs, ir, 20);
-        if (f3 > 2) { h.pc = pc; h.cycle = cycle; h.instret = instret; takeTrap(dev, h, CAUSE_ILLEGAL, ir); return; }
-        if (addr & ((1 << f3) - 1)) { h.pc = pc; h.cycle = cycle; h.instret = instret; takeTrap(dev, h, CAUSE_MISALIGNED_STORE, addr); return; }
+        if (f3 > 2) { raise(dev, h, pc, cycle, instret, CAUSE_ILLEGAL, ir); return; }
+        if (addr & ((1 << f3) - 1)) { raise(dev, h, pc, cycle, instret, CAUSE_MISALIGNED_STORE, addr); return; }
         let p: usize;
         if (addr < sramBytes) { p = sram + <usize>addr; cycle += cStS; }
         else if (addr - HBM_BASE < hbmBytes) {
@@ -234,14 +237,14 @@ export function execute(dev: Device, h: Hart, stop: u64): void {
           case 6: v = a | imm; break;
           case 7: v = a & imm; break;
           case 1: {
-            if ((ir >> 25) != 0) { h.pc = pc; h.cycle = cycle; h.instret = instret; takeTrap(dev, h, CAUSE_ILLEGAL, ir); return; }
+            if ((ir >> 25) != 0) { raise(dev, h, pc, cycle, instret, CAUSE_ILLEGAL, ir); return; }
             v = a << (imm & 31); break;
           }
           default: { // 5
             const f7 = ir >> 25;
             if (f7 == 0) v = a >>> (imm & 31);
             else if (f7 == 0x20) v = <u32>(<i32>a >> (imm & 31));
-            else { h.pc = pc; h.cycle = cycle; h.instret = instret; takeTrap(dev, h, CAUSE_ILLEGAL, ir); return; }
+            else { raise(dev, h, pc, cycle, instret, CAUSE_ILLEGAL, ir); return; }
             break;
           }
         }
@@ -277,14 +280,14 @@ export function execute(dev: Device, h: Hart, stop: u64): void {
             v = b == 0 ? a : (a == 0x80000000 && b == 0xffffffff ? 0 : <u32>(<i32>a % <i32>b));
             cost = cDiv; break;
           case 0x00f: v = b == 0 ? a : a % b; cost = cDiv; break; // REMU
-          default: { h.pc = pc; h.cycle = cycle; h.instret = instret; takeTrap(dev, h, CAUSE_ILLEGAL, ir); return; }
+          default: { raise(dev, h, pc, cycle, instret, CAUSE_ILLEGAL, ir); return; }
         }
         rset(regs, ir, v);
         pc += 4; cycle += cost;
         break;
       }
       case 0x03: { // MISC-MEM: FENCE, FENCE.I (memory is sequentially consistent here: no-ops)
-        if (((ir >> 12) & 7) > 1) { h.pc = pc; h.cycle = cycle; h.instret = instret; takeTrap(dev, h, CAUSE_ILLEGAL, ir); return; }
+        if (((ir >> 12) & 7) > 1) { raise(dev, h, pc, cycle, instret, CAUSE_ILLEGAL, ir); return; }
         pc += 4; cycle += cAlu;
         break;
       }
@@ -299,8 +302,7 @@ export function execute(dev: Device, h: Hart, stop: u64): void {
         return;
       }
       default: {
-        h.pc = pc; h.cycle = cycle; h.instret = instret;
-        takeTrap(dev, h, CAUSE_ILLEGAL, ir);
+        raise(dev, h, pc, cycle, instret, CAUSE_ILLEGAL, ir);
         return;
       }
     }
