@@ -37,7 +37,7 @@ export const TIMER_MTIMECMP_LO: u32 = 0x00000008;
 /** rw: mtimecmp bits 63:32 (reset value all ones: no timer interrupt) */
 export const TIMER_MTIMECMP_HI: u32 = 0x0000000c;
 
-/** mailbox between this engine and the host: two FIFOs of 32-bit words; mip.MEIP is set while IN_COUNT > 0 */
+/** mailbox between this engine and the host: two FIFOs of 32-bit words; mip.MEIP is set while IN_COUNT > 0 (or the NIC interrupt is pending) */
 export const MBOX_BASE: u32 = 0x10002000;
 /** w: push a word to the host; a push to a full FIFO is dropped and counted (mbox.out_overflow) */
 export const MBOX_OUT_DATA: u32 = 0x00000000;
@@ -47,6 +47,152 @@ export const MBOX_OUT_FREE: u32 = 0x00000004;
 export const MBOX_IN_DATA: u32 = 0x00000008;
 /** r: words waiting from the host */
 export const MBOX_IN_COUNT: u32 = 0x0000000c;
+
+/** this engine's NIC interface: doorbells, completion-queue control and interrupts, and the express-doorbell window (docs/nic.md) */
+export const NIC_BASE: u32 = 0x10003000;
+/** w: classic send doorbell: (qpn << 16) | new producer index (mod 65536); the NIC then fetches the new entries from the ring in HBM */
+export const NIC_SQ_DB: u32 = 0x00000000;
+/** w: receive doorbell: (qpn << 16) | new producer index (mod 65536) */
+export const NIC_RQ_DB: u32 = 0x00000004;
+/** w: (cqn << 16) | consumer index (mod 65536): entries before it may be reused */
+export const NIC_CQ_CI: u32 = 0x00000008;
+/** w: cqn: raise this engine's NIC interrupt at the CQ's next completion (once per arm) */
+export const NIC_CQ_ARM: u32 = 0x0000000c;
+/** r: armed CQs that have fired and not been read; mip.MEIP is set while it is not 0 */
+export const NIC_IRQ_COUNT: u32 = 0x00000010;
+/** r: pop the number of the next CQ that fired; 0xffffffff when none */
+export const NIC_IRQ_CQN: u32 = 0x00000014;
+/** w: express doorbell: write a whole WQE (with its qpn field) in ascending address order; the store to its last word is the doorbell, and the NIC needs no fetch */
+export const NIC_EXPRESS: u32 = 0x00000100;
+export const NIC_EXPRESS_SIZE: u32 = 128;
+/** device HBM, at the same addresses engines use */
+export const DMA_HBM_BASE: u64 = 0x80000000;
+/** host memory reached over PCIe (hostMemBytes of it) */
+export const DMA_HOST_BASE: u64 = 0x100000000;
+
+// ---- verbs (layouts/verbs.json)
+/** work request opcodes: write local bytes to remote memory (raddr, rkey) */
+export const OPCODE_RDMA_WRITE: u32 = 0;
+/** work request opcodes: RDMA WRITE, then a receive completion carrying imm at the target (consumes a posted receive) */
+export const OPCODE_RDMA_WRITE_WITH_IMM: u32 = 1;
+/** work request opcodes: send local bytes into the target's next posted receive */
+export const OPCODE_SEND: u32 = 2;
+/** work request opcodes: SEND with a 32-bit immediate in the receive completion */
+export const OPCODE_SEND_WITH_IMM: u32 = 3;
+/** work request opcodes: read remote memory (raddr, rkey) into local bytes */
+export const OPCODE_RDMA_READ: u32 = 4;
+/** work request opcodes: local: reduce nsrc sources (src[]) into laddr with the reduction block */
+export const OPCODE_REDUCE: u32 = 16;
+/** work request opcodes: local: copy length bytes from raddr (key rkey = a local lkey) to laddr */
+export const OPCODE_COPY: u32 = 17;
+/** work request opcodes: a receive work request (receive queues only); its completion opcode */
+export const OPCODE_RECV: u32 = 128;
+/** work request flags (bit values): write a completion for this request even when the QP does not signal all */
+export const WR_FLAG_SIGNALED: u32 = 1;
+/** work request flags (bit values): start only after earlier RDMA READs of this QP have completed */
+export const WR_FLAG_FENCE: u32 = 2;
+/** completion statuses (ibv_wc_status values): completed */
+export const STATUS_SUCCESS: u32 = 0;
+/** completion statuses (ibv_wc_status values): local length error: a receive buffer too small, a reduce length not a multiple of the element size */
+export const STATUS_LOC_LEN_ERR: u32 = 1;
+/** completion statuses (ibv_wc_status values): local QP operation error: unknown opcode, a malformed request (nsrc outside 2..8, bad dtype or op) */
+export const STATUS_LOC_QP_OP_ERR: u32 = 2;
+/** completion statuses (ibv_wc_status values): local protection error: bad lkey, bytes outside the region, missing access right */
+export const STATUS_LOC_PROT_ERR: u32 = 4;
+/** completion statuses (ibv_wc_status values): flushed: the QP was in the error state */
+export const STATUS_WR_FLUSH_ERR: u32 = 5;
+/** completion statuses (ibv_wc_status values): remote invalid request: the target's receive buffer was too small, or it cannot take the opcode */
+export const STATUS_REM_INV_REQ_ERR: u32 = 9;
+/** completion statuses (ibv_wc_status values): remote access error: bad rkey, bytes outside the region, missing access right */
+export const STATUS_REM_ACCESS_ERR: u32 = 10;
+/** completion statuses (ibv_wc_status values): transport retry counter exceeded: the target never answered (not ready, or gone) */
+export const STATUS_RETRY_EXC_ERR: u32 = 12;
+/** completion statuses (ibv_wc_status values): receiver-not-ready retry counter exceeded: no receive was posted at the target */
+export const STATUS_RNR_RETRY_EXC_ERR: u32 = 13;
+/** memory region access flags (bit values): the NIC may write the region for local requests (receives, READ results, REDUCE/COPY destinations) */
+export const ACCESS_LOCAL_WRITE: u32 = 1;
+/** memory region access flags (bit values): remote peers may RDMA WRITE into it */
+export const ACCESS_REMOTE_WRITE: u32 = 2;
+/** memory region access flags (bit values): remote peers may RDMA READ from it */
+export const ACCESS_REMOTE_READ: u32 = 4;
+/** queue pair states (ibv_qp_state values): created, nothing posted may run */
+export const QP_STATE_RESET: u32 = 0;
+/** queue pair states (ibv_qp_state values): receives may be posted */
+export const QP_STATE_INIT: u32 = 1;
+/** queue pair states (ibv_qp_state values): ready to receive: connected to its destination QP */
+export const QP_STATE_RTR: u32 = 2;
+/** queue pair states (ibv_qp_state values): ready to send */
+export const QP_STATE_RTS: u32 = 3;
+/** queue pair states (ibv_qp_state values): error: outstanding and new requests complete with WR_FLUSH_ERR */
+export const QP_STATE_ERR: u32 = 6;
+/** reduction operations: sum */
+export const REDUCE_OP_SUM: u32 = 0;
+/** reduction operations: maximum */
+export const REDUCE_OP_MAX: u32 = 1;
+/** reduction operations: minimum */
+export const REDUCE_OP_MIN: u32 = 2;
+/** reduction operations: product */
+export const REDUCE_OP_PROD: u32 = 3;
+/** reduction element types: IEEE binary32 */
+export const DTYPE_F32: u32 = 0;
+/** reduction element types: IEEE binary16 */
+export const DTYPE_F16: u32 = 1;
+/** reduction element types: bfloat16 */
+export const DTYPE_BF16: u32 = 2;
+/** reduction element types: two's complement 32-bit, wrapping */
+export const DTYPE_I32: u32 = 3;
+/** work queue entry: one 128-byte slot of a send or receive queue, or one express-doorbell write */
+export const WQE_SIZE: u32 = 128;
+/** u8: OPCODE */
+export const WQE_OPCODE: u32 = 0;
+/** u8: WR_FLAG bits */
+export const WQE_FLAGS: u32 = 1;
+/** u8: REDUCE: DTYPE */
+export const WQE_DTYPE: u32 = 2;
+/** u8: REDUCE: REDUCE_OP */
+export const WQE_REDOP: u32 = 3;
+/** u32: express doorbells only: the QP this entry is for (ring entries ignore it) */
+export const WQE_QPN: u32 = 4;
+/** u64: returned in the completion */
+export const WQE_WR_ID: u32 = 8;
+/** u64: local buffer (destination of READ, RECV, REDUCE, COPY) */
+export const WQE_LADDR: u32 = 16;
+/** u32: bytes */
+export const WQE_LENGTH: u32 = 24;
+/** u32: key of the region holding laddr */
+export const WQE_LKEY: u32 = 28;
+/** u64: remote address (WRITE, READ); COPY: source address */
+export const WQE_RADDR: u32 = 32;
+/** u32: remote key (WRITE, READ); COPY: the source's lkey */
+export const WQE_RKEY: u32 = 40;
+/** u32: immediate data (WITH_IMM opcodes) */
+export const WQE_IMM: u32 = 44;
+/** u8: REDUCE: number of sources, 2 to 8 */
+export const WQE_NSRC: u32 = 48;
+/** u32 x 8, stride 8: REDUCE: the sources (device addresses of HBM fit 32 bits): source i's HBM address */
+export const WQE_SRC_ADDR: u32 = 64;
+export const WQE_SRC_ADDR_STRIDE: u32 = 8;
+/** u32 x 8, stride 8: REDUCE: the sources (device addresses of HBM fit 32 bits): source i's lkey */
+export const WQE_SRC_LKEY: u32 = 68;
+export const WQE_SRC_LKEY_STRIDE: u32 = 8;
+/** completion queue entry, written by the NIC into the CQ's ring */
+export const CQE_SIZE: u32 = 32;
+/** u64: the work request's wr_id */
+export const CQE_WR_ID: u32 = 0;
+/** u32: bytes received (receive completions) or moved */
+export const CQE_BYTE_LEN: u32 = 8;
+/** u32: immediate data when flags has WITH_IMM */
+export const CQE_IMM: u32 = 12;
+/** u32: the local QP the request belonged to */
+export const CQE_QPN: u32 = 16;
+/** u8: STATUS */
+export const CQE_STATUS: u32 = 20;
+/** u8: OPCODE of the request (RECV for receive completions) */
+export const CQE_OPCODE: u32 = 21;
+/** u8: bit 0: imm is valid */
+export const CQE_FLAGS: u32 = 22;
+/** u8: bit 0: phase; the NIC writes 1 on the ring's first pass, 0 on the second, and so on: an entry is new when its phase is the one the consumer expects */
+export const CQE_OWNER: u32 = 23;
 
 // ---- config slots (layouts/config.json): slot i is the u64 at cfg + 8 * i
 /** message engines per device (seed 000: sixteen RISC-V message engines) */
@@ -95,7 +241,45 @@ export const CFG_TRACE_RING_ENTRIES: u32 = 20;
 export const CFG_CONSOLE_RING_BYTES: u32 = 21;
 /** depth of each mailbox FIFO (engine to host, host to engine) */
 export const CFG_MAILBOX_DEPTH: u32 = 22;
-export const CFG_SLOTS: u32 = 23;
+/** host memory the NIC reaches over PCIe (DMA_HOST); the host API places queues, completion rings and buffers in it */
+export const CFG_HOST_MEM_BYTES: u32 = 23;
+/** protection domains */
+export const CFG_MAX_PDS: u32 = 24;
+/** memory regions */
+export const CFG_MAX_MRS: u32 = 25;
+/** completion queues */
+export const CFG_MAX_CQS: u32 = 26;
+/** queue pairs */
+export const CFG_MAX_QPS: u32 = 27;
+/** PCIe bandwidth each way: Gen5 x16, 32 GT/s x 16 lanes */
+export const CFG_PCIE_GBPS: u32 = 28;
+/** posted write across PCIe (doorbell, express WQE, DMA write to host memory): ~300 ns one way */
+export const CFG_PCIE_WRITE_LATENCY_PS: u32 = 29;
+/** NIC read of host memory, request to first data: the ~800 ns an express doorbell saves (seed 000) */
+export const CFG_PCIE_READ_LATENCY_PS: u32 = 30;
+/** engine MMIO write to the NIC's doorbell logic on die */
+export const CFG_NIC_DOORBELL_LATENCY_PS: u32 = 31;
+/** NIC processing of one work request (decode, key checks, scheduling) */
+export const CFG_NIC_WQE_LATENCY_PS: u32 = 32;
+/** peak rate of one NIC DMA stream: the 12 x 800 Gb/s ports' aggregate (seed 000) */
+export const CFG_NIC_DMA_GBPS: u32 = 33;
+/** HBM bandwidth shared by NIC DMA, reduction blocks and compute: 6.1 TB/s (MTIA 300 press figures) */
+export const CFG_HBM_GBPS: u32 = 34;
+/** HBM access latency seen by a DMA or reduction stream (~100 ns, our estimate) */
+export const CFG_HBM_LATENCY_PS: u32 = 35;
+/** reduction block setup per request */
+export const CFG_REDUCE_SETUP_PS: u32 = 36;
+/** source bytes the reduction block consumes per engine cycle: 128 B (seed 000) */
+export const CFG_REDUCE_BYTES_PER_CYCLE: u32 = 37;
+/** wait before retrying a SEND that found no posted receive (IB minimum RNR timer, 10 us) */
+export const CFG_RNR_TIMER_PS: u32 = 38;
+/** RNR retries before RNR_RETRY_EXC_ERR (ibverbs rnr_retry; 7 = infinite is not offered) */
+export const CFG_RNR_RETRIES: u32 = 39;
+/** local ACK timeout: 4.096 us x 2^4 (IB spec 9.7.6.1.3) */
+export const CFG_TRANSPORT_TIMEOUT_PS: u32 = 40;
+/** transport retries before RETRY_EXC_ERR (ibverbs retry_cnt) */
+export const CFG_TRANSPORT_RETRIES: u32 = 41;
+export const CFG_SLOTS: u32 = 42;
 
 // ---- statistics counters (layouts/stats.json)
 /** events taken from the device event queue */

@@ -27,6 +27,110 @@ export const MMIO = {
     IN_DATA: 0x10002008,
     IN_COUNT: 0x1000200c,
   },
+  NIC: {
+    SQ_DB: 0x10003000,
+    RQ_DB: 0x10003004,
+    CQ_CI: 0x10003008,
+    CQ_ARM: 0x1000300c,
+    IRQ_COUNT: 0x10003010,
+    IRQ_CQN: 0x10003014,
+    EXPRESS: 0x10003100,
+  },
+} as const;
+
+export const DMA = {
+  DMA_HBM: 2147483648,
+  DMA_HOST: 4294967296,
+} as const;
+
+/** work request opcodes */
+export const OPCODE = {
+  RDMA_WRITE: 0,
+  RDMA_WRITE_WITH_IMM: 1,
+  SEND: 2,
+  SEND_WITH_IMM: 3,
+  RDMA_READ: 4,
+  REDUCE: 16,
+  COPY: 17,
+  RECV: 128,
+} as const;
+/** work request flags (bit values) */
+export const WR_FLAG = {
+  SIGNALED: 1,
+  FENCE: 2,
+} as const;
+/** completion statuses (ibv_wc_status values) */
+export const STATUS = {
+  SUCCESS: 0,
+  LOC_LEN_ERR: 1,
+  LOC_QP_OP_ERR: 2,
+  LOC_PROT_ERR: 4,
+  WR_FLUSH_ERR: 5,
+  REM_INV_REQ_ERR: 9,
+  REM_ACCESS_ERR: 10,
+  RETRY_EXC_ERR: 12,
+  RNR_RETRY_EXC_ERR: 13,
+} as const;
+/** memory region access flags (bit values) */
+export const ACCESS = {
+  LOCAL_WRITE: 1,
+  REMOTE_WRITE: 2,
+  REMOTE_READ: 4,
+} as const;
+/** queue pair states (ibv_qp_state values) */
+export const QP_STATE = {
+  RESET: 0,
+  INIT: 1,
+  RTR: 2,
+  RTS: 3,
+  ERR: 6,
+} as const;
+/** reduction operations */
+export const REDUCE_OP = {
+  SUM: 0,
+  MAX: 1,
+  MIN: 2,
+  PROD: 3,
+} as const;
+/** reduction element types */
+export const DTYPE = {
+  F32: 0,
+  F16: 1,
+  BF16: 2,
+  I32: 3,
+} as const;
+
+/** work queue entry: one 128-byte slot of a send or receive queue, or one express-doorbell write: byte offsets */
+export const WQE = {
+  SIZE: 128,
+  opcode: 0,
+  flags: 1,
+  dtype: 2,
+  redop: 3,
+  qpn: 4,
+  wr_id: 8,
+  laddr: 16,
+  length: 24,
+  lkey: 28,
+  raddr: 32,
+  rkey: 40,
+  imm: 44,
+  nsrc: 48,
+  src_addr: 64, // x 8, stride 8
+  src_lkey: 68, // x 8, stride 8
+} as const;
+export const WQE_STRIDE = { src_addr: 8, src_lkey: 8 } as const;
+/** completion queue entry, written by the NIC into the CQ's ring: byte offsets */
+export const CQE = {
+  SIZE: 32,
+  wr_id: 0,
+  byte_len: 8,
+  imm: 12,
+  qpn: 16,
+  status: 20,
+  opcode: 21,
+  flags: 22,
+  owner: 23,
 } as const;
 
 export interface ConfigField { name: string; slot: number; default: number; min: number; max: number; multipleOf?: number; unit: string; doc: string }
@@ -54,6 +158,25 @@ export const CONFIG_FIELDS: readonly ConfigField[] = [
   { name: "traceRingEntries", slot: 20, default: 16384, min: 256, max: 4194304, unit: "entries", doc: "trace ring (16 B per entry) the host drains; step returns when it is half full" },
   { name: "consoleRingBytes", slot: 21, default: 4096, min: 256, max: 1048576, unit: "B", doc: "console ring per engine; step returns when one is half full" },
   { name: "mailboxDepth", slot: 22, default: 16, min: 1, max: 4096, unit: "words", doc: "depth of each mailbox FIFO (engine to host, host to engine)" },
+  { name: "hostMemBytes", slot: 23, default: 16777216, min: 65536, max: 1073741824, multipleOf: 65536, unit: "B", doc: "host memory the NIC reaches over PCIe (DMA_HOST); the host API places queues, completion rings and buffers in it" },
+  { name: "maxPds", slot: 24, default: 64, min: 1, max: 65536, unit: "", doc: "protection domains" },
+  { name: "maxMrs", slot: 25, default: 1024, min: 1, max: 65536, unit: "", doc: "memory regions" },
+  { name: "maxCqs", slot: 26, default: 256, min: 1, max: 65535, unit: "", doc: "completion queues" },
+  { name: "maxQps", slot: 27, default: 256, min: 1, max: 65535, unit: "", doc: "queue pairs" },
+  { name: "pcieGbps", slot: 28, default: 512, min: 1, max: 100000, unit: "Gb/s", doc: "PCIe bandwidth each way: Gen5 x16, 32 GT/s x 16 lanes" },
+  { name: "pcieWriteLatencyPs", slot: 29, default: 300000, min: 0, max: 1000000000, unit: "ps", doc: "posted write across PCIe (doorbell, express WQE, DMA write to host memory): ~300 ns one way" },
+  { name: "pcieReadLatencyPs", slot: 30, default: 800000, min: 0, max: 1000000000, unit: "ps", doc: "NIC read of host memory, request to first data: the ~800 ns an express doorbell saves (seed 000)" },
+  { name: "nicDoorbellLatencyPs", slot: 31, default: 10000, min: 0, max: 1000000000, unit: "ps", doc: "engine MMIO write to the NIC's doorbell logic on die" },
+  { name: "nicWqeLatencyPs", slot: 32, default: 20000, min: 0, max: 1000000000, unit: "ps", doc: "NIC processing of one work request (decode, key checks, scheduling)" },
+  { name: "nicDmaGbps", slot: 33, default: 9600, min: 1, max: 1000000, unit: "Gb/s", doc: "peak rate of one NIC DMA stream: the 12 x 800 Gb/s ports' aggregate (seed 000)" },
+  { name: "hbmGbps", slot: 34, default: 48800, min: 1, max: 10000000, unit: "Gb/s", doc: "HBM bandwidth shared by NIC DMA, reduction blocks and compute: 6.1 TB/s (MTIA 300 press figures)" },
+  { name: "hbmLatencyPs", slot: 35, default: 100000, min: 0, max: 1000000000, unit: "ps", doc: "HBM access latency seen by a DMA or reduction stream (~100 ns, our estimate)" },
+  { name: "reduceSetupPs", slot: 36, default: 20000, min: 0, max: 1000000000, unit: "ps", doc: "reduction block setup per request" },
+  { name: "reduceBytesPerCycle", slot: 37, default: 128, min: 1, max: 65536, unit: "B/cycle", doc: "source bytes the reduction block consumes per engine cycle: 128 B (seed 000)" },
+  { name: "rnrTimerPs", slot: 38, default: 10000000, min: 1000, max: 1000000000000, unit: "ps", doc: "wait before retrying a SEND that found no posted receive (IB minimum RNR timer, 10 us)" },
+  { name: "rnrRetries", slot: 39, default: 3, min: 0, max: 6, unit: "", doc: "RNR retries before RNR_RETRY_EXC_ERR (ibverbs rnr_retry; 7 = infinite is not offered)" },
+  { name: "transportTimeoutPs", slot: 40, default: 65536000, min: 1000, max: 1000000000000, unit: "ps", doc: "local ACK timeout: 4.096 us x 2^4 (IB spec 9.7.6.1.3)" },
+  { name: "transportRetries", slot: 41, default: 7, min: 0, max: 7, unit: "", doc: "transport retries before RETRY_EXC_ERR (ibverbs retry_cnt)" },
 ];
 
 export const STAT_NAMES: readonly string[] = ["sched.events","sched.overflow","sched.windows","engine.traps","engine.interrupts","engine.faults","engine.wakeups","console.dropped","trace.dropped","mbox.out_overflow","mbox.in_overflow","amo.sc_fail","amo.resv_broken"];

@@ -45,7 +45,7 @@
 /* rw: mtimecmp bits 63:32 (reset value all ones: no timer interrupt) */
 #define MENIC_TIMER_MTIMECMP_HI (MENIC_TIMER_BASE + MENIC_U(0xc))
 
-/* mailbox between this engine and the host: two FIFOs of 32-bit words; mip.MEIP is set while IN_COUNT > 0 */
+/* mailbox between this engine and the host: two FIFOs of 32-bit words; mip.MEIP is set while IN_COUNT > 0 (or the NIC interrupt is pending) */
 #define MENIC_MBOX_BASE MENIC_U(0x10002000)
 /* w: push a word to the host; a push to a full FIFO is dropped and counted (mbox.out_overflow) */
 #define MENIC_MBOX_OUT_DATA (MENIC_MBOX_BASE + MENIC_U(0x0))
@@ -55,6 +55,134 @@
 #define MENIC_MBOX_IN_DATA (MENIC_MBOX_BASE + MENIC_U(0x8))
 /* r: words waiting from the host */
 #define MENIC_MBOX_IN_COUNT (MENIC_MBOX_BASE + MENIC_U(0xc))
+
+/* this engine's NIC interface: doorbells, completion-queue control and interrupts, and the express-doorbell window (docs/nic.md) */
+#define MENIC_NIC_BASE MENIC_U(0x10003000)
+/* w: classic send doorbell: (qpn << 16) | new producer index (mod 65536); the NIC then fetches the new entries from the ring in HBM */
+#define MENIC_NIC_SQ_DB (MENIC_NIC_BASE + MENIC_U(0x0))
+/* w: receive doorbell: (qpn << 16) | new producer index (mod 65536) */
+#define MENIC_NIC_RQ_DB (MENIC_NIC_BASE + MENIC_U(0x4))
+/* w: (cqn << 16) | consumer index (mod 65536): entries before it may be reused */
+#define MENIC_NIC_CQ_CI (MENIC_NIC_BASE + MENIC_U(0x8))
+/* w: cqn: raise this engine's NIC interrupt at the CQ's next completion (once per arm) */
+#define MENIC_NIC_CQ_ARM (MENIC_NIC_BASE + MENIC_U(0xc))
+/* r: armed CQs that have fired and not been read; mip.MEIP is set while it is not 0 */
+#define MENIC_NIC_IRQ_COUNT (MENIC_NIC_BASE + MENIC_U(0x10))
+/* r: pop the number of the next CQ that fired; 0xffffffff when none */
+#define MENIC_NIC_IRQ_CQN (MENIC_NIC_BASE + MENIC_U(0x14))
+/* w: express doorbell: write a whole WQE (with its qpn field) in ascending address order; the store to its last word is the doorbell, and the NIC needs no fetch */
+#define MENIC_NIC_EXPRESS (MENIC_NIC_BASE + MENIC_U(0x100))
+#define MENIC_NIC_EXPRESS_SIZE 128
+
+/* device HBM, at the same addresses engines use */
+#define MENIC_DMA_HBM_BASE 0x80000000ull
+/* host memory reached over PCIe (hostMemBytes of it) */
+#define MENIC_DMA_HOST_BASE 0x100000000ull
+
+/* ---- verbs (layouts/verbs.json) */
+/* work request opcodes */
+#define MENIC_OPCODE_RDMA_WRITE 0 /* write local bytes to remote memory (raddr, rkey) */
+#define MENIC_OPCODE_RDMA_WRITE_WITH_IMM 1 /* RDMA WRITE, then a receive completion carrying imm at the target (consumes a posted receive) */
+#define MENIC_OPCODE_SEND 2 /* send local bytes into the target's next posted receive */
+#define MENIC_OPCODE_SEND_WITH_IMM 3 /* SEND with a 32-bit immediate in the receive completion */
+#define MENIC_OPCODE_RDMA_READ 4 /* read remote memory (raddr, rkey) into local bytes */
+#define MENIC_OPCODE_REDUCE 16 /* local: reduce nsrc sources (src[]) into laddr with the reduction block */
+#define MENIC_OPCODE_COPY 17 /* local: copy length bytes from raddr (key rkey = a local lkey) to laddr */
+#define MENIC_OPCODE_RECV 128 /* a receive work request (receive queues only); its completion opcode */
+/* work request flags (bit values) */
+#define MENIC_WR_FLAG_SIGNALED 1 /* write a completion for this request even when the QP does not signal all */
+#define MENIC_WR_FLAG_FENCE 2 /* start only after earlier RDMA READs of this QP have completed */
+/* completion statuses (ibv_wc_status values) */
+#define MENIC_STATUS_SUCCESS 0 /* completed */
+#define MENIC_STATUS_LOC_LEN_ERR 1 /* local length error: a receive buffer too small, a reduce length not a multiple of the element size */
+#define MENIC_STATUS_LOC_QP_OP_ERR 2 /* local QP operation error: unknown opcode, a malformed request (nsrc outside 2..8, bad dtype or op) */
+#define MENIC_STATUS_LOC_PROT_ERR 4 /* local protection error: bad lkey, bytes outside the region, missing access right */
+#define MENIC_STATUS_WR_FLUSH_ERR 5 /* flushed: the QP was in the error state */
+#define MENIC_STATUS_REM_INV_REQ_ERR 9 /* remote invalid request: the target's receive buffer was too small, or it cannot take the opcode */
+#define MENIC_STATUS_REM_ACCESS_ERR 10 /* remote access error: bad rkey, bytes outside the region, missing access right */
+#define MENIC_STATUS_RETRY_EXC_ERR 12 /* transport retry counter exceeded: the target never answered (not ready, or gone) */
+#define MENIC_STATUS_RNR_RETRY_EXC_ERR 13 /* receiver-not-ready retry counter exceeded: no receive was posted at the target */
+/* memory region access flags (bit values) */
+#define MENIC_ACCESS_LOCAL_WRITE 1 /* the NIC may write the region for local requests (receives, READ results, REDUCE/COPY destinations) */
+#define MENIC_ACCESS_REMOTE_WRITE 2 /* remote peers may RDMA WRITE into it */
+#define MENIC_ACCESS_REMOTE_READ 4 /* remote peers may RDMA READ from it */
+/* queue pair states (ibv_qp_state values) */
+#define MENIC_QP_STATE_RESET 0 /* created, nothing posted may run */
+#define MENIC_QP_STATE_INIT 1 /* receives may be posted */
+#define MENIC_QP_STATE_RTR 2 /* ready to receive: connected to its destination QP */
+#define MENIC_QP_STATE_RTS 3 /* ready to send */
+#define MENIC_QP_STATE_ERR 6 /* error: outstanding and new requests complete with WR_FLUSH_ERR */
+/* reduction operations */
+#define MENIC_REDUCE_OP_SUM 0 /* sum */
+#define MENIC_REDUCE_OP_MAX 1 /* maximum */
+#define MENIC_REDUCE_OP_MIN 2 /* minimum */
+#define MENIC_REDUCE_OP_PROD 3 /* product */
+/* reduction element types */
+#define MENIC_DTYPE_F32 0 /* IEEE binary32 */
+#define MENIC_DTYPE_F16 1 /* IEEE binary16 */
+#define MENIC_DTYPE_BF16 2 /* bfloat16 */
+#define MENIC_DTYPE_I32 3 /* two's complement 32-bit, wrapping */
+
+#ifndef __ASSEMBLER__
+struct menic_wqe_src {
+  uint32_t addr; /* source i's HBM address */
+  uint32_t lkey; /* source i's lkey */
+};
+/* work queue entry: one 128-byte slot of a send or receive queue, or one express-doorbell write */
+struct menic_wqe {
+  uint8_t opcode; /* OPCODE */
+  uint8_t flags; /* WR_FLAG bits */
+  uint8_t dtype; /* REDUCE: DTYPE */
+  uint8_t redop; /* REDUCE: REDUCE_OP */
+  uint32_t qpn; /* express doorbells only: the QP this entry is for (ring entries ignore it) */
+  uint64_t wr_id; /* returned in the completion */
+  uint64_t laddr; /* local buffer (destination of READ, RECV, REDUCE, COPY) */
+  uint32_t length; /* bytes */
+  uint32_t lkey; /* key of the region holding laddr */
+  uint64_t raddr; /* remote address (WRITE, READ); COPY: source address */
+  uint32_t rkey; /* remote key (WRITE, READ); COPY: the source's lkey */
+  uint32_t imm; /* immediate data (WITH_IMM opcodes) */
+  uint8_t nsrc; /* REDUCE: number of sources, 2 to 8 */
+  uint8_t _reserved0[15];
+  struct menic_wqe_src src[8]; /* REDUCE: the sources (device addresses of HBM fit 32 bits) */
+};
+_Static_assert(sizeof(struct menic_wqe) == 128, "WQE layout");
+_Static_assert(__builtin_offsetof(struct menic_wqe, opcode) == 0, "WQE.opcode");
+_Static_assert(__builtin_offsetof(struct menic_wqe, flags) == 1, "WQE.flags");
+_Static_assert(__builtin_offsetof(struct menic_wqe, dtype) == 2, "WQE.dtype");
+_Static_assert(__builtin_offsetof(struct menic_wqe, redop) == 3, "WQE.redop");
+_Static_assert(__builtin_offsetof(struct menic_wqe, qpn) == 4, "WQE.qpn");
+_Static_assert(__builtin_offsetof(struct menic_wqe, wr_id) == 8, "WQE.wr_id");
+_Static_assert(__builtin_offsetof(struct menic_wqe, laddr) == 16, "WQE.laddr");
+_Static_assert(__builtin_offsetof(struct menic_wqe, length) == 24, "WQE.length");
+_Static_assert(__builtin_offsetof(struct menic_wqe, lkey) == 28, "WQE.lkey");
+_Static_assert(__builtin_offsetof(struct menic_wqe, raddr) == 32, "WQE.raddr");
+_Static_assert(__builtin_offsetof(struct menic_wqe, rkey) == 40, "WQE.rkey");
+_Static_assert(__builtin_offsetof(struct menic_wqe, imm) == 44, "WQE.imm");
+_Static_assert(__builtin_offsetof(struct menic_wqe, nsrc) == 48, "WQE.nsrc");
+_Static_assert(__builtin_offsetof(struct menic_wqe, src) == 64, "WQE.src");
+/* completion queue entry, written by the NIC into the CQ's ring */
+struct menic_cqe {
+  uint64_t wr_id; /* the work request's wr_id */
+  uint32_t byte_len; /* bytes received (receive completions) or moved */
+  uint32_t imm; /* immediate data when flags has WITH_IMM */
+  uint32_t qpn; /* the local QP the request belonged to */
+  uint8_t status; /* STATUS */
+  uint8_t opcode; /* OPCODE of the request (RECV for receive completions) */
+  uint8_t flags; /* bit 0: imm is valid */
+  uint8_t owner; /* bit 0: phase; the NIC writes 1 on the ring's first pass, 0 on the second, and so on: an entry is new when its phase is the one the consumer expects */
+  uint8_t _reserved0[8];
+};
+_Static_assert(sizeof(struct menic_cqe) == 32, "CQE layout");
+_Static_assert(__builtin_offsetof(struct menic_cqe, wr_id) == 0, "CQE.wr_id");
+_Static_assert(__builtin_offsetof(struct menic_cqe, byte_len) == 8, "CQE.byte_len");
+_Static_assert(__builtin_offsetof(struct menic_cqe, imm) == 12, "CQE.imm");
+_Static_assert(__builtin_offsetof(struct menic_cqe, qpn) == 16, "CQE.qpn");
+_Static_assert(__builtin_offsetof(struct menic_cqe, status) == 20, "CQE.status");
+_Static_assert(__builtin_offsetof(struct menic_cqe, opcode) == 21, "CQE.opcode");
+_Static_assert(__builtin_offsetof(struct menic_cqe, flags) == 22, "CQE.flags");
+_Static_assert(__builtin_offsetof(struct menic_cqe, owner) == 23, "CQE.owner");
+#endif
 
 #ifndef __ASSEMBLER__
 #include <stdint.h>
