@@ -7,12 +7,25 @@ import {
   CFG_CPI_ALU, CFG_CPI_MUL, CFG_CPI_DIV, CFG_CPI_BRANCH_TAKEN, CFG_CPI_JUMP, CFG_CPI_LOAD_SRAM, CFG_CPI_STORE_SRAM,
   CFG_CPI_LOAD_HBM, CFG_CPI_STORE_HBM, CFG_CPI_AMO_HBM, CFG_CPI_MMIO, CFG_CPI_CSR, CFG_CPI_TRAP,
   CFG_EVENT_CAPACITY, CFG_TRACE_RING_ENTRIES, CFG_CONSOLE_RING_BYTES, CFG_MAILBOX_DEPTH, CFG_SLOTS, STAT_COUNT,
+  CFG_HOST_MEM_BYTES, CFG_MAX_PDS, CFG_MAX_MRS, CFG_MAX_CQS, CFG_MAX_QPS, CFG_PCIE_GBPS, CFG_PCIE_WRITE_LATENCY_PS,
+  CFG_PCIE_READ_LATENCY_PS, CFG_NIC_DOORBELL_LATENCY_PS, CFG_NIC_WQE_LATENCY_PS, CFG_NIC_DMA_GBPS, CFG_HBM_GBPS,
+  CFG_HBM_LATENCY_PS, CFG_REDUCE_SETUP_PS, CFG_REDUCE_BYTES_PER_CYCLE, CFG_RNR_TIMER_PS, CFG_RNR_RETRIES,
+  CFG_TRANSPORT_TIMEOUT_PS, CFG_TRANSPORT_RETRIES, WQE_SIZE,
   STAT_TRACE_DROPPED,
 } from "./generated/layouts";
 import { Hart, EngineState, NO_RESERVATION, MSTATUS_MPP } from "./hart";
 import { Rng, rngSeed } from "./rng";
 import { NEVER } from "./time";
 import { Fifo, fifoInit } from "./fifo";
+import { Mr, Cq, Qp, MR_STRIDE, CQ_STRIDE, QP_STRIDE, QP_RANGE_BYTES, NOT_ARMED } from "./verbs";
+import { FLOW_BYTES, FLOW_CLASSES } from "./hbm";
+
+/** Express doorbells that may be in flight between their write and their arrival at the NIC. */
+export const EXPRESS_SLOTS: u32 = 64;
+/** Concurrent HBM streams: every QP's request, every reduction block, the compute load. */
+export const FLOW_SLOTS: u32 = 512;
+/** Completion interrupts an engine can have pending. */
+export const NIC_IRQ_DEPTH: u32 = 64;
 
 export const EVENT_BYTES: usize = 32;
 export const TRACE_BYTES: usize = 16;
@@ -47,6 +60,47 @@ export const TRACE_BYTES: usize = 16;
   trCount: u32;
   trCap: u32;
 
+
+  // NIC, verbs tables, PCIe and HBM (nic.ts, verbs.ts, pcie.ts, hbm.ts)
+  host: usize; // host memory reached over PCIe
+  hostBytes: u32;
+  maxPds: u32;
+  maxMrs: u32;
+  maxCqs: u32;
+  maxQps: u32;
+  pds: usize;
+  mrs: usize;
+  cqs: usize;
+  qps: usize;
+  qpRanges: usize;
+  qpWqes: usize;
+  blocks: usize; // per engine: its reduction block is busy
+  reduceSrcs: usize; // 8 u32: wasm addresses of a reduction's sources
+  expressBufs: usize; // express doorbells in flight, WQE_SIZE each
+  expressUsed: usize;
+  expressSlots: u32;
+  engExpress: usize; // per engine: the express window being written
+  flows: usize;
+  flowCap: u32;
+  hbmGen: u32;
+  hbmAt: u64;
+  hbmServed: usize; // f64 per flow class
+  hbmBytesPerPs: f64;
+  nicDmaBytesPerPs: f64;
+  reduceBytesPerPs: f64;
+  pcieGbps: u64;
+  pcieDownBusy: u64;
+  pcieUpBusy: u64;
+  pcieWriteLatencyPs: u64;
+  pcieReadLatencyPs: u64;
+  nicDoorbellLatencyPs: u64;
+  nicWqeLatencyPs: u64;
+  hbmLatencyPs: u64;
+  reduceSetupPs: u64;
+  rnrTimerPs: u64;
+  transportTimeoutPs: u64;
+  rnrRetries: u32;
+  transportRetries: u32;
 
   // the CPI table, copied from the config for the interpreter
   cpiAlu: u32;
@@ -99,7 +153,24 @@ export function createDevice(cfgIn: usize): Device {
   const oCfg = off; off = align16(off + <usize>CFG_SLOTS * 8);
   const oHarts = off; off = align16(off + n * HART_STRIDE);
   const oRegs = off; off = align16(off + n * 128);
-  const oFifos = off; off = align16(off + n * 3 * FIFO_STRIDE);
+  const hostBytes = <usize>cfgGet(cfgIn, CFG_HOST_MEM_BYTES);
+  const maxPds = <usize>cfgGet(cfgIn, CFG_MAX_PDS), maxMrs = <usize>cfgGet(cfgIn, CFG_MAX_MRS);
+  const maxCqs = <usize>cfgGet(cfgIn, CFG_MAX_CQS), maxQps = <usize>cfgGet(cfgIn, CFG_MAX_QPS);
+  const oFifos = off; off = align16(off + n * 4 * FIFO_STRIDE);
+  const oIrq = off; off = align16(off + n * <usize>NIC_IRQ_DEPTH * 4);
+  const oPds = off; off = align16(off + maxPds);
+  const oMrs = off; off = align16(off + maxMrs * MR_STRIDE);
+  const oCqs = off; off = align16(off + maxCqs * CQ_STRIDE);
+  const oQps = off; off = align16(off + maxQps * QP_STRIDE);
+  const oRanges = off; off = align16(off + maxQps * QP_RANGE_BYTES);
+  const oQpWqes = off; off = align16(off + maxQps * <usize>WQE_SIZE);
+  const oBlocks = off; off = align16(off + n * 4);
+  const oReduceSrcs = off; off = align16(off + 32);
+  const oExpress = off; off = align16(off + <usize>EXPRESS_SLOTS * <usize>WQE_SIZE);
+  const oExpressUsed = off; off = align16(off + <usize>EXPRESS_SLOTS);
+  const oEngExpress = off; off = align16(off + n * <usize>WQE_SIZE);
+  const oFlows = off; off = align16(off + <usize>FLOW_SLOTS * FLOW_BYTES);
+  const oServed = off; off = align16(off + <usize>FLOW_CLASSES * 8);
   const oCon = off; off = align16(off + n * conCap);
   const oMbox = off; off = align16(off + n * depth * 8);
   const oStats = off; off = align16(off + <usize>STAT_COUNT * 8);
@@ -109,6 +180,7 @@ export function createDevice(cfgIn: usize): Device {
   off = (off + 63) & ~(<usize>63);
   const oSram = off; off += n * sramBytes;
   const oHbm = off; off += hbmBytes;
+  const oHost = off; off += hostBytes;
 
   const base = heap.alloc(off + 64);
   const arena = (base + 63) & ~(<usize>63);
@@ -135,6 +207,44 @@ export function createDevice(cfgIn: usize): Device {
   dev.trace = arena + oTrace;
   dev.trCap = <u32>trCap;
 
+  dev.host = arena + oHost;
+  dev.hostBytes = <u32>hostBytes;
+  dev.maxPds = <u32>maxPds;
+  dev.maxMrs = <u32>maxMrs;
+  dev.maxCqs = <u32>maxCqs;
+  dev.maxQps = <u32>maxQps;
+  dev.pds = arena + oPds;
+  dev.mrs = arena + oMrs;
+  dev.cqs = arena + oCqs;
+  dev.qps = arena + oQps;
+  dev.qpRanges = arena + oRanges;
+  dev.qpWqes = arena + oQpWqes;
+  dev.blocks = arena + oBlocks;
+  dev.reduceSrcs = arena + oReduceSrcs;
+  dev.expressBufs = arena + oExpress;
+  dev.expressUsed = arena + oExpressUsed;
+  dev.expressSlots = EXPRESS_SLOTS;
+  dev.engExpress = arena + oEngExpress;
+  dev.flows = arena + oFlows;
+  dev.flowCap = FLOW_SLOTS;
+  dev.hbmServed = arena + oServed;
+  // rates: Gb/s is 1e9 bits per 1e12 ps, i.e. gbps / 8000 bytes per ps
+  dev.hbmBytesPerPs = <f64>cfgGet(cfgIn, CFG_HBM_GBPS) / 8000;
+  dev.nicDmaBytesPerPs = <f64>cfgGet(cfgIn, CFG_NIC_DMA_GBPS) / 8000;
+  // reduceBytesPerCycle at the engine clock: B/cycle x kHz x 1e3 cycles/s / 1e12 ps/s
+  dev.reduceBytesPerPs = <f64>cfgGet(cfgIn, CFG_REDUCE_BYTES_PER_CYCLE) * <f64>dev.khz / 1e9;
+  dev.pcieGbps = cfgGet(cfgIn, CFG_PCIE_GBPS);
+  dev.pcieWriteLatencyPs = cfgGet(cfgIn, CFG_PCIE_WRITE_LATENCY_PS);
+  dev.pcieReadLatencyPs = cfgGet(cfgIn, CFG_PCIE_READ_LATENCY_PS);
+  dev.nicDoorbellLatencyPs = cfgGet(cfgIn, CFG_NIC_DOORBELL_LATENCY_PS);
+  dev.nicWqeLatencyPs = cfgGet(cfgIn, CFG_NIC_WQE_LATENCY_PS);
+  dev.hbmLatencyPs = cfgGet(cfgIn, CFG_HBM_LATENCY_PS);
+  dev.reduceSetupPs = cfgGet(cfgIn, CFG_REDUCE_SETUP_PS);
+  dev.rnrTimerPs = cfgGet(cfgIn, CFG_RNR_TIMER_PS);
+  dev.rnrRetries = <u32>cfgGet(cfgIn, CFG_RNR_RETRIES);
+  dev.transportTimeoutPs = cfgGet(cfgIn, CFG_TRANSPORT_TIMEOUT_PS);
+  dev.transportRetries = <u32>cfgGet(cfgIn, CFG_TRANSPORT_RETRIES);
+
   dev.cpiAlu = <u32>cfgGet(cfgIn, CFG_CPI_ALU);
   dev.cpiMul = <u32>cfgGet(cfgIn, CFG_CPI_MUL);
   dev.cpiDiv = <u32>cfgGet(cfgIn, CFG_CPI_DIV);
@@ -154,7 +264,7 @@ export function createDevice(cfgIn: usize): Device {
     h.id = i;
     h.regs = arena + oRegs + <usize>i * 128;
     h.sram = arena + oSram + <usize>i * sramBytes;
-    const fifos = arena + oFifos + <usize>i * 3 * FIFO_STRIDE;
+    const fifos = arena + oFifos + <usize>i * 4 * FIFO_STRIDE;
     h.console = changetype<Fifo>(fifos);
     h.mboxIn = changetype<Fifo>(fifos + FIFO_STRIDE);
     h.mboxOut = changetype<Fifo>(fifos + 2 * FIFO_STRIDE);
@@ -162,11 +272,15 @@ export function createDevice(cfgIn: usize): Device {
     const mbox = arena + oMbox + <usize>i * depth * 8;
     fifoInit(h.mboxIn, mbox, <u32>depth, 2);
     fifoInit(h.mboxOut, mbox + depth * 4, <u32>depth, 2);
+    h.nicIrq = changetype<Fifo>(fifos + 3 * FIFO_STRIDE);
+    fifoInit(h.nicIrq, arena + oIrq + <usize>i * <usize>NIC_IRQ_DEPTH * 4, NIC_IRQ_DEPTH, 2);
     h.state = EngineState.Idle;
     h.mstatus = MSTATUS_MPP;
     h.mtimecmp = NEVER;
     h.resvAddr = NO_RESERVATION;
   }
+  for (let i: u32 = 0; i < <u32>maxCqs; i++) changetype<Cq>(dev.cqs + <usize>i * CQ_STRIDE).armEngine = NOT_ARMED;
+  for (let i: u32 = 0; i < <u32>maxQps; i++) changetype<Qp>(dev.qps + <usize>i * QP_STRIDE).waitBlock = NOT_ARMED;
   return dev;
 }
 

@@ -46,6 +46,7 @@ export const NO_RESERVATION: u32 = 0xffffffff;
   console: Fifo; // bytes printed, drained by the host
   mboxIn: Fifo; // host -> engine words
   mboxOut: Fifo; // engine -> host words
+  nicIrq: Fifo; // numbers of armed CQs that completed (IRQ_CQN)
 
   id: u32;
   state: u32; // EngineState

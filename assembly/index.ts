@@ -85,3 +85,91 @@ export function rngSample(scratch: usize, seed: u64, stream: u64, index: u32): u
   for (let k: u32 = 0; k <= index; k++) v = rngNext(r);
   return v;
 }
+
+// reduction kernel (tests and benchmarks call it directly)
+import { reduceKernel as reduce } from "./reduce";
+
+/** Reduces k source buffers (their u32 addresses at `srcs`) into `dst`: see assembly/reduce.ts. */
+export function reduceKernel(dst: usize, srcs: usize, k: u32, bytes: u32, op: u32, dtype: u32): void {
+  reduce(dst, srcs, k, bytes, op, dtype);
+}
+
+/** wasm memory.copy of `n` bytes, the yardstick of the reduction benchmark (bench/reduce.ts). */
+export function memcopy(dst: usize, src: usize, n: u32): void {
+  memory.copy(dst, src, <usize>n);
+}
+
+// ---- verbs and doorbells (host side of the NIC: the driver's view). Numbers and keys are
+// returned, -1 / 0 on failure; the host wrapper (host/verbs.ts) turns failures into errors.
+import { pdAlloc as pdAllocV, pdFree as pdFreeV, mrReg as mrRegV, mrDereg as mrDeregV, cqCreate as cqCreateV, cqSetCi, cqAt, qpAt, OWNER_HOST, dmaPtr } from "./verbs";
+import { qpCreate as qpCreateV, qpModify as qpModifyV, qpDestroy as qpDestroyV, cqDestroy as cqDestroyV } from "./verbs-control";
+import { expressClaim } from "./nic";
+import { schedule, EventKind } from "./sched";
+import { pcieWrite, PcieDir } from "./pcie";
+import { hbmSetCompute, hbmServed as served } from "./hbm";
+import { WQE_SIZE } from "./generated/layouts";
+
+export function hostPtr(dev: usize): usize { return changetype<Device>(dev).host; }
+/** Wasm address of a DMA range, 0 when it is not wholly in HBM or host memory. */
+export function dmaAddr(dev: usize, addr: u64, len: u64): usize { return dmaPtr(changetype<Device>(dev), addr, len); }
+
+export function pdAlloc(dev: usize): i32 { return pdAllocV(changetype<Device>(dev)); }
+export function pdFree(dev: usize, pd: u32): bool { return pdFreeV(changetype<Device>(dev), pd); }
+export function mrReg(dev: usize, pd: u32, base: u64, length: u64, access: u32): u32 {
+  return mrRegV(changetype<Device>(dev), pd, base, length, access);
+}
+export function mrDereg(dev: usize, lkey: u32): bool { return mrDeregV(changetype<Device>(dev), lkey); }
+export function cqCreate(dev: usize, base: u64, depth: u32, owner: u32): i32 {
+  return cqCreateV(changetype<Device>(dev), base, depth, owner);
+}
+export function cqDestroy(dev: usize, cqn: u32): i32 { return cqDestroyV(changetype<Device>(dev), cqn); }
+export function cqUpdateCi(dev: usize, cqn: u32, ci16: u32): void { cqSetCi(changetype<Device>(dev), cqn, ci16); }
+/** Entries the NIC has written into CQ `cqn` (free-running). */
+export function cqProduced(dev: usize, cqn: u32): u32 { return cqAt(changetype<Device>(dev), cqn).pi; }
+export function cqOverrun(dev: usize, cqn: u32): bool { return cqAt(changetype<Device>(dev), cqn).overrun != 0; }
+export function qpCreate(dev: usize, pd: u32, sendCq: u32, recvCq: u32, sqBase: u64, sqDepth: u32, rqBase: u64, rqDepth: u32, owner: u32, sigAll: u32): i32 {
+  return qpCreateV(changetype<Device>(dev), pd, sendCq, recvCq, sqBase, sqDepth, rqBase, rqDepth, owner, sigAll);
+}
+export function qpModify(dev: usize, qpn: u32, state: u32, destQpn: u32): i32 {
+  return qpModifyV(changetype<Device>(dev), qpn, state, destQpn);
+}
+export function qpDestroy(dev: usize, qpn: u32): i32 { return qpDestroyV(changetype<Device>(dev), qpn); }
+export function qpState(dev: usize, qpn: u32): u32 { return qpAt(changetype<Device>(dev), qpn).state; }
+
+/** The host rings a classic doorbell: a posted 8-byte write across PCIe. */
+export function hostSqDoorbell(dev: usize, qpn: u32, pi16: u32): void {
+  const d = changetype<Device>(dev);
+  schedule(d, pcieWrite(d, PcieDir.Down, d.now, 8), EventKind.NicSqDoorbell, (OWNER_HOST << 16) | qpn, pi16 & 0xffff);
+}
+export function hostRqDoorbell(dev: usize, qpn: u32, pi16: u32): void {
+  const d = changetype<Device>(dev);
+  schedule(d, pcieWrite(d, PcieDir.Down, d.now, 8), EventKind.NicRqDoorbell, (OWNER_HOST << 16) | qpn, pi16 & 0xffff);
+}
+/** The host writes a whole WQE (at wasm address `wqe`) into the express window: false if none is free. */
+export function hostExpress(dev: usize, wqe: usize): bool {
+  const d = changetype<Device>(dev);
+  const slot = expressClaim(d, wqe);
+  if (slot < 0) return false;
+  schedule(d, pcieWrite(d, PcieDir.Down, d.now, WQE_SIZE), EventKind.NicExpress, <u32>slot, OWNER_HOST);
+  return true;
+}
+
+/** The compute-load generator's HBM demand, in Gb/s (0 stops it). */
+export function setComputeLoad(dev: usize, gbps: f64): void {
+  const d = changetype<Device>(dev);
+  hbmSetCompute(d, d.now, gbps / 8000);
+}
+/** HBM bytes served so far to flow class `cls` (0 NIC, 1 reduction, 2 compute). */
+export function hbmServed(dev: usize, cls: u32): f64 {
+  const d = changetype<Device>(dev);
+  return served(d, d.now, cls);
+}
+/** Send entries the host may still post to QP `qpn` (ring depth minus entries not yet completed). */
+export function qpSqFree(dev: usize, qpn: u32): u32 {
+  const q = qpAt(changetype<Device>(dev), qpn);
+  return q.sqDepth - (q.announced - q.sqCi);
+}
+export function qpRqFree(dev: usize, qpn: u32): u32 {
+  const q = qpAt(changetype<Device>(dev), qpn);
+  return q.rqDepth - (q.rqPi - q.rqCi);
+}

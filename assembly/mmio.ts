@@ -8,10 +8,14 @@ import {
   SYS_BASE, SYS_CONSOLE_TX, SYS_EXIT, SYS_NUM_ENGINES, SYS_SRAM_BYTES, SYS_HBM_BYTES, SYS_CLOCK_KHZ,
   TIMER_BASE, TIMER_MTIME_LO, TIMER_MTIME_HI, TIMER_MTIMECMP_LO, TIMER_MTIMECMP_HI,
   MBOX_BASE, MBOX_OUT_DATA, MBOX_OUT_FREE, MBOX_IN_DATA, MBOX_IN_COUNT,
-  STAT_CONSOLE_DROPPED, STAT_MBOX_OUT_OVERFLOW, TP_ENGINE_EXIT,
+  STAT_CONSOLE_DROPPED, STAT_MBOX_OUT_OVERFLOW, TP_ENGINE_EXIT, STAT_NIC_EXPRESS_FULL,
+  NIC_BASE, NIC_SQ_DB, NIC_RQ_DB, NIC_CQ_CI, NIC_CQ_ARM, NIC_IRQ_COUNT, NIC_IRQ_CQN, NIC_EXPRESS, NIC_EXPRESS_SIZE, WQE_SIZE,
 } from "./generated/layouts";
 import { psOfCycle } from "./time";
 import { fifoPush, fifoPop } from "./fifo";
+import { schedule, EventKind } from "./sched";
+import { cqSetCi, cqAt } from "./verbs";
+import { expressClaim } from "./nic";
 
 export const MMIO_FAULT: i64 = -1;
 
@@ -29,6 +33,8 @@ export function mmioLoad(dev: Device, h: Hart, addr: u32): i64 {
     case MBOX_BASE + MBOX_OUT_FREE: return <i64>(h.mboxOut.cap - h.mboxOut.count);
     case MBOX_BASE + MBOX_IN_COUNT: return <i64>h.mboxIn.count;
     case MBOX_BASE + MBOX_IN_DATA: return h.mboxIn.count == 0 ? 0 : <i64>fifoPop(h.mboxIn);
+    case NIC_BASE + NIC_IRQ_COUNT: return <i64>h.nicIrq.count;
+    case NIC_BASE + NIC_IRQ_CQN: return h.nicIrq.count == 0 ? <i64>0xffffffff : <i64>fifoPop(h.nicIrq);
     default: return MMIO_FAULT;
   }
 }
@@ -50,6 +56,31 @@ export function mmioStore(dev: Device, h: Hart, addr: u32, v: u32): bool {
     case MBOX_BASE + MBOX_OUT_DATA:
       if (!fifoPush(h.mboxOut, v)) statAdd(dev, STAT_MBOX_OUT_OVERFLOW, 1);
       return true;
-    default: return false;
+    case NIC_BASE + NIC_SQ_DB: case NIC_BASE + NIC_RQ_DB: {
+      // the doorbell reaches the NIC's logic after nicDoorbellLatencyPs
+      const kind = addr == NIC_BASE + NIC_SQ_DB ? EventKind.NicSqDoorbell : EventKind.NicRqDoorbell;
+      schedule(dev, psOfCycle(h.cycle, dev.khz) + dev.nicDoorbellLatencyPs, kind, (h.id << 16) | (v >> 16), v & 0xffff);
+      return true;
+    }
+    case NIC_BASE + NIC_CQ_CI: cqSetCi(dev, v >> 16, v & 0xffff); return true;
+    case NIC_BASE + NIC_CQ_ARM: {
+      if (v < dev.maxCqs && cqAt(dev, v).valid) cqAt(dev, v).armEngine = h.id;
+      return true;
+    }
+    default: {
+      const off = addr - (NIC_BASE + NIC_EXPRESS);
+      if (off < NIC_EXPRESS_SIZE) {
+        const buf = dev.engExpress + <usize>h.id * WQE_SIZE;
+        store<u32>(buf + off, v);
+        // the store to the last word is the doorbell (docs/nic.md)
+        if (off == NIC_EXPRESS_SIZE - 4) {
+          const slot = expressClaim(dev, buf);
+          if (slot < 0) statAdd(dev, STAT_NIC_EXPRESS_FULL, 1);
+          else schedule(dev, psOfCycle(h.cycle, dev.khz) + dev.nicDoorbellLatencyPs, EventKind.NicExpress, <u32>slot, h.id);
+        }
+        return true;
+      }
+      return false;
+    }
   }
 }

@@ -16,6 +16,9 @@ import { nextEventTime, popEvent, topKind, topA, topB, EventKind } from "./sched
 import { cyclesCeil, psOfCycle, minU64, NEVER } from "./time";
 import { fifoPush, fifoPop } from "./fifo";
 import { MIP_MTIP, MSTATUS_MIE } from "./hart";
+import { hbmTick } from "./hbm";
+import { nicPhase, kick, sqDoorbell, rqDoorbell, expressDoorbell } from "./nic";
+import { qpAt } from "./verbs";
 
 /** Runs one engine until its cycle count reaches `limit`, it sleeps, exits or faults. */
 function runEngine(dev: Device, h: Hart, limit: u64): void {
@@ -30,6 +33,12 @@ function runEngine(dev: Device, h: Hart, limit: u64): void {
     if ((h.mstatus & MSTATUS_MIE) != 0 && (h.mie & MIP_MTIP) != 0 && h.mtimecmp < stop) stop = h.mtimecmp;
     execute(dev, h, stop);
   }
+}
+
+/** An interrupt source of engine `e` became pending at `t`: wake it if it sleeps for it. */
+export function interruptEngine(dev: Device, e: u32, t: u64): void {
+  const h = hartAt(dev, e);
+  if (h.state == EngineState.Sleeping && (pendingIrqs(h) & h.mie) != 0) wake(dev, h, t);
 }
 
 /** Wakes a sleeping engine at time `t` (not before its own local time). */
@@ -48,9 +57,19 @@ function runEvents(dev: Device): void {
     const kind = topKind(dev), a = topA(dev), b = topB(dev);
     popEvent(dev);
     statAdd(dev, STAT_SCHED_EVENTS, 1);
-    if (kind == EventKind.Timer) {
-      const h = hartAt(dev, a);
-      if (h.state == EngineState.Sleeping && h.wakeGen == b) wake(dev, h, t);
+    switch (kind) {
+      case EventKind.Timer: {
+        const h = hartAt(dev, a);
+        if (h.state == EngineState.Sleeping && h.wakeGen == b) wake(dev, h, t);
+        break;
+      }
+      case EventKind.HbmTick: hbmTick(dev, t, a); break;
+      case EventKind.NicPhase: nicPhase(dev, a, b, t); break;
+      case EventKind.NicKick: qpAt(dev, a).kickPending = 0; kick(dev, a, t); break;
+      case EventKind.NicSqDoorbell: sqDoorbell(dev, a & 0xffff, a >> 16, b, t); break;
+      case EventKind.NicRqDoorbell: rqDoorbell(dev, a & 0xffff, a >> 16, b, t); break;
+      case EventKind.NicExpress: expressDoorbell(dev, a, b, t); break;
+      default: break;
     }
   }
 }
@@ -116,7 +135,7 @@ export function mailboxPush(dev: Device, i: u32, word: u32): bool {
     statAdd(dev, STAT_MBOX_IN_OVERFLOW, 1);
     return false;
   }
-  if (h.state == EngineState.Sleeping && (h.mie & MIP_MEIP) != 0) wake(dev, h, dev.now);
+  interruptEngine(dev, i, dev.now);
   return true;
 }
 

@@ -8,6 +8,12 @@ import { NEVER } from "./time";
 
 export const enum EventKind {
   Timer = 1, // a: engine, b: wake generation
+  HbmTick = 2, // a: HBM share generation
+  NicPhase = 3, // a: qpn, b: request generation
+  NicKick = 4, // a: qpn
+  NicSqDoorbell = 5, // a: ringer << 16 | qpn, b: producer index (16 bits)
+  NicRqDoorbell = 6, // a: ringer << 16 | qpn, b: producer index (16 bits)
+  NicExpress = 7, // a: express buffer, b: ringer
 }
 
 @inline function rec(dev: Device, i: u32): usize {

@@ -13,7 +13,7 @@ import { psOfCycle } from "./time";
 @inline export function pendingIrqs(h: Hart): u32 {
   let mip: u32 = 0;
   if (h.cycle >= h.mtimecmp) mip |= MIP_MTIP;
-  if (h.mboxIn.count != 0) mip |= MIP_MEIP;
+  if (h.mboxIn.count != 0 || h.nicIrq.count != 0) mip |= MIP_MEIP;
   return mip;
 }
 

@@ -51,8 +51,10 @@ export class Device {
   private u8!: Uint8Array;
 
   private constructor(
-    private readonly core: MenicExports,
-    private readonly handle: number,
+    /** @internal the core's exports, for the verbs layer (host/verbs.ts) */
+    readonly core: MenicExports,
+    /** @internal this device's handle in the core */
+    readonly handle: number,
     private readonly scratch: number,
     readonly config: Map<string, bigint>,
     private readonly options: DeviceOptions,
@@ -130,6 +132,20 @@ export class Device {
   run(untilPs: bigint): bigint {
     let t = this.nowPs;
     while (t < untilPs && !this.allStopped()) t = this.step(untilPs);
+    return t;
+  }
+
+  /**
+   * Advances time to `untilPs` whatever the engines do (NIC work runs without them), or until
+   * nothing is left to happen. Returns the device time.
+   */
+  advance(untilPs: bigint): bigint {
+    let t = this.nowPs;
+    while (t < untilPs) {
+      const next = this.step(untilPs);
+      if (next === t) break; // a step that cannot advance means nothing is left to happen
+      t = next;
+    }
     return t;
   }
 

@@ -29,6 +29,29 @@ export interface MenicExports {
   mboxPush(dev: number, i: number, word: number): number;
   mboxPop(dev: number, i: number): bigint;
   rngSample(scratch: number, seed: bigint, stream: bigint, index: number): bigint;
+  reduceKernel(dst: number, srcs: number, k: number, bytes: number, op: number, dtype: number): void;
+  hostPtr(dev: number): number;
+  dmaAddr(dev: number, addr: bigint, len: bigint): number;
+  pdAlloc(dev: number): number;
+  pdFree(dev: number, pd: number): number;
+  mrReg(dev: number, pd: number, base: bigint, length: bigint, access: number): number;
+  mrDereg(dev: number, lkey: number): number;
+  cqCreate(dev: number, base: bigint, depth: number, owner: number): number;
+  cqDestroy(dev: number, cqn: number): number;
+  cqUpdateCi(dev: number, cqn: number, ci16: number): void;
+  cqProduced(dev: number, cqn: number): number;
+  cqOverrun(dev: number, cqn: number): number;
+  qpCreate(dev: number, pd: number, sendCq: number, recvCq: number, sqBase: bigint, sqDepth: number, rqBase: bigint, rqDepth: number, owner: number, sigAll: number): number;
+  qpModify(dev: number, qpn: number, state: number, destQpn: number): number;
+  qpDestroy(dev: number, qpn: number): number;
+  qpState(dev: number, qpn: number): number;
+  qpSqFree(dev: number, qpn: number): number;
+  qpRqFree(dev: number, qpn: number): number;
+  hostSqDoorbell(dev: number, qpn: number, pi16: number): void;
+  hostRqDoorbell(dev: number, qpn: number, pi16: number): void;
+  hostExpress(dev: number, wqe: number): number;
+  setComputeLoad(dev: number, gbps: number): void;
+  hbmServed(dev: number, cls: number): number;
 }
 
 /** Instantiates the device core. The core imports only `env.abort` (never called: no asserts in release). */

@@ -105,6 +105,8 @@ export const STATUS_WR_FLUSH_ERR: u32 = 5;
 export const STATUS_REM_INV_REQ_ERR: u32 = 9;
 /** completion statuses (ibv_wc_status values): remote access error: bad rkey, bytes outside the region, missing access right */
 export const STATUS_REM_ACCESS_ERR: u32 = 10;
+/** completion statuses (ibv_wc_status values): remote operational error: the target could not place a SEND (its receive buffer failed its key or access check) */
+export const STATUS_REM_OP_ERR: u32 = 11;
 /** completion statuses (ibv_wc_status values): transport retry counter exceeded: the target never answered (not ready, or gone) */
 export const STATUS_RETRY_EXC_ERR: u32 = 12;
 /** completion statuses (ibv_wc_status values): receiver-not-ready retry counter exceeded: no receive was posted at the target */
@@ -308,7 +310,29 @@ export const STAT_MBOX_IN_OVERFLOW: u32 = 10;
 export const STAT_AMO_SC_FAIL: u32 = 11;
 /** reservations broken by a store of another engine */
 export const STAT_AMO_RESV_BROKEN: u32 = 12;
-export const STAT_COUNT: u32 = 13;
+/** HBM bytes moved by finished NIC DMA streams */
+export const STAT_HBM_BYTES_NIC: u32 = 13;
+/** HBM bytes moved by finished reduction requests */
+export const STAT_HBM_BYTES_REDUCE: u32 = 14;
+/** work requests the NIC has executed (send queues) */
+export const STAT_NIC_WQES: u32 = 15;
+/** work requests completed with an error status other than WR_FLUSH_ERR */
+export const STAT_NIC_ERRORS: u32 = 16;
+/** work requests completed with WR_FLUSH_ERR */
+export const STAT_NIC_FLUSHED: u32 = 17;
+/** doorbells dropped: unknown QP, wrong owner, or more new entries than the queue holds */
+export const STAT_NIC_BAD_DOORBELL: u32 = 18;
+/** express doorbells refused because every in-flight buffer was busy */
+export const STAT_NIC_EXPRESS_FULL: u32 = 19;
+/** SENDs retried after finding no posted receive */
+export const STAT_NIC_RNR_RETRIES: u32 = 20;
+/** requests retried because the target QP did not answer */
+export const STAT_NIC_TRANSPORT_RETRIES: u32 = 21;
+/** completions that found their CQ full: the CQ enters the error state */
+export const STAT_CQ_OVERRUN: u32 = 22;
+/** HBM streams refused because the flow table was full (the request waits) */
+export const STAT_HBM_FLOW_FULL: u32 = 23;
+export const STAT_COUNT: u32 = 24;
 
 // ---- trace points (layouts/trace.json)
 /** engine leaves reset and starts running; arg: entry pc */
@@ -325,4 +349,12 @@ export const TP_ENGINE_MRET: u16 = 4;
 export const TP_ENGINE_EXIT: u16 = 5;
 /** engine trapped with no handler installed and stopped; arg: mcause */
 export const TP_ENGINE_FAULT: u16 = 6;
-export const TP_COUNT: u16 = 7;
+/** a doorbell (classic or express) reached the NIC; arg: qpn */
+export const TP_NIC_DOORBELL: u16 = 7;
+/** the NIC starts a work request; arg: qpn */
+export const TP_NIC_WQE_START: u16 = 8;
+/** the NIC completed a work request; arg: (qpn << 8) | status */
+export const TP_NIC_WQE_DONE: u16 = 9;
+/** a completion was written into a CQ; arg: cqn */
+export const TP_NIC_CQE: u16 = 10;
+export const TP_COUNT: u16 = 11;

@@ -68,6 +68,7 @@ export const STATUS = {
   WR_FLUSH_ERR: 5,
   REM_INV_REQ_ERR: 9,
   REM_ACCESS_ERR: 10,
+  REM_OP_ERR: 11,
   RETRY_EXC_ERR: 12,
   RNR_RETRY_EXC_ERR: 13,
 } as const;
@@ -179,5 +180,5 @@ export const CONFIG_FIELDS: readonly ConfigField[] = [
   { name: "transportRetries", slot: 41, default: 7, min: 0, max: 7, unit: "", doc: "transport retries before RETRY_EXC_ERR (ibverbs retry_cnt)" },
 ];
 
-export const STAT_NAMES: readonly string[] = ["sched.events","sched.overflow","sched.windows","engine.traps","engine.interrupts","engine.faults","engine.wakeups","console.dropped","trace.dropped","mbox.out_overflow","mbox.in_overflow","amo.sc_fail","amo.resv_broken"];
-export const TRACE_POINTS: readonly string[] = ["engine.start","engine.sleep","engine.wake","engine.trap","engine.mret","engine.exit","engine.fault"];
+export const STAT_NAMES: readonly string[] = ["sched.events","sched.overflow","sched.windows","engine.traps","engine.interrupts","engine.faults","engine.wakeups","console.dropped","trace.dropped","mbox.out_overflow","mbox.in_overflow","amo.sc_fail","amo.resv_broken","hbm.bytes.nic","hbm.bytes.reduce","nic.wqes","nic.errors","nic.flushed","nic.bad_doorbell","nic.express_full","nic.rnr_retries","nic.transport_retries","cq.overrun","hbm.flow_full"];
+export const TRACE_POINTS: readonly string[] = ["engine.start","engine.sleep","engine.wake","engine.trap","engine.mret","engine.exit","engine.fault","nic.doorbell","nic.wqe_start","nic.wqe_done","nic.cqe"];

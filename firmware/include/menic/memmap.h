@@ -100,6 +100,7 @@
 #define MENIC_STATUS_WR_FLUSH_ERR 5 /* flushed: the QP was in the error state */
 #define MENIC_STATUS_REM_INV_REQ_ERR 9 /* remote invalid request: the target's receive buffer was too small, or it cannot take the opcode */
 #define MENIC_STATUS_REM_ACCESS_ERR 10 /* remote access error: bad rkey, bytes outside the region, missing access right */
+#define MENIC_STATUS_REM_OP_ERR 11 /* remote operational error: the target could not place a SEND (its receive buffer failed its key or access check) */
 #define MENIC_STATUS_RETRY_EXC_ERR 12 /* transport retry counter exceeded: the target never answered (not ready, or gone) */
 #define MENIC_STATUS_RNR_RETRY_EXC_ERR 13 /* receiver-not-ready retry counter exceeded: no receive was posted at the target */
 /* memory region access flags (bit values) */

@@ -1,0 +1,164 @@
+// HBM bandwidth sharing. Every bulk user of HBM — NIC DMA streams, reduction blocks, the
+// compute-load generator — is a *flow* with bytes to move and a peak rate of its own. The
+// bandwidth (hbmGbps) is shared max-min fairly among the active flows (water-filling: no flow
+// gets more than its peak; what a capped flow leaves is split among the others). Rates change
+// only when a flow starts or ends; then every flow is advanced to that time, rates are
+// recomputed and one event is scheduled for the next flow to finish. Engines' own loads and
+// stores are latency-only (cpiLoadHbm etc.): a few bytes per ~100 ns each, far below 0.1 %.
+
+import { Device, statAdd } from "./device";
+import { schedule, EventKind } from "./sched";
+import { STAT_HBM_BYTES_NIC, STAT_HBM_BYTES_REDUCE } from "./generated/layouts";
+
+export const enum FlowClass {
+  Nic = 0,
+  Reduce = 1,
+  Compute = 2,
+}
+export const FLOW_CLASSES: u32 = 3;
+
+@unmanaged export class Flow {
+  remaining: f64; // bytes; Infinity for the compute-load generator
+  peak: f64; // bytes per ps
+  rate: f64; // bytes per ps, as last shared
+  total: u64; // bytes asked for (statistics)
+  active: u32;
+  cls: u32;
+  doneKind: u32; // event scheduled when the flow ends
+  doneA: u32;
+  doneB: u32;
+}
+
+export const FLOW_BYTES: usize = (offsetof<Flow>() + 7) & ~(<usize>7);
+
+@inline export function flowAt(dev: Device, i: u32): Flow {
+  return changetype<Flow>(dev.flows + <usize>i * FLOW_BYTES);
+}
+
+/** Moves every active flow forward to `t` at its current rate. */
+function advance(dev: Device, t: u64): void {
+  if (t <= dev.hbmAt) return;
+  const dt = <f64>(t - dev.hbmAt);
+  for (let i: u32 = 0; i < dev.flowCap; i++) {
+    const f = flowAt(dev, i);
+    if (!f.active) continue;
+    const moved = f.rate * dt;
+    f.remaining -= moved;
+    const p = dev.hbmServed + (<usize>f.cls << 3);
+    store<f64>(p, load<f64>(p) + moved);
+  }
+  dev.hbmAt = t;
+}
+
+/** Water-filling max-min fair shares, then one event at the next completion. */
+function reshare(dev: Device, t: u64): void {
+  let capacity = dev.hbmBytesPerPs;
+  let unassigned: u32 = 0;
+  for (let i: u32 = 0; i < dev.flowCap; i++) {
+    const f = flowAt(dev, i);
+    if (f.active) { f.rate = -1; unassigned++; }
+  }
+  while (unassigned > 0) {
+    const share = capacity / <f64>unassigned;
+    let capped: u32 = 0;
+    for (let i: u32 = 0; i < dev.flowCap; i++) {
+      const f = flowAt(dev, i);
+      if (f.active && f.rate < 0 && f.peak <= share) {
+        f.rate = f.peak;
+        capacity -= f.peak;
+        unassigned--;
+        capped++;
+      }
+    }
+    if (capped == 0) {
+      for (let i: u32 = 0; i < dev.flowCap; i++) {
+        const f = flowAt(dev, i);
+        if (f.active && f.rate < 0) f.rate = share;
+      }
+      break;
+    }
+  }
+  let next = f64.MAX_VALUE;
+  for (let i: u32 = 0; i < dev.flowCap; i++) {
+    const f = flowAt(dev, i);
+    if (f.active && f.remaining != Infinity && f.rate > 0) {
+      const dt = f.remaining / f.rate;
+      if (dt < next) next = dt;
+    }
+  }
+  dev.hbmGen++;
+  if (next != f64.MAX_VALUE) schedule(dev, t + <u64>Math.ceil(next > 0 ? next : 0), EventKind.HbmTick, dev.hbmGen, 0);
+}
+
+/**
+ * Starts a flow of `bytes` at up to `peakGbps`; when it has moved them, an event (doneKind,
+ * a, b) fires. Returns false (and counts it) when the flow table is full.
+ */
+export function hbmStart(dev: Device, t: u64, bytes: u64, peakBytesPerPs: f64, cls: u32, doneKind: u32, a: u32, b: u32): bool {
+  advance(dev, t);
+  for (let i: u32 = 0; i < dev.flowCap; i++) {
+    const f = flowAt(dev, i);
+    if (f.active) continue;
+    f.active = 1;
+    f.remaining = <f64>bytes;
+    f.total = bytes;
+    f.peak = peakBytesPerPs;
+    f.cls = cls;
+    f.doneKind = doneKind;
+    f.doneA = a;
+    f.doneB = b;
+    reshare(dev, t);
+    return true;
+  }
+  return false;
+}
+
+/** The HbmTick event: ends the flows that have finished and reshares. */
+export function hbmTick(dev: Device, t: u64, gen: u32): void {
+  if (gen != dev.hbmGen) return; // superseded by a later reshare
+  advance(dev, t);
+  for (let i: u32 = 0; i < dev.flowCap; i++) {
+    const f = flowAt(dev, i);
+    // a flow is done when less than a thousandth of a byte is left (f64 rounding)
+    if (f.active && f.remaining < 1e-3) {
+      f.active = 0;
+      statAdd(dev, f.cls == FlowClass.Nic ? STAT_HBM_BYTES_NIC : STAT_HBM_BYTES_REDUCE, f.total);
+      schedule(dev, t, f.doneKind, f.doneA, f.doneB);
+    }
+  }
+  reshare(dev, t);
+}
+
+/** Sets the compute-load generator's demand (bytes/ps; 0 stops it). */
+export function hbmSetCompute(dev: Device, t: u64, bytesPerPs: f64): void {
+  advance(dev, t);
+  for (let i: u32 = 0; i < dev.flowCap; i++) {
+    const f = flowAt(dev, i);
+    if (f.active && f.cls == FlowClass.Compute) f.active = 0;
+  }
+  if (bytesPerPs > 0) {
+    for (let i: u32 = 0; i < dev.flowCap; i++) {
+      const f = flowAt(dev, i);
+      if (f.active) continue;
+      f.active = 1;
+      f.remaining = Infinity;
+      f.total = 0;
+      f.peak = bytesPerPs;
+      f.cls = FlowClass.Compute;
+      break;
+    }
+  }
+  reshare(dev, t);
+}
+
+/** Bytes HBM has served to flows of class `cls` up to time `t` (reads only: no state changes). */
+export function hbmServed(dev: Device, t: u64, cls: u32): f64 {
+  let served = load<f64>(dev.hbmServed + (<usize>cls << 3));
+  if (t <= dev.hbmAt) return served;
+  const dt = <f64>(t - dev.hbmAt);
+  for (let i: u32 = 0; i < dev.flowCap; i++) {
+    const f = flowAt(dev, i);
+    if (f.active && f.cls == cls) served += f.rate * dt;
+  }
+  return served;
+}

@@ -1,0 +1,475 @@
+// The NIC front end: doorbells, work-request execution for loopback between queue pairs of
+// this device, local REDUCE and COPY, completions and completion interrupts.
+// Each send queue runs its requests in order, one at a time, through phases:
+//   Head  decode and key checks (nicWqeLatencyPs), then reading the source: over PCIe from
+//         host memory, or the HBM latency;
+//   Flow  the HBM part of the transfer as a shared-bandwidth stream (hbm.ts);
+//   Tail  writing a host-memory destination over PCIe, then the completion entry;
+//   Done  the bytes land, completions are written, the next request starts.
+// Retries (receiver not ready, target not answering) wait in phase Wait and start again.
+// Placement happens at Done: nothing of a request is visible before it completes.
+
+import { Device, hartAt, statAdd, tracePoint } from "./device";
+import {
+  OPCODE_RDMA_WRITE, OPCODE_RDMA_WRITE_WITH_IMM, OPCODE_SEND, OPCODE_SEND_WITH_IMM, OPCODE_RDMA_READ, OPCODE_REDUCE,
+  OPCODE_COPY, OPCODE_RECV, WR_FLAG_SIGNALED,
+  STATUS_SUCCESS, STATUS_LOC_LEN_ERR, STATUS_LOC_QP_OP_ERR, STATUS_LOC_PROT_ERR, STATUS_WR_FLUSH_ERR, STATUS_REM_INV_REQ_ERR,
+  STATUS_REM_ACCESS_ERR, STATUS_REM_OP_ERR, STATUS_RETRY_EXC_ERR, STATUS_RNR_RETRY_EXC_ERR,
+  ACCESS_LOCAL_WRITE, ACCESS_REMOTE_WRITE, ACCESS_REMOTE_READ, QP_STATE_RTR, QP_STATE_RTS, QP_STATE_ERR,
+  WQE_SIZE, WQE_OPCODE, WQE_FLAGS, WQE_DTYPE, WQE_REDOP, WQE_QPN, WQE_WR_ID, WQE_LADDR, WQE_LENGTH, WQE_LKEY, WQE_RADDR,
+  WQE_RKEY, WQE_IMM, WQE_NSRC, WQE_SRC_ADDR, WQE_SRC_LKEY, WQE_SRC_ADDR_STRIDE,
+  CQE_SIZE, CQE_WR_ID, CQE_BYTE_LEN, CQE_IMM, CQE_QPN, CQE_STATUS, CQE_OPCODE, CQE_FLAGS, CQE_OWNER,
+  STAT_NIC_WQES, STAT_NIC_ERRORS, STAT_NIC_FLUSHED, STAT_NIC_BAD_DOORBELL, STAT_NIC_RNR_RETRIES, STAT_NIC_TRANSPORT_RETRIES,
+  STAT_CQ_OVERRUN, STAT_HBM_FLOW_FULL, TP_NIC_DOORBELL, TP_NIC_WQE_START, TP_NIC_WQE_DONE, TP_NIC_CQE,
+} from "./generated/layouts";
+import {
+  Qp, qpAt, cqAt, qpRanges, qpWqe, mrCheck, dmaPtr, dmaIsHbm, dmaIsHost, OWNER_HOST, NOT_ARMED, RANGES, QP_RANGE_BYTES,
+} from "./verbs";
+import { schedule, EventKind } from "./sched";
+import { hbmStart, FlowClass } from "./hbm";
+import { pcieRead, pcieWrite, PcieDir } from "./pcie";
+import { fifoPush } from "./fifo";
+import { reduceKernel } from "./reduce";
+import { interruptEngine } from "./run";
+import { maxU64 } from "./time";
+
+export const enum NicPhase {
+  Idle = 0,
+  Head = 1,
+  Flow = 2,
+  Tail = 3,
+  Done = 4,
+  Wait = 5, // a retry timer, or the reduction block
+}
+
+// request flags kept in Qp.reqFlags
+const REQ_DST_HOST: u32 = 1;
+const REQ_REDUCE: u32 = 2;
+
+/** Bytes per element of a reduction dtype (DTYPE_*), 0 for an unknown one. */
+@inline function dtypeBytes(dtype: u32): u32 {
+  return dtype == 0 || dtype == 3 ? 4 : dtype <= 2 ? 2 : 0;
+}
+
+// ---- ready ranges: each announced entry becomes runnable at the time its fetch completes
+
+function rangePush(dev: Device, q: Qp, qpn: u32, end: u32, time: u64): void {
+  const r = qpRanges(dev, qpn);
+  const n = q.nranges;
+  if (n > 0) {
+    const last = r + <usize>(n - 1) * 16;
+    const lastT = load<u64>(last, 8);
+    // ranges complete in order: a later range is never ready before an earlier one
+    if (time <= lastT || n == RANGES) {
+      store<u32>(last, end);
+      store<u64>(last, maxU64(time, lastT), 8);
+      return;
+    }
+  }
+  store<u32>(r + <usize>n * 16, end);
+  store<u64>(r + <usize>n * 16, time, 8);
+  q.nranges = n + 1;
+}
+
+/** When entry sqCi becomes runnable; drops ranges already consumed. */
+function readyTime(dev: Device, q: Qp, qpn: u32): u64 {
+  const r = qpRanges(dev, qpn);
+  while (q.nranges > 0 && <i32>(load<u32>(r) - q.sqCi) <= 0) {
+    memory.copy(r, r + 16, QP_RANGE_BYTES - 16);
+    q.nranges--;
+  }
+  return q.nranges > 0 ? load<u64>(r, 8) : 0;
+}
+
+// ---- completions
+
+/** Writes a CQE; false when the CQ is (or just became) overrun. */
+function cqPush(dev: Device, cqn: u32, t: u64, wrId: u64, byteLen: u32, imm: u32, hasImm: bool, qpn: u32, status: u32, opcode: u32): bool {
+  if (cqn >= dev.maxCqs) return false;
+  const c = cqAt(dev, cqn);
+  if (!c.valid) return false;
+  if (c.overrun || c.pi - c.ci >= c.depth) {
+    c.overrun = 1;
+    statAdd(dev, STAT_CQ_OVERRUN, 1);
+    return false;
+  }
+  const p = dmaPtr(dev, c.base + <u64>(c.pi % c.depth) * CQE_SIZE, CQE_SIZE);
+  store<u64>(p + CQE_WR_ID, wrId);
+  store<u32>(p + CQE_BYTE_LEN, byteLen);
+  store<u32>(p + CQE_IMM, hasImm ? imm : 0);
+  store<u32>(p + CQE_QPN, qpn);
+  store<u8>(p + CQE_STATUS, <u8>status);
+  store<u8>(p + CQE_OPCODE, <u8>opcode);
+  store<u8>(p + CQE_FLAGS, hasImm ? 1 : 0);
+  store<u8>(p + CQE_OWNER, ((c.pi / c.depth) & 1) == 0 ? 1 : 0);
+  c.pi++;
+  tracePoint(dev, t, TP_NIC_CQE, 0xffff, cqn);
+  if (c.armEngine != NOT_ARMED) {
+    const e = c.armEngine;
+    c.armEngine = NOT_ARMED;
+    if (e < dev.engines) {
+      fifoPush(hartAt(dev, e).nicIrq, cqn);
+      interruptEngine(dev, e, t);
+    }
+  }
+  return true;
+}
+
+/** A WR_FLUSH_ERR completion for one request (verbs-control.ts destroys busy QPs with it). */
+export function cqPushFlush(dev: Device, cqn: u32, t: u64, qpn: u32, wrId: u64, opcode: u32): bool {
+  return cqPush(dev, cqn, t, wrId, 0, 0, false, qpn, STATUS_WR_FLUSH_ERR, opcode);
+}
+
+/** Time a completion written at `t` into CQ `cqn` becomes visible to its consumer. */
+function cqeVisible(dev: Device, cqn: u32, t: u64): u64 {
+  if (cqn >= dev.maxCqs) return t;
+  const c = cqAt(dev, cqn);
+  return dmaIsHost(dev, c.base, CQE_SIZE) ? pcieWrite(dev, PcieDir.Up, t, CQE_SIZE) : t + dev.hbmLatencyPs;
+}
+
+/** Completes every outstanding entry of an errored QP with WR_FLUSH_ERR (IB spec 10.7.3.1). */
+function flush(dev: Device, qpn: u32, t: u64): void {
+  const q = qpAt(dev, qpn);
+  const from = q.busy ? q.sqCi + 1 : q.sqCi;
+  for (let i = from; i != q.announced; i++) {
+    const w = dmaPtr(dev, q.sqBase + <u64>(i % q.sqDepth) * WQE_SIZE, WQE_SIZE);
+    if (!cqPush(dev, q.sendCq, t, load<u64>(w + WQE_WR_ID), 0, 0, false, qpn, STATUS_WR_FLUSH_ERR, load<u8>(w + WQE_OPCODE))) break;
+    statAdd(dev, STAT_NIC_FLUSHED, 1);
+  }
+  if (!q.busy) q.sqCi = q.announced;
+  else q.announced = q.sqCi + 1;
+  for (; q.rqCi != q.rqPi; q.rqCi++) {
+    const w = dmaPtr(dev, q.rqBase + <u64>(q.rqCi % q.rqDepth) * WQE_SIZE, WQE_SIZE);
+    if (!cqPush(dev, q.recvCq, t, load<u64>(w + WQE_WR_ID), 0, 0, false, qpn, STATUS_WR_FLUSH_ERR, OPCODE_RECV)) break;
+    statAdd(dev, STAT_NIC_FLUSHED, 1);
+  }
+  q.rqCi = q.rqPi;
+}
+
+/** Moves a QP to the error state and flushes it. */
+export function qpError(dev: Device, qpn: u32, t: u64): void {
+  const q = qpAt(dev, qpn);
+  q.state = QP_STATE_ERR;
+  flush(dev, qpn, t);
+}
+
+// ---- execution
+
+function phaseAt(dev: Device, q: Qp, qpn: u32, phase: u32, t: u64): void {
+  q.phase = phase;
+  schedule(dev, t, EventKind.NicPhase, qpn, q.gen);
+}
+
+/** Starts the next request of a send queue if it is runnable now, or arranges to look again. */
+export function kick(dev: Device, qpn: u32, t: u64): void {
+  const q = qpAt(dev, qpn);
+  if (!q.valid || q.busy) return;
+  if (q.state == QP_STATE_ERR) { flush(dev, qpn, t); return; }
+  if (q.state != QP_STATE_RTS || q.sqCi == q.announced) return;
+  const ready = readyTime(dev, q, qpn);
+  if (ready > t) {
+    if (!q.kickPending) {
+      q.kickPending = 1;
+      schedule(dev, ready, EventKind.NicKick, qpn, 0);
+    }
+    return;
+  }
+  q.busy = 1;
+  q.gen++;
+  q.retriesLeft = <u32>dev.transportRetries;
+  q.rnrLeft = <u32>dev.rnrRetries;
+  memory.copy(qpWqe(dev, qpn), dmaPtr(dev, q.sqBase + <u64>(q.sqCi % q.sqDepth) * WQE_SIZE, WQE_SIZE), WQE_SIZE);
+  statAdd(dev, STAT_NIC_WQES, 1);
+  tracePoint(dev, t, TP_NIC_WQE_START, 0xffff, qpn);
+  attempt(dev, qpn, t);
+}
+
+/** Ends the request early with an error status, after the decode latency. */
+function fail(dev: Device, q: Qp, qpn: u32, t: u64, status: u32, rxStatus: u32): void {
+  q.status = status;
+  q.rxStatus = rxStatus;
+  phaseAt(dev, q, qpn, NicPhase.Tail, t + dev.nicWqeLatencyPs);
+}
+
+/** Checks a request against keys, queues and the target, then starts its Head phase. */
+function attempt(dev: Device, qpn: u32, t: u64): void {
+  const q = qpAt(dev, qpn);
+  const w = qpWqe(dev, qpn);
+  const op = <u32>load<u8>(w + WQE_OPCODE);
+  const len = <u64>load<u32>(w + WQE_LENGTH);
+  const laddr = load<u64>(w + WQE_LADDR), lkey = load<u32>(w + WQE_LKEY);
+  const raddr = load<u64>(w + WQE_RADDR), rkey = load<u32>(w + WQE_RKEY);
+  q.status = STATUS_SUCCESS;
+  q.rxStatus = STATUS_SUCCESS;
+  q.reqFlags = 0;
+  let src = laddr, dst = raddr;
+  let hbmBytes: u64 = 0;
+
+  if (op == OPCODE_REDUCE) { attemptReduce(dev, q, qpn, w, t); return; }
+  if (op == OPCODE_COPY) {
+    if (!mrCheck(dev, rkey, false, q.pd, raddr, len, 0) || !mrCheck(dev, lkey, false, q.pd, laddr, len, ACCESS_LOCAL_WRITE)) {
+      fail(dev, q, qpn, t, STATUS_LOC_PROT_ERR, STATUS_SUCCESS);
+      return;
+    }
+    src = raddr;
+    dst = laddr;
+  } else if (op <= OPCODE_RDMA_READ) {
+    const isRead = op == OPCODE_RDMA_READ;
+    if (!mrCheck(dev, lkey, false, q.pd, laddr, len, isRead ? ACCESS_LOCAL_WRITE : 0)) {
+      fail(dev, q, qpn, t, STATUS_LOC_PROT_ERR, STATUS_SUCCESS);
+      return;
+    }
+    // the target must answer: a QP that is not ready (or is gone) never does
+    const d = qpAt(dev, q.destQpn < dev.maxQps ? q.destQpn : 0);
+    if (q.destQpn >= dev.maxQps || !d.valid || (d.state != QP_STATE_RTR && d.state != QP_STATE_RTS)) {
+      if (q.retriesLeft == 0) { fail(dev, q, qpn, t, STATUS_RETRY_EXC_ERR, STATUS_SUCCESS); return; }
+      q.retriesLeft--;
+      statAdd(dev, STAT_NIC_TRANSPORT_RETRIES, 1);
+      phaseAt(dev, q, qpn, NicPhase.Wait, t + dev.transportTimeoutPs);
+      return;
+    }
+    if (op == OPCODE_RDMA_WRITE || op == OPCODE_RDMA_WRITE_WITH_IMM || isRead) {
+      if (!mrCheck(dev, rkey, true, d.pd, raddr, len, isRead ? ACCESS_REMOTE_READ : ACCESS_REMOTE_WRITE)) {
+        fail(dev, q, qpn, t, STATUS_REM_ACCESS_ERR, STATUS_SUCCESS);
+        return;
+      }
+    }
+    if (isRead) { src = raddr; dst = laddr; }
+    if (op != OPCODE_RDMA_WRITE && op != OPCODE_RDMA_READ) {
+      // SEND, SEND_WITH_IMM and WRITE_WITH_IMM consume the target's next posted receive
+      if (d.rqCi == d.rqPi) {
+        if (q.rnrLeft == 0) { fail(dev, q, qpn, t, STATUS_RNR_RETRY_EXC_ERR, STATUS_SUCCESS); return; }
+        q.rnrLeft--;
+        statAdd(dev, STAT_NIC_RNR_RETRIES, 1);
+        phaseAt(dev, q, qpn, NicPhase.Wait, t + dev.rnrTimerPs);
+        return;
+      }
+      if (op != OPCODE_RDMA_WRITE_WITH_IMM) {
+        const r = dmaPtr(dev, d.rqBase + <u64>(d.rqCi % d.rqDepth) * WQE_SIZE, WQE_SIZE);
+        const rlen = <u64>load<u32>(r + WQE_LENGTH);
+        const raddr2 = load<u64>(r + WQE_LADDR);
+        if (len > rlen) { fail(dev, q, qpn, t, STATUS_REM_INV_REQ_ERR, STATUS_LOC_LEN_ERR); return; }
+        if (!mrCheck(dev, load<u32>(r + WQE_LKEY), false, d.pd, raddr2, len, ACCESS_LOCAL_WRITE)) {
+          fail(dev, q, qpn, t, STATUS_REM_OP_ERR, STATUS_LOC_PROT_ERR);
+          return;
+        }
+        dst = raddr2;
+      }
+    }
+  } else {
+    fail(dev, q, qpn, t, STATUS_LOC_QP_OP_ERR, STATUS_SUCCESS);
+    return;
+  }
+
+  // timing: read the source, stream the HBM side, write a host destination
+  let head = t + dev.nicWqeLatencyPs;
+  if (len > 0 && dmaIsHost(dev, src, len)) head = pcieRead(dev, head, len);
+  else head += dev.hbmLatencyPs;
+  if (dmaIsHbm(dev, src, len)) hbmBytes += len;
+  if (dmaIsHbm(dev, dst, len)) hbmBytes += len;
+  if (len > 0 && dmaIsHost(dev, dst, len)) q.reqFlags |= REQ_DST_HOST;
+  q.reqBytes = hbmBytes;
+  q.reqLen = len;
+  q.reqSrc = src;
+  q.reqDst = dst;
+  phaseAt(dev, q, qpn, NicPhase.Head, head);
+}
+
+function attemptReduce(dev: Device, q: Qp, qpn: u32, w: usize, t: u64): void {
+  const nsrc = <u32>load<u8>(w + WQE_NSRC);
+  const dtype = <u32>load<u8>(w + WQE_DTYPE), redop = <u32>load<u8>(w + WQE_REDOP);
+  const len = <u64>load<u32>(w + WQE_LENGTH);
+  const esize = dtypeBytes(dtype);
+  if (nsrc < 2 || nsrc > 8 || esize == 0 || redop > 3) { fail(dev, q, qpn, t, STATUS_LOC_QP_OP_ERR, STATUS_SUCCESS); return; }
+  if (len % esize != 0) { fail(dev, q, qpn, t, STATUS_LOC_LEN_ERR, STATUS_SUCCESS); return; }
+  const dst = load<u64>(w + WQE_LADDR);
+  // the reduction block sits beside HBM: every operand must be there
+  if (!dmaIsHbm(dev, dst, len) || !mrCheck(dev, load<u32>(w + WQE_LKEY), false, q.pd, dst, len, ACCESS_LOCAL_WRITE)) {
+    fail(dev, q, qpn, t, STATUS_LOC_PROT_ERR, STATUS_SUCCESS);
+    return;
+  }
+  for (let i: u32 = 0; i < nsrc; i++) {
+    const a = <u64>load<u32>(w + WQE_SRC_ADDR + i * WQE_SRC_ADDR_STRIDE);
+    if (!dmaIsHbm(dev, a, len) || !mrCheck(dev, load<u32>(w + WQE_SRC_LKEY + i * WQE_SRC_ADDR_STRIDE), false, q.pd, a, len, 0)) {
+      fail(dev, q, qpn, t, STATUS_LOC_PROT_ERR, STATUS_SUCCESS);
+      return;
+    }
+  }
+  const block = q.owner == OWNER_HOST ? qpn % dev.engines : q.owner;
+  const busy = dev.blocks + (<usize>block << 2);
+  if (load<u32>(busy) != 0) {
+    q.waitBlock = block; // woken when the block frees
+    q.phase = NicPhase.Wait;
+    return;
+  }
+  store<u32>(busy, 1);
+  q.waitBlock = NOT_ARMED;
+  q.reqFlags = REQ_REDUCE;
+  q.reqBlock = block;
+  q.reqLen = len;
+  q.reqBytes = <u64>(nsrc + 1) * len; // K sources read, one destination written
+  phaseAt(dev, q, qpn, NicPhase.Head, t + dev.nicWqeLatencyPs + dev.reduceSetupPs + dev.hbmLatencyPs);
+}
+
+/** The NicPhase event: the request of `qpn` has finished its current phase at `t`. */
+export function nicPhase(dev: Device, qpn: u32, gen: u32, t: u64): void {
+  const q = qpAt(dev, qpn);
+  if (!q.valid || !q.busy || q.gen != gen) return;
+  switch (q.phase) {
+    case NicPhase.Wait: attempt(dev, qpn, t); return;
+    case NicPhase.Head: {
+      if (q.status == STATUS_SUCCESS && q.reqBytes > 0) {
+        let peak = dev.nicDmaBytesPerPs;
+        let cls = FlowClass.Nic;
+        if (q.reqFlags & REQ_REDUCE) {
+          // sources stream at reduceBytesPerCycle; the destination write rides along
+          const nsrc = <f64>load<u8>(qpWqe(dev, qpn) + WQE_NSRC);
+          peak = dev.reduceBytesPerPs * (nsrc + 1) / nsrc;
+          cls = FlowClass.Reduce;
+        }
+        q.phase = NicPhase.Flow;
+        if (!hbmStart(dev, t, q.reqBytes, peak, cls, EventKind.NicPhase, qpn, q.gen)) {
+          statAdd(dev, STAT_HBM_FLOW_FULL, 1);
+          phaseAt(dev, q, qpn, NicPhase.Head, t + 1000); // try again in 1 ns
+        }
+        return;
+      }
+      // no HBM part: straight to the tail
+      tail(dev, q, qpn, t);
+      return;
+    }
+    case NicPhase.Flow: tail(dev, q, qpn, t); return;
+    case NicPhase.Tail: tail(dev, q, qpn, t); return;
+    case NicPhase.Done: done(dev, qpn, t); return;
+    default: return;
+  }
+}
+
+function tail(dev: Device, q: Qp, qpn: u32, t: u64): void {
+  let end = t;
+  if (q.status == STATUS_SUCCESS && (q.reqFlags & REQ_DST_HOST)) end = pcieWrite(dev, PcieDir.Up, t, q.reqLen);
+  phaseAt(dev, q, qpn, NicPhase.Done, cqeVisible(dev, q.sendCq, end));
+}
+
+/** Places the bytes, writes the completions and starts the next request. */
+function done(dev: Device, qpn: u32, t: u64): void {
+  const q = qpAt(dev, qpn);
+  const w = qpWqe(dev, qpn);
+  const op = <u32>load<u8>(w + WQE_OPCODE);
+  const len = <u32>q.reqLen;
+  const imm = load<u32>(w + WQE_IMM);
+  let status = q.status;
+  if (status == STATUS_SUCCESS) {
+    if (q.reqFlags & REQ_REDUCE) {
+      const nsrc = <u32>load<u8>(w + WQE_NSRC);
+      for (let i: u32 = 0; i < nsrc; i++) {
+        store<u32>(dev.reduceSrcs + (<usize>i << 2), <u32>dmaPtr(dev, <u64>load<u32>(w + WQE_SRC_ADDR + i * WQE_SRC_ADDR_STRIDE), <u64>len));
+      }
+      reduceKernel(<u32>dmaPtr(dev, load<u64>(w + WQE_LADDR), <u64>len), dev.reduceSrcs, nsrc, len, load<u8>(w + WQE_REDOP), load<u8>(w + WQE_DTYPE));
+      releaseBlock(dev, q.reqBlock, t);
+    } else if (len > 0) {
+      memory.copy(dmaPtr(dev, q.reqDst, <u64>len), dmaPtr(dev, q.reqSrc, <u64>len), len);
+    }
+    if (op == OPCODE_SEND || op == OPCODE_SEND_WITH_IMM || op == OPCODE_RDMA_WRITE_WITH_IMM) {
+      const d = qpAt(dev, q.destQpn);
+      const r = dmaPtr(dev, d.rqBase + <u64>(d.rqCi % d.rqDepth) * WQE_SIZE, WQE_SIZE);
+      d.rqCi++;
+      const rxOp = op == OPCODE_RDMA_WRITE_WITH_IMM ? OPCODE_RDMA_WRITE_WITH_IMM : OPCODE_RECV;
+      if (!cqPush(dev, d.recvCq, t, load<u64>(r + WQE_WR_ID), len, imm, op != OPCODE_SEND, q.destQpn, STATUS_SUCCESS, rxOp)) qpError(dev, q.destQpn, t);
+    }
+  } else if (q.rxStatus != STATUS_SUCCESS) {
+    // the target's posted receive fails too, and the target QP goes to error (IB spec 9.9.3)
+    const d = qpAt(dev, q.destQpn);
+    const r = dmaPtr(dev, d.rqBase + <u64>(d.rqCi % d.rqDepth) * WQE_SIZE, WQE_SIZE);
+    d.rqCi++;
+    cqPush(dev, d.recvCq, t, load<u64>(r + WQE_WR_ID), 0, 0, false, q.destQpn, q.rxStatus, OPCODE_RECV);
+    statAdd(dev, STAT_NIC_ERRORS, 1);
+    qpError(dev, q.destQpn, t);
+  }
+  const signaled = q.sigAll != 0 || (load<u8>(w + WQE_FLAGS) & WR_FLAG_SIGNALED) != 0 || status != STATUS_SUCCESS;
+  let cqOk = true;
+  if (signaled) cqOk = cqPush(dev, q.sendCq, t, load<u64>(w + WQE_WR_ID), len, 0, false, qpn, status, op);
+  tracePoint(dev, t, TP_NIC_WQE_DONE, 0xffff, (qpn << 8) | status);
+  q.sqCi++;
+  q.busy = 0;
+  q.phase = NicPhase.Idle;
+  if (status != STATUS_SUCCESS) {
+    statAdd(dev, STAT_NIC_ERRORS, 1);
+    qpError(dev, qpn, t);
+  } else if (!cqOk) {
+    qpError(dev, qpn, t);
+  }
+  kick(dev, qpn, t);
+}
+
+/** Frees a reduction block and restarts the first QP (in QP order) waiting for it. */
+function releaseBlock(dev: Device, block: u32, t: u64): void {
+  store<u32>(dev.blocks + (<usize>block << 2), 0);
+  for (let i: u32 = 0; i < dev.maxQps; i++) {
+    const q = qpAt(dev, i);
+    if (q.valid && q.busy && q.waitBlock == block) {
+      q.waitBlock = NOT_ARMED;
+      attempt(dev, i, t);
+      return;
+    }
+  }
+}
+
+// ---- doorbells
+
+/** Who may ring a QP's doorbells: its owner. */
+@inline function mayRing(q: Qp, ringer: u32): bool {
+  return q.valid != 0 && q.owner == ringer;
+}
+
+/** A classic send doorbell reached the NIC at `t`: fetch the new entries, then run them. */
+export function sqDoorbell(dev: Device, qpn: u32, ringer: u32, pi16: u32, t: u64): void {
+  tracePoint(dev, t, TP_NIC_DOORBELL, 0xffff, qpn);
+  if (qpn >= dev.maxQps || !mayRing(qpAt(dev, qpn), ringer)) { statAdd(dev, STAT_NIC_BAD_DOORBELL, 1); return; }
+  const q = qpAt(dev, qpn);
+  const n = (pi16 - q.announced) & 0xffff;
+  if (n == 0) return;
+  if (n > q.sqDepth - (q.announced - q.sqCi)) { statAdd(dev, STAT_NIC_BAD_DOORBELL, 1); return; }
+  const bytes = <u64>n * WQE_SIZE;
+  const fetched = dmaIsHost(dev, q.sqBase, 1) ? pcieRead(dev, t, bytes) : t + dev.hbmLatencyPs;
+  q.announced += n;
+  rangePush(dev, q, qpn, q.announced, fetched);
+  kick(dev, qpn, t);
+}
+
+export function rqDoorbell(dev: Device, qpn: u32, ringer: u32, pi16: u32, t: u64): void {
+  if (qpn >= dev.maxQps || !mayRing(qpAt(dev, qpn), ringer)) { statAdd(dev, STAT_NIC_BAD_DOORBELL, 1); return; }
+  const q = qpAt(dev, qpn);
+  const n = (pi16 - q.rqPi) & 0xffff;
+  if (n > q.rqDepth - (q.rqPi - q.rqCi)) { statAdd(dev, STAT_NIC_BAD_DOORBELL, 1); return; }
+  q.rqPi += n;
+  if (q.state == QP_STATE_ERR) flush(dev, qpn, t);
+}
+
+/** An express doorbell reached the NIC: the entry came with it, so it is runnable at once. */
+export function expressDoorbell(dev: Device, slot: u32, ringer: u32, t: u64): void {
+  const e = dev.expressBufs + <usize>slot * WQE_SIZE;
+  store<u8>(dev.expressUsed + slot, 0);
+  const qpn = load<u32>(e + WQE_QPN);
+  tracePoint(dev, t, TP_NIC_DOORBELL, 0xffff, qpn);
+  if (qpn >= dev.maxQps || !mayRing(qpAt(dev, qpn), ringer)) { statAdd(dev, STAT_NIC_BAD_DOORBELL, 1); return; }
+  const q = qpAt(dev, qpn);
+  if (q.announced - q.sqCi >= q.sqDepth) { statAdd(dev, STAT_NIC_BAD_DOORBELL, 1); return; }
+  // the NIC keeps the entry in the ring slot it occupies, so every entry runs from one place
+  memory.copy(dmaPtr(dev, q.sqBase + <u64>(q.announced % q.sqDepth) * WQE_SIZE, WQE_SIZE), e, WQE_SIZE);
+  q.announced++;
+  rangePush(dev, q, qpn, q.announced, t);
+  kick(dev, qpn, t);
+}
+
+/** Takes a free express buffer and fills it from `src`; -1 when all are in flight. */
+export function expressClaim(dev: Device, src: usize): i32 {
+  for (let i: u32 = 0; i < dev.expressSlots; i++) {
+    if (load<u8>(dev.expressUsed + i) == 0) {
+      store<u8>(dev.expressUsed + i, 1);
+      memory.copy(dev.expressBufs + <usize>i * WQE_SIZE, src, WQE_SIZE);
+      return <i32>i;
+    }
+  }
+  return -1;
+}

@@ -1,0 +1,104 @@
+// Control-path verbs that change queue pairs and completion queues (ibv_create_qp,
+// ibv_modify_qp, ibv_destroy_qp, ibv_destroy_cq). They act at once: the driver's own time is
+// not modelled. State transitions follow IB spec 10.3.1 for the states this NIC has.
+
+import { Device, statAdd } from "./device";
+import { Qp, qpAt, cqAt, pdValid, dmaPtr, OWNER_HOST, NOT_ARMED } from "./verbs";
+import { kick, qpError, cqPushFlush } from "./nic";
+import {
+  QP_STATE_RESET, QP_STATE_INIT, QP_STATE_RTR, QP_STATE_RTS, QP_STATE_ERR, WQE_SIZE, WQE_WR_ID, WQE_OPCODE, STAT_NIC_FLUSHED,
+} from "./generated/layouts";
+
+export const E_OK: i32 = 0;
+export const E_NO_OBJECT: i32 = -1;
+export const E_TRANSITION: i32 = -2;
+export const E_IN_USE: i32 = -3;
+export const E_ARGUMENT: i32 = -4;
+
+/** Queue depths are at most 32768 so that 16-bit producer indices in doorbells are unambiguous. */
+export const MAX_QUEUE_DEPTH: u32 = 32768;
+
+export function qpCreate(dev: Device, pd: u32, sendCq: u32, recvCq: u32, sqBase: u64, sqDepth: u32, rqBase: u64, rqDepth: u32, owner: u32, sigAll: u32): i32 {
+  if (!pdValid(dev, pd)) return E_NO_OBJECT;
+  if (sendCq >= dev.maxCqs || !cqAt(dev, sendCq).valid || recvCq >= dev.maxCqs || !cqAt(dev, recvCq).valid) return E_NO_OBJECT;
+  if (sqDepth == 0 || sqDepth > MAX_QUEUE_DEPTH || rqDepth == 0 || rqDepth > MAX_QUEUE_DEPTH) return E_ARGUMENT;
+  if (owner != OWNER_HOST && owner >= dev.engines) return E_ARGUMENT;
+  if (dmaPtr(dev, sqBase, <u64>sqDepth * WQE_SIZE) == 0 || dmaPtr(dev, rqBase, <u64>rqDepth * WQE_SIZE) == 0) return E_ARGUMENT;
+  for (let i: u32 = 0; i < dev.maxQps; i++) {
+    const q = qpAt(dev, i);
+    if (q.valid) continue;
+    memory.fill(changetype<usize>(q), 0, offsetof<Qp>());
+    q.valid = 1;
+    q.state = QP_STATE_RESET;
+    q.pd = pd;
+    q.sendCq = sendCq;
+    q.recvCq = recvCq;
+    q.sqBase = sqBase;
+    q.sqDepth = sqDepth;
+    q.rqBase = rqBase;
+    q.rqDepth = rqDepth;
+    q.owner = owner;
+    q.sigAll = sigAll;
+    q.waitBlock = NOT_ARMED;
+    return <i32>i;
+  }
+  return E_NO_OBJECT;
+}
+
+export function qpModify(dev: Device, qpn: u32, state: u32, destQpn: u32): i32 {
+  if (qpn >= dev.maxQps || !qpAt(dev, qpn).valid) return E_NO_OBJECT;
+  const q = qpAt(dev, qpn);
+  const from = q.state;
+  const t = dev.now;
+  if (state == QP_STATE_ERR) { qpError(dev, qpn, t); return E_OK; }
+  if (state == QP_STATE_RESET) {
+    if (q.busy) return E_IN_USE;
+    // IB 10.3.1: to Reset discards every outstanding entry without completions
+    q.announced = q.sqCi;
+    q.rqCi = q.rqPi;
+    q.nranges = 0;
+    q.state = QP_STATE_RESET;
+    return E_OK;
+  }
+  const ok = (from == QP_STATE_RESET && state == QP_STATE_INIT) || (from == QP_STATE_INIT && state == QP_STATE_RTR)
+    || (from == QP_STATE_RTR && state == QP_STATE_RTS) || (from == state && from != QP_STATE_ERR);
+  if (!ok) return E_TRANSITION;
+  if (state == QP_STATE_RTR) {
+    if (destQpn >= dev.maxQps) return E_ARGUMENT;
+    q.destQpn = destQpn;
+  }
+  q.state = state;
+  if (state == QP_STATE_RTS) kick(dev, qpn, t);
+  return E_OK;
+}
+
+/** Destroys a QP; a request still in flight completes with WR_FLUSH_ERR first, so every posted entry completes once. */
+export function qpDestroy(dev: Device, qpn: u32): i32 {
+  if (qpn >= dev.maxQps || !qpAt(dev, qpn).valid) return E_NO_OBJECT;
+  const q = qpAt(dev, qpn);
+  const t = dev.now;
+  if (q.busy) {
+    cqPushFlush(dev, q.sendCq, t, qpn, qpWqeId(dev, qpn), qpWqeOpcode(dev, qpn));
+    statAdd(dev, STAT_NIC_FLUSHED, 1);
+    if (q.reqFlags & 2) store<u32>(dev.blocks + (<usize>q.reqBlock << 2), 0);
+    q.busy = 0;
+    q.sqCi++;
+    q.gen++; // events of the abandoned request find a new generation and do nothing
+  }
+  qpError(dev, qpn, t);
+  q.valid = 0;
+  return E_OK;
+}
+
+@inline function qpWqeId(dev: Device, qpn: u32): u64 { return load<u64>(dev.qpWqes + <usize>qpn * WQE_SIZE + WQE_WR_ID); }
+@inline function qpWqeOpcode(dev: Device, qpn: u32): u32 { return load<u8>(dev.qpWqes + <usize>qpn * WQE_SIZE + WQE_OPCODE); }
+
+export function cqDestroy(dev: Device, cqn: u32): i32 {
+  if (cqn >= dev.maxCqs || !cqAt(dev, cqn).valid) return E_NO_OBJECT;
+  for (let i: u32 = 0; i < dev.maxQps; i++) {
+    const q = qpAt(dev, i);
+    if (q.valid && (q.sendCq == cqn || q.recvCq == cqn)) return E_IN_USE;
+  }
+  cqAt(dev, cqn).valid = 0;
+  return E_OK;
+}

@@ -1,0 +1,195 @@
+// Verbs objects of the NIC as plain data in the arena: protection domains, memory regions,
+// completion queues and queue pairs, in fixed-capacity tables. Keys and numbers are what the
+// host and firmware hold; lookups check validity, generation and protection domain.
+// DMA addresses (layouts/memmap.json "dma"): HBM at DMA_HBM_BASE, host memory at DMA_HOST_BASE.
+
+import { Device } from "./device";
+import { DMA_HBM_BASE, DMA_HOST_BASE, ACCESS_LOCAL_WRITE, ACCESS_REMOTE_WRITE, ACCESS_REMOTE_READ } from "./generated/layouts";
+
+export const REMOTE_KEY_BIT: u32 = 0x80000000;
+export const OWNER_HOST: u32 = 0xffff;
+
+@unmanaged export class Mr {
+  base: u64;
+  length: u64;
+  lkey: u32;
+  access: u32;
+  pd: u32;
+  valid: u32;
+  gen: u32;
+}
+
+@unmanaged export class Cq {
+  base: u64; // DMA address of the ring of CQE_SIZE entries
+  depth: u32;
+  pi: u32; // entries written (free-running)
+  ci: u32; // entries consumed (free-running, from CQ_CI or the host)
+  valid: u32;
+  overrun: u32; // 1 once a completion found the ring full: the CQ is in error
+  armEngine: u32; // engine to interrupt at the next completion, or NOT_ARMED
+  owner: u32;
+}
+export const NOT_ARMED: u32 = 0xffffffff;
+
+export const RANGES: u32 = 8;
+
+@unmanaged export class Qp {
+  sqBase: u64;
+  rqBase: u64;
+  valid: u32;
+  state: u32; // QP_STATE_*
+  pd: u32;
+  sendCq: u32;
+  recvCq: u32;
+  destQpn: u32;
+  owner: u32; // engine number or OWNER_HOST
+  sigAll: u32;
+  sqDepth: u32;
+  rqDepth: u32;
+  announced: u32; // send entries the NIC knows of (free-running)
+  sqCi: u32; // send entries completed
+  rqPi: u32; // receive entries posted
+  rqCi: u32; // receive entries consumed
+  busy: u32; // executing sqCi
+  phase: u32; // NicPhase of the request in progress
+  gen: u32; // invalidates events of an abandoned request
+  retriesLeft: u32;
+  status: u32; // the request's outcome, decided when it starts
+  waitBlock: u32; // reduction block this QP waits for, or NOT_ARMED
+  kickPending: u32;
+  nranges: u32;
+  rnrLeft: u32;
+  rxStatus: u32; // the target's receive outcome when the request fails there
+  reqFlags: u32;
+  reqBlock: u32;
+  reqBytes: u64; // HBM bytes the request streams
+  reqLen: u64;
+  reqSrc: u64;
+  reqDst: u64;
+}
+
+// Per-QP extra blocks live beside the table: RANGES x 16 bytes of (end u32, pad, time u64),
+// and the copy of the request being executed (WQE_SIZE bytes).
+export const QP_RANGE_BYTES: usize = <usize>RANGES * 16;
+
+@inline export function dmaIsHbm(dev: Device, addr: u64, len: u64): bool {
+  return addr >= DMA_HBM_BASE && addr - DMA_HBM_BASE <= <u64>dev.hbmBytes && len <= <u64>dev.hbmBytes - (addr - DMA_HBM_BASE);
+}
+
+@inline export function dmaIsHost(dev: Device, addr: u64, len: u64): bool {
+  return addr >= DMA_HOST_BASE && addr - DMA_HOST_BASE <= <u64>dev.hostBytes && len <= <u64>dev.hostBytes - (addr - DMA_HOST_BASE);
+}
+
+/** Wasm address of DMA range [addr, addr + len), or 0 when it is not wholly in HBM or host memory. */
+export function dmaPtr(dev: Device, addr: u64, len: u64): usize {
+  if (dmaIsHbm(dev, addr, len)) return dev.hbm + <usize>(addr - DMA_HBM_BASE);
+  if (dmaIsHost(dev, addr, len)) return dev.host + <usize>(addr - DMA_HOST_BASE);
+  return 0;
+}
+
+@inline export function mrAt(dev: Device, i: u32): Mr { return changetype<Mr>(dev.mrs + <usize>i * MR_STRIDE); }
+@inline export function cqAt(dev: Device, i: u32): Cq { return changetype<Cq>(dev.cqs + <usize>i * CQ_STRIDE); }
+@inline export function qpAt(dev: Device, i: u32): Qp { return changetype<Qp>(dev.qps + <usize>i * QP_STRIDE); }
+export const MR_STRIDE: usize = (offsetof<Mr>() + 7) & ~(<usize>7);
+export const CQ_STRIDE: usize = (offsetof<Cq>() + 7) & ~(<usize>7);
+export const QP_STRIDE: usize = (offsetof<Qp>() + 7) & ~(<usize>7);
+
+@inline export function qpRanges(dev: Device, qpn: u32): usize { return dev.qpRanges + <usize>qpn * QP_RANGE_BYTES; }
+@inline export function qpWqe(dev: Device, qpn: u32): usize { return dev.qpWqes + <usize>qpn * 128; }
+
+// ---- protection domains
+
+export function pdAlloc(dev: Device): i32 {
+  for (let i: u32 = 0; i < dev.maxPds; i++) {
+    if (load<u8>(dev.pds + i) == 0) { store<u8>(dev.pds + i, 1); return <i32>i; }
+  }
+  return -1;
+}
+
+/** Frees a PD; false while a region or QP still uses it. */
+export function pdFree(dev: Device, pd: u32): bool {
+  if (pd >= dev.maxPds || load<u8>(dev.pds + pd) == 0) return false;
+  for (let i: u32 = 0; i < dev.maxMrs; i++) if (mrAt(dev, i).valid && mrAt(dev, i).pd == pd) return false;
+  for (let i: u32 = 0; i < dev.maxQps; i++) if (qpAt(dev, i).valid && qpAt(dev, i).pd == pd) return false;
+  store<u8>(dev.pds + pd, 0);
+  return true;
+}
+
+@inline export function pdValid(dev: Device, pd: u32): bool {
+  return pd < dev.maxPds && load<u8>(dev.pds + pd) != 0;
+}
+
+// ---- memory regions: lkey = index << 8 | generation (1..255); rkey = lkey | REMOTE_KEY_BIT
+
+/** Registers [base, base + length) of DMA memory; returns the lkey, or 0 on failure. */
+export function mrReg(dev: Device, pd: u32, base: u64, length: u64, access: u32): u32 {
+  if (!pdValid(dev, pd) || length == 0 || dmaPtr(dev, base, length) == 0) return 0;
+  if (access & ~(ACCESS_LOCAL_WRITE | ACCESS_REMOTE_WRITE | ACCESS_REMOTE_READ)) return 0;
+  for (let i: u32 = 0; i < dev.maxMrs; i++) {
+    const m = mrAt(dev, i);
+    if (m.valid) continue;
+    m.gen = m.gen % 255 + 1;
+    m.valid = 1;
+    m.base = base;
+    m.length = length;
+    m.access = access;
+    m.pd = pd;
+    m.lkey = (i << 8) | m.gen;
+    return m.lkey;
+  }
+  return 0;
+}
+
+export function mrDereg(dev: Device, lkey: u32): bool {
+  const i = (lkey & ~REMOTE_KEY_BIT) >> 8;
+  if (i >= dev.maxMrs) return false;
+  const m = mrAt(dev, i);
+  if (!m.valid || m.lkey != (lkey & ~REMOTE_KEY_BIT)) return false;
+  m.valid = 0;
+  return true;
+}
+
+/**
+ * The region a key names, if the key is valid for this use (remote keys only for remote
+ * access and the reverse), belongs to `pd`, covers [addr, addr + len) and grants `need`.
+ * Zero-length accesses need no region (IB spec 10.6.3.1: keys are not checked) and pass.
+ */
+export function mrCheck(dev: Device, key: u32, remote: bool, pd: u32, addr: u64, len: u64, need: u32): bool {
+  if (len == 0) return true;
+  if (((key & REMOTE_KEY_BIT) != 0) != remote) return false;
+  const i = (key & ~REMOTE_KEY_BIT) >> 8;
+  if (i >= dev.maxMrs) return false;
+  const m = mrAt(dev, i);
+  if (!m.valid || m.lkey != (key & ~REMOTE_KEY_BIT) || m.pd != pd) return false;
+  if (addr < m.base || len > m.length || addr - m.base > m.length - len) return false;
+  return (m.access & need) == need;
+}
+
+// ---- completion queues
+
+export function cqCreate(dev: Device, base: u64, depth: u32, owner: u32): i32 {
+  if (depth == 0 || depth > 65536 || dmaPtr(dev, base, <u64>depth * 32) == 0) return -1;
+  for (let i: u32 = 0; i < dev.maxCqs; i++) {
+    const c = cqAt(dev, i);
+    if (c.valid) continue;
+    c.valid = 1;
+    c.base = base;
+    c.depth = depth;
+    c.pi = 0;
+    c.ci = 0;
+    c.overrun = 0;
+    c.armEngine = NOT_ARMED;
+    c.owner = owner;
+    return <i32>i;
+  }
+  return -1;
+}
+
+/** Consumer index from a 16-bit update: the entries before it may be reused. */
+export function cqSetCi(dev: Device, cqn: u32, ci16: u32): void {
+  if (cqn >= dev.maxCqs) return;
+  const c = cqAt(dev, cqn);
+  if (!c.valid) return;
+  const ci = c.ci + ((ci16 - c.ci) & 0xffff);
+  if (ci - c.ci <= c.pi - c.ci) c.ci = ci;
+}

@@ -1,0 +1,231 @@
+import { describe, it, expect } from "vitest";
+import { Context, VerbsError, type Qp, type Cq, type Pd } from "../host/verbs.js";
+import { coreModule } from "../host/platform/node.js";
+
+async function loopback(config: Record<string, number> = {}, depth = 16) {
+  const ctx = await Context.open(coreModule(), { engines: 2, ...config });
+  const pd = ctx.allocPd();
+  const cqA = ctx.createCq(depth), cqB = ctx.createCq(depth);
+  const a = ctx.createQp(pd, { sendCq: cqA, recvCq: cqA, maxSendWr: 16, maxRecvWr: 16 });
+  const b = ctx.createQp(pd, { sendCq: cqB, recvCq: cqB, maxSendWr: 16, maxRecvWr: 16 });
+  for (const [q, peer] of [[a, b], [b, a]] as const) {
+    ctx.modifyQp(q, { state: "INIT" });
+    ctx.modifyQp(q, { state: "RTR", destQpNum: peer.qpn });
+    ctx.modifyQp(q, { state: "RTS" });
+  }
+  return { ctx, pd, cqA, cqB, a, b };
+}
+
+/** A buffer with 64 guard bytes (0xEE) on each side, registered as `length` bytes in the middle. */
+function guarded(ctx: Context, pd: Pd, where: "host" | "hbm", length: number, access: Parameters<Context["regMr"]>[3] = []) {
+  const raw = where === "host" ? ctx.allocHostMemory(length + 128) : ctx.allocHbm(length + 128);
+  ctx.view(raw, length + 128).fill(0xee);
+  const addr = raw + 64;
+  const mr = ctx.regMr(pd, addr, length, access);
+  const guardsIntact = () => {
+    const all = ctx.read(raw, length + 128);
+    return all.subarray(0, 64).every((x) => x === 0xee) && all.subarray(64 + length).every((x) => x === 0xee);
+  };
+  return { addr, mr, guardsIntact };
+}
+
+const pattern = (n: number, seed: number) => Uint8Array.from({ length: n }, (_, i) => (i * 31 + seed) & 0xff);
+
+function drain(ctx: Context, cq: Cq, until = 1_000_000_000n) {
+  ctx.run(ctx.nowPs + until);
+  return ctx.pollCq(cq, 64);
+}
+
+describe("verbs loopback data movement", () => {
+  it("RDMA WRITE places the bytes and completes once", async () => {
+    const { ctx, pd, cqA, a } = await loopback();
+    const src = guarded(ctx, pd, "host", 1000);
+    const dst = guarded(ctx, pd, "hbm", 1000, ["LOCAL_WRITE", "REMOTE_WRITE"]);
+    ctx.write(src.addr, pattern(1000, 1));
+    ctx.postSend(a, [{ wrId: 7n, opcode: "RDMA_WRITE", signaled: true, localAddr: src.addr, length: 1000, lkey: src.mr.lkey, remoteAddr: dst.addr, rkey: dst.mr.rkey }]);
+    expect(ctx.pollCq(cqA)).toEqual([]); // nothing before time passes
+    const wcs = drain(ctx, cqA);
+    expect(wcs).toEqual([{ wrId: 7n, status: "SUCCESS", opcode: "RDMA_WRITE", byteLen: 1000, qpNum: a.qpn }]);
+    expect(ctx.read(dst.addr, 1000)).toEqual(pattern(1000, 1));
+    expect(dst.guardsIntact()).toBe(true);
+    expect(drain(ctx, cqA)).toEqual([]);
+  });
+
+  it("SEND lands in the posted receive; SEND_WITH_IMM and WRITE_WITH_IMM carry the immediate", async () => {
+    const { ctx, pd, cqA, cqB, a, b } = await loopback();
+    const src = guarded(ctx, pd, "host", 256);
+    const rx = guarded(ctx, pd, "host", 512, ["LOCAL_WRITE", "REMOTE_WRITE"]);
+    ctx.write(src.addr, pattern(256, 9));
+    ctx.postRecv(b, [
+      { wrId: 100, localAddr: rx.addr, length: 512, lkey: rx.mr.lkey },
+      { wrId: 101, localAddr: rx.addr + 256, length: 256, lkey: rx.mr.lkey },
+      { wrId: 102, localAddr: rx.addr, length: 0, lkey: 0 },
+    ]);
+    ctx.postSend(a, [
+      { wrId: 1, opcode: "SEND", signaled: true, localAddr: src.addr, length: 200, lkey: src.mr.lkey },
+      { wrId: 2, opcode: "SEND_WITH_IMM", signaled: true, localAddr: src.addr, length: 256, lkey: src.mr.lkey, imm: 0xdeadbeef },
+      { wrId: 3, opcode: "RDMA_WRITE_WITH_IMM", signaled: true, localAddr: src.addr, length: 16, lkey: src.mr.lkey, remoteAddr: rx.addr + 496, rkey: rx.mr.rkey, imm: 42 },
+    ]);
+    const sent = drain(ctx, cqA);
+    expect(sent.map((w) => [w.wrId, w.status])).toEqual([[1n, "SUCCESS"], [2n, "SUCCESS"], [3n, "SUCCESS"]]);
+    const got = ctx.pollCq(cqB);
+    expect(got).toEqual([
+      { wrId: 100n, status: "SUCCESS", opcode: "RECV", byteLen: 200, qpNum: b.qpn },
+      { wrId: 101n, status: "SUCCESS", opcode: "RECV", byteLen: 256, imm: 0xdeadbeef, qpNum: b.qpn },
+      { wrId: 102n, status: "SUCCESS", opcode: "RDMA_WRITE_WITH_IMM", byteLen: 16, imm: 42, qpNum: b.qpn },
+    ]);
+    const rxBytes = ctx.read(rx.addr, 512);
+    expect(rxBytes.subarray(0, 200)).toEqual(pattern(256, 9).subarray(0, 200));
+    expect(rxBytes.subarray(256, 496)).toEqual(pattern(256, 9).subarray(0, 240));
+    expect(rxBytes.subarray(496, 512)).toEqual(pattern(256, 9).subarray(0, 16));
+    expect(rx.guardsIntact()).toBe(true);
+  });
+
+  it("RDMA READ and COPY move bytes the other way and locally", async () => {
+    const { ctx, pd, cqA, a } = await loopback();
+    const remote = guarded(ctx, pd, "hbm", 4096, ["REMOTE_READ"]);
+    const local = guarded(ctx, pd, "host", 4096, ["LOCAL_WRITE"]);
+    const copy = guarded(ctx, pd, "hbm", 4096, ["LOCAL_WRITE"]);
+    ctx.write(remote.addr, pattern(4096, 3));
+    ctx.postSend(a, [
+      { wrId: 1, opcode: "RDMA_READ", signaled: true, localAddr: local.addr, length: 4096, lkey: local.mr.lkey, remoteAddr: remote.addr, rkey: remote.mr.rkey },
+      { wrId: 2, opcode: "COPY", signaled: true, localAddr: copy.addr, length: 4096, lkey: copy.mr.lkey, remoteAddr: local.addr, rkey: local.mr.lkey },
+    ]);
+    expect(drain(ctx, cqA).map((w) => w.status)).toEqual(["SUCCESS", "SUCCESS"]);
+    expect(ctx.read(local.addr, 4096)).toEqual(pattern(4096, 3));
+    expect(ctx.read(copy.addr, 4096)).toEqual(pattern(4096, 3));
+    expect(local.guardsIntact() && copy.guardsIntact()).toBe(true);
+  });
+
+  it("does not signal unsignaled successes unless the QP signals all", async () => {
+    const { ctx, pd, cqA, a } = await loopback();
+    const buf = guarded(ctx, pd, "hbm", 64, ["LOCAL_WRITE", "REMOTE_WRITE"]);
+    const w = { opcode: "RDMA_WRITE" as const, localAddr: buf.addr, length: 8, lkey: buf.mr.lkey, remoteAddr: buf.addr + 32, rkey: buf.mr.rkey };
+    ctx.postSend(a, [{ wrId: 1, ...w }, { wrId: 2, ...w, signaled: true }]);
+    expect(drain(ctx, cqA).map((c) => c.wrId)).toEqual([2n]);
+  });
+});
+
+describe("bad work requests complete with the matching status and write nothing outside", () => {
+  it.each([
+    ["an unknown opcode", { opcode: 99 }, "LOC_QP_OP_ERR"],
+    ["a length beyond the local region", { length: 2000 }, "LOC_PROT_ERR"],
+    ["a wrong lkey", { lkey: 0x1234 }, "LOC_PROT_ERR"],
+    ["an rkey used as lkey", { useRkeyAsLkey: true }, "LOC_PROT_ERR"],
+    ["a wrong rkey", { rkey: 0x80001234 }, "REM_ACCESS_ERR"],
+    ["a remote range beyond its region", { remoteOffset: 1000 }, "REM_ACCESS_ERR"],
+    ["a target without REMOTE_WRITE", { noRemoteWrite: true }, "REM_ACCESS_ERR"],
+  ] as const)("%s", async (_name, bad: Record<string, unknown>, status) => {
+    const { ctx, pd, cqA, a } = await loopback();
+    const src = guarded(ctx, pd, "host", 1024);
+    const dst = guarded(ctx, pd, "hbm", 1024, bad.noRemoteWrite ? ["LOCAL_WRITE"] : ["LOCAL_WRITE", "REMOTE_WRITE"]);
+    const before = ctx.read(dst.addr - 64, 1024 + 128);
+    const wr = {
+      wrId: 5, opcode: "RDMA_WRITE" as const, signaled: true, localAddr: src.addr, length: (bad.length as number) ?? 512,
+      lkey: bad.useRkeyAsLkey ? src.mr.rkey : ((bad.lkey as number) ?? src.mr.lkey),
+      remoteAddr: dst.addr + ((bad.remoteOffset as number) ?? 0), rkey: (bad.rkey as number) ?? dst.mr.rkey,
+    };
+    if (bad.opcode) {
+      // encode a valid entry, then overwrite its opcode byte in the ring, before the doorbell is seen
+      ctx.postSend(a, [wr]);
+      ctx.view(a.sqRing, 1)[0] = bad.opcode as number;
+    } else ctx.postSend(a, [wr]);
+    // a second request behind it is flushed: every posted request completes exactly once
+    ctx.postSend(a, [{ ...wr, wrId: 6, length: 8, lkey: src.mr.lkey, remoteAddr: dst.addr, rkey: dst.mr.rkey }]);
+    const wcs = drain(ctx, cqA);
+    expect(wcs.map((w) => [w.wrId, w.status])).toEqual([[5n, status], [6n, "WR_FLUSH_ERR"]]);
+    expect(ctx.qpState(a)).toBe("ERR");
+    expect(ctx.read(dst.addr - 64, 1024 + 128)).toEqual(before);
+    expect(src.guardsIntact() && dst.guardsIntact()).toBe(true);
+  });
+
+  it("a SEND bigger than the posted receive fails on both sides", async () => {
+    const { ctx, pd, cqA, cqB, a, b } = await loopback();
+    const src = guarded(ctx, pd, "host", 256);
+    const rx = guarded(ctx, pd, "host", 100, ["LOCAL_WRITE"]);
+    const before = ctx.read(rx.addr - 64, 228);
+    ctx.postRecv(b, [{ wrId: 9, localAddr: rx.addr, length: 100, lkey: rx.mr.lkey }]);
+    ctx.postSend(a, [{ wrId: 1, opcode: "SEND", localAddr: src.addr, length: 256, lkey: src.mr.lkey }]);
+    expect(drain(ctx, cqA).map((w) => w.status)).toEqual(["REM_INV_REQ_ERR"]);
+    expect(ctx.pollCq(cqB).map((w) => [w.wrId, w.status])).toEqual([[9n, "LOC_LEN_ERR"]]);
+    expect(ctx.qpState(b)).toBe("ERR");
+    expect(ctx.read(rx.addr - 64, 228)).toEqual(before);
+  });
+
+  it("a SEND with no posted receive retries, then fails with RNR_RETRY_EXC_ERR", async () => {
+    const { ctx, pd, cqA, a } = await loopback({ rnrRetries: 2, rnrTimerPs: 1_000_000 });
+    const src = guarded(ctx, pd, "host", 64);
+    ctx.postSend(a, [{ wrId: 1, opcode: "SEND", localAddr: src.addr, length: 64, lkey: src.mr.lkey }]);
+    ctx.run(1_500_000n); // doorbell + 1 retry period: still retrying
+    expect(ctx.pollCq(cqA)).toEqual([]);
+    expect(drain(ctx, cqA).map((w) => w.status)).toEqual(["RNR_RETRY_EXC_ERR"]);
+    expect(ctx.device.stats()["nic.rnr_retries"]).toBe(2);
+  });
+
+  it("a SEND that finds a receive posted during its retries succeeds", async () => {
+    const { ctx, pd, cqA, b, a } = await loopback({ rnrRetries: 3, rnrTimerPs: 1_000_000 });
+    const src = guarded(ctx, pd, "host", 64);
+    const rx = guarded(ctx, pd, "host", 64, ["LOCAL_WRITE"]);
+    ctx.postSend(a, [{ wrId: 1, opcode: "SEND", signaled: true, localAddr: src.addr, length: 64, lkey: src.mr.lkey }]);
+    ctx.run(1_500_000n);
+    ctx.postRecv(b, [{ wrId: 2, localAddr: rx.addr, length: 64, lkey: rx.mr.lkey }]);
+    expect(drain(ctx, cqA).map((w) => w.status)).toEqual(["SUCCESS"]);
+  });
+
+  it("a target QP that never becomes ready ends in RETRY_EXC_ERR after the retries", async () => {
+    const ctx = await Context.open(coreModule(), { engines: 1, transportRetries: 3, transportTimeoutPs: 2_000_000 });
+    const pd = ctx.allocPd();
+    const cq = ctx.createCq(8);
+    const a = ctx.createQp(pd, { sendCq: cq, recvCq: cq, maxSendWr: 4, maxRecvWr: 4 });
+    const b = ctx.createQp(pd, { sendCq: cq, recvCq: cq, maxSendWr: 4, maxRecvWr: 4 }); // stays in RESET
+    ctx.modifyQp(a, { state: "INIT" });
+    ctx.modifyQp(a, { state: "RTR", destQpNum: b.qpn });
+    ctx.modifyQp(a, { state: "RTS" });
+    const src = guarded(ctx, pd, "host", 64);
+    ctx.postSend(a, [{ wrId: 1, opcode: "SEND", localAddr: src.addr, length: 64, lkey: src.mr.lkey }]);
+    ctx.run(7_000_000n); // three timeouts of 2 us have not all passed
+    expect(ctx.pollCq(cq)).toEqual([]);
+    ctx.run(20_000_000n);
+    expect(ctx.pollCq(cq).map((w) => w.status)).toEqual(["RETRY_EXC_ERR"]);
+    expect(ctx.device.stats()["nic.transport_retries"]).toBe(3);
+  });
+
+  it("a full CQ overruns into the error state instead of losing completions silently", async () => {
+    const { ctx, pd, cqA, a } = await loopback({}, 2);
+    const buf = guarded(ctx, pd, "hbm", 64, ["LOCAL_WRITE", "REMOTE_WRITE"]);
+    const w = { opcode: "RDMA_WRITE" as const, signaled: true, localAddr: buf.addr, length: 8, lkey: buf.mr.lkey, remoteAddr: buf.addr + 32, rkey: buf.mr.rkey };
+    ctx.postSend(a, [1, 2, 3, 4].map((id) => ({ wrId: id, ...w })));
+    ctx.run(ctx.nowPs + 100_000_000n);
+    expect(ctx.pollCq(cqA, 8).map((c) => c.wrId)).toEqual([1n, 2n]);
+    expect(() => ctx.pollCq(cqA)).toThrow(VerbsError);
+    expect(() => ctx.pollCq(cqA)).toThrow(/CQ \d+ overran/);
+    expect(ctx.device.stats()["cq.overrun"]).toBeGreaterThanOrEqual(1);
+    expect(ctx.qpState(a)).toBe("ERR");
+  });
+});
+
+describe("verbs control path", () => {
+  it("rejects bad objects and transitions with a message", async () => {
+    const { ctx, pd, a, cqA } = await loopback();
+    expect(() => ctx.modifyQp(a, { state: "INIT" })).toThrow(/no transition from RTS to INIT/);
+    expect(() => ctx.regMr(pd, 0x40000000, 16)).toThrow(/cannot register/);
+    expect(() => ctx.destroyCq(cqA)).toThrow(/still used by a QP/);
+    expect(() => ctx.deallocPd(pd)).toThrow(/in use/);
+    const mr = ctx.regMr(pd, ctx.allocHbm(64), 64);
+    ctx.deregMr(mr);
+    expect(() => ctx.deregMr(mr)).toThrow(/not registered/);
+  });
+
+  it("destroying a QP completes what was posted with WR_FLUSH_ERR", async () => {
+    const { ctx, pd, cqA, a } = await loopback();
+    const buf = guarded(ctx, pd, "host", 64, ["LOCAL_WRITE", "REMOTE_WRITE"]);
+    const w = { opcode: "RDMA_WRITE" as const, signaled: true, localAddr: buf.addr, length: 8, lkey: buf.mr.lkey, remoteAddr: buf.addr + 32, rkey: buf.mr.rkey };
+    ctx.postSend(a, [{ wrId: 1, ...w }, { wrId: 2, ...w }, { wrId: 3, ...w }]);
+    ctx.run(ctx.nowPs + 1_300_000n); // the fetch is done and the first request is in flight
+    ctx.destroyQp(a);
+    ctx.run(ctx.nowPs + 100_000_000n);
+    const wcs = ctx.pollCq(cqA);
+    expect(wcs.map((c) => c.wrId).sort()).toEqual([1n, 2n, 3n]);
+    expect(new Set(wcs.map((c) => c.wrId)).size).toBe(3);
+  });
+});
