@@ -3,7 +3,7 @@
 // may hold several devices. Configuration crosses as one block of u64 slots (layouts/config.json).
 
 import { Device, createDevice, hartAt, TRACE_BYTES } from "./device";
-import { CFG_SLOTS, STAT_COUNT } from "./generated/layouts";
+import { CFG_SLOTS, STAT_COUNT, LAYOUT_HASH } from "./generated/layouts";
 import { step as stepDevice, startEngine as start, mailboxPush, mailboxPop } from "./run";
 import { rngNext, rngSeed, Rng } from "./rng";
 import { fifoPop } from "./fifo";
@@ -17,6 +17,9 @@ export function configAlloc(): usize {
 export function scratchAlloc(bytes: u32): usize {
   return heap.alloc(<usize>bytes);
 }
+
+/** The layouts this core was built from (host/device.ts refuses another). */
+export function layoutHash(): u32 { return LAYOUT_HASH; }
 
 export function create(cfg: usize): usize {
   return changetype<usize>(createDevice(cfg));

@@ -5,7 +5,7 @@
 import { instantiateCore, type MenicExports } from "./wasm.js";
 import { resolveConfig, packConfig } from "./config.js";
 import { parseElf, checkImage, placeSegment, type ElfImage } from "./elf.js";
-import { REGIONS, STAT_NAMES, TRACE_POINTS, CONFIG_FIELDS } from "./generated/layouts.js";
+import { REGIONS, STAT_NAMES, TRACE_POINTS, CONFIG_FIELDS, LAYOUT_HASH } from "./generated/layouts.js";
 
 export type EngineStateName = "idle" | "running" | "sleeping" | "exited" | "faulted";
 const STATE_NAMES: EngineStateName[] = ["idle", "running", "sleeping", "exited", "faulted"];
@@ -73,6 +73,8 @@ export class Device {
   static async create(module: WebAssembly.Module, config: unknown = {}, options: DeviceOptions = {}): Promise<Device> {
     const cfg = resolveConfig(config);
     const core = await instantiateCore(module);
+    if (core.layoutHash() >>> 0 !== LAYOUT_HASH)
+      throw new Error(`the device core was built from other layouts (0x${(core.layoutHash() >>> 0).toString(16)}, host has 0x${LAYOUT_HASH.toString(16)}): run npm run build`);
     const slots = packConfig(cfg);
     const cfgPtr = core.configAlloc();
     new BigUint64Array(core.memory.buffer, cfgPtr, slots.length).set(slots);

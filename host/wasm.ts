@@ -3,6 +3,7 @@
 
 export interface MenicExports {
   memory: WebAssembly.Memory;
+  layoutHash(): number;
   configAlloc(): number;
   scratchAlloc(bytes: number): number;
   create(cfg: number): number;

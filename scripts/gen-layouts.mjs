@@ -17,6 +17,14 @@ const stats = read("stats.json");
 const trace = read("trace.json");
 const verbs = read("verbs.json");
 
+// FNV-1a over every layout file: the core and the host both carry it, and the host refuses a
+// core built from other layouts (a stale build/menic.wasm would misread the config slots).
+const LAYOUT_HASH = ["memmap.json", "config.json", "stats.json", "trace.json", "verbs.json"]
+  .map((f) => readFileSync(join(root, "layouts", f), "utf8"))
+  .join("\0")
+  .split("")
+  .reduce((h, c) => Math.imul(h ^ c.charCodeAt(0), 16777619) >>> 0, 2166136261);
+
 const SIZES = { u8: 1, u16: 2, u32: 4, u64: 8 };
 /** Flattens a struct's fields (nested arrays of sub-structs included) to {path, offset, type, count, stride}. */
 function flatFields(st) {
@@ -74,6 +82,7 @@ function validate() {
 
 function asView() {
   const L = [`// ${HEADER}`, ""];
+  L.push("/** FNV-1a of layouts/*.json: the host checks the core was built from the same layouts */", `export const LAYOUT_HASH: u32 = ${hex(LAYOUT_HASH)};`, "");
   L.push("// ---- memory map (layouts/memmap.json)");
   for (const r of memmap.regions) {
     L.push(`/** ${r.doc} */`);
@@ -111,6 +120,7 @@ function asView() {
 
 function tsView() {
   const L = [`// ${HEADER}`, ""];
+  L.push("/** FNV-1a of layouts/*.json: the host checks the core was built from the same layouts */", `export const LAYOUT_HASH = ${hex(LAYOUT_HASH)};`, "");
   L.push("export const REGIONS = {");
   for (const r of memmap.regions) L.push(`  ${r.name}: { base: ${hex(num(r.base))}, window: ${hex(num(r.size))} },`);
   L.push("} as const;", "");

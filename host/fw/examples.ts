@@ -18,9 +18,11 @@ export const EXAMPLES: readonly Example[] = [
   { name: "hello", sources: ["firmware/examples/hello.c"], out: "firmware/examples/hello.elf" },
   { name: "psum", sources: ["firmware/examples/psum.c"], out: "firmware/examples/psum.elf" },
   { name: "fault", sources: ["firmware/examples/fault.c"], out: "firmware/examples/fault.elf" },
+  { name: "nic", sources: ["firmware/examples/nic.c"], out: "firmware/examples/nic.elf" },
   // benchmark firmware (npm run bench -- engines)
   { name: "compute", sources: ["firmware/bench/compute.c"], out: "firmware/bench/compute.elf" },
   { name: "idle", sources: ["firmware/bench/idle.c"], out: "firmware/bench/idle.elf" },
+  { name: "doorbell", sources: ["firmware/bench/doorbell.c"], out: "firmware/bench/doorbell.elf" },
 ];
 
 /** Build every example at -O2 (as committed) from the repository at `root`, writing the ELFs
