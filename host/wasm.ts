@@ -31,6 +31,7 @@ export interface MenicExports {
   mboxPop(dev: number, i: number): bigint;
   rngSample(scratch: number, seed: bigint, stream: bigint, index: number): bigint;
   reduceKernel(dst: number, srcs: number, k: number, bytes: number, op: number, dtype: number): void;
+  memcopy(dst: number, src: number, n: number): void;
   hostPtr(dev: number): number;
   dmaAddr(dev: number, addr: bigint, len: bigint): number;
   pdAlloc(dev: number): number;

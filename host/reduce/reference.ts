@@ -5,10 +5,12 @@
 // innocuously, 53 >= 2*24 + 2), and conversions by explicit arithmetic on exponent and
 // mantissa rather than the kernel's bit tricks. Platform-neutral: no Node APIs.
 
-// The op and dtype codes: mirror assembly/reduce.ts (ReduceOp, ReduceType); change both together.
-export const ReduceOp = { Sum: 0, Max: 1, Min: 2, Prod: 3 } as const;
+import { REDUCE_OP, DTYPE } from "../generated/layouts.js";
+
+// The op and dtype codes: REDUCE_OP and DTYPE of layouts/verbs.json (generated views).
+export const ReduceOp = { Sum: REDUCE_OP.SUM, Max: REDUCE_OP.MAX, Min: REDUCE_OP.MIN, Prod: REDUCE_OP.PROD } as const;
 export type ReduceOp = (typeof ReduceOp)[keyof typeof ReduceOp];
-export const ReduceType = { F32: 0, F16: 1, Bf16: 2, I32: 3 } as const;
+export const ReduceType = { F32: DTYPE.F32, F16: DTYPE.F16, Bf16: DTYPE.BF16, I32: DTYPE.I32 } as const;
 export type ReduceType = (typeof ReduceType)[keyof typeof ReduceType];
 
 /** Bytes per element of each ReduceType. */
