@@ -229,3 +229,42 @@ describe("verbs control path", () => {
     expect(new Set(wcs.map((c) => c.wrId)).size).toBe(3);
   });
 });
+
+describe("bad REDUCE requests", () => {
+  async function reduceCase(mutate: (w: ReturnType<typeof baseWr>, ctx: Context) => void) {
+    const { ctx, pd, cqA, a } = await loopback();
+    const dst = guarded(ctx, pd, "hbm", 256, ["LOCAL_WRITE"]);
+    const s0 = guarded(ctx, pd, "hbm", 256), s1 = guarded(ctx, pd, "hbm", 256);
+    const w = baseWr(dst, s0, s1);
+    mutate(w, ctx);
+    const before = ctx.read(dst.addr - 64, 384);
+    ctx.postSend(a, [w]);
+    const wcs = drain(ctx, cqA);
+    expect(ctx.read(dst.addr - 64, 384)).toEqual(before);
+    return wcs.map((c) => c.status);
+  }
+  type G = ReturnType<typeof guarded>;
+  function baseWr(dst: G, s0: G, s1: G) {
+    return {
+      wrId: 1, opcode: "REDUCE" as const, signaled: true, localAddr: dst.addr, length: 256, lkey: dst.mr.lkey,
+      reduce: { op: "SUM" as const, dtype: "F32" as "F32" | "BF16", sources: [{ addr: s0.addr, lkey: s0.mr.lkey }, { addr: s1.addr, lkey: s1.mr.lkey }] },
+    };
+  }
+  it("a length that is not a multiple of the element size: LOC_LEN_ERR", async () => {
+    expect(await reduceCase((w) => { w.length = 254; })).toEqual(["LOC_LEN_ERR"]);
+    expect(await reduceCase((w) => { w.length = 255; w.reduce.dtype = "BF16"; })).toEqual(["LOC_LEN_ERR"]);
+  });
+  it("more than 8 sources, or fewer than 2: LOC_QP_OP_ERR", async () => {
+    expect(await reduceCase((w) => { w.reduce.sources = new Array(9).fill(w.reduce.sources[0]); })).toEqual(["LOC_QP_OP_ERR"]);
+    expect(await reduceCase((w) => { w.reduce.sources = [w.reduce.sources[0]]; })).toEqual(["LOC_QP_OP_ERR"]);
+  });
+  it("a source outside HBM, a wrong source key, a destination without LOCAL_WRITE: LOC_PROT_ERR", async () => {
+    expect(await reduceCase((w, ctx) => {
+      const pd = { handle: 0 };
+      const host = ctx.allocHostMemory(256);
+      w.reduce.sources[1] = { addr: host, lkey: ctx.regMr(pd, host, 256).lkey };
+    })).toEqual(["LOC_PROT_ERR"]);
+    expect(await reduceCase((w) => { w.reduce.sources[0].lkey ^= 0x100; })).toEqual(["LOC_PROT_ERR"]);
+    expect(await reduceCase((w, ctx) => { w.lkey = ctx.regMr({ handle: 0 }, w.localAddr, 256).lkey; })).toEqual(["LOC_PROT_ERR"]);
+  });
+});
