@@ -9,7 +9,7 @@ import {
   CFG_EVENT_CAPACITY, CFG_TRACE_RING_ENTRIES, CFG_CONSOLE_RING_BYTES, CFG_MAILBOX_DEPTH, CFG_SLOTS, STAT_COUNT,
   CFG_HOST_MEM_BYTES, CFG_MAX_PDS, CFG_MAX_MRS, CFG_MAX_CQS, CFG_MAX_QPS, CFG_PCIE_GBPS, CFG_PCIE_WRITE_LATENCY_PS,
   CFG_PCIE_READ_LATENCY_PS, CFG_NIC_DOORBELL_LATENCY_PS, CFG_NIC_WQE_LATENCY_PS, CFG_NIC_DMA_GBPS, CFG_HBM_GBPS,
-  CFG_HBM_LATENCY_PS, CFG_REDUCE_SETUP_PS, CFG_REDUCE_BYTES_PER_CYCLE, CFG_RNR_TIMER_PS, CFG_RNR_RETRIES,
+  CFG_HBM_LATENCY_PS, CFG_HBM_QUEUING_PCT, CFG_REDUCE_SETUP_PS, CFG_REDUCE_BYTES_PER_CYCLE, CFG_RNR_TIMER_PS, CFG_RNR_RETRIES,
   CFG_TRANSPORT_TIMEOUT_PS, CFG_TRANSPORT_RETRIES, WQE_SIZE,
   STAT_TRACE_DROPPED,
 } from "./generated/layouts";
@@ -111,8 +111,11 @@ export const TRACE_BYTES: usize = 16;
   cpiLoadSram: u32;
   cpiStoreSram: u32;
   cpiLoadHbm: u32;
+  cpiLoadHbmNow: u32; // cpiLoadHbm under the current HBM load (hbm.ts)
   cpiStoreHbm: u32;
   cpiAmoHbm: u32;
+  cpiAmoHbmNow: u32;
+  hbmQueuing: f64; // hbmQueuingPct / 100
   cpiMmio: u32;
   cpiExpress: u32;
   cpiCsr: u32;
@@ -254,8 +257,11 @@ export function createDevice(cfgIn: usize): Device {
   dev.cpiLoadSram = <u32>cfgGet(cfgIn, CFG_CPI_LOAD_SRAM);
   dev.cpiStoreSram = <u32>cfgGet(cfgIn, CFG_CPI_STORE_SRAM);
   dev.cpiLoadHbm = <u32>cfgGet(cfgIn, CFG_CPI_LOAD_HBM);
+  dev.cpiLoadHbmNow = dev.cpiLoadHbm;
   dev.cpiStoreHbm = <u32>cfgGet(cfgIn, CFG_CPI_STORE_HBM);
   dev.cpiAmoHbm = <u32>cfgGet(cfgIn, CFG_CPI_AMO_HBM);
+  dev.cpiAmoHbmNow = dev.cpiAmoHbm;
+  dev.hbmQueuing = <f64>cfgGet(cfgIn, CFG_HBM_QUEUING_PCT) / 100;
   dev.cpiMmio = <u32>cfgGet(cfgIn, CFG_CPI_MMIO);
   dev.cpiExpress = <u32>cfgGet(cfgIn, CFG_CPI_EXPRESS);
   dev.cpiCsr = <u32>cfgGet(cfgIn, CFG_CPI_CSR);

@@ -88,7 +88,7 @@ export function execute(dev: Device, h: Hart, stop: u64): void {
   const cJump = <u64>dev.cpiJump;
   const cLdS = <u64>dev.cpiLoadSram;
   const cStS = <u64>dev.cpiStoreSram;
-  const cLdH = <u64>dev.cpiLoadHbm;
+  const cLdH = <u64>dev.cpiLoadHbmNow;
   const cStH = <u64>dev.cpiStoreHbm;
   let pc = h.pc;
   let cycle = h.cycle;
@@ -332,7 +332,7 @@ function amo(dev: Device, h: Hart, ir: u32): void {
   let cost: u64;
   const inHbm = addr - HBM_BASE < dev.hbmBytes;
   if (addr < dev.sramBytes) { p = h.sram + <usize>addr; cost = <u64>dev.cpiLoadSram; }
-  else if (inHbm) { p = dev.hbm + <usize>(addr - HBM_BASE); cost = <u64>dev.cpiAmoHbm; }
+  else if (inHbm) { p = dev.hbm + <usize>(addr - HBM_BASE); cost = <u64>dev.cpiAmoHbmNow; }
   else { takeTrap(dev, h, isLr ? CAUSE_LOAD_ACCESS : CAUSE_STORE_ACCESS, addr); return; }
   const b = load<u32>(regs + (<usize>rs2 << 2));
   if (isLr) {

@@ -4,7 +4,9 @@
 // gets more than its peak; what a capped flow leaves is split among the others). Rates change
 // only when a flow starts or ends; then every flow is advanced to that time, rates are
 // recomputed and one event is scheduled for the next flow to finish. Engines' own loads and
-// stores are latency-only (cpiLoadHbm etc.): a few bytes per ~100 ns each, far below 0.1 %.
+// stores move a few bytes per ~100 ns each, far below 0.1 % of HBM: they take no share, but
+// their latency (cpiLoadHbm, cpiAmoHbm) stretches with the utilisation u the flows make,
+// x (1 + hbmQueuingPct/100 x u / (1 - u)), u capped at 0.9.
 
 import { Device, statAdd } from "./device";
 import { schedule, EventKind } from "./sched";
@@ -78,6 +80,16 @@ function reshare(dev: Device, t: u64): void {
       break;
     }
   }
+  // engines' own accesses queue behind the streams: stretch their latency with utilisation
+  let used: f64 = 0;
+  for (let i: u32 = 0; i < dev.flowCap; i++) {
+    const f = flowAt(dev, i);
+    if (f.active) used += f.rate;
+  }
+  const u = min(used / dev.hbmBytesPerPs, 0.9);
+  const stretch = 1 + dev.hbmQueuing * u / (1 - u);
+  dev.cpiLoadHbmNow = <u32>Math.round(<f64>dev.cpiLoadHbm * stretch);
+  dev.cpiAmoHbmNow = <u32>Math.round(<f64>dev.cpiAmoHbm * stretch);
   let next = f64.MAX_VALUE;
   for (let i: u32 = 0; i < dev.flowCap; i++) {
     const f = flowAt(dev, i);

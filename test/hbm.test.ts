@@ -1,6 +1,7 @@
 import { describe, it, expect } from "vitest";
 import { Context } from "../host/verbs.js";
 import { coreModule } from "../host/platform/node.js";
+import { programElf } from "./helpers/rv.js";
 
 const MIB = 1 << 20;
 
@@ -66,5 +67,32 @@ describe("reduction blocks against HBM bandwidth", () => {
     const computeTBps = r.computeServed / (r.streamPs + 440_500);
     expect(computeTBps).toBeGreaterThan(1.89);
     expect(computeTBps).toBeLessThan(3.0);
+  });
+});
+
+describe("engines' HBM accesses under load", () => {
+  // 1000 loads from HBM in a loop: lw + addi + taken bne
+  const LOADS = `
+    li s0, 0x80000000
+    li s1, 1000
+  loop:
+    lw t0, 0(s0)
+    addi s1, s1, -1
+    bne s1, zero, loop
+    li t1, 0x10000004
+    sw zero, 0(t1)
+  `;
+  async function loopCycles(computeGbps: number) {
+    const ctx = await Context.open(coreModule(), { engines: 1 });
+    const dev = ctx.device;
+    dev.core.setComputeLoad(dev.handle, computeGbps);
+    dev.start(dev.loadElf(programElf(LOADS)).entry);
+    dev.run(1_000_000_000n);
+    return dev.engine(0).cycles;
+  }
+  it("stretch with the utilisation the streams make: x (1 + 0.5 u / (1 - u))", async () => {
+    const idle = await loopCycles(0), loaded = await loopCycles(24_400); // u = 0.5
+    expect(idle).toBe(4 + 1000 * (137 + 1 + 3) - 2 + 2 + 8);
+    expect(loaded).toBe(4 + 1000 * (Math.round(137 * 1.5) + 1 + 3) - 2 + 2 + 8);
   });
 });
