@@ -37,6 +37,25 @@ export function toPerfetto(records: readonly TraceRecord[], engines: number, end
     if (s && t >= s.since) ev.push({ name: s.name, ph: "X", ts: us(s.since), dur: us(t - s.since), pid: 0, tid: e, args: s.args });
     open[e] = null;
   };
+  // the NIC: one track per QP with a span per request (start to completion)
+  const nicOpen = new Map<number, bigint>();
+  const nicTracks = new Set<number>();
+  for (const r of records) {
+    if (r.point === "nic.wqe_start") {
+      nicOpen.set(r.arg, r.timePs);
+      if (!nicTracks.has(r.arg)) {
+        nicTracks.add(r.arg);
+        if (nicTracks.size === 1) ev.push({ name: "process_name", ph: "M", pid: 1, tid: 0, args: { name: "NIC" } });
+        ev.push({ name: "thread_name", ph: "M", pid: 1, tid: r.arg, args: { name: `QP ${r.arg}` } });
+      }
+    } else if (r.point === "nic.wqe_done") {
+      const qpn = r.arg >>> 8, since = nicOpen.get(qpn);
+      if (since === undefined) continue;
+      nicOpen.delete(qpn);
+      const status = r.arg & 0xff;
+      ev.push({ name: status === 0 ? "request" : `request (status ${status})`, ph: "X", ts: us(since), dur: us(r.timePs - since), pid: 1, tid: qpn, args: { status } });
+    }
+  }
   for (const r of records) {
     const e = r.engine;
     if (e >= engines) continue;
