@@ -8,7 +8,7 @@ import {
   CFG_CPI_LOAD_HBM, CFG_CPI_STORE_HBM, CFG_CPI_AMO_HBM, CFG_CPI_MMIO, CFG_CPI_EXPRESS, CFG_CPI_CSR, CFG_CPI_TRAP,
   CFG_EVENT_CAPACITY, CFG_TRACE_RING_ENTRIES, CFG_CONSOLE_RING_BYTES, CFG_MAILBOX_DEPTH, CFG_SLOTS, STAT_COUNT,
   CFG_HOST_MEM_BYTES, CFG_MAX_PDS, CFG_MAX_MRS, CFG_MAX_CQS, CFG_MAX_QPS, CFG_PCIE_GBPS, CFG_PCIE_WRITE_LATENCY_PS,
-  CFG_PCIE_READ_LATENCY_PS, CFG_NIC_DOORBELL_LATENCY_PS, CFG_NIC_WQE_LATENCY_PS, CFG_NIC_DMA_GBPS, CFG_HBM_GBPS,
+  CFG_PCIE_READ_LATENCY_PS, CFG_NIC_DOORBELL_LATENCY_PS, CFG_NIC_WQE_LATENCY_PS, CFG_NIC_COMMAND_PS, CFG_NIC_DMA_GBPS, CFG_HBM_GBPS,
   CFG_HBM_LATENCY_PS, CFG_HBM_QUEUING_PCT, CFG_REDUCE_SETUP_PS, CFG_REDUCE_BYTES_PER_CYCLE, CFG_RNR_TIMER_PS, CFG_RNR_RETRIES,
   CFG_TRANSPORT_TIMEOUT_PS, CFG_TRANSPORT_RETRIES, WQE_SIZE,
   STAT_TRACE_DROPPED,
@@ -95,6 +95,7 @@ export const TRACE_BYTES: usize = 16;
   pcieReadLatencyPs: u64;
   nicDoorbellLatencyPs: u64;
   nicWqeLatencyPs: u64;
+  nicCommandPs: u64;
   hbmLatencyPs: u64;
   reduceSetupPs: u64;
   rnrTimerPs: u64;
@@ -173,6 +174,7 @@ export function createDevice(cfgIn: usize): Device {
   const oExpress = off; off = align16(off + <usize>EXPRESS_SLOTS * <usize>WQE_SIZE);
   const oExpressUsed = off; off = align16(off + <usize>EXPRESS_SLOTS);
   const oEngExpress = off; off = align16(off + n * <usize>WQE_SIZE);
+  const oCmd = off; off = align16(off + n * 48);
   const oFlows = off; off = align16(off + <usize>FLOW_SLOTS * FLOW_BYTES);
   const oServed = off; off = align16(off + <usize>FLOW_CLASSES * 8);
   const oCon = off; off = align16(off + n * conCap);
@@ -242,6 +244,7 @@ export function createDevice(cfgIn: usize): Device {
   dev.pcieReadLatencyPs = cfgGet(cfgIn, CFG_PCIE_READ_LATENCY_PS);
   dev.nicDoorbellLatencyPs = cfgGet(cfgIn, CFG_NIC_DOORBELL_LATENCY_PS);
   dev.nicWqeLatencyPs = cfgGet(cfgIn, CFG_NIC_WQE_LATENCY_PS);
+  dev.nicCommandPs = cfgGet(cfgIn, CFG_NIC_COMMAND_PS);
   dev.hbmLatencyPs = cfgGet(cfgIn, CFG_HBM_LATENCY_PS);
   dev.reduceSetupPs = cfgGet(cfgIn, CFG_REDUCE_SETUP_PS);
   dev.rnrTimerPs = cfgGet(cfgIn, CFG_RNR_TIMER_PS);
@@ -280,6 +283,7 @@ export function createDevice(cfgIn: usize): Device {
     const mbox = arena + oMbox + <usize>i * depth * 8;
     fifoInit(h.mboxIn, mbox, <u32>depth, 2);
     fifoInit(h.mboxOut, mbox + depth * 4, <u32>depth, 2);
+    h.cmd = arena + oCmd + <usize>i * 48;
     h.nicIrq = changetype<Fifo>(fifos + 3 * FIFO_STRIDE);
     fifoInit(h.nicIrq, arena + oIrq + <usize>i * <usize>NIC_IRQ_DEPTH * 4, NIC_IRQ_DEPTH, 2);
     h.state = EngineState.Idle;

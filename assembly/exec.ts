@@ -217,7 +217,8 @@ export function execute(dev: Device, h: Hart, stop: u64): void {
           // an exit write leaves the engine stopped at the store; anything else retires it
           if (h.state == EngineState.Running) h.pc = pc + 4;
           const express = addr - (NIC_BASE + NIC_EXPRESS) < NIC_EXPRESS_SIZE;
-          h.cycle = cycle + <u64>(express ? dev.cpiExpress : dev.cpiMmio); h.instret = instret + 1;
+          h.cycle = cycle + <u64>(express ? dev.cpiExpress : dev.cpiMmio) + h.stall; h.instret = instret + 1;
+          h.stall = 0;
           return;
         }
         if (f3 == 0) store<u8>(p, <u8>v);

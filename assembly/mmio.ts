@@ -9,13 +9,14 @@ import {
   TIMER_BASE, TIMER_MTIME_LO, TIMER_MTIME_HI, TIMER_MTIMECMP_LO, TIMER_MTIMECMP_HI,
   MBOX_BASE, MBOX_OUT_DATA, MBOX_OUT_FREE, MBOX_IN_DATA, MBOX_IN_COUNT,
   STAT_CONSOLE_DROPPED, STAT_MBOX_OUT_OVERFLOW, TP_ENGINE_EXIT, STAT_NIC_EXPRESS_FULL,
-  NIC_BASE, NIC_SQ_DB, NIC_RQ_DB, NIC_CQ_CI, NIC_CQ_ARM, NIC_IRQ_COUNT, NIC_IRQ_CQN, NIC_EXPRESS, NIC_EXPRESS_SIZE, WQE_SIZE,
+  NIC_BASE, NIC_CMD, NIC_CMD_ARG0, NIC_CMD_RESULT, NIC_SQ_DB, NIC_RQ_DB, NIC_CQ_CI, NIC_CQ_ARM, NIC_IRQ_COUNT, NIC_IRQ_CQN, NIC_EXPRESS, NIC_EXPRESS_SIZE, WQE_SIZE,
 } from "./generated/layouts";
 import { psOfCycle } from "./time";
 import { fifoPush, fifoPop } from "./fifo";
 import { schedule, EventKind } from "./sched";
 import { cqSetCi, cqAt } from "./verbs";
 import { expressClaim } from "./nic";
+import { nicCommand, cmdArg, cmdResult } from "./nic-cmd";
 
 export const MMIO_FAULT: i64 = -1;
 
@@ -35,6 +36,7 @@ export function mmioLoad(dev: Device, h: Hart, addr: u32): i64 {
     case MBOX_BASE + MBOX_IN_DATA: return h.mboxIn.count == 0 ? 0 : <i64>fifoPop(h.mboxIn);
     case NIC_BASE + NIC_IRQ_COUNT: return <i64>h.nicIrq.count;
     case NIC_BASE + NIC_IRQ_CQN: return h.nicIrq.count == 0 ? <i64>0xffffffff : <i64>fifoPop(h.nicIrq);
+    case NIC_BASE + NIC_CMD_RESULT: return <i64>cmdResult(h);
     default: return MMIO_FAULT;
   }
 }
@@ -63,11 +65,14 @@ export function mmioStore(dev: Device, h: Hart, addr: u32, v: u32): bool {
       return true;
     }
     case NIC_BASE + NIC_CQ_CI: cqSetCi(dev, v >> 16, v & 0xffff); return true;
+    case NIC_BASE + NIC_CMD: nicCommand(dev, h, v); return true;
     case NIC_BASE + NIC_CQ_ARM: {
       if (v < dev.maxCqs && cqAt(dev, v).valid) cqAt(dev, v).armEngine = h.id;
       return true;
     }
     default: {
+      const argOff = addr - (NIC_BASE + NIC_CMD_ARG0);
+      if (argOff < 32) { cmdArg(h, argOff >> 2, v); return true; }
       const off = addr - (NIC_BASE + NIC_EXPRESS);
       if (off < NIC_EXPRESS_SIZE) {
         const buf = dev.engExpress + <usize>h.id * WQE_SIZE;

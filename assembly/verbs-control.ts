@@ -6,14 +6,15 @@ import { Device, statAdd } from "./device";
 import { Qp, qpAt, cqAt, pdValid, dmaPtr, OWNER_HOST, NOT_ARMED } from "./verbs";
 import { kick, qpError, cqPushFlush } from "./nic";
 import {
-  QP_STATE_RESET, QP_STATE_INIT, QP_STATE_RTR, QP_STATE_RTS, QP_STATE_ERR, WQE_SIZE, WQE_WR_ID, WQE_OPCODE, STAT_NIC_FLUSHED,
+  CMD_ERR_NO_OBJECT, CMD_ERR_TRANSITION, CMD_ERR_IN_USE, CMD_ERR_ARGUMENT, QP_STATE_RESET, QP_STATE_INIT, QP_STATE_RTR, QP_STATE_RTS, QP_STATE_ERR, WQE_SIZE, WQE_WR_ID, WQE_OPCODE, STAT_NIC_FLUSHED,
 } from "./generated/layouts";
 
+// results: a number, or a negative CMD_ERR (layouts/verbs.json), which firmware reads too
 export const E_OK: i32 = 0;
-export const E_NO_OBJECT: i32 = -1;
-export const E_TRANSITION: i32 = -2;
-export const E_IN_USE: i32 = -3;
-export const E_ARGUMENT: i32 = -4;
+export const E_NO_OBJECT: i32 = CMD_ERR_NO_OBJECT;
+export const E_TRANSITION: i32 = CMD_ERR_TRANSITION;
+export const E_IN_USE: i32 = CMD_ERR_IN_USE;
+export const E_ARGUMENT: i32 = CMD_ERR_ARGUMENT;
 
 /** Queue depths are at most 32768 so that 16-bit producer indices in doorbells are unambiguous. */
 export const MAX_QUEUE_DEPTH: u32 = 32768;

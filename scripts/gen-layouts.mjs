@@ -98,7 +98,10 @@ function asView() {
   }
   for (const r of memmap.dma.regions) L.push(`/** ${r.doc} */`, `export const ${r.name}_BASE: u64 = ${hex(num(r.base))};`);
   L.push("", "// ---- verbs (layouts/verbs.json)");
-  for (const e of verbs.enums) for (const v of e.values) L.push(`/** ${e.doc}: ${v.doc} */`, `export const ${e.name}_${v.name}: u32 = ${v.value};`);
+  for (const e of verbs.enums) {
+    const type = e.values.some((v) => v.value < 0) ? "i32" : "u32";
+    for (const v of e.values) L.push(`/** ${e.doc}: ${v.doc} */`, `export const ${e.name}_${v.name}: ${type} = ${v.value};`);
+  }
   for (const st of verbs.structs) {
     L.push(`/** ${st.doc} */`, `export const ${st.name}_SIZE: u32 = ${st.size};`);
     for (const f of flatFields(st)) {
@@ -181,7 +184,7 @@ function cView() {
   L.push("", "/* ---- verbs (layouts/verbs.json) */");
   for (const e of verbs.enums) {
     L.push(`/* ${e.doc} */`);
-    for (const v of e.values) L.push(`#define MENIC_${e.name}_${v.name} ${v.value} /* ${v.doc} */`);
+    for (const v of e.values) L.push(`#define MENIC_${e.name}_${v.name} ${v.value < 0 ? `(${v.value})` : v.value} /* ${v.doc} */`);
   }
   L.push("", "#ifndef __ASSEMBLER__");
   const ctype = { u8: "uint8_t", u16: "uint16_t", u32: "uint32_t", u64: "uint64_t" };

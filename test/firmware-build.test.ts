@@ -38,9 +38,10 @@ describe("committed example firmware", () => {
       const img = parseElf(new Uint8Array(readFileSync(join(root, ex.out))));
       expect(() => checkImage(img, 128 * 1024, 16 << 20)).not.toThrow();
       expect(img.entry).toBe(0);
-      // One SRAM segment from 0 (code first), plus one HBM segment only for psum's shared data.
+      // One SRAM segment from 0 (code first), plus one HBM segment for the images with shared data.
       expect(img.segments[0]!.vaddr).toBe(0);
-      expect(img.segments.map((s) => s.vaddr >= 0x80000000)).toEqual(ex.name === "psum" ? [false, true] : [false]);
+      const shared = ex.name === "psum" || ex.name === "nic";
+      expect(img.segments.map((s) => s.vaddr >= 0x80000000)).toEqual(shared ? [false, true] : [false]);
     });
   }
 });

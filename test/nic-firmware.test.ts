@@ -1,54 +1,74 @@
 import { describe, it, expect } from "vitest";
 import { readFileSync } from "node:fs";
-import { Context } from "../host/verbs.js";
-import { coreModule } from "../host/platform/node.js";
-import { STATUS } from "../host/generated/layouts.js";
+import { runFirmware } from "../host/fw/run.js";
 
-// firmware/examples/nic.c: engine 0 posts an express RDMA WRITE and a classic REDUCE on its own
-// QP and sleeps in wfi until each completion interrupt.
-describe("an engine drives the NIC from firmware", () => {
-  it("writes through the express window, reduces through a classic doorbell, and sleeps until each completion", async () => {
-    const ctx = await Context.open(coreModule(), { engines: 2 }, { collectTrace: true });
-    const dev = ctx.device;
-    const img = dev.loadElf(readFileSync("firmware/examples/nic.elf"));
-    const pd = ctx.allocPd();
-    const cq = ctx.createCq(8, { engine: 0 });
-    const qp = ctx.createQp(pd, { sendCq: cq, recvCq: cq, maxSendWr: 8, maxRecvWr: 8, engine: 0 });
-    ctx.modifyQp(qp, { state: "INIT" });
-    ctx.modifyQp(qp, { state: "RTR", destQpNum: qp.qpn }); // connected to itself
-    ctx.modifyQp(qp, { state: "RTS" });
-    const n = 1024; // f32 elements
-    const area = ctx.allocHbm(3 * 4 * n);
-    const mr = ctx.regMr(pd, area, 3 * 4 * n, ["LOCAL_WRITE", "REMOTE_WRITE"]);
-    const src = area, dst = area + 4 * n, rdst = area + 8 * n;
-    const values = Float32Array.from({ length: n }, (_, i) => (i - 512) * 0.75);
-    ctx.write(src, new Uint8Array(values.buffer));
+// firmware/examples/nic.c: each engine makes its own PD, MR, CQ and QP with verbs commands,
+// posts an express RDMA WRITE and a classic REDUCE, and sleeps in wfi until each completion.
+const elf = readFileSync("firmware/examples/nic.elf");
 
-    dev.start(img.entry);
-    for (const word of [qp.qpn, qp.sqRing, qp.sqDepth, cq.cqn, cq.ring, cq.depth, src, mr.lkey, dst, mr.rkey, 4 * n, rdst, mr.lkey])
-      expect(dev.mailboxPush(0, word)).toBe(true);
-    dev.run(1_000_000_000n);
+describe("engines drive the NIC from firmware", () => {
+  it("16 engines set up their own verbs objects, write, reduce and check the bytes", async () => {
+    const r = await runFirmware(elf, { config: { engines: 16 } });
+    for (const e of r.engines) {
+      expect(e.state).toBe("exited");
+      expect(e.exitCode).toBe(0);
+      expect(e.console).toMatch(new RegExp(`^engine ${e.id}: qp ${e.id}: express write status 0 in \\d+ cycles, classic reduce status 0 in \\d+ cycles, 0 wrong\\n$`));
+    }
+    expect(r.stats["nic.wqes"]).toBe(32);
+    expect(r.stats["nic.errors"]).toBe(0);
+    expect(r.stats["engine.wakeups"]).toBe(32); // each wait ends with the completion interrupt
+  });
 
-    expect(dev.engine(0)).toMatchObject({ state: "exited", exitCode: 0 });
-    const mail = [dev.mailboxPop(0), dev.mailboxPop(0), dev.mailboxPop(0), dev.mailboxPop(0)];
-    expect([mail[0], mail[2]]).toEqual([STATUS.SUCCESS, STATUS.SUCCESS]);
-    expect(new Float32Array(ctx.read(dst, 4 * n).buffer)).toEqual(values);
-    expect(new Float32Array(ctx.read(rdst, 4 * n).buffer)).toEqual(values.map((v) => v * 2));
-    // the engine slept through both waits: woken twice, by its NIC interrupt
-    expect(dev.engine(0).sleepPs).toBeGreaterThan(0);
-    expect(dev.traceRecords.filter((r) => r.point === "engine.wake" && r.engine === 0)).toHaveLength(2);
-    // NIC time of each request, start to completion written, from the default config:
-    //   write:  20 ns decode + 100 ns HBM latency + 8 KiB (read + write) at 1.2 TB/s + 100 ns CQE into HBM
-    //   reduce: 20 ns decode + 20 ns setup + 100 ns HBM latency + 2 x 4 KiB of sources at
-    //           128 B/cycle x 1.37 GHz (plus the 4 KiB written alongside) + 100 ns CQE
-    const starts = dev.traceRecords.filter((r) => r.point === "nic.wqe_start").map((r) => r.timePs);
-    const dones = dev.traceRecords.filter((r) => r.point === "nic.wqe_done").map((r) => r.timePs);
-    expect(dones.map((d, k) => Number(d - starts[k]))).toEqual([
-      20_000 + 100_000 + Math.ceil(8192 / (9600 / 8000)) + 100_000,
-      20_000 + 20_000 + 100_000 + Math.ceil(12288 / ((128 * 1.37e6) / 1e9 * 1.5)) + 100_000,
+  it("takes the NIC time the models give, on an idle device", async () => {
+    const r = await runFirmware(elf, { config: { engines: 1 }, collectTrace: true });
+    expect(r.ok).toBe(true);
+    const start = r.trace!.filter((t) => t.point === "nic.wqe_start").map((t) => Number(t.timePs));
+    const done = r.trace!.filter((t) => t.point === "nic.wqe_done").map((t) => Number(t.timePs));
+    // write:  20 ns decode + 100 ns HBM latency + 1 KiB read + 1 KiB written at 1.2 TB/s + 100 ns CQE into HBM
+    // reduce: 20 ns decode + 20 ns setup + 100 ns HBM latency + 2 KiB of sources at 128 B/cycle
+    //         x 1.37 GHz (the 1 KiB written rides along) + 100 ns CQE
+    expect(done.map((d, k) => d - start[k])).toEqual([
+      20_000 + 100_000 + Math.ceil(2048 / (9600 / 8000)) + 100_000,
+      20_000 + 20_000 + 100_000 + Math.ceil(3072 / (((128 * 1.37e6) / 1e9) * 1.5)) + 100_000,
     ]);
-    // the engine's own wait includes posting and reading the CQE back from HBM (100 ns a load)
-    expect(mail[1]!).toBeGreaterThan((226_827 * 1.37) / 1000);
-    expect(dev.console(0)).toMatch(/^express write: status 0, wr_id 1, 4096 bytes, \d+ cycles\nclassic reduce: status 0, wr_id 2, 4096 bytes, \d+ cycles\n$/);
+    // seven verbs commands (PD, MR, CQ, QP and three modifies) stall the engine 1 us each
+    expect(r.engines[0].cycles).toBeGreaterThan(7 * 1370);
+  });
+});
+
+describe("verbs commands from firmware", () => {
+  it("answer bad commands with a negative CMD_ERR and stall the engine nicCommandPs each", async () => {
+    const { programElf } = await import("./helpers/rv.js");
+    const { Device } = await import("../host/device.js");
+    const { coreModule } = await import("../host/platform/node.js");
+    const { CMD_ERR, CMD, MMIO } = await import("../host/generated/layouts.js");
+    const src = `
+      li t0, ${MMIO.NIC.CMD}
+      li t2, ${MMIO.MBOX.OUT_DATA}
+      li t1, 99
+      sw t1, 0(t0)           # unknown command
+      lw a0, 4(t0)
+      sw a0, 0(t2)
+      li t3, ${MMIO.NIC.CMD_ARG0}
+      li t1, 5
+      sw t1, 0(t3)           # MODIFY_QP of QP 5, which does not exist
+      li t1, ${CMD.MODIFY_QP}
+      sw t1, 0(t0)
+      lw a0, 4(t0)
+      sw a0, 0(t2)
+      li t1, ${CMD.ALLOC_PD}
+      sw t1, 0(t0)
+      lw a0, 4(t0)
+      sw a0, 0(t2)
+      li t0, ${MMIO.SYS.EXIT}
+      sw zero, 0(t0)
+    `;
+    const dev = await Device.create(coreModule(), { engines: 1, nicCommandPs: 2_000_000 });
+    dev.start(dev.loadElf(programElf(src)).entry);
+    dev.run(1_000_000_000n);
+    expect([dev.mailboxPop(0), dev.mailboxPop(0), dev.mailboxPop(0)]).toEqual([CMD_ERR.ARGUMENT >>> 0, CMD_ERR.NO_OBJECT >>> 0, 0]);
+    // three commands of 2 us = 3 x 2740 cycles, besides the instructions' own cycles
+    expect(dev.engine(0).cycles).toBeGreaterThan(3 * 2740);
+    expect(dev.engine(0).cycles).toBeLessThan(3 * 2740 + 200);
   });
 });

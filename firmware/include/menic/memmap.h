@@ -70,6 +70,26 @@
 #define MENIC_NIC_IRQ_COUNT (MENIC_NIC_BASE + MENIC_U(0x10))
 /* r: pop the number of the next CQ that fired; 0xffffffff when none */
 #define MENIC_NIC_IRQ_CQN (MENIC_NIC_BASE + MENIC_U(0x14))
+/* w: argument 0 of the next verbs command (layouts/verbs.json CMD) */
+#define MENIC_NIC_CMD_ARG0 (MENIC_NIC_BASE + MENIC_U(0x20))
+/* w: argument 1 of the next verbs command (layouts/verbs.json CMD) */
+#define MENIC_NIC_CMD_ARG1 (MENIC_NIC_BASE + MENIC_U(0x24))
+/* w: argument 2 of the next verbs command (layouts/verbs.json CMD) */
+#define MENIC_NIC_CMD_ARG2 (MENIC_NIC_BASE + MENIC_U(0x28))
+/* w: argument 3 of the next verbs command (layouts/verbs.json CMD) */
+#define MENIC_NIC_CMD_ARG3 (MENIC_NIC_BASE + MENIC_U(0x2c))
+/* w: argument 4 of the next verbs command (layouts/verbs.json CMD) */
+#define MENIC_NIC_CMD_ARG4 (MENIC_NIC_BASE + MENIC_U(0x30))
+/* w: argument 5 of the next verbs command (layouts/verbs.json CMD) */
+#define MENIC_NIC_CMD_ARG5 (MENIC_NIC_BASE + MENIC_U(0x34))
+/* w: argument 6 of the next verbs command (layouts/verbs.json CMD) */
+#define MENIC_NIC_CMD_ARG6 (MENIC_NIC_BASE + MENIC_U(0x38))
+/* w: argument 7 of the next verbs command (layouts/verbs.json CMD) */
+#define MENIC_NIC_CMD_ARG7 (MENIC_NIC_BASE + MENIC_U(0x3c))
+/* w: write a CMD opcode: runs that verbs command with CMD_ARG0..7 at once; the engine stalls nicCommandPs */
+#define MENIC_NIC_CMD (MENIC_NIC_BASE + MENIC_U(0x40))
+/* r: result of the last command: a number or key, or a negative error (CMD_ERR) */
+#define MENIC_NIC_CMD_RESULT (MENIC_NIC_BASE + MENIC_U(0x44))
 /* w: express doorbell: write a whole WQE (with its qpn field) in ascending address order; the store to its last word is the doorbell, and the NIC needs no fetch */
 #define MENIC_NIC_EXPRESS (MENIC_NIC_BASE + MENIC_U(0x100))
 #define MENIC_NIC_EXPRESS_SIZE 128
@@ -123,6 +143,21 @@
 #define MENIC_DTYPE_F16 1 /* IEEE binary16 */
 #define MENIC_DTYPE_BF16 2 /* bfloat16 */
 #define MENIC_DTYPE_I32 3 /* two's complement 32-bit, wrapping */
+/* verbs commands firmware issues through NIC.CMD (arguments in NIC.CMD_ARG0..7; objects created are owned by the calling engine) */
+#define MENIC_CMD_ALLOC_PD 1 /* -> pd */
+#define MENIC_CMD_DEALLOC_PD 2 /* arg0 pd -> 0 */
+#define MENIC_CMD_REG_MR 3 /* arg0 pd, arg1/arg2 address low/high, arg3 length, arg4 ACCESS bits -> lkey (rkey = lkey | 0x80000000) */
+#define MENIC_CMD_DEREG_MR 4 /* arg0 lkey -> 0 */
+#define MENIC_CMD_CREATE_CQ 5 /* arg0 ring address (HBM), arg1 depth -> cqn */
+#define MENIC_CMD_DESTROY_CQ 6 /* arg0 cqn -> 0 */
+#define MENIC_CMD_CREATE_QP 7 /* arg0 pd, arg1 send cqn, arg2 receive cqn, arg3 send ring (HBM), arg4 send depth, arg5 receive ring (HBM), arg6 receive depth, arg7 signal all -> qpn */
+#define MENIC_CMD_MODIFY_QP 8 /* arg0 qpn, arg1 QP_STATE, arg2 destination qpn (for RTR) -> 0 */
+#define MENIC_CMD_DESTROY_QP 9 /* arg0 qpn -> 0 */
+/* negative results of NIC.CMD (as u32: 0xffffffff is -1) */
+#define MENIC_CMD_ERR_NO_OBJECT (-1) /* no such object, none free, or not this engine's */
+#define MENIC_CMD_ERR_TRANSITION (-2) /* the QP cannot go from its state to that one */
+#define MENIC_CMD_ERR_IN_USE (-3) /* the object is still used by another */
+#define MENIC_CMD_ERR_ARGUMENT (-4) /* a bad argument: depth, address outside memory, unknown opcode */
 
 #ifndef __ASSEMBLER__
 struct menic_wqe_src {

@@ -92,4 +92,67 @@ static inline void menic_cq_wait(struct menic_cq *cq, struct menic_cqe *out) {
   if ((old & MIE_MEIE) == 0) csr_clear(CSR_MIE, MIE_MEIE);
 }
 
+/* ---- verbs commands (NIC.CMD): the engine makes its own objects. Each call stalls the
+ * engine nicCommandPs. Results are numbers or keys, or a negative MENIC_CMD_ERR_*. */
+
+static inline int32_t menic_cmd(uint32_t op, const uint32_t *args, uint32_t n) {
+  for (uint32_t i = 0; i < n; i++) MENIC_REG32(MENIC_NIC_CMD_ARG0 + 4 * i) = args[i];
+  MENIC_REG32(MENIC_NIC_CMD) = op;
+  return (int32_t)MENIC_REG32(MENIC_NIC_CMD_RESULT);
+}
+
+/* A protection domain: its number, or a negative error. */
+static inline int32_t menic_alloc_pd(void) { return menic_cmd(MENIC_CMD_ALLOC_PD, 0, 0); }
+
+/* Register [addr, addr + len) (HBM) with MENIC_ACCESS_* rights: the lkey (rkey = lkey |
+ * 0x80000000), or a negative error. */
+static inline int32_t menic_reg_mr(uint32_t pd, const volatile void *addr, uint32_t len, uint32_t access) {
+  uint32_t a[5] = { pd, (uint32_t)(uintptr_t)addr, 0, len, access };
+  return menic_cmd(MENIC_CMD_REG_MR, a, 5);
+}
+
+static inline uint32_t menic_rkey(int32_t lkey) { return (uint32_t)lkey | 0x80000000u; }
+
+/* A CQ of `depth` entries whose ring (depth x MENIC_CQE_SIZE bytes of HBM, zeroed) is `ring`. */
+static inline int32_t menic_create_cq(struct menic_cq *cq, volatile struct menic_cqe *ring, uint32_t depth) {
+  uint32_t a[2] = { (uint32_t)(uintptr_t)ring, depth };
+  int32_t r = menic_cmd(MENIC_CMD_CREATE_CQ, a, 2);
+  cq->cqn = (uint32_t)r;
+  cq->ring = ring;
+  cq->depth = depth;
+  cq->ci = 0;
+  return r;
+}
+
+/* A QP owned by this engine, with its send and receive rings in HBM. */
+static inline int32_t menic_create_qp(struct menic_queue *sq, struct menic_queue *rq, uint32_t pd,
+                                      const struct menic_cq *scq, const struct menic_cq *rcq,
+                                      volatile struct menic_wqe *sring, uint32_t sdepth,
+                                      volatile struct menic_wqe *rring, uint32_t rdepth, bool sig_all) {
+  uint32_t a[8] = { pd, scq->cqn, rcq->cqn, (uint32_t)(uintptr_t)sring, sdepth, (uint32_t)(uintptr_t)rring, rdepth, sig_all };
+  int32_t r = menic_cmd(MENIC_CMD_CREATE_QP, a, 8);
+  sq->qpn = rq->qpn = (uint32_t)r;
+  sq->ring = sring;
+  sq->depth = sdepth;
+  sq->pi = 0;
+  rq->ring = rring;
+  rq->depth = rdepth;
+  rq->pi = 0;
+  return r;
+}
+
+/* Move a QP to MENIC_QP_STATE_* (RTR needs the destination QP). */
+static inline int32_t menic_modify_qp(uint32_t qpn, uint32_t state, uint32_t dest_qpn) {
+  uint32_t a[3] = { qpn, state, dest_qpn };
+  return menic_cmd(MENIC_CMD_MODIFY_QP, a, 3);
+}
+
+/* RESET -> INIT -> RTR (to dest_qpn) -> RTS in one go; 0 or the first error. */
+static inline int32_t menic_connect_qp(uint32_t qpn, uint32_t dest_qpn) {
+  int32_t r = menic_modify_qp(qpn, MENIC_QP_STATE_INIT, 0);
+  if (r == 0) r = menic_modify_qp(qpn, MENIC_QP_STATE_RTR, dest_qpn);
+  if (r == 0) r = menic_modify_qp(qpn, MENIC_QP_STATE_RTS, 0);
+  return r;
+}
+
 #endif
