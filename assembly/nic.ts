@@ -359,6 +359,13 @@ function done(dev: Device, qpn: u32, t: u64): void {
   const len = <u32>q.reqLen;
   const imm = load<u32>(w + WQE_IMM);
   let status = q.status;
+  const consumesRecv = op == OPCODE_SEND || op == OPCODE_SEND_WITH_IMM || op == OPCODE_RDMA_WRITE_WITH_IMM;
+  if (status == STATUS_SUCCESS && op <= OPCODE_RDMA_READ) {
+    // the target may have gone to error or away while the request was in flight: it no
+    // longer answers, and the request ends as if its retries ran out (nothing is placed)
+    const d = qpAt(dev, q.destQpn);
+    if (!d.valid || (d.state != QP_STATE_RTR && d.state != QP_STATE_RTS) || (consumesRecv && d.rqCi == d.rqPi)) status = STATUS_RETRY_EXC_ERR;
+  }
   if (status == STATUS_SUCCESS) {
     if (q.reqFlags & REQ_REDUCE) {
       const nsrc = <u32>load<u8>(w + WQE_NSRC);
@@ -370,14 +377,14 @@ function done(dev: Device, qpn: u32, t: u64): void {
     } else if (len > 0) {
       memory.copy(dmaPtr(dev, q.reqDst, <u64>len), dmaPtr(dev, q.reqSrc, <u64>len), len);
     }
-    if (op == OPCODE_SEND || op == OPCODE_SEND_WITH_IMM || op == OPCODE_RDMA_WRITE_WITH_IMM) {
+    if (consumesRecv) {
       const d = qpAt(dev, q.destQpn);
       const r = dmaPtr(dev, d.rqBase + <u64>(d.rqCi % d.rqDepth) * WQE_SIZE, WQE_SIZE);
       d.rqCi++;
       const rxOp = op == OPCODE_RDMA_WRITE_WITH_IMM ? OPCODE_RDMA_WRITE_WITH_IMM : OPCODE_RECV;
       if (!cqPush(dev, d.recvCq, t, load<u64>(r + WQE_WR_ID), len, imm, op != OPCODE_SEND, q.destQpn, STATUS_SUCCESS, rxOp)) qpError(dev, q.destQpn, t);
     }
-  } else if (q.rxStatus != STATUS_SUCCESS) {
+  } else if (q.rxStatus != STATUS_SUCCESS && qpAt(dev, q.destQpn).valid && qpAt(dev, q.destQpn).rqCi != qpAt(dev, q.destQpn).rqPi) {
     // the target's posted receive fails too, and the target QP goes to error (IB spec 9.9.3)
     const d = qpAt(dev, q.destQpn);
     const r = dmaPtr(dev, d.rqBase + <u64>(d.rqCi % d.rqDepth) * WQE_SIZE, WQE_SIZE);

@@ -297,3 +297,21 @@ describe("NIC determinism", () => {
     expect(Buffer.compare(resumed.save(), whole.device.save())).toBe(0);
   });
 });
+
+describe("targets that change while a request is in flight", () => {
+  it("a SEND whose target goes to error mid-flight ends in RETRY_EXC_ERR and places nothing", async () => {
+    const { ctx, pd, cqA, cqB, a, b } = await loopback();
+    const src = guarded(ctx, pd, "host", 65536);
+    const rx = guarded(ctx, pd, "host", 65536, ["LOCAL_WRITE"]);
+    const before = ctx.read(rx.addr, 65536);
+    ctx.write(src.addr, pattern(65536, 4));
+    ctx.postRecv(b, [{ wrId: 9, localAddr: rx.addr, length: 65536, lkey: rx.mr.lkey }]);
+    ctx.postSend(a, [{ wrId: 1, opcode: "SEND", signaled: true, localAddr: src.addr, length: 65536, lkey: src.mr.lkey }]);
+    ctx.run(1_500_000n); // the 64 KiB read over PCIe is under way
+    ctx.modifyQp(b, { state: "ERR" }); // flushes b's receive
+    expect(ctx.pollCq(cqB).map((w) => [w.wrId, w.status])).toEqual([[9n, "WR_FLUSH_ERR"]]);
+    expect(drain(ctx, cqA).map((w) => w.status)).toEqual(["RETRY_EXC_ERR"]);
+    expect(ctx.read(rx.addr, 65536)).toEqual(before);
+    expect(ctx.pollCq(cqB)).toEqual([]); // the flushed receive completed once, not twice
+  });
+});
