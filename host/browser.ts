@@ -1,11 +1,13 @@
 // The browser entry point: the core is embedded in the bundle, so a page needs one file.
 import coreWasm from "../build/menic.wasm";
 import { Device, type DeviceOptions } from "./device.js";
+import { Context } from "./verbs.js";
 
 export { Device, type EngineReport, type TraceRecord, type DeviceOptions } from "./device.js";
 export { ConfigError } from "./config.js";
 export { ElfError } from "./elf.js";
 export { toPerfetto } from "./trace/perfetto.js";
+export { Context, VerbsError } from "./verbs.js";
 
 let compiled: Promise<WebAssembly.Module> | undefined;
 
@@ -16,4 +18,9 @@ export function coreModule(): Promise<WebAssembly.Module> {
 
 export async function openDevice(config: unknown = {}, options: DeviceOptions = {}): Promise<Device> {
   return Device.create(await coreModule(), config, options);
+}
+
+/** ibv_open_device: a new device with its verbs context. */
+export async function openVerbs(config: unknown = {}, options: DeviceOptions = {}): Promise<Context> {
+  return Context.open(await coreModule(), config, options);
 }

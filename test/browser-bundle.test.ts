@@ -12,4 +12,21 @@ describe("browser bundle", () => {
     dev.run(1_000_000n);
     expect(dev.engine(1)).toMatchObject({ state: "exited", exitCode: 7, instructions: 5 });
   });
+
+  it("runs verbs: an RDMA WRITE between two QPs of the device", async () => {
+    const lib = await import(pathToFileURL(join(process.cwd(), "dist/menic.browser.js")).href);
+    const ctx = await lib.openVerbs({ engines: 1 });
+    const pd = ctx.allocPd(), cq = ctx.createCq(4);
+    const qp = ctx.createQp(pd, { sendCq: cq, recvCq: cq, maxSendWr: 4, maxRecvWr: 4 });
+    ctx.modifyQp(qp, { state: "INIT" });
+    ctx.modifyQp(qp, { state: "RTR", destQpNum: qp.qpn });
+    ctx.modifyQp(qp, { state: "RTS" });
+    const buf = ctx.allocHbm(64);
+    const mr = ctx.regMr(pd, buf, 64, ["LOCAL_WRITE", "REMOTE_WRITE"]);
+    ctx.write(buf, Uint8Array.from([1, 2, 3, 4]));
+    ctx.postSend(qp, [{ wrId: 3, opcode: "RDMA_WRITE", signaled: true, localAddr: buf, length: 4, lkey: mr.lkey, remoteAddr: buf + 32, rkey: mr.rkey }]);
+    ctx.run(10_000_000n);
+    expect(ctx.pollCq(cq).map((w: { status: string }) => w.status)).toEqual(["SUCCESS"]);
+    expect(Array.from(ctx.read(buf + 32, 4))).toEqual([1, 2, 3, 4]);
+  });
 });
