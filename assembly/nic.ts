@@ -202,6 +202,12 @@ function attempt(dev: Device, qpn: u32, t: u64): void {
   q.status = STATUS_SUCCESS;
   q.rxStatus = STATUS_SUCCESS;
   q.reqFlags = 0;
+  if (q.state == QP_STATE_ERR) {
+    // the QP went to error while this request waited (a retry timer, the reduction block)
+    q.status = STATUS_WR_FLUSH_ERR;
+    phaseAt(dev, q, qpn, NicPhase.Tail, t);
+    return;
+  }
   let src = laddr, dst = raddr;
   let hbmBytes: u64 = 0;
 
@@ -401,7 +407,7 @@ function done(dev: Device, qpn: u32, t: u64): void {
   q.busy = 0;
   q.phase = NicPhase.Idle;
   if (status != STATUS_SUCCESS) {
-    statAdd(dev, STAT_NIC_ERRORS, 1);
+    statAdd(dev, status == STATUS_WR_FLUSH_ERR ? STAT_NIC_FLUSHED : STAT_NIC_ERRORS, 1);
     qpError(dev, qpn, t);
   } else if (!cqOk) {
     qpError(dev, qpn, t);

@@ -315,3 +315,17 @@ describe("targets that change while a request is in flight", () => {
     expect(ctx.pollCq(cqB)).toEqual([]); // the flushed receive completed once, not twice
   });
 });
+
+describe("a QP moved to error while a request waits", () => {
+  it("flushes the waiting request instead of retrying it", async () => {
+    const { ctx, pd, cqA, a } = await loopback({ rnrRetries: 5, rnrTimerPs: 1_000_000 });
+    const src = guarded(ctx, pd, "host", 64);
+    ctx.postSend(a, [{ wrId: 1, opcode: "SEND", localAddr: src.addr, length: 64, lkey: src.mr.lkey }]);
+    ctx.run(1_500_000n); // waiting for its first RNR retry
+    ctx.modifyQp(a, { state: "ERR" });
+    expect(drain(ctx, cqA).map((w) => [w.wrId, w.status])).toEqual([[1n, "WR_FLUSH_ERR"]]);
+    expect(ctx.device.stats()["nic.rnr_retries"]).toBe(1);
+    expect(ctx.device.stats()["nic.flushed"]).toBe(1);
+    expect(ctx.device.stats()["nic.errors"]).toBe(0);
+  });
+});
