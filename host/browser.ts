@@ -1,6 +1,6 @@
 // The browser entry point: the core is embedded in the bundle, so a page needs one file.
 import coreWasm from "../build/menic.wasm";
-import { Device, type DeviceOptions } from "./device.js";
+import type { DeviceOptions } from "./device.js";
 import { Context } from "./verbs.js";
 
 export { Device, type EngineReport, type TraceRecord, type DeviceOptions } from "./device.js";
@@ -16,11 +16,7 @@ export function coreModule(): Promise<WebAssembly.Module> {
   return (compiled ??= WebAssembly.compile(coreWasm as Uint8Array<ArrayBuffer>));
 }
 
-export async function openDevice(config: unknown = {}, options: DeviceOptions = {}): Promise<Device> {
-  return Device.create(await coreModule(), config, options);
-}
-
-/** ibv_open_device: a new device with its verbs context. */
-export async function openVerbs(config: unknown = {}, options: DeviceOptions = {}): Promise<Context> {
+/** ibv_open_device: a new device with its verbs context (`.device` is the device itself). */
+export async function openDevice(config: unknown = {}, options: DeviceOptions = {}): Promise<Context> {
   return Context.open(await coreModule(), config, options);
 }

@@ -7,7 +7,7 @@ import { programElf } from "./helpers/rv.js";
 describe("browser bundle", () => {
   it("opens a device from dist/menic.browser.js and runs a program", async () => {
     const lib = await import(pathToFileURL(join(process.cwd(), "dist/menic.browser.js")).href);
-    const dev = await lib.openDevice({ engines: 2 });
+    const dev = (await lib.openDevice({ engines: 2 })).device;
     dev.start(dev.loadElf(programElf("li t0, 0x10000004\nli t1, 7\nsw t1, 0(t0)")).entry);
     dev.run(1_000_000n);
     expect(dev.engine(1)).toMatchObject({ state: "exited", exitCode: 7, instructions: 5 });
@@ -15,7 +15,7 @@ describe("browser bundle", () => {
 
   it("runs verbs: an RDMA WRITE between two QPs of the device", async () => {
     const lib = await import(pathToFileURL(join(process.cwd(), "dist/menic.browser.js")).href);
-    const ctx = await lib.openVerbs({ engines: 1 });
+    const ctx = await lib.openDevice({ engines: 1 });
     const pd = ctx.allocPd(), cq = ctx.createCq(4);
     const qp = ctx.createQp(pd, { sendCq: cq, recvCq: cq, maxSendWr: 4, maxRecvWr: 4 });
     ctx.modifyQp(qp, { state: "INIT" });
