@@ -201,6 +201,21 @@ export class Device {
     return v < 0n ? null : Number(v);
   }
 
+  /**
+   * The compute-load generator: HBM traffic of the accelerator's compute (matmul operands),
+   * in Gb/s, competing with NIC DMA and reductions for HBM (docs/nic.md). 0 stops it.
+   */
+  setComputeLoad(gbps: number): void {
+    if (!(gbps >= 0)) throw new Error(`compute load must be >= 0 Gb/s, got ${gbps}`);
+    this.core.setComputeLoad(this.handle, gbps);
+  }
+
+  /** HBM bytes served so far to NIC DMA, reductions and the compute load. */
+  hbmServed(): { nic: number; reduce: number; compute: number } {
+    const c = this.core, h = this.handle;
+    return { nic: c.hbmServed(h, 0), reduce: c.hbmServed(h, 1), compute: c.hbmServed(h, 2) };
+  }
+
   /** Bytes of HBM, for hosts and tests (a copy). */
   readHbm(offset: number, length: number): Uint8Array {
     const at = this.core.hbmPtr(this.handle) + offset;

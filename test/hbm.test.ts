@@ -23,7 +23,7 @@ async function sixteenReductions(config: Record<string, number>, computeGbps = 0
     ctx.write(area + MIB, new Uint8Array(b.buffer));
     jobs.push({ qp, area, mr, a });
   }
-  ctx.device.core.setComputeLoad(ctx.device.handle, computeGbps);
+  ctx.device.setComputeLoad(computeGbps);
   for (const { qp, area, mr } of jobs) {
     ctx.postSend(qp, [{
       wrId: qp.qpn, opcode: "REDUCE", signaled: true, localAddr: area + 2 * MIB, length: MIB, lkey: mr.lkey,
@@ -44,7 +44,7 @@ async function sixteenReductions(config: Record<string, number>, computeGbps = 0
   const sourceTBps = (16 * 2 * MIB) / streamPs; // bytes per ps = TB/s
   const out = new Float32Array(ctx.read(jobs[3].area + 2 * MIB, MIB).buffer);
   expect(out[10]).toBe(jobs[3].a[10] + 0.5);
-  const computeServed = ctx.device.core.hbmServed(ctx.device.handle, 2);
+  const computeServed = ctx.device.hbmServed().compute;
   return { sourceTBps, streamPs, computeServed };
 }
 
@@ -85,7 +85,7 @@ describe("engines' HBM accesses under load", () => {
   async function loopCycles(computeGbps: number) {
     const ctx = await Context.open(coreModule(), { engines: 1 });
     const dev = ctx.device;
-    dev.core.setComputeLoad(dev.handle, computeGbps);
+    dev.setComputeLoad(computeGbps);
     dev.start(dev.loadElf(programElf(LOADS)).entry);
     dev.run(1_000_000_000n);
     return dev.engine(0).cycles;

@@ -275,7 +275,7 @@ describe("NIC determinism", () => {
     const src = guarded(ctx, pd, "host", 65536);
     const dst = guarded(ctx, pd, "hbm", 65536, ["LOCAL_WRITE", "REMOTE_WRITE"]);
     ctx.write(src.addr, pattern(65536, 5));
-    ctx.device.core.setComputeLoad(ctx.device.handle, 20_000);
+    ctx.device.setComputeLoad(20_000);
     for (let i = 0; i < 4; i++) {
       ctx.postSend(a, [{ wrId: i, opcode: "RDMA_WRITE", signaled: true, localAddr: src.addr, length: 65536, lkey: src.mr.lkey, remoteAddr: dst.addr, rkey: dst.mr.rkey }], { doorbell: i % 2 ? "express" : "classic" });
       ctx.postRecv(b, [{ wrId: 100 + i, localAddr: dst.addr, length: 65536, lkey: dst.mr.lkey }]);
