@@ -190,7 +190,10 @@ export function createDevice(cfgIn: usize): Device {
 
   const base = heap.alloc(off + 64);
   const arena = (base + 63) & ~(<usize>63);
-  memory.fill(arena, 0, off);
+  // the bump allocator hands out memory never used before, which wasm zeroes when it grows;
+  // clearing the records is cheap insurance, clearing tens of MiB of SRAM, HBM and host
+  // memory again is not
+  memory.fill(arena, 0, oSram);
   const dev = changetype<Device>(arena);
   dev.arenaBase = arena;
   dev.arenaBytes = off;
