@@ -40,7 +40,7 @@ describe("committed example firmware", () => {
       expect(img.entry).toBe(0);
       // One SRAM segment from 0 (code first), plus one HBM segment for the images with shared data.
       expect(img.segments[0]!.vaddr).toBe(0);
-      const shared = ex.name === "psum" || ex.name === "nic";
+      const shared = ex.name === "psum" || ex.name === "nic" || ex.name === "pingpong";
       expect(img.segments.map((s) => s.vaddr >= 0x80000000)).toEqual(shared ? [false, true] : [false]);
     });
   }

@@ -72,3 +72,18 @@ describe("verbs commands from firmware", () => {
     expect(dev.engine(0).cycles).toBeLessThan(3 * 2740 + 200);
   });
 });
+
+describe("engines talk to each other", () => {
+  // firmware/examples/pingpong.c: pairs of engines connect their QPs and echo 64-byte SENDs
+  it("pairs of engines exchange SEND and SEND_WITH_IMM through posted receives", async () => {
+    const r = await runFirmware(readFileSync("firmware/examples/pingpong.elf"), { config: { engines: 7 } });
+    expect(r.engines.map((e) => [e.state, e.exitCode])).toEqual(new Array(7).fill(["exited", 0]));
+    for (const pair of [0, 2, 4]) {
+      expect(r.engines[pair].console).toMatch(new RegExp(`^engines ${pair}-${pair + 1}: 8 round trips of 64 bytes, mean \\d+ cycles, 0 wrong\\n$`));
+    }
+    expect(r.engines[6].console).toBe(""); // no partner
+    // 3 pairs x 8 rounds x 2 SENDs, every receive consumed, no retries needed
+    expect(r.stats["nic.wqes"]).toBe(48);
+    expect(r.stats["nic.rnr_retries"] + r.stats["nic.transport_retries"] + r.stats["nic.errors"]).toBe(0);
+  });
+});

@@ -19,6 +19,7 @@ export const EXAMPLES: readonly Example[] = [
   { name: "psum", sources: ["firmware/examples/psum.c"], out: "firmware/examples/psum.elf" },
   { name: "fault", sources: ["firmware/examples/fault.c"], out: "firmware/examples/fault.elf" },
   { name: "nic", sources: ["firmware/examples/nic.c"], out: "firmware/examples/nic.elf" },
+  { name: "pingpong", sources: ["firmware/examples/pingpong.c"], out: "firmware/examples/pingpong.elf" },
   // benchmark firmware (npm run bench -- engines)
   { name: "compute", sources: ["firmware/bench/compute.c"], out: "firmware/bench/compute.elf" },
   { name: "idle", sources: ["firmware/bench/idle.c"], out: "firmware/bench/idle.elf" },
