@@ -6,7 +6,7 @@
 
 import { Device } from "./device";
 import { Hart } from "./hart";
-import { pdAlloc, pdFree, mrReg, mrDereg, cqCreate, qpAt, OWNER_HOST } from "./verbs";
+import { pdAlloc, pdFree, mrReg, mrDereg, cqCreate, qpAt, OWNER_HOST, engineToDma } from "./verbs";
 import { qpCreate, qpModify, qpDestroy, cqDestroy, E_OK, E_NO_OBJECT, E_ARGUMENT } from "./verbs-control";
 import {
   CMD_ALLOC_PD, CMD_DEALLOC_PD, CMD_REG_MR, CMD_DEREG_MR, CMD_CREATE_CQ, CMD_DESTROY_CQ, CMD_CREATE_QP, CMD_MODIFY_QP,
@@ -38,15 +38,17 @@ export function nicCommand(dev: Device, h: Hart, op: u32): void {
     case CMD_ALLOC_PD: r = pdAlloc(dev); break;
     case CMD_DEALLOC_PD: r = pdFree(dev, arg(h, 0)) ? E_OK : E_NO_OBJECT; break;
     case CMD_REG_MR: {
-      const lkey = mrReg(dev, arg(h, 0), (<u64>arg(h, 2) << 32) | <u64>arg(h, 1), <u64>arg(h, 3), arg(h, 4));
+      const hi = arg(h, 2);
+      const base = hi == 0 ? engineToDma(h.id, arg(h, 1)) : (<u64>hi << 32) | <u64>arg(h, 1);
+      const lkey = mrReg(dev, arg(h, 0), base, <u64>arg(h, 3), arg(h, 4));
       r = lkey == 0 ? E_ARGUMENT : <i32>lkey;
       break;
     }
     case CMD_DEREG_MR: r = mrDereg(dev, arg(h, 0)) ? E_OK : E_NO_OBJECT; break;
-    case CMD_CREATE_CQ: r = cqCreate(dev, <u64>arg(h, 0), arg(h, 1), h.id); break;
+    case CMD_CREATE_CQ: r = cqCreate(dev, engineToDma(h.id, arg(h, 0)), arg(h, 1), h.id); break;
     case CMD_DESTROY_CQ: r = cqDestroy(dev, arg(h, 0)); break;
     case CMD_CREATE_QP:
-      r = qpCreate(dev, arg(h, 0), arg(h, 1), arg(h, 2), <u64>arg(h, 3), arg(h, 4), <u64>arg(h, 5), arg(h, 6), h.id, arg(h, 7));
+      r = qpCreate(dev, arg(h, 0), arg(h, 1), arg(h, 2), engineToDma(h.id, arg(h, 3)), arg(h, 4), engineToDma(h.id, arg(h, 5)), arg(h, 6), h.id, arg(h, 7));
       break;
     case CMD_MODIFY_QP: r = owns(dev, h.id, arg(h, 0)) ? qpModify(dev, arg(h, 0), arg(h, 1), arg(h, 2)) : E_NO_OBJECT; break;
     case CMD_DESTROY_QP: r = owns(dev, h.id, arg(h, 0)) ? qpDestroy(dev, arg(h, 0)) : E_NO_OBJECT; break;

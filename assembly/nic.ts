@@ -23,7 +23,7 @@ import {
   STAT_CQ_OVERRUN, STAT_HBM_FLOW_FULL, TP_NIC_DOORBELL, TP_NIC_WQE_START, TP_NIC_WQE_DONE, TP_NIC_CQE,
 } from "./generated/layouts";
 import {
-  Qp, qpAt, cqAt, qpRanges, qpWqe, mrCheck, dmaPtr, dmaIsHbm, dmaIsHost, OWNER_HOST, NOT_ARMED, RANGES, QP_RANGE_BYTES,
+  Qp, qpAt, cqAt, qpRanges, qpWqe, mrCheck, dmaPtr, dmaIsHbm, dmaIsHost, dmaIsSram, OWNER_HOST, NOT_ARMED, RANGES, QP_RANGE_BYTES,
 } from "./verbs";
 import { schedule, EventKind } from "./sched";
 import { hbmStart, FlowClass } from "./hbm";
@@ -45,6 +45,7 @@ export const enum NicPhase {
 // request flags kept in Qp.reqFlags
 const REQ_DST_HOST: u32 = 1;
 const REQ_REDUCE: u32 = 2;
+const REQ_DST_SRAM: u32 = 4;
 
 /** Bytes per element of a reduction dtype (DTYPE_*), 0 for an unknown one. */
 @inline function dtypeBytes(dtype: u32): u32 {
@@ -124,7 +125,8 @@ export function cqPushFlush(dev: Device, cqn: u32, t: u64, qpn: u32, wrId: u64, 
 function cqeVisible(dev: Device, cqn: u32, t: u64): u64 {
   if (cqn >= dev.maxCqs) return t;
   const c = cqAt(dev, cqn);
-  return dmaIsHost(dev, c.base, CQE_SIZE) ? pcieWrite(dev, PcieDir.Up, t, CQE_SIZE) : t + dev.hbmLatencyPs;
+  if (dmaIsHost(dev, c.base, CQE_SIZE)) return pcieWrite(dev, PcieDir.Up, t, CQE_SIZE);
+  return t + (dmaIsSram(dev, c.base, CQE_SIZE) ? dev.nicSramLatencyPs : dev.hbmLatencyPs);
 }
 
 /** Completes every outstanding entry of an errored QP with WR_FLUSH_ERR (IB spec 10.7.3.1). */
@@ -267,13 +269,16 @@ function attempt(dev: Device, qpn: u32, t: u64): void {
     return;
   }
 
-  // timing: read the source, stream the HBM side, write a host destination
+  // timing: read the source, stream the HBM side, write a host destination; an engine SRAM
+  // side moves at the NIC's DMA rate after its own short latency
   let head = t + dev.nicWqeLatencyPs;
   if (len > 0 && dmaIsHost(dev, src, len)) head = pcieRead(dev, head, len);
+  else if (dmaIsSram(dev, src, len)) head += dev.nicSramLatencyPs + sramPs(dev, len);
   else head += dev.hbmLatencyPs;
   if (dmaIsHbm(dev, src, len)) hbmBytes += len;
   if (dmaIsHbm(dev, dst, len)) hbmBytes += len;
   if (len > 0 && dmaIsHost(dev, dst, len)) q.reqFlags |= REQ_DST_HOST;
+  if (len > 0 && dmaIsSram(dev, dst, len)) q.reqFlags |= REQ_DST_SRAM;
   q.reqBytes = hbmBytes;
   q.reqLen = len;
   q.reqSrc = src;
@@ -351,9 +356,15 @@ export function nicPhase(dev: Device, qpn: u32, gen: u32, t: u64): void {
   }
 }
 
+/** Time to move `len` bytes through an engine's NIC interface at the NIC's DMA rate. */
+@inline function sramPs(dev: Device, len: u64): u64 {
+  return <u64>Math.ceil(<f64>len / dev.nicDmaBytesPerPs);
+}
+
 function tail(dev: Device, q: Qp, qpn: u32, t: u64): void {
   let end = t;
   if (q.status == STATUS_SUCCESS && (q.reqFlags & REQ_DST_HOST)) end = pcieWrite(dev, PcieDir.Up, t, q.reqLen);
+  if (q.status == STATUS_SUCCESS && (q.reqFlags & REQ_DST_SRAM)) end = t + dev.nicSramLatencyPs + sramPs(dev, q.reqLen);
   phaseAt(dev, q, qpn, NicPhase.Done, cqeVisible(dev, q.sendCq, end));
 }
 
@@ -444,7 +455,8 @@ export function sqDoorbell(dev: Device, qpn: u32, ringer: u32, pi16: u32, t: u64
   if (n == 0) return;
   if (n > q.sqDepth - (q.announced - q.sqCi)) { statAdd(dev, STAT_NIC_BAD_DOORBELL, 1); return; }
   const bytes = <u64>n * WQE_SIZE;
-  const fetched = dmaIsHost(dev, q.sqBase, 1) ? pcieRead(dev, t, bytes) : t + dev.hbmLatencyPs;
+  const fetched = dmaIsHost(dev, q.sqBase, 1) ? pcieRead(dev, t, bytes)
+    : t + (dmaIsSram(dev, q.sqBase, 1) ? dev.nicSramLatencyPs + sramPs(dev, bytes) : dev.hbmLatencyPs);
   q.announced += n;
   rangePush(dev, q, qpn, q.announced, fetched);
   kick(dev, qpn, t);

@@ -329,3 +329,26 @@ describe("a QP moved to error while a request waits", () => {
     expect(ctx.device.stats()["nic.errors"]).toBe(0);
   });
 });
+
+describe("engine SRAM through the NIC interface", () => {
+  it("an RDMA WRITE lands in engine 1's SRAM at DMA_SRAM + 1 x SRAM_WINDOW", async () => {
+    const { DMA, REGIONS } = await import("../host/generated/layouts.js");
+    const { ctx, pd, cqA, a } = await loopback({}, 16);
+    const sram1 = DMA.DMA_SRAM + 1 * REGIONS.SRAM.window + 0x8000;
+    const src = guarded(ctx, pd, "hbm", 256);
+    const dstMr = ctx.regMr(pd, sram1, 256, ["LOCAL_WRITE", "REMOTE_WRITE"]);
+    const hbmDst = guarded(ctx, pd, "hbm", 256, ["LOCAL_WRITE", "REMOTE_WRITE"]);
+    ctx.write(src.addr, pattern(256, 8));
+    const w = { opcode: "RDMA_WRITE" as const, signaled: true, localAddr: src.addr, length: 256, lkey: src.mr.lkey };
+    const t0 = ctx.nowPs;
+    ctx.postSend(a, [{ ...w, wrId: 1, remoteAddr: sram1, rkey: dstMr.rkey }, { ...w, wrId: 2, remoteAddr: hbmDst.addr, rkey: hbmDst.mr.rkey }]);
+    expect(drain(ctx, cqA).map((c) => c.status)).toEqual(["SUCCESS", "SUCCESS"]);
+    // the bytes are in engine 1's own SRAM at 0x8000, where its firmware sees them
+    const sramView = new Uint8Array(ctx.device.core.memory.buffer, ctx.device.core.sramPtr(ctx.device.handle, 1) + 0x8000, 256);
+    expect(sramView).toEqual(pattern(256, 8));
+    expect(ctx.read(hbmDst.addr, 256)).toEqual(pattern(256, 8));
+    // an SRAM range that runs past the engine's SRAM is not memory at all
+    expect(() => ctx.regMr(pd, DMA.DMA_SRAM + REGIONS.SRAM.window - 128, 256)).toThrow(/cannot register/);
+    expect(ctx.nowPs).toBeGreaterThan(t0);
+  });
+});

@@ -98,6 +98,8 @@
 #define MENIC_DMA_HBM_BASE 0x80000000ull
 /* host memory reached over PCIe (hostMemBytes of it) */
 #define MENIC_DMA_HOST_BASE 0x100000000ull
+/* engine SRAMs: engine e's SRAM at DMA_SRAM_BASE + e x SRAM_WINDOW (the NIC interface reaches each engine's local store) */
+#define MENIC_DMA_SRAM_BASE 0x200000000ull
 
 /* ---- verbs (layouts/verbs.json) */
 /* work request opcodes */
@@ -146,11 +148,11 @@
 /* verbs commands firmware issues through NIC.CMD (arguments in NIC.CMD_ARG0..7; objects created are owned by the calling engine) */
 #define MENIC_CMD_ALLOC_PD 1 /* -> pd */
 #define MENIC_CMD_DEALLOC_PD 2 /* arg0 pd -> 0 */
-#define MENIC_CMD_REG_MR 3 /* arg0 pd, arg1/arg2 address low/high, arg3 length, arg4 ACCESS bits -> lkey (rkey = lkey | 0x80000000) */
+#define MENIC_CMD_REG_MR 3 /* arg0 pd, arg1/arg2 address low/high, arg3 length, arg4 ACCESS bits -> lkey (rkey = lkey | 0x80000000); an address with high word 0 is in the engine's own view (its SRAM window or HBM) */
 #define MENIC_CMD_DEREG_MR 4 /* arg0 lkey -> 0 */
-#define MENIC_CMD_CREATE_CQ 5 /* arg0 ring address (HBM), arg1 depth -> cqn */
+#define MENIC_CMD_CREATE_CQ 5 /* arg0 ring address in the engine's view (its SRAM or HBM), arg1 depth -> cqn */
 #define MENIC_CMD_DESTROY_CQ 6 /* arg0 cqn -> 0 */
-#define MENIC_CMD_CREATE_QP 7 /* arg0 pd, arg1 send cqn, arg2 receive cqn, arg3 send ring (HBM), arg4 send depth, arg5 receive ring (HBM), arg6 receive depth, arg7 signal all -> qpn */
+#define MENIC_CMD_CREATE_QP 7 /* arg0 pd, arg1 send cqn, arg2 receive cqn, arg3 send ring, arg4 send depth, arg5 receive ring, arg6 receive depth (rings in the engine's view: its SRAM or HBM), arg7 signal all -> qpn */
 #define MENIC_CMD_MODIFY_QP 8 /* arg0 qpn, arg1 QP_STATE, arg2 destination qpn (for RTR) -> 0 */
 #define MENIC_CMD_DESTROY_QP 9 /* arg0 qpn -> 0 */
 /* negative results of NIC.CMD (as u32: 0xffffffff is -1) */

@@ -4,8 +4,8 @@
  * firmware; the firmware posts work requests, rings doorbells, and takes completions by
  * polling or by sleeping in wfi until its NIC interrupt.
  *
- * HBM addresses are the same for the engine and the NIC (MENIC_DMA_HBM_BASE == MENIC_HBM_BASE),
- * so a pointer into HBM can go into a work request as it is.
+ * HBM addresses are the same for the engine and the NIC (MENIC_DMA_HBM_BASE == MENIC_HBM_BASE);
+ * the engine's SRAM has a DMA address of its own: menic_dma() gives it.
  */
 #ifndef MENIC_NIC_H
 #define MENIC_NIC_H
@@ -14,6 +14,15 @@
 #include <stdint.h>
 #include "menic/memmap.h"
 #include "menic/csr.h"
+
+/* The NIC's (DMA) address of a pointer of this engine: its own SRAM appears to the NIC at
+ * MENIC_DMA_SRAM_BASE + hartid x MENIC_SRAM_WINDOW; HBM at the same addresses. Work requests
+ * carry DMA addresses; verbs commands take this engine's own addresses and translate them. */
+static inline uint64_t menic_dma(const volatile void *p) {
+  uint32_t a = (uint32_t)(uintptr_t)p;
+  if (a >= MENIC_SRAM_WINDOW) return a;
+  return MENIC_DMA_SRAM_BASE + (uint64_t)csr_read(CSR_MHARTID) * MENIC_SRAM_WINDOW + a;
+}
 
 /* A send or receive queue of this engine: its ring of WQEs in HBM and the producer index. */
 struct menic_queue {
@@ -104,7 +113,7 @@ static inline int32_t menic_cmd(uint32_t op, const uint32_t *args, uint32_t n) {
 /* A protection domain: its number, or a negative error. */
 static inline int32_t menic_alloc_pd(void) { return menic_cmd(MENIC_CMD_ALLOC_PD, 0, 0); }
 
-/* Register [addr, addr + len) (HBM) with MENIC_ACCESS_* rights: the lkey (rkey = lkey |
+/* Register [addr, addr + len) (this engine's SRAM or HBM) with MENIC_ACCESS_* rights: the lkey (rkey = lkey |
  * 0x80000000), or a negative error. */
 static inline int32_t menic_reg_mr(uint32_t pd, const volatile void *addr, uint32_t len, uint32_t access) {
   uint32_t a[5] = { pd, (uint32_t)(uintptr_t)addr, 0, len, access };
@@ -113,7 +122,8 @@ static inline int32_t menic_reg_mr(uint32_t pd, const volatile void *addr, uint3
 
 static inline uint32_t menic_rkey(int32_t lkey) { return (uint32_t)lkey | 0x80000000u; }
 
-/* A CQ of `depth` entries whose ring (depth x MENIC_CQE_SIZE bytes of HBM, zeroed) is `ring`. */
+/* A CQ of `depth` entries whose ring (depth x MENIC_CQE_SIZE zeroed bytes of this engine's
+ * SRAM or of HBM) is `ring`. A ring in SRAM is the cheap one to poll. */
 static inline int32_t menic_create_cq(struct menic_cq *cq, volatile struct menic_cqe *ring, uint32_t depth) {
   uint32_t a[2] = { (uint32_t)(uintptr_t)ring, depth };
   int32_t r = menic_cmd(MENIC_CMD_CREATE_CQ, a, 2);
@@ -124,7 +134,7 @@ static inline int32_t menic_create_cq(struct menic_cq *cq, volatile struct menic
   return r;
 }
 
-/* A QP owned by this engine, with its send and receive rings in HBM. */
+/* A QP owned by this engine, with its send and receive rings in its SRAM or in HBM. */
 static inline int32_t menic_create_qp(struct menic_queue *sq, struct menic_queue *rq, uint32_t pd,
                                       const struct menic_cq *scq, const struct menic_cq *rcq,
                                       volatile struct menic_wqe *sring, uint32_t sdepth,
