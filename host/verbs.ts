@@ -111,6 +111,7 @@ export class Context {
     return new Context(await Device.create(module, config, options));
   }
 
+  /** A context on an existing device (e.g. a restored one); its allocators start afresh. */
   static of(device: Device): Context {
     return new Context(device);
   }
