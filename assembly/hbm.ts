@@ -102,27 +102,33 @@ function reshare(dev: Device, t: u64): void {
   if (next != f64.MAX_VALUE) schedule(dev, t + <u64>Math.ceil(next > 0 ? next : 0), EventKind.HbmTick, dev.hbmGen, 0);
 }
 
-/**
- * Starts a flow of `bytes` at up to `peakGbps`; when it has moved them, an event (doneKind,
- * a, b) fires. Returns false (and counts it) when the flow table is full.
- */
-export function hbmStart(dev: Device, t: u64, bytes: u64, peakBytesPerPs: f64, cls: u32, doneKind: u32, a: u32, b: u32): bool {
-  advance(dev, t);
+/** Takes a free slot of the flow table for a new flow; false when the table is full. */
+function claim(dev: Device, remaining: f64, total: u64, peak: f64, cls: u32, doneKind: u32, a: u32, b: u32): bool {
   for (let i: u32 = 0; i < dev.flowCap; i++) {
     const f = flowAt(dev, i);
     if (f.active) continue;
     f.active = 1;
-    f.remaining = <f64>bytes;
-    f.total = bytes;
-    f.peak = peakBytesPerPs;
+    f.remaining = remaining;
+    f.total = total;
+    f.peak = peak;
     f.cls = cls;
     f.doneKind = doneKind;
     f.doneA = a;
     f.doneB = b;
-    reshare(dev, t);
     return true;
   }
   return false;
+}
+
+/**
+ * Starts a flow of `bytes` at up to `peakBytesPerPs`; when it has moved them, an event
+ * (doneKind, a, b) fires. Returns false when the flow table is full (the caller counts it).
+ */
+export function hbmStart(dev: Device, t: u64, bytes: u64, peakBytesPerPs: f64, cls: u32, doneKind: u32, a: u32, b: u32): bool {
+  advance(dev, t);
+  if (!claim(dev, <f64>bytes, bytes, peakBytesPerPs, cls, doneKind, a, b)) return false;
+  reshare(dev, t);
+  return true;
 }
 
 /** The HbmTick event: ends the flows that have finished and reshares. */
@@ -148,18 +154,8 @@ export function hbmSetCompute(dev: Device, t: u64, bytesPerPs: f64): void {
     const f = flowAt(dev, i);
     if (f.active && f.cls == FlowClass.Compute) f.active = 0;
   }
-  if (bytesPerPs > 0) {
-    for (let i: u32 = 0; i < dev.flowCap; i++) {
-      const f = flowAt(dev, i);
-      if (f.active) continue;
-      f.active = 1;
-      f.remaining = Infinity;
-      f.total = 0;
-      f.peak = bytesPerPs;
-      f.cls = FlowClass.Compute;
-      break;
-    }
-  }
+  // never ends, so no completion event
+  if (bytesPerPs > 0) claim(dev, Infinity, 0, bytesPerPs, FlowClass.Compute, 0, 0, 0);
   reshare(dev, t);
 }
 
