@@ -23,7 +23,7 @@ import {
   STAT_CQ_OVERRUN, STAT_HBM_FLOW_FULL, TP_NIC_DOORBELL, TP_NIC_WQE_START, TP_NIC_WQE_DONE, TP_NIC_CQE,
 } from "./generated/layouts";
 import {
-  Qp, qpAt, cqAt, qpRanges, qpWqe, mrCheck, dmaPtr, dmaIsHbm, dmaIsHost, dmaIsSram, OWNER_HOST, NOT_ARMED, RANGES, QP_RANGE_BYTES,
+  Qp, qpAt, cqAt, qpRanges, qpWqe, sqSlot, rqSlot, mrCheck, dmaPtr, dmaIsHbm, dmaIsHost, dmaIsSram, OWNER_HOST, NOT_ARMED, RANGES, QP_RANGE_BYTES,
 } from "./verbs";
 import { schedule, EventKind } from "./sched";
 import { hbmStart, FlowClass } from "./hbm";
@@ -134,14 +134,14 @@ function flush(dev: Device, qpn: u32, t: u64): void {
   const q = qpAt(dev, qpn);
   const from = q.busy ? q.sqCi + 1 : q.sqCi;
   for (let i = from; i != q.announced; i++) {
-    const w = dmaPtr(dev, q.sqBase + <u64>(i % q.sqDepth) * WQE_SIZE, WQE_SIZE);
+    const w = sqSlot(dev, q, i);
     if (!cqPush(dev, q.sendCq, t, load<u64>(w + WQE_WR_ID), 0, 0, false, qpn, STATUS_WR_FLUSH_ERR, load<u8>(w + WQE_OPCODE))) break;
     statAdd(dev, STAT_NIC_FLUSHED, 1);
   }
   if (!q.busy) q.sqCi = q.announced;
   else q.announced = q.sqCi + 1;
   for (; q.rqCi != q.rqPi; q.rqCi++) {
-    const w = dmaPtr(dev, q.rqBase + <u64>(q.rqCi % q.rqDepth) * WQE_SIZE, WQE_SIZE);
+    const w = rqSlot(dev, q, q.rqCi);
     if (!cqPush(dev, q.recvCq, t, load<u64>(w + WQE_WR_ID), 0, 0, false, qpn, STATUS_WR_FLUSH_ERR, OPCODE_RECV)) break;
     statAdd(dev, STAT_NIC_FLUSHED, 1);
   }
@@ -180,7 +180,7 @@ export function kick(dev: Device, qpn: u32, t: u64): void {
   q.gen++;
   q.retriesLeft = <u32>dev.transportRetries;
   q.rnrLeft = <u32>dev.rnrRetries;
-  memory.copy(qpWqe(dev, qpn), dmaPtr(dev, q.sqBase + <u64>(q.sqCi % q.sqDepth) * WQE_SIZE, WQE_SIZE), WQE_SIZE);
+  memory.copy(qpWqe(dev, qpn), sqSlot(dev, q, q.sqCi), WQE_SIZE);
   statAdd(dev, STAT_NIC_WQES, 1);
   tracePoint(dev, t, TP_NIC_WQE_START, 0xffff, qpn);
   attempt(dev, qpn, t);
@@ -253,7 +253,7 @@ function attempt(dev: Device, qpn: u32, t: u64): void {
         return;
       }
       if (op != OPCODE_RDMA_WRITE_WITH_IMM) {
-        const r = dmaPtr(dev, d.rqBase + <u64>(d.rqCi % d.rqDepth) * WQE_SIZE, WQE_SIZE);
+        const r = rqSlot(dev, d, d.rqCi);
         const rlen = <u64>load<u32>(r + WQE_LENGTH);
         const raddr2 = load<u64>(r + WQE_LADDR);
         if (len > rlen) { fail(dev, q, qpn, t, STATUS_REM_INV_REQ_ERR, STATUS_LOC_LEN_ERR); return; }
@@ -396,7 +396,7 @@ function done(dev: Device, qpn: u32, t: u64): void {
     }
     if (consumesRecv) {
       const d = qpAt(dev, q.destQpn);
-      const r = dmaPtr(dev, d.rqBase + <u64>(d.rqCi % d.rqDepth) * WQE_SIZE, WQE_SIZE);
+      const r = rqSlot(dev, d, d.rqCi);
       d.rqCi++;
       const rxOp = op == OPCODE_RDMA_WRITE_WITH_IMM ? OPCODE_RDMA_WRITE_WITH_IMM : OPCODE_RECV;
       if (!cqPush(dev, d.recvCq, t, load<u64>(r + WQE_WR_ID), len, imm, op != OPCODE_SEND, q.destQpn, STATUS_SUCCESS, rxOp)) qpError(dev, q.destQpn, t);
@@ -404,7 +404,7 @@ function done(dev: Device, qpn: u32, t: u64): void {
   } else if (q.rxStatus != STATUS_SUCCESS && qpAt(dev, q.destQpn).valid && qpAt(dev, q.destQpn).rqCi != qpAt(dev, q.destQpn).rqPi) {
     // the target's posted receive fails too, and the target QP goes to error (IB spec 9.9.3)
     const d = qpAt(dev, q.destQpn);
-    const r = dmaPtr(dev, d.rqBase + <u64>(d.rqCi % d.rqDepth) * WQE_SIZE, WQE_SIZE);
+    const r = rqSlot(dev, d, d.rqCi);
     d.rqCi++;
     cqPush(dev, d.recvCq, t, load<u64>(r + WQE_WR_ID), 0, 0, false, q.destQpn, q.rxStatus, OPCODE_RECV);
     statAdd(dev, STAT_NIC_ERRORS, 1);
@@ -481,7 +481,7 @@ export function expressDoorbell(dev: Device, slot: u32, ringer: u32, t: u64): vo
   const q = qpAt(dev, qpn);
   if (q.announced - q.sqCi >= q.sqDepth) { statAdd(dev, STAT_NIC_BAD_DOORBELL, 1); return; }
   // the NIC keeps the entry in the ring slot it occupies, so every entry runs from one place
-  memory.copy(dmaPtr(dev, q.sqBase + <u64>(q.announced % q.sqDepth) * WQE_SIZE, WQE_SIZE), e, WQE_SIZE);
+  memory.copy(sqSlot(dev, q, q.announced), e, WQE_SIZE);
   q.announced++;
   rangePush(dev, q, qpn, q.announced, t);
   kick(dev, qpn, t);

@@ -4,7 +4,7 @@
 // DMA addresses (layouts/memmap.json "dma"): HBM at DMA_HBM_BASE, host memory at DMA_HOST_BASE.
 
 import { Device, hartAt } from "./device";
-import { DMA_SRAM_BASE, SRAM_WINDOW, DMA_HBM_BASE, DMA_HOST_BASE, ACCESS_LOCAL_WRITE, ACCESS_REMOTE_WRITE, ACCESS_REMOTE_READ } from "./generated/layouts";
+import { WQE_SIZE, DMA_SRAM_BASE, SRAM_WINDOW, DMA_HBM_BASE, DMA_HOST_BASE, ACCESS_LOCAL_WRITE, ACCESS_REMOTE_WRITE, ACCESS_REMOTE_READ } from "./generated/layouts";
 
 export const REMOTE_KEY_BIT: u32 = 0x80000000;
 export const OWNER_HOST: u32 = 0xffff;
@@ -110,6 +110,16 @@ export function engineToDma(e: u32, addr: u32): u64 {
 export const MR_STRIDE: usize = (offsetof<Mr>() + 7) & ~(<usize>7);
 export const CQ_STRIDE: usize = (offsetof<Cq>() + 7) & ~(<usize>7);
 export const QP_STRIDE: usize = (offsetof<Qp>() + 7) & ~(<usize>7);
+
+/** Wasm address of send-queue entry `i` (free-running index) of QP `q`. */
+@inline export function sqSlot(dev: Device, q: Qp, i: u32): usize {
+  return dmaPtr(dev, q.sqBase + <u64>(i % q.sqDepth) * WQE_SIZE, WQE_SIZE);
+}
+
+/** Wasm address of receive-queue entry `i` (free-running index) of QP `q`. */
+@inline export function rqSlot(dev: Device, q: Qp, i: u32): usize {
+  return dmaPtr(dev, q.rqBase + <u64>(i % q.rqDepth) * WQE_SIZE, WQE_SIZE);
+}
 
 @inline export function qpRanges(dev: Device, qpn: u32): usize { return dev.qpRanges + <usize>qpn * QP_RANGE_BYTES; }
 @inline export function qpWqe(dev: Device, qpn: u32): usize { return dev.qpWqes + <usize>qpn * 128; }
