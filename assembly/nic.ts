@@ -116,11 +116,6 @@ function cqPush(dev: Device, cqn: u32, t: u64, wrId: u64, byteLen: u32, imm: u32
   return true;
 }
 
-/** A WR_FLUSH_ERR completion for one request (verbs-control.ts destroys busy QPs with it). */
-export function cqPushFlush(dev: Device, cqn: u32, t: u64, qpn: u32, wrId: u64, opcode: u32): bool {
-  return cqPush(dev, cqn, t, wrId, 0, 0, false, qpn, STATUS_WR_FLUSH_ERR, opcode);
-}
-
 /** Time a completion written at `t` into CQ `cqn` becomes visible to its consumer. */
 function cqeVisible(dev: Device, cqn: u32, t: u64): u64 {
   if (cqn >= dev.maxCqs) return t;
@@ -424,6 +419,25 @@ function done(dev: Device, qpn: u32, t: u64): void {
     qpError(dev, qpn, t);
   }
   kick(dev, qpn, t);
+}
+
+/**
+ * Ends the request in flight on `qpn` at once with WR_FLUSH_ERR (the QP is being destroyed):
+ * its pending events find a new generation and do nothing, and a reduction block it holds
+ * goes to the next QP waiting for it.
+ */
+export function abandonRequest(dev: Device, qpn: u32, t: u64): void {
+  const q = qpAt(dev, qpn);
+  if (!q.busy) return;
+  const w = qpWqe(dev, qpn);
+  cqPush(dev, q.sendCq, t, load<u64>(w + WQE_WR_ID), 0, 0, false, qpn, STATUS_WR_FLUSH_ERR, load<u8>(w + WQE_OPCODE));
+  statAdd(dev, STAT_NIC_FLUSHED, 1);
+  q.busy = 0;
+  q.sqCi++;
+  q.gen++;
+  q.phase = NicPhase.Idle;
+  if (q.waitBlock != NOT_ARMED) q.waitBlock = NOT_ARMED;
+  else if (q.reqFlags & REQ_REDUCE) releaseBlock(dev, q.reqBlock, t);
 }
 
 /** Frees a reduction block and restarts the first QP (in QP order) waiting for it. */

@@ -2,11 +2,11 @@
 // ibv_modify_qp, ibv_destroy_qp, ibv_destroy_cq). They act at once: the driver's own time is
 // not modelled. State transitions follow IB spec 10.3.1 for the states this NIC has.
 
-import { Device, statAdd } from "./device";
+import { Device } from "./device";
 import { Qp, qpAt, cqAt, pdValid, dmaPtr, OWNER_HOST, NOT_ARMED } from "./verbs";
-import { kick, qpError, cqPushFlush } from "./nic";
+import { kick, qpError, abandonRequest } from "./nic";
 import {
-  CMD_ERR_NO_OBJECT, CMD_ERR_TRANSITION, CMD_ERR_IN_USE, CMD_ERR_ARGUMENT, QP_STATE_RESET, QP_STATE_INIT, QP_STATE_RTR, QP_STATE_RTS, QP_STATE_ERR, WQE_SIZE, WQE_WR_ID, WQE_OPCODE, STAT_NIC_FLUSHED,
+  CMD_ERR_NO_OBJECT, CMD_ERR_TRANSITION, CMD_ERR_IN_USE, CMD_ERR_ARGUMENT, QP_STATE_RESET, QP_STATE_INIT, QP_STATE_RTR, QP_STATE_RTS, QP_STATE_ERR, WQE_SIZE,
 } from "./generated/layouts";
 
 // results: a number, or a negative CMD_ERR (layouts/verbs.json), which firmware reads too
@@ -78,21 +78,11 @@ export function qpDestroy(dev: Device, qpn: u32): i32 {
   if (qpn >= dev.maxQps || !qpAt(dev, qpn).valid) return E_NO_OBJECT;
   const q = qpAt(dev, qpn);
   const t = dev.now;
-  if (q.busy) {
-    cqPushFlush(dev, q.sendCq, t, qpn, qpWqeId(dev, qpn), qpWqeOpcode(dev, qpn));
-    statAdd(dev, STAT_NIC_FLUSHED, 1);
-    if (q.reqFlags & 2) store<u32>(dev.blocks + (<usize>q.reqBlock << 2), 0);
-    q.busy = 0;
-    q.sqCi++;
-    q.gen++; // events of the abandoned request find a new generation and do nothing
-  }
+  abandonRequest(dev, qpn, t);
   qpError(dev, qpn, t);
   q.valid = 0;
   return E_OK;
 }
-
-@inline function qpWqeId(dev: Device, qpn: u32): u64 { return load<u64>(dev.qpWqes + <usize>qpn * WQE_SIZE + WQE_WR_ID); }
-@inline function qpWqeOpcode(dev: Device, qpn: u32): u32 { return load<u8>(dev.qpWqes + <usize>qpn * WQE_SIZE + WQE_OPCODE); }
 
 export function cqDestroy(dev: Device, cqn: u32): i32 {
   if (cqn >= dev.maxCqs || !cqAt(dev, cqn).valid) return E_NO_OBJECT;

@@ -352,3 +352,31 @@ describe("engine SRAM through the NIC interface", () => {
     expect(ctx.nowPs).toBeGreaterThan(t0);
   });
 });
+
+describe("destroying a QP that holds its reduction block", () => {
+  it("hands the block to the QP waiting for it", async () => {
+    const ctx = await Context.open(coreModule(), { engines: 1 }); // every host QP uses block 0
+    const pd = ctx.allocPd();
+    const cq = ctx.createCq(16);
+    const qps = [0, 1].map(() => {
+      const qp = ctx.createQp(pd, { sendCq: cq, recvCq: cq, maxSendWr: 4, maxRecvWr: 1 });
+      ctx.modifyQp(qp, { state: "INIT" });
+      ctx.modifyQp(qp, { state: "RTR", destQpNum: qp.qpn });
+      ctx.modifyQp(qp, { state: "RTS" });
+      return qp;
+    });
+    const area = ctx.allocHbm(3 << 20);
+    const mr = ctx.regMr(pd, area, 3 << 20, ["LOCAL_WRITE"]);
+    const reduce = (wrId: number) => ({
+      wrId, opcode: "REDUCE" as const, signaled: true, localAddr: area + (2 << 20), length: 1 << 20, lkey: mr.lkey,
+      reduce: { op: "SUM" as const, dtype: "I32" as const, sources: [{ addr: area, lkey: mr.lkey }, { addr: area + (1 << 20), lkey: mr.lkey }] },
+    });
+    ctx.postSend(qps[0], [reduce(1)]);
+    ctx.postSend(qps[1], [reduce(2)]);
+    ctx.run(1_500_000n); // QP 0 streams through the block, QP 1 waits for it
+    ctx.destroyQp(qps[0]);
+    ctx.run(1_000_000_000n);
+    const wcs = ctx.pollCq(cq).map((w) => [w.wrId, w.status]);
+    expect(wcs).toEqual([[1n, "WR_FLUSH_ERR"], [2n, "SUCCESS"]]);
+  });
+});
