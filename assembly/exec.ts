@@ -10,7 +10,7 @@ import {
   CAUSE_MISALIGNED_FETCH, CAUSE_FETCH_ACCESS, CAUSE_ILLEGAL, CAUSE_BREAKPOINT, CAUSE_MISALIGNED_LOAD, CAUSE_LOAD_ACCESS,
   CAUSE_MISALIGNED_STORE, CAUSE_STORE_ACCESS, CAUSE_ECALL_M,
 } from "./hart";
-import { HBM_BASE, STAT_AMO_SC_FAIL, STAT_AMO_RESV_BROKEN, TP_ENGINE_SLEEP, NIC_BASE, NIC_EXPRESS, NIC_EXPRESS_SIZE } from "./generated/layouts";
+import { HBM_BASE, STAT_AMO_SC_FAIL, STAT_AMO_RESV_BROKEN, TP_ENGINE_SLEEP } from "./generated/layouts";
 import { csrRead, csrWrite, CSR_ILLEGAL } from "./csr";
 import { mmioLoad, mmioStore, MMIO_FAULT } from "./mmio";
 import { takeTrap, mret, pendingIrqs } from "./trap";
@@ -213,12 +213,11 @@ export function execute(dev: Device, h: Hart, stop: u64): void {
           if (dev.resvCount != 0) breakReservations(dev, h.id, addr);
         } else {
           h.pc = pc; h.cycle = cycle; h.instret = instret;
-          if (!mmioStore(dev, h, addr, v)) { takeTrap(dev, h, CAUSE_STORE_ACCESS, addr); return; }
+          const cost = mmioStore(dev, h, addr, v);
+          if (cost == MMIO_FAULT) { takeTrap(dev, h, CAUSE_STORE_ACCESS, addr); return; }
           // an exit write leaves the engine stopped at the store; anything else retires it
           if (h.state == EngineState.Running) h.pc = pc + 4;
-          const express = addr - (NIC_BASE + NIC_EXPRESS) < NIC_EXPRESS_SIZE;
-          h.cycle = cycle + <u64>(express ? dev.cpiExpress : dev.cpiMmio) + h.stall; h.instret = instret + 1;
-          h.stall = 0;
+          h.cycle = cycle + <u64>cost; h.instret = instret + 1;
           return;
         }
         if (f3 == 0) store<u8>(p, <u8>v);

@@ -60,7 +60,6 @@ export const NO_RESERVATION: u32 = 0xffffffff;
   sleepPs: u64; // total time asleep in wfi
   sleepStart: u64; // when the current sleep began
   wakeGen: u32; // invalidates timer events of earlier sleeps
-  stall: u64; // cycles the current MMIO access adds beyond cpiMmio (a NIC command)
   cmd: usize; // NIC command arguments (8 words) and result (1 word)
 
   mstatus: u32;

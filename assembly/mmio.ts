@@ -41,38 +41,43 @@ export function mmioLoad(dev: Device, h: Hart, addr: u32): i64 {
   }
 }
 
-/** Writes the register at `addr`; false if there is none or it is read-only. */
-export function mmioStore(dev: Device, h: Hart, addr: u32, v: u32): bool {
+/**
+ * Writes the register at `addr`; returns the cycles the store costs the engine (cpiMmio; the
+ * express window's cpiExpress; a NIC command's stall on top), or MMIO_FAULT if there is no
+ * such register or it is read-only.
+ */
+export function mmioStore(dev: Device, h: Hart, addr: u32, v: u32): i64 {
+  const cost = <i64>dev.cpiMmio;
   switch (addr) {
     case SYS_BASE + SYS_CONSOLE_TX:
       if (!fifoPush(h.console, v)) statAdd(dev, STAT_CONSOLE_DROPPED, 1);
-      return true;
+      return cost;
     case SYS_BASE + SYS_EXIT: {
       h.exitCode = v;
       h.state = EngineState.Exited;
       tracePoint(dev, psOfCycle(h.cycle, dev.khz), TP_ENGINE_EXIT, h.id, v);
-      return true;
+      return cost;
     }
-    case TIMER_BASE + TIMER_MTIMECMP_LO: h.mtimecmp = (h.mtimecmp & 0xffffffff00000000) | <u64>v; return true;
-    case TIMER_BASE + TIMER_MTIMECMP_HI: h.mtimecmp = (h.mtimecmp & 0xffffffff) | (<u64>v << 32); return true;
+    case TIMER_BASE + TIMER_MTIMECMP_LO: h.mtimecmp = (h.mtimecmp & 0xffffffff00000000) | <u64>v; return cost;
+    case TIMER_BASE + TIMER_MTIMECMP_HI: h.mtimecmp = (h.mtimecmp & 0xffffffff) | (<u64>v << 32); return cost;
     case MBOX_BASE + MBOX_OUT_DATA:
       if (!fifoPush(h.mboxOut, v)) statAdd(dev, STAT_MBOX_OUT_OVERFLOW, 1);
-      return true;
+      return cost;
     case NIC_BASE + NIC_SQ_DB: case NIC_BASE + NIC_RQ_DB: {
       // the doorbell reaches the NIC's logic after nicDoorbellLatencyPs
       const kind = addr == NIC_BASE + NIC_SQ_DB ? EventKind.NicSqDoorbell : EventKind.NicRqDoorbell;
       schedule(dev, psOfCycle(h.cycle, dev.khz) + dev.nicDoorbellLatencyPs, kind, (h.id << 16) | (v >> 16), v & 0xffff);
-      return true;
+      return cost;
     }
-    case NIC_BASE + NIC_CQ_CI: cqSetCi(dev, v >> 16, v & 0xffff); return true;
-    case NIC_BASE + NIC_CMD: nicCommand(dev, h, v); return true;
+    case NIC_BASE + NIC_CQ_CI: cqSetCi(dev, v >> 16, v & 0xffff); return cost;
+    case NIC_BASE + NIC_CMD: return cost + <i64>nicCommand(dev, h, v);
     case NIC_BASE + NIC_CQ_ARM: {
       if (v < dev.maxCqs && cqAt(dev, v).valid) cqAt(dev, v).armEngine = h.id;
-      return true;
+      return cost;
     }
     default: {
       const argOff = addr - (NIC_BASE + NIC_CMD_ARG0);
-      if (argOff < 32) { cmdArg(h, argOff >> 2, v); return true; }
+      if (argOff < 32) { cmdArg(h, argOff >> 2, v); return cost; }
       const off = addr - (NIC_BASE + NIC_EXPRESS);
       if (off < NIC_EXPRESS_SIZE) {
         const buf = dev.engExpress + <usize>h.id * WQE_SIZE;
@@ -83,9 +88,9 @@ export function mmioStore(dev: Device, h: Hart, addr: u32, v: u32): bool {
           if (slot < 0) statAdd(dev, STAT_NIC_EXPRESS_FULL, 1);
           else schedule(dev, psOfCycle(h.cycle, dev.khz) + dev.nicDoorbellLatencyPs, EventKind.NicExpress, <u32>slot, h.id);
         }
-        return true;
+        return <i64>dev.cpiExpress;
       }
-      return false;
+      return MMIO_FAULT;
     }
   }
 }

@@ -31,8 +31,8 @@ export function cmdResult(h: Hart): u32 {
   return qpn < dev.maxQps && qpAt(dev, qpn).valid != 0 && qpAt(dev, qpn).owner == e && qpAt(dev, qpn).owner != OWNER_HOST;
 }
 
-/** Runs command `op` for engine `h`; the result goes to CMD_RESULT and the engine stalls. */
-export function nicCommand(dev: Device, h: Hart, op: u32): void {
+/** Runs command `op` for engine `h`; the result goes to CMD_RESULT. Returns the engine's stall in cycles. */
+export function nicCommand(dev: Device, h: Hart, op: u32): u64 {
   let r: i32;
   switch (op) {
     case CMD_ALLOC_PD: r = pdAlloc(dev); break;
@@ -55,5 +55,5 @@ export function nicCommand(dev: Device, h: Hart, op: u32): void {
     default: r = E_ARGUMENT; break;
   }
   store<i32>(h.cmd + 32, r);
-  h.stall = cyclesCeil(dev.nicCommandPs, dev.khz);
+  return cyclesCeil(dev.nicCommandPs, dev.khz);
 }
