@@ -47,6 +47,8 @@ export class Device {
   readonly traceRecords: TraceRecord[] = [];
   private readonly consoleBytes: number[][] = [];
   private readonly partialLine: string[] = [];
+  /** One streaming decoder per engine: a UTF-8 character split across two drains stays whole. */
+  private readonly lineDecoders: TextDecoder[] = [];
   private readonly decoder = new TextDecoder("utf-8");
   private u8!: Uint8Array;
 
@@ -65,6 +67,7 @@ export class Device {
     for (let i = 0; i < this.engines; i++) {
       this.consoleBytes.push([]);
       this.partialLine.push("");
+      this.lineDecoders.push(new TextDecoder("utf-8"));
     }
     this.refreshView();
   }
@@ -252,7 +255,7 @@ export class Device {
   }
 
   private emitLines(i: number, bytes: Uint8Array): void {
-    let text = this.partialLine[i] + new TextDecoder().decode(bytes);
+    let text = this.partialLine[i] + this.lineDecoders[i].decode(bytes, { stream: true });
     let nl: number;
     while ((nl = text.indexOf("\n")) >= 0) {
       this.options.onConsoleLine!(i, text.slice(0, nl));
@@ -264,7 +267,8 @@ export class Device {
   /** Flushes console text that did not end with a newline to onConsoleLine. */
   flushConsole(): void {
     if (!this.options.onConsoleLine) return;
-    this.partialLine.forEach((t, i) => {
+    this.partialLine.forEach((_, i) => {
+      const t = this.partialLine[i] + this.lineDecoders[i].decode();
       if (t) this.options.onConsoleLine!(i, t);
       this.partialLine[i] = "";
     });

@@ -217,3 +217,31 @@ describe("scheduler", () => {
     expect(r.engines.every((e) => e.state === "sleeping")).toBe(true);
   });
 });
+
+describe("console lines", () => {
+  it("keep a UTF-8 character whole when its bytes are drained in two steps", async () => {
+    const src = `
+      li t0, ${CONSOLE}
+      li t1, 0xc3
+      sb t1, 0(t0)          # first byte of U+00E9
+      li t2, 1000
+    wait:
+      addi t2, t2, -1
+      bne t2, zero, wait
+      li t1, 0xa9
+      sb t1, 0(t0)          # second byte, microseconds later
+      li t1, 10
+      sb t1, 0(t0)
+      li t0, ${EXIT}
+      sw zero, 0(t0)
+    `;
+    const lines: string[] = [];
+    const dev = await Device.create(coreModule(), { engines: 1 }, { onConsoleLine: (_e, l) => lines.push(l) });
+    dev.start(dev.loadElf(programElf(src)).entry);
+    dev.run(400_000n); // the first byte is drained here
+    expect(dev.console(0)).toBe("\ufffd");
+    dev.run(1_000_000_000n);
+    expect(lines).toEqual(["\u00e9"]);
+    expect(dev.console(0)).toBe("\u00e9\n");
+  });
+});
