@@ -29,7 +29,7 @@ import { schedule, EventKind } from "./sched";
 import { hbmStart, FlowClass } from "./hbm";
 import { pcieRead, pcieWrite, PcieDir } from "./pcie";
 import { fifoPush } from "./fifo";
-import { reduceKernel } from "./reduce";
+import { reduceKernel, reduceElementBytes, reduceOpKnown } from "./reduce";
 import { interruptEngine } from "./run";
 import { maxU64 } from "./time";
 
@@ -46,11 +46,6 @@ export const enum NicPhase {
 const REQ_DST_HOST: u32 = 1;
 const REQ_REDUCE: u32 = 2;
 const REQ_DST_SRAM: u32 = 4;
-
-/** Bytes per element of a reduction dtype (DTYPE_*), 0 for an unknown one. */
-@inline function dtypeBytes(dtype: u32): u32 {
-  return dtype == 0 || dtype == 3 ? 4 : dtype <= 2 ? 2 : 0;
-}
 
 // ---- ready ranges: each announced entry becomes runnable at the time its fetch completes
 
@@ -285,8 +280,8 @@ function attemptReduce(dev: Device, q: Qp, qpn: u32, w: usize, t: u64): void {
   const nsrc = <u32>load<u8>(w + WQE_NSRC);
   const dtype = <u32>load<u8>(w + WQE_DTYPE), redop = <u32>load<u8>(w + WQE_REDOP);
   const len = <u64>load<u32>(w + WQE_LENGTH);
-  const esize = dtypeBytes(dtype);
-  if (nsrc < 2 || nsrc > 8 || esize == 0 || redop > 3) { fail(dev, q, qpn, t, STATUS_LOC_QP_OP_ERR, STATUS_SUCCESS); return; }
+  const esize = reduceElementBytes(dtype);
+  if (nsrc < 2 || nsrc > 8 || esize == 0 || !reduceOpKnown(redop)) { fail(dev, q, qpn, t, STATUS_LOC_QP_OP_ERR, STATUS_SUCCESS); return; }
   if (len % esize != 0) { fail(dev, q, qpn, t, STATUS_LOC_LEN_ERR, STATUS_SUCCESS); return; }
   const dst = load<u64>(w + WQE_LADDR);
   // the reduction block sits beside HBM: every operand must be there

@@ -289,6 +289,18 @@ const BF16_CANON_NAN: i32 = 0x7fc0;
   }
 }
 
+/** Bytes per element of `dtype` (ReduceType), 0 for a dtype the block does not have. */
+export function reduceElementBytes(dtype: u32): u32 {
+  if (dtype == ReduceType.F32 || dtype == ReduceType.I32) return 4;
+  if (dtype == ReduceType.F16 || dtype == ReduceType.Bf16) return 2;
+  return 0;
+}
+
+/** Is `op` a ReduceOp the block has? */
+export function reduceOpKnown(op: u32): bool {
+  return op == ReduceOp.Sum || op == ReduceOp.Max || op == ReduceOp.Min || op == ReduceOp.Prod;
+}
+
 /**
  * Reduces `k` (2..8) source buffers of `bytes` bytes each into `dst` with `op` (ReduceOp) on
  * elements of `dtype` (ReduceType). `srcs` holds k little-endian u32 addresses of the
