@@ -6,7 +6,7 @@
 // or saved and restored in the middle, is identical to one uninterrupted run.
 
 import { Device, hartAt, statAdd, tracePoint } from "./device";
-import { Hart, EngineState, MIP_MEIP } from "./hart";
+import { Hart, EngineState } from "./hart";
 import {
   STAT_SCHED_EVENTS, STAT_SCHED_WINDOWS, STAT_ENGINE_WAKEUPS, STAT_MBOX_IN_OVERFLOW, TP_ENGINE_WAKE, TP_ENGINE_START,
 } from "./generated/layouts";
