@@ -19,6 +19,7 @@ import { NEVER } from "./time";
 import { Fifo, fifoInit } from "./fifo";
 import { Mr, Cq, Qp, MR_STRIDE, CQ_STRIDE, QP_STRIDE, QP_RANGE_BYTES, NOT_ARMED } from "./verbs";
 import { FLOW_BYTES, FLOW_CLASSES } from "./hbm";
+import { BLOCK_MAXSIZE } from "rt/common";
 
 /** Express doorbells that may be in flight between their write and their arrival at the NIC. */
 export const EXPRESS_SLOTS: u32 = 64;
@@ -189,6 +190,11 @@ export function createDevice(cfgIn: usize): Device {
   const oHbm = off; off += hbmBytes;
   const oHost = off; off += hostBytes;
 
+  // one heap block holds at most BLOCK_MAXSIZE bytes (just under 1 GiB) and heap.alloc aborts
+  // the instance on more; a null device tells the host the config is too large (the field
+  // maxima keep `off` below 4 GiB, 3 GiB of memories and under 256 MiB of tables, so it has
+  // not wrapped)
+  if (off + 64 > BLOCK_MAXSIZE) return changetype<Device>(0);
   const base = heap.alloc(off + 64);
   const arena = (base + 63) & ~(<usize>63);
   // the bump allocator hands out memory never used before, which wasm zeroes when it grows;

@@ -3,7 +3,7 @@ import coreWasm from "../build/menic.wasm";
 import type { DeviceOptions } from "./device.js";
 import { Context } from "./verbs.js";
 
-export { Device, type EngineReport, type TraceRecord, type DeviceOptions } from "./device.js";
+export { Device, SnapshotError, type EngineReport, type TraceRecord, type DeviceOptions } from "./device.js";
 export { ConfigError } from "./config.js";
 export { ElfError } from "./elf.js";
 export { toPerfetto } from "./trace/perfetto.js";

@@ -12,9 +12,15 @@ export class ConfigError extends Error {
   }
 }
 
+/**
+ * The core lays a whole device out in one block of its heap (assembly/device.ts createDevice),
+ * and AssemblyScript's largest block is just under 1 GiB (BLOCK_MAXSIZE, rt/common.ts).
+ */
+export const ARENA_LIMIT_BYTES = 2 ** 30;
+
 const byName = new Map<string, ConfigField>(CONFIG_FIELDS.map((f) => [f.name, f]));
 
-/** Full configuration with defaults filled in; throws ConfigError naming the first bad field. */
+/** Full configuration with defaults filled in; throws ConfigError naming the first bad field (or the fields that overfill the arena). */
 export function resolveConfig(partial: unknown, path = "config"): Map<string, bigint> {
   if (partial === undefined || partial === null) partial = {};
   if (typeof partial !== "object" || Array.isArray(partial)) throw new ConfigError(path, "must be an object");
@@ -34,7 +40,24 @@ export function resolveConfig(partial: unknown, path = "config"): Map<string, bi
     if (f.multipleOf && v % BigInt(f.multipleOf) !== 0n) throw new ConfigError(at, `must be a multiple of ${f.multipleOf}, got ${v}`);
     out.set(key, v);
   }
+  // the memories alone must fit in the arena; whether the tables beside them do is the
+  // core's answer (Device.create), so the layout is written down once, in assembly/device.ts
+  if (memoryBytes(out) > ARENA_LIMIT_BYTES) throw arenaTooLarge(out, path);
   return out;
+}
+
+function memoryBytes(cfg: Map<string, bigint>): bigint {
+  return cfg.get("hbmBytes")! + cfg.get("hostMemBytes")! + cfg.get("engines")! * cfg.get("sramBytes")!;
+}
+
+/** The error for a config whose device does not fit in one arena, naming the fields that fill it. */
+export function arenaTooLarge(cfg: Map<string, bigint>, path = "config"): ConfigError {
+  const f = (name: string) => `${name} ${cfg.get(name)}`;
+  return new ConfigError(path,
+    `the device must fit in one arena of less than ${ARENA_LIMIT_BYTES} B (1 GiB): ` +
+    `${f("hbmBytes")} + ${f("hostMemBytes")} + ${f("engines")} x ${f("sramBytes")} = ${memoryBytes(cfg)} B, ` +
+    "plus the tables sized by the other fields (eventCapacity, traceRingEntries, consoleRingBytes, maxQps, ...); " +
+    "make hbmBytes, hostMemBytes or sramBytes smaller");
 }
 
 /** The config as the slots the core reads (slot order of layouts/config.json). */

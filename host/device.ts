@@ -3,9 +3,13 @@
 // the whole device state as bytes. Platform-neutral: the wasm module is handed in.
 
 import { instantiateCore, type MenicExports } from "./wasm.js";
-import { resolveConfig, packConfig } from "./config.js";
+import { resolveConfig, packConfig, arenaTooLarge } from "./config.js";
 import { parseElf, checkImage, placeSegment, type ElfImage } from "./elf.js";
-import { REGIONS, STAT_NAMES, TRACE_POINTS, CONFIG_FIELDS, LAYOUT_HASH } from "./generated/layouts.js";
+import { EngineConsole } from "./console.js";
+import { writeSnapshot, readSnapshot, SnapshotError } from "./snapshot.js";
+import { REGIONS, STAT_NAMES, TRACE_POINTS, LAYOUT_HASH } from "./generated/layouts.js";
+
+export { SnapshotError } from "./snapshot.js";
 
 export type EngineStateName = "idle" | "running" | "sleeping" | "exited" | "faulted";
 const STATE_NAMES: EngineStateName[] = ["idle", "running", "sleeping", "exited", "faulted"];
@@ -32,24 +36,33 @@ export interface TraceRecord {
 export interface DeviceOptions {
   /** Keep trace records (drained from the core after every step) in `traceRecords`. */
   collectTrace?: boolean;
-  /** Called with each complete console line of an engine, as it is drained. */
+  /**
+   * Called with each complete console line of an engine, as it is drained: every line, however
+   * much the device keeps for `console(i)`; a line over 64 Ki characters arrives in pieces.
+   */
   onConsoleLine?: (engine: number, line: string) => void;
+  /**
+   * Console bytes kept per engine for `console(i)` (default 1 MiB); later bytes are dropped
+   * and counted (`consoleDropped(i)`), so a firmware print loop cannot exhaust host memory.
+   */
+  consoleKeepBytes?: number;
 }
 
 const SCRATCH_BYTES = 64 * 1024;
-const SNAPSHOT_MAGIC = 0x504e5343494e454dn; // "MENICSNP" little-endian
-const SNAPSHOT_VERSION = 1;
+const CONSOLE_KEEP_BYTES = 1024 * 1024;
+
+/** Throws a RangeError naming the argument unless `v` is an integer in [lo, hi]. */
+function checkInt(name: string, v: number, lo: number, hi: number): number {
+  if (!Number.isInteger(v) || v < lo || v > hi) throw new RangeError(`${name} must be an integer in [${lo}, ${hi}], got ${v}`);
+  return v;
+}
 
 export class Device {
   readonly engines: number;
   readonly sramBytes: number;
   readonly hbmBytes: number;
   readonly traceRecords: TraceRecord[] = [];
-  private readonly consoleBytes: number[][] = [];
-  private readonly partialLine: string[] = [];
-  /** One streaming decoder per engine: a UTF-8 character split across two drains stays whole. */
-  private readonly lineDecoders: TextDecoder[] = [];
-  private readonly decoder = new TextDecoder("utf-8");
+  private readonly consoles: EngineConsole[] = [];
   private u8!: Uint8Array;
 
   private constructor(
@@ -64,17 +77,18 @@ export class Device {
     this.engines = Number(config.get("engines"));
     this.sramBytes = Number(config.get("sramBytes"));
     this.hbmBytes = Number(config.get("hbmBytes"));
-    for (let i = 0; i < this.engines; i++) {
-      this.consoleBytes.push([]);
-      this.partialLine.push("");
-      this.lineDecoders.push(new TextDecoder("utf-8"));
-    }
+    const keep = checkInt("consoleKeepBytes", options.consoleKeepBytes ?? CONSOLE_KEEP_BYTES, 0, 2 ** 31);
+    const onLine = options.onConsoleLine;
+    for (let i = 0; i < this.engines; i++) this.consoles.push(new EngineConsole(keep, onLine && ((line) => onLine(i, line))));
     this.refreshView();
   }
 
   /** Creates a device from the core's compiled module and a (partial) config; throws ConfigError. */
   static async create(module: WebAssembly.Module, config: unknown = {}, options: DeviceOptions = {}): Promise<Device> {
-    const cfg = resolveConfig(config);
+    return Device.open(module, resolveConfig(config), options);
+  }
+
+  private static async open(module: WebAssembly.Module, cfg: Map<string, bigint>, options: DeviceOptions): Promise<Device> {
     const core = await instantiateCore(module);
     if (core.layoutHash() >>> 0 !== LAYOUT_HASH)
       throw new Error(`the device core was built from other layouts (0x${(core.layoutHash() >>> 0).toString(16)}, host has 0x${LAYOUT_HASH.toString(16)}): run npm run build`);
@@ -82,6 +96,7 @@ export class Device {
     const cfgPtr = core.configAlloc();
     new BigUint64Array(core.memory.buffer, cfgPtr, slots.length).set(slots);
     const handle = core.create(cfgPtr);
+    if (handle === 0) throw arenaTooLarge(cfg); // the core refuses a device larger than its heap's largest block
     const scratch = core.scratchAlloc(SCRATCH_BYTES);
     return new Device(core, handle, scratch, cfg, options);
   }
@@ -120,10 +135,17 @@ export class Device {
     });
   }
 
-  /** Starts engines [0, count) at `entry`. */
+  /** Starts engines [0, count) at `entry` (an engine faults by itself on a bad address). */
   start(entry: number, count = this.engines): void {
-    for (let i = 0; i < count; i++) this.core.startEngine(this.handle, i, entry >>> 0);
+    checkInt("entry", entry, 0, 0xffffffff);
+    checkInt("count", count, 0, this.engines);
+    for (let i = 0; i < count; i++) this.core.startEngine(this.handle, i, entry);
     this.drain();
+  }
+
+  /** The core does not check engine indices: one past the table is another record's memory. */
+  private engineIndex(i: number): number {
+    return checkInt("engine", i, 0, this.engines - 1);
   }
 
   /** One call into the core (whole windows up to `untilPs` or until a ring wants draining), then drain. */
@@ -163,6 +185,7 @@ export class Device {
   }
 
   engine(i: number): EngineReport {
+    this.engineIndex(i);
     const c = this.core, h = this.handle;
     const state = STATE_NAMES[c.engineState(h, i)];
     return {
@@ -179,12 +202,17 @@ export class Device {
   }
 
   reg(engine: number, r: number): number {
-    return this.core.engineReg(this.handle, engine, r) >>> 0;
+    return this.core.engineReg(this.handle, this.engineIndex(engine), checkInt("r", r, 0, 31)) >>> 0;
   }
 
-  /** Everything engine `i` has printed so far. */
+  /** What engine `i` has printed so far, up to `consoleKeepBytes` (the rest: `consoleDropped`). */
   console(i: number): string {
-    return this.decoder.decode(new Uint8Array(this.consoleBytes[i]));
+    return this.consoles[this.engineIndex(i)].text();
+  }
+
+  /** Console bytes of engine `i` printed after `consoleKeepBytes` were kept, and not kept. */
+  consoleDropped(i: number): number {
+    return this.consoles[this.engineIndex(i)].dropped;
   }
 
   stats(): Record<string, number> {
@@ -196,11 +224,11 @@ export class Device {
   }
 
   mailboxPush(engine: number, word: number): boolean {
-    return this.core.mboxPush(this.handle, engine, word >>> 0) !== 0;
+    return this.core.mboxPush(this.handle, this.engineIndex(engine), word >>> 0) !== 0;
   }
 
   mailboxPop(engine: number): number | null {
-    const v = this.core.mboxPop(this.handle, engine);
+    const v = this.core.mboxPop(this.handle, this.engineIndex(engine));
     return v < 0n ? null : Number(v);
   }
 
@@ -221,6 +249,7 @@ export class Device {
 
   /** Bytes of HBM, for hosts and tests (a copy). */
   readHbm(offset: number, length: number): Uint8Array {
+    checkInt("length", length, 0, this.hbmBytes - checkInt("offset", offset, 0, this.hbmBytes));
     const at = this.core.hbmPtr(this.handle) + offset;
     return this.refreshView().slice(at, at + length);
   }
@@ -233,9 +262,7 @@ export class Device {
         const n = c.consoleRead(h, i, this.scratch, SCRATCH_BYTES);
         if (n === 0) break;
         mem = this.refreshView();
-        const bytes = mem.subarray(this.scratch, this.scratch + n);
-        for (const b of bytes) this.consoleBytes[i].push(b);
-        if (this.options.onConsoleLine) this.emitLines(i, bytes);
+        this.consoles[i].write(mem.subarray(this.scratch, this.scratch + n));
       }
     }
     for (;;) {
@@ -254,24 +281,9 @@ export class Device {
     }
   }
 
-  private emitLines(i: number, bytes: Uint8Array): void {
-    let text = this.partialLine[i] + this.lineDecoders[i].decode(bytes, { stream: true });
-    let nl: number;
-    while ((nl = text.indexOf("\n")) >= 0) {
-      this.options.onConsoleLine!(i, text.slice(0, nl));
-      text = text.slice(nl + 1);
-    }
-    this.partialLine[i] = text;
-  }
-
   /** Flushes console text that did not end with a newline to onConsoleLine. */
   flushConsole(): void {
-    if (!this.options.onConsoleLine) return;
-    this.partialLine.forEach((_, i) => {
-      const t = this.partialLine[i] + this.lineDecoders[i].decode();
-      if (t) this.options.onConsoleLine!(i, t);
-      this.partialLine[i] = "";
-    });
+    for (const c of this.consoles) c.flush();
   }
 
   /**
@@ -281,35 +293,22 @@ export class Device {
   save(): Uint8Array {
     this.drain();
     const base = this.core.arenaBase(this.handle) >>> 0, size = this.core.arenaBytes(this.handle) >>> 0;
-    const header = 24 + 8 * CONFIG_FIELDS.length;
-    const out = new Uint8Array(header + size);
-    const dv = new DataView(out.buffer);
-    dv.setBigUint64(0, SNAPSHOT_MAGIC, true);
-    dv.setUint32(8, SNAPSHOT_VERSION, true);
-    dv.setUint32(12, CONFIG_FIELDS.length, true);
-    dv.setUint32(16, base, true);
-    dv.setUint32(20, size, true);
-    packConfig(this.config).forEach((v, k) => dv.setBigUint64(24 + 8 * k, v, true));
-    out.set(this.refreshView().subarray(base, base + size), header);
-    return out;
+    return writeSnapshot(packConfig(this.config), base, this.refreshView().subarray(base, base + size));
   }
 
-  /** A new device in exactly the state `save()` captured. */
+  /**
+   * A new device in exactly the state `save()` captured. A damaged or foreign snapshot throws
+   * SnapshotError (or ConfigError for config values this build refuses) before anything runs.
+   */
   static async restore(module: WebAssembly.Module, snapshot: Uint8Array, options: DeviceOptions = {}): Promise<Device> {
-    const dv = new DataView(snapshot.buffer, snapshot.byteOffset, snapshot.byteLength);
-    if (snapshot.length < 24 || dv.getBigUint64(0, true) !== SNAPSHOT_MAGIC) throw new Error("not a menic snapshot");
-    if (dv.getUint32(8, true) !== SNAPSHOT_VERSION) throw new Error(`snapshot version ${dv.getUint32(8, true)} is not ${SNAPSHOT_VERSION}`);
-    const slots = dv.getUint32(12, true);
-    if (slots !== CONFIG_FIELDS.length) throw new Error(`snapshot has ${slots} config slots, this build has ${CONFIG_FIELDS.length}`);
-    const config: Record<string, bigint> = {};
-    CONFIG_FIELDS.forEach((f, k) => (config[f.name] = dv.getBigUint64(24 + 8 * k, true)));
-    const base = dv.getUint32(16, true), size = dv.getUint32(20, true);
-    const header = 24 + 8 * slots;
-    if (snapshot.length !== header + size) throw new Error("snapshot is truncated");
-    const dev = await Device.create(module, config, options);
-    if ((dev.core.arenaBase(dev.handle) >>> 0) !== base || (dev.core.arenaBytes(dev.handle) >>> 0) !== size)
-      throw new Error("snapshot arena does not match this build's layout");
-    dev.refreshView().set(snapshot.subarray(header), base);
+    const snap = readSnapshot(snapshot);
+    const dev = await Device.open(module, resolveConfig(snap.config, "snapshot.config"), options);
+    const base = dev.core.arenaBase(dev.handle) >>> 0, size = dev.core.arenaBytes(dev.handle) >>> 0;
+    if (base !== snap.arenaBase || size !== snap.arena.length)
+      throw new SnapshotError(
+        `arena layout mismatch: ${snap.arena.length} bytes at 0x${snap.arenaBase.toString(16)}, ` +
+        `this build lays the device out in ${size} bytes at 0x${base.toString(16)}`);
+    dev.refreshView().set(snap.arena, base);
     return dev;
   }
 }

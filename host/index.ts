@@ -1,5 +1,5 @@
 // The Node entry point of the menic library.
-export { Device, type EngineReport, type TraceRecord, type DeviceOptions } from "./device.js";
+export { Device, SnapshotError, type EngineReport, type TraceRecord, type DeviceOptions } from "./device.js";
 export { ConfigError, resolveConfig } from "./config.js";
 export { ElfError, parseElf, checkImage } from "./elf.js";
 export { runFirmware, type FwRunResult, type FwRunOptions } from "./fw/run.js";

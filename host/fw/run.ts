@@ -14,7 +14,10 @@ export interface FwRunOptions {
 }
 
 export interface FwEngineResult extends EngineReport {
+  /** What the engine printed, up to the device's console cap (1 MiB by default). */
   console: string;
+  /** Console bytes printed beyond the cap: not in `console` (onConsoleLine saw them). */
+  consoleDropped: number;
 }
 
 export interface FwRunResult {
@@ -42,7 +45,7 @@ export async function runFirmware(elf: Uint8Array, opts: FwRunOptions = {}): Pro
 
 export function report(dev: Device, t: bigint): FwRunResult {
   const engines: FwEngineResult[] = [];
-  for (let i = 0; i < dev.engines; i++) engines.push({ ...dev.engine(i), console: dev.console(i) });
+  for (let i = 0; i < dev.engines; i++) engines.push({ ...dev.engine(i), console: dev.console(i), consoleDropped: dev.consoleDropped(i) });
   return {
     timePs: Number(t),
     ok: engines.every((e) => e.state === "exited" && e.exitCode === 0),

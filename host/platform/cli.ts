@@ -1,7 +1,8 @@
 // The `menic` command (Node). Subcommands:
 //   menic fw build <file.c|.S ...> -o <out.elf> [-O <level>]
 //   menic fw run <elf> [--engines N] [--until 10ms] [--json] [--trace out.json] [--config cfg.json] [--set field=value]
-// --json prints one JSON object on stdout and nothing else; exit status is non-zero on any failure.
+// --json prints one JSON object on stdout and nothing else; without it, console lines go to stdout
+// as they are drained, then a summary table. Exit status is non-zero on any failure.
 
 import { readFileSync, writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
@@ -102,8 +103,9 @@ function printSummary(r: FwRunResult): void {
     String(e.instructions),
     String(e.cycles),
     formatTime(e.sleepPs),
+    String(e.consoleDropped),
   ]);
-  const head = ["engine", "state", "exit / fault", "instructions", "cycles", "asleep"];
+  const head = ["engine", "state", "exit / fault", "instructions", "cycles", "asleep", "console dropped"];
   const w = head.map((h, k) => Math.max(h.length, ...rows.map((row) => row[k].length)));
   const line = (cells: string[]) => cells.map((c, k) => (k >= 3 ? c.padStart(w[k]) : c.padEnd(w[k]))).join("  ");
   console.log("");
