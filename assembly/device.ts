@@ -10,19 +10,18 @@ import {
   CFG_HOST_MEM_BYTES, CFG_MAX_PDS, CFG_MAX_MRS, CFG_MAX_CQS, CFG_MAX_QPS, CFG_PCIE_GBPS, CFG_PCIE_WRITE_LATENCY_PS,
   CFG_PCIE_READ_LATENCY_PS, CFG_NIC_DOORBELL_LATENCY_PS, CFG_NIC_WQE_LATENCY_PS, CFG_NIC_COMMAND_PS, CFG_NIC_SRAM_LATENCY_PS, CFG_NIC_DMA_GBPS, CFG_HBM_GBPS,
   CFG_HBM_LATENCY_PS, CFG_HBM_QUEUING_PCT, CFG_REDUCE_SETUP_PS, CFG_REDUCE_BYTES_PER_CYCLE, CFG_RNR_TIMER_PS, CFG_RNR_RETRIES,
-  CFG_TRANSPORT_TIMEOUT_PS, CFG_TRANSPORT_RETRIES, WQE_SIZE,
+  CFG_TRANSPORT_TIMEOUT_PS, CFG_TRANSPORT_RETRIES, CFG_HOST_DOORBELL_QUEUE, CFG_ENGINE_DOORBELL_QUEUE, WQE_SIZE,
   STAT_TRACE_DROPPED,
 } from "./generated/layouts";
 import { Hart, EngineState, NO_RESERVATION, MSTATUS_MPP } from "./hart";
 import { Rng, rngSeed } from "./rng";
 import { NEVER } from "./time";
 import { Fifo, fifoInit } from "./fifo";
-import { Mr, Cq, Qp, MR_STRIDE, CQ_STRIDE, QP_STRIDE, QP_RANGE_BYTES, NOT_ARMED } from "./verbs";
+import { Mr, Cq, Qp, MR_STRIDE, CQ_STRIDE, QP_STRIDE, QP_RANGE_BYTES, NOT_ARMED, OWNER_HOST } from "./verbs";
 import { FLOW_BYTES, FLOW_CLASSES } from "./hbm";
 import { BLOCK_MAXSIZE } from "rt/common";
+import { DbQueue, DBQ_STRIDE, dbqBytes, dbqInit } from "./doorbells";
 
-/** Express doorbells that may be in flight between their write and their arrival at the NIC. */
-export const EXPRESS_SLOTS: u32 = 64;
 /** Concurrent HBM streams: every QP's request, every reduction block, the compute load. */
 export const FLOW_SLOTS: u32 = 512;
 /** Completion interrupts an engine can have pending. */
@@ -69,7 +68,7 @@ export const TRACE_BYTES: usize = 16;
   maxMrs: u32;
   maxCqs: u32;
   maxQps: u32;
-  pds: usize;
+  pds: usize; // per PD a u32: 0 when free, else its owner + 1 (verbs.ts)
   mrs: usize;
   cqs: usize;
   qps: usize;
@@ -77,12 +76,12 @@ export const TRACE_BYTES: usize = 16;
   qpWqes: usize;
   blocks: usize; // per engine: its reduction block is busy
   reduceSrcs: usize; // 8 u32: wasm addresses of a reduction's sources
-  expressBufs: usize; // express doorbells in flight, WQE_SIZE each
-  expressUsed: usize;
-  expressSlots: u32;
+  dbqs: usize; // engines + 1 DbQueue headers: doorbells in flight per ringer (doorbells.ts)
   engExpress: usize; // per engine: the express window being written
   flows: usize;
   flowCap: u32;
+  flowWaiters: u32; // requests waiting for a free slot of the flow table (Qp.waitFlow)
+  flowWaitNext: u32; // the QP woken last: waiters are woken round robin from the next
   hbmGen: u32;
   hbmAt: u64;
   hbmServed: usize; // f64 per flow class
@@ -165,7 +164,7 @@ export function createDevice(cfgIn: usize): Device {
   const maxCqs = <usize>cfgGet(cfgIn, CFG_MAX_CQS), maxQps = <usize>cfgGet(cfgIn, CFG_MAX_QPS);
   const oFifos = off; off = align16(off + n * 4 * FIFO_STRIDE);
   const oIrq = off; off = align16(off + n * <usize>NIC_IRQ_DEPTH * 4);
-  const oPds = off; off = align16(off + maxPds);
+  const oPds = off; off = align16(off + maxPds * 4);
   const oMrs = off; off = align16(off + maxMrs * MR_STRIDE);
   const oCqs = off; off = align16(off + maxCqs * CQ_STRIDE);
   const oQps = off; off = align16(off + maxQps * QP_STRIDE);
@@ -173,8 +172,9 @@ export function createDevice(cfgIn: usize): Device {
   const oQpWqes = off; off = align16(off + maxQps * <usize>WQE_SIZE);
   const oBlocks = off; off = align16(off + n * 4);
   const oReduceSrcs = off; off = align16(off + 32);
-  const oExpress = off; off = align16(off + <usize>EXPRESS_SLOTS * <usize>WQE_SIZE);
-  const oExpressUsed = off; off = align16(off + <usize>EXPRESS_SLOTS);
+  const hostDbCap = <usize>cfgGet(cfgIn, CFG_HOST_DOORBELL_QUEUE), engDbCap = <usize>cfgGet(cfgIn, CFG_ENGINE_DOORBELL_QUEUE);
+  const oDbqs = off; off = align16(off + (n + 1) * DBQ_STRIDE);
+  const oDbMem = off; off = align16(off + n * dbqBytes(engDbCap) + dbqBytes(hostDbCap));
   const oEngExpress = off; off = align16(off + n * <usize>WQE_SIZE);
   const oCmd = off; off = align16(off + n * 48);
   const oFlows = off; off = align16(off + <usize>FLOW_SLOTS * FLOW_BYTES);
@@ -237,9 +237,11 @@ export function createDevice(cfgIn: usize): Device {
   dev.qpWqes = arena + oQpWqes;
   dev.blocks = arena + oBlocks;
   dev.reduceSrcs = arena + oReduceSrcs;
-  dev.expressBufs = arena + oExpress;
-  dev.expressUsed = arena + oExpressUsed;
-  dev.expressSlots = EXPRESS_SLOTS;
+  dev.dbqs = arena + oDbqs;
+  for (let i: u32 = 0; i < engines; i++) {
+    dbqInit(changetype<DbQueue>(dev.dbqs + <usize>i * DBQ_STRIDE), arena + oDbMem + <usize>i * dbqBytes(engDbCap), <u32>engDbCap, i);
+  }
+  dbqInit(changetype<DbQueue>(dev.dbqs + n * DBQ_STRIDE), arena + oDbMem + n * dbqBytes(engDbCap), <u32>hostDbCap, OWNER_HOST);
   dev.engExpress = arena + oEngExpress;
   dev.flows = arena + oFlows;
   dev.flowCap = FLOW_SLOTS;

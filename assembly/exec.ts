@@ -12,7 +12,7 @@ import {
 } from "./hart";
 import { HBM_BASE, STAT_AMO_SC_FAIL, STAT_AMO_RESV_BROKEN, TP_ENGINE_SLEEP } from "./generated/layouts";
 import { csrRead, csrWrite, CSR_ILLEGAL } from "./csr";
-import { mmioLoad, mmioStore, MMIO_FAULT } from "./mmio";
+import { mmioLoad, mmioStore, MMIO_FAULT, MMIO_RETRY } from "./mmio";
 import { takeTrap, mret, pendingIrqs } from "./trap";
 import { schedule, EventKind } from "./sched";
 import { psOfCycle, NEVER } from "./time";
@@ -213,8 +213,10 @@ export function execute(dev: Device, h: Hart, stop: u64): void {
           if (dev.resvCount != 0) breakReservations(dev, h.id, addr);
         } else {
           h.pc = pc; h.cycle = cycle; h.instret = instret;
-          const cost = mmioStore(dev, h, addr, v);
+          const cost = mmioStore(dev, h, addr, v, 1 << f3);
           if (cost == MMIO_FAULT) { takeTrap(dev, h, CAUSE_STORE_ACCESS, addr); return; }
+          // the device cannot take the store yet: wait, then execute it again
+          if (cost & MMIO_RETRY) { h.cycle = cycle + <u64>(cost & (MMIO_RETRY - 1)); return; }
           // an exit write leaves the engine stopped at the store; anything else retires it
           if (h.state == EngineState.Running) h.pc = pc + 4;
           h.cycle = cycle + <u64>cost; h.instret = instret + 1;

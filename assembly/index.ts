@@ -106,17 +106,16 @@ export function memcopy(dst: usize, src: usize, n: u32): void {
 // returned, -1 / 0 on failure; the host wrapper (host/verbs.ts) turns failures into errors.
 import { pdAlloc as pdAllocV, pdFree as pdFreeV, mrReg as mrRegV, mrDereg as mrDeregV, cqCreate as cqCreateV, cqSetCi, cqAt, qpAt, OWNER_HOST, dmaPtr } from "./verbs";
 import { qpCreate as qpCreateV, qpModify as qpModifyV, qpDestroy as qpDestroyV, cqDestroy as cqDestroyV } from "./verbs-control";
-import { expressClaim } from "./nic";
-import { schedule, EventKind } from "./sched";
+import { DbKind, dbqPush, dbqRoom, hostDbq } from "./doorbells";
 import { pcieWrite, PcieDir } from "./pcie";
 import { hbmSetCompute, hbmServed as served } from "./hbm";
-import { WQE_SIZE } from "./generated/layouts";
+import { WQE_SIZE, WQE_QPN } from "./generated/layouts";
 
 export function hostPtr(dev: usize): usize { return changetype<Device>(dev).host; }
 /** Wasm address of a DMA range, 0 when it is not wholly in HBM or host memory. */
 export function dmaAddr(dev: usize, addr: u64, len: u64): usize { return dmaPtr(changetype<Device>(dev), addr, len); }
 
-export function pdAlloc(dev: usize): i32 { return pdAllocV(changetype<Device>(dev)); }
+export function pdAlloc(dev: usize): i32 { return pdAllocV(changetype<Device>(dev), OWNER_HOST); }
 export function pdFree(dev: usize, pd: u32): bool { return pdFreeV(changetype<Device>(dev), pd); }
 export function mrReg(dev: usize, pd: u32, base: u64, length: u64, access: u32): u32 {
   return mrRegV(changetype<Device>(dev), pd, base, length, access);
@@ -139,22 +138,20 @@ export function qpModify(dev: usize, qpn: u32, state: u32, destQpn: u32): i32 {
 export function qpDestroy(dev: usize, qpn: u32): i32 { return qpDestroyV(changetype<Device>(dev), qpn); }
 export function qpState(dev: usize, qpn: u32): u32 { return qpAt(changetype<Device>(dev), qpn).state; }
 
-/** The host rings a classic doorbell: a posted 8-byte write across PCIe. */
-export function hostSqDoorbell(dev: usize, qpn: u32, pi16: u32): void {
-  const d = changetype<Device>(dev);
-  schedule(d, pcieWrite(d, PcieDir.Down, d.now, 8), EventKind.NicSqDoorbell, (OWNER_HOST << 16) | qpn, pi16 & 0xffff);
-}
-export function hostRqDoorbell(dev: usize, qpn: u32, pi16: u32): void {
-  const d = changetype<Device>(dev);
-  schedule(d, pcieWrite(d, PcieDir.Down, d.now, 8), EventKind.NicRqDoorbell, (OWNER_HOST << 16) | qpn, pi16 & 0xffff);
-}
-/** The host writes a whole WQE (at wasm address `wqe`) into the express window: false if none is free. */
+/** Host doorbells (classic or express) that may still be written before time advances. */
+export function hostDoorbellRoom(dev: usize): u32 { return dbqRoom(hostDbq(changetype<Device>(dev))); }
+
+/** The host rings a classic doorbell: a posted 8-byte write across PCIe. False (nothing sent) when hostDoorbellRoom is 0. */
+export function hostSqDoorbell(dev: usize, qpn: u32, pi16: u32): bool { return hostDoorbell(changetype<Device>(dev), DbKind.Sq, qpn, pi16, 0); }
+export function hostRqDoorbell(dev: usize, qpn: u32, pi16: u32): bool { return hostDoorbell(changetype<Device>(dev), DbKind.Rq, qpn, pi16, 0); }
+/** The host writes a whole WQE (at wasm address `wqe`) into the express window. False (nothing sent) when hostDoorbellRoom is 0. */
 export function hostExpress(dev: usize, wqe: usize): bool {
-  const d = changetype<Device>(dev);
-  const slot = expressClaim(d, wqe);
-  if (slot < 0) return false;
-  schedule(d, pcieWrite(d, PcieDir.Down, d.now, WQE_SIZE), EventKind.NicExpress, <u32>slot, OWNER_HOST);
-  return true;
+  return hostDoorbell(changetype<Device>(dev), DbKind.Express, load<u32>(wqe + WQE_QPN), 0, wqe);
+}
+function hostDoorbell(d: Device, kind: DbKind, qpn: u32, pi16: u32, wqe: usize): bool {
+  if (dbqRoom(hostDbq(d)) == 0) return false;
+  const arrival = pcieWrite(d, PcieDir.Down, d.now, wqe != 0 ? <u64>WQE_SIZE : 8);
+  return dbqPush(d, d.engines, arrival, kind, qpn, pi16 & 0xffff, wqe);
 }
 
 /** The compute-load generator's HBM demand, in Gb/s (0 stops it). */
@@ -167,12 +164,10 @@ export function hbmServed(dev: usize, cls: u32): f64 {
   const d = changetype<Device>(dev);
   return served(d, d.now, cls);
 }
-/** Send entries the host may still post to QP `qpn` (ring depth minus entries not yet completed). */
-export function qpSqFree(dev: usize, qpn: u32): u32 {
-  const q = qpAt(changetype<Device>(dev), qpn);
-  return q.sqDepth - (q.announced - q.sqCi);
-}
-export function qpRqFree(dev: usize, qpn: u32): u32 {
-  const q = qpAt(changetype<Device>(dev), qpn);
-  return q.rqDepth - (q.rqPi - q.rqCi);
-}
+/**
+ * Send entries of QP `qpn` the NIC has finished with (free-running, in the numbering of the
+ * poster's own producer index): the poster may fill the ring up to this plus its depth.
+ */
+export function qpSqDone(dev: usize, qpn: u32): u32 { return qpAt(changetype<Device>(dev), qpn).sqCi; }
+/** Receive entries of QP `qpn` the NIC has finished with (free-running). */
+export function qpRqDone(dev: usize, qpn: u32): u32 { return qpAt(changetype<Device>(dev), qpn).rqCi; }

@@ -1,6 +1,8 @@
 // The engine MMIO window (layouts/memmap.json): console, exit, device facts, machine timer
 // and the host mailbox. Accesses must hit a register's address exactly; anything else is an
-// access fault. Loads return MMIO_FAULT for a fault.
+// access fault. Loads return MMIO_FAULT for a fault. A byte or halfword store to a register
+// writes the low bytes of the value; the express window takes stores of any width at any
+// (aligned) offset and writes exactly those bytes.
 
 import { Device, statAdd, tracePoint } from "./device";
 import { Hart, EngineState } from "./hart";
@@ -8,17 +10,18 @@ import {
   SYS_BASE, SYS_CONSOLE_TX, SYS_EXIT, SYS_NUM_ENGINES, SYS_SRAM_BYTES, SYS_HBM_BYTES, SYS_CLOCK_KHZ,
   TIMER_BASE, TIMER_MTIME_LO, TIMER_MTIME_HI, TIMER_MTIMECMP_LO, TIMER_MTIMECMP_HI,
   MBOX_BASE, MBOX_OUT_DATA, MBOX_OUT_FREE, MBOX_IN_DATA, MBOX_IN_COUNT,
-  STAT_CONSOLE_DROPPED, STAT_MBOX_OUT_OVERFLOW, TP_ENGINE_EXIT, STAT_NIC_EXPRESS_FULL,
-  NIC_BASE, NIC_CMD, NIC_CMD_ARG0, NIC_CMD_RESULT, NIC_SQ_DB, NIC_RQ_DB, NIC_CQ_CI, NIC_CQ_ARM, NIC_IRQ_COUNT, NIC_IRQ_CQN, NIC_EXPRESS, NIC_EXPRESS_SIZE, WQE_SIZE,
+  STAT_CONSOLE_DROPPED, STAT_MBOX_OUT_OVERFLOW, TP_ENGINE_EXIT, STAT_NIC_BAD_DOORBELL,
+  NIC_BASE, NIC_CMD, NIC_CMD_ARG0, NIC_CMD_RESULT, NIC_SQ_DB, NIC_RQ_DB, NIC_CQ_CI, NIC_CQ_ARM, NIC_IRQ_COUNT, NIC_IRQ_CQN, NIC_EXPRESS, NIC_EXPRESS_SIZE, WQE_SIZE, WQE_QPN,
 } from "./generated/layouts";
-import { psOfCycle } from "./time";
+import { psOfCycle, cyclesCeil } from "./time";
 import { fifoPush, fifoPop } from "./fifo";
-import { schedule, EventKind } from "./sched";
 import { cqSetCi, cqAt } from "./verbs";
-import { expressClaim } from "./nic";
-import { nicCommand, cmdArg, cmdResult } from "./nic-cmd";
+import { DbKind, dbqAt, dbqRoom, dbqPush, dbqHeadArrival, dbqStall } from "./doorbells";
+import { nicCommand, cmdArg, cmdResult, ownsCq } from "./nic-cmd";
 
 export const MMIO_FAULT: i64 = -1;
+/** Set in a store's result when it cannot complete yet: the engine waits the cycles in the low bits and executes it again. */
+export const MMIO_RETRY: i64 = 1 << 40;
 
 /** Reads the register at `addr`; MMIO_FAULT if there is none or it is write-only. */
 export function mmioLoad(dev: Device, h: Hart, addr: u32): i64 {
@@ -46,8 +49,11 @@ export function mmioLoad(dev: Device, h: Hart, addr: u32): i64 {
  * express window's cpiExpress; a NIC command's stall on top), or MMIO_FAULT if there is no
  * such register or it is read-only.
  */
-export function mmioStore(dev: Device, h: Hart, addr: u32, v: u32): i64 {
+export function mmioStore(dev: Device, h: Hart, addr: u32, v: u32, bytes: u32): i64 {
   const cost = <i64>dev.cpiMmio;
+  const off = addr - (NIC_BASE + NIC_EXPRESS);
+  if (off < NIC_EXPRESS_SIZE) return expressStore(dev, h, off, v, bytes);
+  if (bytes < 4) v &= (1 << (bytes << 3)) - 1;
   switch (addr) {
     case SYS_BASE + SYS_CONSOLE_TX:
       if (!fifoPush(h.console, v)) statAdd(dev, STAT_CONSOLE_DROPPED, 1);
@@ -64,33 +70,51 @@ export function mmioStore(dev: Device, h: Hart, addr: u32, v: u32): i64 {
       if (!fifoPush(h.mboxOut, v)) statAdd(dev, STAT_MBOX_OUT_OVERFLOW, 1);
       return cost;
     case NIC_BASE + NIC_SQ_DB: case NIC_BASE + NIC_RQ_DB: {
-      // the doorbell reaches the NIC's logic after nicDoorbellLatencyPs
-      const kind = addr == NIC_BASE + NIC_SQ_DB ? EventKind.NicSqDoorbell : EventKind.NicRqDoorbell;
-      schedule(dev, psOfCycle(h.cycle, dev.khz) + dev.nicDoorbellLatencyPs, kind, (h.id << 16) | (v >> 16), v & 0xffff);
-      return cost;
+      const kind = addr == NIC_BASE + NIC_SQ_DB ? DbKind.Sq : DbKind.Rq;
+      return engineDoorbell(dev, h, kind, v >> 16, v & 0xffff, 0, cost);
     }
-    case NIC_BASE + NIC_CQ_CI: cqSetCi(dev, v >> 16, v & 0xffff); return cost;
+    // an engine reports consumption of, and arms, only CQs of its own; other writes are dropped and counted
+    case NIC_BASE + NIC_CQ_CI:
+      if (ownsCq(dev, h.id, v >> 16)) cqSetCi(dev, v >> 16, v & 0xffff);
+      else statAdd(dev, STAT_NIC_BAD_DOORBELL, 1);
+      return cost;
     case NIC_BASE + NIC_CMD: return cost + <i64>nicCommand(dev, h, v);
     case NIC_BASE + NIC_CQ_ARM: {
-      if (v < dev.maxCqs && cqAt(dev, v).valid) cqAt(dev, v).armEngine = h.id;
+      if (ownsCq(dev, h.id, v)) cqAt(dev, v).armEngine = h.id;
+      else statAdd(dev, STAT_NIC_BAD_DOORBELL, 1);
       return cost;
     }
     default: {
       const argOff = addr - (NIC_BASE + NIC_CMD_ARG0);
-      if (argOff < 32) { cmdArg(h, argOff >> 2, v); return cost; }
-      const off = addr - (NIC_BASE + NIC_EXPRESS);
-      if (off < NIC_EXPRESS_SIZE) {
-        const buf = dev.engExpress + <usize>h.id * WQE_SIZE;
-        store<u32>(buf + off, v);
-        // the store to the last word is the doorbell (docs/nic.md)
-        if (off == NIC_EXPRESS_SIZE - 4) {
-          const slot = expressClaim(dev, buf);
-          if (slot < 0) statAdd(dev, STAT_NIC_EXPRESS_FULL, 1);
-          else schedule(dev, psOfCycle(h.cycle, dev.khz) + dev.nicDoorbellLatencyPs, EventKind.NicExpress, <u32>slot, h.id);
-        }
-        return <i64>dev.cpiExpress;
-      }
+      if (argOff < 32 && (argOff & 3) == 0) { cmdArg(h, argOff >> 2, v); return cost; }
       return MMIO_FAULT;
     }
   }
+}
+
+/** A store of `bytes` bytes at offset `off` of the express window; the one that writes its last byte is the doorbell. */
+function expressStore(dev: Device, h: Hart, off: u32, v: u32, bytes: u32): i64 {
+  const buf = dev.engExpress + <usize>h.id * WQE_SIZE;
+  if (bytes == 1) store<u8>(buf + off, <u8>v);
+  else if (bytes == 2) store<u16>(buf + off, <u16>v);
+  else store<u32>(buf + off, v);
+  const cost = <i64>dev.cpiExpress;
+  if (off + bytes != NIC_EXPRESS_SIZE) return cost;
+  return engineDoorbell(dev, h, DbKind.Express, load<u32>(buf + WQE_QPN), 0, buf, cost);
+}
+
+/**
+ * Sends a doorbell from engine `h` to the NIC, arriving after nicDoorbellLatencyPs. When the
+ * engine's doorbell queue is full the store waits for the oldest one to arrive and runs again.
+ */
+function engineDoorbell(dev: Device, h: Hart, kind: DbKind, qpn: u32, pi16: u32, wqe: usize, cost: i64): i64 {
+  const q = dbqAt(dev, h.id);
+  if (dbqRoom(q) == 0) {
+    dbqStall(dev);
+    const arrives = cyclesCeil(dbqHeadArrival(q), dev.khz);
+    const wait = arrives > h.cycle + <u64>cost ? arrives - h.cycle : <u64>cost;
+    return MMIO_RETRY | <i64>wait;
+  }
+  dbqPush(dev, h.id, psOfCycle(h.cycle, dev.khz) + dev.nicDoorbellLatencyPs, kind, qpn, pi16, wqe);
+  return cost;
 }

@@ -2,15 +2,15 @@
 // protection domains, regions, CQs and QPs. Arguments are written to NIC.CMD_ARG0..7, the
 // opcode to NIC.CMD runs the command at once, and NIC.CMD_RESULT holds the outcome; the
 // engine stalls nicCommandPs, as firmware does waiting on a real NIC's command interface.
-// CQs and QPs it creates are owned by the calling engine, their rings in HBM.
+// CQs and QPs it creates are owned by the calling engine, their rings in its SRAM or HBM.
 
 import { Device } from "./device";
 import { Hart } from "./hart";
-import { pdAlloc, pdFree, mrReg, mrDereg, cqCreate, qpAt, OWNER_HOST, engineToDma } from "./verbs";
+import { pdAlloc, pdFree, pdOwnedBy, mrReg, mrDereg, mrOf, cqCreate, cqAt, qpAt, engineToDma, dmaIsHbm, dmaIsSram } from "./verbs";
 import { qpCreate, qpModify, qpDestroy, cqDestroy, E_OK, E_NO_OBJECT, E_ARGUMENT } from "./verbs-control";
 import {
   CMD_ALLOC_PD, CMD_DEALLOC_PD, CMD_REG_MR, CMD_DEREG_MR, CMD_CREATE_CQ, CMD_DESTROY_CQ, CMD_CREATE_QP, CMD_MODIFY_QP,
-  CMD_DESTROY_QP,
+  CMD_DESTROY_QP, SRAM_WINDOW,
 } from "./generated/layouts";
 import { cyclesCeil } from "./time";
 
@@ -26,32 +26,62 @@ export function cmdResult(h: Hart): u32 {
   return load<u32>(h.cmd + 32);
 }
 
-/** May engine `e` change QP `qpn`? Only its owner may. */
-@inline function owns(dev: Device, e: u32, qpn: u32): bool {
-  return qpn < dev.maxQps && qpAt(dev, qpn).valid != 0 && qpAt(dev, qpn).owner == e && qpAt(dev, qpn).owner != OWNER_HOST;
+// Each command acts only on the calling engine's own objects: a PD it allocated, a region in
+// one of its PDs, a CQ or QP it owns. Another engine's or the host's object is answered as if
+// it did not exist (CMD_ERR_NO_OBJECT) and is left as it was. An engine registers only memory
+// it can reach itself: its own SRAM and HBM — not another engine's SRAM, not host memory.
+
+/** May engine `e` act on QP `qpn`? Only its owner may. */
+@inline function ownsQp(dev: Device, e: u32, qpn: u32): bool {
+  return qpn < dev.maxQps && qpAt(dev, qpn).valid != 0 && qpAt(dev, qpn).owner == e;
 }
+
+/** May engine `e` act on CQ `cqn`? Only its owner may. */
+@inline export function ownsCq(dev: Device, e: u32, cqn: u32): bool {
+  return cqn < dev.maxCqs && cqAt(dev, cqn).valid != 0 && cqAt(dev, cqn).owner == e;
+}
+
+/** Is the region that `key` names one of engine `e`'s? */
+function ownsMr(dev: Device, e: u32, key: u32): bool {
+  const m = mrOf(dev, key);
+  return m != null && pdOwnedBy(dev, m.pd, e);
+}
+
+/** The DMA address engine `e` names with (lo, hi), or NO_DMA when it is not memory the engine may register. */
+function engineRegion(dev: Device, e: u32, lo: u32, hi: u32, length: u64): u64 {
+  // hi == 0: an address in the engine's own view (its SRAM or HBM); otherwise a DMA address,
+  // which must still be HBM or the engine's own SRAM window
+  const base = hi == 0 ? engineToDma(e, lo) : (<u64>hi << 32) | <u64>lo;
+  const own = engineToDma(e, 0);
+  if (dmaIsHbm(dev, base, length)) return base;
+  if (base >= own && dmaIsSram(dev, base, length) && base - own < <u64>SRAM_WINDOW) return base;
+  return NO_DMA;
+}
+const NO_DMA: u64 = 0xffffffffffffffff;
 
 /** Runs command `op` for engine `h`; the result goes to CMD_RESULT. Returns the engine's stall in cycles. */
 export function nicCommand(dev: Device, h: Hart, op: u32): u64 {
+  const e = h.id;
   let r: i32;
   switch (op) {
-    case CMD_ALLOC_PD: r = pdAlloc(dev); break;
-    case CMD_DEALLOC_PD: r = pdFree(dev, arg(h, 0)) ? E_OK : E_NO_OBJECT; break;
+    case CMD_ALLOC_PD: r = pdAlloc(dev, e); break;
+    case CMD_DEALLOC_PD: r = pdOwnedBy(dev, arg(h, 0), e) && pdFree(dev, arg(h, 0)) ? E_OK : E_NO_OBJECT; break;
     case CMD_REG_MR: {
-      const hi = arg(h, 2);
-      const base = hi == 0 ? engineToDma(h.id, arg(h, 1)) : (<u64>hi << 32) | <u64>arg(h, 1);
-      const lkey = mrReg(dev, arg(h, 0), base, <u64>arg(h, 3), arg(h, 4));
+      if (!pdOwnedBy(dev, arg(h, 0), e)) { r = E_NO_OBJECT; break; }
+      const base = engineRegion(dev, e, arg(h, 1), arg(h, 2), <u64>arg(h, 3));
+      const lkey = base == NO_DMA ? 0 : mrReg(dev, arg(h, 0), base, <u64>arg(h, 3), arg(h, 4));
       r = lkey == 0 ? E_ARGUMENT : <i32>lkey;
       break;
     }
-    case CMD_DEREG_MR: r = mrDereg(dev, arg(h, 0)) ? E_OK : E_NO_OBJECT; break;
-    case CMD_CREATE_CQ: r = cqCreate(dev, engineToDma(h.id, arg(h, 0)), arg(h, 1), h.id); break;
-    case CMD_DESTROY_CQ: r = cqDestroy(dev, arg(h, 0)); break;
+    case CMD_DEREG_MR: r = ownsMr(dev, e, arg(h, 0)) && mrDereg(dev, arg(h, 0)) ? E_OK : E_NO_OBJECT; break;
+    case CMD_CREATE_CQ: r = cqCreate(dev, engineToDma(e, arg(h, 0)), arg(h, 1), e); break;
+    case CMD_DESTROY_CQ: r = ownsCq(dev, e, arg(h, 0)) ? cqDestroy(dev, arg(h, 0)) : E_NO_OBJECT; break;
     case CMD_CREATE_QP:
-      r = qpCreate(dev, arg(h, 0), arg(h, 1), arg(h, 2), engineToDma(h.id, arg(h, 3)), arg(h, 4), engineToDma(h.id, arg(h, 5)), arg(h, 6), h.id, arg(h, 7));
+      if (!pdOwnedBy(dev, arg(h, 0), e) || !ownsCq(dev, e, arg(h, 1)) || !ownsCq(dev, e, arg(h, 2))) { r = E_NO_OBJECT; break; }
+      r = qpCreate(dev, arg(h, 0), arg(h, 1), arg(h, 2), engineToDma(e, arg(h, 3)), arg(h, 4), engineToDma(e, arg(h, 5)), arg(h, 6), e, arg(h, 7));
       break;
-    case CMD_MODIFY_QP: r = owns(dev, h.id, arg(h, 0)) ? qpModify(dev, arg(h, 0), arg(h, 1), arg(h, 2)) : E_NO_OBJECT; break;
-    case CMD_DESTROY_QP: r = owns(dev, h.id, arg(h, 0)) ? qpDestroy(dev, arg(h, 0)) : E_NO_OBJECT; break;
+    case CMD_MODIFY_QP: r = ownsQp(dev, e, arg(h, 0)) ? qpModify(dev, arg(h, 0), arg(h, 1), arg(h, 2)) : E_NO_OBJECT; break;
+    case CMD_DESTROY_QP: r = ownsQp(dev, e, arg(h, 0)) ? qpDestroy(dev, arg(h, 0)) : E_NO_OBJECT; break;
     default: r = E_ARGUMENT; break;
   }
   store<i32>(h.cmd + 32, r);

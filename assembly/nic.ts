@@ -15,7 +15,7 @@ import {
   OPCODE_COPY, OPCODE_RECV, WR_FLAG_SIGNALED,
   STATUS_SUCCESS, STATUS_LOC_LEN_ERR, STATUS_LOC_QP_OP_ERR, STATUS_LOC_PROT_ERR, STATUS_WR_FLUSH_ERR, STATUS_REM_INV_REQ_ERR,
   STATUS_REM_ACCESS_ERR, STATUS_REM_OP_ERR, STATUS_RETRY_EXC_ERR, STATUS_RNR_RETRY_EXC_ERR,
-  ACCESS_LOCAL_WRITE, ACCESS_REMOTE_WRITE, ACCESS_REMOTE_READ, QP_STATE_RTR, QP_STATE_RTS, QP_STATE_ERR,
+  ACCESS_LOCAL_WRITE, ACCESS_REMOTE_WRITE, ACCESS_REMOTE_READ, QP_STATE_RESET, QP_STATE_RTR, QP_STATE_RTS, QP_STATE_ERR,
   WQE_SIZE, WQE_OPCODE, WQE_FLAGS, WQE_DTYPE, WQE_REDOP, WQE_QPN, WQE_WR_ID, WQE_LADDR, WQE_LENGTH, WQE_LKEY, WQE_RADDR,
   WQE_RKEY, WQE_IMM, WQE_NSRC, WQE_SRC_ADDR, WQE_SRC_LKEY, WQE_SRC_ADDR_STRIDE,
   CQE_SIZE, CQE_WR_ID, CQE_BYTE_LEN, CQE_IMM, CQE_QPN, CQE_STATUS, CQE_OPCODE, CQE_FLAGS, CQE_OWNER,
@@ -122,14 +122,16 @@ function cqeVisible(dev: Device, cqn: u32, t: u64): u64 {
 /** Completes every outstanding entry of an errored QP with WR_FLUSH_ERR (IB spec 10.7.3.1). */
 function flush(dev: Device, qpn: u32, t: u64): void {
   const q = qpAt(dev, qpn);
-  const from = q.busy ? q.sqCi + 1 : q.sqCi;
+  // a request in flight completes by itself; the entries behind it complete now, once
+  let from = q.busy ? q.sqCi + 1 : q.sqCi;
+  if (<i32>(q.sqFlushed - from) > 0) from = q.sqFlushed;
   for (let i = from; i != q.announced; i++) {
     const w = sqSlot(dev, q, i);
     if (!cqPush(dev, q.sendCq, t, load<u64>(w + WQE_WR_ID), 0, 0, false, qpn, STATUS_WR_FLUSH_ERR, load<u8>(w + WQE_OPCODE))) break;
     statAdd(dev, STAT_NIC_FLUSHED, 1);
   }
+  q.sqFlushed = q.announced;
   if (!q.busy) q.sqCi = q.announced;
-  else q.announced = q.sqCi + 1;
   for (; q.rqCi != q.rqPi; q.rqCi++) {
     const w = rqSlot(dev, q, q.rqCi);
     if (!cqPush(dev, q.recvCq, t, load<u64>(w + WQE_WR_ID), 0, 0, false, qpn, STATUS_WR_FLUSH_ERR, OPCODE_RECV)) break;
@@ -143,6 +145,17 @@ export function qpError(dev: Device, qpn: u32, t: u64): void {
   const q = qpAt(dev, qpn);
   q.state = QP_STATE_ERR;
   flush(dev, qpn, t);
+}
+
+/** Moves a QP to RESET: every outstanding entry is discarded without a completion (IB spec 10.3.1). */
+export function qpReset(dev: Device, qpn: u32): void {
+  const q = qpAt(dev, qpn);
+  // the entries are skipped, not forgotten: indices stay in step with the poster's own
+  q.sqCi = q.announced;
+  q.sqFlushed = q.announced;
+  q.rqCi = q.rqPi;
+  q.nranges = 0;
+  q.state = QP_STATE_RESET;
 }
 
 // ---- execution
@@ -183,119 +196,138 @@ function fail(dev: Device, q: Qp, qpn: u32, t: u64, status: u32, rxStatus: u32):
   phaseAt(dev, q, qpn, NicPhase.Tail, t + dev.nicWqeLatencyPs);
 }
 
-/** Checks a request against keys, queues and the target, then starts its Head phase. */
-function attempt(dev: Device, qpn: u32, t: u64): void {
-  const q = qpAt(dev, qpn);
-  const w = qpWqe(dev, qpn);
+// outcomes of check()
+const CHECK_OK: u32 = 0;
+const CHECK_FAILED: u32 = 1; // q.status and q.rxStatus say why
+const CHECK_NO_TARGET: u32 = 2; // the target QP does not answer (not ready, or gone)
+const CHECK_NO_RECV: u32 = 3; // the target has no posted receive (receiver not ready)
+
+/**
+ * Checks the request of `qpn` (its WQE copy `w`) against keys, the target and its receive
+ * queue as they are at this moment, and sets q.reqSrc/q.reqDst. It runs when a request starts
+ * and again when it places its bytes (`final`), so that a key deregistered or a receive taken
+ * by another request in between is seen. The target's receive is chosen only when `final`.
+ */
+function check(dev: Device, q: Qp, w: usize, final: bool): u32 {
   const op = <u32>load<u8>(w + WQE_OPCODE);
   const len = <u64>load<u32>(w + WQE_LENGTH);
   const laddr = load<u64>(w + WQE_LADDR), lkey = load<u32>(w + WQE_LKEY);
   const raddr = load<u64>(w + WQE_RADDR), rkey = load<u32>(w + WQE_RKEY);
   q.status = STATUS_SUCCESS;
   q.rxStatus = STATUS_SUCCESS;
+  q.reqSrc = laddr;
+  q.reqDst = raddr;
+  if (op == OPCODE_COPY) {
+    if (!mrCheck(dev, rkey, false, q.pd, raddr, len, 0) || !mrCheck(dev, lkey, false, q.pd, laddr, len, ACCESS_LOCAL_WRITE)) return failed(q, STATUS_LOC_PROT_ERR, STATUS_SUCCESS);
+    q.reqSrc = raddr;
+    q.reqDst = laddr;
+    return CHECK_OK;
+  }
+  if (op > OPCODE_RDMA_READ) return failed(q, STATUS_LOC_QP_OP_ERR, STATUS_SUCCESS);
+  const isRead = op == OPCODE_RDMA_READ;
+  if (!mrCheck(dev, lkey, false, q.pd, laddr, len, isRead ? ACCESS_LOCAL_WRITE : 0)) return failed(q, STATUS_LOC_PROT_ERR, STATUS_SUCCESS);
+  // the target must answer: a QP that is not ready (or is gone) never does
+  if (q.destQpn >= dev.maxQps) return CHECK_NO_TARGET;
+  const d = qpAt(dev, q.destQpn);
+  if (!d.valid || (d.state != QP_STATE_RTR && d.state != QP_STATE_RTS)) return CHECK_NO_TARGET;
+  if (op == OPCODE_RDMA_WRITE || op == OPCODE_RDMA_WRITE_WITH_IMM || isRead) {
+    if (!mrCheck(dev, rkey, true, d.pd, raddr, len, isRead ? ACCESS_REMOTE_READ : ACCESS_REMOTE_WRITE)) return failed(q, STATUS_REM_ACCESS_ERR, STATUS_SUCCESS);
+  }
+  if (isRead) { q.reqSrc = raddr; q.reqDst = laddr; }
+  if (op == OPCODE_RDMA_WRITE || isRead) return CHECK_OK;
+  // SEND, SEND_WITH_IMM and WRITE_WITH_IMM consume the target's next posted receive
+  if (d.rqCi == d.rqPi) return CHECK_NO_RECV;
+  if (op == OPCODE_RDMA_WRITE_WITH_IMM) return CHECK_OK;
+  const r = rqSlot(dev, d, d.rqCi);
+  q.reqDst = load<u64>(r + WQE_LADDR); // where the bytes will go, for timing, until final
+  if (!final) return CHECK_OK;
+  if (len > <u64>load<u32>(r + WQE_LENGTH)) return failed(q, STATUS_REM_INV_REQ_ERR, STATUS_LOC_LEN_ERR);
+  if (!mrCheck(dev, load<u32>(r + WQE_LKEY), false, d.pd, q.reqDst, len, ACCESS_LOCAL_WRITE)) return failed(q, STATUS_REM_OP_ERR, STATUS_LOC_PROT_ERR);
+  return CHECK_OK;
+}
+
+@inline function failed(q: Qp, status: u32, rxStatus: u32): u32 {
+  q.status = status;
+  q.rxStatus = rxStatus;
+  return CHECK_FAILED;
+}
+
+/** The target did not answer: wait for the transport timer, or fail when retries are exhausted. */
+function noTarget(dev: Device, q: Qp, qpn: u32, t: u64): void {
+  if (q.retriesLeft == 0) { fail(dev, q, qpn, t, STATUS_RETRY_EXC_ERR, STATUS_SUCCESS); return; }
+  q.retriesLeft--;
+  statAdd(dev, STAT_NIC_TRANSPORT_RETRIES, 1);
+  phaseAt(dev, q, qpn, NicPhase.Wait, t + dev.transportTimeoutPs);
+}
+
+/** The target had no receive posted: wait for the RNR timer, or fail when retries are exhausted. */
+function noRecv(dev: Device, q: Qp, qpn: u32, t: u64): void {
+  if (q.rnrLeft == 0) { fail(dev, q, qpn, t, STATUS_RNR_RETRY_EXC_ERR, STATUS_SUCCESS); return; }
+  q.rnrLeft--;
+  statAdd(dev, STAT_NIC_RNR_RETRIES, 1);
+  phaseAt(dev, q, qpn, NicPhase.Wait, t + dev.rnrTimerPs);
+}
+
+/** Checks a request against keys, queues and the target, then starts its Head phase. */
+function attempt(dev: Device, qpn: u32, t: u64): void {
+  const q = qpAt(dev, qpn);
+  const w = qpWqe(dev, qpn);
   q.reqFlags = 0;
   if (q.state == QP_STATE_ERR) {
     // the QP went to error while this request waited (a retry timer, the reduction block)
     q.status = STATUS_WR_FLUSH_ERR;
+    q.rxStatus = STATUS_SUCCESS;
     phaseAt(dev, q, qpn, NicPhase.Tail, t);
     return;
   }
-  let src = laddr, dst = raddr;
-  let hbmBytes: u64 = 0;
-
-  if (op == OPCODE_REDUCE) { attemptReduce(dev, q, qpn, w, t); return; }
-  if (op == OPCODE_COPY) {
-    if (!mrCheck(dev, rkey, false, q.pd, raddr, len, 0) || !mrCheck(dev, lkey, false, q.pd, laddr, len, ACCESS_LOCAL_WRITE)) {
-      fail(dev, q, qpn, t, STATUS_LOC_PROT_ERR, STATUS_SUCCESS);
-      return;
-    }
-    src = raddr;
-    dst = laddr;
-  } else if (op <= OPCODE_RDMA_READ) {
-    const isRead = op == OPCODE_RDMA_READ;
-    if (!mrCheck(dev, lkey, false, q.pd, laddr, len, isRead ? ACCESS_LOCAL_WRITE : 0)) {
-      fail(dev, q, qpn, t, STATUS_LOC_PROT_ERR, STATUS_SUCCESS);
-      return;
-    }
-    // the target must answer: a QP that is not ready (or is gone) never does
-    const d = qpAt(dev, q.destQpn < dev.maxQps ? q.destQpn : 0);
-    if (q.destQpn >= dev.maxQps || !d.valid || (d.state != QP_STATE_RTR && d.state != QP_STATE_RTS)) {
-      if (q.retriesLeft == 0) { fail(dev, q, qpn, t, STATUS_RETRY_EXC_ERR, STATUS_SUCCESS); return; }
-      q.retriesLeft--;
-      statAdd(dev, STAT_NIC_TRANSPORT_RETRIES, 1);
-      phaseAt(dev, q, qpn, NicPhase.Wait, t + dev.transportTimeoutPs);
-      return;
-    }
-    if (op == OPCODE_RDMA_WRITE || op == OPCODE_RDMA_WRITE_WITH_IMM || isRead) {
-      if (!mrCheck(dev, rkey, true, d.pd, raddr, len, isRead ? ACCESS_REMOTE_READ : ACCESS_REMOTE_WRITE)) {
-        fail(dev, q, qpn, t, STATUS_REM_ACCESS_ERR, STATUS_SUCCESS);
-        return;
-      }
-    }
-    if (isRead) { src = raddr; dst = laddr; }
-    if (op != OPCODE_RDMA_WRITE && op != OPCODE_RDMA_READ) {
-      // SEND, SEND_WITH_IMM and WRITE_WITH_IMM consume the target's next posted receive
-      if (d.rqCi == d.rqPi) {
-        if (q.rnrLeft == 0) { fail(dev, q, qpn, t, STATUS_RNR_RETRY_EXC_ERR, STATUS_SUCCESS); return; }
-        q.rnrLeft--;
-        statAdd(dev, STAT_NIC_RNR_RETRIES, 1);
-        phaseAt(dev, q, qpn, NicPhase.Wait, t + dev.rnrTimerPs);
-        return;
-      }
-      if (op != OPCODE_RDMA_WRITE_WITH_IMM) {
-        const r = rqSlot(dev, d, d.rqCi);
-        const rlen = <u64>load<u32>(r + WQE_LENGTH);
-        const raddr2 = load<u64>(r + WQE_LADDR);
-        if (len > rlen) { fail(dev, q, qpn, t, STATUS_REM_INV_REQ_ERR, STATUS_LOC_LEN_ERR); return; }
-        if (!mrCheck(dev, load<u32>(r + WQE_LKEY), false, d.pd, raddr2, len, ACCESS_LOCAL_WRITE)) {
-          fail(dev, q, qpn, t, STATUS_REM_OP_ERR, STATUS_LOC_PROT_ERR);
-          return;
-        }
-        dst = raddr2;
-      }
-    }
-  } else {
-    fail(dev, q, qpn, t, STATUS_LOC_QP_OP_ERR, STATUS_SUCCESS);
-    return;
-  }
+  if (<u32>load<u8>(w + WQE_OPCODE) == OPCODE_REDUCE) { attemptReduce(dev, q, qpn, w, t); return; }
+  const outcome = check(dev, q, w, false);
+  if (outcome == CHECK_FAILED) { fail(dev, q, qpn, t, q.status, q.rxStatus); return; }
+  if (outcome == CHECK_NO_TARGET) { noTarget(dev, q, qpn, t); return; }
+  if (outcome == CHECK_NO_RECV) { noRecv(dev, q, qpn, t); return; }
 
   // timing: read the source, stream the HBM side, write a host destination; an engine SRAM
   // side moves at the NIC's DMA rate after its own short latency
+  const len = <u64>load<u32>(w + WQE_LENGTH);
+  const src = q.reqSrc, dst = q.reqDst;
   let head = t + dev.nicWqeLatencyPs;
   if (len > 0 && dmaIsHost(dev, src, len)) head = pcieRead(dev, head, len);
   else if (dmaIsSram(dev, src, len)) head += dev.nicSramLatencyPs + sramPs(dev, len);
   else head += dev.hbmLatencyPs;
+  let hbmBytes: u64 = 0;
   if (dmaIsHbm(dev, src, len)) hbmBytes += len;
   if (dmaIsHbm(dev, dst, len)) hbmBytes += len;
   if (len > 0 && dmaIsHost(dev, dst, len)) q.reqFlags |= REQ_DST_HOST;
   if (len > 0 && dmaIsSram(dev, dst, len)) q.reqFlags |= REQ_DST_SRAM;
   q.reqBytes = hbmBytes;
   q.reqLen = len;
-  q.reqSrc = src;
-  q.reqDst = dst;
   phaseAt(dev, q, qpn, NicPhase.Head, head);
 }
 
-function attemptReduce(dev: Device, q: Qp, qpn: u32, w: usize, t: u64): void {
+/** Checks a REDUCE's operands: LOC_QP_OP_ERR, LOC_LEN_ERR or LOC_PROT_ERR, else SUCCESS. */
+function checkReduce(dev: Device, q: Qp, w: usize): u32 {
   const nsrc = <u32>load<u8>(w + WQE_NSRC);
   const dtype = <u32>load<u8>(w + WQE_DTYPE), redop = <u32>load<u8>(w + WQE_REDOP);
   const len = <u64>load<u32>(w + WQE_LENGTH);
   const esize = reduceElementBytes(dtype);
-  if (nsrc < 2 || nsrc > 8 || esize == 0 || !reduceOpKnown(redop)) { fail(dev, q, qpn, t, STATUS_LOC_QP_OP_ERR, STATUS_SUCCESS); return; }
-  if (len % esize != 0) { fail(dev, q, qpn, t, STATUS_LOC_LEN_ERR, STATUS_SUCCESS); return; }
+  if (nsrc < 2 || nsrc > 8 || esize == 0 || !reduceOpKnown(redop)) return STATUS_LOC_QP_OP_ERR;
+  if (len % esize != 0) return STATUS_LOC_LEN_ERR;
   const dst = load<u64>(w + WQE_LADDR);
   // the reduction block sits beside HBM: every operand must be there
-  if (!dmaIsHbm(dev, dst, len) || !mrCheck(dev, load<u32>(w + WQE_LKEY), false, q.pd, dst, len, ACCESS_LOCAL_WRITE)) {
-    fail(dev, q, qpn, t, STATUS_LOC_PROT_ERR, STATUS_SUCCESS);
-    return;
-  }
+  if (!dmaIsHbm(dev, dst, len) || !mrCheck(dev, load<u32>(w + WQE_LKEY), false, q.pd, dst, len, ACCESS_LOCAL_WRITE)) return STATUS_LOC_PROT_ERR;
   for (let i: u32 = 0; i < nsrc; i++) {
     const a = <u64>load<u32>(w + WQE_SRC_ADDR + i * WQE_SRC_ADDR_STRIDE);
-    if (!dmaIsHbm(dev, a, len) || !mrCheck(dev, load<u32>(w + WQE_SRC_LKEY + i * WQE_SRC_ADDR_STRIDE), false, q.pd, a, len, 0)) {
-      fail(dev, q, qpn, t, STATUS_LOC_PROT_ERR, STATUS_SUCCESS);
-      return;
-    }
+    if (!dmaIsHbm(dev, a, len) || !mrCheck(dev, load<u32>(w + WQE_SRC_LKEY + i * WQE_SRC_ADDR_STRIDE), false, q.pd, a, len, 0)) return STATUS_LOC_PROT_ERR;
   }
+  return STATUS_SUCCESS;
+}
+
+function attemptReduce(dev: Device, q: Qp, qpn: u32, w: usize, t: u64): void {
+  const status = checkReduce(dev, q, w);
+  if (status != STATUS_SUCCESS) { fail(dev, q, qpn, t, status, STATUS_SUCCESS); return; }
+  q.status = STATUS_SUCCESS;
+  q.rxStatus = STATUS_SUCCESS;
+  const len = <u64>load<u32>(w + WQE_LENGTH);
   const block = q.owner == OWNER_HOST ? qpn % dev.engines : q.owner;
   const busy = dev.blocks + (<usize>block << 2);
   if (load<u32>(busy) != 0) {
@@ -308,7 +340,7 @@ function attemptReduce(dev: Device, q: Qp, qpn: u32, w: usize, t: u64): void {
   q.reqFlags = REQ_REDUCE;
   q.reqBlock = block;
   q.reqLen = len;
-  q.reqBytes = <u64>(nsrc + 1) * len; // K sources read, one destination written
+  q.reqBytes = <u64>(<u32>load<u8>(w + WQE_NSRC) + 1) * len; // K sources read, one destination written
   phaseAt(dev, q, qpn, NicPhase.Head, t + dev.nicWqeLatencyPs + dev.reduceSetupPs + dev.hbmLatencyPs);
 }
 
@@ -318,32 +350,59 @@ export function nicPhase(dev: Device, qpn: u32, gen: u32, t: u64): void {
   if (!q.valid || !q.busy || q.gen != gen) return;
   switch (q.phase) {
     case NicPhase.Wait: attempt(dev, qpn, t); return;
-    case NicPhase.Head: {
-      if (q.status == STATUS_SUCCESS && q.reqBytes > 0) {
-        let peak = dev.nicDmaBytesPerPs;
-        let cls = FlowClass.Nic;
-        if (q.reqFlags & REQ_REDUCE) {
-          // sources stream at reduceBytesPerCycle; the destination write rides along
-          const nsrc = <f64>load<u8>(qpWqe(dev, qpn) + WQE_NSRC);
-          peak = dev.reduceBytesPerPs * (nsrc + 1) / nsrc;
-          cls = FlowClass.Reduce;
-        }
-        q.phase = NicPhase.Flow;
-        if (!hbmStart(dev, t, q.reqBytes, peak, cls, EventKind.NicPhase, qpn, q.gen)) {
-          statAdd(dev, STAT_HBM_FLOW_FULL, 1);
-          phaseAt(dev, q, qpn, NicPhase.Head, t + 1000); // try again in 1 ns
-        }
-        return;
-      }
-      // no HBM part: straight to the tail
+    case NicPhase.Head: startFlow(dev, q, qpn, t); return;
+    case NicPhase.Flow: {
+      // its flow ended: a slot of the flow table is free for a request waiting for one
+      if (dev.flowWaiters > 0) wakeFlowWaiter(dev, t);
       tail(dev, q, qpn, t);
       return;
     }
-    case NicPhase.Flow: tail(dev, q, qpn, t); return;
     case NicPhase.Tail: tail(dev, q, qpn, t); return;
     case NicPhase.Done: done(dev, qpn, t); return;
     default: return;
   }
+}
+
+/** Streams the request's HBM bytes, or goes straight to the tail when it has none. */
+function startFlow(dev: Device, q: Qp, qpn: u32, t: u64): void {
+  if (q.status != STATUS_SUCCESS || q.reqBytes == 0) { tail(dev, q, qpn, t); return; }
+  let peak = dev.nicDmaBytesPerPs;
+  let cls = FlowClass.Nic;
+  if (q.reqFlags & REQ_REDUCE) {
+    // sources stream at reduceBytesPerCycle; the destination write rides along
+    const nsrc = <f64>load<u8>(qpWqe(dev, qpn) + WQE_NSRC);
+    peak = dev.reduceBytesPerPs * (nsrc + 1) / nsrc;
+    cls = FlowClass.Reduce;
+  }
+  q.phase = NicPhase.Flow;
+  if (!hbmStart(dev, t, q.reqBytes, peak, cls, EventKind.NicPhase, qpn, q.gen)) {
+    // the flow table is full: wait, without polling, until a flow ends
+    statAdd(dev, STAT_HBM_FLOW_FULL, 1);
+    q.phase = NicPhase.Head;
+    q.waitFlow = 1;
+    dev.flowWaiters++;
+  }
+}
+
+/** Restarts one request waiting for a flow slot, taking QPs round robin from the last woken. */
+function wakeFlowWaiter(dev: Device, t: u64): void {
+  for (let k: u32 = 1; k <= dev.maxQps; k++) {
+    const qpn = (dev.flowWaitNext + k) % dev.maxQps;
+    const q = qpAt(dev, qpn);
+    if (!q.waitFlow) continue;
+    q.waitFlow = 0;
+    dev.flowWaiters--;
+    dev.flowWaitNext = qpn;
+    startFlow(dev, q, qpn, t);
+    return;
+  }
+}
+
+/** Stops a request waiting for a flow slot from waiting (it is ending). */
+function stopWaitingFlow(dev: Device, q: Qp): void {
+  if (!q.waitFlow) return;
+  q.waitFlow = 0;
+  dev.flowWaiters--;
 }
 
 /** Time to move `len` bytes through an engine's NIC interface at the NIC's DMA rate. */
@@ -363,16 +422,22 @@ function done(dev: Device, qpn: u32, t: u64): void {
   const q = qpAt(dev, qpn);
   const w = qpWqe(dev, qpn);
   const op = <u32>load<u8>(w + WQE_OPCODE);
-  const len = <u32>q.reqLen;
+  const len = <u32>load<u32>(w + WQE_LENGTH);
   const imm = load<u32>(w + WQE_IMM);
-  let status = q.status;
   const consumesRecv = op == OPCODE_SEND || op == OPCODE_SEND_WITH_IMM || op == OPCODE_RDMA_WRITE_WITH_IMM;
-  if (status == STATUS_SUCCESS && op <= OPCODE_RDMA_READ) {
-    // the target may have gone to error or away while the request was in flight: it no
-    // longer answers, and the request ends as if its retries ran out (nothing is placed)
-    const d = qpAt(dev, q.destQpn);
-    if (!d.valid || (d.state != QP_STATE_RTR && d.state != QP_STATE_RTS) || (consumesRecv && d.rqCi == d.rqPi)) status = STATUS_RETRY_EXC_ERR;
+  if (q.reqFlags & REQ_REDUCE) {
+    // the block is released whatever the outcome; the operands' keys are checked again
+    releaseBlock(dev, q.reqBlock, t);
+    if (q.status == STATUS_SUCCESS) q.status = checkReduce(dev, q, w);
+  } else if (q.status == STATUS_SUCCESS) {
+    // placement sees the world as it is now: keys deregistered, the target gone or in error
+    // (it no longer answers: as if the retries ran out, nothing placed), the receive another
+    // request took in the meantime (receiver not ready again)
+    const outcome = check(dev, q, w, true);
+    if (outcome == CHECK_NO_TARGET) q.status = STATUS_RETRY_EXC_ERR;
+    else if (outcome == CHECK_NO_RECV) { noRecv(dev, q, qpn, t); return; }
   }
+  let status = q.status;
   if (status == STATUS_SUCCESS) {
     if (q.reqFlags & REQ_REDUCE) {
       const nsrc = <u32>load<u8>(w + WQE_NSRC);
@@ -380,7 +445,6 @@ function done(dev: Device, qpn: u32, t: u64): void {
         store<u32>(dev.reduceSrcs + (<usize>i << 2), <u32>dmaPtr(dev, <u64>load<u32>(w + WQE_SRC_ADDR + i * WQE_SRC_ADDR_STRIDE), <u64>len));
       }
       reduceKernel(<u32>dmaPtr(dev, load<u64>(w + WQE_LADDR), <u64>len), dev.reduceSrcs, nsrc, len, load<u8>(w + WQE_REDOP), load<u8>(w + WQE_DTYPE));
-      releaseBlock(dev, q.reqBlock, t);
     } else if (len > 0) {
       memory.copy(dmaPtr(dev, q.reqDst, <u64>len), dmaPtr(dev, q.reqSrc, <u64>len), len);
     }
@@ -391,8 +455,9 @@ function done(dev: Device, qpn: u32, t: u64): void {
       const rxOp = op == OPCODE_RDMA_WRITE_WITH_IMM ? OPCODE_RDMA_WRITE_WITH_IMM : OPCODE_RECV;
       if (!cqPush(dev, d.recvCq, t, load<u64>(r + WQE_WR_ID), len, imm, op != OPCODE_SEND, q.destQpn, STATUS_SUCCESS, rxOp)) qpError(dev, q.destQpn, t);
     }
-  } else if (q.rxStatus != STATUS_SUCCESS && qpAt(dev, q.destQpn).valid && qpAt(dev, q.destQpn).rqCi != qpAt(dev, q.destQpn).rqPi) {
-    // the target's posted receive fails too, and the target QP goes to error (IB spec 9.9.3)
+  } else if (q.rxStatus != STATUS_SUCCESS) {
+    // the target's posted receive fails too, and the target QP goes to error (IB spec 9.9.3);
+    // the receive is the one check() just looked at, still the target's next
     const d = qpAt(dev, q.destQpn);
     const r = rqSlot(dev, d, d.rqCi);
     d.rqCi++;
@@ -402,11 +467,9 @@ function done(dev: Device, qpn: u32, t: u64): void {
   }
   const signaled = q.sigAll != 0 || (load<u8>(w + WQE_FLAGS) & WR_FLAG_SIGNALED) != 0 || status != STATUS_SUCCESS;
   let cqOk = true;
-  if (signaled) cqOk = cqPush(dev, q.sendCq, t, load<u64>(w + WQE_WR_ID), len, 0, false, qpn, status, op);
+  if (signaled) cqOk = cqPush(dev, q.sendCq, t, load<u64>(w + WQE_WR_ID), status == STATUS_SUCCESS ? len : 0, 0, false, qpn, status, op);
   tracePoint(dev, t, TP_NIC_WQE_DONE, 0xffff, (qpn << 8) | status);
-  q.sqCi++;
-  q.busy = 0;
-  q.phase = NicPhase.Idle;
+  finishRequest(q);
   if (status != STATUS_SUCCESS) {
     statAdd(dev, status == STATUS_WR_FLUSH_ERR ? STAT_NIC_FLUSHED : STAT_NIC_ERRORS, 1);
     qpError(dev, qpn, t);
@@ -414,6 +477,14 @@ function done(dev: Device, qpn: u32, t: u64): void {
     qpError(dev, qpn, t);
   }
   kick(dev, qpn, t);
+}
+
+/** The request at sqCi has completed: move past it and the entries flushed behind it. */
+function finishRequest(q: Qp): void {
+  q.sqCi++;
+  if (<i32>(q.sqFlushed - q.sqCi) > 0) q.sqCi = q.sqFlushed;
+  q.busy = 0;
+  q.phase = NicPhase.Idle;
 }
 
 /**
@@ -427,10 +498,9 @@ export function abandonRequest(dev: Device, qpn: u32, t: u64): void {
   const w = qpWqe(dev, qpn);
   cqPush(dev, q.sendCq, t, load<u64>(w + WQE_WR_ID), 0, 0, false, qpn, STATUS_WR_FLUSH_ERR, load<u8>(w + WQE_OPCODE));
   statAdd(dev, STAT_NIC_FLUSHED, 1);
-  q.busy = 0;
-  q.sqCi++;
+  finishRequest(q);
   q.gen++;
-  q.phase = NicPhase.Idle;
+  stopWaitingFlow(dev, q);
   if (q.waitBlock != NOT_ARMED) q.waitBlock = NOT_ARMED;
   else if (q.reqFlags & REQ_REDUCE) releaseBlock(dev, q.reqBlock, t);
 }
@@ -455,6 +525,17 @@ function releaseBlock(dev: Device, block: u32, t: u64): void {
   return q.valid != 0 && q.owner == ringer;
 }
 
+/**
+ * A doorbell that announces more entries than the ring has room for: the owner overwrote
+ * entries the NIC had not finished with. It is dropped and counted, and the QP goes to the
+ * error state (what the NIC knew of completes with WR_FLUSH_ERR), so nothing runs from a ring
+ * the NIC cannot trust.
+ */
+function overrunDoorbell(dev: Device, qpn: u32, t: u64): void {
+  statAdd(dev, STAT_NIC_BAD_DOORBELL, 1);
+  qpError(dev, qpn, t);
+}
+
 /** A classic send doorbell reached the NIC at `t`: fetch the new entries, then run them. */
 export function sqDoorbell(dev: Device, qpn: u32, ringer: u32, pi16: u32, t: u64): void {
   tracePoint(dev, t, TP_NIC_DOORBELL, 0xffff, qpn);
@@ -462,7 +543,7 @@ export function sqDoorbell(dev: Device, qpn: u32, ringer: u32, pi16: u32, t: u64
   const q = qpAt(dev, qpn);
   const n = (pi16 - q.announced) & 0xffff;
   if (n == 0) return;
-  if (n > q.sqDepth - (q.announced - q.sqCi)) { statAdd(dev, STAT_NIC_BAD_DOORBELL, 1); return; }
+  if (n > q.sqDepth - (q.announced - q.sqCi)) { overrunDoorbell(dev, qpn, t); return; }
   const bytes = <u64>n * WQE_SIZE;
   const fetched = dmaIsHost(dev, q.sqBase, 1) ? pcieRead(dev, t, bytes)
     : t + (dmaIsSram(dev, q.sqBase, 1) ? dev.nicSramLatencyPs + sramPs(dev, bytes) : dev.hbmLatencyPs);
@@ -475,35 +556,21 @@ export function rqDoorbell(dev: Device, qpn: u32, ringer: u32, pi16: u32, t: u64
   if (qpn >= dev.maxQps || !mayRing(qpAt(dev, qpn), ringer)) { statAdd(dev, STAT_NIC_BAD_DOORBELL, 1); return; }
   const q = qpAt(dev, qpn);
   const n = (pi16 - q.rqPi) & 0xffff;
-  if (n > q.rqDepth - (q.rqPi - q.rqCi)) { statAdd(dev, STAT_NIC_BAD_DOORBELL, 1); return; }
+  if (n > q.rqDepth - (q.rqPi - q.rqCi)) { overrunDoorbell(dev, qpn, t); return; }
   q.rqPi += n;
   if (q.state == QP_STATE_ERR) flush(dev, qpn, t);
 }
 
-/** An express doorbell reached the NIC: the entry came with it, so it is runnable at once. */
-export function expressDoorbell(dev: Device, slot: u32, ringer: u32, t: u64): void {
-  const e = dev.expressBufs + <usize>slot * WQE_SIZE;
-  store<u8>(dev.expressUsed + slot, 0);
+/** An express doorbell (its WQE at wasm address `e`) reached the NIC: the entry came with it, so it is runnable at once. */
+export function expressDoorbell(dev: Device, e: usize, ringer: u32, t: u64): void {
   const qpn = load<u32>(e + WQE_QPN);
   tracePoint(dev, t, TP_NIC_DOORBELL, 0xffff, qpn);
   if (qpn >= dev.maxQps || !mayRing(qpAt(dev, qpn), ringer)) { statAdd(dev, STAT_NIC_BAD_DOORBELL, 1); return; }
   const q = qpAt(dev, qpn);
-  if (q.announced - q.sqCi >= q.sqDepth) { statAdd(dev, STAT_NIC_BAD_DOORBELL, 1); return; }
+  if (q.announced - q.sqCi >= q.sqDepth) { overrunDoorbell(dev, qpn, t); return; }
   // the NIC keeps the entry in the ring slot it occupies, so every entry runs from one place
   memory.copy(sqSlot(dev, q, q.announced), e, WQE_SIZE);
   q.announced++;
   rangePush(dev, q, qpn, q.announced, t);
   kick(dev, qpn, t);
-}
-
-/** Takes a free express buffer and fills it from `src`; -1 when all are in flight. */
-export function expressClaim(dev: Device, src: usize): i32 {
-  for (let i: u32 = 0; i < dev.expressSlots; i++) {
-    if (load<u8>(dev.expressUsed + i) == 0) {
-      store<u8>(dev.expressUsed + i, 1);
-      memory.copy(dev.expressBufs + <usize>i * WQE_SIZE, src, WQE_SIZE);
-      return <i32>i;
-    }
-  }
-  return -1;
 }

@@ -17,7 +17,8 @@ import { cyclesCeil, psOfCycle, minU64, NEVER } from "./time";
 import { fifoPush, fifoPop } from "./fifo";
 import { MIP_MTIP, MSTATUS_MIE } from "./hart";
 import { hbmTick } from "./hbm";
-import { nicPhase, kick, sqDoorbell, rqDoorbell, expressDoorbell } from "./nic";
+import { nicPhase, kick } from "./nic";
+import { dbqArrive } from "./doorbells";
 import { qpAt } from "./verbs";
 
 /** Runs one engine until its cycle count reaches `limit`, it sleeps, exits or faults. */
@@ -66,9 +67,7 @@ function runEvents(dev: Device): void {
       case EventKind.HbmTick: hbmTick(dev, t, a); break;
       case EventKind.NicPhase: nicPhase(dev, a, b, t); break;
       case EventKind.NicKick: qpAt(dev, a).kickPending = 0; kick(dev, a, t); break;
-      case EventKind.NicSqDoorbell: sqDoorbell(dev, a & 0xffff, a >> 16, b, t); break;
-      case EventKind.NicRqDoorbell: rqDoorbell(dev, a & 0xffff, a >> 16, b, t); break;
-      case EventKind.NicExpress: expressDoorbell(dev, a, b, t); break;
+      case EventKind.Doorbell: dbqArrive(dev, a, t); break;
       default: break;
     }
   }

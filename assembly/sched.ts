@@ -11,9 +11,7 @@ export const enum EventKind {
   HbmTick = 2, // a: HBM share generation
   NicPhase = 3, // a: qpn, b: request generation
   NicKick = 4, // a: qpn
-  NicSqDoorbell = 5, // a: ringer << 16 | qpn, b: producer index (16 bits)
-  NicRqDoorbell = 6, // a: ringer << 16 | qpn, b: producer index (16 bits)
-  NicExpress = 7, // a: express buffer, b: ringer
+  Doorbell = 5, // a: ringer index (doorbells.ts): its oldest doorbell has arrived
 }
 
 @inline function rec(dev: Device, i: u32): usize {

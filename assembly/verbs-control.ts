@@ -4,7 +4,8 @@
 
 import { Device } from "./device";
 import { Qp, qpAt, cqAt, pdValid, dmaPtr, OWNER_HOST, NOT_ARMED } from "./verbs";
-import { kick, qpError, abandonRequest } from "./nic";
+import { kick, qpError, qpReset, abandonRequest } from "./nic";
+import { dbqDeliverFor } from "./doorbells";
 import {
   CMD_ERR_NO_OBJECT, CMD_ERR_TRANSITION, CMD_ERR_IN_USE, CMD_ERR_ARGUMENT, QP_STATE_RESET, QP_STATE_INIT, QP_STATE_RTR, QP_STATE_RTS, QP_STATE_ERR, WQE_SIZE,
 } from "./generated/layouts";
@@ -51,14 +52,12 @@ export function qpModify(dev: Device, qpn: u32, state: u32, destQpn: u32): i32 {
   const q = qpAt(dev, qpn);
   const from = q.state;
   const t = dev.now;
+  // the command comes after the doorbells written before it
+  dbqDeliverFor(dev, qpn, t);
   if (state == QP_STATE_ERR) { qpError(dev, qpn, t); return E_OK; }
   if (state == QP_STATE_RESET) {
     if (q.busy) return E_IN_USE;
-    // IB 10.3.1: to Reset discards every outstanding entry without completions
-    q.announced = q.sqCi;
-    q.rqCi = q.rqPi;
-    q.nranges = 0;
-    q.state = QP_STATE_RESET;
+    qpReset(dev, qpn);
     return E_OK;
   }
   const ok = (from == QP_STATE_RESET && state == QP_STATE_INIT) || (from == QP_STATE_INIT && state == QP_STATE_RTR)
@@ -78,6 +77,7 @@ export function qpDestroy(dev: Device, qpn: u32): i32 {
   if (qpn >= dev.maxQps || !qpAt(dev, qpn).valid) return E_NO_OBJECT;
   const q = qpAt(dev, qpn);
   const t = dev.now;
+  dbqDeliverFor(dev, qpn, t);
   abandonRequest(dev, qpn, t);
   qpError(dev, qpn, t);
   q.valid = 0;

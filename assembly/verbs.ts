@@ -47,7 +47,8 @@ export const RANGES: u32 = 8;
   sqDepth: u32;
   rqDepth: u32;
   announced: u32; // send entries the NIC knows of (free-running)
-  sqCi: u32; // send entries completed
+  sqCi: u32; // send entries completed, or the one executing (busy)
+  sqFlushed: u32; // entries before this are completed, except a busy sqCi (flushed behind it)
   rqPi: u32; // receive entries posted
   rqCi: u32; // receive entries consumed
   busy: u32; // executing sqCi
@@ -56,6 +57,7 @@ export const RANGES: u32 = 8;
   retriesLeft: u32;
   status: u32; // the request's outcome, decided when it starts
   waitBlock: u32; // reduction block this QP waits for, or NOT_ARMED
+  waitFlow: u32; // 1 while its request waits for a free slot of the HBM flow table
   kickPending: u32;
   nranges: u32;
   rnrLeft: u32;
@@ -126,24 +128,35 @@ export const QP_STRIDE: usize = (offsetof<Qp>() + 7) & ~(<usize>7);
 
 // ---- protection domains
 
-export function pdAlloc(dev: Device): i32 {
+// Ownership: every PD, CQ and QP has an owner, the host (OWNER_HOST) or one engine; a region
+// belongs to the owner of its PD. Firmware's verbs commands act only on their engine's own
+// objects (nic-cmd.ts); the host, as the driver, may act on any.
+
+/** Allocates a PD for `owner` (an engine or OWNER_HOST); -1 when none is free. */
+export function pdAlloc(dev: Device, owner: u32): i32 {
   for (let i: u32 = 0; i < dev.maxPds; i++) {
-    if (load<u8>(dev.pds + i) == 0) { store<u8>(dev.pds + i, 1); return <i32>i; }
+    const p = dev.pds + (<usize>i << 2);
+    if (load<u32>(p) == 0) { store<u32>(p, owner + 1); return <i32>i; }
   }
   return -1;
 }
 
 /** Frees a PD; false while a region or QP still uses it. */
 export function pdFree(dev: Device, pd: u32): bool {
-  if (pd >= dev.maxPds || load<u8>(dev.pds + pd) == 0) return false;
+  if (!pdValid(dev, pd)) return false;
   for (let i: u32 = 0; i < dev.maxMrs; i++) if (mrAt(dev, i).valid && mrAt(dev, i).pd == pd) return false;
   for (let i: u32 = 0; i < dev.maxQps; i++) if (qpAt(dev, i).valid && qpAt(dev, i).pd == pd) return false;
-  store<u8>(dev.pds + pd, 0);
+  store<u32>(dev.pds + (<usize>pd << 2), 0);
   return true;
 }
 
 @inline export function pdValid(dev: Device, pd: u32): bool {
-  return pd < dev.maxPds && load<u8>(dev.pds + pd) != 0;
+  return pd < dev.maxPds && load<u32>(dev.pds + (<usize>pd << 2)) != 0;
+}
+
+/** Is `pd` a PD of `owner`? */
+@inline export function pdOwnedBy(dev: Device, pd: u32, owner: u32): bool {
+  return pdValid(dev, pd) && load<u32>(dev.pds + (<usize>pd << 2)) == owner + 1;
 }
 
 // ---- memory regions: lkey = index << 8 | generation (1..255); rkey = lkey | REMOTE_KEY_BIT
@@ -167,11 +180,17 @@ export function mrReg(dev: Device, pd: u32, base: u64, length: u64, access: u32)
   return 0;
 }
 
-export function mrDereg(dev: Device, lkey: u32): bool {
-  const i = (lkey & ~REMOTE_KEY_BIT) >> 8;
-  if (i >= dev.maxMrs) return false;
+/** The region an lkey (or rkey) names, or null when it names none. */
+export function mrOf(dev: Device, key: u32): Mr | null {
+  const i = (key & ~REMOTE_KEY_BIT) >> 8;
+  if (i >= dev.maxMrs) return null;
   const m = mrAt(dev, i);
-  if (!m.valid || m.lkey != (lkey & ~REMOTE_KEY_BIT)) return false;
+  return m.valid && m.lkey == (key & ~REMOTE_KEY_BIT) ? m : null;
+}
+
+export function mrDereg(dev: Device, lkey: u32): bool {
+  const m = mrOf(dev, lkey);
+  if (m == null) return false;
   m.valid = 0;
   return true;
 }

@@ -210,12 +210,14 @@ export class Context {
   /** ibv_post_send: entries go into the ring and one classic doorbell announces them all, or each goes through the express window. */
   postSend(qp: Qp, wrs: SendWr[], opts: { doorbell?: "classic" | "express" } = {}): void {
     if (qp.owner !== OWNER_HOST) throw new VerbsError(`QP ${qp.qpn} belongs to engine ${qp.owner}: its firmware posts to it`);
-    if (wrs.length > this.core.qpSqFree(this.h, qp.qpn)) throw new VerbsError(`QP ${qp.qpn}: send queue full (${qp.sqDepth} entries)`);
+    // room is counted on the host: entries whose doorbell is still crossing PCIe take room too
+    if (wrs.length > qp.sqDepth - ((qp.sqPosted - this.core.qpSqDone(this.h, qp.qpn)) >>> 0)) throw new VerbsError(`QP ${qp.qpn}: send queue full (${qp.sqDepth} entries)`);
+    if ((this.core.hostDoorbellRoom(this.h) >>> 0) < (opts.doorbell === "express" ? wrs.length : 1)) throw new VerbsError("every host doorbell slot is crossing PCIe (hostDoorbellQueue): advance time");
     if (opts.doorbell === "express") {
       const dv = new DataView(this.core.memory.buffer);
       for (const wr of wrs) {
         encodeWqe(dv, this.scratch, wr, qp.qpn);
-        if (!this.core.hostExpress(this.h, this.scratch)) throw new VerbsError("every express doorbell buffer is in flight: advance time or use classic doorbells");
+        this.core.hostExpress(this.h, this.scratch);
         qp.sqPosted++;
       }
       return;
@@ -231,7 +233,8 @@ export class Context {
 
   /** ibv_post_recv. */
   postRecv(qp: Qp, wrs: RecvWr[]): void {
-    if (wrs.length > this.core.qpRqFree(this.h, qp.qpn)) throw new VerbsError(`QP ${qp.qpn}: receive queue full (${qp.rqDepth} entries)`);
+    if (wrs.length > qp.rqDepth - ((qp.rqPosted - this.core.qpRqDone(this.h, qp.qpn)) >>> 0)) throw new VerbsError(`QP ${qp.qpn}: receive queue full (${qp.rqDepth} entries)`);
+    if ((this.core.hostDoorbellRoom(this.h) >>> 0) < 1) throw new VerbsError("every host doorbell slot is crossing PCIe (hostDoorbellQueue): advance time");
     for (const wr of wrs) {
       const slot = qp.rqRing + (qp.rqPosted % qp.rqDepth) * WQE.SIZE;
       const v = this.view(slot, WQE.SIZE);

@@ -47,10 +47,11 @@ export interface MenicExports {
   qpModify(dev: number, qpn: number, state: number, destQpn: number): number;
   qpDestroy(dev: number, qpn: number): number;
   qpState(dev: number, qpn: number): number;
-  qpSqFree(dev: number, qpn: number): number;
-  qpRqFree(dev: number, qpn: number): number;
-  hostSqDoorbell(dev: number, qpn: number, pi16: number): void;
-  hostRqDoorbell(dev: number, qpn: number, pi16: number): void;
+  qpSqDone(dev: number, qpn: number): number;
+  qpRqDone(dev: number, qpn: number): number;
+  hostDoorbellRoom(dev: number): number;
+  hostSqDoorbell(dev: number, qpn: number, pi16: number): number;
+  hostRqDoorbell(dev: number, qpn: number, pi16: number): number;
   hostExpress(dev: number, wqe: number): number;
   setComputeLoad(dev: number, gbps: number): void;
   hbmServed(dev: number, cls: number): number;

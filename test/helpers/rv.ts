@@ -58,6 +58,7 @@ export function assemble(src: string, base = 0): Uint32Array {
       case "lbu": { const [o, b] = mem(a[1]); out.push(I(o, b, 4, r(0), 0x03)); break; }
       case "sw": { const [o, b] = mem(a[1]); out.push(S(o, r(0), b, 2, 0x23)); break; }
       case "sb": { const [o, b] = mem(a[1]); out.push(S(o, r(0), b, 0, 0x23)); break; }
+      case "sh": { const [o, b] = mem(a[1]); out.push(S(o, r(0), b, 1, 0x23)); break; }
       case "beq": out.push(B(target(a[2], pc), r(1), r(0), 0)); break;
       case "bne": out.push(B(target(a[2], pc), r(1), r(0), 1)); break;
       case "blt": out.push(B(target(a[2], pc), r(1), r(0), 4)); break;

@@ -90,7 +90,7 @@
 #define MENIC_NIC_CMD (MENIC_NIC_BASE + MENIC_U(0x40))
 /* r: result of the last command: a number or key, or a negative error (CMD_ERR) */
 #define MENIC_NIC_CMD_RESULT (MENIC_NIC_BASE + MENIC_U(0x44))
-/* w: express doorbell: write a whole WQE (with its qpn field) in ascending address order; the store to its last word is the doorbell, and the NIC needs no fetch */
+/* w: express doorbell: write a whole WQE (with its qpn field), by stores of any width; the store that writes its last byte is the doorbell, and the NIC needs no fetch. When the engine's doorbell queue is full the store waits for room */
 #define MENIC_NIC_EXPRESS (MENIC_NIC_BASE + MENIC_U(0x100))
 #define MENIC_NIC_EXPRESS_SIZE 128
 
