@@ -162,7 +162,7 @@ export function qpReset(dev: Device, qpn: u32): void {
 
 function phaseAt(dev: Device, q: Qp, qpn: u32, phase: u32, t: u64): void {
   q.phase = phase;
-  schedule(dev, t, EventKind.NicPhase, qpn, q.gen);
+  schedule(dev, t, EventKind.NicPhase, qpn, q.gen & ~FLOW_ENDED);
 }
 
 /** Starts the next request of a send queue if it is runnable now, or arranges to look again. */
@@ -344,19 +344,19 @@ function attemptReduce(dev: Device, q: Qp, qpn: u32, w: usize, t: u64): void {
   phaseAt(dev, q, qpn, NicPhase.Head, t + dev.nicWqeLatencyPs + dev.reduceSetupPs + dev.hbmLatencyPs);
 }
 
+// set in the event's generation word when a request's HBM flow has ended
+const FLOW_ENDED: u32 = 0x80000000;
+
 /** The NicPhase event: the request of `qpn` has finished its current phase at `t`. */
-export function nicPhase(dev: Device, qpn: u32, gen: u32, t: u64): void {
+export function nicPhase(dev: Device, qpn: u32, genWord: u32, t: u64): void {
+  // a flow that ended freed a slot of the flow table, even when its request was abandoned
+  if ((genWord & FLOW_ENDED) != 0 && dev.flowWaiters > 0) wakeFlowWaiter(dev, t);
   const q = qpAt(dev, qpn);
-  if (!q.valid || !q.busy || q.gen != gen) return;
+  if (!q.valid || !q.busy || (q.gen & ~FLOW_ENDED) != (genWord & ~FLOW_ENDED)) return;
   switch (q.phase) {
     case NicPhase.Wait: attempt(dev, qpn, t); return;
     case NicPhase.Head: startFlow(dev, q, qpn, t); return;
-    case NicPhase.Flow: {
-      // its flow ended: a slot of the flow table is free for a request waiting for one
-      if (dev.flowWaiters > 0) wakeFlowWaiter(dev, t);
-      tail(dev, q, qpn, t);
-      return;
-    }
+    case NicPhase.Flow: tail(dev, q, qpn, t); return;
     case NicPhase.Tail: tail(dev, q, qpn, t); return;
     case NicPhase.Done: done(dev, qpn, t); return;
     default: return;
@@ -375,7 +375,7 @@ function startFlow(dev: Device, q: Qp, qpn: u32, t: u64): void {
     cls = FlowClass.Reduce;
   }
   q.phase = NicPhase.Flow;
-  if (!hbmStart(dev, t, q.reqBytes, peak, cls, EventKind.NicPhase, qpn, q.gen)) {
+  if (!hbmStart(dev, t, q.reqBytes, peak, cls, EventKind.NicPhase, qpn, (q.gen & ~FLOW_ENDED) | FLOW_ENDED)) {
     // the flow table is full: wait, without polling, until a flow ends
     statAdd(dev, STAT_HBM_FLOW_FULL, 1);
     q.phase = NicPhase.Head;
