@@ -82,7 +82,7 @@ export const TRACE_BYTES: usize = 16;
   flowCap: u32;
   flowWaiters: u32; // requests waiting for a free slot of the flow table (Qp.waitFlow)
   flowWaitNext: u32; // the QP woken last: waiters are woken round robin from the next
-  hbmGen: u32;
+  hbmTickAt: u64; // time of the pending HbmTick, or NEVER
   hbmAt: u64;
   hbmServed: usize; // f64 per flow class
   hbmBytesPerPs: f64;
@@ -245,6 +245,7 @@ export function createDevice(cfgIn: usize): Device {
   dev.engExpress = arena + oEngExpress;
   dev.flows = arena + oFlows;
   dev.flowCap = FLOW_SLOTS;
+  dev.hbmTickAt = NEVER;
   dev.hbmServed = arena + oServed;
   // rates: Gb/s is 1e9 bits per 1e12 ps, i.e. gbps / 8000 bytes per ps
   dev.hbmBytesPerPs = <f64>cfgGet(cfgIn, CFG_HBM_GBPS) / 8000;

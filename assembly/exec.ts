@@ -14,7 +14,7 @@ import { HBM_BASE, STAT_AMO_SC_FAIL, STAT_AMO_RESV_BROKEN, TP_ENGINE_SLEEP } fro
 import { csrRead, csrWrite, CSR_ILLEGAL } from "./csr";
 import { mmioLoad, mmioStore, MMIO_FAULT, MMIO_RETRY } from "./mmio";
 import { takeTrap, mret, pendingIrqs } from "./trap";
-import { schedule, EventKind } from "./sched";
+import { schedule, unschedule, EventKind } from "./sched";
 import { psOfCycle, NEVER } from "./time";
 
 @inline function rget(regs: usize, ir: u32, shift: u32): u32 {
@@ -63,7 +63,9 @@ function sleep(dev: Device, h: Hart): void {
   h.sleepStart = psOfCycle(h.cycle, dev.khz);
   tracePoint(dev, h.sleepStart, TP_ENGINE_SLEEP, h.id, h.pc - 4);
   if ((h.mie & MIP_MTIP) != 0 && h.mtimecmp != NEVER) {
-    schedule(dev, psOfCycle(h.mtimecmp, dev.khz), EventKind.Timer, h.id, h.wakeGen);
+    // the timer of an earlier sleep (woken by something else) is replaced, not left to go stale
+    if (h.timerPending) unschedule(dev, EventKind.Timer, h.id);
+    h.timerPending = <u32>schedule(dev, psOfCycle(h.mtimecmp, dev.khz), EventKind.Timer, h.id, h.wakeGen);
   }
 }
 

@@ -60,6 +60,7 @@ export const NO_RESERVATION: u32 = 0xffffffff;
   sleepPs: u64; // total time asleep in wfi
   sleepStart: u64; // when the current sleep began
   wakeGen: u32; // invalidates timer events of earlier sleeps
+  timerPending: u32; // a Timer event of this engine is in the event queue
   cmd: usize; // NIC command arguments (8 words) and result (1 word)
 
   mstatus: u32;

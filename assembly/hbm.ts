@@ -9,7 +9,8 @@
 // x (1 + hbmQueuingPct/100 x u / (1 - u)), u capped at 0.9.
 
 import { Device, statAdd } from "./device";
-import { schedule, EventKind } from "./sched";
+import { schedule, unschedule, EventKind } from "./sched";
+import { NEVER } from "./time";
 import { STAT_HBM_BYTES_NIC, STAT_HBM_BYTES_REDUCE } from "./generated/layouts";
 
 export const enum FlowClass {
@@ -98,8 +99,11 @@ function reshare(dev: Device, t: u64): void {
       if (dt < next) next = dt;
     }
   }
-  dev.hbmGen++;
-  if (next != f64.MAX_VALUE) schedule(dev, t + <u64>Math.ceil(next > 0 ? next : 0), EventKind.HbmTick, dev.hbmGen, 0);
+  // one tick pending at most: moved when the next completion moves
+  const at = next != f64.MAX_VALUE ? t + <u64>Math.ceil(next > 0 ? next : 0) : NEVER;
+  if (dev.hbmTickAt == at) return;
+  if (dev.hbmTickAt != NEVER) unschedule(dev, EventKind.HbmTick, 0);
+  dev.hbmTickAt = at != NEVER && schedule(dev, at, EventKind.HbmTick, 0, 0) ? at : NEVER;
 }
 
 /** Takes a free slot of the flow table for a new flow; false when the table is full. */
@@ -132,8 +136,8 @@ export function hbmStart(dev: Device, t: u64, bytes: u64, peakBytesPerPs: f64, c
 }
 
 /** The HbmTick event: ends the flows that have finished and reshares. */
-export function hbmTick(dev: Device, t: u64, gen: u32): void {
-  if (gen != dev.hbmGen) return; // superseded by a later reshare
+export function hbmTick(dev: Device, t: u64): void {
+  dev.hbmTickAt = NEVER;
   advance(dev, t);
   for (let i: u32 = 0; i < dev.flowCap; i++) {
     const f = flowAt(dev, i);

@@ -61,10 +61,11 @@ function runEvents(dev: Device): void {
     switch (kind) {
       case EventKind.Timer: {
         const h = hartAt(dev, a);
+        h.timerPending = 0;
         if (h.state == EngineState.Sleeping && h.wakeGen == b) wake(dev, h, t);
         break;
       }
-      case EventKind.HbmTick: hbmTick(dev, t, a); break;
+      case EventKind.HbmTick: hbmTick(dev, t); break;
       case EventKind.NicPhase: nicPhase(dev, a, b, t); break;
       case EventKind.NicKick: qpAt(dev, a).kickPending = 0; kick(dev, a, t); break;
       case EventKind.Doorbell: dbqArrive(dev, a, t); break;

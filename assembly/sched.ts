@@ -3,12 +3,12 @@
 // Record layout (EVENT_BYTES = 32): time u64 @0, seq u64 @8, kind u32 @16, a u32 @20, b u32 @24.
 
 import { Device, EVENT_BYTES, statAdd } from "./device";
-import { STAT_SCHED_OVERFLOW } from "./generated/layouts";
+import { STAT_SCHED_OVERFLOW, STAT_SCHED_PEAK } from "./generated/layouts";
 import { NEVER } from "./time";
 
 export const enum EventKind {
-  Timer = 1, // a: engine, b: wake generation
-  HbmTick = 2, // a: HBM share generation
+  Timer = 1, // a: engine, b: wake generation (at most one pending per engine)
+  HbmTick = 2, // the HBM model's next flow completion (at most one pending)
   NicPhase = 3, // a: qpn, b: request generation
   NicKick = 4, // a: qpn
   Doorbell = 5, // a: ringer index (doorbells.ts): its oldest doorbell has arrived
@@ -37,22 +37,62 @@ export function schedule(dev: Device, time: u64, kind: u32, a: u32, b: u32): boo
     statAdd(dev, STAT_SCHED_OVERFLOW, 1);
     return false;
   }
-  let i = dev.evCount++;
-  let p = rec(dev, i);
+  const i = dev.evCount++;
+  const p = rec(dev, i);
   store<u64>(p, time);
   store<u64>(p, dev.seq++, 8);
   store<u32>(p, kind, 16);
   store<u32>(p, a, 20);
   store<u32>(p, b, 24);
+  siftUp(dev, i);
+  const peak = dev.stats + (<usize>STAT_SCHED_PEAK << 3);
+  if (<u64>dev.evCount > load<u64>(peak)) store<u64>(peak, <u64>dev.evCount);
+  return true;
+}
+
+/** Moves the record at heap index `i` down to where it belongs. */
+function siftDown(dev: Device, i: u32): void {
+  const n = dev.evCount;
+  while (true) {
+    const l: u32 = 2 * i + 1;
+    if (l >= n) break;
+    let c = l;
+    if (l + 1 < n && before(rec(dev, l + 1), rec(dev, l))) c = l + 1;
+    if (!before(rec(dev, c), rec(dev, i))) break;
+    swap(rec(dev, c), rec(dev, i));
+    i = c;
+  }
+}
+
+/** Moves the record at heap index `i` up to where it belongs. */
+function siftUp(dev: Device, i: u32): void {
   while (i > 0) {
     const parent = (i - 1) >> 1;
-    const q = rec(dev, parent);
-    if (!before(p, q)) break;
-    swap(p, q);
+    if (!before(rec(dev, i), rec(dev, parent))) break;
+    swap(rec(dev, i), rec(dev, parent));
     i = parent;
-    p = q;
   }
-  return true;
+}
+
+/**
+ * Removes the pending event of `kind` for `a`, if there is one (a scan of the heap). Blocks
+ * whose events would otherwise go stale — a timer an engine re-arms, the HBM model's next
+ * completion — keep at most one pending this way, so the queue's size stays bounded by what
+ * is really pending (host/config.ts checks eventCapacity against it).
+ */
+export function unschedule(dev: Device, kind: u32, a: u32): bool {
+  for (let i: u32 = 0; i < dev.evCount; i++) {
+    const p = rec(dev, i);
+    if (load<u32>(p, 16) != kind || load<u32>(p, 20) != a) continue;
+    const last = --dev.evCount;
+    if (i != last) {
+      memory.copy(p, rec(dev, last), EVENT_BYTES);
+      siftDown(dev, i);
+      siftUp(dev, i);
+    }
+    return true;
+  }
+  return false;
 }
 
 /** Time of the earliest event, or NEVER. */
@@ -65,16 +105,7 @@ export function popEvent(dev: Device): void {
   const last = --dev.evCount;
   if (last == 0) return;
   memory.copy(dev.events, rec(dev, last), EVENT_BYTES);
-  let i: u32 = 0;
-  while (true) {
-    const l: u32 = 2 * i + 1;
-    if (l >= last) break;
-    let c = l;
-    if (l + 1 < last && before(rec(dev, l + 1), rec(dev, l))) c = l + 1;
-    if (!before(rec(dev, c), rec(dev, i))) break;
-    swap(rec(dev, c), rec(dev, i));
-    i = c;
-  }
+  siftDown(dev, 0);
 }
 
 @inline export function topKind(dev: Device): u32 { return load<u32>(dev.events, 16); }
