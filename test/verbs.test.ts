@@ -231,12 +231,12 @@ describe("verbs control path", () => {
 });
 
 describe("bad REDUCE requests", () => {
-  async function reduceCase(mutate: (w: ReturnType<typeof baseWr>, ctx: Context) => void) {
+  async function reduceCase(mutate: (w: ReturnType<typeof baseWr>, ctx: Context, pd: Pd) => void) {
     const { ctx, pd, cqA, a } = await loopback();
     const dst = guarded(ctx, pd, "hbm", 256, ["LOCAL_WRITE"]);
     const s0 = guarded(ctx, pd, "hbm", 256), s1 = guarded(ctx, pd, "hbm", 256);
     const w = baseWr(dst, s0, s1);
-    mutate(w, ctx);
+    mutate(w, ctx, pd);
     const before = ctx.read(dst.addr - 64, 384);
     ctx.postSend(a, [w]);
     const wcs = drain(ctx, cqA);
@@ -258,14 +258,14 @@ describe("bad REDUCE requests", () => {
     expect(await reduceCase((w) => { w.reduce.sources = new Array(9).fill(w.reduce.sources[0]); })).toEqual(["LOC_QP_OP_ERR"]);
     expect(await reduceCase((w) => { w.reduce.sources = [w.reduce.sources[0]]; })).toEqual(["LOC_QP_OP_ERR"]);
   });
-  it("a source outside HBM, a wrong source key, a destination without LOCAL_WRITE: LOC_PROT_ERR", async () => {
-    expect(await reduceCase((w, ctx) => {
-      const pd = { handle: 0 };
+  it("a wrong source key, a destination without LOCAL_WRITE: LOC_PROT_ERR; a source in host memory does not fit the entry", async () => {
+    // src_addr is 32 bits: a host-memory source (DMA address above 2^32) is refused before posting, not truncated
+    await expect(reduceCase((w, ctx, pd) => {
       const host = ctx.allocHostMemory(256);
       w.reduce.sources[1] = { addr: host, lkey: ctx.regMr(pd, host, 256).lkey };
-    })).toEqual(["LOC_PROT_ERR"]);
+    })).rejects.toThrow(/wrs\[0\]\.reduce\.sources\[1\]\.addr must be an integer 0\.\.4294967295/);
     expect(await reduceCase((w) => { w.reduce.sources[0].lkey ^= 0x100; })).toEqual(["LOC_PROT_ERR"]);
-    expect(await reduceCase((w, ctx) => { w.lkey = ctx.regMr({ handle: 0 }, w.localAddr, 256).lkey; })).toEqual(["LOC_PROT_ERR"]);
+    expect(await reduceCase((w, ctx, pd) => { w.lkey = ctx.regMr(pd, w.localAddr, 256).lkey; })).toEqual(["LOC_PROT_ERR"]);
   });
 });
 
