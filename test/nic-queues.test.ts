@@ -218,17 +218,23 @@ describe("every work request completes exactly once", () => {
   });
 });
 
+/** `n` looped-back QPs, each with one express RDMA WRITE of 64 KiB from HBM to HBM posted (wrId = its index). */
+async function hbmWriters(n: number, config: Record<string, number>) {
+  const ctx = await Context.open(coreModule(), { engines: 2, ...config });
+  const pd = ctx.allocPd();
+  const cq = ctx.createCq(1024);
+  const src = ctx.allocHbm(1 << 16), dst = ctx.allocHbm(1 << 16);
+  const smr = ctx.regMr(pd, src, 1 << 16), dmr = ctx.regMr(pd, dst, 1 << 16, ["REMOTE_WRITE"]);
+  const qps = Array.from({ length: n }, () => ctx.createQp(pd, { sendCq: cq, recvCq: cq, maxSendWr: 1, maxRecvWr: 1 }));
+  for (const qp of qps) connect(ctx, qp, qp.qpn);
+  qps.forEach((qp, i) => ctx.postSend(qp, [{ wrId: i, opcode: "RDMA_WRITE", signaled: true, localAddr: src, length: 1 << 16, lkey: smr.lkey, remoteAddr: dst, rkey: dmr.rkey }], { doorbell: "express" }));
+  return { ctx, cq, qps };
+}
+
 describe("the HBM flow table", () => {
   it("requests beyond its 512 slots wait for a flow to end instead of polling", async () => {
     const n = 700;
-    const ctx = await Context.open(coreModule(), { engines: 2, maxQps: 1024, maxCqs: 4 });
-    const pd = ctx.allocPd();
-    const cq = ctx.createCq(1024);
-    const src = ctx.allocHbm(1 << 16), dst = ctx.allocHbm(1 << 16);
-    const smr = ctx.regMr(pd, src, 1 << 16), dmr = ctx.regMr(pd, dst, 1 << 16, ["REMOTE_WRITE"]);
-    const qps = Array.from({ length: n }, () => ctx.createQp(pd, { sendCq: cq, recvCq: cq, maxSendWr: 1, maxRecvWr: 1 }));
-    for (const qp of qps) connect(ctx, qp, qp.qpn);
-    qps.forEach((qp, i) => ctx.postSend(qp, [{ wrId: i, opcode: "RDMA_WRITE", signaled: true, localAddr: src, length: 1 << 16, lkey: smr.lkey, remoteAddr: dst, rkey: dmr.rkey }], { doorbell: "express" }));
+    const { ctx, cq, qps } = await hbmWriters(n, { maxQps: 1024, maxCqs: 4 });
     // QPs destroyed while their flows stream still free their slots for those waiting
     ctx.run(ctx.nowPs + 2_000_000n);
     expect(ctx.device.stats()["hbm.flow_full"]).toBeGreaterThan(0);
@@ -351,16 +357,9 @@ describe("the event queue holds only what is really pending", () => {
 
   it("the HBM model keeps one tick pending however often flows start", async () => {
     const n = 200;
-    const ctx = await Context.open(coreModule(), { engines: 2, maxQps: n });
-    const pd = ctx.allocPd();
-    const cq = ctx.createCq(256);
-    const src = ctx.allocHbm(1 << 16), dst = ctx.allocHbm(1 << 16);
-    const smr = ctx.regMr(pd, src, 1 << 16), dmr = ctx.regMr(pd, dst, 1 << 16, ["REMOTE_WRITE"]);
-    const qps = Array.from({ length: n }, () => ctx.createQp(pd, { sendCq: cq, recvCq: cq, maxSendWr: 1, maxRecvWr: 1 }));
-    for (const qp of qps) connect(ctx, qp, qp.qpn);
     // express doorbells cross PCIe 2 ns apart: 200 flows start one after another, each
     // moving every flow's completion
-    qps.forEach((qp, i) => ctx.postSend(qp, [{ wrId: i, opcode: "RDMA_WRITE", signaled: true, localAddr: src, length: 1 << 16, lkey: smr.lkey, remoteAddr: dst, rkey: dmr.rkey }], { doorbell: "express" }));
+    const { ctx, cq } = await hbmWriters(n, { maxQps: n });
     expect(settle(ctx, cq).length).toBe(n);
     // at most: a doorbell event, a phase event per request (none while it streams), one tick
     expect(ctx.device.stats()["sched.peak"]).toBeLessThanOrEqual(n + 2);
