@@ -2,11 +2,20 @@
 // of its arena); every function takes it, and no module-level state exists, so one instance
 // may hold several devices. Configuration crosses as one block of u64 slots (layouts/config.json).
 
-import { Device, createDevice, hartAt, TRACE_BYTES } from "./device";
-import { CFG_SLOTS, STAT_COUNT, LAYOUT_HASH } from "./generated/layouts";
+import { Device, TRACE_BYTES } from "./core/device";
+import { createDevice } from "./create";
+import { hartAt } from "./engine/hart";
 import { step as stepDevice, startEngine as start, mailboxPush, mailboxPop } from "./run";
-import { rngNext, rngSeed, Rng } from "./rng";
-import { fifoPop } from "./fifo";
+import { rngNext, rngSeed, Rng } from "./core/rng";
+import { fifoPop } from "./core/fifo";
+import { reduceKernel as reduce } from "./mem/reduce";
+import { pdAlloc as pdAllocV, pdFree as pdFreeV, mrReg as mrRegV, mrDereg as mrDeregV, cqCreate as cqCreateV, cqSetCi, cqAt, qpAt, OWNER_HOST } from "./nic/verbs";
+import { dmaPtr } from "./mem/dma";
+import { qpCreate as qpCreateV, qpModify as qpModifyV, qpDestroy as qpDestroyV, cqDestroy as cqDestroyV } from "./nic/verbs-control";
+import { DbKind, dbqPush, dbqRoom, hostDbq } from "./nic/doorbells";
+import { pcieWrite, PcieDir } from "./mem/pcie";
+import { hbmSetCompute, hbmServed as served } from "./mem/hbm";
+import { CFG_SLOTS, STAT_COUNT, LAYOUT_HASH } from "./generated/layouts";
 
 /** Allocates the block of CFG_SLOTS u64 the host fills before create(). */
 export function configAlloc(): usize {
@@ -90,9 +99,8 @@ export function rngSample(scratch: usize, seed: u64, stream: u64, index: u32): u
 }
 
 // reduction kernel (tests and benchmarks call it directly)
-import { reduceKernel as reduce } from "./reduce";
 
-/** Reduces k source buffers (their u32 addresses at `srcs`) into `dst`: see assembly/reduce.ts. */
+/** Reduces k source buffers (their u32 addresses at `srcs`) into `dst`: see assembly/mem/reduce.ts. */
 export function reduceKernel(dst: usize, srcs: usize, k: u32, bytes: u32, op: u32, dtype: u32): void {
   reduce(dst, srcs, k, bytes, op, dtype);
 }
@@ -104,11 +112,6 @@ export function memcopy(dst: usize, src: usize, n: u32): void {
 
 // ---- verbs and doorbells (host side of the NIC: the driver's view). Numbers and keys are
 // returned, -1 / 0 on failure; the host wrapper (host/verbs.ts) turns failures into errors.
-import { pdAlloc as pdAllocV, pdFree as pdFreeV, mrReg as mrRegV, mrDereg as mrDeregV, cqCreate as cqCreateV, cqSetCi, cqAt, qpAt, OWNER_HOST, dmaPtr } from "./verbs";
-import { qpCreate as qpCreateV, qpModify as qpModifyV, qpDestroy as qpDestroyV, cqDestroy as cqDestroyV } from "./verbs-control";
-import { DbKind, dbqPush, dbqRoom, hostDbq } from "./doorbells";
-import { pcieWrite, PcieDir } from "./pcie";
-import { hbmSetCompute, hbmServed as served } from "./hbm";
 import { WQE_SIZE, WQE_QPN } from "./generated/layouts";
 
 export function hostPtr(dev: usize): usize { return changetype<Device>(dev).host; }

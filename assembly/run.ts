@@ -5,21 +5,21 @@
 // Windows never depend on where the host stops a step, so a run split into many steps,
 // or saved and restored in the middle, is identical to one uninterrupted run.
 
-import { Device, hartAt, statAdd, tracePoint } from "./device";
-import { Hart, EngineState } from "./hart";
+import { Device, statAdd, tracePoint } from "./core/device";
+import { hartAt, Hart, EngineState, MIP_MTIP, MSTATUS_MIE } from "./engine/hart";
+import { wake, interruptEngine } from "./engine/wake";
+import { execute } from "./engine/exec";
+import { interruptToTake, takeTrap, pendingIrqs } from "./engine/trap";
+import { nextEventTime, popEvent, topKind, topA, topB, EventKind } from "./core/sched";
+import { cyclesCeil, psOfCycle, minU64, NEVER } from "./core/time";
+import { fifoPush, fifoPop } from "./core/fifo";
+import { hbmTick } from "./mem/hbm";
+import { nicPhase, kick } from "./nic/nic";
+import { dbqArrive } from "./nic/doorbells";
+import { qpAt } from "./nic/verbs";
 import {
   STAT_SCHED_EVENTS, STAT_SCHED_WINDOWS, STAT_ENGINE_WAKEUPS, STAT_MBOX_IN_OVERFLOW, TP_ENGINE_WAKE, TP_ENGINE_START,
 } from "./generated/layouts";
-import { execute } from "./exec";
-import { interruptToTake, takeTrap, pendingIrqs } from "./trap";
-import { nextEventTime, popEvent, topKind, topA, topB, EventKind } from "./sched";
-import { cyclesCeil, psOfCycle, minU64, NEVER } from "./time";
-import { fifoPush, fifoPop } from "./fifo";
-import { MIP_MTIP, MSTATUS_MIE } from "./hart";
-import { hbmTick } from "./hbm";
-import { nicPhase, kick } from "./nic";
-import { dbqArrive } from "./doorbells";
-import { qpAt } from "./verbs";
 
 /** Runs one engine until its cycle count reaches `limit`, it sleeps, exits or faults. */
 function runEngine(dev: Device, h: Hart, limit: u64): void {
@@ -34,22 +34,6 @@ function runEngine(dev: Device, h: Hart, limit: u64): void {
     if ((h.mstatus & MSTATUS_MIE) != 0 && (h.mie & MIP_MTIP) != 0 && h.mtimecmp < stop) stop = h.mtimecmp;
     execute(dev, h, stop);
   }
-}
-
-/** An interrupt source of engine `e` became pending at `t`: wake it if it sleeps for it. */
-export function interruptEngine(dev: Device, e: u32, t: u64): void {
-  const h = hartAt(dev, e);
-  if (h.state == EngineState.Sleeping && (pendingIrqs(h) & h.mie) != 0) wake(dev, h, t);
-}
-
-/** Wakes a sleeping engine at time `t` (not before its own local time). */
-function wake(dev: Device, h: Hart, t: u64): void {
-  h.state = EngineState.Running;
-  if (t > h.sleepStart) h.sleepPs += t - h.sleepStart;
-  const c = cyclesCeil(t, dev.khz);
-  if (c > h.cycle) h.cycle = c;
-  statAdd(dev, STAT_ENGINE_WAKEUPS, 1);
-  tracePoint(dev, psOfCycle(h.cycle, dev.khz), TP_ENGINE_WAKE, h.id, pendingIrqs(h));
 }
 
 function runEvents(dev: Device): void {

@@ -6,7 +6,7 @@ import {
   f16ToF32, f32ToF16, bf16ToF32, f32ToBf16, bitsToF32, f32Bits,
 } from "../host/reduce/reference.js";
 
-// The SIMD reduction kernel (assembly/reduce.ts) against the scalar reference
+// The SIMD reduction kernel (assembly/mem/reduce.ts) against the scalar reference
 // (host/reduce/reference.ts), bit for bit; the reference itself against hand-computed bit
 // patterns, and the kernel against hand-computed results on the edge cases of docs/reduce.md.
 

@@ -174,7 +174,7 @@ export class VerbsModel {
     return this.mrs.find((m) => m.live && m.lkey === lkey) ?? null;
   }
 
-  /** assembly/verbs.ts mrCheck: zero-length accesses need no region (IB spec 10.6.3.1). */
+  /** assembly/nic/verbs.ts mrCheck: zero-length accesses need no region (IB spec 10.6.3.1). */
   private keyOk(key: number, remote: boolean, pd: number, addr: number, len: number, need: number): boolean {
     if (len === 0) return true;
     if ((key >>> 31 === 1) !== remote) return false;

@@ -2,13 +2,14 @@
 // ibv_modify_qp, ibv_destroy_qp, ibv_destroy_cq). They act at once: the driver's own time is
 // not modelled. State transitions follow IB spec 10.3.1 for the states this NIC has.
 
-import { Device } from "./device";
-import { Qp, qpAt, cqAt, pdValid, dmaPtr, OWNER_HOST, NOT_ARMED } from "./verbs";
+import { Device } from "../core/device";
+import { Qp, qpAt, cqAt, pdValid, OWNER_HOST, NOT_ARMED } from "./verbs";
+import { dmaPtr } from "../mem/dma";
 import { kick, qpError, qpReset, abandonRequest } from "./nic";
 import { dbqDeliverFor } from "./doorbells";
 import {
   CMD_ERR_NO_OBJECT, CMD_ERR_TRANSITION, CMD_ERR_IN_USE, CMD_ERR_ARGUMENT, QP_STATE_RESET, QP_STATE_INIT, QP_STATE_RTR, QP_STATE_RTS, QP_STATE_ERR, WQE_SIZE,
-} from "./generated/layouts";
+} from "../generated/layouts";
 
 // results: a number, or a negative CMD_ERR (layouts/verbs.json), which firmware reads too
 export const E_OK: i32 = 0;

@@ -1,13 +1,11 @@
 // Trap entry and interrupt state (privileged spec 3.1.6, 3.1.7, 3.1.9, 3.3.2).
 
-import { Device, statAdd, tracePoint } from "./device";
-import {
-  Hart, EngineState, CAUSE_INTERRUPT, MSTATUS_MIE, MSTATUS_MPIE, MSTATUS_MPP, MIP_MTIP, MIP_MEIP, IRQ_EXTERNAL, IRQ_TIMER,
-} from "./hart";
+import { Device, statAdd, tracePoint } from "../core/device";
+import { Hart, EngineState, CAUSE_INTERRUPT, MSTATUS_MIE, MSTATUS_MPIE, MSTATUS_MPP, MIP_MTIP, MIP_MEIP, IRQ_EXTERNAL, IRQ_TIMER } from "./hart";
+import { psOfCycle } from "../core/time";
 import {
   STAT_ENGINE_TRAPS, STAT_ENGINE_INTERRUPTS, STAT_ENGINE_FAULTS, TP_ENGINE_TRAP, TP_ENGINE_FAULT, TP_ENGINE_MRET,
-} from "./generated/layouts";
-import { psOfCycle } from "./time";
+} from "../generated/layouts";
 
 /** mip as the engine sees it now: MTIP from its own time against mtimecmp, MEIP from its mailbox. */
 @inline export function pendingIrqs(h: Hart): u32 {

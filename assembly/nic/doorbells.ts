@@ -16,10 +16,10 @@
 // kind DbKind; pi16 the producer index of a classic doorbell; an express record's WQE sits in
 // a parallel array, WQE_SIZE per record.
 
-import { Device, statAdd } from "./device";
-import { schedule, EventKind } from "./sched";
+import { Device, statAdd } from "../core/device";
+import { schedule, EventKind } from "../core/sched";
 import { sqDoorbell, rqDoorbell, expressDoorbell } from "./nic";
-import { WQE_SIZE, STAT_NIC_DOORBELL_STALLS } from "./generated/layouts";
+import { WQE_SIZE, STAT_NIC_DOORBELL_STALLS } from "../generated/layouts";
 
 export const enum DbKind {
   Delivered = 0, // taken out of order by a control command: skipped on arrival

@@ -1,10 +1,11 @@
 // Verbs objects of the NIC as plain data in the arena: protection domains, memory regions,
 // completion queues and queue pairs, in fixed-capacity tables. Keys and numbers are what the
 // host and firmware hold; lookups check validity, generation and protection domain.
-// DMA addresses (layouts/memmap.json "dma"): HBM at DMA_HBM_BASE, host memory at DMA_HOST_BASE.
+// DMA addresses are mem/dma.ts.
 
-import { Device, hartAt } from "./device";
-import { WQE_SIZE, DMA_SRAM_BASE, SRAM_WINDOW, DMA_HBM_BASE, DMA_HOST_BASE, ACCESS_LOCAL_WRITE, ACCESS_REMOTE_WRITE, ACCESS_REMOTE_READ } from "./generated/layouts";
+import { Device } from "../core/device";
+import { dmaPtr } from "../mem/dma";
+import { WQE_SIZE, ACCESS_LOCAL_WRITE, ACCESS_REMOTE_WRITE, ACCESS_REMOTE_READ } from "../generated/layouts";
 
 export const REMOTE_KEY_BIT: u32 = 0x80000000;
 export const OWNER_HOST: u32 = 0xffff;
@@ -73,38 +74,6 @@ export const RANGES: u32 = 8;
 // Per-QP extra blocks live beside the table: RANGES x 16 bytes of (end u32, pad, time u64),
 // and the copy of the request being executed (WQE_SIZE bytes).
 export const QP_RANGE_BYTES: usize = <usize>RANGES * 16;
-
-@inline export function dmaIsHbm(dev: Device, addr: u64, len: u64): bool {
-  return addr >= DMA_HBM_BASE && addr - DMA_HBM_BASE <= <u64>dev.hbmBytes && len <= <u64>dev.hbmBytes - (addr - DMA_HBM_BASE);
-}
-
-@inline export function dmaIsHost(dev: Device, addr: u64, len: u64): bool {
-  return addr >= DMA_HOST_BASE && addr - DMA_HOST_BASE <= <u64>dev.hostBytes && len <= <u64>dev.hostBytes - (addr - DMA_HOST_BASE);
-}
-
-/** Is [addr, addr + len) inside one engine's SRAM (DMA_SRAM_BASE + engine x SRAM_WINDOW)? */
-@inline export function dmaIsSram(dev: Device, addr: u64, len: u64): bool {
-  if (addr < DMA_SRAM_BASE) return false;
-  const rel = addr - DMA_SRAM_BASE;
-  const e = rel / <u64>SRAM_WINDOW, off = rel % <u64>SRAM_WINDOW;
-  return e < <u64>dev.engines && off <= <u64>dev.sramBytes && len <= <u64>dev.sramBytes - off;
-}
-
-/** Wasm address of DMA range [addr, addr + len), or 0 when it is not wholly in one memory. */
-export function dmaPtr(dev: Device, addr: u64, len: u64): usize {
-  if (dmaIsHbm(dev, addr, len)) return dev.hbm + <usize>(addr - DMA_HBM_BASE);
-  if (dmaIsHost(dev, addr, len)) return dev.host + <usize>(addr - DMA_HOST_BASE);
-  if (dmaIsSram(dev, addr, len)) {
-    const rel = addr - DMA_SRAM_BASE;
-    return hartAt(dev, <u32>(rel / <u64>SRAM_WINDOW)).sram + <usize>(rel % <u64>SRAM_WINDOW);
-  }
-  return 0;
-}
-
-/** The DMA address of an address in engine `e`'s own view: its SRAM window or HBM. */
-export function engineToDma(e: u32, addr: u32): u64 {
-  return addr < SRAM_WINDOW ? DMA_SRAM_BASE + <u64>e * <u64>SRAM_WINDOW + <u64>addr : <u64>addr;
-}
 
 @inline export function mrAt(dev: Device, i: u32): Mr { return changetype<Mr>(dev.mrs + <usize>i * MR_STRIDE); }
 @inline export function cqAt(dev: Device, i: u32): Cq { return changetype<Cq>(dev.cqs + <usize>i * CQ_STRIDE); }

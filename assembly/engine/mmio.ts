@@ -4,20 +4,20 @@
 // writes the low bytes of the value; the express window takes stores of any width at any
 // (aligned) offset and writes exactly those bytes.
 
-import { Device, statAdd, tracePoint } from "./device";
+import { Device, statAdd, tracePoint } from "../core/device";
 import { Hart, EngineState } from "./hart";
+import { psOfCycle, cyclesCeil } from "../core/time";
+import { fifoPush, fifoPop } from "../core/fifo";
+import { cqSetCi, cqAt } from "../nic/verbs";
+import { DbKind, dbqAt, dbqRoom, dbqPush, dbqHeadArrival, dbqStall } from "../nic/doorbells";
+import { nicCommand, cmdArg, cmdResult, ownsCq } from "../nic/commands";
 import {
   SYS_BASE, SYS_CONSOLE_TX, SYS_EXIT, SYS_NUM_ENGINES, SYS_SRAM_BYTES, SYS_HBM_BYTES, SYS_CLOCK_KHZ,
   TIMER_BASE, TIMER_MTIME_LO, TIMER_MTIME_HI, TIMER_MTIMECMP_LO, TIMER_MTIMECMP_HI,
   MBOX_BASE, MBOX_OUT_DATA, MBOX_OUT_FREE, MBOX_IN_DATA, MBOX_IN_COUNT,
   STAT_CONSOLE_DROPPED, STAT_MBOX_OUT_OVERFLOW, TP_ENGINE_EXIT, STAT_NIC_BAD_DOORBELL,
   NIC_BASE, NIC_CMD, NIC_CMD_ARG0, NIC_CMD_RESULT, NIC_SQ_DB, NIC_RQ_DB, NIC_CQ_CI, NIC_CQ_ARM, NIC_IRQ_COUNT, NIC_IRQ_CQN, NIC_EXPRESS, NIC_EXPRESS_SIZE, WQE_SIZE, WQE_QPN,
-} from "./generated/layouts";
-import { psOfCycle, cyclesCeil } from "./time";
-import { fifoPush, fifoPop } from "./fifo";
-import { cqSetCi, cqAt } from "./verbs";
-import { DbKind, dbqAt, dbqRoom, dbqPush, dbqHeadArrival, dbqStall } from "./doorbells";
-import { nicCommand, cmdArg, cmdResult, ownsCq } from "./nic-cmd";
+} from "../generated/layouts";
 
 export const MMIO_FAULT: i64 = -1;
 /** Set in a store's result when it cannot complete yet: the engine waits the cycles in the low bits and executes it again. */

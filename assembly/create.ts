@@ -1,6 +1,5 @@
-// The device: composes the engines, the event queue, statistics, trace ring and memories,
-// all carved from one arena so that save/restore is a copy of bytes. It holds no
-// instruction or protocol logic: engines execute in exec.ts, the event queue is sched.ts.
+// Creates a device: lays out everything it owns in one arena, so that save/restore is a copy
+// of bytes. This is the one module that knows every block; the blocks know only core/.
 
 import {
   CFG_ENGINES, CFG_ENGINE_CLOCK_KHZ, CFG_SRAM_BYTES, CFG_HBM_BYTES, CFG_INTERLEAVE_QUANTUM_PS, CFG_SEED,
@@ -13,131 +12,22 @@ import {
   CFG_TRANSPORT_TIMEOUT_PS, CFG_TRANSPORT_RETRIES, CFG_HOST_DOORBELL_QUEUE, CFG_ENGINE_DOORBELL_QUEUE, WQE_SIZE,
   STAT_TRACE_DROPPED,
 } from "./generated/layouts";
-import { Hart, EngineState, NO_RESERVATION, MSTATUS_MPP } from "./hart";
-import { Rng, rngSeed } from "./rng";
-import { NEVER } from "./time";
-import { Fifo, fifoInit } from "./fifo";
-import { Mr, Cq, Qp, MR_STRIDE, CQ_STRIDE, QP_STRIDE, QP_RANGE_BYTES, NOT_ARMED, OWNER_HOST } from "./verbs";
-import { FLOW_BYTES, FLOW_CLASSES } from "./hbm";
+import { Hart, EngineState, NO_RESERVATION, MSTATUS_MPP, HART_STRIDE, NIC_IRQ_DEPTH, hartAt } from "./engine/hart";
+import { Rng, rngSeed } from "./core/rng";
+import { NEVER } from "./core/time";
+import { Fifo, fifoInit } from "./core/fifo";
+import { Mr, Cq, Qp, MR_STRIDE, CQ_STRIDE, QP_STRIDE, QP_RANGE_BYTES, NOT_ARMED, OWNER_HOST } from "./nic/verbs";
+import { FLOW_BYTES, FLOW_CLASSES, FLOW_SLOTS } from "./mem/hbm";
+import { DbQueue, DBQ_STRIDE, dbqBytes, dbqInit } from "./nic/doorbells";
+import { Device, cfgGet, EVENT_BYTES, TRACE_BYTES } from "./core/device";
 import { BLOCK_MAXSIZE } from "rt/common";
-import { DbQueue, DBQ_STRIDE, dbqBytes, dbqInit } from "./doorbells";
 
-/** Concurrent HBM streams: every QP's request, every reduction block, the compute load. */
-export const FLOW_SLOTS: u32 = 512;
-/** Completion interrupts an engine can have pending. */
-export const NIC_IRQ_DEPTH: u32 = 64;
-
-export const EVENT_BYTES: usize = 32;
-export const TRACE_BYTES: usize = 16;
-
-@unmanaged export class Device {
-  arenaBase: usize;
-  arenaBytes: usize;
-  cfg: usize; // a copy of the config slots, part of the saved state
-
-  now: u64; // device time (ps); always the end of the last window run
-  seq: u64; // tie-break for events at the same time: insertion order
-  khz: u64; // engine clock
-  quantum: u64; // interleave window (ps)
-
-  engines: u32;
-  sramBytes: u32;
-  hbmBytes: u32;
-  resvCount: u32; // engines holding an LR reservation
-
-  harts: usize; // `engines` Hart structs, HART_STRIDE apart
-  regs: usize;
-  hbm: usize;
-  stats: usize; // STAT_COUNT u64 counters
-  rng: usize; // the device's random stream (Rng)
-
-  events: usize; // binary min-heap of EVENT_BYTES records
-  evCount: u32;
-  evCap: u32;
-
-  trace: usize; // ring of TRACE_BYTES records
-  trHead: u32;
-  trCount: u32;
-  trCap: u32;
-
-
-  // NIC, verbs tables, PCIe and HBM (nic.ts, verbs.ts, pcie.ts, hbm.ts)
-  host: usize; // host memory reached over PCIe
-  hostBytes: u32;
-  maxPds: u32;
-  maxMrs: u32;
-  maxCqs: u32;
-  maxQps: u32;
-  pds: usize; // per PD a u32: 0 when free, else its owner + 1 (verbs.ts)
-  mrs: usize;
-  cqs: usize;
-  qps: usize;
-  qpRanges: usize;
-  qpWqes: usize;
-  blocks: usize; // per engine: its reduction block is busy
-  reduceSrcs: usize; // 8 u32: wasm addresses of a reduction's sources
-  dbqs: usize; // engines + 1 DbQueue headers: doorbells in flight per ringer (doorbells.ts)
-  engExpress: usize; // per engine: the express window being written
-  flows: usize;
-  flowCap: u32;
-  flowWaiters: u32; // requests waiting for a free slot of the flow table (Qp.waitFlow)
-  flowWaitNext: u32; // the QP woken last: waiters are woken round robin from the next
-  hbmTickAt: u64; // time of the pending HbmTick, or NEVER
-  hbmAt: u64;
-  hbmServed: usize; // f64 per flow class
-  hbmBytesPerPs: f64;
-  nicDmaBytesPerPs: f64;
-  reduceBytesPerPs: f64;
-  pcieGbps: u64;
-  pcieDownBusy: u64;
-  pcieUpBusy: u64;
-  pcieWriteLatencyPs: u64;
-  pcieReadLatencyPs: u64;
-  nicDoorbellLatencyPs: u64;
-  nicWqeLatencyPs: u64;
-  nicCommandPs: u64;
-  nicSramLatencyPs: u64;
-  hbmLatencyPs: u64;
-  reduceSetupPs: u64;
-  rnrTimerPs: u64;
-  transportTimeoutPs: u64;
-  rnrRetries: u32;
-  transportRetries: u32;
-
-  // the CPI table, copied from the config for the interpreter
-  cpiAlu: u32;
-  cpiMul: u32;
-  cpiDiv: u32;
-  cpiBranchTaken: u32;
-  cpiJump: u32;
-  cpiLoadSram: u32;
-  cpiStoreSram: u32;
-  cpiLoadHbm: u32;
-  cpiLoadHbmNow: u32; // cpiLoadHbm under the current HBM load (hbm.ts)
-  cpiStoreHbm: u32;
-  cpiAmoHbm: u32;
-  cpiAmoHbmNow: u32;
-  hbmQueuing: f64; // hbmQueuingPct / 100
-  cpiMmio: u32;
-  cpiExpress: u32;
-  cpiCsr: u32;
-  cpiTrap: u32;
-}
-
-@inline export function cfgGet(cfg: usize, slot: u32): u64 {
-  return load<u64>(cfg + (<usize>slot << 3));
-}
 
 @inline function align16(n: usize): usize {
   return (n + 15) & ~(<usize>15);
 }
 
-export const HART_STRIDE: usize = align16(offsetof<Hart>());
 const FIFO_STRIDE: usize = align16(offsetof<Fifo>());
-
-@inline export function hartAt(dev: Device, i: u32): Hart {
-  return changetype<Hart>(dev.harts + <usize>i * HART_STRIDE);
-}
 
 /**
  * Lays out a whole device in one arena: the Device record, the config copy, engines and their
@@ -310,23 +200,3 @@ export function createDevice(cfgIn: usize): Device {
   return dev;
 }
 
-@inline export function statAdd(dev: Device, id: u32, n: u64): void {
-  const p = dev.stats + (<usize>id << 3);
-  store<u64>(p, load<u64>(p) + n);
-}
-
-/** Appends a trace record; a full ring drops the record and counts it (the host drains it). */
-export function tracePoint(dev: Device, t: u64, point: u16, engine: u32, arg: u32): void {
-  if (dev.trCount >= dev.trCap) {
-    statAdd(dev, STAT_TRACE_DROPPED, 1);
-    return;
-  }
-  let slot = dev.trHead + dev.trCount;
-  if (slot >= dev.trCap) slot -= dev.trCap;
-  const p = dev.trace + <usize>slot * TRACE_BYTES;
-  store<u64>(p, t);
-  store<u16>(p, point, 8);
-  store<u16>(p, <u16>engine, 10);
-  store<u32>(p, arg, 12);
-  dev.trCount++;
-}

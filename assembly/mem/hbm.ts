@@ -8,10 +8,10 @@
 // their latency (cpiLoadHbm, cpiAmoHbm) stretches with the utilisation u the flows make,
 // x (1 + hbmQueuingPct/100 x u / (1 - u)), u capped at 0.9.
 
-import { Device, statAdd } from "./device";
-import { schedule, unschedule, EventKind } from "./sched";
-import { NEVER } from "./time";
-import { STAT_HBM_BYTES_NIC, STAT_HBM_BYTES_REDUCE } from "./generated/layouts";
+import { Device, statAdd } from "../core/device";
+import { schedule, unschedule, EventKind } from "../core/sched";
+import { NEVER } from "../core/time";
+import { STAT_HBM_BYTES_NIC, STAT_HBM_BYTES_REDUCE } from "../generated/layouts";
 
 export const enum FlowClass {
   Nic = 0,
@@ -19,6 +19,8 @@ export const enum FlowClass {
   Compute = 2,
 }
 export const FLOW_CLASSES: u32 = 3;
+/** Concurrent HBM streams: every QP's request, every reduction block, the compute load. */
+export const FLOW_SLOTS: u32 = 512;
 
 @unmanaged export class Flow {
   remaining: f64; // bytes; Infinity for the compute-load generator

@@ -2,8 +2,8 @@
 // transfers at pcieGbps, plus a fixed latency. Reservations are made when a transfer is
 // known, so every arrival time is computed once, deterministically.
 
-import { Device } from "./device";
-import { maxU64 } from "./time";
+import { Device } from "../core/device";
+import { maxU64 } from "../core/time";
 
 export const enum PcieDir {
   Down = 0, // host to device: doorbells, express WQEs, data the NIC reads from host memory

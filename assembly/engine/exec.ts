@@ -4,18 +4,14 @@
 // Dispatch is on opcode bits 6:2 so the switch compiles to a jump table (DESIGN.md section 8).
 // Each case cites its instruction; encodings are from the RISC-V unprivileged spec, ch. 2, 7, 8.
 
-import { Device, hartAt, statAdd, tracePoint } from "./device";
-import {
-  Hart, EngineState, NO_RESERVATION, MIP_MTIP,
-  CAUSE_MISALIGNED_FETCH, CAUSE_FETCH_ACCESS, CAUSE_ILLEGAL, CAUSE_BREAKPOINT, CAUSE_MISALIGNED_LOAD, CAUSE_LOAD_ACCESS,
-  CAUSE_MISALIGNED_STORE, CAUSE_STORE_ACCESS, CAUSE_ECALL_M,
-} from "./hart";
-import { HBM_BASE, STAT_AMO_SC_FAIL, STAT_AMO_RESV_BROKEN, TP_ENGINE_SLEEP } from "./generated/layouts";
+import { Device, statAdd, tracePoint } from "../core/device";
+import { hartAt, Hart, EngineState, NO_RESERVATION, MIP_MTIP, CAUSE_MISALIGNED_FETCH, CAUSE_FETCH_ACCESS, CAUSE_ILLEGAL, CAUSE_BREAKPOINT, CAUSE_MISALIGNED_LOAD, CAUSE_LOAD_ACCESS, CAUSE_MISALIGNED_STORE, CAUSE_STORE_ACCESS, CAUSE_ECALL_M } from "./hart";
 import { csrRead, csrWrite, CSR_ILLEGAL } from "./csr";
 import { mmioLoad, mmioStore, MMIO_FAULT, MMIO_RETRY } from "./mmio";
 import { takeTrap, mret, pendingIrqs } from "./trap";
-import { schedule, unschedule, EventKind } from "./sched";
-import { psOfCycle, NEVER } from "./time";
+import { schedule, unschedule, EventKind } from "../core/sched";
+import { psOfCycle, NEVER } from "../core/time";
+import { HBM_BASE, STAT_AMO_SC_FAIL, STAT_AMO_RESV_BROKEN, TP_ENGINE_SLEEP } from "../generated/layouts";
 
 @inline function rget(regs: usize, ir: u32, shift: u32): u32 {
   return load<u32>(regs + (((ir >> shift) & 31) << 2));

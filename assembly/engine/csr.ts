@@ -1,7 +1,7 @@
 // The CSR file of an engine (Zicsr; privileged spec chapter 2 and 3.1). Reads return the
 // value before the reading instruction; see docs/engine.md for the counter conventions.
 
-import { Device } from "./device";
+import { Device } from "../core/device";
 import { Hart, MISA, MSTATUS_MIE, MSTATUS_MPIE, MSTATUS_MPP, MIE_MASK } from "./hart";
 import { pendingIrqs } from "./trap";
 

@@ -4,15 +4,16 @@
 // engine stalls nicCommandPs, as firmware does waiting on a real NIC's command interface.
 // CQs and QPs it creates are owned by the calling engine, their rings in its SRAM or HBM.
 
-import { Device } from "./device";
-import { Hart } from "./hart";
-import { pdAlloc, pdFree, pdOwnedBy, mrReg, mrDereg, mrOf, cqCreate, cqAt, qpAt, engineToDma, dmaIsHbm, dmaIsSram } from "./verbs";
+import { Device } from "../core/device";
+import { Hart } from "../engine/hart";
+import { pdAlloc, pdFree, pdOwnedBy, mrReg, mrDereg, mrOf, cqCreate, cqAt, qpAt } from "./verbs";
+import { engineToDma, dmaIsHbm, dmaIsSram } from "../mem/dma";
 import { qpCreate, qpModify, qpDestroy, cqDestroy, E_OK, E_NO_OBJECT, E_ARGUMENT } from "./verbs-control";
+import { cyclesCeil } from "../core/time";
 import {
   CMD_ALLOC_PD, CMD_DEALLOC_PD, CMD_REG_MR, CMD_DEREG_MR, CMD_CREATE_CQ, CMD_DESTROY_CQ, CMD_CREATE_QP, CMD_MODIFY_QP,
   CMD_DESTROY_QP, SRAM_WINDOW,
-} from "./generated/layouts";
-import { cyclesCeil } from "./time";
+} from "../generated/layouts";
 
 @inline function arg(h: Hart, k: u32): u32 {
   return load<u32>(h.cmd + (<usize>k << 2));

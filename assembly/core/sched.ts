@@ -3,8 +3,8 @@
 // Record layout (EVENT_BYTES = 32): time u64 @0, seq u64 @8, kind u32 @16, a u32 @20, b u32 @24.
 
 import { Device, EVENT_BYTES, statAdd } from "./device";
-import { STAT_SCHED_OVERFLOW, STAT_SCHED_PEAK } from "./generated/layouts";
 import { NEVER } from "./time";
+import { STAT_SCHED_OVERFLOW, STAT_SCHED_PEAK } from "../generated/layouts";
 
 export const enum EventKind {
   Timer = 1, // a: engine, b: wake generation (at most one pending per engine)

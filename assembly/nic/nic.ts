@@ -9,7 +9,17 @@
 // Retries (receiver not ready, target not answering) wait in phase Wait and start again.
 // Placement happens at Done: nothing of a request is visible before it completes.
 
-import { Device, hartAt, statAdd, tracePoint } from "./device";
+import { Device, statAdd, tracePoint } from "../core/device";
+import { hartAt } from "../engine/hart";
+import { Qp, qpAt, cqAt, qpRanges, qpWqe, sqSlot, rqSlot, mrCheck, OWNER_HOST, NOT_ARMED, RANGES, QP_RANGE_BYTES } from "./verbs";
+import { dmaPtr, dmaIsHbm, dmaIsHost, dmaIsSram } from "../mem/dma";
+import { schedule, EventKind } from "../core/sched";
+import { hbmStart, FlowClass } from "../mem/hbm";
+import { pcieRead, pcieWrite, PcieDir } from "../mem/pcie";
+import { fifoPush } from "../core/fifo";
+import { reduceKernel, reduceElementBytes, reduceOpKnown } from "../mem/reduce";
+import { interruptEngine } from "../engine/wake";
+import { maxU64 } from "../core/time";
 import {
   OPCODE_RDMA_WRITE, OPCODE_RDMA_WRITE_WITH_IMM, OPCODE_SEND, OPCODE_SEND_WITH_IMM, OPCODE_RDMA_READ, OPCODE_REDUCE,
   OPCODE_COPY, OPCODE_RECV, WR_FLAG_SIGNALED,
@@ -21,17 +31,7 @@ import {
   CQE_SIZE, CQE_WR_ID, CQE_BYTE_LEN, CQE_IMM, CQE_QPN, CQE_STATUS, CQE_OPCODE, CQE_FLAGS, CQE_OWNER,
   STAT_NIC_WQES, STAT_NIC_ERRORS, STAT_NIC_FLUSHED, STAT_NIC_BAD_DOORBELL, STAT_NIC_RNR_RETRIES, STAT_NIC_TRANSPORT_RETRIES,
   STAT_CQ_OVERRUN, STAT_HBM_FLOW_FULL, TP_NIC_DOORBELL, TP_NIC_WQE_START, TP_NIC_WQE_DONE, TP_NIC_CQE,
-} from "./generated/layouts";
-import {
-  Qp, qpAt, cqAt, qpRanges, qpWqe, sqSlot, rqSlot, mrCheck, dmaPtr, dmaIsHbm, dmaIsHost, dmaIsSram, OWNER_HOST, NOT_ARMED, RANGES, QP_RANGE_BYTES,
-} from "./verbs";
-import { schedule, EventKind } from "./sched";
-import { hbmStart, FlowClass } from "./hbm";
-import { pcieRead, pcieWrite, PcieDir } from "./pcie";
-import { fifoPush } from "./fifo";
-import { reduceKernel, reduceElementBytes, reduceOpKnown } from "./reduce";
-import { interruptEngine } from "./run";
-import { maxU64 } from "./time";
+} from "../generated/layouts";
 
 export const enum NicPhase {
   Idle = 0,

@@ -2,7 +2,8 @@
 // constants of the privileged spec it uses. Plain data: the interpreter (exec.ts), the
 // CSR file (csr.ts) and trap logic (trap.ts) act on it; save/restore copies it as bytes.
 
-import { Fifo } from "./fifo";
+import { Fifo } from "../core/fifo";
+import { Device } from "../core/device";
 
 export const enum EngineState {
   Idle = 0, // no image started
@@ -71,4 +72,13 @@ export const NO_RESERVATION: u32 = 0xffffffff;
   mcause: u32;
   mtval: u32;
   resvAddr: u32; // LR reservation (engine address of an aligned word) or NO_RESERVATION
+}
+
+/** Completion interrupts an engine can have pending. */
+export const NIC_IRQ_DEPTH: u32 = 64;
+
+export const HART_STRIDE: usize = (offsetof<Hart>() + 15) & ~(<usize>15);
+
+@inline export function hartAt(dev: Device, i: u32): Hart {
+  return changetype<Hart>(dev.harts + <usize>i * HART_STRIDE);
 }

@@ -17,7 +17,7 @@
 // in lane 0 of the same vector functions (a splat load, lane 0 stored), so body and tail
 // share their arithmetic.
 
-import { REDUCE_OP_SUM, REDUCE_OP_MAX, REDUCE_OP_MIN, REDUCE_OP_PROD, DTYPE_F32, DTYPE_F16, DTYPE_BF16, DTYPE_I32 } from "./generated/layouts";
+import { REDUCE_OP_SUM, REDUCE_OP_MAX, REDUCE_OP_MIN, REDUCE_OP_PROD, DTYPE_F32, DTYPE_F16, DTYPE_BF16, DTYPE_I32 } from "../generated/layouts";
 
 // The op and dtype codes: REDUCE_OP and DTYPE of layouts/verbs.json (the WQE's redop and dtype).
 export const enum ReduceOp {

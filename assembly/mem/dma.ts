@@ -1,0 +1,40 @@
+// DMA addresses (layouts/memmap.json "dma"): the one address space the NIC's DMA reaches —
+// engines' SRAM at DMA_SRAM_BASE (one SRAM_WINDOW each), HBM at DMA_HBM_BASE, host memory at
+// DMA_HOST_BASE — and the wasm address behind each.
+
+import { Device } from "../core/device";
+import { hartAt } from "../engine/hart";
+import { DMA_SRAM_BASE, SRAM_WINDOW, DMA_HBM_BASE, DMA_HOST_BASE } from "../generated/layouts";
+
+@inline export function dmaIsHbm(dev: Device, addr: u64, len: u64): bool {
+  return addr >= DMA_HBM_BASE && addr - DMA_HBM_BASE <= <u64>dev.hbmBytes && len <= <u64>dev.hbmBytes - (addr - DMA_HBM_BASE);
+}
+
+@inline export function dmaIsHost(dev: Device, addr: u64, len: u64): bool {
+  return addr >= DMA_HOST_BASE && addr - DMA_HOST_BASE <= <u64>dev.hostBytes && len <= <u64>dev.hostBytes - (addr - DMA_HOST_BASE);
+}
+
+/** Is [addr, addr + len) inside one engine's SRAM (DMA_SRAM_BASE + engine x SRAM_WINDOW)? */
+@inline export function dmaIsSram(dev: Device, addr: u64, len: u64): bool {
+  if (addr < DMA_SRAM_BASE) return false;
+  const rel = addr - DMA_SRAM_BASE;
+  const e = rel / <u64>SRAM_WINDOW, off = rel % <u64>SRAM_WINDOW;
+  return e < <u64>dev.engines && off <= <u64>dev.sramBytes && len <= <u64>dev.sramBytes - off;
+}
+
+/** Wasm address of DMA range [addr, addr + len), or 0 when it is not wholly in one memory. */
+export function dmaPtr(dev: Device, addr: u64, len: u64): usize {
+  if (dmaIsHbm(dev, addr, len)) return dev.hbm + <usize>(addr - DMA_HBM_BASE);
+  if (dmaIsHost(dev, addr, len)) return dev.host + <usize>(addr - DMA_HOST_BASE);
+  if (dmaIsSram(dev, addr, len)) {
+    const rel = addr - DMA_SRAM_BASE;
+    return hartAt(dev, <u32>(rel / <u64>SRAM_WINDOW)).sram + <usize>(rel % <u64>SRAM_WINDOW);
+  }
+  return 0;
+}
+
+/** The DMA address of an address in engine `e`'s own view: its SRAM window or HBM. */
+export function engineToDma(e: u32, addr: u32): u64 {
+  return addr < SRAM_WINDOW ? DMA_SRAM_BASE + <u64>e * <u64>SRAM_WINDOW + <u64>addr : <u64>addr;
+}
+
