@@ -18,6 +18,7 @@ import { NEVER } from "./core/time";
 import { Fifo, fifoInit } from "./core/fifo";
 import { Mr, Cq, Qp, MR_STRIDE, CQ_STRIDE, QP_STRIDE, QP_RANGE_BYTES, NOT_ARMED, OWNER_HOST } from "./nic/verbs";
 import { FLOW_BYTES, FLOW_CLASSES, FLOW_SLOTS } from "./mem/hbm";
+import { PACKET_STRIDE } from "./nic/packet";
 import { DbQueue, DBQ_STRIDE, dbqBytes, dbqInit } from "./nic/doorbells";
 import { Device, cfgGet, EVENT_BYTES, TRACE_BYTES } from "./core/device";
 import { BLOCK_MAXSIZE } from "rt/common";
@@ -62,6 +63,7 @@ export function createDevice(cfgIn: usize): Device {
   const oQpWqes = off; off = align16(off + maxQps * <usize>WQE_SIZE);
   const oBlocks = off; off = align16(off + n * 4);
   const oReduceSrcs = off; off = align16(off + 32);
+  const oPackets = off; off = align16(off + 2 * PACKET_STRIDE);
   const hostDbCap = <usize>cfgGet(cfgIn, CFG_HOST_DOORBELL_QUEUE), engDbCap = <usize>cfgGet(cfgIn, CFG_ENGINE_DOORBELL_QUEUE);
   const oDbqs = off; off = align16(off + (n + 1) * DBQ_STRIDE);
   const oDbMem = off; off = align16(off + n * dbqBytes(engDbCap) + dbqBytes(hostDbCap));
@@ -127,6 +129,7 @@ export function createDevice(cfgIn: usize): Device {
   dev.qpWqes = arena + oQpWqes;
   dev.blocks = arena + oBlocks;
   dev.reduceSrcs = arena + oReduceSrcs;
+  dev.packets = arena + oPackets;
   dev.dbqs = arena + oDbqs;
   for (let i: u32 = 0; i < engines; i++) {
     dbqInit(changetype<DbQueue>(dev.dbqs + <usize>i * DBQ_STRIDE), arena + oDbMem + <usize>i * dbqBytes(engDbCap), <u32>engDbCap, i);

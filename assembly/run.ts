@@ -14,7 +14,7 @@ import { nextEventTime, popEvent, topKind, topA, topB, EventKind } from "./core/
 import { cyclesCeil, psOfCycle, minU64, NEVER } from "./core/time";
 import { fifoPush, fifoPop } from "./core/fifo";
 import { hbmTick } from "./mem/hbm";
-import { nicPhase, kick } from "./nic/nic";
+import { nicPhase, kick } from "./nic/requester";
 import { dbqArrive } from "./nic/doorbells";
 import { qpAt } from "./nic/verbs";
 import {

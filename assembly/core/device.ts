@@ -3,10 +3,10 @@
 // It holds no instruction or protocol logic, and imports no block: the arena is laid out by
 // create.ts, engines execute in engine/, the event queue is core/sched.ts.
 
-import { STAT_TRACE_DROPPED } from "../generated/layouts";
+import { STAT_TRACE_DROPPED, TRACE_RECORD_SIZE, TRACE_RECORD_TIME_PS, TRACE_RECORD_POINT, TRACE_RECORD_ENGINE, TRACE_RECORD_ARG } from "../generated/layouts";
 
 export const EVENT_BYTES: usize = 32;
-export const TRACE_BYTES: usize = 16;
+export const TRACE_BYTES: usize = TRACE_RECORD_SIZE;
 
 @unmanaged export class Device {
   arenaBase: usize;
@@ -54,6 +54,7 @@ export const TRACE_BYTES: usize = 16;
   qpWqes: usize;
   blocks: usize; // per engine: its reduction block is busy
   reduceSrcs: usize; // 8 u32: wasm addresses of a reduction's sources
+  packets: usize; // the NIC's outgoing and answer packet records (nic/packet.ts)
   dbqs: usize; // engines + 1 DbQueue headers: doorbells in flight per ringer (doorbells.ts)
   engExpress: usize; // per engine: the express window being written
   flows: usize;
@@ -120,9 +121,9 @@ export function tracePoint(dev: Device, t: u64, point: u16, engine: u32, arg: u3
   let slot = dev.trHead + dev.trCount;
   if (slot >= dev.trCap) slot -= dev.trCap;
   const p = dev.trace + <usize>slot * TRACE_BYTES;
-  store<u64>(p, t);
-  store<u16>(p, point, 8);
-  store<u16>(p, <u16>engine, 10);
-  store<u32>(p, arg, 12);
+  store<u64>(p, t, TRACE_RECORD_TIME_PS);
+  store<u16>(p, point, TRACE_RECORD_POINT);
+  store<u16>(p, <u16>engine, TRACE_RECORD_ENGINE);
+  store<u32>(p, arg, TRACE_RECORD_ARG);
   dev.trCount++;
 }

@@ -4,13 +4,14 @@
 
 import { Fifo } from "../core/fifo";
 import { Device } from "../core/device";
+import { ENGINE_STATE_IDLE, ENGINE_STATE_RUNNING, ENGINE_STATE_SLEEPING, ENGINE_STATE_EXITED, ENGINE_STATE_FAULTED } from "../generated/layouts";
 
 export const enum EngineState {
-  Idle = 0, // no image started
-  Running = 1,
-  Sleeping = 2, // in wfi
-  Exited = 3,
-  Faulted = 4, // trapped with no handler installed
+  Idle = ENGINE_STATE_IDLE, // no image started
+  Running = ENGINE_STATE_RUNNING,
+  Sleeping = ENGINE_STATE_SLEEPING, // in wfi
+  Exited = ENGINE_STATE_EXITED,
+  Faulted = ENGINE_STATE_FAULTED, // trapped with no handler installed
 }
 
 // mcause values (privileged spec table 3.6)

@@ -38,3 +38,8 @@ export function engineToDma(e: u32, addr: u32): u64 {
   return addr < SRAM_WINDOW ? DMA_SRAM_BASE + <u64>e * <u64>SRAM_WINDOW + <u64>addr : <u64>addr;
 }
 
+
+/** Time for the NIC to move `len` bytes through an engine's SRAM interface, at its DMA rate. */
+@inline export function sramDmaPs(dev: Device, len: u64): u64 {
+  return <u64>Math.ceil(<f64>len / dev.nicDmaBytesPerPs);
+}

@@ -11,14 +11,14 @@
 import { Device, statAdd } from "../core/device";
 import { schedule, unschedule, EventKind } from "../core/sched";
 import { NEVER } from "../core/time";
-import { STAT_HBM_BYTES_NIC, STAT_HBM_BYTES_REDUCE } from "../generated/layouts";
+import { STAT_HBM_BYTES_NIC, STAT_HBM_BYTES_REDUCE, FLOW_CLASS_NIC, FLOW_CLASS_REDUCE, FLOW_CLASS_COMPUTE } from "../generated/layouts";
 
 export const enum FlowClass {
-  Nic = 0,
-  Reduce = 1,
-  Compute = 2,
+  Nic = FLOW_CLASS_NIC,
+  Reduce = FLOW_CLASS_REDUCE,
+  Compute = FLOW_CLASS_COMPUTE,
 }
-export const FLOW_CLASSES: u32 = 3;
+export const FLOW_CLASSES: u32 = FLOW_CLASS_COMPUTE + 1;
 /** Concurrent HBM streams: every QP's request, every reduction block, the compute load. */
 export const FLOW_SLOTS: u32 = 512;
 

@@ -18,8 +18,13 @@
 
 import { Device, statAdd } from "../core/device";
 import { schedule, EventKind } from "../core/sched";
-import { sqDoorbell, rqDoorbell, expressDoorbell } from "./nic";
-import { WQE_SIZE, STAT_NIC_DOORBELL_STALLS } from "../generated/layouts";
+import { tracePoint } from "../core/device";
+import { Qp, qpAt, sqSlot } from "./verbs";
+import { dmaIsHost, dmaIsSram, sramDmaPs } from "../mem/dma";
+import { pcieRead } from "../mem/pcie";
+import { kick } from "./requester";
+import { rangePush, flush, qpError } from "./queues";
+import { WQE_SIZE, WQE_QPN, QP_STATE_ERR, STAT_NIC_DOORBELL_STALLS, STAT_NIC_BAD_DOORBELL, TP_NIC_DOORBELL } from "../generated/layouts";
 
 export const enum DbKind {
   Delivered = 0, // taken out of order by a control command: skipped on arrival
@@ -144,4 +149,61 @@ export function dbqDeliverFor(dev: Device, qpn: u32, t: u64): void {
 /** Counts an engine store that found its doorbell queue full. */
 export function dbqStall(dev: Device): void {
   statAdd(dev, STAT_NIC_DOORBELL_STALLS, 1);
+}
+
+// ---- arrival at the NIC
+
+/** Who may ring a QP's doorbells: its owner. */
+@inline function mayRing(q: Qp, ringer: u32): bool {
+  return q.valid != 0 && q.owner == ringer;
+}
+
+/**
+ * A doorbell that announces more entries than the ring has room for: the owner overwrote
+ * entries the NIC had not finished with. It is dropped and counted, and the QP goes to the
+ * error state (what the NIC knew of completes with WR_FLUSH_ERR), so nothing runs from a ring
+ * the NIC cannot trust.
+ */
+function overrunDoorbell(dev: Device, qpn: u32, t: u64): void {
+  statAdd(dev, STAT_NIC_BAD_DOORBELL, 1);
+  qpError(dev, qpn, t);
+}
+
+/** A classic send doorbell reached the NIC at `t`: fetch the new entries, then run them. */
+export function sqDoorbell(dev: Device, qpn: u32, ringer: u32, pi16: u32, t: u64): void {
+  tracePoint(dev, t, TP_NIC_DOORBELL, 0xffff, qpn);
+  if (qpn >= dev.maxQps || !mayRing(qpAt(dev, qpn), ringer)) { statAdd(dev, STAT_NIC_BAD_DOORBELL, 1); return; }
+  const q = qpAt(dev, qpn);
+  const n = (pi16 - q.announced) & 0xffff;
+  if (n == 0) return;
+  if (n > q.sqDepth - (q.announced - q.sqCi)) { overrunDoorbell(dev, qpn, t); return; }
+  const bytes = <u64>n * WQE_SIZE;
+  const fetched = dmaIsHost(dev, q.sqBase, 1) ? pcieRead(dev, t, bytes)
+    : t + (dmaIsSram(dev, q.sqBase, 1) ? dev.nicSramLatencyPs + sramDmaPs(dev, bytes) : dev.hbmLatencyPs);
+  q.announced += n;
+  rangePush(dev, q, qpn, q.announced, fetched);
+  kick(dev, qpn, t);
+}
+
+export function rqDoorbell(dev: Device, qpn: u32, ringer: u32, pi16: u32, t: u64): void {
+  if (qpn >= dev.maxQps || !mayRing(qpAt(dev, qpn), ringer)) { statAdd(dev, STAT_NIC_BAD_DOORBELL, 1); return; }
+  const q = qpAt(dev, qpn);
+  const n = (pi16 - q.rqPi) & 0xffff;
+  if (n > q.rqDepth - (q.rqPi - q.rqCi)) { overrunDoorbell(dev, qpn, t); return; }
+  q.rqPi += n;
+  if (q.state == QP_STATE_ERR) flush(dev, qpn, t);
+}
+
+/** An express doorbell (its WQE at wasm address `e`) reached the NIC: the entry came with it, so it is runnable at once. */
+export function expressDoorbell(dev: Device, e: usize, ringer: u32, t: u64): void {
+  const qpn = load<u32>(e + WQE_QPN);
+  tracePoint(dev, t, TP_NIC_DOORBELL, 0xffff, qpn);
+  if (qpn >= dev.maxQps || !mayRing(qpAt(dev, qpn), ringer)) { statAdd(dev, STAT_NIC_BAD_DOORBELL, 1); return; }
+  const q = qpAt(dev, qpn);
+  if (q.announced - q.sqCi >= q.sqDepth) { overrunDoorbell(dev, qpn, t); return; }
+  // the NIC keeps the entry in the ring slot it occupies, so every entry runs from one place
+  memory.copy(sqSlot(dev, q, q.announced), e, WQE_SIZE);
+  q.announced++;
+  rangePush(dev, q, qpn, q.announced, t);
+  kick(dev, qpn, t);
 }

@@ -5,10 +5,11 @@
 import { Device } from "../core/device";
 import { Qp, qpAt, cqAt, pdValid, OWNER_HOST, NOT_ARMED } from "./verbs";
 import { dmaPtr } from "../mem/dma";
-import { kick, qpError, qpReset, abandonRequest } from "./nic";
+import { kick, abandonRequest } from "./requester";
+import { qpError, qpReset } from "./queues";
 import { dbqDeliverFor } from "./doorbells";
 import {
-  CMD_ERR_NO_OBJECT, CMD_ERR_TRANSITION, CMD_ERR_IN_USE, CMD_ERR_ARGUMENT, QP_STATE_RESET, QP_STATE_INIT, QP_STATE_RTR, QP_STATE_RTS, QP_STATE_ERR, WQE_SIZE,
+  CMD_ERR_NO_OBJECT, CMD_ERR_TRANSITION, CMD_ERR_IN_USE, CMD_ERR_ARGUMENT, QP_STATE_RESET, QP_STATE_INIT, QP_STATE_RTR, QP_STATE_RTS, QP_STATE_ERR, WQE_SIZE, MAX_QUEUE_DEPTH,
 } from "../generated/layouts";
 
 // results: a number, or a negative CMD_ERR (layouts/verbs.json), which firmware reads too
@@ -17,9 +18,6 @@ export const E_NO_OBJECT: i32 = CMD_ERR_NO_OBJECT;
 export const E_TRANSITION: i32 = CMD_ERR_TRANSITION;
 export const E_IN_USE: i32 = CMD_ERR_IN_USE;
 export const E_ARGUMENT: i32 = CMD_ERR_ARGUMENT;
-
-/** Queue depths are at most 32768 so that 16-bit producer indices in doorbells are unambiguous. */
-export const MAX_QUEUE_DEPTH: u32 = 32768;
 
 export function qpCreate(dev: Device, pd: u32, sendCq: u32, recvCq: u32, sqBase: u64, sqDepth: u32, rqBase: u64, rqDepth: u32, owner: u32, sigAll: u32): i32 {
   if (!pdValid(dev, pd)) return E_NO_OBJECT;

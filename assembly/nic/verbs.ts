@@ -5,10 +5,9 @@
 
 import { Device } from "../core/device";
 import { dmaPtr } from "../mem/dma";
-import { WQE_SIZE, ACCESS_LOCAL_WRITE, ACCESS_REMOTE_WRITE, ACCESS_REMOTE_READ } from "../generated/layouts";
+import { WQE_SIZE, CQE_SIZE, ACCESS_LOCAL_WRITE, ACCESS_REMOTE_WRITE, ACCESS_REMOTE_READ, OWNER_HOST, REMOTE_KEY_BIT, MAX_CQ_DEPTH } from "../generated/layouts";
 
-export const REMOTE_KEY_BIT: u32 = 0x80000000;
-export const OWNER_HOST: u32 = 0xffff;
+export { OWNER_HOST, REMOTE_KEY_BIT };
 
 @unmanaged export class Mr {
   base: u64;
@@ -56,19 +55,16 @@ export const RANGES: u32 = 8;
   phase: u32; // NicPhase of the request in progress
   gen: u32; // invalidates events of an abandoned request
   retriesLeft: u32;
-  status: u32; // the request's outcome, decided when it starts
+  status: u32; // the request's outcome so far
   waitBlock: u32; // reduction block this QP waits for, or NOT_ARMED
   waitFlow: u32; // 1 while its request waits for a free slot of the HBM flow table
   kickPending: u32;
   nranges: u32;
   rnrLeft: u32;
-  rxStatus: u32; // the target's receive outcome when the request fails there
   reqFlags: u32;
   reqBlock: u32;
   reqBytes: u64; // HBM bytes the request streams
   reqLen: u64;
-  reqSrc: u64;
-  reqDst: u64;
 }
 
 // Per-QP extra blocks live beside the table: RANGES x 16 bytes of (end u32, pad, time u64),
@@ -93,7 +89,7 @@ export const QP_STRIDE: usize = (offsetof<Qp>() + 7) & ~(<usize>7);
 }
 
 @inline export function qpRanges(dev: Device, qpn: u32): usize { return dev.qpRanges + <usize>qpn * QP_RANGE_BYTES; }
-@inline export function qpWqe(dev: Device, qpn: u32): usize { return dev.qpWqes + <usize>qpn * 128; }
+@inline export function qpWqe(dev: Device, qpn: u32): usize { return dev.qpWqes + <usize>qpn * WQE_SIZE; }
 
 // ---- protection domains
 
@@ -183,7 +179,7 @@ export function mrCheck(dev: Device, key: u32, remote: bool, pd: u32, addr: u64,
 // ---- completion queues
 
 export function cqCreate(dev: Device, base: u64, depth: u32, owner: u32): i32 {
-  if (depth == 0 || depth > 65536 || dmaPtr(dev, base, <u64>depth * 32) == 0) return -1;
+  if (depth == 0 || depth > MAX_CQ_DEPTH || dmaPtr(dev, base, <u64>depth * CQE_SIZE) == 0) return -1;
   for (let i: u32 = 0; i < dev.maxCqs; i++) {
     const c = cqAt(dev, i);
     if (c.valid) continue;

@@ -1,0 +1,357 @@
+// The requester half of the NIC: each send queue runs its requests in order, one at a time,
+// through phases:
+//   Head  decode and key checks (nicWqeLatencyPs), then reading the source: over PCIe from
+//         host memory, or the HBM latency;
+//   Flow  the HBM part of the transfer as a shared-bandwidth stream (mem/hbm.ts);
+//   Tail  writing a host-memory destination over PCIe, then the completion entry;
+//   Done  the bytes land, completions are written, the next request starts.
+// A transfer to a QP talks to its responder in packets (packet.ts): the First packet when it
+// starts, answered with where the bytes will go or why not; the Last packet at Done, where
+// the responder places the bytes and completes its side. Retries (receiver not ready, the
+// destination silent) wait in phase Wait and start again. Local operations — REDUCE on the
+// engine's reduction block and COPY (local-ops.ts) — run the same phases with no responder.
+// Placement happens at Done: nothing of a request is visible before it completes.
+
+import { Device, statAdd, tracePoint } from "../core/device";
+import { Qp, qpAt, qpWqe, sqSlot, mrCheck, NOT_ARMED } from "./verbs";
+import { dmaPtr, dmaIsHbm, dmaIsHost, dmaIsSram, sramDmaPs } from "../mem/dma";
+import { schedule, EventKind } from "../core/sched";
+import { hbmStart, FlowClass } from "../mem/hbm";
+import { pcieRead, pcieWrite, PcieDir } from "../mem/pcie";
+import { cqPush, cqeVisible } from "./completions";
+import { readyTime, flush, qpError } from "./queues";
+import { Packet, PacketKind, packetOut, packetIn } from "./packet";
+import { wireRequest } from "./wire";
+import { checkCopy, checkReduce, reduceBlockOf, placeReduce } from "./local-ops";
+import {
+  OPCODE_RDMA_READ, OPCODE_REDUCE, OPCODE_COPY, WR_FLAG_SIGNALED,
+  STATUS_SUCCESS, STATUS_LOC_QP_OP_ERR, STATUS_LOC_PROT_ERR, STATUS_WR_FLUSH_ERR, STATUS_RETRY_EXC_ERR, STATUS_RNR_RETRY_EXC_ERR,
+  ACCESS_LOCAL_WRITE, QP_STATE_RTS, QP_STATE_ERR,
+  WQE_SIZE, WQE_OPCODE, WQE_FLAGS, WQE_NSRC, WQE_WR_ID, WQE_LADDR, WQE_LENGTH, WQE_LKEY, WQE_RADDR, WQE_RKEY, WQE_IMM,
+  STAT_NIC_WQES, STAT_NIC_ERRORS, STAT_NIC_FLUSHED, STAT_NIC_RNR_RETRIES, STAT_NIC_TRANSPORT_RETRIES, STAT_HBM_FLOW_FULL,
+  TP_NIC_WQE_START, TP_NIC_WQE_DONE,
+} from "../generated/layouts";
+
+export const enum NicPhase {
+  Idle = 0,
+  Head = 1,
+  Flow = 2,
+  Tail = 3,
+  Done = 4,
+  Wait = 5, // a retry timer, or the reduction block
+}
+
+// request flags kept in Qp.reqFlags
+const REQ_DST_HOST: u32 = 1;
+const REQ_REDUCE: u32 = 2;
+const REQ_DST_SRAM: u32 = 4;
+
+// set in the event's generation word when a request's HBM flow has ended
+const FLOW_ENDED: u32 = 0x80000000;
+
+function phaseAt(dev: Device, q: Qp, qpn: u32, phase: u32, t: u64): void {
+  q.phase = phase;
+  schedule(dev, t, EventKind.NicPhase, qpn, q.gen & ~FLOW_ENDED);
+}
+
+/** Starts the next request of a send queue if it is runnable now, or arranges to look again. */
+export function kick(dev: Device, qpn: u32, t: u64): void {
+  const q = qpAt(dev, qpn);
+  if (!q.valid || q.busy) return;
+  if (q.state == QP_STATE_ERR) { flush(dev, qpn, t); return; }
+  if (q.state != QP_STATE_RTS || q.sqCi == q.announced) return;
+  const ready = readyTime(dev, q, qpn);
+  if (ready > t) {
+    if (!q.kickPending) {
+      q.kickPending = 1;
+      schedule(dev, ready, EventKind.NicKick, qpn, 0);
+    }
+    return;
+  }
+  q.busy = 1;
+  q.gen++;
+  q.retriesLeft = <u32>dev.transportRetries;
+  q.rnrLeft = <u32>dev.rnrRetries;
+  memory.copy(qpWqe(dev, qpn), sqSlot(dev, q, q.sqCi), WQE_SIZE);
+  statAdd(dev, STAT_NIC_WQES, 1);
+  tracePoint(dev, t, TP_NIC_WQE_START, 0xffff, qpn);
+  attempt(dev, qpn, t);
+}
+
+/** Ends the request early with an error status, after the decode latency. */
+function fail(dev: Device, q: Qp, qpn: u32, t: u64, status: u32): void {
+  q.status = status;
+  phaseAt(dev, q, qpn, NicPhase.Tail, t + dev.nicWqeLatencyPs);
+}
+
+/** The destination did not answer: wait for the transport timer, or fail when retries are exhausted. */
+function noAnswer(dev: Device, q: Qp, qpn: u32, t: u64): void {
+  if (q.retriesLeft == 0) { fail(dev, q, qpn, t, STATUS_RETRY_EXC_ERR); return; }
+  q.retriesLeft--;
+  statAdd(dev, STAT_NIC_TRANSPORT_RETRIES, 1);
+  phaseAt(dev, q, qpn, NicPhase.Wait, t + dev.transportTimeoutPs);
+}
+
+/** The responder had no receive posted: wait for the RNR timer, or fail when retries are exhausted. */
+function notReady(dev: Device, q: Qp, qpn: u32, t: u64): void {
+  if (q.rnrLeft == 0) { fail(dev, q, qpn, t, STATUS_RNR_RETRY_EXC_ERR); return; }
+  q.rnrLeft--;
+  statAdd(dev, STAT_NIC_RNR_RETRIES, 1);
+  phaseAt(dev, q, qpn, NicPhase.Wait, t + dev.rnrTimerPs);
+}
+
+/** Is a Nak's status the receiver-not-ready answer? */
+@inline function isRnr(a: Packet): bool {
+  return a.kind == PacketKind.Nak && a.status == STATUS_RNR_RETRY_EXC_ERR;
+}
+
+/** The local side of a transfer's checks: a known opcode and the local key. */
+function checkLocal(dev: Device, q: Qp, w: usize): u32 {
+  const op = <u32>load<u8>(w + WQE_OPCODE);
+  if (op > OPCODE_RDMA_READ) return STATUS_LOC_QP_OP_ERR;
+  const len = <u64>load<u32>(w + WQE_LENGTH);
+  if (!mrCheck(dev, load<u32>(w + WQE_LKEY), false, q.pd, load<u64>(w + WQE_LADDR), len, op == OPCODE_RDMA_READ ? ACCESS_LOCAL_WRITE : 0)) return STATUS_LOC_PROT_ERR;
+  return STATUS_SUCCESS;
+}
+
+/** Sends the request's packet of `kind` to its destination; true with the answer in packetIn. */
+function sendPacket(dev: Device, q: Qp, qpn: u32, w: usize, kind: PacketKind, t: u64): bool {
+  const p = packetOut(dev.packets);
+  p.kind = kind;
+  p.op = <u32>load<u8>(w + WQE_OPCODE);
+  p.srcQpn = qpn;
+  p.destQpn = q.destQpn;
+  p.raddr = load<u64>(w + WQE_RADDR);
+  p.rkey = load<u32>(w + WQE_RKEY);
+  p.length = load<u32>(w + WQE_LENGTH);
+  p.imm = load<u32>(w + WQE_IMM);
+  p.payload = load<u64>(w + WQE_LADDR);
+  return wireRequest(dev, p, t, packetIn(dev.packets));
+}
+
+/** Checks a request, asks its destination, then starts its Head phase. */
+function attempt(dev: Device, qpn: u32, t: u64): void {
+  const q = qpAt(dev, qpn);
+  const w = qpWqe(dev, qpn);
+  q.reqFlags = 0;
+  q.status = STATUS_SUCCESS;
+  if (q.state == QP_STATE_ERR) {
+    // the QP went to error while this request waited (a retry timer, the reduction block)
+    q.status = STATUS_WR_FLUSH_ERR;
+    phaseAt(dev, q, qpn, NicPhase.Tail, t);
+    return;
+  }
+  const op = <u32>load<u8>(w + WQE_OPCODE);
+  if (op == OPCODE_REDUCE) { attemptReduce(dev, q, qpn, w, t); return; }
+  const len = <u64>load<u32>(w + WQE_LENGTH);
+  let src = load<u64>(w + WQE_LADDR), dst = load<u64>(w + WQE_RADDR);
+  if (op == OPCODE_COPY) {
+    const status = checkCopy(dev, q, w);
+    if (status != STATUS_SUCCESS) { fail(dev, q, qpn, t, status); return; }
+    src = load<u64>(w + WQE_RADDR);
+    dst = load<u64>(w + WQE_LADDR);
+  } else {
+    const status = checkLocal(dev, q, w);
+    if (status != STATUS_SUCCESS) { fail(dev, q, qpn, t, status); return; }
+    if (!sendPacket(dev, q, qpn, w, PacketKind.ReqFirst, t)) { noAnswer(dev, q, qpn, t); return; }
+    const a = packetIn(dev.packets);
+    if (isRnr(a)) { notReady(dev, q, qpn, t); return; }
+    if (a.kind == PacketKind.Nak) { fail(dev, q, qpn, t, a.status); return; }
+    if (op == OPCODE_RDMA_READ) { src = dst; dst = load<u64>(w + WQE_LADDR); }
+    else dst = a.placeAddr;
+  }
+
+  // timing: read the source, stream the HBM side, write a host destination; an engine SRAM
+  // side moves at the NIC's DMA rate after its own short latency
+  let head = t + dev.nicWqeLatencyPs;
+  if (len > 0 && dmaIsHost(dev, src, len)) head = pcieRead(dev, head, len);
+  else if (dmaIsSram(dev, src, len)) head += dev.nicSramLatencyPs + sramDmaPs(dev, len);
+  else head += dev.hbmLatencyPs;
+  let hbmBytes: u64 = 0;
+  if (dmaIsHbm(dev, src, len)) hbmBytes += len;
+  if (dmaIsHbm(dev, dst, len)) hbmBytes += len;
+  if (len > 0 && dmaIsHost(dev, dst, len)) q.reqFlags |= REQ_DST_HOST;
+  if (len > 0 && dmaIsSram(dev, dst, len)) q.reqFlags |= REQ_DST_SRAM;
+  q.reqBytes = hbmBytes;
+  q.reqLen = len;
+  phaseAt(dev, q, qpn, NicPhase.Head, head);
+}
+
+function attemptReduce(dev: Device, q: Qp, qpn: u32, w: usize, t: u64): void {
+  const status = checkReduce(dev, q, w);
+  if (status != STATUS_SUCCESS) { fail(dev, q, qpn, t, status); return; }
+  const len = <u64>load<u32>(w + WQE_LENGTH);
+  const block = reduceBlockOf(dev, q, qpn);
+  const busy = dev.blocks + (<usize>block << 2);
+  if (load<u32>(busy) != 0) {
+    q.waitBlock = block; // woken when the block frees
+    q.phase = NicPhase.Wait;
+    return;
+  }
+  store<u32>(busy, 1);
+  q.waitBlock = NOT_ARMED;
+  q.reqFlags = REQ_REDUCE;
+  q.reqBlock = block;
+  q.reqLen = len;
+  q.reqBytes = <u64>(<u32>load<u8>(w + WQE_NSRC) + 1) * len; // K sources read, one destination written
+  phaseAt(dev, q, qpn, NicPhase.Head, t + dev.nicWqeLatencyPs + dev.reduceSetupPs + dev.hbmLatencyPs);
+}
+
+/** The NicPhase event: the request of `qpn` has finished its current phase at `t`. */
+export function nicPhase(dev: Device, qpn: u32, genWord: u32, t: u64): void {
+  // a flow that ended freed a slot of the flow table, even when its request was abandoned
+  if ((genWord & FLOW_ENDED) != 0 && dev.flowWaiters > 0) wakeFlowWaiter(dev, t);
+  const q = qpAt(dev, qpn);
+  if (!q.valid || !q.busy || (q.gen & ~FLOW_ENDED) != (genWord & ~FLOW_ENDED)) return;
+  switch (q.phase) {
+    case NicPhase.Wait: attempt(dev, qpn, t); return;
+    case NicPhase.Head: startFlow(dev, q, qpn, t); return;
+    case NicPhase.Flow: tail(dev, q, qpn, t); return;
+    case NicPhase.Tail: tail(dev, q, qpn, t); return;
+    case NicPhase.Done: done(dev, qpn, t); return;
+    default: return;
+  }
+}
+
+/** Streams the request's HBM bytes, or goes straight to the tail when it has none. */
+function startFlow(dev: Device, q: Qp, qpn: u32, t: u64): void {
+  if (q.status != STATUS_SUCCESS || q.reqBytes == 0) { tail(dev, q, qpn, t); return; }
+  let peak = dev.nicDmaBytesPerPs;
+  let cls = FlowClass.Nic;
+  if (q.reqFlags & REQ_REDUCE) {
+    // sources stream at reduceBytesPerCycle; the destination write rides along
+    const nsrc = <f64>load<u8>(qpWqe(dev, qpn) + WQE_NSRC);
+    peak = dev.reduceBytesPerPs * (nsrc + 1) / nsrc;
+    cls = FlowClass.Reduce;
+  }
+  q.phase = NicPhase.Flow;
+  if (!hbmStart(dev, t, q.reqBytes, peak, cls, EventKind.NicPhase, qpn, (q.gen & ~FLOW_ENDED) | FLOW_ENDED)) {
+    // the flow table is full: wait, without polling, until a flow ends
+    statAdd(dev, STAT_HBM_FLOW_FULL, 1);
+    q.phase = NicPhase.Head;
+    q.waitFlow = 1;
+    dev.flowWaiters++;
+  }
+}
+
+/** Restarts one request waiting for a flow slot, taking QPs round robin from the last woken. */
+function wakeFlowWaiter(dev: Device, t: u64): void {
+  for (let k: u32 = 1; k <= dev.maxQps; k++) {
+    const qpn = (dev.flowWaitNext + k) % dev.maxQps;
+    const q = qpAt(dev, qpn);
+    if (!q.waitFlow) continue;
+    q.waitFlow = 0;
+    dev.flowWaiters--;
+    dev.flowWaitNext = qpn;
+    startFlow(dev, q, qpn, t);
+    return;
+  }
+}
+
+/** Stops a request waiting for a flow slot from waiting (it is ending). */
+function stopWaitingFlow(dev: Device, q: Qp): void {
+  if (!q.waitFlow) return;
+  q.waitFlow = 0;
+  dev.flowWaiters--;
+}
+
+function tail(dev: Device, q: Qp, qpn: u32, t: u64): void {
+  let end = t;
+  if (q.status == STATUS_SUCCESS && (q.reqFlags & REQ_DST_HOST)) end = pcieWrite(dev, PcieDir.Up, t, q.reqLen);
+  if (q.status == STATUS_SUCCESS && (q.reqFlags & REQ_DST_SRAM)) end = t + dev.nicSramLatencyPs + sramDmaPs(dev, q.reqLen);
+  phaseAt(dev, q, qpn, NicPhase.Done, cqeVisible(dev, q.sendCq, end));
+}
+
+/**
+ * Finishes a transfer at Done: the local checks again, then the Last packet, where the
+ * responder places the bytes (or, for a READ, answers with them). False when the responder
+ * was not ready and the request waits to try again.
+ */
+function finishTransfer(dev: Device, q: Qp, qpn: u32, w: usize, t: u64): bool {
+  // placement sees the world as it is now: keys deregistered, the destination gone or in
+  // error (it no longer answers: as if the retries ran out, nothing placed), the receive
+  // another request took in the meantime (receiver not ready again)
+  const op = <u32>load<u8>(w + WQE_OPCODE);
+  const len = <u64>load<u32>(w + WQE_LENGTH);
+  if (op == OPCODE_COPY) {
+    q.status = checkCopy(dev, q, w);
+    if (q.status == STATUS_SUCCESS && len > 0) memory.copy(dmaPtr(dev, load<u64>(w + WQE_LADDR), len), dmaPtr(dev, load<u64>(w + WQE_RADDR), len), <usize>len);
+    return true;
+  }
+  q.status = checkLocal(dev, q, w);
+  if (q.status != STATUS_SUCCESS) return true;
+  if (!sendPacket(dev, q, qpn, w, PacketKind.ReqLast, t)) { q.status = STATUS_RETRY_EXC_ERR; return true; }
+  const a = packetIn(dev.packets);
+  if (isRnr(a)) { notReady(dev, q, qpn, t); return false; }
+  if (a.kind == PacketKind.Nak) q.status = a.status;
+  else if (a.kind == PacketKind.ReadResponse && len > 0) memory.copy(dmaPtr(dev, load<u64>(w + WQE_LADDR), len), dmaPtr(dev, a.payload, len), <usize>len);
+  return true;
+}
+
+/** Places the bytes, writes the completion and starts the next request. */
+function done(dev: Device, qpn: u32, t: u64): void {
+  const q = qpAt(dev, qpn);
+  const w = qpWqe(dev, qpn);
+  const op = <u32>load<u8>(w + WQE_OPCODE);
+  const len = <u32>load<u32>(w + WQE_LENGTH);
+  if (q.reqFlags & REQ_REDUCE) {
+    // the block is released whatever the outcome; the operands' keys are checked again
+    releaseBlock(dev, q.reqBlock, t);
+    if (q.status == STATUS_SUCCESS) q.status = checkReduce(dev, q, w);
+    if (q.status == STATUS_SUCCESS) placeReduce(dev, w);
+  } else if (q.status == STATUS_SUCCESS) {
+    if (!finishTransfer(dev, q, qpn, w, t)) return;
+  }
+  const status = q.status;
+  const signaled = q.sigAll != 0 || (load<u8>(w + WQE_FLAGS) & WR_FLAG_SIGNALED) != 0 || status != STATUS_SUCCESS;
+  let cqOk = true;
+  if (signaled) cqOk = cqPush(dev, q.sendCq, t, load<u64>(w + WQE_WR_ID), status == STATUS_SUCCESS ? len : 0, 0, false, qpn, status, op);
+  tracePoint(dev, t, TP_NIC_WQE_DONE, 0xffff, (qpn << 8) | status);
+  finishRequest(q);
+  if (status != STATUS_SUCCESS) {
+    statAdd(dev, status == STATUS_WR_FLUSH_ERR ? STAT_NIC_FLUSHED : STAT_NIC_ERRORS, 1);
+    qpError(dev, qpn, t);
+  } else if (!cqOk) {
+    qpError(dev, qpn, t);
+  }
+  kick(dev, qpn, t);
+}
+
+/** The request at sqCi has completed: move past it and the entries flushed behind it. */
+function finishRequest(q: Qp): void {
+  q.sqCi++;
+  if (<i32>(q.sqFlushed - q.sqCi) > 0) q.sqCi = q.sqFlushed;
+  q.busy = 0;
+  q.phase = NicPhase.Idle;
+}
+
+/**
+ * Ends the request in flight on `qpn` at once with WR_FLUSH_ERR (the QP is being destroyed):
+ * its pending events find a new generation and do nothing, and a reduction block it holds
+ * goes to the next QP waiting for it.
+ */
+export function abandonRequest(dev: Device, qpn: u32, t: u64): void {
+  const q = qpAt(dev, qpn);
+  if (!q.busy) return;
+  const w = qpWqe(dev, qpn);
+  cqPush(dev, q.sendCq, t, load<u64>(w + WQE_WR_ID), 0, 0, false, qpn, STATUS_WR_FLUSH_ERR, load<u8>(w + WQE_OPCODE));
+  statAdd(dev, STAT_NIC_FLUSHED, 1);
+  finishRequest(q);
+  q.gen++;
+  stopWaitingFlow(dev, q);
+  if (q.waitBlock != NOT_ARMED) q.waitBlock = NOT_ARMED;
+  else if (q.reqFlags & REQ_REDUCE) releaseBlock(dev, q.reqBlock, t);
+}
+
+/** Frees a reduction block and restarts the first QP (in QP order) waiting for it. */
+function releaseBlock(dev: Device, block: u32, t: u64): void {
+  store<u32>(dev.blocks + (<usize>block << 2), 0);
+  for (let i: u32 = 0; i < dev.maxQps; i++) {
+    const q = qpAt(dev, i);
+    if (q.valid && q.busy && q.waitBlock == block) {
+      q.waitBlock = NOT_ARMED;
+      attempt(dev, i, t);
+      return;
+    }
+  }
+}
