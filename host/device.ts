@@ -7,12 +7,12 @@ import { resolveConfig, packConfig, arenaTooLarge } from "./config.js";
 import { parseElf, checkImage, placeSegment, type ElfImage } from "./elf.js";
 import { EngineConsole } from "./console.js";
 import { writeSnapshot, readSnapshot, SnapshotError } from "./snapshot.js";
-import { REGIONS, STAT_NAMES, TRACE_POINTS, LAYOUT_HASH } from "./generated/layouts.js";
+import { REGIONS, STAT_NAMES, TRACE_POINTS, LAYOUT_HASH, ENGINE_STATE, FLOW_CLASS, TRACE_RECORD } from "./generated/layouts.js";
 
 export { SnapshotError } from "./snapshot.js";
 
-export type EngineStateName = "idle" | "running" | "sleeping" | "exited" | "faulted";
-const STATE_NAMES: EngineStateName[] = ["idle", "running", "sleeping", "exited", "faulted"];
+export type EngineStateName = Lowercase<keyof typeof ENGINE_STATE>;
+const STATE_NAMES = Object.fromEntries(Object.entries(ENGINE_STATE).map(([k, v]) => [v, k.toLowerCase()])) as Record<number, EngineStateName>;
 
 export interface EngineReport {
   id: number;
@@ -179,7 +179,7 @@ export class Device {
   allStopped(): boolean {
     for (let i = 0; i < this.engines; i++) {
       const s = this.core.engineState(this.handle, i);
-      if (s === 1 || s === 2) return false;
+      if (s === ENGINE_STATE.RUNNING || s === ENGINE_STATE.SLEEPING) return false;
     }
     return true;
   }
@@ -244,7 +244,7 @@ export class Device {
   /** HBM bytes served so far to NIC DMA, reductions and the compute load. */
   hbmServed(): { nic: number; reduce: number; compute: number } {
     const c = this.core, h = this.handle;
-    return { nic: c.hbmServed(h, 0), reduce: c.hbmServed(h, 1), compute: c.hbmServed(h, 2) };
+    return { nic: c.hbmServed(h, FLOW_CLASS.NIC), reduce: c.hbmServed(h, FLOW_CLASS.REDUCE), compute: c.hbmServed(h, FLOW_CLASS.COMPUTE) };
   }
 
   /** Bytes of HBM, for hosts and tests (a copy). */
@@ -266,16 +266,16 @@ export class Device {
       }
     }
     for (;;) {
-      const n = c.traceRead(h, this.scratch, SCRATCH_BYTES / 16);
+      const n = c.traceRead(h, this.scratch, SCRATCH_BYTES / TRACE_RECORD.SIZE);
       if (n === 0) break;
       if (!this.options.collectTrace) continue;
-      const dv = new DataView(c.memory.buffer, this.scratch, n * 16);
-      for (let k = 0; k < n; k++) {
+      const dv = new DataView(c.memory.buffer, this.scratch, n * TRACE_RECORD.SIZE);
+      for (let at = 0; at < n * TRACE_RECORD.SIZE; at += TRACE_RECORD.SIZE) {
         this.traceRecords.push({
-          timePs: dv.getBigUint64(k * 16, true),
-          point: TRACE_POINTS[dv.getUint16(k * 16 + 8, true)] ?? "unknown",
-          engine: dv.getUint16(k * 16 + 10, true),
-          arg: dv.getUint32(k * 16 + 12, true),
+          timePs: dv.getBigUint64(at + TRACE_RECORD.time_ps, true),
+          point: TRACE_POINTS[dv.getUint16(at + TRACE_RECORD.point, true)] ?? "unknown",
+          engine: dv.getUint16(at + TRACE_RECORD.engine, true),
+          arg: dv.getUint32(at + TRACE_RECORD.arg, true),
         });
       }
     }

@@ -9,7 +9,10 @@
 // changed nothing — no allocator moved, no ring byte written, no doorbell rung, no object made.
 
 import { Device, type DeviceOptions } from "./device.js";
-import { OPCODE, WR_FLAG, STATUS, ACCESS, QP_STATE, REDUCE_OP, DTYPE, CMD_ERR, WQE, WQE_STRIDE, CQE, DMA, REGIONS } from "./generated/layouts.js";
+import {
+  OPCODE, WR_FLAG, STATUS, ACCESS, QP_STATE, REDUCE_OP, DTYPE, CMD_ERR, WQE, WQE_STRIDE, CQE, DMA, REGIONS,
+  OWNER_HOST, REMOTE_KEY_BIT, MAX_CQ_DEPTH, MAX_QUEUE_DEPTH,
+} from "./generated/layouts.js";
 
 export class VerbsError extends Error {
   constructor(message: string) {
@@ -20,15 +23,6 @@ export class VerbsError extends Error {
 
 export type Opcode = keyof typeof OPCODE;
 export type QpStateName = keyof typeof QP_STATE;
-// Not in layouts/verbs.json: the owner number of host-owned objects and the bit that turns an
-// lkey into an rkey. Both copy assembly/verbs.ts (OWNER_HOST, REMOTE_KEY_BIT); they belong in
-// the layouts, so that they are generated here as well.
-const OWNER_HOST = 0xffff;
-const REMOTE_KEY_BIT = 0x80000000;
-/** assembly/verbs.ts cqCreate. */
-const MAX_CQ_DEPTH = 65536;
-/** assembly/verbs-control.ts MAX_QUEUE_DEPTH: 16-bit producer indices in doorbells stay unambiguous. */
-const MAX_QUEUE_DEPTH = 32768;
 /** Sources a WQE has room for (src_addr x 8). */
 const WQE_SOURCES = (WQE.SIZE - WQE.src_addr) / WQE_STRIDE.src_addr;
 /** The WQE's nsrc field is one byte: a larger count saturates, so it still reaches the NIC as an invalid count. */

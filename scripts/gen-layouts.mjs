@@ -16,10 +16,15 @@ const config = read("config.json");
 const stats = read("stats.json");
 const trace = read("trace.json");
 const verbs = read("verbs.json");
+const device = read("device.json");
+/** Enumerations for the core and the host; firmware sees only the verbs ones (C view). */
+const ENUMS = [...verbs.enums, ...device.enums];
+/** Binary layouts for the core and the host; firmware sees only the verbs ones (C view). */
+const STRUCTS = [...verbs.structs, trace.record];
 
 // FNV-1a over every layout file: the core and the host both carry it, and the host refuses a
 // core built from other layouts (a stale build/menic.wasm would misread the config slots).
-const LAYOUT_HASH = ["memmap.json", "config.json", "stats.json", "trace.json", "verbs.json"]
+const LAYOUT_HASH = ["memmap.json", "config.json", "stats.json", "trace.json", "verbs.json", "device.json"]
   .map((f) => readFileSync(join(root, "layouts", f), "utf8"))
   .join("\0")
   .split("")
@@ -60,7 +65,7 @@ function validate() {
       }
     }
   }
-  for (const st of verbs.structs) {
+  for (const st of STRUCTS) {
     const used = new Map();
     for (const f of flatFields(st)) {
       for (let c = 0; c < (f.count ?? 1); c++) for (let b = 0; b < SIZES[f.type]; b++) {
@@ -71,6 +76,9 @@ function validate() {
       }
       if (f.offset % SIZES[f.type]) throw new Error(`${st.name}.${f.name} is not naturally aligned`);
     }
+  }
+  for (const c of verbs.constants) {
+    if (!(Number.isInteger(num(c.value)) && num(c.value) >= 0 && num(c.value) <= 0xffffffff)) throw new Error(`constant ${c.name}: not a u32`);
   }
   const names = new Set();
   for (const f of config.fields) {
@@ -97,12 +105,13 @@ function asView() {
     }
   }
   for (const r of memmap.dma.regions) L.push(`/** ${r.doc} */`, `export const ${r.name}_BASE: u64 = ${hex(num(r.base))};`);
-  L.push("", "// ---- verbs (layouts/verbs.json)");
-  for (const e of verbs.enums) {
+  L.push("", "// ---- verbs (layouts/verbs.json), device (layouts/device.json), trace record (layouts/trace.json)");
+  for (const c of verbs.constants) L.push(`/** ${c.doc} */`, `export const ${c.name}: u32 = ${c.value};`);
+  for (const e of ENUMS) {
     const type = e.values.some((v) => v.value < 0) ? "i32" : "u32";
     for (const v of e.values) L.push(`/** ${e.doc}: ${v.doc} */`, `export const ${e.name}_${v.name}: ${type} = ${v.value};`);
   }
-  for (const st of verbs.structs) {
+  for (const st of STRUCTS) {
     L.push(`/** ${st.doc} */`, `export const ${st.name}_SIZE: u32 = ${st.size};`);
     for (const f of flatFields(st)) {
       L.push(`/** ${f.type}${f.count > 1 ? ` x ${f.count}, stride ${f.stride}` : ""}: ${f.doc} */`, `export const ${st.name}_${f.name.toUpperCase()}: u32 = ${f.offset};`);
@@ -137,13 +146,14 @@ function tsView() {
   L.push("export const DMA = {");
   for (const r of memmap.dma.regions) L.push(`  ${r.name}: ${num(r.base)},`);
   L.push("} as const;", "");
-  for (const e of verbs.enums) {
+  for (const c of verbs.constants) L.push(`/** ${c.doc} */`, `export const ${c.name} = ${c.value};`);
+  for (const e of ENUMS) {
     L.push(`/** ${e.doc} */`, `export const ${e.name} = {`);
     for (const v of e.values) L.push(`  ${v.name}: ${v.value},`);
     L.push("} as const;");
   }
   L.push("");
-  for (const st of verbs.structs) {
+  for (const st of STRUCTS) {
     L.push(`/** ${st.doc}: byte offsets */`, `export const ${st.name} = {`, `  SIZE: ${st.size},`);
     for (const f of flatFields(st)) L.push(`  ${f.name}: ${f.offset},${f.count > 1 ? ` // x ${f.count}, stride ${f.stride}` : ""}`);
     L.push("} as const;");
@@ -182,6 +192,7 @@ function cView() {
   L.push("");
   for (const r of memmap.dma.regions) L.push(`/* ${r.doc} */`, `#define MENIC_${r.name}_BASE 0x${num(r.base).toString(16)}ull`);
   L.push("", "/* ---- verbs (layouts/verbs.json) */");
+  for (const c of verbs.constants) L.push(`/* ${c.doc} */`, `#define MENIC_${c.name} MENIC_U(${c.value})`);
   for (const e of verbs.enums) {
     L.push(`/* ${e.doc} */`);
     for (const v of e.values) L.push(`#define MENIC_${e.name}_${v.name} ${v.value < 0 ? `(${v.value})` : v.value} /* ${v.doc} */`);
@@ -223,21 +234,28 @@ function mdView() {
   }
   L.push("", "## NIC DMA address space", "", memmap.dma.doc, "", "| region | base | what |", "|---|---|---|");
   for (const r of memmap.dma.regions) L.push(`| ${r.name} | \`0x${num(r.base).toString(16)}\` | ${r.doc} |`);
-  L.push("", "# Verbs layouts", "", verbs.doc);
-  for (const st of verbs.structs) {
+  const struct = (st) => {
     L.push("", `## ${st.name} (${st.size} bytes)`, "", st.doc, "", "| offset | field | type | what |", "|---|---|---|---|");
     for (const f of flatFields(st)) L.push(`| ${f.offset}${f.count > 1 ? ` + ${f.stride} i` : ""} | ${f.name}${f.count > 1 ? `[${f.count}]` : ""} | ${f.type} | ${f.doc} |`);
-  }
-  for (const e of verbs.enums) {
+  };
+  const enumeration = (e) => {
     L.push("", `## ${e.name}`, "", e.doc, "", "| name | value | what |", "|---|---|---|");
     for (const v of e.values) L.push(`| ${v.name} | ${v.value} | ${v.doc} |`);
-  }
+  };
+  L.push("", "# Verbs layouts", "", verbs.doc);
+  L.push("", "## Constants", "", "| name | value | what |", "|---|---|---|");
+  for (const c of verbs.constants) L.push(`| ${c.name} | \`${c.value}\` | ${c.doc} |`);
+  verbs.structs.forEach(struct);
+  verbs.enums.forEach(enumeration);
+  L.push("", "# Device enumerations", "", device.doc);
+  device.enums.forEach(enumeration);
   L.push("", "# Device configuration", "", config.doc, "", "| field | default | range | unit | why |", "|---|---|---|---|---|");
   for (const f of config.fields) L.push(`| ${f.name} | ${f.default} | [${f.min}, ${f.max}]${f.multipleOf ? `, multiple of ${f.multipleOf}` : ""} | ${f.unit} | ${f.doc} |`);
   L.push("", "# Statistics counters", "", "| counter | what |", "|---|---|");
   for (const c of stats.counters) L.push(`| ${c.name} | ${c.doc} |`);
   L.push("", "# Trace points", "", trace.doc, "", "| point | arg | what |", "|---|---|---|");
   for (const p of trace.points) L.push(`| ${p.name} | ${p.arg} | ${p.doc} |`);
+  struct(trace.record);
   L.push("");
   return L.join("\n");
 }

@@ -15,7 +15,7 @@
 import fc from "fast-check";
 import { assemble } from "./rv.js";
 import { Context, VerbsError, type Cq, type Qp } from "../../host/verbs.js";
-import { MMIO, CMD, CMD_ERR, DMA, REGIONS, QP_STATE } from "../../host/generated/layouts.js";
+import { MMIO, CMD, CMD_ERR, DMA, REGIONS, QP_STATE, REMOTE_KEY_BIT, MAX_CQ_DEPTH, MAX_QUEUE_DEPTH, CQE, WQE } from "../../host/generated/layouts.js";
 
 export type CmdOp = keyof typeof CMD | "CQ_ARM" | "CQ_CI" | "UNKNOWN";
 export type ObjKind = "pd" | "cq" | "qp" | "key";
@@ -151,7 +151,7 @@ export function resolve(programs: CmdSpec[][], host: HostObjects, cfg: FwConfig)
   const all: Command[] = [];
   const slotOf = (e: number, k: number) => k * E + e;
   const ref = (a: ObjArg, kind: ObjKind, e: number, k: number): Value => {
-    const plus = "remote" in a && a.remote && kind === "key" ? 0x80000000 : 0;
+    const plus = "remote" in a && a.remote && kind === "key" ? REMOTE_KEY_BIT : 0;
     if (a.src === "const") return { k: a.v >>> 0 };
     if (a.src === "host") {
       const list = host[kind];
@@ -318,7 +318,7 @@ export function judge(cmds: Command[], results: Uint32Array, objs: ModelObjects,
         if (!own(objs.pds.get(pd), e)) { want([NO], "a PD not this engine's"); break; }
         if (len === 0 || access > 7 || !reachable(e, lo, hi, len)) { want([ARGUMENT], "memory the engine may not register, or a bad length or access"); break; }
         tally?.set("REG_MR: made", (tally.get("REG_MR: made") ?? 0) + 1);
-        if (got <= 0 || keysIssued.has(got) || (got & 0x80000000) !== 0) { problems.push(`${where} gave ${got}, not a fresh lkey`); break; }
+        if (got <= 0 || keysIssued.has(got) || (got & REMOTE_KEY_BIT) !== 0) { problems.push(`${where} gave ${got}, not a fresh lkey`); break; }
         objs.mrs.set(got, { pd });
         keysIssued.add(got);
         break;
@@ -333,7 +333,7 @@ export function judge(cmds: Command[], results: Uint32Array, objs: ModelObjects,
       }
       case "CREATE_CQ": {
         const [at, depth] = a;
-        if (depth === 0 || depth > 65536 || !ringOk(e, at, depth * 32)) { want(argErr, "a bad depth or ring"); break; }
+        if (depth === 0 || depth > MAX_CQ_DEPTH || !ringOk(e, at, depth * CQE.SIZE)) { want(argErr, "a bad depth or ring"); break; }
         if (!free(objs.cqs, cfg.maxCqs)) { want([NO], "no free CQ"); break; }
         if (fresh(objs.cqs, cfg.maxCqs, "CQ")) objs.cqs.set(got, e);
         break;
@@ -349,8 +349,8 @@ export function judge(cmds: Command[], results: Uint32Array, objs: ModelObjects,
       case "CREATE_QP": {
         const [pd, scq, rcq, sring, sdepth, rring, rdepth] = a;
         if (!own(objs.pds.get(pd), e) || !own(objs.cqs.get(scq), e) || !own(objs.cqs.get(rcq), e)) { want([NO], "a PD or CQ not this engine's"); break; }
-        const depthOk = (d: number) => d >= 1 && d <= 32768;
-        if (!depthOk(sdepth) || !depthOk(rdepth) || !ringOk(e, sring, sdepth * 128) || !ringOk(e, rring, rdepth * 128)) { want([ARGUMENT], "a bad depth or ring"); break; }
+        const depthOk = (d: number) => d >= 1 && d <= MAX_QUEUE_DEPTH;
+        if (!depthOk(sdepth) || !depthOk(rdepth) || !ringOk(e, sring, sdepth * WQE.SIZE) || !ringOk(e, rring, rdepth * WQE.SIZE)) { want([ARGUMENT], "a bad depth or ring"); break; }
         if (!free(objs.qps, cfg.maxQps)) { want([NO], "no free QP"); break; }
         if (fresh(objs.qps, cfg.maxQps, "QP")) objs.qps.set(got, { owner: e, pd, scq, rcq, state: QP_STATE.RESET });
         break;

@@ -12,7 +12,7 @@
 
 import fc from "fast-check";
 import { Context, VerbsError, type Cq, type Mr, type Pd, type Qp, type SendWr } from "../../host/verbs.js";
-import { DMA, REGIONS } from "../../host/generated/layouts.js";
+import { DMA, REGIONS, ACCESS, CQE, WQE } from "../../host/generated/layouts.js";
 import {
   VerbsModel, ModelError, GUARD, GUARD_BYTE, LOCAL_WRITE, REMOTE_WRITE, REMOTE_READ, REMOTE_KEY_BIT, sourceByte, sinkFill,
   type ModelBuffer, type ModelMr, type ModelQp, type QpState, type SendOp, type Verdict,
@@ -162,7 +162,7 @@ export class HostHarness {
     for (let i = 0; i < 6; i++) {
       const cq = ctx.createCq(CQ_DEPTH);
       this.cqs.push(cq);
-      this.rings.push([cq.ring, CQ_DEPTH * 32]);
+      this.rings.push([cq.ring, CQ_DEPTH * CQE.SIZE]);
     }
     const place = (where: "host" | "hbm" | "sram") => {
       if (where === "sram") return DMA.DMA_SRAM + 1 * REGIONS.SRAM.window + 1024;
@@ -196,7 +196,7 @@ export class HostHarness {
   }
 
   private register(b: ModelBuffer, pd: number, access: number): void {
-    const names = (["LOCAL_WRITE", "REMOTE_WRITE", "REMOTE_READ"] as const).filter((_, i) => access & (1 << i));
+    const names = (Object.keys(ACCESS) as (keyof typeof ACCESS)[]).filter((name) => access & ACCESS[name]);
     const mr = this.ctx.regMr(this.pds[pd], b.addr, b.length, names);
     this.model.addMr(b, this.pds[pd].handle, access, mr.lkey, mr.rkey);
     this.mrs.push(mr);
@@ -205,7 +205,7 @@ export class HostHarness {
   private createQp(pd: number, sendCq: number, recvCq: number, sq: number, rq: number, sigAll: boolean): void {
     const qp = this.ctx.createQp(this.pds[pd], { sendCq: this.cqs[sendCq], recvCq: this.cqs[recvCq], maxSendWr: sq, maxRecvWr: rq, sqSigAll: sigAll });
     this.qps.push(qp);
-    this.rings.push([qp.sqRing, sq * 128], [qp.rqRing, rq * 128]);
+    this.rings.push([qp.sqRing, sq * WQE.SIZE], [qp.rqRing, rq * WQE.SIZE]);
     this.model.addQp(qp.qpn, this.pds[pd].handle, this.cqs[sendCq].cqn, this.cqs[recvCq].cqn, sq, rq, sigAll);
   }
 

@@ -29,6 +29,7 @@
 // wrote it; an unsignaled transfer that may have run unobserved may also have written it.
 
 import type { Wc } from "../../host/verbs.js";
+import { ACCESS, REMOTE_KEY_BIT } from "../../host/generated/layouts.js";
 
 export type Status =
   | "SUCCESS" | "LOC_LEN_ERR" | "LOC_QP_OP_ERR" | "LOC_PROT_ERR" | "WR_FLUSH_ERR" | "REM_INV_REQ_ERR"
@@ -36,8 +37,8 @@ export type Status =
 export type QpState = "RESET" | "INIT" | "RTR" | "RTS" | "ERR";
 export type SendOp = "RDMA_WRITE" | "RDMA_WRITE_WITH_IMM" | "SEND" | "SEND_WITH_IMM" | "RDMA_READ";
 
-export const LOCAL_WRITE = 1, REMOTE_WRITE = 2, REMOTE_READ = 4;
-export const REMOTE_KEY_BIT = 0x80000000;
+export const { LOCAL_WRITE, REMOTE_WRITE, REMOTE_READ } = ACCESS;
+export { REMOTE_KEY_BIT };
 
 /** Guard bytes on each side of every buffer, and their value. */
 export const GUARD = 64, GUARD_BYTE = 0xee;

@@ -102,6 +102,14 @@
 #define MENIC_DMA_SRAM_BASE 0x200000000ull
 
 /* ---- verbs (layouts/verbs.json) */
+/* owner of host-owned PDs, CQs and QPs and ringer of host doorbells (engines are 0 to engines - 1) */
+#define MENIC_OWNER_HOST MENIC_U(0xffff)
+/* set in an rkey, clear in an lkey (rkey = lkey | REMOTE_KEY_BIT): a key used on the wrong side fails its check */
+#define MENIC_REMOTE_KEY_BIT MENIC_U(0x80000000)
+/* most entries of a CQ ring (CREATE_CQ, cqCreate) */
+#define MENIC_MAX_CQ_DEPTH MENIC_U(65536)
+/* most entries of a send or receive queue: 16-bit producer indices in doorbells stay unambiguous */
+#define MENIC_MAX_QUEUE_DEPTH MENIC_U(32768)
 /* work request opcodes */
 #define MENIC_OPCODE_RDMA_WRITE 0 /* write local bytes to remote memory (raddr, rkey) */
 #define MENIC_OPCODE_RDMA_WRITE_WITH_IMM 1 /* RDMA WRITE, then a receive completion carrying imm at the target (consumes a posted receive) */
@@ -148,7 +156,7 @@
 /* verbs commands firmware issues through NIC.CMD (arguments in NIC.CMD_ARG0..7; objects created are owned by the calling engine) */
 #define MENIC_CMD_ALLOC_PD 1 /* -> pd */
 #define MENIC_CMD_DEALLOC_PD 2 /* arg0 pd -> 0 */
-#define MENIC_CMD_REG_MR 3 /* arg0 pd, arg1/arg2 address low/high, arg3 length, arg4 ACCESS bits -> lkey (rkey = lkey | 0x80000000); an address with high word 0 is in the engine's own view (its SRAM window or HBM) */
+#define MENIC_CMD_REG_MR 3 /* arg0 pd, arg1/arg2 address low/high, arg3 length, arg4 ACCESS bits -> lkey (rkey = lkey | REMOTE_KEY_BIT); an address with high word 0 is in the engine's own view (its SRAM window or HBM) */
 #define MENIC_CMD_DEREG_MR 4 /* arg0 lkey -> 0 */
 #define MENIC_CMD_CREATE_CQ 5 /* arg0 ring address in the engine's view (its SRAM or HBM), arg1 depth -> cqn */
 #define MENIC_CMD_DESTROY_CQ 6 /* arg0 cqn -> 0 */

@@ -114,13 +114,13 @@ static inline int32_t menic_cmd(uint32_t op, const uint32_t *args, uint32_t n) {
 static inline int32_t menic_alloc_pd(void) { return menic_cmd(MENIC_CMD_ALLOC_PD, 0, 0); }
 
 /* Register [addr, addr + len) (this engine's SRAM or HBM) with MENIC_ACCESS_* rights: the lkey (rkey = lkey |
- * 0x80000000), or a negative error. */
+ * MENIC_REMOTE_KEY_BIT), or a negative error. */
 static inline int32_t menic_reg_mr(uint32_t pd, const volatile void *addr, uint32_t len, uint32_t access) {
   uint32_t a[5] = { pd, (uint32_t)(uintptr_t)addr, 0, len, access };
   return menic_cmd(MENIC_CMD_REG_MR, a, 5);
 }
 
-static inline uint32_t menic_rkey(int32_t lkey) { return (uint32_t)lkey | 0x80000000u; }
+static inline uint32_t menic_rkey(int32_t lkey) { return (uint32_t)lkey | MENIC_REMOTE_KEY_BIT; }
 
 /* A CQ of `depth` entries whose ring (depth x MENIC_CQE_SIZE zeroed bytes of this engine's
  * SRAM or of HBM) is `ring`. A ring in SRAM is the cheap one to poll. */
