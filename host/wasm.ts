@@ -57,6 +57,75 @@ export interface MenicExports {
   hbmServed(dev: number, cls: number): number;
 }
 
+/** Every export but `memory`: the core's functions. */
+export type ExportName = Exclude<keyof MenicExports, "memory">;
+/** A wasm value type as the host sees it: an i64 is a BigInt, an i32 or f64 a number. */
+type WasmType<T> = T extends bigint ? "i64" : T extends number ? "i32" | "f64" : never;
+/** [parameter types, result type] of an export, held to its MenicExports signature by the compiler. */
+type Signature<F> = F extends (...args: infer P) => infer R
+  ? readonly [{ readonly [I in keyof P]: WasmType<P[I]> }, R extends void ? "void" : WasmType<R>]
+  : never;
+
+/**
+ * The exports at run time, with their wasm types. The compiler holds this table to MenicExports
+ * (one entry per member, as many parameters, i64 exactly where a BigInt crosses);
+ * test/wasm-exports.test.ts holds it to the built module.
+ */
+export const EXPORT_SIGNATURES: { readonly [K in ExportName]: Signature<MenicExports[K]> } = {
+  layoutHash: [[], "i32"],
+  configAlloc: [[], "i32"],
+  scratchAlloc: [["i32"], "i32"],
+  create: [["i32"], "i32"],
+  step: [["i32", "i64"], "i64"],
+  now: [["i32"], "i64"],
+  arenaBase: [["i32"], "i32"],
+  arenaBytes: [["i32"], "i32"],
+  sramPtr: [["i32", "i32"], "i32"],
+  hbmPtr: [["i32"], "i32"],
+  statsPtr: [["i32"], "i32"],
+  statCount: [[], "i32"],
+  startEngine: [["i32", "i32", "i32"], "void"],
+  engineState: [["i32", "i32"], "i32"],
+  enginePc: [["i32", "i32"], "i32"],
+  engineExitCode: [["i32", "i32"], "i32"],
+  engineMcause: [["i32", "i32"], "i32"],
+  engineMtval: [["i32", "i32"], "i32"],
+  engineInstret: [["i32", "i32"], "i64"],
+  engineCycles: [["i32", "i32"], "i64"],
+  engineSleepPs: [["i32", "i32"], "i64"],
+  engineReg: [["i32", "i32", "i32"], "i32"],
+  consoleRead: [["i32", "i32", "i32", "i32"], "i32"],
+  traceRead: [["i32", "i32", "i32"], "i32"],
+  mboxPush: [["i32", "i32", "i32"], "i32"],
+  mboxPop: [["i32", "i32"], "i64"],
+  rngSample: [["i32", "i64", "i64", "i32"], "i64"],
+  reduceKernel: [["i32", "i32", "i32", "i32", "i32", "i32"], "void"],
+  memcopy: [["i32", "i32", "i32"], "void"],
+  hostPtr: [["i32"], "i32"],
+  dmaAddr: [["i32", "i64", "i64"], "i32"],
+  pdAlloc: [["i32"], "i32"],
+  pdFree: [["i32", "i32"], "i32"],
+  mrReg: [["i32", "i32", "i64", "i64", "i32"], "i32"],
+  mrDereg: [["i32", "i32"], "i32"],
+  cqCreate: [["i32", "i64", "i32", "i32"], "i32"],
+  cqDestroy: [["i32", "i32"], "i32"],
+  cqUpdateCi: [["i32", "i32", "i32"], "void"],
+  cqProduced: [["i32", "i32"], "i32"],
+  cqOverrun: [["i32", "i32"], "i32"],
+  qpCreate: [["i32", "i32", "i32", "i32", "i64", "i32", "i64", "i32", "i32", "i32"], "i32"],
+  qpModify: [["i32", "i32", "i32", "i32"], "i32"],
+  qpDestroy: [["i32", "i32"], "i32"],
+  qpState: [["i32", "i32"], "i32"],
+  qpSqDone: [["i32", "i32"], "i32"],
+  qpRqDone: [["i32", "i32"], "i32"],
+  hostDoorbellRoom: [["i32"], "i32"],
+  hostSqDoorbell: [["i32", "i32", "i32"], "i32"],
+  hostRqDoorbell: [["i32", "i32", "i32"], "i32"],
+  hostExpress: [["i32", "i32"], "i32"],
+  setComputeLoad: [["i32", "f64"], "void"],
+  hbmServed: [["i32", "i32"], "f64"],
+};
+
 /** Instantiates the device core. The core imports only `env.abort` (never called: no asserts in release). */
 export async function instantiateCore(module: WebAssembly.Module): Promise<MenicExports> {
   const imports = {
