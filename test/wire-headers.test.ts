@@ -4,6 +4,7 @@ import * as H from "../host/generated/headers.js";
 import { HEADER_LAYOUTS, OPCODES, type HeaderField, type HeaderLayout } from "../host/generated/headers.js";
 import { crc32, crc32Update, icrcIpv4, ICRC_MIN_IP_BYTES } from "../host/wire/icrc.js";
 import { buildWireWasm, SCRATCH_BYTES, type WireWasm } from "./helpers/wire-wasm.js";
+import { xorshift32 } from "./helpers/xorshift.js";
 
 // The packet header views generated from layouts/headers/*.json, and the ICRC: the TypeScript and
 // AssemblyScript accessors against a bit-by-bit reference, the two ICRCs against each other and
@@ -14,16 +15,6 @@ beforeAll(async () => {
   wasm = await buildWireWasm();
 });
 
-/** A deterministic byte stream (xorshift32), so a failure repeats. */
-function rng(seed: number) {
-  let s = seed >>> 0 || 1;
-  return () => {
-    s ^= s << 13; s >>>= 0;
-    s ^= s >>> 17;
-    s ^= s << 5; s >>>= 0;
-    return s;
-  };
-}
 const randomBytes = (next: () => number, n: number) => Uint8Array.from({ length: n }, () => next() & 0xff);
 const hexBytes = (s: string) => Uint8Array.from(s.replace(/\s+/g, "").match(/../g)!.map((x) => parseInt(x, 16)));
 
@@ -72,7 +63,7 @@ describe("generated header views", () => {
   });
 
   it("get and set every field like a bit-by-bit reference, in TypeScript and AssemblyScript", () => {
-    const next = rng(7);
+    const next = xorshift32(7);
     const mem = () => new Uint8Array(wasm.memory.buffer);
     const base = wasm.scratch();
     let checked = 0;
@@ -175,7 +166,7 @@ describe("ICRC", () => {
   });
 
   it("agrees between TypeScript and AssemblyScript on random packets of every length, options included", () => {
-    const next = rng(2024);
+    const next = xorshift32(2024);
     for (let n = 0; n < 600; n++) {
       const options = n % 7 === 0 ? (next() % 10) * 4 : 0;
       const len = ICRC_MIN_IP_BYTES + options + (n < 100 ? n : next() % 9000);
