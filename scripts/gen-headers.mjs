@@ -52,7 +52,7 @@ for (const h of headers) {
 function validate() {
   const names = new Set();
   for (const h of headers) {
-    const where = `${h.file}`;
+    const where = h.file;
     if (names.has(h.name)) throw new Error(`${where}: header ${h.name} twice`);
     names.add(h.name);
     if (h.bitsUsed !== h.size * 8) throw new Error(`${where}: fields add up to ${h.bitsUsed} bits, the header is ${h.size * 8}`);
@@ -62,6 +62,7 @@ function validate() {
       fields.add(f.name);
       if (!(f.bits >= 1 && f.bits <= 64)) throw new Error(`${where}: ${f.name} must be 1 to 64 bits`);
       if (f.start < 0) throw new Error(`${where}: ${f.name} has no word to be read from`);
+      if (f.bits <= 32 && f.width > 4) throw new Error(`${where}: ${f.name}: a field of up to 32 bits must lie within 4 bytes`);
       if (f.bits > 32 && !(f.whole || (f.bit % 8 === 0 && f.bits === 48)))
         throw new Error(`${where}: ${f.name}: a field wider than 32 bits must be 48 or 64 bits on byte boundaries`);
       if (f.little && !(f.whole && f.width > 1)) throw new Error(`${where}: ${f.name}: little-endian fields must be whole 2, 4 or 8-byte words`);
@@ -172,7 +173,7 @@ function crcTables() {
   return t;
 }
 function crcView() {
-  const L = [`// ${HEADER}`, "// CRC-32 of IEEE 802.3 (the ICRC's CRC, IBA Vol. 1 §7.8.1), reflected polynomial 0xEDB88320:",
+  const L = [`// ${HEADER}`, "// CRC-32 of IEEE 802.3 (the ICRC's CRC, IBA Vol. 1 §7.8), reflected polynomial 0xEDB88320:",
     "// eight 256-entry u32 tables for slicing-by-8 (table k at CRC32_TABLES + 1024 * k). Table 0 alone",
     "// is the classic byte-at-a-time table; table k advances a byte k more positions. A constant data",
     "// segment, so the core holds no mutable state for it.", "", "export const CRC32_TABLES: usize = memory.data<u32>(["];
@@ -269,6 +270,9 @@ function diagram(h) {
   return L;
 }
 
+/** Text for a markdown table cell: a `|` would end the cell. */
+const mdCell = (s) => String(s).replace(/\|/g, "\\|");
+
 function mdView() {
   const L = [`<!-- ${HEADER} -->`, "# Packet headers", "",
     "The RoCEv2 frame menic puts on the fabric, one header after another: Ethernet II, IPv4, UDP to port 4791,",
@@ -281,15 +285,15 @@ function mdView() {
   for (const h of headers) {
     L.push(`## ${h.title} — ${h.size} bytes`, "", `${h.doc}`, "", `Source: \`${h.file}\`. Reference: ${h.cite}.`, "", "```", ...diagram(h), "```", "",
       "| byte | bit | width | field | what |", "|---|---|---|---|---|");
-    for (const f of h.fields) L.push(`| ${f.byte} | ${f.bit} | ${f.bits} | ${f.name} | ${f.doc}${f.icrcMasked ? " (*ICRC masked*)" : ""}${f.little ? " (*little-endian*)" : ""} |`);
+    for (const f of h.fields) L.push(`| ${f.byte} | ${f.bit} | ${f.bits} | ${f.name} | ${mdCell(f.doc)}${f.icrcMasked ? " (*ICRC masked*)" : ""}${f.little ? " (*little-endian*)" : ""} |`);
     for (const e of h.enums ?? []) {
       L.push("", `**${e.name}** — ${e.doc}`, "", "| name | value | what |", "|---|---|---|");
-      for (const v of e.values) L.push(`| ${e.name}_${v.name} | ${hex(v.value)} (${v.value}) | ${v.doc} |`);
+      for (const v of e.values) L.push(`| ${e.name}_${v.name} | ${hex(v.value)} (${v.value}) | ${mdCell(v.doc)} |`);
     }
     L.push("");
   }
   L.push("## Opcodes", "", bth.opcodes.doc, "", "| opcode | name | extension headers | payload | what |", "|---|---|---|---|---|");
-  for (const o of opcodes) L.push(`| ${hex(o.value, 2)} | OP_${o.name} | ${o.headers.join(", ") || "—"} | ${o.payload ? "yes" : "no"} | ${o.doc} |`);
+  for (const o of opcodes) L.push(`| ${hex(o.value, 2)} | OP_${o.name} | ${o.headers.join(", ") || "—"} | ${o.payload ? "yes" : "no"} | ${mdCell(o.doc)} |`);
   L.push("");
   return L.join("\n");
 }

@@ -224,7 +224,7 @@ export const UDP_PORT_ROCEV2: u32 = 0x12b7;
   store<u16>(p + 6, bswap<u16>(<u16>(v)));
 }
 
-// ---- InfiniBand Base Transport Header (BTH) (layouts/headers/bth.json; IBA Vol. 1 §9.2 (BTH); FECN/BECN: IBA Vol. 1 Annex A10 (congestion control); RoCEv2: Annex A17)
+// ---- InfiniBand Base Transport Header (BTH) (layouts/headers/bth.json; IBA Vol. 1 §9.2 (BTH); FECN/BECN: IBA Vol. 1 congestion control; RoCEv2: Annex A17)
 /** InfiniBand Base Transport Header (BTH): bytes */
 export const BTH_SIZE: u32 = 12;
 /** bit b set: the ICRC reads byte b of this header as 0xff */
@@ -351,7 +351,7 @@ export const BTH_QPN_MASK: u32 = 0xffffff;
   store<u32>(p + 8, bswap<u32>(w));
 }
 
-// ---- RDMA Extended Transport Header (RETH) (layouts/headers/reth.json; IBA Vol. 1 §9.3.3)
+// ---- RDMA Extended Transport Header (RETH) (layouts/headers/reth.json; IBA Vol. 1 §9.3 (extended transport headers))
 /** RDMA Extended Transport Header (RETH): bytes */
 export const RETH_SIZE: u32 = 16;
 export const RETH_VA_OFFSET: u32 = 0;
@@ -379,34 +379,34 @@ export const RETH_DMA_LENGTH_OFFSET: u32 = 12;
   store<u32>(p + 12, bswap<u32>(v));
 }
 
-// ---- ACK Extended Transport Header (AETH) (layouts/headers/aeth.json; IBA Vol. 1 §9.3.5 (AETH), §9.7.5.1 (syndrome encoding))
+// ---- ACK Extended Transport Header (AETH) (layouts/headers/aeth.json; IBA Vol. 1 §9.3 (extended transport headers) and ch. 9's ACK/NAK syndrome encoding)
 /** ACK Extended Transport Header (AETH): bytes */
 export const AETH_SIZE: u32 = 4;
 export const AETH_SYNDROME_OFFSET: u32 = 0;
 export const AETH_MSN_OFFSET: u32 = 1;
-/** syndrome encoding (IBA Vol. 1 §9.7.5.1): ACK; bits 4:0 are the credit count */
+/** syndrome encoding (IBA Vol. 1 ch. 9): ACK; bits 4:0 are the credit count */
 export const AETH_SYNDROME_ACK: u32 = 0x0;
-/** syndrome encoding (IBA Vol. 1 §9.7.5.1): receiver not ready; bits 4:0 are the RNR timer code */
+/** syndrome encoding (IBA Vol. 1 ch. 9): receiver not ready; bits 4:0 are the RNR timer code */
 export const AETH_SYNDROME_RNR_NAK: u32 = 0x20;
-/** syndrome encoding (IBA Vol. 1 §9.7.5.1): NAK; bits 4:0 are an AETH_NAK_* code */
+/** syndrome encoding (IBA Vol. 1 ch. 9): NAK; bits 4:0 are an AETH_NAK_* code */
 export const AETH_SYNDROME_NAK: u32 = 0x60;
-/** syndrome encoding (IBA Vol. 1 §9.7.5.1): the bits that say ACK, RNR NAK or NAK */
+/** syndrome encoding (IBA Vol. 1 ch. 9): the bits that say ACK, RNR NAK or NAK */
 export const AETH_SYNDROME_TYPE_MASK: u32 = 0x60;
-/** syndrome encoding (IBA Vol. 1 §9.7.5.1): the 5-bit value under the type */
+/** syndrome encoding (IBA Vol. 1 ch. 9): the 5-bit value under the type */
 export const AETH_SYNDROME_VALUE_MASK: u32 = 0x1f;
-/** syndrome encoding (IBA Vol. 1 §9.7.5.1): ACK credit count meaning 'no end-to-end credits' (the responder does not limit the requester) */
+/** syndrome encoding (IBA Vol. 1 ch. 9): ACK credit count meaning 'no end-to-end credits' (the responder does not limit the requester) */
 export const AETH_SYNDROME_CREDITS_INVALID: u32 = 0x1f;
-/** NAK codes (IBA Vol. 1 §9.7.5.1): PSN sequence error: a packet is missing; the requester goes back to the NAK's PSN */
+/** NAK codes (IBA Vol. 1 ch. 9): PSN sequence error: a packet is missing; the requester goes back to the NAK's PSN */
 export const AETH_NAK_PSN_SEQ_ERR: u32 = 0x0;
-/** NAK codes (IBA Vol. 1 §9.7.5.1): invalid request */
+/** NAK codes (IBA Vol. 1 ch. 9): invalid request */
 export const AETH_NAK_INVALID_REQUEST: u32 = 0x1;
-/** NAK codes (IBA Vol. 1 §9.7.5.1): remote access error: bad R_Key or bounds */
+/** NAK codes (IBA Vol. 1 ch. 9): remote access error: bad R_Key or bounds */
 export const AETH_NAK_REMOTE_ACCESS_ERROR: u32 = 0x2;
-/** NAK codes (IBA Vol. 1 §9.7.5.1): remote operational error */
+/** NAK codes (IBA Vol. 1 ch. 9): remote operational error */
 export const AETH_NAK_REMOTE_OPERATIONAL_ERROR: u32 = 0x3;
-/** NAK codes (IBA Vol. 1 §9.7.5.1): invalid RD request (reliable datagram; never sent by menic) */
+/** NAK codes (IBA Vol. 1 ch. 9): invalid RD request (reliable datagram; never sent by menic) */
 export const AETH_NAK_INVALID_RD_REQUEST: u32 = 0x4;
-/** AETH.syndrome, 8 bits at bit 0: AETH_SYNDROME_* type in bits 6:5 | a 5-bit value */
+/** AETH.syndrome, 8 bits at bit 0: an AETH_SYNDROME_* type (bits 6:5) ORed with a 5-bit value (bits 4:0) */
 @inline export function getAethSyndrome(p: usize): u32 {
   return <u32>load<u8>(p);
 }
@@ -422,7 +422,7 @@ export const AETH_NAK_INVALID_RD_REQUEST: u32 = 0x4;
   store<u32>(p, bswap<u32>(w));
 }
 
-// ---- Immediate Data Extended Transport Header (ImmDt) (layouts/headers/immdt.json; IBA Vol. 1 §9.3.6)
+// ---- Immediate Data Extended Transport Header (ImmDt) (layouts/headers/immdt.json; IBA Vol. 1 §9.3 (extended transport headers))
 /** Immediate Data Extended Transport Header (ImmDt): bytes */
 export const IMM_DT_SIZE: u32 = 4;
 export const IMM_DT_DATA_OFFSET: u32 = 0;
@@ -454,7 +454,7 @@ export const CNP_RESV1_OFFSET: u32 = 8;
   store<u64>(p + 8, bswap<u64>(v));
 }
 
-// ---- Invariant CRC (ICRC) (layouts/headers/icrc.json; IBA Vol. 1 §7.8.1 (invariant CRC); RoCEv2 coverage and masks: Annex A17)
+// ---- Invariant CRC (ICRC) (layouts/headers/icrc.json; IBA Vol. 1 §7.8 (CRCs: the invariant CRC); RoCEv2 coverage and masks: Annex A17)
 /** Invariant CRC (ICRC): bytes */
 export const ICRC_SIZE: u32 = 4;
 export const ICRC_VALUE_OFFSET: u32 = 0;

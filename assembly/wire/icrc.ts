@@ -1,5 +1,5 @@
 // The RoCEv2 invariant CRC (ICRC) in the core: table-driven (slicing-by-8), no allocation, over
-// the packet where it lies. IBA Vol. 1 §7.8.1 defines the ICRC as the CRC-32 of IEEE 802.3 over
+// the packet where it lies. IBA Vol. 1 §7.8 defines the ICRC as the CRC-32 of IEEE 802.3 over
 // the packet's invariant fields; Annex A17 (RoCEv2) says what it covers over UDP/IPv4: 8 bytes
 // of all ones in place of the LRH, then the IPv4 header, UDP header, BTH, extension headers,
 // payload and pad, with the fields a switch may change read as all ones (the `*_ICRC_MASK`

@@ -124,7 +124,7 @@ export function setUdpLength(v: DataView, at: number, x: number): void { v.setUi
 export function getUdpChecksum(v: DataView, at: number): number { return v.getUint16(at + 6); }
 export function setUdpChecksum(v: DataView, at: number, x: number): void { v.setUint16(at + 6, x); }
 
-// ---- InfiniBand Base Transport Header (BTH) (layouts/headers/bth.json; IBA Vol. 1 §9.2 (BTH); FECN/BECN: IBA Vol. 1 Annex A10 (congestion control); RoCEv2: Annex A17)
+// ---- InfiniBand Base Transport Header (BTH) (layouts/headers/bth.json; IBA Vol. 1 §9.2 (BTH); FECN/BECN: IBA Vol. 1 congestion control; RoCEv2: Annex A17)
 export const BTH_SIZE = 12;
 /** bit b set: the ICRC reads byte b of this header as 0xff */
 export const BTH_ICRC_MASK = 0x10;
@@ -179,7 +179,7 @@ export function setBthResv7b(v: DataView, at: number, x: number): void { v.setUi
 export function getBthPsn(v: DataView, at: number): number { return v.getUint32(at + 8) & 0xffffff; }
 export function setBthPsn(v: DataView, at: number, x: number): void { v.setUint32(at + 8, (v.getUint32(at + 8) & ~0xffffff) | (x & 0xffffff)); }
 
-// ---- RDMA Extended Transport Header (RETH) (layouts/headers/reth.json; IBA Vol. 1 §9.3.3)
+// ---- RDMA Extended Transport Header (RETH) (layouts/headers/reth.json; IBA Vol. 1 §9.3 (extended transport headers))
 export const RETH_SIZE = 16;
 /** byte offset of each field's first bit */
 export const RETH_OFFSET = { va: 0, rkey: 8, dmaLength: 12 } as const;
@@ -193,11 +193,11 @@ export function setRethRkey(v: DataView, at: number, x: number): void { v.setUin
 export function getRethDmaLength(v: DataView, at: number): number { return v.getUint32(at + 12); }
 export function setRethDmaLength(v: DataView, at: number, x: number): void { v.setUint32(at + 12, x); }
 
-// ---- ACK Extended Transport Header (AETH) (layouts/headers/aeth.json; IBA Vol. 1 §9.3.5 (AETH), §9.7.5.1 (syndrome encoding))
+// ---- ACK Extended Transport Header (AETH) (layouts/headers/aeth.json; IBA Vol. 1 §9.3 (extended transport headers) and ch. 9's ACK/NAK syndrome encoding)
 export const AETH_SIZE = 4;
 /** byte offset of each field's first bit */
 export const AETH_OFFSET = { syndrome: 0, msn: 1 } as const;
-/** syndrome encoding (IBA Vol. 1 §9.7.5.1) */
+/** syndrome encoding (IBA Vol. 1 ch. 9) */
 export const AETH_SYNDROME = {
   /** ACK; bits 4:0 are the credit count */
   ACK: 0x0,
@@ -212,7 +212,7 @@ export const AETH_SYNDROME = {
   /** ACK credit count meaning 'no end-to-end credits' (the responder does not limit the requester) */
   CREDITS_INVALID: 0x1f,
 } as const;
-/** NAK codes (IBA Vol. 1 §9.7.5.1) */
+/** NAK codes (IBA Vol. 1 ch. 9) */
 export const AETH_NAK = {
   /** PSN sequence error: a packet is missing; the requester goes back to the NAK's PSN */
   PSN_SEQ_ERR: 0x0,
@@ -225,14 +225,14 @@ export const AETH_NAK = {
   /** invalid RD request (reliable datagram; never sent by menic) */
   INVALID_RD_REQUEST: 0x4,
 } as const;
-/** AETH.syndrome, 8 bits at bit 0: AETH_SYNDROME_* type in bits 6:5 | a 5-bit value */
+/** AETH.syndrome, 8 bits at bit 0: an AETH_SYNDROME_* type (bits 6:5) ORed with a 5-bit value (bits 4:0) */
 export function getAethSyndrome(v: DataView, at: number): number { return v.getUint8(at); }
 export function setAethSyndrome(v: DataView, at: number, x: number): void { v.setUint8(at, x); }
 /** AETH.msn, 24 bits at bit 8: message sequence number of the last message completed */
 export function getAethMsn(v: DataView, at: number): number { return v.getUint32(at) & 0xffffff; }
 export function setAethMsn(v: DataView, at: number, x: number): void { v.setUint32(at, (v.getUint32(at) & ~0xffffff) | (x & 0xffffff)); }
 
-// ---- Immediate Data Extended Transport Header (ImmDt) (layouts/headers/immdt.json; IBA Vol. 1 §9.3.6)
+// ---- Immediate Data Extended Transport Header (ImmDt) (layouts/headers/immdt.json; IBA Vol. 1 §9.3 (extended transport headers))
 export const IMM_DT_SIZE = 4;
 /** byte offset of each field's first bit */
 export const IMM_DT_OFFSET = { data: 0 } as const;
@@ -251,7 +251,7 @@ export function setCnpResv0(v: DataView, at: number, x: bigint): void { v.setBig
 export function getCnpResv1(v: DataView, at: number): bigint { return v.getBigUint64(at + 8); }
 export function setCnpResv1(v: DataView, at: number, x: bigint): void { v.setBigUint64(at + 8, x); }
 
-// ---- Invariant CRC (ICRC) (layouts/headers/icrc.json; IBA Vol. 1 §7.8.1 (invariant CRC); RoCEv2 coverage and masks: Annex A17)
+// ---- Invariant CRC (ICRC) (layouts/headers/icrc.json; IBA Vol. 1 §7.8 (CRCs: the invariant CRC); RoCEv2 coverage and masks: Annex A17)
 export const ICRC_SIZE = 4;
 /** byte offset of each field's first bit */
 export const ICRC_OFFSET = { value: 0 } as const;
@@ -310,7 +310,7 @@ export const HEADER_LAYOUTS: readonly HeaderLayout[] = [
     { name: "dmaLength", bit: 96, bits: 32, icrcMasked: false, littleEndian: false, doc: "bytes of the whole message" },
   ] },
   { name: "Aeth", size: 4, icrcMask: 0x0, fields: [
-    { name: "syndrome", bit: 0, bits: 8, icrcMasked: false, littleEndian: false, doc: "AETH_SYNDROME_* type in bits 6:5 | a 5-bit value" },
+    { name: "syndrome", bit: 0, bits: 8, icrcMasked: false, littleEndian: false, doc: "an AETH_SYNDROME_* type (bits 6:5) ORed with a 5-bit value (bits 4:0)" },
     { name: "msn", bit: 8, bits: 24, icrcMasked: false, littleEndian: false, doc: "message sequence number of the last message completed" },
   ] },
   { name: "ImmDt", size: 4, icrcMask: 0x0, fields: [
@@ -326,7 +326,7 @@ export const HEADER_LAYOUTS: readonly HeaderLayout[] = [
 ];
 
 // ---- opcodes (layouts/headers/bth.json)
-/** RC opcodes (IBA Vol. 1 §9.2.1, table 'OpCode field') and the RoCEv2 CNP (Annex A17 §A17.9.3). headers are the extension headers between the BTH and the payload, in wire order. */
+/** RC opcodes (IBA Vol. 1 §9.2, the OpCode field) and the RoCEv2 CNP (Annex A17 §A17.9.3). headers are the extension headers between the BTH and the payload, in wire order. */
 export const OP = {
   /** first packet of a multi-packet SEND */
   RC_SEND_FIRST: 0x00,

@@ -1,6 +1,6 @@
 // The RoCEv2 invariant CRC (ICRC), the host's reference implementation: plain and byte at a time,
 // so that it can check the core's table-driven one (assembly/wire/icrc.ts) and the frames menic
-// writes. IBA Vol. 1 §7.8.1 defines the ICRC as the CRC-32 of IEEE 802.3 over the packet's
+// writes. IBA Vol. 1 §7.8 defines the ICRC as the CRC-32 of IEEE 802.3 over the packet's
 // invariant fields; Annex A17 (RoCEv2) says what it covers over UDP/IP: 8 bytes of all ones in
 // place of the InfiniBand LRH, then the IP header, UDP header, BTH, extension headers, payload and
 // pad, with the fields a switch may change (layouts/headers: `icrcMasked`) read as all ones.

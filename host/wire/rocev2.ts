@@ -74,7 +74,7 @@ export function frameBytes(f: Pick<RoceFrame, "opcode" | "payload">): number {
 /** The IPv4 header checksum of RFC 791 §3.1: ones' complement of the ones' complement sum (RFC 1071). */
 export function ipv4Checksum(bytes: Uint8Array, at: number, len: number): number {
   let sum = 0;
-  for (let i = 0; i < len; i += 2) sum += (bytes[at + i]! << 8) | (bytes[at + i + 1] ?? 0);
+  for (let i = 0; i < len; i += 2) sum += (bytes[at + i]! << 8) | (i + 1 < len ? bytes[at + i + 1]! : 0);
   while (sum > 0xffff) sum = (sum & 0xffff) + (sum >>> 16);
   return ~sum & 0xffff;
 }
