@@ -51,7 +51,7 @@ export type FrameSpec = Pick<RoceFrame, "opcode" | "destQp" | "psn" | "ipSrc" | 
 /** The locally administered MAC menic gives an IPv4 address when none is named: 02:00 + the address. */
 export const macForIpv4 = (ip: number): number => 0x0200_0000_0000 + (ip >>> 0);
 
-/** The full description buildFrame sends for `spec` (a field given as undefined is left out); a CNP gets BECN set. */
+/** The full description buildFrame sends for `spec`: a field left out or given as undefined takes its default; a CNP gets BECN set. */
 export function frameDefaults(spec: FrameSpec): RoceFrame {
   const cnp = spec.opcode === OP.CNP;
   const given = Object.fromEntries(Object.entries(spec).filter(([, v]) => v !== undefined)) as FrameSpec;
