@@ -26,11 +26,23 @@ describe("ELF loader rejects bad images with a clear error", () => {
     expect(() => load(elf)).toThrow(ElfError);
     expect(() => load(elf)).toThrow(message);
   });
-  it("loads nothing from a bad image", async () => {
-    const dev = await Device.create(coreModule(), { engines: 1 });
-    const bad = writeElf(0, [{ vaddr: 0, data: new Uint8Array([1, 2, 3, 4]) }, { vaddr: 0x40000000, data: code }]);
+  it.each([
+    // segment 0 is good and would land first; segment 1 is outside memory
+    ["a bad segment after a good one", [{ vaddr: 0x100, data: new Uint8Array([1, 2, 3, 4]) }, { vaddr: 0x40000000, data: code }], 0, /segment 1 .* is outside SRAM/],
+    // every segment fits (one in SRAM, one in HBM); only the entry point is wrong (in data)
+    ["a bad entry point", [{ vaddr: 0x100, data: new Uint8Array([1, 2, 3, 4]), flags: 6 }, { vaddr: 0x80000100, data: code }], 0x100, /not executable/],
+  ] as const)("loads nothing from %s", async (_name, segments, entry, message) => {
+    const dev = await Device.create(coreModule(), { engines: 2 });
+    const bad = writeElf(entry, [...segments]);
     expect(() => dev.loadElf(bad)).toThrow(ElfError);
+    expect(() => dev.loadElf(bad)).toThrow(message);
+    // each engine's SRAM where segment 0 would land, and HBM where segment 1 would
+    const sram = (e: number) => [...new Uint8Array(dev.core.memory.buffer, dev.core.sramPtr(dev.handle, e) + 0x100, 4)];
+    expect([...sram(0), ...sram(1)]).toEqual([0, 0, 0, 0, 0, 0, 0, 0]);
+    expect([...dev.readHbm(0x100, 8)]).toEqual([0, 0, 0, 0, 0, 0, 0, 0]);
     expect(dev.engine(0).state).toBe("idle");
-    expect(dev.save().subarray(-16).every((b) => b === 0)).toBe(true);
+    // the same segment in a good image lands exactly there
+    dev.loadElf(writeElf(0, [{ vaddr: 0, data: code }, segments[0]]));
+    expect([...sram(0), ...sram(1)]).toEqual([1, 2, 3, 4, 1, 2, 3, 4]);
   });
 });

@@ -9,16 +9,16 @@ export const reg = (name: string): number => {
   return i;
 };
 
-const R = (f7: number, rs2: number, rs1: number, f3: number, rd: number, op: number) =>
+export const R = (f7: number, rs2: number, rs1: number, f3: number, rd: number, op: number) =>
   ((f7 << 25) | (rs2 << 20) | (rs1 << 15) | (f3 << 12) | (rd << 7) | op) >>> 0;
-const I = (imm: number, rs1: number, f3: number, rd: number, op: number) =>
+export const I = (imm: number, rs1: number, f3: number, rd: number, op: number) =>
   (((imm & 0xfff) << 20) | (rs1 << 15) | (f3 << 12) | (rd << 7) | op) >>> 0;
-const S = (imm: number, rs2: number, rs1: number, f3: number, op: number) =>
+export const S = (imm: number, rs2: number, rs1: number, f3: number, op: number) =>
   ((((imm >> 5) & 0x7f) << 25) | (rs2 << 20) | (rs1 << 15) | (f3 << 12) | ((imm & 31) << 7) | op) >>> 0;
-const B = (imm: number, rs2: number, rs1: number, f3: number) =>
+export const B = (imm: number, rs2: number, rs1: number, f3: number) =>
   ((((imm >> 12) & 1) << 31) | (((imm >> 5) & 0x3f) << 25) | (rs2 << 20) | (rs1 << 15) | (f3 << 12) |
     (((imm >> 1) & 0xf) << 8) | (((imm >> 11) & 1) << 7) | 0x63) >>> 0;
-const J = (imm: number, rd: number) =>
+export const J = (imm: number, rd: number) =>
   ((((imm >> 20) & 1) << 31) | (((imm >> 1) & 0x3ff) << 21) | (((imm >> 11) & 1) << 20) | (((imm >> 12) & 0xff) << 12) | (rd << 7) | 0x6f) >>> 0;
 
 /** Assembles a list of lines in a tiny subset of RISC-V assembly, with labels ("name:") and `li`. */
