@@ -3,8 +3,9 @@
 // may hold several devices. Configuration crosses as one block of u64 slots (layouts/config.json).
 
 import { Device, TRACE_BYTES } from "./core/device";
+import { memOf } from "./mem/dma";
 import { createDevice } from "./create";
-import { hartAt } from "./engine/hart";
+import { hartAt } from "./engine/engines";
 import { step as stepDevice, startEngine as start, mailboxPush, mailboxPop } from "./run";
 import { rngNext, rngSeed, Rng } from "./core/rng";
 import { fifoPop } from "./core/fifo";
@@ -45,7 +46,7 @@ export function now(dev: usize): u64 {
 export function arenaBase(dev: usize): usize { return changetype<Device>(dev).arenaBase; }
 export function arenaBytes(dev: usize): usize { return changetype<Device>(dev).arenaBytes; }
 export function sramPtr(dev: usize, i: u32): usize { return hartAt(changetype<Device>(dev), i).sram; }
-export function hbmPtr(dev: usize): usize { return changetype<Device>(dev).hbm; }
+export function hbmPtr(dev: usize): usize { return memOf(changetype<Device>(dev)).hbm; }
 export function statsPtr(dev: usize): usize { return changetype<Device>(dev).stats; }
 export function statCount(): u32 { return STAT_COUNT; }
 
@@ -114,7 +115,7 @@ export function memcopy(dst: usize, src: usize, n: u32): void {
 // returned, -1 / 0 on failure; the host wrapper (host/verbs.ts) turns failures into errors.
 import { WQE_SIZE, WQE_QPN } from "./generated/layouts";
 
-export function hostPtr(dev: usize): usize { return changetype<Device>(dev).host; }
+export function hostPtr(dev: usize): usize { return memOf(changetype<Device>(dev)).host; }
 /** Wasm address of a DMA range, 0 when it is not wholly in HBM or host memory. */
 export function dmaAddr(dev: usize, addr: u64, len: u64): usize { return dmaPtr(changetype<Device>(dev), addr, len); }
 
@@ -154,7 +155,7 @@ export function hostExpress(dev: usize, wqe: usize): bool {
 function hostDoorbell(d: Device, kind: DbKind, qpn: u32, pi16: u32, wqe: usize): bool {
   if (dbqRoom(hostDbq(d)) == 0) return false;
   const arrival = pcieWrite(d, PcieDir.Down, d.now, wqe != 0 ? <u64>WQE_SIZE : 8);
-  return dbqPush(d, d.engines, arrival, kind, qpn, pi16 & 0xffff, wqe);
+  return dbqPush(d, d.cfg.engines, arrival, kind, qpn, pi16 & 0xffff, wqe);
 }
 
 /** The compute-load generator's HBM demand, in Gb/s (0 stops it). */

@@ -6,7 +6,8 @@
 // or saved and restored in the middle, is identical to one uninterrupted run.
 
 import { Device, statAdd, tracePoint } from "./core/device";
-import { hartAt, Hart, EngineState, MIP_MTIP, MSTATUS_MIE } from "./engine/hart";
+import { hartAt } from "./engine/engines";
+import { Hart, EngineState, MIP_MTIP, MSTATUS_MIE } from "./engine/hart";
 import { wake, interruptEngine } from "./engine/wake";
 import { execute } from "./engine/exec";
 import { interruptToTake, takeTrap, pendingIrqs } from "./engine/trap";
@@ -60,26 +61,27 @@ function runEvents(dev: Device): void {
 
 function countInState(dev: Device, state: EngineState): u32 {
   let n: u32 = 0;
-  for (let i: u32 = 0; i < dev.engines; i++) if (hartAt(dev, i).state == state) n++;
+  for (let i: u32 = 0; i < dev.cfg.engines; i++) if (hartAt(dev, i).state == state) n++;
   return n;
 }
 
 /** True when a ring the host drains is half full: the host should drain before more runs. */
 function hostShouldDrain(dev: Device): bool {
   if (dev.trCount * 2 >= dev.trCap) return true;
-  for (let i: u32 = 0; i < dev.engines; i++) {
+  for (let i: u32 = 0; i < dev.cfg.engines; i++) {
     const con = hartAt(dev, i).console;
     if (con.count * 2 >= con.cap) return true;
   }
   return false;
 }
 
+
 /**
  * Advances the device until `until` (whole windows: the time returned may pass it), until a
  * ring needs draining, or until nothing can happen before `until`. Returns the device time.
  */
 export function step(dev: Device, until: u64): u64 {
-  const q = dev.quantum;
+  const q = dev.cfg.interleaveQuantumPs;
   while (dev.now < until) {
     runEvents(dev);
     const tNext = nextEventTime(dev);
@@ -91,8 +93,8 @@ export function step(dev: Device, until: u64): u64 {
     }
     const grid = (dev.now / q + 1) * q;
     const end = minU64(grid, tNext);
-    const limit = cyclesCeil(end, dev.khz);
-    for (let i: u32 = 0; i < dev.engines; i++) {
+    const limit = cyclesCeil(end, dev.cfg.engineClockKhz);
+    for (let i: u32 = 0; i < dev.cfg.engines; i++) {
       const h = hartAt(dev, i);
       if (h.state == EngineState.Running) runEngine(dev, h, limit);
     }
@@ -108,7 +110,7 @@ export function startEngine(dev: Device, i: u32, pc: u32): void {
   const h = hartAt(dev, i);
   h.pc = pc;
   h.state = EngineState.Running;
-  h.cycle = cyclesCeil(dev.now, dev.khz);
+  h.cycle = cyclesCeil(dev.now, dev.cfg.engineClockKhz);
   tracePoint(dev, dev.now, TP_ENGINE_START, i, pc);
 }
 

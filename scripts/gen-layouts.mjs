@@ -88,6 +88,11 @@ function validate() {
   }
 }
 
+/** A config field's type in the device: u64 for times and clocks (they meet u64 picoseconds) and values past u32, else u32. */
+function configType(f) {
+  return f.max > 0xffffffff || f.unit === "ps" || f.unit === "kHz" ? "u64" : "u32";
+}
+
 function asView() {
   const L = [`// ${HEADER}`, ""];
   L.push("/** FNV-1a of layouts/*.json: the host checks the core was built from the same layouts */", `export const LAYOUT_HASH: u32 = ${hex(LAYOUT_HASH)};`, "");
@@ -121,6 +126,11 @@ function asView() {
   L.push("", "// ---- config slots (layouts/config.json): slot i is the u64 at cfg + 8 * i");
   config.fields.forEach((f, i) => L.push(`/** ${f.doc} */`, `export const CFG_${constName(f.name)}: u32 = ${i};`));
   L.push(`export const CFG_SLOTS: u32 = ${config.fields.length};`);
+  L.push("", "/** The configuration as the device keeps it: a typed copy of the slots, part of its saved state. */", "@unmanaged export class Config {");
+  for (const f of config.fields) L.push(`  /** ${f.doc} */`, `  ${f.name}: ${configType(f)};`);
+  L.push("}", "", "/** Copies the host's config slots (validated) into `c`. */", "export function configLoad(c: Config, slots: usize): void {");
+  config.fields.forEach((f, i) => L.push(`  c.${f.name} = ${configType(f) === "u64" ? "" : `<${configType(f)}>`}load<u64>(slots, ${i * 8});`));
+  L.push("}");
   L.push("", "// ---- statistics counters (layouts/stats.json)");
   stats.counters.forEach((c, i) => L.push(`/** ${c.doc} */`, `export const STAT_${constName(c.name)}: u32 = ${i};`));
   L.push(`export const STAT_COUNT: u32 = ${stats.counters.length};`);

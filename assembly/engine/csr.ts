@@ -75,7 +75,7 @@ export function csrWrite(dev: Device, h: Hart, csr: u32, v: u32): bool {
     case CSR_MCAUSE: h.mcause = v; break;
     case CSR_MTVAL: h.mtval = v; break;
     case CSR_MCYCLE: case CSR_MCYCLEH: {
-      const after = h.cycle + <u64>dev.cpiCsr;
+      const after = h.cycle + <u64>dev.cfg.cpiCsr;
       const cur = after + h.mcycleOffset;
       const want = csr == CSR_MCYCLE ? (cur & 0xffffffff00000000) | <u64>v : (cur & 0xffffffff) | (<u64>v << 32);
       h.mcycleOffset = want - after;

@@ -4,8 +4,10 @@
 // Dispatch is on opcode bits 6:2 so the switch compiles to a jump table (DESIGN.md section 8).
 // Each case cites its instruction; encodings are from the RISC-V unprivileged spec, ch. 2, 7, 8.
 
+import { memOf } from "../mem/dma";
+import { engOf, hartAt } from "./engines";
 import { Device, statAdd, tracePoint } from "../core/device";
-import { hartAt, Hart, EngineState, NO_RESERVATION, MIP_MTIP, CAUSE_MISALIGNED_FETCH, CAUSE_FETCH_ACCESS, CAUSE_ILLEGAL, CAUSE_BREAKPOINT, CAUSE_MISALIGNED_LOAD, CAUSE_LOAD_ACCESS, CAUSE_MISALIGNED_STORE, CAUSE_STORE_ACCESS, CAUSE_ECALL_M } from "./hart";
+import { Hart, EngineState, NO_RESERVATION, MIP_MTIP, CAUSE_MISALIGNED_FETCH, CAUSE_FETCH_ACCESS, CAUSE_ILLEGAL, CAUSE_BREAKPOINT, CAUSE_MISALIGNED_LOAD, CAUSE_LOAD_ACCESS, CAUSE_MISALIGNED_STORE, CAUSE_STORE_ACCESS, CAUSE_ECALL_M } from "./hart";
 import { csrRead, csrWrite, CSR_ILLEGAL } from "./csr";
 import { mmioLoad, mmioStore, MMIO_FAULT, MMIO_RETRY } from "./mmio";
 import { takeTrap, mret, pendingIrqs } from "./trap";
@@ -33,12 +35,12 @@ import { HBM_BASE, STAT_AMO_SC_FAIL, STAT_AMO_RESV_BROKEN, TP_ENGINE_SLEEP } fro
 /** A store by engine `self` to HBM word `addr` breaks every other engine's reservation on it. */
 function breakReservations(dev: Device, self: u32, addr: u32): void {
   const word = addr & ~(<u32>3);
-  for (let j: u32 = 0; j < dev.engines; j++) {
+  for (let j: u32 = 0; j < dev.cfg.engines; j++) {
     if (j == self) continue;
     const o = hartAt(dev, j);
     if (o.resvAddr == word) {
       o.resvAddr = NO_RESERVATION;
-      dev.resvCount--;
+      engOf(dev).resvCount--;
       statAdd(dev, STAT_AMO_RESV_BROKEN, 1);
     }
   }
@@ -47,7 +49,7 @@ function breakReservations(dev: Device, self: u32, addr: u32): void {
 @inline function clearReservation(dev: Device, h: Hart): void {
   if (h.resvAddr != NO_RESERVATION) {
     h.resvAddr = NO_RESERVATION;
-    dev.resvCount--;
+    engOf(dev).resvCount--;
   }
 }
 
@@ -56,12 +58,12 @@ function sleep(dev: Device, h: Hart): void {
   if ((pendingIrqs(h) & h.mie) != 0) return;
   h.state = EngineState.Sleeping;
   h.wakeGen++;
-  h.sleepStart = psOfCycle(h.cycle, dev.khz);
+  h.sleepStart = psOfCycle(h.cycle, dev.cfg.engineClockKhz);
   tracePoint(dev, h.sleepStart, TP_ENGINE_SLEEP, h.id, h.pc - 4);
   if ((h.mie & MIP_MTIP) != 0 && h.mtimecmp != NEVER) {
     // the timer of an earlier sleep (woken by something else) is replaced, not left to go stale
     if (h.timerPending) unschedule(dev, EventKind.Timer, h.id);
-    h.timerPending = <u32>schedule(dev, psOfCycle(h.mtimecmp, dev.khz), EventKind.Timer, h.id, h.wakeGen);
+    h.timerPending = <u32>schedule(dev, psOfCycle(h.mtimecmp, dev.cfg.engineClockKhz), EventKind.Timer, h.id, h.wakeGen);
   }
 }
 
@@ -76,18 +78,18 @@ function sleep(dev: Device, h: Hart): void {
 export function execute(dev: Device, h: Hart, stop: u64): void {
   const regs = h.regs;
   const sram = h.sram;
-  const sramBytes = dev.sramBytes;
-  const hbm = dev.hbm;
-  const hbmBytes = dev.hbmBytes;
-  const cAlu = <u64>dev.cpiAlu;
-  const cMul = <u64>dev.cpiMul;
-  const cDiv = <u64>dev.cpiDiv;
-  const cTaken = <u64>dev.cpiBranchTaken;
-  const cJump = <u64>dev.cpiJump;
-  const cLdS = <u64>dev.cpiLoadSram;
-  const cStS = <u64>dev.cpiStoreSram;
-  const cLdH = <u64>dev.cpiLoadHbmNow;
-  const cStH = <u64>dev.cpiStoreHbm;
+  const sramBytes = dev.cfg.sramBytes;
+  const hbm = memOf(dev).hbm;
+  const hbmBytes = dev.cfg.hbmBytes;
+  const cAlu = <u64>dev.cfg.cpiAlu;
+  const cMul = <u64>dev.cfg.cpiMul;
+  const cDiv = <u64>dev.cfg.cpiDiv;
+  const cTaken = <u64>dev.cfg.cpiBranchTaken;
+  const cJump = <u64>dev.cfg.cpiJump;
+  const cLdS = <u64>dev.cfg.cpiLoadSram;
+  const cStS = <u64>dev.cfg.cpiStoreSram;
+  const cLdH = <u64>engOf(dev).cpiLoadHbmNow;
+  const cStH = <u64>dev.cfg.cpiStoreHbm;
   let pc = h.pc;
   let cycle = h.cycle;
   let instret = h.instret;
@@ -183,7 +185,7 @@ export function execute(dev: Device, h: Hart, stop: u64): void {
           }
           rset(regs, ir, v);
           store<u32>(regs, 0);
-          h.pc = pc + 4; h.cycle = cycle + <u64>dev.cpiMmio; h.instret = instret + 1;
+          h.pc = pc + 4; h.cycle = cycle + <u64>dev.cfg.cpiMmio; h.instret = instret + 1;
           return;
         }
         let v: u32;
@@ -208,7 +210,7 @@ export function execute(dev: Device, h: Hart, stop: u64): void {
         if (addr < sramBytes) { p = sram + <usize>addr; cycle += cStS; }
         else if (addr - HBM_BASE < hbmBytes) {
           p = hbm + <usize>(addr - HBM_BASE); cycle += cStH;
-          if (dev.resvCount != 0) breakReservations(dev, h.id, addr);
+          if (engOf(dev).resvCount != 0) breakReservations(dev, h.id, addr);
         } else {
           h.pc = pc; h.cycle = cycle; h.instret = instret;
           const cost = mmioStore(dev, h, addr, v, 1 << f3);
@@ -330,14 +332,14 @@ function amo(dev: Device, h: Hart, ir: u32): void {
   if (addr & 3) { takeTrap(dev, h, isLr ? CAUSE_MISALIGNED_LOAD : CAUSE_MISALIGNED_STORE, addr); return; }
   let p: usize;
   let cost: u64;
-  const inHbm = addr - HBM_BASE < dev.hbmBytes;
-  if (addr < dev.sramBytes) { p = h.sram + <usize>addr; cost = <u64>dev.cpiLoadSram; }
-  else if (inHbm) { p = dev.hbm + <usize>(addr - HBM_BASE); cost = <u64>dev.cpiAmoHbmNow; }
+  const inHbm = addr - HBM_BASE < dev.cfg.hbmBytes;
+  if (addr < dev.cfg.sramBytes) { p = h.sram + <usize>addr; cost = <u64>dev.cfg.cpiLoadSram; }
+  else if (inHbm) { p = memOf(dev).hbm + <usize>(addr - HBM_BASE); cost = <u64>engOf(dev).cpiAmoHbmNow; }
   else { takeTrap(dev, h, isLr ? CAUSE_LOAD_ACCESS : CAUSE_STORE_ACCESS, addr); return; }
   const b = load<u32>(regs + (<usize>rs2 << 2));
   if (isLr) {
     const v = load<u32>(p);
-    if (h.resvAddr == NO_RESERVATION) dev.resvCount++;
+    if (h.resvAddr == NO_RESERVATION) engOf(dev).resvCount++;
     h.resvAddr = addr;
     rset(regs, ir, v);
     store<u32>(regs, 0);
@@ -349,7 +351,7 @@ function amo(dev: Device, h: Hart, ir: u32): void {
     clearReservation(dev, h);
     if (ok) {
       store<u32>(p, b);
-      if (inHbm && dev.resvCount != 0) breakReservations(dev, h.id, addr);
+      if (inHbm && engOf(dev).resvCount != 0) breakReservations(dev, h.id, addr);
     } else {
       statAdd(dev, STAT_AMO_SC_FAIL, 1);
     }
@@ -373,7 +375,7 @@ function amo(dev: Device, h: Hart, ir: u32): void {
     default: { takeTrap(dev, h, CAUSE_ILLEGAL, ir); return; }
   }
   store<u32>(p, v);
-  if (inHbm && dev.resvCount != 0) breakReservations(dev, h.id, addr);
+  if (inHbm && engOf(dev).resvCount != 0) breakReservations(dev, h.id, addr);
   rset(regs, ir, a);
   store<u32>(regs, 0);
   retire(h, cost);
@@ -386,8 +388,8 @@ function system(dev: Device, h: Hart, ir: u32): void {
     switch (ir) {
       case 0x00000073: takeTrap(dev, h, CAUSE_ECALL_M, 0); return;
       case 0x00100073: takeTrap(dev, h, CAUSE_BREAKPOINT, h.pc); return;
-      case 0x30200073: h.cycle += <u64>dev.cpiTrap; h.instret++; mret(dev, h); return;
-      case 0x10500073: retire(h, <u64>dev.cpiAlu); sleep(dev, h); return;
+      case 0x30200073: h.cycle += <u64>dev.cfg.cpiTrap; h.instret++; mret(dev, h); return;
+      case 0x10500073: retire(h, <u64>dev.cfg.cpiAlu); sleep(dev, h); return;
       default: takeTrap(dev, h, CAUSE_ILLEGAL, ir); return;
     }
   }
@@ -405,5 +407,5 @@ function system(dev: Device, h: Hart, ir: u32): void {
   }
   rset(h.regs, ir, <u32>old);
   store<u32>(h.regs, 0);
-  retire(h, <u64>dev.cpiCsr);
+  retire(h, <u64>dev.cfg.cpiCsr);
 }

@@ -3,7 +3,6 @@
 // CSR file (csr.ts) and trap logic (trap.ts) act on it; save/restore copies it as bytes.
 
 import { Fifo } from "../core/fifo";
-import { Device } from "../core/device";
 import { ENGINE_STATE_IDLE, ENGINE_STATE_RUNNING, ENGINE_STATE_SLEEPING, ENGINE_STATE_EXITED, ENGINE_STATE_FAULTED } from "../generated/layouts";
 
 export const enum EngineState {
@@ -79,7 +78,3 @@ export const NO_RESERVATION: u32 = 0xffffffff;
 export const NIC_IRQ_DEPTH: u32 = 64;
 
 export const HART_STRIDE: usize = (offsetof<Hart>() + 15) & ~(<usize>15);
-
-@inline export function hartAt(dev: Device, i: u32): Hart {
-  return changetype<Hart>(dev.harts + <usize>i * HART_STRIDE);
-}

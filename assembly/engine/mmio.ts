@@ -4,6 +4,7 @@
 // writes the low bytes of the value; the express window takes stores of any width at any
 // (aligned) offset and writes exactly those bytes.
 
+import { nicOf } from "../nic/state";
 import { Device, statAdd, tracePoint } from "../core/device";
 import { Hart, EngineState } from "./hart";
 import { psOfCycle, cyclesCeil } from "../core/time";
@@ -26,10 +27,10 @@ export const MMIO_RETRY: i64 = 1 << 40;
 /** Reads the register at `addr`; MMIO_FAULT if there is none or it is write-only. */
 export function mmioLoad(dev: Device, h: Hart, addr: u32): i64 {
   switch (addr) {
-    case SYS_BASE + SYS_NUM_ENGINES: return <i64>dev.engines;
-    case SYS_BASE + SYS_SRAM_BYTES: return <i64>dev.sramBytes;
-    case SYS_BASE + SYS_HBM_BYTES: return <i64>dev.hbmBytes;
-    case SYS_BASE + SYS_CLOCK_KHZ: return <i64>(<u32>dev.khz);
+    case SYS_BASE + SYS_NUM_ENGINES: return <i64>dev.cfg.engines;
+    case SYS_BASE + SYS_SRAM_BYTES: return <i64>dev.cfg.sramBytes;
+    case SYS_BASE + SYS_HBM_BYTES: return <i64>dev.cfg.hbmBytes;
+    case SYS_BASE + SYS_CLOCK_KHZ: return <i64>(<u32>dev.cfg.engineClockKhz);
     case TIMER_BASE + TIMER_MTIME_LO: return <i64>(<u32>h.cycle);
     case TIMER_BASE + TIMER_MTIME_HI: return <i64>(<u32>(h.cycle >> 32));
     case TIMER_BASE + TIMER_MTIMECMP_LO: return <i64>(<u32>h.mtimecmp);
@@ -50,7 +51,7 @@ export function mmioLoad(dev: Device, h: Hart, addr: u32): i64 {
  * such register or it is read-only.
  */
 export function mmioStore(dev: Device, h: Hart, addr: u32, v: u32, bytes: u32): i64 {
-  const cost = <i64>dev.cpiMmio;
+  const cost = <i64>dev.cfg.cpiMmio;
   const off = addr - (NIC_BASE + NIC_EXPRESS);
   if (off < NIC_EXPRESS_SIZE) return expressStore(dev, h, off, v, bytes);
   if (bytes < 4) v &= (1 << (bytes << 3)) - 1;
@@ -61,7 +62,7 @@ export function mmioStore(dev: Device, h: Hart, addr: u32, v: u32, bytes: u32): 
     case SYS_BASE + SYS_EXIT: {
       h.exitCode = v;
       h.state = EngineState.Exited;
-      tracePoint(dev, psOfCycle(h.cycle, dev.khz), TP_ENGINE_EXIT, h.id, v);
+      tracePoint(dev, psOfCycle(h.cycle, dev.cfg.engineClockKhz), TP_ENGINE_EXIT, h.id, v);
       return cost;
     }
     case TIMER_BASE + TIMER_MTIMECMP_LO: h.mtimecmp = (h.mtimecmp & 0xffffffff00000000) | <u64>v; return cost;
@@ -94,11 +95,11 @@ export function mmioStore(dev: Device, h: Hart, addr: u32, v: u32, bytes: u32): 
 
 /** A store of `bytes` bytes at offset `off` of the express window; the one that writes its last byte is the doorbell. */
 function expressStore(dev: Device, h: Hart, off: u32, v: u32, bytes: u32): i64 {
-  const buf = dev.engExpress + <usize>h.id * WQE_SIZE;
+  const buf = nicOf(dev).engExpress + <usize>h.id * WQE_SIZE;
   if (bytes == 1) store<u8>(buf + off, <u8>v);
   else if (bytes == 2) store<u16>(buf + off, <u16>v);
   else store<u32>(buf + off, v);
-  const cost = <i64>dev.cpiExpress;
+  const cost = <i64>dev.cfg.cpiExpress;
   if (off + bytes != NIC_EXPRESS_SIZE) return cost;
   return engineDoorbell(dev, h, DbKind.Express, load<u32>(buf + WQE_QPN), 0, buf, cost);
 }
@@ -111,10 +112,10 @@ function engineDoorbell(dev: Device, h: Hart, kind: DbKind, qpn: u32, pi16: u32,
   const q = dbqAt(dev, h.id);
   if (dbqRoom(q) == 0) {
     dbqStall(dev);
-    const arrives = cyclesCeil(dbqHeadArrival(q), dev.khz);
+    const arrives = cyclesCeil(dbqHeadArrival(q), dev.cfg.engineClockKhz);
     const wait = arrives > h.cycle + <u64>cost ? arrives - h.cycle : <u64>cost;
     return MMIO_RETRY | <i64>wait;
   }
-  dbqPush(dev, h.id, psOfCycle(h.cycle, dev.khz) + dev.nicDoorbellLatencyPs, kind, qpn, pi16, wqe);
+  dbqPush(dev, h.id, psOfCycle(h.cycle, dev.cfg.engineClockKhz) + dev.cfg.nicDoorbellLatencyPs, kind, qpn, pi16, wqe);
   return cost;
 }

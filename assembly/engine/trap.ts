@@ -33,8 +33,8 @@ export function takeTrap(dev: Device, h: Hart, cause: u32, tval: u32): void {
   h.mepc = epc & ~3;
   h.mcause = cause;
   h.mtval = tval;
-  h.cycle += <u64>dev.cpiTrap;
-  const t = psOfCycle(h.cycle, dev.khz);
+  h.cycle += <u64>dev.cfg.cpiTrap;
+  const t = psOfCycle(h.cycle, dev.cfg.engineClockKhz);
   const base = h.mtvec & ~3;
   if (base == 0) {
     h.state = EngineState.Faulted;
@@ -55,5 +55,5 @@ export function mret(dev: Device, h: Hart): void {
   const mpie = h.mstatus & MSTATUS_MPIE;
   h.mstatus = (h.mstatus & ~MSTATUS_MIE) | (mpie ? MSTATUS_MIE : 0) | MSTATUS_MPIE | MSTATUS_MPP;
   h.pc = h.mepc;
-  tracePoint(dev, psOfCycle(h.cycle, dev.khz), TP_ENGINE_MRET, h.id, h.mepc);
+  tracePoint(dev, psOfCycle(h.cycle, dev.cfg.engineClockKhz), TP_ENGINE_MRET, h.id, h.mepc);
 }

@@ -3,7 +3,8 @@
 // engine's state and clock, and the step loop (run.ts) runs it in its next window.
 
 import { Device, statAdd, tracePoint } from "../core/device";
-import { Hart, EngineState, hartAt } from "./hart";
+import { Hart, EngineState } from "./hart";
+import { hartAt } from "./engines";
 import { pendingIrqs } from "./trap";
 import { cyclesCeil, psOfCycle } from "../core/time";
 import { STAT_ENGINE_WAKEUPS, TP_ENGINE_WAKE } from "../generated/layouts";
@@ -18,9 +19,9 @@ export function interruptEngine(dev: Device, e: u32, t: u64): void {
 export function wake(dev: Device, h: Hart, t: u64): void {
   h.state = EngineState.Running;
   if (t > h.sleepStart) h.sleepPs += t - h.sleepStart;
-  const c = cyclesCeil(t, dev.khz);
+  const c = cyclesCeil(t, dev.cfg.engineClockKhz);
   if (c > h.cycle) h.cycle = c;
   statAdd(dev, STAT_ENGINE_WAKEUPS, 1);
-  tracePoint(dev, psOfCycle(h.cycle, dev.khz), TP_ENGINE_WAKE, h.id, pendingIrqs(h));
+  tracePoint(dev, psOfCycle(h.cycle, dev.cfg.engineClockKhz), TP_ENGINE_WAKE, h.id, pendingIrqs(h));
 }
 

@@ -380,6 +380,158 @@ export const CFG_TRANSPORT_TIMEOUT_PS: u32 = 46;
 export const CFG_TRANSPORT_RETRIES: u32 = 47;
 export const CFG_SLOTS: u32 = 48;
 
+/** The configuration as the device keeps it: a typed copy of the slots, part of its saved state. */
+@unmanaged export class Config {
+  /** message engines per device (seed 000: sixteen RISC-V message engines) */
+  engines: u32;
+  /** engine clock; 1.37 GHz makes 16 x 128 B/cycle = 2.8 TB/s of reduction (seed 000) */
+  engineClockKhz: u64;
+  /** private SRAM per engine; 128 KiB is our estimate for a firmware core's local store; engines x sramBytes shares the 1 GiB device arena with the rest (see the configuration's doc) */
+  sramBytes: u32;
+  /** HBM mapped at HBM_BASE; small by default so a device instance stays light (DESIGN.md section 1); shares the 1 GiB device arena with the rest (see the configuration's doc), so its maximum leaves no room for anything else */
+  hbmBytes: u32;
+  /** engines run in windows of at most this length on a fixed grid; shared-memory interleaving is exact at window boundaries (ARCHITECTURE.md, time model) */
+  interleaveQuantumPs: u64;
+  /** scenario seed from which every random stream of the device is derived */
+  seed: u64;
+  /** integer ALU, LUI/AUIPC, not-taken branch: single-issue in-order pipeline */
+  cpiAlu: u32;
+  /** MUL/MULH*: a 3-stage pipelined multiplier, as in small in-order cores (Rocket, CV32E40P) */
+  cpiMul: u32;
+  /** DIV/REM: radix-2 iterative divider, 32 steps plus 2 */
+  cpiDiv: u32;
+  /** taken branch: 2-cycle refill, no predictor */
+  cpiBranchTaken: u32;
+  /** JAL/JALR: target known in decode/execute */
+  cpiJump: u32;
+  /** load from private SRAM: one load-use bubble */
+  cpiLoadSram: u32;
+  /** store to private SRAM */
+  cpiStoreSram: u32;
+  /** load from HBM: ~100 ns round trip through the NoC at 1.37 GHz (our estimate) */
+  cpiLoadHbm: u32;
+  /** store to HBM: posted write into a store buffer */
+  cpiStoreHbm: u32;
+  /** LR/SC/AMO on HBM: round trip to the memory-side atomic unit */
+  cpiAmoHbm: u32;
+  /** load or store to the engine MMIO window */
+  cpiMmio: u32;
+  /** store into the NIC's express-doorbell window: a write-combining buffer beside the core, as fast as an SRAM store */
+  cpiExpress: u32;
+  /** CSR read/modify/write: serialising */
+  cpiCsr: u32;
+  /** trap entry, MRET, ECALL, EBREAK: pipeline flush */
+  cpiTrap: u32;
+  /** device event queue capacity; a full queue is counted (sched.overflow) */
+  eventCapacity: u32;
+  /** trace ring (16 B per entry) the host drains; step returns when it is half full */
+  traceRingEntries: u32;
+  /** console ring per engine; step returns when one is half full */
+  consoleRingBytes: u32;
+  /** depth of each mailbox FIFO (engine to host, host to engine) */
+  mailboxDepth: u32;
+  /** host memory the NIC reaches over PCIe (DMA_HOST); the host API places queues, completion rings and buffers in it; shares the 1 GiB device arena with the rest (see the configuration's doc) */
+  hostMemBytes: u32;
+  /** protection domains */
+  maxPds: u32;
+  /** memory regions */
+  maxMrs: u32;
+  /** completion queues */
+  maxCqs: u32;
+  /** queue pairs */
+  maxQps: u32;
+  /** PCIe bandwidth each way: Gen5 x16, 32 GT/s x 16 lanes */
+  pcieGbps: u32;
+  /** posted write across PCIe (doorbell, express WQE, DMA write to host memory): ~300 ns one way */
+  pcieWriteLatencyPs: u64;
+  /** NIC read of host memory, request to first data: the ~800 ns an express doorbell saves (seed 000) */
+  pcieReadLatencyPs: u64;
+  /** engine MMIO write to the NIC's doorbell logic on die */
+  nicDoorbellLatencyPs: u64;
+  /** host doorbells (classic or express) that may be crossing PCIe at once (16 B each, plus 128 B for an express entry); posting beyond it throws until time advances */
+  hostDoorbellQueue: u32;
+  /** per engine: doorbells on their way from the engine's NIC interface to the NIC's logic; a doorbell store that finds it full stalls the engine until the oldest arrives (nic.doorbell_stalls) */
+  engineDoorbellQueue: u32;
+  /** NIC processing of one work request (decode, key checks, scheduling) */
+  nicWqeLatencyPs: u64;
+  /** a verbs command from firmware (NIC.CMD): the engine stalls this long; NIC command interfaces take microseconds (our estimate: 1 us) */
+  nicCommandPs: u64;
+  /** NIC access to an engine's SRAM through its NIC interface (on die, beside the core: our estimate 10 ns) */
+  nicSramLatencyPs: u64;
+  /** peak rate of one NIC DMA stream: the 12 x 800 Gb/s ports' aggregate (seed 000) */
+  nicDmaGbps: u32;
+  /** HBM bandwidth shared by NIC DMA, reduction blocks and compute: 6.1 TB/s (MTIA 300 press figures) */
+  hbmGbps: u32;
+  /** HBM access latency seen by a DMA or reduction stream (~100 ns, our estimate) */
+  hbmLatencyPs: u64;
+  /** how engines' HBM accesses slow down under load: latency x (1 + pct/100 x u/(1-u)), u the HBM utilisation (capped at 0.9), an M/M/1-like loaded-latency curve */
+  hbmQueuingPct: u32;
+  /** reduction block setup per request */
+  reduceSetupPs: u64;
+  /** source bytes the reduction block consumes per engine cycle: 128 B (seed 000) */
+  reduceBytesPerCycle: u32;
+  /** wait before retrying a SEND that found no posted receive (IB minimum RNR timer, 10 us) */
+  rnrTimerPs: u64;
+  /** RNR retries before RNR_RETRY_EXC_ERR (ibverbs rnr_retry; 7 = infinite is not offered) */
+  rnrRetries: u32;
+  /** local ACK timeout: 4.096 us x 2^4 (IB spec 9.7.6.1.3) */
+  transportTimeoutPs: u64;
+  /** transport retries before RETRY_EXC_ERR (ibverbs retry_cnt) */
+  transportRetries: u32;
+}
+
+/** Copies the host's config slots (validated) into `c`. */
+export function configLoad(c: Config, slots: usize): void {
+  c.engines = <u32>load<u64>(slots, 0);
+  c.engineClockKhz = load<u64>(slots, 8);
+  c.sramBytes = <u32>load<u64>(slots, 16);
+  c.hbmBytes = <u32>load<u64>(slots, 24);
+  c.interleaveQuantumPs = load<u64>(slots, 32);
+  c.seed = load<u64>(slots, 40);
+  c.cpiAlu = <u32>load<u64>(slots, 48);
+  c.cpiMul = <u32>load<u64>(slots, 56);
+  c.cpiDiv = <u32>load<u64>(slots, 64);
+  c.cpiBranchTaken = <u32>load<u64>(slots, 72);
+  c.cpiJump = <u32>load<u64>(slots, 80);
+  c.cpiLoadSram = <u32>load<u64>(slots, 88);
+  c.cpiStoreSram = <u32>load<u64>(slots, 96);
+  c.cpiLoadHbm = <u32>load<u64>(slots, 104);
+  c.cpiStoreHbm = <u32>load<u64>(slots, 112);
+  c.cpiAmoHbm = <u32>load<u64>(slots, 120);
+  c.cpiMmio = <u32>load<u64>(slots, 128);
+  c.cpiExpress = <u32>load<u64>(slots, 136);
+  c.cpiCsr = <u32>load<u64>(slots, 144);
+  c.cpiTrap = <u32>load<u64>(slots, 152);
+  c.eventCapacity = <u32>load<u64>(slots, 160);
+  c.traceRingEntries = <u32>load<u64>(slots, 168);
+  c.consoleRingBytes = <u32>load<u64>(slots, 176);
+  c.mailboxDepth = <u32>load<u64>(slots, 184);
+  c.hostMemBytes = <u32>load<u64>(slots, 192);
+  c.maxPds = <u32>load<u64>(slots, 200);
+  c.maxMrs = <u32>load<u64>(slots, 208);
+  c.maxCqs = <u32>load<u64>(slots, 216);
+  c.maxQps = <u32>load<u64>(slots, 224);
+  c.pcieGbps = <u32>load<u64>(slots, 232);
+  c.pcieWriteLatencyPs = load<u64>(slots, 240);
+  c.pcieReadLatencyPs = load<u64>(slots, 248);
+  c.nicDoorbellLatencyPs = load<u64>(slots, 256);
+  c.hostDoorbellQueue = <u32>load<u64>(slots, 264);
+  c.engineDoorbellQueue = <u32>load<u64>(slots, 272);
+  c.nicWqeLatencyPs = load<u64>(slots, 280);
+  c.nicCommandPs = load<u64>(slots, 288);
+  c.nicSramLatencyPs = load<u64>(slots, 296);
+  c.nicDmaGbps = <u32>load<u64>(slots, 304);
+  c.hbmGbps = <u32>load<u64>(slots, 312);
+  c.hbmLatencyPs = load<u64>(slots, 320);
+  c.hbmQueuingPct = <u32>load<u64>(slots, 328);
+  c.reduceSetupPs = load<u64>(slots, 336);
+  c.reduceBytesPerCycle = <u32>load<u64>(slots, 344);
+  c.rnrTimerPs = load<u64>(slots, 352);
+  c.rnrRetries = <u32>load<u64>(slots, 360);
+  c.transportTimeoutPs = load<u64>(slots, 368);
+  c.transportRetries = <u32>load<u64>(slots, 376);
+}
+
 // ---- statistics counters (layouts/stats.json)
 /** events taken from the device event queue */
 export const STAT_SCHED_EVENTS: u32 = 0;

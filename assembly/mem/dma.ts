@@ -2,16 +2,27 @@
 // engines' SRAM at DMA_SRAM_BASE (one SRAM_WINDOW each), HBM at DMA_HBM_BASE, host memory at
 // DMA_HOST_BASE — and the wasm address behind each.
 
+import { nicOf } from "../nic/state";
 import { Device } from "../core/device";
-import { hartAt } from "../engine/hart";
+import { hartAt } from "../engine/engines";
+
+/** Where the device's memories are in the arena (create.ts places them last, 64-byte aligned). */
+@unmanaged export class Memories {
+  hbm: usize; // cfg.hbmBytes
+  host: usize; // cfg.hostMemBytes: host memory reached over PCIe
+}
+
+@inline export function memOf(dev: Device): Memories { return changetype<Memories>(dev.mem); }
+
+export const MEMORIES_BYTES: usize = (offsetof<Memories>() + 15) & ~(<usize>15);
 import { DMA_SRAM_BASE, SRAM_WINDOW, DMA_HBM_BASE, DMA_HOST_BASE } from "../generated/layouts";
 
 @inline export function dmaIsHbm(dev: Device, addr: u64, len: u64): bool {
-  return addr >= DMA_HBM_BASE && addr - DMA_HBM_BASE <= <u64>dev.hbmBytes && len <= <u64>dev.hbmBytes - (addr - DMA_HBM_BASE);
+  return addr >= DMA_HBM_BASE && addr - DMA_HBM_BASE <= <u64>dev.cfg.hbmBytes && len <= <u64>dev.cfg.hbmBytes - (addr - DMA_HBM_BASE);
 }
 
 @inline export function dmaIsHost(dev: Device, addr: u64, len: u64): bool {
-  return addr >= DMA_HOST_BASE && addr - DMA_HOST_BASE <= <u64>dev.hostBytes && len <= <u64>dev.hostBytes - (addr - DMA_HOST_BASE);
+  return addr >= DMA_HOST_BASE && addr - DMA_HOST_BASE <= <u64>dev.cfg.hostMemBytes && len <= <u64>dev.cfg.hostMemBytes - (addr - DMA_HOST_BASE);
 }
 
 /** Is [addr, addr + len) inside one engine's SRAM (DMA_SRAM_BASE + engine x SRAM_WINDOW)? */
@@ -19,13 +30,13 @@ import { DMA_SRAM_BASE, SRAM_WINDOW, DMA_HBM_BASE, DMA_HOST_BASE } from "../gene
   if (addr < DMA_SRAM_BASE) return false;
   const rel = addr - DMA_SRAM_BASE;
   const e = rel / <u64>SRAM_WINDOW, off = rel % <u64>SRAM_WINDOW;
-  return e < <u64>dev.engines && off <= <u64>dev.sramBytes && len <= <u64>dev.sramBytes - off;
+  return e < <u64>dev.cfg.engines && off <= <u64>dev.cfg.sramBytes && len <= <u64>dev.cfg.sramBytes - off;
 }
 
 /** Wasm address of DMA range [addr, addr + len), or 0 when it is not wholly in one memory. */
 export function dmaPtr(dev: Device, addr: u64, len: u64): usize {
-  if (dmaIsHbm(dev, addr, len)) return dev.hbm + <usize>(addr - DMA_HBM_BASE);
-  if (dmaIsHost(dev, addr, len)) return dev.host + <usize>(addr - DMA_HOST_BASE);
+  if (dmaIsHbm(dev, addr, len)) return memOf(dev).hbm + <usize>(addr - DMA_HBM_BASE);
+  if (dmaIsHost(dev, addr, len)) return memOf(dev).host + <usize>(addr - DMA_HOST_BASE);
   if (dmaIsSram(dev, addr, len)) {
     const rel = addr - DMA_SRAM_BASE;
     return hartAt(dev, <u32>(rel / <u64>SRAM_WINDOW)).sram + <usize>(rel % <u64>SRAM_WINDOW);
@@ -41,5 +52,5 @@ export function engineToDma(e: u32, addr: u32): u64 {
 
 /** Time for the NIC to move `len` bytes through an engine's SRAM interface, at its DMA rate. */
 @inline export function sramDmaPs(dev: Device, len: u64): u64 {
-  return <u64>Math.ceil(<f64>len / dev.nicDmaBytesPerPs);
+  return <u64>Math.ceil(<f64>len / nicOf(dev).nicDmaBytesPerPs);
 }

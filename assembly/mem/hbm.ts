@@ -8,6 +8,7 @@
 // their latency (cpiLoadHbm, cpiAmoHbm) stretches with the utilisation u the flows make,
 // x (1 + hbmQueuingPct/100 x u / (1 - u)), u capped at 0.9.
 
+import { engOf } from "../engine/engines";
 import { Device, statAdd } from "../core/device";
 import { schedule, unschedule, EventKind } from "../core/sched";
 import { NEVER } from "../core/time";
@@ -36,37 +37,67 @@ export const FLOW_SLOTS: u32 = 512;
 
 export const FLOW_BYTES: usize = (offsetof<Flow>() + 7) & ~(<usize>7);
 
+/** The HBM model's state: the flow table, the bytes served per class, the pending tick. */
+@unmanaged export class Hbm {
+  flows: usize; // flowCap Flow records, FLOW_BYTES apart
+  flowCap: u32;
+  hbmTickAt: u64; // time of the pending HbmTick, or NEVER
+  hbmAt: u64; // time the flows were last advanced to
+  hbmServed: usize; // f64 per flow class
+  hbmBytesPerPs: f64; // hbmGbps
+  hbmQueuing: f64; // hbmQueuingPct / 100
+}
+
+@inline export function hbmOf(dev: Device): Hbm { return changetype<Hbm>(dev.hbmModel); }
+
+/** Arena bytes of the HBM model's state. */
+export function hbmModelBytes(): usize {
+  return ((offsetof<Hbm>() + 15) & ~(<usize>15)) + <usize>FLOW_SLOTS * FLOW_BYTES + <usize>FLOW_CLASSES * 8;
+}
+
+/** Lays the HBM model's state out at `base` (16-byte aligned, zeroed). */
+export function hbmModelInit(dev: Device, base: usize): void {
+  const m = changetype<Hbm>(base);
+  dev.hbmModel = base;
+  m.flows = base + ((offsetof<Hbm>() + 15) & ~(<usize>15));
+  m.flowCap = FLOW_SLOTS;
+  m.hbmServed = m.flows + <usize>FLOW_SLOTS * FLOW_BYTES;
+  m.hbmTickAt = NEVER;
+  m.hbmBytesPerPs = <f64>dev.cfg.hbmGbps / 8000;
+  m.hbmQueuing = <f64>dev.cfg.hbmQueuingPct / 100;
+}
+
 @inline export function flowAt(dev: Device, i: u32): Flow {
-  return changetype<Flow>(dev.flows + <usize>i * FLOW_BYTES);
+  return changetype<Flow>(hbmOf(dev).flows + <usize>i * FLOW_BYTES);
 }
 
 /** Moves every active flow forward to `t` at its current rate. */
 function advance(dev: Device, t: u64): void {
-  if (t <= dev.hbmAt) return;
-  const dt = <f64>(t - dev.hbmAt);
-  for (let i: u32 = 0; i < dev.flowCap; i++) {
+  if (t <= hbmOf(dev).hbmAt) return;
+  const dt = <f64>(t - hbmOf(dev).hbmAt);
+  for (let i: u32 = 0; i < hbmOf(dev).flowCap; i++) {
     const f = flowAt(dev, i);
     if (!f.active) continue;
     const moved = f.rate * dt;
     f.remaining -= moved;
-    const p = dev.hbmServed + (<usize>f.cls << 3);
+    const p = hbmOf(dev).hbmServed + (<usize>f.cls << 3);
     store<f64>(p, load<f64>(p) + moved);
   }
-  dev.hbmAt = t;
+  hbmOf(dev).hbmAt = t;
 }
 
 /** Water-filling max-min fair shares, then one event at the next completion. */
 function reshare(dev: Device, t: u64): void {
-  let capacity = dev.hbmBytesPerPs;
+  let capacity = hbmOf(dev).hbmBytesPerPs;
   let unassigned: u32 = 0;
-  for (let i: u32 = 0; i < dev.flowCap; i++) {
+  for (let i: u32 = 0; i < hbmOf(dev).flowCap; i++) {
     const f = flowAt(dev, i);
     if (f.active) { f.rate = -1; unassigned++; }
   }
   while (unassigned > 0) {
     const share = capacity / <f64>unassigned;
     let capped: u32 = 0;
-    for (let i: u32 = 0; i < dev.flowCap; i++) {
+    for (let i: u32 = 0; i < hbmOf(dev).flowCap; i++) {
       const f = flowAt(dev, i);
       if (f.active && f.rate < 0 && f.peak <= share) {
         f.rate = f.peak;
@@ -76,7 +107,7 @@ function reshare(dev: Device, t: u64): void {
       }
     }
     if (capped == 0) {
-      for (let i: u32 = 0; i < dev.flowCap; i++) {
+      for (let i: u32 = 0; i < hbmOf(dev).flowCap; i++) {
         const f = flowAt(dev, i);
         if (f.active && f.rate < 0) f.rate = share;
       }
@@ -85,16 +116,16 @@ function reshare(dev: Device, t: u64): void {
   }
   // engines' own accesses queue behind the streams: stretch their latency with utilisation
   let used: f64 = 0;
-  for (let i: u32 = 0; i < dev.flowCap; i++) {
+  for (let i: u32 = 0; i < hbmOf(dev).flowCap; i++) {
     const f = flowAt(dev, i);
     if (f.active) used += f.rate;
   }
-  const u = min(used / dev.hbmBytesPerPs, 0.9);
-  const stretch = 1 + dev.hbmQueuing * u / (1 - u);
-  dev.cpiLoadHbmNow = <u32>Math.round(<f64>dev.cpiLoadHbm * stretch);
-  dev.cpiAmoHbmNow = <u32>Math.round(<f64>dev.cpiAmoHbm * stretch);
+  const u = min(used / hbmOf(dev).hbmBytesPerPs, 0.9);
+  const stretch = 1 + hbmOf(dev).hbmQueuing * u / (1 - u);
+  engOf(dev).cpiLoadHbmNow = <u32>Math.round(<f64>dev.cfg.cpiLoadHbm * stretch);
+  engOf(dev).cpiAmoHbmNow = <u32>Math.round(<f64>dev.cfg.cpiAmoHbm * stretch);
   let next = f64.MAX_VALUE;
-  for (let i: u32 = 0; i < dev.flowCap; i++) {
+  for (let i: u32 = 0; i < hbmOf(dev).flowCap; i++) {
     const f = flowAt(dev, i);
     if (f.active && f.remaining != Infinity && f.rate > 0) {
       const dt = f.remaining / f.rate;
@@ -103,14 +134,14 @@ function reshare(dev: Device, t: u64): void {
   }
   // one tick pending at most: moved when the next completion moves
   const at = next != f64.MAX_VALUE ? t + <u64>Math.ceil(next > 0 ? next : 0) : NEVER;
-  if (dev.hbmTickAt == at) return;
-  if (dev.hbmTickAt != NEVER) unschedule(dev, EventKind.HbmTick, 0);
-  dev.hbmTickAt = at != NEVER && schedule(dev, at, EventKind.HbmTick, 0, 0) ? at : NEVER;
+  if (hbmOf(dev).hbmTickAt == at) return;
+  if (hbmOf(dev).hbmTickAt != NEVER) unschedule(dev, EventKind.HbmTick, 0);
+  hbmOf(dev).hbmTickAt = at != NEVER && schedule(dev, at, EventKind.HbmTick, 0, 0) ? at : NEVER;
 }
 
 /** Takes a free slot of the flow table for a new flow; false when the table is full. */
 function claim(dev: Device, remaining: f64, total: u64, peak: f64, cls: u32, doneKind: u32, a: u32, b: u32): bool {
-  for (let i: u32 = 0; i < dev.flowCap; i++) {
+  for (let i: u32 = 0; i < hbmOf(dev).flowCap; i++) {
     const f = flowAt(dev, i);
     if (f.active) continue;
     f.active = 1;
@@ -139,9 +170,9 @@ export function hbmStart(dev: Device, t: u64, bytes: u64, peakBytesPerPs: f64, c
 
 /** The HbmTick event: ends the flows that have finished and reshares. */
 export function hbmTick(dev: Device, t: u64): void {
-  dev.hbmTickAt = NEVER;
+  hbmOf(dev).hbmTickAt = NEVER;
   advance(dev, t);
-  for (let i: u32 = 0; i < dev.flowCap; i++) {
+  for (let i: u32 = 0; i < hbmOf(dev).flowCap; i++) {
     const f = flowAt(dev, i);
     // a flow is done when less than a thousandth of a byte is left (f64 rounding)
     if (f.active && f.remaining < 1e-3) {
@@ -156,7 +187,7 @@ export function hbmTick(dev: Device, t: u64): void {
 /** Sets the compute-load generator's demand (bytes/ps; 0 stops it). */
 export function hbmSetCompute(dev: Device, t: u64, bytesPerPs: f64): void {
   advance(dev, t);
-  for (let i: u32 = 0; i < dev.flowCap; i++) {
+  for (let i: u32 = 0; i < hbmOf(dev).flowCap; i++) {
     const f = flowAt(dev, i);
     if (f.active && f.cls == FlowClass.Compute) f.active = 0;
   }
@@ -167,10 +198,10 @@ export function hbmSetCompute(dev: Device, t: u64, bytesPerPs: f64): void {
 
 /** Bytes HBM has served to flows of class `cls` up to time `t` (reads only: no state changes). */
 export function hbmServed(dev: Device, t: u64, cls: u32): f64 {
-  let served = load<f64>(dev.hbmServed + (<usize>cls << 3));
-  if (t <= dev.hbmAt) return served;
-  const dt = <f64>(t - dev.hbmAt);
-  for (let i: u32 = 0; i < dev.flowCap; i++) {
+  let served = load<f64>(hbmOf(dev).hbmServed + (<usize>cls << 3));
+  if (t <= hbmOf(dev).hbmAt) return served;
+  const dt = <f64>(t - hbmOf(dev).hbmAt);
+  for (let i: u32 = 0; i < hbmOf(dev).flowCap; i++) {
     const f = flowAt(dev, i);
     if (f.active && f.cls == cls) served += f.rate * dt;
   }

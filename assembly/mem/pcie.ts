@@ -5,6 +5,16 @@
 import { Device } from "../core/device";
 import { maxU64 } from "../core/time";
 
+/** The link's state: when each direction is free again. */
+@unmanaged export class Pcie {
+  pcieDownBusy: u64;
+  pcieUpBusy: u64;
+}
+
+@inline export function pcieOf(dev: Device): Pcie { return changetype<Pcie>(dev.pcie); }
+
+export const PCIE_BYTES: usize = (offsetof<Pcie>() + 15) & ~(<usize>15);
+
 export const enum PcieDir {
   Down = 0, // host to device: doorbells, express WQEs, data the NIC reads from host memory
   Up = 1, // device to host: data and completions the NIC writes into host memory
@@ -17,19 +27,19 @@ export const enum PcieDir {
 
 /** Reserves the link for `bytes` starting no earlier than `t`; returns when the last byte has left. */
 export function pcieSend(dev: Device, dir: PcieDir, t: u64, bytes: u64): u64 {
-  const busyAt = dir == PcieDir.Down ? dev.pcieDownBusy : dev.pcieUpBusy;
-  const end = maxU64(t, busyAt) + serialisePs(bytes, dev.pcieGbps);
-  if (dir == PcieDir.Down) dev.pcieDownBusy = end;
-  else dev.pcieUpBusy = end;
+  const busyAt = dir == PcieDir.Down ? pcieOf(dev).pcieDownBusy : pcieOf(dev).pcieUpBusy;
+  const end = maxU64(t, busyAt) + serialisePs(bytes, <u64>dev.cfg.pcieGbps);
+  if (dir == PcieDir.Down) pcieOf(dev).pcieDownBusy = end;
+  else pcieOf(dev).pcieUpBusy = end;
   return end;
 }
 
 /** A posted write across the link (host MMIO, or a NIC write into host memory): arrival time. */
 export function pcieWrite(dev: Device, dir: PcieDir, t: u64, bytes: u64): u64 {
-  return pcieSend(dev, dir, t, bytes) + dev.pcieWriteLatencyPs;
+  return pcieSend(dev, dir, t, bytes) + dev.cfg.pcieWriteLatencyPs;
 }
 
 /** A NIC read of `bytes` of host memory issued at `t`: when the data has arrived. */
 export function pcieRead(dev: Device, t: u64, bytes: u64): u64 {
-  return pcieSend(dev, PcieDir.Down, t + dev.pcieReadLatencyPs, bytes);
+  return pcieSend(dev, PcieDir.Down, t + dev.cfg.pcieReadLatencyPs, bytes);
 }

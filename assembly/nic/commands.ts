@@ -34,12 +34,12 @@ export function cmdResult(h: Hart): u32 {
 
 /** May engine `e` act on QP `qpn`? Only its owner may. */
 @inline function ownsQp(dev: Device, e: u32, qpn: u32): bool {
-  return qpn < dev.maxQps && qpAt(dev, qpn).valid != 0 && qpAt(dev, qpn).owner == e;
+  return qpn < dev.cfg.maxQps && qpAt(dev, qpn).valid != 0 && qpAt(dev, qpn).owner == e;
 }
 
 /** May engine `e` act on CQ `cqn`? Only its owner may. */
 @inline export function ownsCq(dev: Device, e: u32, cqn: u32): bool {
-  return cqn < dev.maxCqs && cqAt(dev, cqn).valid != 0 && cqAt(dev, cqn).owner == e;
+  return cqn < dev.cfg.maxCqs && cqAt(dev, cqn).valid != 0 && cqAt(dev, cqn).owner == e;
 }
 
 /** Is the region that `key` names one of engine `e`'s? */
@@ -86,5 +86,5 @@ export function nicCommand(dev: Device, h: Hart, op: u32): u64 {
     default: r = E_ARGUMENT; break;
   }
   store<i32>(h.cmd + 32, r);
-  return cyclesCeil(dev.nicCommandPs, dev.khz);
+  return cyclesCeil(dev.cfg.nicCommandPs, dev.cfg.engineClockKhz);
 }

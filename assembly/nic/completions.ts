@@ -3,7 +3,7 @@
 // its next completion. Both halves of the NIC (requester and responder) complete through here.
 
 import { Device, statAdd, tracePoint } from "../core/device";
-import { hartAt } from "../engine/hart";
+import { hartAt } from "../engine/engines";
 import { interruptEngine } from "../engine/wake";
 import { fifoPush } from "../core/fifo";
 import { cqAt, NOT_ARMED } from "./verbs";
@@ -15,7 +15,7 @@ import {
 
 /** Writes a CQE; false when the CQ is (or just became) overrun. */
 export function cqPush(dev: Device, cqn: u32, t: u64, wrId: u64, byteLen: u32, imm: u32, hasImm: bool, qpn: u32, status: u32, opcode: u32): bool {
-  if (cqn >= dev.maxCqs) return false;
+  if (cqn >= dev.cfg.maxCqs) return false;
   const c = cqAt(dev, cqn);
   if (!c.valid) return false;
   if (c.overrun || c.pi - c.ci >= c.depth) {
@@ -37,7 +37,7 @@ export function cqPush(dev: Device, cqn: u32, t: u64, wrId: u64, byteLen: u32, i
   if (c.armEngine != NOT_ARMED) {
     const e = c.armEngine;
     c.armEngine = NOT_ARMED;
-    if (e < dev.engines) {
+    if (e < dev.cfg.engines) {
       fifoPush(hartAt(dev, e).nicIrq, cqn);
       interruptEngine(dev, e, t);
     }
@@ -47,8 +47,8 @@ export function cqPush(dev: Device, cqn: u32, t: u64, wrId: u64, byteLen: u32, i
 
 /** Time a completion written at `t` into CQ `cqn` becomes visible to its consumer. */
 export function cqeVisible(dev: Device, cqn: u32, t: u64): u64 {
-  if (cqn >= dev.maxCqs) return t;
+  if (cqn >= dev.cfg.maxCqs) return t;
   const c = cqAt(dev, cqn);
   if (dmaIsHost(dev, c.base, CQE_SIZE)) return pcieWrite(dev, PcieDir.Up, t, CQE_SIZE);
-  return t + (dmaIsSram(dev, c.base, CQE_SIZE) ? dev.nicSramLatencyPs : dev.hbmLatencyPs);
+  return t + (dmaIsSram(dev, c.base, CQE_SIZE) ? dev.cfg.nicSramLatencyPs : dev.cfg.hbmLatencyPs);
 }

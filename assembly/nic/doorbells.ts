@@ -16,9 +16,9 @@
 // kind DbKind; pi16 the producer index of a classic doorbell; an express record's WQE sits in
 // a parallel array, WQE_SIZE per record.
 
-import { Device, statAdd } from "../core/device";
+import { nicOf } from "./state";
+import { Device, statAdd, tracePoint } from "../core/device";
 import { schedule, EventKind } from "../core/sched";
-import { tracePoint } from "../core/device";
 import { Qp, qpAt, sqSlot } from "./verbs";
 import { dmaIsHost, dmaIsSram, sramDmaPs } from "../mem/dma";
 import { pcieRead } from "../mem/pcie";
@@ -53,11 +53,11 @@ export function dbqBytes(cap: usize): usize {
 
 /** The queue of ringer index `r`: engines 0..engines-1, then the host. */
 @inline export function dbqAt(dev: Device, r: u32): DbQueue {
-  return changetype<DbQueue>(dev.dbqs + <usize>r * DBQ_STRIDE);
+  return changetype<DbQueue>(nicOf(dev).dbqs + <usize>r * DBQ_STRIDE);
 }
 
 @inline export function hostDbq(dev: Device): DbQueue {
-  return dbqAt(dev, dev.engines);
+  return dbqAt(dev, dev.cfg.engines);
 }
 
 export function dbqInit(q: DbQueue, mem: usize, cap: u32, ringer: u32): void {
@@ -135,7 +135,7 @@ export function dbqArrive(dev: Device, r: u32, t: u64): void {
  * control command on the QP comes after them. Their records stay queued, marked delivered.
  */
 export function dbqDeliverFor(dev: Device, qpn: u32, t: u64): void {
-  for (let r: u32 = 0; r <= dev.engines; r++) {
+  for (let r: u32 = 0; r <= dev.cfg.engines; r++) {
     const q = dbqAt(dev, r);
     for (let k: u32 = 0; k < q.count; k++) {
       const slot = slotOf(q, k);
@@ -172,21 +172,21 @@ function overrunDoorbell(dev: Device, qpn: u32, t: u64): void {
 /** A classic send doorbell reached the NIC at `t`: fetch the new entries, then run them. */
 export function sqDoorbell(dev: Device, qpn: u32, ringer: u32, pi16: u32, t: u64): void {
   tracePoint(dev, t, TP_NIC_DOORBELL, 0xffff, qpn);
-  if (qpn >= dev.maxQps || !mayRing(qpAt(dev, qpn), ringer)) { statAdd(dev, STAT_NIC_BAD_DOORBELL, 1); return; }
+  if (qpn >= dev.cfg.maxQps || !mayRing(qpAt(dev, qpn), ringer)) { statAdd(dev, STAT_NIC_BAD_DOORBELL, 1); return; }
   const q = qpAt(dev, qpn);
   const n = (pi16 - q.announced) & 0xffff;
   if (n == 0) return;
   if (n > q.sqDepth - (q.announced - q.sqCi)) { overrunDoorbell(dev, qpn, t); return; }
   const bytes = <u64>n * WQE_SIZE;
   const fetched = dmaIsHost(dev, q.sqBase, 1) ? pcieRead(dev, t, bytes)
-    : t + (dmaIsSram(dev, q.sqBase, 1) ? dev.nicSramLatencyPs + sramDmaPs(dev, bytes) : dev.hbmLatencyPs);
+    : t + (dmaIsSram(dev, q.sqBase, 1) ? dev.cfg.nicSramLatencyPs + sramDmaPs(dev, bytes) : dev.cfg.hbmLatencyPs);
   q.announced += n;
   rangePush(dev, q, qpn, q.announced, fetched);
   kick(dev, qpn, t);
 }
 
 export function rqDoorbell(dev: Device, qpn: u32, ringer: u32, pi16: u32, t: u64): void {
-  if (qpn >= dev.maxQps || !mayRing(qpAt(dev, qpn), ringer)) { statAdd(dev, STAT_NIC_BAD_DOORBELL, 1); return; }
+  if (qpn >= dev.cfg.maxQps || !mayRing(qpAt(dev, qpn), ringer)) { statAdd(dev, STAT_NIC_BAD_DOORBELL, 1); return; }
   const q = qpAt(dev, qpn);
   const n = (pi16 - q.rqPi) & 0xffff;
   if (n > q.rqDepth - (q.rqPi - q.rqCi)) { overrunDoorbell(dev, qpn, t); return; }
@@ -198,7 +198,7 @@ export function rqDoorbell(dev: Device, qpn: u32, ringer: u32, pi16: u32, t: u64
 export function expressDoorbell(dev: Device, e: usize, ringer: u32, t: u64): void {
   const qpn = load<u32>(e + WQE_QPN);
   tracePoint(dev, t, TP_NIC_DOORBELL, 0xffff, qpn);
-  if (qpn >= dev.maxQps || !mayRing(qpAt(dev, qpn), ringer)) { statAdd(dev, STAT_NIC_BAD_DOORBELL, 1); return; }
+  if (qpn >= dev.cfg.maxQps || !mayRing(qpAt(dev, qpn), ringer)) { statAdd(dev, STAT_NIC_BAD_DOORBELL, 1); return; }
   const q = qpAt(dev, qpn);
   if (q.announced - q.sqCi >= q.sqDepth) { overrunDoorbell(dev, qpn, t); return; }
   // the NIC keeps the entry in the ring slot it occupies, so every entry runs from one place

@@ -2,6 +2,7 @@
 // COPY between two of the QP's own regions, and REDUCE of 2..8 HBM sources into an HBM
 // destination on a reduction block (mem/reduce.ts holds the arithmetic).
 
+import { nicOf } from "./state";
 import { Device } from "../core/device";
 import { Qp, mrCheck, OWNER_HOST } from "./verbs";
 import { dmaPtr, dmaIsHbm } from "../mem/dma";
@@ -41,7 +42,7 @@ export function checkReduce(dev: Device, q: Qp, w: usize): u32 {
 
 /** The reduction block a QP's REDUCE runs on: its engine's, or for a host QP one chosen by its number. */
 export function reduceBlockOf(dev: Device, q: Qp, qpn: u32): u32 {
-  return q.owner == OWNER_HOST ? qpn % dev.engines : q.owner;
+  return q.owner == OWNER_HOST ? qpn % dev.cfg.engines : q.owner;
 }
 
 /** Computes a checked REDUCE (its WQE at `w`) into its destination. */
@@ -49,7 +50,7 @@ export function placeReduce(dev: Device, w: usize): void {
   const len = load<u32>(w + WQE_LENGTH);
   const nsrc = <u32>load<u8>(w + WQE_NSRC);
   for (let i: u32 = 0; i < nsrc; i++) {
-    store<u32>(dev.reduceSrcs + (<usize>i << 2), <u32>dmaPtr(dev, <u64>load<u32>(w + WQE_SRC_ADDR + i * WQE_SRC_ADDR_STRIDE), <u64>len));
+    store<u32>(nicOf(dev).reduceSrcs + (<usize>i << 2), <u32>dmaPtr(dev, <u64>load<u32>(w + WQE_SRC_ADDR + i * WQE_SRC_ADDR_STRIDE), <u64>len));
   }
-  reduceKernel(<u32>dmaPtr(dev, load<u64>(w + WQE_LADDR), <u64>len), dev.reduceSrcs, nsrc, len, load<u8>(w + WQE_REDOP), load<u8>(w + WQE_DTYPE));
+  reduceKernel(<u32>dmaPtr(dev, load<u64>(w + WQE_LADDR), <u64>len), nicOf(dev).reduceSrcs, nsrc, len, load<u8>(w + WQE_REDOP), load<u8>(w + WQE_DTYPE));
 }

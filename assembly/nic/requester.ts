@@ -12,6 +12,7 @@
 // engine's reduction block and COPY (local-ops.ts) — run the same phases with no responder.
 // Placement happens at Done: nothing of a request is visible before it completes.
 
+import { nicOf } from "./state";
 import { Device, statAdd, tracePoint } from "../core/device";
 import { Qp, qpAt, qpWqe, sqSlot, mrCheck, NOT_ARMED } from "./verbs";
 import { dmaPtr, dmaIsHbm, dmaIsHost, dmaIsSram, sramDmaPs } from "../mem/dma";
@@ -70,8 +71,8 @@ export function kick(dev: Device, qpn: u32, t: u64): void {
   }
   q.busy = 1;
   q.gen++;
-  q.retriesLeft = <u32>dev.transportRetries;
-  q.rnrLeft = <u32>dev.rnrRetries;
+  q.retriesLeft = <u32>dev.cfg.transportRetries;
+  q.rnrLeft = <u32>dev.cfg.rnrRetries;
   memory.copy(qpWqe(dev, qpn), sqSlot(dev, q, q.sqCi), WQE_SIZE);
   statAdd(dev, STAT_NIC_WQES, 1);
   tracePoint(dev, t, TP_NIC_WQE_START, 0xffff, qpn);
@@ -81,7 +82,7 @@ export function kick(dev: Device, qpn: u32, t: u64): void {
 /** Ends the request early with an error status, after the decode latency. */
 function fail(dev: Device, q: Qp, qpn: u32, t: u64, status: u32): void {
   q.status = status;
-  phaseAt(dev, q, qpn, NicPhase.Tail, t + dev.nicWqeLatencyPs);
+  phaseAt(dev, q, qpn, NicPhase.Tail, t + dev.cfg.nicWqeLatencyPs);
 }
 
 /** The destination did not answer: wait for the transport timer, or fail when retries are exhausted. */
@@ -89,7 +90,7 @@ function noAnswer(dev: Device, q: Qp, qpn: u32, t: u64): void {
   if (q.retriesLeft == 0) { fail(dev, q, qpn, t, STATUS_RETRY_EXC_ERR); return; }
   q.retriesLeft--;
   statAdd(dev, STAT_NIC_TRANSPORT_RETRIES, 1);
-  phaseAt(dev, q, qpn, NicPhase.Wait, t + dev.transportTimeoutPs);
+  phaseAt(dev, q, qpn, NicPhase.Wait, t + dev.cfg.transportTimeoutPs);
 }
 
 /** The responder had no receive posted: wait for the RNR timer, or fail when retries are exhausted. */
@@ -97,7 +98,7 @@ function notReady(dev: Device, q: Qp, qpn: u32, t: u64): void {
   if (q.rnrLeft == 0) { fail(dev, q, qpn, t, STATUS_RNR_RETRY_EXC_ERR); return; }
   q.rnrLeft--;
   statAdd(dev, STAT_NIC_RNR_RETRIES, 1);
-  phaseAt(dev, q, qpn, NicPhase.Wait, t + dev.rnrTimerPs);
+  phaseAt(dev, q, qpn, NicPhase.Wait, t + dev.cfg.rnrTimerPs);
 }
 
 /** Is a Nak's status the receiver-not-ready answer? */
@@ -116,7 +117,7 @@ function checkLocal(dev: Device, q: Qp, w: usize): u32 {
 
 /** Sends the request's packet of `kind` to its destination; true with the answer in packetIn. */
 function sendPacket(dev: Device, q: Qp, qpn: u32, w: usize, kind: PacketKind, t: u64): bool {
-  const p = packetOut(dev.packets);
+  const p = packetOut(nicOf(dev).packets);
   p.kind = kind;
   p.op = <u32>load<u8>(w + WQE_OPCODE);
   p.srcQpn = qpn;
@@ -126,7 +127,7 @@ function sendPacket(dev: Device, q: Qp, qpn: u32, w: usize, kind: PacketKind, t:
   p.length = load<u32>(w + WQE_LENGTH);
   p.imm = load<u32>(w + WQE_IMM);
   p.payload = load<u64>(w + WQE_LADDR);
-  return wireRequest(dev, p, t, packetIn(dev.packets));
+  return wireRequest(dev, p, t, packetIn(nicOf(dev).packets));
 }
 
 /** Checks a request, asks its destination, then starts its Head phase. */
@@ -154,7 +155,7 @@ function attempt(dev: Device, qpn: u32, t: u64): void {
     const status = checkLocal(dev, q, w);
     if (status != STATUS_SUCCESS) { fail(dev, q, qpn, t, status); return; }
     if (!sendPacket(dev, q, qpn, w, PacketKind.ReqFirst, t)) { noAnswer(dev, q, qpn, t); return; }
-    const a = packetIn(dev.packets);
+    const a = packetIn(nicOf(dev).packets);
     if (isRnr(a)) { notReady(dev, q, qpn, t); return; }
     if (a.kind == PacketKind.Nak) { fail(dev, q, qpn, t, a.status); return; }
     if (op == OPCODE_RDMA_READ) { src = dst; dst = load<u64>(w + WQE_LADDR); }
@@ -163,10 +164,10 @@ function attempt(dev: Device, qpn: u32, t: u64): void {
 
   // timing: read the source, stream the HBM side, write a host destination; an engine SRAM
   // side moves at the NIC's DMA rate after its own short latency
-  let head = t + dev.nicWqeLatencyPs;
+  let head = t + dev.cfg.nicWqeLatencyPs;
   if (len > 0 && dmaIsHost(dev, src, len)) head = pcieRead(dev, head, len);
-  else if (dmaIsSram(dev, src, len)) head += dev.nicSramLatencyPs + sramDmaPs(dev, len);
-  else head += dev.hbmLatencyPs;
+  else if (dmaIsSram(dev, src, len)) head += dev.cfg.nicSramLatencyPs + sramDmaPs(dev, len);
+  else head += dev.cfg.hbmLatencyPs;
   let hbmBytes: u64 = 0;
   if (dmaIsHbm(dev, src, len)) hbmBytes += len;
   if (dmaIsHbm(dev, dst, len)) hbmBytes += len;
@@ -182,7 +183,7 @@ function attemptReduce(dev: Device, q: Qp, qpn: u32, w: usize, t: u64): void {
   if (status != STATUS_SUCCESS) { fail(dev, q, qpn, t, status); return; }
   const len = <u64>load<u32>(w + WQE_LENGTH);
   const block = reduceBlockOf(dev, q, qpn);
-  const busy = dev.blocks + (<usize>block << 2);
+  const busy = nicOf(dev).blocks + (<usize>block << 2);
   if (load<u32>(busy) != 0) {
     q.waitBlock = block; // woken when the block frees
     q.phase = NicPhase.Wait;
@@ -194,13 +195,13 @@ function attemptReduce(dev: Device, q: Qp, qpn: u32, w: usize, t: u64): void {
   q.reqBlock = block;
   q.reqLen = len;
   q.reqBytes = <u64>(<u32>load<u8>(w + WQE_NSRC) + 1) * len; // K sources read, one destination written
-  phaseAt(dev, q, qpn, NicPhase.Head, t + dev.nicWqeLatencyPs + dev.reduceSetupPs + dev.hbmLatencyPs);
+  phaseAt(dev, q, qpn, NicPhase.Head, t + dev.cfg.nicWqeLatencyPs + dev.cfg.reduceSetupPs + dev.cfg.hbmLatencyPs);
 }
 
 /** The NicPhase event: the request of `qpn` has finished its current phase at `t`. */
 export function nicPhase(dev: Device, qpn: u32, genWord: u32, t: u64): void {
   // a flow that ended freed a slot of the flow table, even when its request was abandoned
-  if ((genWord & FLOW_ENDED) != 0 && dev.flowWaiters > 0) wakeFlowWaiter(dev, t);
+  if ((genWord & FLOW_ENDED) != 0 && nicOf(dev).flowWaiters > 0) wakeFlowWaiter(dev, t);
   const q = qpAt(dev, qpn);
   if (!q.valid || !q.busy || (q.gen & ~FLOW_ENDED) != (genWord & ~FLOW_ENDED)) return;
   switch (q.phase) {
@@ -216,12 +217,12 @@ export function nicPhase(dev: Device, qpn: u32, genWord: u32, t: u64): void {
 /** Streams the request's HBM bytes, or goes straight to the tail when it has none. */
 function startFlow(dev: Device, q: Qp, qpn: u32, t: u64): void {
   if (q.status != STATUS_SUCCESS || q.reqBytes == 0) { tail(dev, q, qpn, t); return; }
-  let peak = dev.nicDmaBytesPerPs;
+  let peak = nicOf(dev).nicDmaBytesPerPs;
   let cls = FlowClass.Nic;
   if (q.reqFlags & REQ_REDUCE) {
     // sources stream at reduceBytesPerCycle; the destination write rides along
     const nsrc = <f64>load<u8>(qpWqe(dev, qpn) + WQE_NSRC);
-    peak = dev.reduceBytesPerPs * (nsrc + 1) / nsrc;
+    peak = nicOf(dev).reduceBytesPerPs * (nsrc + 1) / nsrc;
     cls = FlowClass.Reduce;
   }
   q.phase = NicPhase.Flow;
@@ -230,19 +231,19 @@ function startFlow(dev: Device, q: Qp, qpn: u32, t: u64): void {
     statAdd(dev, STAT_HBM_FLOW_FULL, 1);
     q.phase = NicPhase.Head;
     q.waitFlow = 1;
-    dev.flowWaiters++;
+    nicOf(dev).flowWaiters++;
   }
 }
 
 /** Restarts one request waiting for a flow slot, taking QPs round robin from the last woken. */
 function wakeFlowWaiter(dev: Device, t: u64): void {
-  for (let k: u32 = 1; k <= dev.maxQps; k++) {
-    const qpn = (dev.flowWaitNext + k) % dev.maxQps;
+  for (let k: u32 = 1; k <= dev.cfg.maxQps; k++) {
+    const qpn = (nicOf(dev).flowWaitNext + k) % dev.cfg.maxQps;
     const q = qpAt(dev, qpn);
     if (!q.waitFlow) continue;
     q.waitFlow = 0;
-    dev.flowWaiters--;
-    dev.flowWaitNext = qpn;
+    nicOf(dev).flowWaiters--;
+    nicOf(dev).flowWaitNext = qpn;
     startFlow(dev, q, qpn, t);
     return;
   }
@@ -252,13 +253,13 @@ function wakeFlowWaiter(dev: Device, t: u64): void {
 function stopWaitingFlow(dev: Device, q: Qp): void {
   if (!q.waitFlow) return;
   q.waitFlow = 0;
-  dev.flowWaiters--;
+  nicOf(dev).flowWaiters--;
 }
 
 function tail(dev: Device, q: Qp, qpn: u32, t: u64): void {
   let end = t;
   if (q.status == STATUS_SUCCESS && (q.reqFlags & REQ_DST_HOST)) end = pcieWrite(dev, PcieDir.Up, t, q.reqLen);
-  if (q.status == STATUS_SUCCESS && (q.reqFlags & REQ_DST_SRAM)) end = t + dev.nicSramLatencyPs + sramDmaPs(dev, q.reqLen);
+  if (q.status == STATUS_SUCCESS && (q.reqFlags & REQ_DST_SRAM)) end = t + dev.cfg.nicSramLatencyPs + sramDmaPs(dev, q.reqLen);
   phaseAt(dev, q, qpn, NicPhase.Done, cqeVisible(dev, q.sendCq, end));
 }
 
@@ -281,7 +282,7 @@ function finishTransfer(dev: Device, q: Qp, qpn: u32, w: usize, t: u64): bool {
   q.status = checkLocal(dev, q, w);
   if (q.status != STATUS_SUCCESS) return true;
   if (!sendPacket(dev, q, qpn, w, PacketKind.ReqLast, t)) { q.status = STATUS_RETRY_EXC_ERR; return true; }
-  const a = packetIn(dev.packets);
+  const a = packetIn(nicOf(dev).packets);
   if (isRnr(a)) { notReady(dev, q, qpn, t); return false; }
   if (a.kind == PacketKind.Nak) q.status = a.status;
   else if (a.kind == PacketKind.ReadResponse && len > 0) memory.copy(dmaPtr(dev, load<u64>(w + WQE_LADDR), len), dmaPtr(dev, a.payload, len), <usize>len);
@@ -345,8 +346,8 @@ export function abandonRequest(dev: Device, qpn: u32, t: u64): void {
 
 /** Frees a reduction block and restarts the first QP (in QP order) waiting for it. */
 function releaseBlock(dev: Device, block: u32, t: u64): void {
-  store<u32>(dev.blocks + (<usize>block << 2), 0);
-  for (let i: u32 = 0; i < dev.maxQps; i++) {
+  store<u32>(nicOf(dev).blocks + (<usize>block << 2), 0);
+  for (let i: u32 = 0; i < dev.cfg.maxQps; i++) {
     const q = qpAt(dev, i);
     if (q.valid && q.busy && q.waitBlock == block) {
       q.waitBlock = NOT_ARMED;

@@ -35,7 +35,7 @@ import {
  */
 export function respond(dev: Device, p: Packet, t: u64, a: Packet): bool {
   const qpn = p.destQpn;
-  if (qpn >= dev.maxQps) return false;
+  if (qpn >= dev.cfg.maxQps) return false;
   const d = qpAt(dev, qpn);
   if (!d.valid || (d.state != QP_STATE_RTR && d.state != QP_STATE_RTS)) return false;
   const op = p.op;

@@ -21,11 +21,11 @@ export const E_ARGUMENT: i32 = CMD_ERR_ARGUMENT;
 
 export function qpCreate(dev: Device, pd: u32, sendCq: u32, recvCq: u32, sqBase: u64, sqDepth: u32, rqBase: u64, rqDepth: u32, owner: u32, sigAll: u32): i32 {
   if (!pdValid(dev, pd)) return E_NO_OBJECT;
-  if (sendCq >= dev.maxCqs || !cqAt(dev, sendCq).valid || recvCq >= dev.maxCqs || !cqAt(dev, recvCq).valid) return E_NO_OBJECT;
+  if (sendCq >= dev.cfg.maxCqs || !cqAt(dev, sendCq).valid || recvCq >= dev.cfg.maxCqs || !cqAt(dev, recvCq).valid) return E_NO_OBJECT;
   if (sqDepth == 0 || sqDepth > MAX_QUEUE_DEPTH || rqDepth == 0 || rqDepth > MAX_QUEUE_DEPTH) return E_ARGUMENT;
-  if (owner != OWNER_HOST && owner >= dev.engines) return E_ARGUMENT;
+  if (owner != OWNER_HOST && owner >= dev.cfg.engines) return E_ARGUMENT;
   if (dmaPtr(dev, sqBase, <u64>sqDepth * WQE_SIZE) == 0 || dmaPtr(dev, rqBase, <u64>rqDepth * WQE_SIZE) == 0) return E_ARGUMENT;
-  for (let i: u32 = 0; i < dev.maxQps; i++) {
+  for (let i: u32 = 0; i < dev.cfg.maxQps; i++) {
     const q = qpAt(dev, i);
     if (q.valid) continue;
     memory.fill(changetype<usize>(q), 0, offsetof<Qp>());
@@ -47,7 +47,7 @@ export function qpCreate(dev: Device, pd: u32, sendCq: u32, recvCq: u32, sqBase:
 }
 
 export function qpModify(dev: Device, qpn: u32, state: u32, destQpn: u32): i32 {
-  if (qpn >= dev.maxQps || !qpAt(dev, qpn).valid) return E_NO_OBJECT;
+  if (qpn >= dev.cfg.maxQps || !qpAt(dev, qpn).valid) return E_NO_OBJECT;
   const q = qpAt(dev, qpn);
   const from = q.state;
   const t = dev.now;
@@ -63,7 +63,7 @@ export function qpModify(dev: Device, qpn: u32, state: u32, destQpn: u32): i32 {
     || (from == QP_STATE_RTR && state == QP_STATE_RTS) || (from == state && from != QP_STATE_ERR);
   if (!ok) return E_TRANSITION;
   if (state == QP_STATE_RTR) {
-    if (destQpn >= dev.maxQps) return E_ARGUMENT;
+    if (destQpn >= dev.cfg.maxQps) return E_ARGUMENT;
     q.destQpn = destQpn;
   }
   q.state = state;
@@ -73,7 +73,7 @@ export function qpModify(dev: Device, qpn: u32, state: u32, destQpn: u32): i32 {
 
 /** Destroys a QP; a request still in flight completes with WR_FLUSH_ERR first, so every posted entry completes once. */
 export function qpDestroy(dev: Device, qpn: u32): i32 {
-  if (qpn >= dev.maxQps || !qpAt(dev, qpn).valid) return E_NO_OBJECT;
+  if (qpn >= dev.cfg.maxQps || !qpAt(dev, qpn).valid) return E_NO_OBJECT;
   const q = qpAt(dev, qpn);
   const t = dev.now;
   dbqDeliverFor(dev, qpn, t);
@@ -84,8 +84,8 @@ export function qpDestroy(dev: Device, qpn: u32): i32 {
 }
 
 export function cqDestroy(dev: Device, cqn: u32): i32 {
-  if (cqn >= dev.maxCqs || !cqAt(dev, cqn).valid) return E_NO_OBJECT;
-  for (let i: u32 = 0; i < dev.maxQps; i++) {
+  if (cqn >= dev.cfg.maxCqs || !cqAt(dev, cqn).valid) return E_NO_OBJECT;
+  for (let i: u32 = 0; i < dev.cfg.maxQps; i++) {
     const q = qpAt(dev, i);
     if (q.valid && (q.sendCq == cqn || q.recvCq == cqn)) return E_IN_USE;
   }

@@ -3,6 +3,7 @@
 // host and firmware hold; lookups check validity, generation and protection domain.
 // DMA addresses are mem/dma.ts.
 
+import { nicOf } from "./state";
 import { Device } from "../core/device";
 import { dmaPtr } from "../mem/dma";
 import { WQE_SIZE, CQE_SIZE, ACCESS_LOCAL_WRITE, ACCESS_REMOTE_WRITE, ACCESS_REMOTE_READ, OWNER_HOST, REMOTE_KEY_BIT, MAX_CQ_DEPTH } from "../generated/layouts";
@@ -71,9 +72,9 @@ export const RANGES: u32 = 8;
 // and the copy of the request being executed (WQE_SIZE bytes).
 export const QP_RANGE_BYTES: usize = <usize>RANGES * 16;
 
-@inline export function mrAt(dev: Device, i: u32): Mr { return changetype<Mr>(dev.mrs + <usize>i * MR_STRIDE); }
-@inline export function cqAt(dev: Device, i: u32): Cq { return changetype<Cq>(dev.cqs + <usize>i * CQ_STRIDE); }
-@inline export function qpAt(dev: Device, i: u32): Qp { return changetype<Qp>(dev.qps + <usize>i * QP_STRIDE); }
+@inline export function mrAt(dev: Device, i: u32): Mr { return changetype<Mr>(nicOf(dev).mrs + <usize>i * MR_STRIDE); }
+@inline export function cqAt(dev: Device, i: u32): Cq { return changetype<Cq>(nicOf(dev).cqs + <usize>i * CQ_STRIDE); }
+@inline export function qpAt(dev: Device, i: u32): Qp { return changetype<Qp>(nicOf(dev).qps + <usize>i * QP_STRIDE); }
 export const MR_STRIDE: usize = (offsetof<Mr>() + 7) & ~(<usize>7);
 export const CQ_STRIDE: usize = (offsetof<Cq>() + 7) & ~(<usize>7);
 export const QP_STRIDE: usize = (offsetof<Qp>() + 7) & ~(<usize>7);
@@ -88,8 +89,8 @@ export const QP_STRIDE: usize = (offsetof<Qp>() + 7) & ~(<usize>7);
   return dmaPtr(dev, q.rqBase + <u64>(i % q.rqDepth) * WQE_SIZE, WQE_SIZE);
 }
 
-@inline export function qpRanges(dev: Device, qpn: u32): usize { return dev.qpRanges + <usize>qpn * QP_RANGE_BYTES; }
-@inline export function qpWqe(dev: Device, qpn: u32): usize { return dev.qpWqes + <usize>qpn * WQE_SIZE; }
+@inline export function qpRanges(dev: Device, qpn: u32): usize { return nicOf(dev).qpRanges + <usize>qpn * QP_RANGE_BYTES; }
+@inline export function qpWqe(dev: Device, qpn: u32): usize { return nicOf(dev).qpWqes + <usize>qpn * WQE_SIZE; }
 
 // ---- protection domains
 
@@ -99,8 +100,8 @@ export const QP_STRIDE: usize = (offsetof<Qp>() + 7) & ~(<usize>7);
 
 /** Allocates a PD for `owner` (an engine or OWNER_HOST); -1 when none is free. */
 export function pdAlloc(dev: Device, owner: u32): i32 {
-  for (let i: u32 = 0; i < dev.maxPds; i++) {
-    const p = dev.pds + (<usize>i << 2);
+  for (let i: u32 = 0; i < dev.cfg.maxPds; i++) {
+    const p = nicOf(dev).pds + (<usize>i << 2);
     if (load<u32>(p) == 0) { store<u32>(p, owner + 1); return <i32>i; }
   }
   return -1;
@@ -109,19 +110,19 @@ export function pdAlloc(dev: Device, owner: u32): i32 {
 /** Frees a PD; false while a region or QP still uses it. */
 export function pdFree(dev: Device, pd: u32): bool {
   if (!pdValid(dev, pd)) return false;
-  for (let i: u32 = 0; i < dev.maxMrs; i++) if (mrAt(dev, i).valid && mrAt(dev, i).pd == pd) return false;
-  for (let i: u32 = 0; i < dev.maxQps; i++) if (qpAt(dev, i).valid && qpAt(dev, i).pd == pd) return false;
-  store<u32>(dev.pds + (<usize>pd << 2), 0);
+  for (let i: u32 = 0; i < dev.cfg.maxMrs; i++) if (mrAt(dev, i).valid && mrAt(dev, i).pd == pd) return false;
+  for (let i: u32 = 0; i < dev.cfg.maxQps; i++) if (qpAt(dev, i).valid && qpAt(dev, i).pd == pd) return false;
+  store<u32>(nicOf(dev).pds + (<usize>pd << 2), 0);
   return true;
 }
 
 @inline export function pdValid(dev: Device, pd: u32): bool {
-  return pd < dev.maxPds && load<u32>(dev.pds + (<usize>pd << 2)) != 0;
+  return pd < dev.cfg.maxPds && load<u32>(nicOf(dev).pds + (<usize>pd << 2)) != 0;
 }
 
 /** Is `pd` a PD of `owner`? */
 @inline export function pdOwnedBy(dev: Device, pd: u32, owner: u32): bool {
-  return pdValid(dev, pd) && load<u32>(dev.pds + (<usize>pd << 2)) == owner + 1;
+  return pdValid(dev, pd) && load<u32>(nicOf(dev).pds + (<usize>pd << 2)) == owner + 1;
 }
 
 // ---- memory regions: lkey = index << 8 | generation (1..255); rkey = lkey | REMOTE_KEY_BIT
@@ -130,7 +131,7 @@ export function pdFree(dev: Device, pd: u32): bool {
 export function mrReg(dev: Device, pd: u32, base: u64, length: u64, access: u32): u32 {
   if (!pdValid(dev, pd) || length == 0 || dmaPtr(dev, base, length) == 0) return 0;
   if (access & ~(ACCESS_LOCAL_WRITE | ACCESS_REMOTE_WRITE | ACCESS_REMOTE_READ)) return 0;
-  for (let i: u32 = 0; i < dev.maxMrs; i++) {
+  for (let i: u32 = 0; i < dev.cfg.maxMrs; i++) {
     const m = mrAt(dev, i);
     if (m.valid) continue;
     m.gen = m.gen % 255 + 1;
@@ -148,7 +149,7 @@ export function mrReg(dev: Device, pd: u32, base: u64, length: u64, access: u32)
 /** The region an lkey (or rkey) names, or null when it names none. */
 export function mrOf(dev: Device, key: u32): Mr | null {
   const i = (key & ~REMOTE_KEY_BIT) >> 8;
-  if (i >= dev.maxMrs) return null;
+  if (i >= dev.cfg.maxMrs) return null;
   const m = mrAt(dev, i);
   return m.valid && m.lkey == (key & ~REMOTE_KEY_BIT) ? m : null;
 }
@@ -169,7 +170,7 @@ export function mrCheck(dev: Device, key: u32, remote: bool, pd: u32, addr: u64,
   if (len == 0) return true;
   if (((key & REMOTE_KEY_BIT) != 0) != remote) return false;
   const i = (key & ~REMOTE_KEY_BIT) >> 8;
-  if (i >= dev.maxMrs) return false;
+  if (i >= dev.cfg.maxMrs) return false;
   const m = mrAt(dev, i);
   if (!m.valid || m.lkey != (key & ~REMOTE_KEY_BIT) || m.pd != pd) return false;
   if (addr < m.base || len > m.length || addr - m.base > m.length - len) return false;
@@ -180,7 +181,7 @@ export function mrCheck(dev: Device, key: u32, remote: bool, pd: u32, addr: u64,
 
 export function cqCreate(dev: Device, base: u64, depth: u32, owner: u32): i32 {
   if (depth == 0 || depth > MAX_CQ_DEPTH || dmaPtr(dev, base, <u64>depth * CQE_SIZE) == 0) return -1;
-  for (let i: u32 = 0; i < dev.maxCqs; i++) {
+  for (let i: u32 = 0; i < dev.cfg.maxCqs; i++) {
     const c = cqAt(dev, i);
     if (c.valid) continue;
     c.valid = 1;
@@ -198,7 +199,7 @@ export function cqCreate(dev: Device, base: u64, depth: u32, owner: u32): i32 {
 
 /** Consumer index from a 16-bit update: the entries before it may be reused. */
 export function cqSetCi(dev: Device, cqn: u32, ci16: u32): void {
-  if (cqn >= dev.maxCqs) return;
+  if (cqn >= dev.cfg.maxCqs) return;
   const c = cqAt(dev, cqn);
   if (!c.valid) return;
   const ci = c.ci + ((ci16 - c.ci) & 0xffff);
