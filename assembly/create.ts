@@ -7,7 +7,7 @@ import { Device, Config, EVENT_BYTES, TRACE_BYTES } from "./core/device";
 import { Rng, rngSeed } from "./core/rng";
 import { enginesBytes, enginesInit } from "./engine/engines";
 import { Memories, MEMORIES_BYTES } from "./mem/dma";
-import { hbmModelBytes, hbmModelInit } from "./mem/hbm";
+import { hbmModelBytes, hbmModelInit, FLOW_SLOTS } from "./mem/hbm";
 import { PCIE_BYTES } from "./mem/pcie";
 import { nicBytes, nicInit } from "./nic/layout";
 import { configLoad, STAT_COUNT } from "./generated/layouts";
@@ -15,6 +15,15 @@ import { BLOCK_MAXSIZE } from "rt/common";
 
 @inline function align16(n: usize): usize {
   return (n + 15) & ~(<usize>15);
+}
+
+/**
+ * Events that can be pending at once (ARCHITECTURE.md, event loop): a timer per engine, a
+ * doorbell arrival per ringer (engines and the host), a phase or kick per QP, a completion
+ * per HBM flow slot, the HBM tick; with a margin.
+ */
+export function eventBound(c: Config): u32 {
+  return 2 * (c.engines + 1) + c.maxQps + FLOW_SLOTS + 1 + 16;
 }
 
 /**
@@ -27,7 +36,7 @@ export function createDevice(cfgIn: usize): Device {
   const c = changetype<Config>(heap.alloc(offsetof<Config>()));
   configLoad(c, cfgIn);
   const n = <usize>c.engines;
-  const evCap = <usize>c.eventCapacity;
+  const evCap = <usize>(c.eventCapacity != 0 ? c.eventCapacity : eventBound(c));
 
   // offsets within the arena, each block 16-byte aligned (the memories 64-byte aligned)
   let off: usize = align16(offsetof<Device>());

@@ -6,7 +6,7 @@ import { Device, TRACE_BYTES } from "./core/device";
 import { memOf } from "./mem/dma";
 import { createDevice } from "./create";
 import { hartAt } from "./engine/engines";
-import { step as stepDevice, startEngine as start, mailboxPush, mailboxPop } from "./run";
+import { nextActivity, step as stepDevice, startEngine as start, mailboxPush, mailboxPop } from "./run";
 import { rngNext, rngSeed, Rng } from "./core/rng";
 import { fifoPop } from "./core/fifo";
 import { reduceKernel as reduce } from "./mem/reduce";
@@ -35,8 +35,19 @@ export function create(cfg: usize): usize {
   return changetype<usize>(createDevice(cfg));
 }
 
-export function step(dev: usize, untilPs: u64): u64 {
-  return stepDevice(changetype<Device>(dev), untilPs);
+/** Advances device `dev` to `untilPs` (see run.ts; flags: STEP_STOP_WHEN_QUIESCENT = 1). */
+export function step(dev: usize, untilPs: u64, flags: u32): u64 {
+  return stepDevice(changetype<Device>(dev), untilPs, flags);
+}
+
+/** When something next happens in the device (ps): its time while an engine runs; u64 max when nothing ever will. */
+export function nextActivityPs(dev: usize): u64 {
+  return nextActivity(changetype<Device>(dev));
+}
+
+/** 0, or why the device failed and runs no more (FATAL_* in layouts/device.json: 1 the event queue overflowed). */
+export function fatal(dev: usize): u32 {
+  return changetype<Device>(dev).fatal;
 }
 
 export function now(dev: usize): u64 {

@@ -19,7 +19,7 @@ import { nicPhase, kick } from "./nic/requester";
 import { dbqArrive } from "./nic/doorbells";
 import { qpAt } from "./nic/verbs";
 import {
-  STAT_SCHED_EVENTS, STAT_SCHED_WINDOWS, STAT_ENGINE_WAKEUPS, STAT_MBOX_IN_OVERFLOW, TP_ENGINE_WAKE, TP_ENGINE_START,
+  STEP_STOP_WHEN_QUIESCENT, STAT_SCHED_EVENTS, STAT_SCHED_WINDOWS, STAT_ENGINE_WAKEUPS, STAT_MBOX_IN_OVERFLOW, TP_ENGINE_WAKE, TP_ENGINE_START,
 } from "./generated/layouts";
 
 /** Runs one engine until its cycle count reaches `limit`, it sleeps, exits or faults. */
@@ -77,22 +77,27 @@ function hostShouldDrain(dev: Device): bool {
 
 
 /**
- * Advances the device until `until` (whole windows: the time returned may pass it), until a
- * ring needs draining, or until nothing can happen before `until`. Returns the device time.
+ * Advances the device to exactly `until`: the last window is cut there, and an idle device's
+ * clock moves there too. Returns the device time, which is earlier only when a ring needs
+ * draining, when the device has failed (Device.fatal), or, with STEP_STOP_WHEN_QUIESCENT, when
+ * nothing can ever happen again (the clock then stays where the last thing happened).
+ * An engine runs every instruction that starts before a window's end, so its own clock may
+ * pass the end by less than one instruction's cost.
  */
-export function step(dev: Device, until: u64): u64 {
+export function step(dev: Device, until: u64, flags: u32): u64 {
   const q = dev.cfg.interleaveQuantumPs;
-  while (dev.now < until) {
+  while (dev.now < until && dev.fatal == 0) {
     runEvents(dev);
+    if (dev.fatal != 0) break;
     const tNext = nextEventTime(dev);
     if (countInState(dev, EngineState.Running) == 0) {
-      // nothing can ever happen again: stop the clock where the last engine stopped
-      if (tNext == NEVER && countInState(dev, EngineState.Sleeping) == 0) break;
+      const quiescent = tNext == NEVER && countInState(dev, EngineState.Sleeping) == 0;
+      if (quiescent && (flags & STEP_STOP_WHEN_QUIESCENT) != 0) break;
       dev.now = tNext < until ? tNext : until;
       continue;
     }
     const grid = (dev.now / q + 1) * q;
-    const end = minU64(grid, tNext);
+    const end = minU64(minU64(grid, tNext), until);
     const limit = cyclesCeil(end, dev.cfg.engineClockKhz);
     for (let i: u32 = 0; i < dev.cfg.engines; i++) {
       const h = hartAt(dev, i);
@@ -103,6 +108,12 @@ export function step(dev: Device, until: u64): u64 {
     if (hostShouldDrain(dev)) break;
   }
   return dev.now;
+}
+
+/** When something next happens in the device: now while an engine runs, else its next event (NEVER: nothing ever will). */
+export function nextActivity(dev: Device): u64 {
+  if (countInState(dev, EngineState.Running) != 0) return dev.now;
+  return nextEventTime(dev);
 }
 
 /** Starts engine `i` at `pc` at the current device time. */

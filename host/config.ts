@@ -40,20 +40,10 @@ export function resolveConfig(partial: unknown, path = "config"): Map<string, bi
     if (f.multipleOf && v % BigInt(f.multipleOf) !== 0n) throw new ConfigError(at, `must be a multiple of ${f.multipleOf}, got ${v}`);
     out.set(key, v);
   }
-  // the event queue holds, besides short-lived events, one phase and one retry event per QP,
-  // a timer per engine and one doorbell event per ringer: it must never refuse one of those
-  const events = eventsNeeded(out);
-  if (out.get("eventCapacity")! < events) {
-    throw new ConfigError(`${path}.eventCapacity`, `must be at least 2 x maxQps + 2 x (engines + 1) + 64 = ${events} for this config, got ${out.get("eventCapacity")}`);
-  }
   // the memories alone must fit in the arena; whether the tables beside them do is the
-  // core's answer (Device.create), so the layout is written down once, in assembly/device.ts
+  // core's answer (Device.create), so the layout is written down once, in assembly/create.ts
   if (memoryBytes(out) > ARENA_LIMIT_BYTES) throw arenaTooLarge(out, path);
   return out;
-}
-
-function eventsNeeded(cfg: Map<string, bigint>): bigint {
-  return 2n * cfg.get("maxQps")! + 2n * (cfg.get("engines")! + 1n) + 64n;
 }
 
 function memoryBytes(cfg: Map<string, bigint>): bigint {

@@ -7,7 +7,7 @@ import { resolveConfig, packConfig, arenaTooLarge } from "./config.js";
 import { parseElf, checkImage, placeSegment, type ElfImage } from "./elf.js";
 import { EngineConsole } from "./console.js";
 import { writeSnapshot, readSnapshot, SnapshotError } from "./snapshot.js";
-import { REGIONS, STAT_NAMES, TRACE_POINTS, LAYOUT_HASH, ENGINE_STATE, FLOW_CLASS, TRACE_RECORD } from "./generated/layouts.js";
+import { REGIONS, STAT_NAMES, TRACE_POINTS, LAYOUT_HASH, ENGINE_STATE, FLOW_CLASS, TRACE_RECORD, FATAL, STEP } from "./generated/layouts.js";
 
 export { SnapshotError } from "./snapshot.js";
 
@@ -55,6 +55,18 @@ const CONSOLE_KEEP_BYTES = 1024 * 1024;
 function checkInt(name: string, v: number, lo: number, hi: number): number {
   if (!Number.isInteger(v) || v < lo || v > hi) throw new RangeError(`${name} must be an integer in [${lo}, ${hi}], got ${v}`);
   return v;
+}
+
+/** The core's "nothing will ever happen": u64 max. */
+const NEVER_PS = (1n << 64n) - 1n;
+
+/** The device failed inside the core and runs no more (FATAL in layouts/device.json). */
+export class DeviceFailedError extends Error {
+  constructor(readonly code: number, readonly atPs: bigint) {
+    const why = Object.entries(FATAL).find(([, v]) => v === code)?.[0] ?? `code ${code}`;
+    super(`the device failed at ${atPs} ps: ${why === "EVENT_OVERFLOW" ? "its event queue overflowed (an event was lost; sched.overflow counts it)" : why}`);
+    this.name = "DeviceFailedError";
+  }
 }
 
 export class Device {
@@ -148,31 +160,36 @@ export class Device {
     return checkInt("engine", i, 0, this.engines - 1);
   }
 
-  /** One call into the core (whole windows up to `untilPs` or until a ring wants draining), then drain. */
-  step(untilPs: bigint): bigint {
-    const t = this.core.step(this.handle, untilPs);
+  /**
+   * One call into the core: time advances to exactly `untilPs` (earlier only when a ring wants
+   * draining, or with STEP.STOP_WHEN_QUIESCENT once nothing can ever happen again), then the
+   * rings are drained. Throws DeviceFailedError if the device failed.
+   */
+  step(untilPs: bigint, flags = 0): bigint {
+    const t = this.core.step(this.handle, untilPs, flags);
     this.drain();
+    const why = this.core.fatal(this.handle);
+    if (why !== FATAL.NONE) throw new DeviceFailedError(why, t);
     return t;
   }
 
-  /** Runs until `untilPs` or until no engine is running or asleep. Returns the device time. */
+  /** When something next happens in the device (ps): now while an engine runs; null when nothing ever will. */
+  get nextActivityPs(): bigint | null {
+    const t = BigInt.asUintN(64, this.core.nextActivityPs(this.handle));
+    return t === NEVER_PS ? null : t;
+  }
+
+  /** Runs until `untilPs` or until no engine is running or asleep and nothing else is pending. Returns the device time. */
   run(untilPs: bigint): bigint {
     let t = this.nowPs;
-    while (t < untilPs && !this.allStopped()) t = this.step(untilPs);
+    while (t < untilPs && !this.allStopped()) t = this.step(untilPs, STEP.STOP_WHEN_QUIESCENT);
     return t;
   }
 
-  /**
-   * Advances time to `untilPs` whatever the engines do (NIC work runs without them), or until
-   * nothing is left to happen. Returns the device time.
-   */
+  /** Advances time to exactly `untilPs` whatever the engines do (NIC work runs without them). Returns the device time. */
   advance(untilPs: bigint): bigint {
     let t = this.nowPs;
-    while (t < untilPs) {
-      const next = this.step(untilPs);
-      if (next === t) break; // a step that cannot advance means nothing is left to happen
-      t = next;
-    }
+    while (t < untilPs) t = this.step(untilPs);
     return t;
   }
 

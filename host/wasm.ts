@@ -7,7 +7,9 @@ export interface MenicExports {
   configAlloc(): number;
   scratchAlloc(bytes: number): number;
   create(cfg: number): number;
-  step(dev: number, untilPs: bigint): bigint;
+  step(dev: number, untilPs: bigint, flags: number): bigint;
+  nextActivityPs(dev: number): bigint;
+  fatal(dev: number): number;
   now(dev: number): bigint;
   arenaBase(dev: number): number;
   arenaBytes(dev: number): number;
@@ -76,7 +78,9 @@ export const EXPORT_SIGNATURES: { readonly [K in ExportName]: Signature<MenicExp
   configAlloc: [[], "i32"],
   scratchAlloc: [["i32"], "i32"],
   create: [["i32"], "i32"],
-  step: [["i32", "i64"], "i64"],
+  step: [["i32", "i64", "i32"], "i64"],
+  nextActivityPs: [["i32"], "i64"],
+  fatal: [["i32"], "i32"],
   now: [["i32"], "i64"],
   arenaBase: [["i32"], "i32"],
   arenaBytes: [["i32"], "i32"],

@@ -156,7 +156,8 @@ describe("determinism and save/restore", () => {
     const endState = whole.save();
 
     const first = await raceDevice();
-    first.run(777_777n); // stop mid-run, between windows
+    // stop mid-run on a grid line (a multiple of the 50 ns quantum): windows end there anyway
+    expect(first.run(750_000n)).toBe(750_000n);
     const snap = first.save();
     const second = await Device.restore(coreModule(), snap);
     second.run(1_000_000_000n);
@@ -164,6 +165,23 @@ describe("determinism and save/restore", () => {
     // the console text printed after the restore is the tail of the uninterrupted run's text
     for (let e = 0; e < 16; e++) expect(whole.console(e).endsWith(second.console(e))).toBe(true);
     expect(Array.from(whole.readHbm(0, 4))).toEqual([0x00, 0x7d, 0x00, 0x00]); // 32000 increments
+  });
+
+  it("stops exactly where asked, mid-window, the same way on every run", async () => {
+    // 777_777 ps is not on the 50 ns grid: the window is cut there, and each engine's clock
+    // passes it by less than one instruction (at most an HBM amoadd: 150 cycles at 1.37 GHz)
+    const runs = await Promise.all([raceDevice(), raceDevice()]);
+    const psOfCycles = (c: number) => (c * 1e9) / 1_370_000;
+    for (const dev of runs) {
+      expect(dev.run(777_777n)).toBe(777_777n);
+      for (let e = 0; e < 16; e++) {
+        const ps = psOfCycles(dev.engine(e).cycles);
+        expect(ps).toBeGreaterThanOrEqual(777_777);
+        expect(ps).toBeLessThan(777_777 + psOfCycles(150));
+      }
+      dev.run(1_000_000_000n);
+    }
+    expect(Buffer.compare(runs[0]!.save(), runs[1]!.save())).toBe(0);
   });
 
   it("produces the same trace bytes on every run", async () => {
@@ -243,5 +261,38 @@ describe("console lines", () => {
     dev.run(1_000_000_000n);
     expect(lines).toEqual(["\u00e9"]);
     expect(dev.console(0)).toBe("\u00e9\n");
+  });
+});
+
+describe("time a cluster can drive", () => {
+  it("moves an idle device's clock to exactly where it is asked", async () => {
+    const dev = await Device.create(coreModule(), { engines: 2 });
+    expect(dev.nextActivityPs).toBeNull(); // nothing will ever happen
+    expect(dev.advance(5_000_123n)).toBe(5_000_123n);
+    expect(dev.nowPs).toBe(5_000_123n);
+    expect(dev.advance(7_000_000n)).toBe(7_000_000n);
+  });
+
+  it("says when something next happens: now while an engine runs, its timer while it sleeps", async () => {
+    // engine 0 sets mtimecmp to 2000 cycles, enables the timer and sleeps in wfi
+    const dev = await Device.create(coreModule(), { engines: 1, engineClockKhz: 1_000_000 });
+    dev.start(dev.loadElf(programElf(`
+      li t0, ${MTIMECMP}
+      li t1, 2000
+      sw t1, 0(t0)
+      sw zero, 4(t0)
+      li t1, 0x80
+      csrw mie, t1
+      wfi
+      li t0, ${EXIT}
+      sw zero, 0(t0)
+    `)).entry);
+    expect(dev.nextActivityPs).toBe(0n); // running
+    dev.advance(1_000_000n); // 1 us: asleep, timer at 2000 cycles = 2 us
+    expect(dev.engine(0).state).toBe("sleeping");
+    expect(dev.nextActivityPs).toBe(2_000_000n);
+    dev.advance(3_000_000n);
+    expect(dev.engine(0).state).toBe("exited");
+    expect(dev.nextActivityPs).toBeNull();
   });
 });

@@ -3,6 +3,7 @@
 // never lost on their way; engines act only on their own objects.
 import { describe, it, expect } from "vitest";
 import { Context, VerbsError, encodeWqe, type Cq, type Pd, type Wc } from "../host/verbs.js";
+import { DeviceFailedError } from "../host/device.js";
 import { coreModule } from "../host/platform/node.js";
 import { programElf } from "./helpers/rv.js";
 import { MMIO, CMD, CMD_ERR, WQE } from "../host/generated/layouts.js";
@@ -230,6 +231,27 @@ async function hbmWriters(n: number, config: Record<string, number>) {
   qps.forEach((qp, i) => ctx.postSend(qp, [{ wrId: i, opcode: "RDMA_WRITE", signaled: true, localAddr: src, length: 1 << 16, lkey: smr.lkey, remoteAddr: dst, rkey: dmr.rkey }], { doorbell: "express" }));
   return { ctx, cq, qps };
 }
+
+describe("an event queue that overflows", () => {
+  it("fails the run loudly: counted, the device stops, the host throws", async () => {
+    // 8 WRITEs start together and each has a phase pending: an override of 4 events is too few
+    // (the default sizes the queue from the tables: never too few)
+    const { ctx, cq } = await hbmWriters(8, { maxQps: 8, maxCqs: 2, eventCapacity: 4 });
+    expect(() => ctx.run(ctx.nowPs + 100_000_000n)).toThrow(DeviceFailedError);
+    expect(() => ctx.run(ctx.nowPs + 100_000_000n)).toThrow(/event queue overflowed/);
+    const stuckAt = ctx.nowPs;
+    expect(ctx.device.stats()["sched.overflow"]).toBe(1);
+    expect(() => ctx.run(stuckAt + 100_000_000n)).toThrow(DeviceFailedError);
+    expect(ctx.nowPs).toBe(stuckAt); // it runs no more
+    expect(ctx.pollCq(cq, 16).length).toBeLessThan(8);
+  });
+
+  it("is sized from the tables: 700 WRITEs at once on 1024 QPs never overflow it", async () => {
+    const { ctx, cq } = await hbmWriters(700, { maxQps: 1024, maxCqs: 4 });
+    expect(settle(ctx, cq).length).toBe(700);
+    expect(ctx.device.stats()["sched.overflow"]).toBe(0);
+  });
+});
 
 describe("the HBM flow table", () => {
   it("requests beyond its 512 slots wait for a flow to end instead of polling", async () => {

@@ -3,7 +3,7 @@
 // It holds no instruction or protocol logic, and imports no block: the arena is laid out by
 // create.ts, engines execute in engine/, the event queue is core/sched.ts.
 
-import { Config, STAT_TRACE_DROPPED, TRACE_RECORD_SIZE, TRACE_RECORD_TIME_PS, TRACE_RECORD_POINT, TRACE_RECORD_ENGINE, TRACE_RECORD_ARG } from "../generated/layouts";
+import { Config, FATAL_EVENT_OVERFLOW, STAT_TRACE_DROPPED, TRACE_RECORD_SIZE, TRACE_RECORD_TIME_PS, TRACE_RECORD_POINT, TRACE_RECORD_ENGINE, TRACE_RECORD_ARG } from "../generated/layouts";
 
 export const EVENT_BYTES: usize = 32;
 
@@ -16,6 +16,7 @@ export const TRACE_BYTES: usize = TRACE_RECORD_SIZE;
 
   now: u64; // device time (ps); always the end of the last window run
   seq: u64; // tie-break for events at the same time: insertion order
+  fatal: u32; // FATAL_*: the device failed and runs no more (the host reports it)
 
   stats: usize; // STAT_COUNT u64 counters
   rng: usize; // the device's random stream (Rng)
@@ -39,7 +40,7 @@ export const TRACE_BYTES: usize = TRACE_RECORD_SIZE;
   nic: usize;
 }
 
-export { Config };
+export { Config, FATAL_EVENT_OVERFLOW };
 
 @inline export function statAdd(dev: Device, id: u32, n: u64): void {
   const p = dev.stats + (<usize>id << 3);

@@ -2,7 +2,7 @@
 // at the same picosecond run in the order they were scheduled, on every run.
 // Record layout (EVENT_BYTES = 32): time u64 @0, seq u64 @8, kind u32 @16, a u32 @20, b u32 @24.
 
-import { Device, EVENT_BYTES, statAdd } from "./device";
+import { Device, EVENT_BYTES, FATAL_EVENT_OVERFLOW, statAdd } from "./device";
 import { NEVER } from "./time";
 import { STAT_SCHED_OVERFLOW, STAT_SCHED_PEAK } from "../generated/layouts";
 
@@ -31,10 +31,15 @@ export const enum EventKind {
   v128.store(y, a1, 16);
 }
 
-/** Schedules an event; a full queue refuses it, counts it and returns false. */
+/**
+ * Schedules an event. The queue is sized for every event that can be pending at once
+ * (create.ts), so a full queue is a bug: the event is counted, the device is marked failed
+ * (FATAL_EVENT_OVERFLOW: the step loop stops and the host throws) and false is returned.
+ */
 export function schedule(dev: Device, time: u64, kind: u32, a: u32, b: u32): bool {
   if (dev.evCount >= dev.evCap) {
     statAdd(dev, STAT_SCHED_OVERFLOW, 1);
+    dev.fatal = FATAL_EVENT_OVERFLOW;
     return false;
   }
   const i = dev.evCount++;
@@ -75,15 +80,16 @@ function siftUp(dev: Device, i: u32): void {
 }
 
 /**
- * Removes the pending event of `kind` for `a`, if there is one (a scan of the heap). Blocks
- * whose events would otherwise go stale — a timer an engine re-arms, the HBM model's next
- * completion — keep at most one pending this way, so the queue's size stays bounded by what
- * is really pending (host/config.ts checks eventCapacity against it).
+ * Removes the pending event of `kind` for `a` whose `b` has none of the bits of `keepBits`, if
+ * there is one (a scan of the heap). Blocks whose events would otherwise go stale — a timer an
+ * engine re-arms, the HBM model's next completion, a destroyed QP's phase — keep at most one
+ * pending this way, so the queue's size stays bounded by what is really pending (create.ts
+ * sizes it from that bound).
  */
-export function unschedule(dev: Device, kind: u32, a: u32): bool {
+export function unschedule(dev: Device, kind: u32, a: u32, keepBits: u32 = 0): bool {
   for (let i: u32 = 0; i < dev.evCount; i++) {
     const p = rec(dev, i);
-    if (load<u32>(p, 16) != kind || load<u32>(p, 20) != a) continue;
+    if (load<u32>(p, 16) != kind || load<u32>(p, 20) != a || (load<u32>(p, 24) & keepBits) != 0) continue;
     const last = --dev.evCount;
     if (i != last) {
       memory.copy(p, rec(dev, last), EVENT_BYTES);

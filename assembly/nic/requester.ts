@@ -16,7 +16,7 @@ import { nicOf } from "./state";
 import { Device, statAdd, tracePoint } from "../core/device";
 import { Qp, qpAt, qpWqe, sqSlot, mrCheck, NOT_ARMED } from "./verbs";
 import { dmaPtr, dmaIsHbm, dmaIsHost, dmaIsSram, sramDmaPs } from "../mem/dma";
-import { schedule, EventKind } from "../core/sched";
+import { schedule, unschedule, EventKind } from "../core/sched";
 import { hbmStart, FlowClass } from "../mem/hbm";
 import { pcieRead, pcieWrite, PcieDir } from "../mem/pcie";
 import { cqPush, cqeVisible } from "./completions";
@@ -339,6 +339,9 @@ export function abandonRequest(dev: Device, qpn: u32, t: u64): void {
   statAdd(dev, STAT_NIC_FLUSHED, 1);
   finishRequest(q);
   q.gen++;
+  // its pending phase is dropped, so a QP created in this slot starts with none (a flow's end
+  // still comes: it frees a slot of the flow table)
+  unschedule(dev, EventKind.NicPhase, qpn, FLOW_ENDED);
   stopWaitingFlow(dev, q);
   if (q.waitBlock != NOT_ARMED) q.waitBlock = NOT_ARMED;
   else if (q.reqFlags & REQ_REDUCE) releaseBlock(dev, q.reqBlock, t);

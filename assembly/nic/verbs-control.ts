@@ -8,6 +8,7 @@ import { dmaPtr } from "../mem/dma";
 import { kick, abandonRequest } from "./requester";
 import { qpError, qpReset } from "./queues";
 import { dbqDeliverFor } from "./doorbells";
+import { unschedule, EventKind } from "../core/sched";
 import {
   CMD_ERR_NO_OBJECT, CMD_ERR_TRANSITION, CMD_ERR_IN_USE, CMD_ERR_ARGUMENT, QP_STATE_RESET, QP_STATE_INIT, QP_STATE_RTR, QP_STATE_RTS, QP_STATE_ERR, WQE_SIZE, MAX_QUEUE_DEPTH,
 } from "../generated/layouts";
@@ -79,6 +80,11 @@ export function qpDestroy(dev: Device, qpn: u32): i32 {
   dbqDeliverFor(dev, qpn, t);
   abandonRequest(dev, qpn, t);
   qpError(dev, qpn, t);
+  if (q.kickPending) {
+    // a QP created in this slot starts with no event pending
+    unschedule(dev, EventKind.NicKick, qpn);
+    q.kickPending = 0;
+  }
   q.valid = 0;
   return E_OK;
 }
