@@ -1,0 +1,97 @@
+// The cases whose outputs test/golden/*.json hold: every firmware example run the way the CLI
+// runs it, the doorbell scenario, and examples/save-restore.ts. test/golden.test.ts recomputes
+// each and compares; `npm run golden` (scripts/golden.mjs) writes them. A golden output holds
+// nothing that depends on the host (no wall time, no absolute path), so any difference is a
+// change in what the emulator does: one to review, and to commit with the code that made it.
+
+import { spawnSync } from "node:child_process";
+import { readdirSync, readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { build } from "esbuild";
+import { coreModule, packageRoot } from "../../host/platform/node.js";
+import { hostDoorbell, engineDoorbell } from "../../host/scenarios/doorbell.js";
+
+export interface GoldenCase {
+  /** The golden file is test/golden/<name>.json. */
+  name: string;
+  /** How the output is produced, in words a reader can repeat. */
+  how: string;
+  compute(): Promise<unknown>;
+}
+
+const root = packageRoot();
+export const GOLDEN_DIR = join(root, "test", "golden");
+export const goldenFile = (name: string) => join(GOLDEN_DIR, `${name}.json`);
+
+/** Runs a command from the repository root; its exit status and output are part of the golden. */
+function run(args: string[]): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, args, { cwd: root, encoding: "utf8" });
+  if (r.error) throw r.error;
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** `menic fw run <elf> --json`: the whole JSON object (console, states, exit codes, stats, time) and the exit status. */
+function firmwareCase(elf: string): GoldenCase {
+  const args = ["bin/menic.js", "fw", "run", elf, "--json"];
+  return {
+    name: `fw-${elf.replace(/^.*\//, "").replace(/\.elf$/, "")}`,
+    how: `node ${args.join(" ")}`,
+    async compute() {
+      const r = run(args);
+      let output: unknown;
+      try {
+        output = JSON.parse(r.stdout);
+      } catch {
+        throw new Error(`${elf}: menic fw run --json printed no JSON (status ${r.status}): ${r.stderr}`);
+      }
+      return { exitStatus: r.status, stderr: r.stderr, output };
+    },
+  };
+}
+
+const FIRMWARE_EXAMPLES = readdirSync(join(root, "firmware", "examples")).filter((f) => f.endsWith(".elf")).sort().map((f) => `firmware/examples/${f}`);
+
+export const CASES: readonly GoldenCase[] = [
+  ...FIRMWARE_EXAMPLES.map(firmwareCase),
+  {
+    name: "scenario-doorbell",
+    how: "host/scenarios/doorbell.ts: hostDoorbell and engineDoorbell (firmware/bench/doorbell.elf) with the default config",
+    async compute() {
+      return {
+        host: await hostDoorbell(coreModule()),
+        engine: await engineDoorbell(coreModule(), readFileSync(join(root, "firmware", "bench", "doorbell.elf"))),
+      };
+    },
+  },
+  {
+    name: "example-save-restore",
+    how: "examples/save-restore.ts bundled with esbuild and run with node, as its opening comment says",
+    async compute() {
+      // inside build/ so that the bundle finds the package root; one file per process
+      const out = join(root, "build", `golden-save-restore-${process.pid}.mjs`);
+      await build({ entryPoints: [join(root, "examples", "save-restore.ts")], bundle: true, platform: "node", format: "esm", packages: "external", outfile: out, logLevel: "warning" });
+      try {
+        const r = run([out]);
+        return { exitStatus: r.status, stderr: r.stderr, stdout: r.stdout.replace(/\n$/, "").split("\n") };
+      } finally {
+        rmSync(out, { force: true });
+      }
+    },
+  },
+];
+
+/** Object keys sorted at every depth, so that a golden file does not change with the order code builds objects in. */
+function sortKeys(v: unknown): unknown {
+  if (typeof v === "bigint") return v.toString();
+  if (Array.isArray(v)) return v.map(sortKeys);
+  if (v !== null && typeof v === "object") {
+    return Object.fromEntries(Object.keys(v).sort().map((k) => [k, sortKeys((v as Record<string, unknown>)[k])]));
+  }
+  return v;
+}
+
+/** The text of a golden file: the case, how it was made, and its output; sorted keys, two-space indent. */
+export async function goldenText(c: GoldenCase): Promise<string> {
+  const result = await c.compute();
+  return JSON.stringify(sortKeys({ case: c.name, how: c.how, regenerate: "npm run golden", result }), null, 2) + "\n";
+}
