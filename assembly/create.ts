@@ -4,7 +4,7 @@
 // them, then the core's own tables, then the memories.
 
 import { Device, Config, EVENT_BYTES, TRACE_BYTES } from "./core/device";
-import { Rng, rngSeed } from "./core/rng";
+import { rngSeed, rngOf, rngStreamOf, RNG_BLOCKS, RNG_STRIDE } from "./core/rng";
 import { enginesBytes, enginesInit } from "./engine/engines";
 import { Memories, MEMORIES_BYTES } from "./mem/dma";
 import { hbmModelBytes, hbmModelInit, FLOW_SLOTS } from "./mem/hbm";
@@ -47,7 +47,7 @@ export function createDevice(cfgIn: usize): Device {
   const oPcie = off; off += PCIE_BYTES;
   const oNic = off; off = align16(off + nicBytes(c));
   const oStats = off; off = align16(off + <usize>STAT_COUNT * 8);
-  const oRng = off; off = align16(off + offsetof<Rng>());
+  const oRng = off; off += <usize>RNG_BLOCKS * RNG_STRIDE;
   const oEvents = off; off = align16(off + evCap * EVENT_BYTES);
   const oTrace = off; off = align16(off + <usize>c.traceRingEntries * TRACE_BYTES);
   off = (off + 63) & ~(<usize>63);
@@ -75,7 +75,7 @@ export function createDevice(cfgIn: usize): Device {
 
   dev.stats = arena + oStats;
   dev.rng = arena + oRng;
-  rngSeed(changetype<Rng>(dev.rng), dev.cfg.seed, 0);
+  for (let b: u32 = 0; b < RNG_BLOCKS; b++) rngSeed(rngOf(dev, b), dev.cfg.seed, rngStreamOf(dev.cfg.deviceId, b));
   dev.events = arena + oEvents;
   dev.evCap = <u32>evCap;
   dev.trace = arena + oTrace;

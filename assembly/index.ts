@@ -7,7 +7,7 @@ import { memOf } from "./mem/dma";
 import { createDevice } from "./create";
 import { hartAt } from "./engine/engines";
 import { nextActivity, step as stepDevice, startEngine as start, mailboxPush, mailboxPop } from "./run";
-import { rngNext, rngSeed, Rng } from "./core/rng";
+import { rngNext, rngSeed, rngOf, Rng, RNG_BLOCKS } from "./core/rng";
 import { fifoPop } from "./core/fifo";
 import { reduceKernel as reduce } from "./mem/reduce";
 import { pdAlloc as pdAllocV, pdFree as pdFreeV, mrReg as mrRegV, mrDereg as mrDeregV, cqCreate as cqCreateV, cqSetCi, cqAt, qpAt, OWNER_HOST } from "./nic/verbs";
@@ -100,6 +100,11 @@ export function traceRead(dev: usize, dst: usize, max: u32): u32 {
 
 export function mboxPush(dev: usize, i: u32, word: u32): bool { return mailboxPush(changetype<Device>(dev), i, word); }
 export function mboxPop(dev: usize, i: u32): i64 { return mailboxPop(changetype<Device>(dev), i); }
+
+/** The next value of device `dev`'s random stream for `block` (RNG_BLOCK_*): for tests, and for host-side draws that belong to the device. */
+export function rngNextOf(dev: usize, block: u32): u64 {
+  return block < RNG_BLOCKS ? rngNext(rngOf(changetype<Device>(dev), block)) : 0;
+}
 
 /** Value `index` of random stream `stream` of seed `seed`, for tests of stream derivation. */
 export function rngSample(scratch: usize, seed: u64, stream: u64, index: u32): u64 {

@@ -32,6 +32,7 @@ export interface MenicExports {
   mboxPush(dev: number, i: number, word: number): number;
   mboxPop(dev: number, i: number): bigint;
   rngSample(scratch: number, seed: bigint, stream: bigint, index: number): bigint;
+  rngNextOf(dev: number, block: number): bigint;
   reduceKernel(dst: number, srcs: number, k: number, bytes: number, op: number, dtype: number): void;
   memcopy(dst: number, src: number, n: number): void;
   hostPtr(dev: number): number;
@@ -103,6 +104,7 @@ export const EXPORT_SIGNATURES: { readonly [K in ExportName]: Signature<MenicExp
   mboxPush: [["i32", "i32", "i32"], "i32"],
   mboxPop: [["i32", "i32"], "i64"],
   rngSample: [["i32", "i64", "i64", "i32"], "i64"],
+  rngNextOf: [["i32", "i32"], "i64"],
   reduceKernel: [["i32", "i32", "i32", "i32", "i32", "i32"], "void"],
   memcopy: [["i32", "i32", "i32"], "void"],
   hostPtr: [["i32"], "i32"],

@@ -37,3 +37,21 @@ describe("seeded random streams", () => {
     expect(sample(1n, 0n, 0)).not.toBe(sample(2n, 0n, 0));
   });
 });
+
+describe("each device and block draws its own stream", () => {
+  it("derives stream (deviceId << 8 | block) of the scenario seed, so devices never draw the same numbers", async () => {
+    const { Device } = await import("../host/device.js");
+    const { RNG_BLOCK } = await import("../host/generated/layouts.js");
+    const draws = async (seed: number, deviceId: number) => {
+      const dev = await Device.create(coreModule(), { engines: 1, seed, deviceId });
+      return Object.values(RNG_BLOCK).map((b) => [0, 1, 2].map(() => BigInt.asUintN(64, dev.core.rngNextOf(dev.handle, b))));
+    };
+    const d7 = await draws(42, 7), d8 = await draws(42, 8), again = await draws(42, 7);
+    expect(again).toEqual(d7);
+    for (const [b, values] of d7.entries()) {
+      expect(values).toEqual(reference(42n, (7n << 8n) | BigInt(b), 3));
+      expect(values).not.toEqual(d8[b]);
+    }
+    expect(new Set(d7.flat()).size).toBe(9); // no two blocks share values
+  });
+});

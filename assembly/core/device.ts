@@ -19,7 +19,7 @@ export const TRACE_BYTES: usize = TRACE_RECORD_SIZE;
   fatal: u32; // FATAL_*: the device failed and runs no more (the host reports it)
 
   stats: usize; // STAT_COUNT u64 counters
-  rng: usize; // the device's random stream (Rng)
+  rng: usize; // the device's random streams, one per block (core/rng.ts rngOf)
 
   events: usize; // binary min-heap of EVENT_BYTES records (sched.ts)
   evCount: u32;

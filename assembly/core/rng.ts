@@ -2,6 +2,12 @@
 // SplitMix64 (Steele, Lea, Flood 2014), and then runs xoshiro256** (Blackman, Vigna 2018).
 // The state is plain data in the device arena, so it is saved and restored with the device.
 
+import { Device } from "./device";
+import { RNG_BLOCK_ENGINES } from "../generated/layouts";
+
+/** Random streams per device: one per RNG_BLOCK (layouts/device.json). */
+export const RNG_BLOCKS: u32 = RNG_BLOCK_ENGINES + 1;
+
 @unmanaged export class Rng {
   s0: u64;
   s1: u64;
@@ -14,6 +20,18 @@
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9;
   z = (z ^ (z >> 27)) * 0x94d049bb133111eb;
   return z ^ (z >> 31);
+}
+
+export const RNG_STRIDE: usize = (offsetof<Rng>() + 15) & ~(<usize>15);
+
+/** The stream of `block` of device `deviceId`: distinct for every (device, block). */
+@inline export function rngStreamOf(deviceId: u32, block: u32): u64 {
+  return (<u64>deviceId << 8) | <u64>block;
+}
+
+/** Device `dev`'s random stream for `block` (RNG_BLOCK_*), seeded by create.ts. */
+@inline export function rngOf(dev: Device, block: u32): Rng {
+  return changetype<Rng>(dev.rng + <usize>block * RNG_STRIDE);
 }
 
 /** Seeds `r` as stream `stream` of scenario seed `seed`; streams never share state. */
