@@ -20,10 +20,10 @@ import { BLOCK_MAXSIZE } from "rt/common";
 /**
  * Events that can be pending at once (ARCHITECTURE.md, event loop): a timer per engine, a
  * doorbell arrival per ringer (engines and the host), a phase or kick per QP, a completion
- * per HBM flow slot, the HBM tick; with a margin.
+ * per HBM flow slot, the HBM tick, the host mailbox queue's head; with a margin.
  */
 export function eventBound(c: Config): u32 {
-  return 2 * (c.engines + 1) + c.maxQps + FLOW_SLOTS + 1 + 16;
+  return 2 * (c.engines + 1) + c.maxQps + FLOW_SLOTS + 2 + 16;
 }
 
 /**

@@ -6,7 +6,8 @@ import { Device, TRACE_BYTES } from "./core/device";
 import { memOf } from "./mem/dma";
 import { createDevice } from "./create";
 import { hartAt } from "./engine/engines";
-import { nextActivity, step as stepDevice, startEngine as start, mailboxPush, mailboxPop } from "./run";
+import { nextActivity, step as stepDevice, startEngine as start } from "./run";
+import { mailboxPush, mailboxPop } from "./engine/mailbox";
 import { rngNext, rngSeed, rngOf, Rng, RNG_BLOCKS } from "./core/rng";
 import { fifoPop } from "./core/fifo";
 import { reduceKernel as reduce } from "./mem/reduce";
@@ -98,7 +99,8 @@ export function traceRead(dev: usize, dst: usize, max: u32): u32 {
   return n;
 }
 
-export function mboxPush(dev: usize, i: u32, word: u32): bool { return mailboxPush(changetype<Device>(dev), i, word); }
+/** Host to engine `i`: `word` arrives at max(atPs, now); false when its FIFO (with the words on their way) is full. */
+export function mboxPush(dev: usize, i: u32, word: u32, atPs: u64): bool { return mailboxPush(changetype<Device>(dev), i, word, atPs); }
 export function mboxPop(dev: usize, i: u32): i64 { return mailboxPop(changetype<Device>(dev), i); }
 
 /** The next value of device `dev`'s random stream for `block` (RNG_BLOCK_*): for tests, and for host-side draws that belong to the device. */
@@ -161,16 +163,20 @@ export function qpState(dev: usize, qpn: u32): u32 { return qpAt(changetype<Devi
 /** Host doorbells (classic or express) that may still be written before time advances. */
 export function hostDoorbellRoom(dev: usize): u32 { return dbqRoom(hostDbq(changetype<Device>(dev))); }
 
-/** The host rings a classic doorbell: a posted 8-byte write across PCIe. False (nothing sent) when hostDoorbellRoom is 0. */
-export function hostSqDoorbell(dev: usize, qpn: u32, pi16: u32): bool { return hostDoorbell(changetype<Device>(dev), DbKind.Sq, qpn, pi16, 0); }
-export function hostRqDoorbell(dev: usize, qpn: u32, pi16: u32): bool { return hostDoorbell(changetype<Device>(dev), DbKind.Rq, qpn, pi16, 0); }
-/** The host writes a whole WQE (at wasm address `wqe`) into the express window. False (nothing sent) when hostDoorbellRoom is 0. */
-export function hostExpress(dev: usize, wqe: usize): bool {
-  return hostDoorbell(changetype<Device>(dev), DbKind.Express, load<u32>(wqe + WQE_QPN), 0, wqe);
+/**
+ * The host rings a classic doorbell: a posted 8-byte write across PCIe, leaving at
+ * max(atPs, now) (behind the host's earlier writes). False (nothing sent) when
+ * hostDoorbellRoom is 0.
+ */
+export function hostSqDoorbell(dev: usize, qpn: u32, pi16: u32, atPs: u64): bool { return hostDoorbell(changetype<Device>(dev), DbKind.Sq, qpn, pi16, 0, atPs); }
+export function hostRqDoorbell(dev: usize, qpn: u32, pi16: u32, atPs: u64): bool { return hostDoorbell(changetype<Device>(dev), DbKind.Rq, qpn, pi16, 0, atPs); }
+/** The host writes a whole WQE (at wasm address `wqe`) into the express window at max(atPs, now). False (nothing sent) when hostDoorbellRoom is 0. */
+export function hostExpress(dev: usize, wqe: usize, atPs: u64): bool {
+  return hostDoorbell(changetype<Device>(dev), DbKind.Express, load<u32>(wqe + WQE_QPN), 0, wqe, atPs);
 }
-function hostDoorbell(d: Device, kind: DbKind, qpn: u32, pi16: u32, wqe: usize): bool {
+function hostDoorbell(d: Device, kind: DbKind, qpn: u32, pi16: u32, wqe: usize, at: u64): bool {
   if (dbqRoom(hostDbq(d)) == 0) return false;
-  const arrival = pcieWrite(d, PcieDir.Down, d.now, wqe != 0 ? <u64>WQE_SIZE : 8);
+  const arrival = pcieWrite(d, PcieDir.Down, at > d.now ? at : d.now, wqe != 0 ? <u64>WQE_SIZE : 8);
   return dbqPush(d, d.cfg.engines, arrival, kind, qpn, pi16 & 0xffff, wqe);
 }
 

@@ -9,6 +9,7 @@ import { Device, statAdd, tracePoint } from "./core/device";
 import { hartAt } from "./engine/engines";
 import { Hart, EngineState, MIP_MTIP, MSTATUS_MIE } from "./engine/hart";
 import { wake, interruptEngine } from "./engine/wake";
+import { mailboxArrive } from "./engine/mailbox";
 import { execute } from "./engine/exec";
 import { interruptToTake, takeTrap, pendingIrqs } from "./engine/trap";
 import { nextEventTime, popEvent, topKind, topA, topB, EventKind } from "./core/sched";
@@ -54,6 +55,7 @@ function runEvents(dev: Device): void {
       case EventKind.NicPhase: nicPhase(dev, a, b, t); break;
       case EventKind.NicKick: qpAt(dev, a).kickPending = 0; kick(dev, a, t); break;
       case EventKind.Doorbell: dbqArrive(dev, a, t); break;
+      case EventKind.Mailbox: mailboxArrive(dev, t); break;
       default: break;
     }
   }
@@ -125,19 +127,3 @@ export function startEngine(dev: Device, i: u32, pc: u32): void {
   tracePoint(dev, dev.now, TP_ENGINE_START, i, pc);
 }
 
-/** Host to engine mailbox: false (and counted) when the FIFO is full. Wakes a sleeping engine. */
-export function mailboxPush(dev: Device, i: u32, word: u32): bool {
-  const h = hartAt(dev, i);
-  if (!fifoPush(h.mboxIn, word)) {
-    statAdd(dev, STAT_MBOX_IN_OVERFLOW, 1);
-    return false;
-  }
-  interruptEngine(dev, i, dev.now);
-  return true;
-}
-
-/** Engine to host mailbox: the oldest word, or -1 when empty. */
-export function mailboxPop(dev: Device, i: u32): i64 {
-  const h = hartAt(dev, i);
-  return h.mboxOut.count == 0 ? -1 : <i64>fifoPop(h.mboxOut);
-}

@@ -240,8 +240,20 @@ export class Device {
     return out;
   }
 
-  mailboxPush(engine: number, word: number): boolean {
-    return this.core.mboxPush(this.handle, this.engineIndex(engine), word >>> 0) !== 0;
+  /**
+   * Writes `word` to engine `engine`'s mailbox, arriving at `atPs` (default now; words for later
+   * arrive in the order given). False when the engine's FIFO, with the words still on their
+   * way, is full. A time before now is refused with a RangeError.
+   */
+  mailboxPush(engine: number, word: number, atPs?: bigint): boolean {
+    return this.core.mboxPush(this.handle, this.engineIndex(engine), word >>> 0, this.inputTime("mailboxPush", atPs)) !== 0;
+  }
+
+  /** The time of a host input: now by default; never before now. */
+  inputTime(call: string, atPs: bigint | undefined): bigint {
+    if (atPs === undefined) return this.nowPs;
+    if (typeof atPs !== "bigint" || atPs < this.nowPs) throw new RangeError(`${call}: atPs must be a bigint time (ps) at or after now (${this.nowPs}), got ${String(atPs)}`);
+    return atPs;
   }
 
   mailboxPop(engine: number): number | null {

@@ -432,9 +432,14 @@ export class Context {
     }
   }
 
-  /** ibv_post_send: entries go into the ring and one classic doorbell announces them all, or each goes through the express window. */
-  postSend(qp: Qp, wrs: SendWr[], opts: { doorbell?: "classic" | "express" } = {}): void {
+  /**
+   * ibv_post_send: entries go into the ring and one classic doorbell announces them all, or each
+   * goes through the express window. The doorbell writes leave the host at `opts.atPs` (default
+   * now; not before now).
+   */
+  postSend(qp: Qp, wrs: SendWr[], opts: { doorbell?: "classic" | "express"; atPs?: bigint } = {}): void {
     const express = checkName("postSend: opts.doorbell", { classic: 0, express: 1 }, opts.doorbell ?? "classic") === 1;
+    const at = this.device.inputTime("postSend: opts", opts.atPs);
     const entries = this.encodeBatch("postSend", qp, wrs, "send");
     const n = entries.length / WQE.SIZE;
     if (n === 0) return;
@@ -444,24 +449,25 @@ export class Context {
       // the NIC places each entry in the ring slot it occupies: the host writes no ring
       for (let k = 0; k < n; k++) {
         new Uint8Array(this.core.memory.buffer, this.scratch, WQE.SIZE).set(entries.subarray(k * WQE.SIZE, (k + 1) * WQE.SIZE));
-        if (!this.core.hostExpress(this.h, this.scratch)) throw new Error(`postSend: the core refused express doorbell ${k} of ${n} after granting room for them`);
+        if (!this.core.hostExpress(this.h, this.scratch, at)) throw new Error(`postSend: the core refused express doorbell ${k} of ${n} after granting room for them`);
       }
     } else {
       this.toRing(qp.sqRing, qp.sqDepth, qp.sqPosted, entries);
-      if (!this.core.hostSqDoorbell(this.h, qp.qpn, (qp.sqPosted + n) & 0xffff)) throw new Error("postSend: the core refused a doorbell after granting room for it");
+      if (!this.core.hostSqDoorbell(this.h, qp.qpn, (qp.sqPosted + n) & 0xffff, at)) throw new Error("postSend: the core refused a doorbell after granting room for it");
     }
     qp.sqPosted = (qp.sqPosted + n) >>> 0;
   }
 
-  /** ibv_post_recv. */
-  postRecv(qp: Qp, wrs: RecvWr[]): void {
+  /** ibv_post_recv; the doorbell leaves the host at `opts.atPs` (default now; not before now). */
+  postRecv(qp: Qp, wrs: RecvWr[], opts: { atPs?: bigint } = {}): void {
+    const at = this.device.inputTime("postRecv: opts", opts.atPs);
     const entries = this.encodeBatch("postRecv", qp, wrs, "recv");
     const n = entries.length / WQE.SIZE;
     if (n === 0) return;
     this.checkRoom("postRecv", qp, "receive", n, qp.rqDepth, qp.rqPosted, this.core.qpRqDone(this.h, qp.qpn));
     this.checkDoorbells("postRecv", 1);
     this.toRing(qp.rqRing, qp.rqDepth, qp.rqPosted, entries);
-    if (!this.core.hostRqDoorbell(this.h, qp.qpn, (qp.rqPosted + n) & 0xffff)) throw new Error("postRecv: the core refused a doorbell after granting room for it");
+    if (!this.core.hostRqDoorbell(this.h, qp.qpn, (qp.rqPosted + n) & 0xffff, at)) throw new Error("postRecv: the core refused a doorbell after granting room for it");
     qp.rqPosted = (qp.rqPosted + n) >>> 0;
   }
 

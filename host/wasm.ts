@@ -29,7 +29,7 @@ export interface MenicExports {
   engineReg(dev: number, i: number, r: number): number;
   consoleRead(dev: number, i: number, dst: number, max: number): number;
   traceRead(dev: number, dst: number, max: number): number;
-  mboxPush(dev: number, i: number, word: number): number;
+  mboxPush(dev: number, i: number, word: number, atPs: bigint): number;
   mboxPop(dev: number, i: number): bigint;
   rngSample(scratch: number, seed: bigint, stream: bigint, index: number): bigint;
   rngNextOf(dev: number, block: number): bigint;
@@ -53,9 +53,9 @@ export interface MenicExports {
   qpSqDone(dev: number, qpn: number): number;
   qpRqDone(dev: number, qpn: number): number;
   hostDoorbellRoom(dev: number): number;
-  hostSqDoorbell(dev: number, qpn: number, pi16: number): number;
-  hostRqDoorbell(dev: number, qpn: number, pi16: number): number;
-  hostExpress(dev: number, wqe: number): number;
+  hostSqDoorbell(dev: number, qpn: number, pi16: number, atPs: bigint): number;
+  hostRqDoorbell(dev: number, qpn: number, pi16: number, atPs: bigint): number;
+  hostExpress(dev: number, wqe: number, atPs: bigint): number;
   setComputeLoad(dev: number, gbps: number): void;
   hbmServed(dev: number, cls: number): number;
 }
@@ -101,7 +101,7 @@ export const EXPORT_SIGNATURES: { readonly [K in ExportName]: Signature<MenicExp
   engineReg: [["i32", "i32", "i32"], "i32"],
   consoleRead: [["i32", "i32", "i32", "i32"], "i32"],
   traceRead: [["i32", "i32", "i32"], "i32"],
-  mboxPush: [["i32", "i32", "i32"], "i32"],
+  mboxPush: [["i32", "i32", "i32", "i64"], "i32"],
   mboxPop: [["i32", "i32"], "i64"],
   rngSample: [["i32", "i64", "i64", "i32"], "i64"],
   rngNextOf: [["i32", "i32"], "i64"],
@@ -125,9 +125,9 @@ export const EXPORT_SIGNATURES: { readonly [K in ExportName]: Signature<MenicExp
   qpSqDone: [["i32", "i32"], "i32"],
   qpRqDone: [["i32", "i32"], "i32"],
   hostDoorbellRoom: [["i32"], "i32"],
-  hostSqDoorbell: [["i32", "i32", "i32"], "i32"],
-  hostRqDoorbell: [["i32", "i32", "i32"], "i32"],
-  hostExpress: [["i32", "i32"], "i32"],
+  hostSqDoorbell: [["i32", "i32", "i32", "i64"], "i32"],
+  hostRqDoorbell: [["i32", "i32", "i32", "i64"], "i32"],
+  hostExpress: [["i32", "i32", "i64"], "i32"],
   setComputeLoad: [["i32", "f64"], "void"],
   hbmServed: [["i32", "i32"], "f64"],
 };

@@ -295,4 +295,34 @@ describe("time a cluster can drive", () => {
     expect(dev.engine(0).state).toBe("exited");
     expect(dev.nextActivityPs).toBeNull();
   });
+
+  it("takes a mailbox word for a later time: the engine wakes exactly then", async () => {
+    const src = `
+      li t3, 2048          # MEIE
+      csrw mie, t3
+      wfi
+      li t0, ${MBOX_IN}
+      lw t1, 0(t0)
+      li t0, ${MBOX_OUT}
+      sw t1, 0(t0)
+      li t0, ${EXIT}
+      sw zero, 0(t0)
+    `;
+    const dev = await Device.create(coreModule(), { engines: 2, mailboxDepth: 2 }, { collectTrace: true });
+    dev.start(dev.loadElf(programElf(src)).entry);
+    dev.advance(1_000_000n);
+    expect(dev.mailboxPush(0, 7, 3_000_000n)).toBe(true);
+    expect(dev.mailboxPush(0, 8, 2_000_000n)).toBe(true); // no earlier than the word before it
+    expect(dev.mailboxPush(0, 9, 5_000_000n)).toBe(false); // depth 2: both places are taken
+    expect(() => dev.mailboxPush(1, 1, 999_999n)).toThrow(RangeError);
+    dev.advance(2_999_999n);
+    expect(dev.engine(0).state).toBe("sleeping");
+    dev.run(10_000_000n);
+    const wakes = dev.traceRecords.filter((r) => r.point === "engine.wake").map((r) => [r.engine, Number(r.timePs)]);
+    // the wake is stamped at the engine's next cycle edge at or after 3 us (1.37 GHz: 4110 cycles)
+    expect(wakes).toEqual([[0, Math.ceil((4110 * 1e9) / 1_370_000)]]);
+    expect(dev.mailboxPop(0)).toBe(7);
+    expect(dev.engine(0).state).toBe("exited");
+    expect(dev.stats()["mbox.in_overflow"]).toBe(1);
+  });
 });

@@ -405,3 +405,21 @@ describe("destroying a QP that holds its reduction block", () => {
     expect(wcs).toEqual([[1n, "WR_FLUSH_ERR"], [2n, "SUCCESS"]]);
   });
 });
+
+describe("host inputs at a later time", () => {
+  it("a WRITE whose doorbell leaves 10 us later completes exactly 10 us later", async () => {
+    const times: bigint[] = [];
+    for (const later of [0n, 10_000_000n]) {
+      const { ctx, pd, cqA, a } = await loopback();
+      const src = ctx.allocHbm(4096), dst = ctx.allocHbm(4096);
+      const smr = ctx.regMr(pd, src, 4096), dmr = ctx.regMr(pd, dst, 4096, ["REMOTE_WRITE"]);
+      const t0 = ctx.nowPs;
+      ctx.postSend(a, [{ wrId: 1, opcode: "RDMA_WRITE", signaled: true, localAddr: src, length: 4096, lkey: smr.lkey, remoteAddr: dst, rkey: dmr.rkey }], { atPs: t0 + later });
+      expect(drain(ctx, cqA).map((w) => w.status)).toEqual(["SUCCESS"]);
+      const done = ctx.device.traceRecords.filter((r) => r.point === "nic.wqe_done").map((r) => r.timePs);
+      times.push(done[0]! - t0);
+      expect(() => ctx.postRecv(a, [{ wrId: 2, localAddr: dst, length: 64, lkey: dmr.lkey }], { atPs: 0n })).toThrow(RangeError);
+    }
+    expect(times[1]! - times[0]!).toBe(10_000_000n);
+  });
+});

@@ -12,6 +12,7 @@ export const enum EventKind {
   NicPhase = 3, // a: qpn, b: request generation
   NicKick = 4, // a: qpn
   Doorbell = 5, // a: ringer index (doorbells.ts): its oldest doorbell has arrived
+  Mailbox = 6, // the oldest host mailbox word given for a later time has arrived (engine/mailbox.ts)
 }
 
 @inline function rec(dev: Device, i: u32): usize {

@@ -13,7 +13,14 @@ import { NEVER } from "../core/time";
   resvCount: u32; // engines holding an LR reservation
   cpiLoadHbmNow: u32; // cpiLoadHbm under the current HBM load (mem/hbm.ts)
   cpiAmoHbmNow: u32; // cpiAmoHbm likewise
+  mboxTimed: usize; // host mailbox words given for a later time: MBOX_TIMED_BYTES records (mailbox.ts)
+  mboxTimedHead: u32;
+  mboxTimedCount: u32;
+  mboxTimedCap: u32; // engines x mailboxDepth: each engine's words in flight fit its FIFO
 }
+
+/** A host mailbox word on its way: arrival ps u64, engine u32, word u32. */
+export const MBOX_TIMED_BYTES: usize = 16;
 
 @inline export function engOf(dev: Device): Engines { return changetype<Engines>(dev.eng); }
 
@@ -31,7 +38,8 @@ const CMD_BYTES: usize = 48;
 export function enginesBytes(c: Config): usize {
   const n = <usize>c.engines;
   return align16(offsetof<Engines>()) + n * HART_STRIDE + n * 128 + n * 4 * FIFO_STRIDE + n * <usize>NIC_IRQ_DEPTH * 4
-    + n * CMD_BYTES + align16(n * <usize>c.consoleRingBytes) + n * <usize>c.mailboxDepth * 8;
+    + n * CMD_BYTES + align16(n * <usize>c.consoleRingBytes) + n * <usize>c.mailboxDepth * 8
+    + n * <usize>c.mailboxDepth * MBOX_TIMED_BYTES;
 }
 
 /** Lays the block out at `base` (16-byte aligned, enginesBytes long, zeroed); engine i's SRAM at sram + i x sramBytes. */
@@ -47,7 +55,9 @@ export function enginesInit(dev: Device, base: usize, sram: usize): void {
   const irqs = off; off += n * <usize>NIC_IRQ_DEPTH * 4;
   const cmds = off; off += n * CMD_BYTES;
   const con = off; off += align16(n * <usize>c.consoleRingBytes);
-  const mbox = off;
+  const mbox = off; off += n * <usize>c.mailboxDepth * 8;
+  e.mboxTimed = off;
+  e.mboxTimedCap = c.engines * c.mailboxDepth;
   e.cpiLoadHbmNow = c.cpiLoadHbm;
   e.cpiAmoHbmNow = c.cpiAmoHbm;
   const depth = <usize>c.mailboxDepth;

@@ -46,6 +46,7 @@ export const NO_RESERVATION: u32 = 0xffffffff;
   sram: usize; // host address of this engine's private SRAM
   console: Fifo; // bytes printed, drained by the host
   mboxIn: Fifo; // host -> engine words
+  mboxInflight: u32; // host words given for a later time, not yet in mboxIn (engine/mailbox.ts)
   mboxOut: Fifo; // engine -> host words
   nicIrq: Fifo; // numbers of armed CQs that completed (IRQ_CQN)
 
