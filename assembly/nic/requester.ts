@@ -22,6 +22,7 @@ import { pcieRead, pcieWrite, PcieDir } from "../mem/pcie";
 import { cqPush, cqeVisible } from "./completions";
 import { readyTime, flush, qpError } from "./queues";
 import { Packet, PacketKind, packetOut, packetIn } from "./packet";
+import { NicPhase, FLOW_ENDED, phaseAt, fail, noAnswer, notReady } from "./phases";
 import { wireRequest } from "./wire";
 import { checkCopy, checkReduce, reduceBlockOf, placeReduce } from "./local-ops";
 import {
@@ -33,27 +34,10 @@ import {
   TP_NIC_WQE_START, TP_NIC_WQE_DONE,
 } from "../generated/layouts";
 
-export const enum NicPhase {
-  Idle = 0,
-  Head = 1,
-  Flow = 2,
-  Tail = 3,
-  Done = 4,
-  Wait = 5, // a retry timer, or the reduction block
-}
-
 // request flags kept in Qp.reqFlags
 const REQ_DST_HOST: u32 = 1;
 const REQ_REDUCE: u32 = 2;
 const REQ_DST_SRAM: u32 = 4;
-
-// set in the event's generation word when a request's HBM flow has ended
-const FLOW_ENDED: u32 = 0x80000000;
-
-function phaseAt(dev: Device, q: Qp, qpn: u32, phase: u32, t: u64): void {
-  q.phase = phase;
-  schedule(dev, t, EventKind.NicPhase, qpn, q.gen & ~FLOW_ENDED);
-}
 
 /** Starts the next request of a send queue if it is runnable now, or arranges to look again. */
 export function kick(dev: Device, qpn: u32, t: u64): void {
@@ -77,28 +61,6 @@ export function kick(dev: Device, qpn: u32, t: u64): void {
   statAdd(dev, STAT_NIC_WQES, 1);
   tracePoint(dev, t, TP_NIC_WQE_START, 0xffff, qpn);
   attempt(dev, qpn, t);
-}
-
-/** Ends the request early with an error status, after the decode latency. */
-function fail(dev: Device, q: Qp, qpn: u32, t: u64, status: u32): void {
-  q.status = status;
-  phaseAt(dev, q, qpn, NicPhase.Tail, t + dev.cfg.nicWqeLatencyPs);
-}
-
-/** The destination did not answer: wait for the transport timer, or fail when retries are exhausted. */
-function noAnswer(dev: Device, q: Qp, qpn: u32, t: u64): void {
-  if (q.retriesLeft == 0) { fail(dev, q, qpn, t, STATUS_RETRY_EXC_ERR); return; }
-  q.retriesLeft--;
-  statAdd(dev, STAT_NIC_TRANSPORT_RETRIES, 1);
-  phaseAt(dev, q, qpn, NicPhase.Wait, t + dev.cfg.transportTimeoutPs);
-}
-
-/** The responder had no receive posted: wait for the RNR timer, or fail when retries are exhausted. */
-function notReady(dev: Device, q: Qp, qpn: u32, t: u64): void {
-  if (q.rnrLeft == 0) { fail(dev, q, qpn, t, STATUS_RNR_RETRY_EXC_ERR); return; }
-  q.rnrLeft--;
-  statAdd(dev, STAT_NIC_RNR_RETRIES, 1);
-  phaseAt(dev, q, qpn, NicPhase.Wait, t + dev.cfg.rnrTimerPs);
 }
 
 /** Is a Nak's status the receiver-not-ready answer? */
