@@ -154,8 +154,9 @@ export function cqOverrun(dev: usize, cqn: u32): bool { return cqAt(changetype<D
 export function qpCreate(dev: usize, pd: u32, sendCq: u32, recvCq: u32, sqBase: u64, sqDepth: u32, rqBase: u64, rqDepth: u32, owner: u32, sigAll: u32): i32 {
   return qpCreateV(changetype<Device>(dev), pd, sendCq, recvCq, sqBase, sqDepth, rqBase, rqDepth, owner, sigAll);
 }
-export function qpModify(dev: usize, qpn: u32, state: u32, destQpn: u32): i32 {
-  return qpModifyV(changetype<Device>(dev), qpn, state, destQpn);
+/** Moves a QP to `state`; at RTR its destination is QP `destQpn` of device `destDevice` (this one: loopback) over port group `portGroup`. */
+export function qpModify(dev: usize, qpn: u32, state: u32, destQpn: u32, destDevice: u32, portGroup: u32): i32 {
+  return qpModifyV(changetype<Device>(dev), qpn, state, destQpn, destDevice, portGroup);
 }
 export function qpDestroy(dev: usize, qpn: u32): i32 { return qpDestroyV(changetype<Device>(dev), qpn); }
 export function qpState(dev: usize, qpn: u32): u32 { return qpAt(changetype<Device>(dev), qpn).state; }
@@ -197,3 +198,30 @@ export function hbmServed(dev: usize, cls: u32): f64 {
 export function qpSqDone(dev: usize, qpn: u32): u32 { return qpAt(changetype<Device>(dev), qpn).sqCi; }
 /** Receive entries of QP `qpn` the NIC has finished with (free-running). */
 export function qpRqDone(dev: usize, qpn: u32): u32 { return qpAt(changetype<Device>(dev), qpn).rqCi; }
+
+// ---- ports: the device/fabric boundary (nic/ports.ts). The host drains the transmit ring and
+// fills the receive ring a window at a time.
+import { portsOf, txRing, ringConsume } from "./nic/ports";
+import { portsUnblock } from "./nic/roce-tx";
+import { rxPut as rxPutV } from "./nic/roce-rx";
+
+/** Wasm address of the transmit ring's records (txRingEntries of PKT_SIZE). */
+export function txRecords(dev: usize): usize { return txRing(changetype<Device>(dev)).recs; }
+/** Wasm address of the transmit ring's body area (full mode). */
+export function txBodies(dev: usize): usize { return txRing(changetype<Device>(dev)).body; }
+/** Slot of the oldest record in the transmit ring. */
+export function txHead(dev: usize): u32 { return txRing(changetype<Device>(dev)).head; }
+/** Records waiting in the transmit ring. */
+export function txCount(dev: usize): u32 { return txRing(changetype<Device>(dev)).count; }
+/** The host has taken the `n` oldest records: their room is free again, and ports that waited for it send on. */
+export function txConsume(dev: usize, n: u32): void {
+  const d = changetype<Device>(dev);
+  ringConsume(txRing(d), n);
+  portsUnblock(d, d.now);
+}
+/** Wasm address where the host stages arrivals for rxPut (rxRingEntries records of PKT_SIZE). */
+export function rxStage(dev: usize): usize { return portsOf(changetype<Device>(dev)).stage; }
+/** Wasm address of the staged arrivals' body area (rxBodyBytes; a record's body_off is relative to it). */
+export function rxStageBodies(dev: usize): usize { return portsOf(changetype<Device>(dev)).stageBody; }
+/** Takes `n` staged arrivals (sorted by time) into the receive ring; returns how many fitted. */
+export function rxPut(dev: usize, n: u32): u32 { return rxPutV(changetype<Device>(dev), n); }

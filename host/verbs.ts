@@ -11,7 +11,7 @@
 import { Device, type DeviceOptions } from "./device.js";
 import {
   OPCODE, WR_FLAG, STATUS, ACCESS, QP_STATE, REDUCE_OP, DTYPE, CMD_ERR, WQE, WQE_STRIDE, CQE, DMA, REGIONS,
-  OWNER_HOST, REMOTE_KEY_BIT, MAX_CQ_DEPTH, MAX_QUEUE_DEPTH,
+  OWNER_HOST, REMOTE_KEY_BIT, MAX_CQ_DEPTH, MAX_QUEUE_DEPTH, PORT_GROUP,
 } from "./generated/layouts.js";
 
 export class VerbsError extends Error {
@@ -366,16 +366,25 @@ export class Context {
     });
   }
 
-  modifyQp(qp: Qp, attr: { state: QpStateName; destQpNum?: number }): void {
+  /**
+   * ibv_modify_qp. At RTR, `destQpNum` names the destination QP; `destDevice` (default: this
+   * device) the device it is on — another device makes the QP talk RoCEv2 through a port of
+   * `portGroup` ("SCALE_UP", the default, or "SCALE_OUT").
+   */
+  modifyQp(qp: Qp, attr: { state: QpStateName; destQpNum?: number; destDevice?: number; portGroup?: keyof typeof PORT_GROUP }): void {
     this.own("QP", qp, "modifyQp: qp");
     if (typeof attr !== "object" || attr === null) throw new VerbsError(`modifyQp: attr must be an object, got ${show(attr)}`);
     const state = checkName(`modifyQp: QP ${qp.qpn}: attr.state`, QP_STATE, attr.state);
-    const maxQps = Number(this.device.config.get("maxQps"));
+    const self = Number(this.device.config.get("deviceId"));
+    const destDevice = attr.destDevice === undefined ? self : checkInt(`modifyQp: QP ${qp.qpn}: attr.destDevice`, attr.destDevice, 0, 0xffff);
+    const maxQps = destDevice === self ? Number(this.device.config.get("maxQps")) : 1 << 24;
     const dest = attr.destQpNum === undefined ? U32_MAX : checkInt(`modifyQp: QP ${qp.qpn}: attr.destQpNum`, attr.destQpNum, 0, maxQps - 1);
+    const group = checkName(`modifyQp: QP ${qp.qpn}: attr.portGroup`, PORT_GROUP, attr.portGroup ?? "SCALE_UP");
     if (state === QP_STATE.RTR && attr.destQpNum === undefined) throw new VerbsError(`modifyQp: QP ${qp.qpn}: RTR needs attr.destQpNum`);
-    const r = this.core.qpModify(this.h, qp.qpn, state, dest);
+    const r = this.core.qpModify(this.h, qp.qpn, state, dest, destDevice, group);
     if (r === CMD_ERR.TRANSITION) throw new VerbsError(`modifyQp: QP ${qp.qpn}: no transition from ${this.qpState(qp)} to ${attr.state}`);
     if (r === CMD_ERR.IN_USE) throw new VerbsError(`modifyQp: QP ${qp.qpn}: cannot move to ${attr.state} while a request is in flight`);
+    if (r === CMD_ERR.ARGUMENT) throw new VerbsError(`modifyQp: QP ${qp.qpn}: port group ${attr.portGroup ?? "SCALE_UP"} has no ports (scaleUpPorts ${this.device.config.get("scaleUpPorts")} of ${this.device.config.get("ports")})`);
     if (r !== 0) throw new VerbsError(`modifyQp: QP ${qp.qpn}: modify to ${attr.state} failed (${r})`);
   }
 

@@ -47,7 +47,7 @@ export interface MenicExports {
   cqProduced(dev: number, cqn: number): number;
   cqOverrun(dev: number, cqn: number): number;
   qpCreate(dev: number, pd: number, sendCq: number, recvCq: number, sqBase: bigint, sqDepth: number, rqBase: bigint, rqDepth: number, owner: number, sigAll: number): number;
-  qpModify(dev: number, qpn: number, state: number, destQpn: number): number;
+  qpModify(dev: number, qpn: number, state: number, destQpn: number, destDevice: number, portGroup: number): number;
   qpDestroy(dev: number, qpn: number): number;
   qpState(dev: number, qpn: number): number;
   qpSqDone(dev: number, qpn: number): number;
@@ -58,6 +58,14 @@ export interface MenicExports {
   hostExpress(dev: number, wqe: number, atPs: bigint): number;
   setComputeLoad(dev: number, gbps: number): void;
   hbmServed(dev: number, cls: number): number;
+  txRecords(dev: number): number;
+  txBodies(dev: number): number;
+  txHead(dev: number): number;
+  txCount(dev: number): number;
+  txConsume(dev: number, n: number): void;
+  rxStage(dev: number): number;
+  rxStageBodies(dev: number): number;
+  rxPut(dev: number, n: number): number;
 }
 
 /** Every export but `memory`: the core's functions. */
@@ -119,7 +127,7 @@ export const EXPORT_SIGNATURES: { readonly [K in ExportName]: Signature<MenicExp
   cqProduced: [["i32", "i32"], "i32"],
   cqOverrun: [["i32", "i32"], "i32"],
   qpCreate: [["i32", "i32", "i32", "i32", "i64", "i32", "i64", "i32", "i32", "i32"], "i32"],
-  qpModify: [["i32", "i32", "i32", "i32"], "i32"],
+  qpModify: [["i32", "i32", "i32", "i32", "i32", "i32"], "i32"],
   qpDestroy: [["i32", "i32"], "i32"],
   qpState: [["i32", "i32"], "i32"],
   qpSqDone: [["i32", "i32"], "i32"],
@@ -130,6 +138,14 @@ export const EXPORT_SIGNATURES: { readonly [K in ExportName]: Signature<MenicExp
   hostExpress: [["i32", "i32", "i64"], "i32"],
   setComputeLoad: [["i32", "f64"], "void"],
   hbmServed: [["i32", "i32"], "f64"],
+  txRecords: [["i32"], "i32"],
+  txBodies: [["i32"], "i32"],
+  txHead: [["i32"], "i32"],
+  txCount: [["i32"], "i32"],
+  txConsume: [["i32", "i32"], "void"],
+  rxStage: [["i32"], "i32"],
+  rxStageBodies: [["i32"], "i32"],
+  rxPut: [["i32", "i32"], "i32"],
 };
 
 /** Instantiates the device core. The core imports only `env.abort` (never called: no asserts in release). */

@@ -20,7 +20,7 @@ const device = read("device.json");
 /** Enumerations for the core and the host; firmware sees only the verbs ones (C view). */
 const ENUMS = [...verbs.enums, ...device.enums];
 /** Binary layouts for the core and the host; firmware sees only the verbs ones (C view). */
-const STRUCTS = [...verbs.structs, trace.record];
+const STRUCTS = [...verbs.structs, trace.record, ...(device.structs ?? [])];
 
 // FNV-1a over every layout file: the core and the host both carry it, and the host refuses a
 // core built from other layouts (a stale build/menic.wasm would misread the config slots).

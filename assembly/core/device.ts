@@ -38,6 +38,7 @@ export const TRACE_BYTES: usize = TRACE_RECORD_SIZE;
   hbmModel: usize;
   pcie: usize;
   nic: usize;
+  ports: usize; // nic/ports.ts portsOf
 }
 
 export { Config, FATAL_EVENT_OVERFLOW };

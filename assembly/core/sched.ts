@@ -13,6 +13,9 @@ export const enum EventKind {
   NicKick = 4, // a: qpn
   Doorbell = 5, // a: ringer index (doorbells.ts): its oldest doorbell has arrived
   Mailbox = 6, // the oldest host mailbox word given for a later time has arrived (engine/mailbox.ts)
+  PortTx = 7, // a: port: it is free to send its next frame (nic/roce-tx.ts; at most one pending per port)
+  RxArrive = 8, // the receive ring's oldest arrival is due (nic/roce-rx.ts; at most one pending)
+  NicTimer = 9, // a: qpn: its transport timer (nic/roce-rx.ts; at most one pending per QP, re-armed lazily)
 }
 
 @inline function rec(dev: Device, i: u32): usize {

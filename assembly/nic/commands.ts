@@ -81,7 +81,7 @@ export function nicCommand(dev: Device, h: Hart, op: u32): u64 {
       if (!pdOwnedBy(dev, arg(h, 0), e) || !ownsCq(dev, e, arg(h, 1)) || !ownsCq(dev, e, arg(h, 2))) { r = E_NO_OBJECT; break; }
       r = qpCreate(dev, arg(h, 0), arg(h, 1), arg(h, 2), engineToDma(e, arg(h, 3)), arg(h, 4), engineToDma(e, arg(h, 5)), arg(h, 6), e, arg(h, 7));
       break;
-    case CMD_MODIFY_QP: r = ownsQp(dev, e, arg(h, 0)) ? qpModify(dev, arg(h, 0), arg(h, 1), arg(h, 2)) : E_NO_OBJECT; break;
+    case CMD_MODIFY_QP: r = ownsQp(dev, e, arg(h, 0)) ? qpModify(dev, arg(h, 0), arg(h, 1), arg(h, 2), dev.cfg.deviceId, 0) : E_NO_OBJECT; break;
     case CMD_DESTROY_QP: r = ownsQp(dev, e, arg(h, 0)) ? qpDestroy(dev, arg(h, 0)) : E_NO_OBJECT; break;
     default: r = E_ARGUMENT; break;
   }

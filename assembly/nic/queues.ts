@@ -76,5 +76,11 @@ export function qpReset(dev: Device, qpn: u32): void {
   q.sqFlushed = q.announced;
   q.rqCi = q.rqPi;
   q.nranges = 0;
+  // RoCEv2 starts again from PSN 0 on both sides
+  q.sqPsn = 0;
+  q.ePsn = 0;
+  q.msn = 0;
+  q.rxOp = 0;
+  q.nakSent = 0;
   q.state = QP_STATE_RESET;
 }

@@ -23,6 +23,7 @@ import { cqPush, cqeVisible } from "./completions";
 import { readyTime, flush, qpError } from "./queues";
 import { Packet, PacketKind, packetOut, packetIn } from "./packet";
 import { NicPhase, FLOW_ENDED, phaseAt, fail, noAnswer, notReady } from "./phases";
+import { queueRequest, packetsOf, psnAdd } from "./roce-tx";
 import { wireRequest } from "./wire";
 import { checkCopy, checkReduce, reduceBlockOf, placeReduce } from "./local-ops";
 import {
@@ -38,6 +39,7 @@ import {
 const REQ_DST_HOST: u32 = 1;
 const REQ_REDUCE: u32 = 2;
 const REQ_DST_SRAM: u32 = 4;
+const REQ_REMOTE: u32 = 8; // to another device, over RoCEv2
 
 /** Starts the next request of a send queue if it is runnable now, or arranges to look again. */
 export function kick(dev: Device, qpn: u32, t: u64): void {
@@ -55,6 +57,7 @@ export function kick(dev: Device, qpn: u32, t: u64): void {
   }
   q.busy = 1;
   q.gen++;
+  q.msgPsnSet = 0;
   q.retriesLeft = <u32>dev.cfg.transportRetries;
   q.rnrLeft = <u32>dev.cfg.rnrRetries;
   memory.copy(qpWqe(dev, qpn), sqSlot(dev, q, q.sqCi), WQE_SIZE);
@@ -116,6 +119,7 @@ function attempt(dev: Device, qpn: u32, t: u64): void {
   } else {
     const status = checkLocal(dev, q, w);
     if (status != STATUS_SUCCESS) { fail(dev, q, qpn, t, status); return; }
+    if (q.remote) { attemptRemote(dev, q, qpn, w, t); return; }
     if (!sendPacket(dev, q, qpn, w, PacketKind.ReqFirst, t)) { noAnswer(dev, q, qpn, t); return; }
     const a = packetIn(nicOf(dev).packets);
     if (isRnr(a)) { notReady(dev, q, qpn, t); return; }
@@ -138,6 +142,43 @@ function attempt(dev: Device, qpn: u32, t: u64): void {
   q.reqBytes = hbmBytes;
   q.reqLen = len;
   phaseAt(dev, q, qpn, NicPhase.Head, head);
+}
+
+/**
+ * A transfer to another device (RoCEv2, roce-tx.ts and roce-rx.ts): the source is read (Head,
+ * Flow), then its packets go out on the QP's port and the answer decides. A READ reads nothing
+ * here: its bytes come back in the responses and land as they arrive.
+ */
+function attemptRemote(dev: Device, q: Qp, qpn: u32, w: usize, t: u64): void {
+  const op = <u32>load<u8>(w + WQE_OPCODE);
+  const len = <u64>load<u32>(w + WQE_LENGTH);
+  const src = load<u64>(w + WQE_LADDR);
+  let head = t + dev.cfg.nicWqeLatencyPs;
+  q.reqBytes = 0;
+  q.reqLen = len;
+  if (op != OPCODE_RDMA_READ) {
+    if (len > 0 && dmaIsHost(dev, src, len)) head = pcieRead(dev, head, len);
+    else if (dmaIsSram(dev, src, len)) head += dev.cfg.nicSramLatencyPs + sramDmaPs(dev, len);
+    else head += dev.cfg.hbmLatencyPs;
+    if (dmaIsHbm(dev, src, len)) q.reqBytes = len;
+  }
+  q.reqFlags = REQ_REMOTE;
+  phaseAt(dev, q, qpn, NicPhase.Head, head);
+}
+
+/** The source has been read: the request's packets go to its port (the same PSNs on a retry). */
+function startSend(dev: Device, q: Qp, qpn: u32, t: u64): void {
+  if (!q.msgPsnSet) {
+    const w = qpWqe(dev, qpn);
+    q.msgPsn = q.sqPsn;
+    q.msgLastPsn = psnAdd(q.msgPsn, packetsOf(load<u32>(w + WQE_LENGTH), dev.cfg.mtuBytes) - 1);
+    q.sqPsn = psnAdd(q.msgLastPsn, 1);
+    q.msgPsnSet = 1;
+  }
+  q.txPsn = q.msgPsn;
+  q.rspPsn = q.msgPsn;
+  q.phase = NicPhase.Send;
+  queueRequest(dev, q, qpn, t);
 }
 
 function attemptReduce(dev: Device, q: Qp, qpn: u32, w: usize, t: u64): void {
@@ -219,6 +260,7 @@ function stopWaitingFlow(dev: Device, q: Qp): void {
 }
 
 function tail(dev: Device, q: Qp, qpn: u32, t: u64): void {
+  if (q.status == STATUS_SUCCESS && (q.reqFlags & REQ_REMOTE)) { startSend(dev, q, qpn, t); return; }
   let end = t;
   if (q.status == STATUS_SUCCESS && (q.reqFlags & REQ_DST_HOST)) end = pcieWrite(dev, PcieDir.Up, t, q.reqLen);
   if (q.status == STATUS_SUCCESS && (q.reqFlags & REQ_DST_SRAM)) end = t + dev.cfg.nicSramLatencyPs + sramDmaPs(dev, q.reqLen);
@@ -262,7 +304,7 @@ function done(dev: Device, qpn: u32, t: u64): void {
     releaseBlock(dev, q.reqBlock, t);
     if (q.status == STATUS_SUCCESS) q.status = checkReduce(dev, q, w);
     if (q.status == STATUS_SUCCESS) placeReduce(dev, w);
-  } else if (q.status == STATUS_SUCCESS) {
+  } else if (q.status == STATUS_SUCCESS && (q.reqFlags & REQ_REMOTE) == 0) {
     if (!finishTransfer(dev, q, qpn, w, t)) return;
   }
   const status = q.status;

@@ -8,9 +8,10 @@ import { dmaPtr } from "../mem/dma";
 import { kick, abandonRequest } from "./requester";
 import { qpError, qpReset } from "./queues";
 import { dbqDeliverFor } from "./doorbells";
+import { unlistQp } from "./roce-tx";
 import { unschedule, EventKind } from "../core/sched";
 import {
-  CMD_ERR_NO_OBJECT, CMD_ERR_TRANSITION, CMD_ERR_IN_USE, CMD_ERR_ARGUMENT, QP_STATE_RESET, QP_STATE_INIT, QP_STATE_RTR, QP_STATE_RTS, QP_STATE_ERR, WQE_SIZE, MAX_QUEUE_DEPTH,
+  PORT_GROUP_SCALE_UP, PORT_GROUP_SCALE_OUT, CMD_ERR_NO_OBJECT, CMD_ERR_TRANSITION, CMD_ERR_IN_USE, CMD_ERR_ARGUMENT, QP_STATE_RESET, QP_STATE_INIT, QP_STATE_RTR, QP_STATE_RTS, QP_STATE_ERR, WQE_SIZE, MAX_QUEUE_DEPTH,
 } from "../generated/layouts";
 
 // results: a number, or a negative CMD_ERR (layouts/verbs.json), which firmware reads too
@@ -47,7 +48,12 @@ export function qpCreate(dev: Device, pd: u32, sendCq: u32, recvCq: u32, sqBase:
   return E_NO_OBJECT;
 }
 
-export function qpModify(dev: Device, qpn: u32, state: u32, destQpn: u32): i32 {
+/**
+ * Moves QP `qpn` to `state`. At RTR it learns its destination: QP `destQpn` of device
+ * `destDevice` (this device's cfg.deviceId: loopback; another: RoCEv2 through a port of
+ * `portGroup`, PORT_GROUP_*, the port chosen by QP number within the group).
+ */
+export function qpModify(dev: Device, qpn: u32, state: u32, destQpn: u32, destDevice: u32, portGroup: u32): i32 {
   if (qpn >= dev.cfg.maxQps || !qpAt(dev, qpn).valid) return E_NO_OBJECT;
   const q = qpAt(dev, qpn);
   const from = q.state;
@@ -64,8 +70,19 @@ export function qpModify(dev: Device, qpn: u32, state: u32, destQpn: u32): i32 {
     || (from == QP_STATE_RTR && state == QP_STATE_RTS) || (from == state && from != QP_STATE_ERR);
   if (!ok) return E_TRANSITION;
   if (state == QP_STATE_RTR) {
-    if (destQpn >= dev.cfg.maxQps) return E_ARGUMENT;
+    const remote = destDevice != dev.cfg.deviceId;
+    // a remote QP number is the other device's business: any 24-bit number
+    if (destQpn >= (remote ? <u32>0x1000000 : dev.cfg.maxQps) || destDevice > 0xffff) return E_ARGUMENT;
+    if (remote) {
+      const up = dev.cfg.scaleUpPorts < dev.cfg.ports ? dev.cfg.scaleUpPorts : dev.cfg.ports;
+      const first = portGroup == PORT_GROUP_SCALE_UP ? 0 : up;
+      const count = portGroup == PORT_GROUP_SCALE_UP ? up : portGroup == PORT_GROUP_SCALE_OUT ? dev.cfg.ports - up : 0;
+      if (count == 0) return E_ARGUMENT;
+      q.port = first + qpn % count;
+    }
     q.destQpn = destQpn;
+    q.destDevice = destDevice;
+    q.remote = remote ? 1 : 0;
   }
   q.state = state;
   if (state == QP_STATE_RTS) kick(dev, qpn, t);
@@ -80,6 +97,7 @@ export function qpDestroy(dev: Device, qpn: u32): i32 {
   dbqDeliverFor(dev, qpn, t);
   abandonRequest(dev, qpn, t);
   qpError(dev, qpn, t);
+  unlistQp(dev, q, qpn);
   if (q.kickPending) {
     // a QP created in this slot starts with no event pending
     unschedule(dev, EventKind.NicKick, qpn);

@@ -66,6 +66,41 @@ export const RANGES: u32 = 8;
   reqBlock: u32;
   reqBytes: u64; // HBM bytes the request streams
   reqLen: u64;
+
+  // the path, set at RTR: a QP whose destination is another device talks RoCEv2 through a port
+  destDevice: u32; // the destination QP's device (cfg.deviceId: this one, over loopback)
+  remote: u32; // 1 when destDevice is another device
+  port: u32; // the port it sends on (in its port group)
+  // requester side of RoCEv2 (roce.ts): one message in flight at a time
+  sqPsn: u32; // the PSN the next message starts at
+  msgPsn: u32; // the current message's first PSN
+  msgLastPsn: u32; // and its last
+  txPsn: u32; // the next PSN of it to send
+  rspPsn: u32; // READ: the PSN of the next response it expects
+  msgPsnSet: u32; // 1 once the current request has its PSNs (a retry sends the same ones)
+  txNext: u32; // next QP (qpn + 1) in its port's list of QPs with requests to send; 0 ends it
+  txListed: u32; // 1 while in that list
+  timerAt: u64; // when its transport timer expires (NEVER: not armed)
+  timerPending: u32; // 1 while a NicTimer event is pending for it (it re-arms lazily)
+  // responder side of RoCEv2
+  ePsn: u32; // the PSN it expects next
+  msn: u32; // messages it has completed (sent back in AETH.MSN)
+  nakPsn: u32; // a PSN sequence NAK was sent for this ePsn: not again (IB: once per expected PSN)
+  nakSent: u32;
+  rxDst: u64; // where the current incoming message lands (DMA address)
+  rxOff: u32; // bytes of it placed
+  rxLen: u32; // its length when known (WRITE: RETH length; SEND: the receive's length)
+  rxOp: u32; // OPCODE_* of the message being received, or NOT_ARMED
+  rxRecv: u32; // the receive it fills (free-running index)
+  respNext: u32; // next QP (qpn + 1) in its port's list of QPs with an answer to send
+  respListed: u32;
+  respKind: u32; // RESP_*: the answer to send
+  respPsn: u32; // the PSN it answers
+  respSyndrome: u32; // AETH syndrome of an ACK or NAK
+  rdVa: u64; // READ response being sent: where its next bytes come from
+  rdLen: u32; // bytes of it still to send
+  rdPsn: u32; // PSN of its next packet
+  rdFirst: u32; // 1 before its first packet
 }
 
 // Per-QP extra blocks live beside the table: RANGES x 16 bytes of (end u32, pad, time u64),

@@ -1,0 +1,358 @@
+// RoCEv2 into the ports: arrived frames are checked, then a request goes to its QP's responder
+// half, an answer (ACK, NAK, READ response) to its requester half; and the transport timer.
+// RC semantics (IBA vol. 1 ch. 9): the responder takes packets in PSN order only — a duplicate
+// is answered with an ACK again, a packet ahead of the expected PSN with one PSN-sequence NAK per
+// expected PSN — and places each packet's payload where its message says, on arrival. Bad
+// frames are counted by reason and dropped; nothing traps.
+
+import { Device, statAdd } from "../core/device";
+import { schedule, EventKind } from "../core/sched";
+import { NEVER } from "../core/time";
+import { Qp, qpAt, qpWqe, rqSlot, mrCheck } from "./verbs";
+import { dmaPtr } from "../mem/dma";
+import { cqPush, cqeVisible } from "./completions";
+import { qpError } from "./queues";
+import { NicPhase, phaseAt, fail, notReady } from "./phases";
+import { portsOf, rxRing, ringRec, ringConsume, bodyAlloc, portIpv4, FRAME_MAX, HDR_MAX } from "./ports";
+import { queueRequest, queueAnswer, armTimer, packetsOf, psnAdd, RESP_ACK, RESP_READ, RESP_NONE } from "./roce-tx";
+import { icrcIpv4 } from "../wire/icrc";
+import {
+  ETH_SIZE, ETH_TYPE_IPV4, getEthEtherType, IPV4_SIZE, IPV4_VERSION, IPV4_IHL_MIN, IPV4_PROTO_UDP, getIpv4Version, getIpv4Ihl,
+  getIpv4TotalLength, getIpv4Protocol, getIpv4Dst, UDP_SIZE, UDP_PORT_ROCEV2, getUdpDstPort, getUdpLength,
+  BTH_SIZE, BTH_PSN_MASK, getBthOpcode, getBthPadCnt, getBthTVer, getBthDestQp, getBthAckReq, getBthPsn,
+  RETH_SIZE, getRethVa, getRethRkey, getRethDmaLength, AETH_SIZE, getAethSyndrome, IMM_DT_SIZE, getImmDtData, ICRC_SIZE,
+  AETH_SYNDROME_TYPE_MASK, AETH_SYNDROME_ACK, AETH_SYNDROME_RNR_NAK, AETH_SYNDROME_NAK, AETH_SYNDROME_VALUE_MASK,
+  AETH_NAK_PSN_SEQ_ERR, AETH_NAK_INVALID_REQUEST, AETH_NAK_REMOTE_ACCESS_ERROR, AETH_NAK_REMOTE_OPERATIONAL_ERROR,
+  OPF_KNOWN, OPF_RETH, OPF_AETH, OPF_IMM_DT, OPF_CNP, opcodeFlags,
+  OP_RC_SEND_FIRST, OP_RC_SEND_MIDDLE, OP_RC_SEND_LAST, OP_RC_SEND_LAST_IMM, OP_RC_SEND_ONLY, OP_RC_SEND_ONLY_IMM,
+  OP_RC_WRITE_FIRST, OP_RC_WRITE_MIDDLE, OP_RC_WRITE_LAST, OP_RC_WRITE_LAST_IMM, OP_RC_WRITE_ONLY, OP_RC_WRITE_ONLY_IMM,
+  OP_RC_READ_REQUEST, OP_RC_READ_RESPONSE_FIRST, OP_RC_READ_RESPONSE_LAST, OP_RC_READ_RESPONSE_ONLY, OP_RC_ACK,
+} from "../generated/headers";
+import {
+  OPCODE_RDMA_WRITE, OPCODE_RDMA_WRITE_WITH_IMM, OPCODE_SEND, OPCODE_SEND_WITH_IMM, OPCODE_RDMA_READ, OPCODE_RECV,
+  STATUS_SUCCESS, STATUS_LOC_LEN_ERR, STATUS_LOC_PROT_ERR, STATUS_REM_INV_REQ_ERR, STATUS_REM_ACCESS_ERR, STATUS_REM_OP_ERR,
+  STATUS_RETRY_EXC_ERR, ACCESS_LOCAL_WRITE, ACCESS_REMOTE_WRITE, ACCESS_REMOTE_READ, QP_STATE_RTR, QP_STATE_RTS,
+  WQE_OPCODE, WQE_LADDR, WQE_LENGTH, WQE_LKEY, WQE_WR_ID,
+  PKT_SIZE, PKT_TIME_PS, PKT_WIRE_LEN, PKT_PORT, PKT_HDR_LEN, PKT_BODY_LEN, PKT_BODY_OFF, PKT_HDR,
+  STAT_PORT_RX_PACKETS, STAT_PORT_RX_RING_FULL, STAT_PORT_RX_LATE, STAT_ROCE_RX_MALFORMED, STAT_ROCE_RX_BAD_ICRC,
+  STAT_ROCE_RX_NOT_MINE, STAT_ROCE_RX_UNKNOWN_QP, STAT_ROCE_RX_DUPLICATE, STAT_ROCE_RX_OUT_OF_ORDER, STAT_ROCE_RX_CNP,
+  STAT_ROCE_NAKS_SENT, STAT_ROCE_RETRANSMITS, STAT_ROCE_TIMEOUTS, STAT_ROCE_STALE_ANSWERS,
+} from "../generated/layouts";
+
+// Qp.rxOp: the kind of message being received
+const RX_NONE: u32 = 0;
+const RX_WRITE: u32 = 1;
+const RX_SEND: u32 = 2;
+
+// ---- the receive ring: the host hands arrivals over a window at a time
+
+/**
+ * Takes `n` arrivals the host staged (records at Ports.stage, bodies at Ports.stageBody) into
+ * the receive ring, in the order given. An arrival before now is late (counted) and taken as
+ * arriving now; one before the previous arrival is taken at that one's time; one that finds the
+ * ring full is dropped (counted). Returns how many were taken.
+ */
+export function rxPut(dev: Device, n: u32): u32 {
+  const s = portsOf(dev);
+  const r = rxRing(dev);
+  let taken: u32 = 0;
+  for (let k: u32 = 0; k < n && k < dev.cfg.rxRingEntries; k++) {
+    const src = s.stage + <usize>k * <usize>PKT_SIZE;
+    const bodyLen: u32 = dev.cfg.timingMode != 0 ? 0 : load<u32>(src + PKT_BODY_LEN);
+    if (r.count >= r.cap || bodyLen > dev.cfg.rxBodyBytes) { statAdd(dev, STAT_PORT_RX_RING_FULL, 1); continue; }
+    const at = bodyAlloc(r, bodyLen);
+    if (at < 0) { statAdd(dev, STAT_PORT_RX_RING_FULL, 1); continue; }
+    const dst = ringRec(r, r.count);
+    memory.copy(dst, src, <usize>PKT_SIZE);
+    let t = load<u64>(dst + PKT_TIME_PS);
+    if (t < dev.now) { statAdd(dev, STAT_PORT_RX_LATE, 1); t = dev.now; }
+    if (r.count > 0) { const prev = load<u64>(ringRec(r, r.count - 1) + PKT_TIME_PS); if (t < prev) t = prev; }
+    store<u64>(dst + PKT_TIME_PS, t);
+    const off = load<u32>(src + PKT_BODY_OFF);
+    if (bodyLen > 0 && <u64>off + <u64>bodyLen <= <u64>dev.cfg.rxBodyBytes) memory.copy(r.body + <usize>at, s.stageBody + <usize>off, bodyLen);
+    else if (bodyLen > 0) memory.fill(r.body + <usize>at, 0, bodyLen); // a body outside the stage: the frame will not check
+    store<u32>(dst + PKT_BODY_LEN, bodyLen);
+    store<u32>(dst + PKT_BODY_OFF, <u32>at);
+    r.count++;
+    taken++;
+  }
+  if (r.count > 0) wantRxEvent(dev, load<u64>(ringRec(r, 0) + PKT_TIME_PS));
+  return taken;
+}
+
+function wantRxEvent(dev: Device, t: u64): void {
+  const s = portsOf(dev);
+  if (s.rxEventAt <= t) return;
+  s.rxEventAt = t;
+  schedule(dev, t, EventKind.RxArrive, 0, 0);
+}
+
+/** The RxArrive event: every arrival due by `t` is received, in order. */
+export function rxArrive(dev: Device, t: u64): void {
+  const s = portsOf(dev);
+  if (t != s.rxEventAt) return; // an earlier event took its place
+  s.rxEventAt = NEVER;
+  const r = rxRing(dev);
+  while (r.count > 0) {
+    const rec = ringRec(r, 0);
+    const at = load<u64>(rec + PKT_TIME_PS);
+    if (at > t) { wantRxEvent(dev, at); return; }
+    receive(dev, rec, r.body, at);
+    ringConsume(r, 1);
+  }
+}
+
+// ---- one frame
+
+@inline function bad(dev: Device, stat: u32): void { statAdd(dev, stat, 1); }
+
+/** Checks the frame of record `rec` and hands it to its QP. */
+function receive(dev: Device, rec: usize, body: usize, t: u64): void {
+  statAdd(dev, STAT_PORT_RX_PACKETS, 1);
+  const s = portsOf(dev);
+  const f = s.frame;
+  const wire = load<u32>(rec + PKT_WIRE_LEN), hdrLen = <u32>load<u16>(rec + PKT_HDR_LEN);
+  const port = <u32>load<u16>(rec + PKT_PORT);
+  const full = dev.cfg.timingMode == 0;
+  const bodyLen = load<u32>(rec + PKT_BODY_LEN);
+  const minHdr = ETH_SIZE + IPV4_SIZE + UDP_SIZE + BTH_SIZE;
+  if (hdrLen < minHdr || hdrLen > HDR_MAX || wire < hdrLen + ICRC_SIZE || wire > FRAME_MAX || port >= dev.cfg.ports
+    || (full && bodyLen != wire - hdrLen)) { bad(dev, STAT_ROCE_RX_MALFORMED); return; }
+  memory.copy(f, rec + PKT_HDR, hdrLen);
+  if (full) memory.copy(f + hdrLen, body + <usize>load<u32>(rec + PKT_BODY_OFF), bodyLen);
+  const ip = f + ETH_SIZE, udp = ip + IPV4_SIZE, bth = udp + UDP_SIZE;
+  if (getEthEtherType(f) != ETH_TYPE_IPV4 || getIpv4Version(ip) != IPV4_VERSION || getIpv4Ihl(ip) != IPV4_IHL_MIN
+    || getIpv4TotalLength(ip) != wire - ETH_SIZE || getIpv4Protocol(ip) != IPV4_PROTO_UDP || getUdpDstPort(udp) != UDP_PORT_ROCEV2
+    || getUdpLength(udp) != wire - ETH_SIZE - IPV4_SIZE) { bad(dev, STAT_ROCE_RX_MALFORMED); return; }
+  if (getIpv4Dst(ip) != portIpv4(dev.cfg.deviceId, port)) { bad(dev, STAT_ROCE_RX_NOT_MINE); return; }
+  const op = getBthOpcode(bth);
+  const flags = opcodeFlags(op);
+  if ((flags & OPF_KNOWN) == 0 || getBthTVer(bth) != 0) { bad(dev, STAT_ROCE_RX_MALFORMED); return; }
+  const ext = ((flags & OPF_RETH) ? RETH_SIZE : 0) + ((flags & OPF_AETH) ? AETH_SIZE : 0) + ((flags & OPF_IMM_DT) ? IMM_DT_SIZE : 0) + ((flags & OPF_CNP) ? 16 : 0);
+  const pad = getBthPadCnt(bth);
+  if (hdrLen != minHdr + ext || wire < hdrLen + pad + ICRC_SIZE) { bad(dev, STAT_ROCE_RX_MALFORMED); return; }
+  const payload = wire - hdrLen - pad - ICRC_SIZE;
+  if (full && load<u32>(f + wire - ICRC_SIZE) != icrcIpv4(ip, wire - ETH_SIZE)) { bad(dev, STAT_ROCE_RX_BAD_ICRC); return; }
+  if ((flags & OPF_CNP) != 0) { statAdd(dev, STAT_ROCE_RX_CNP, 1); return; }
+  const qpn = getBthDestQp(bth);
+  if (qpn >= dev.cfg.maxQps) { bad(dev, STAT_ROCE_RX_UNKNOWN_QP); return; }
+  const q = qpAt(dev, qpn);
+  if (!q.valid || !q.remote || q.port != port) { bad(dev, STAT_ROCE_RX_UNKNOWN_QP); return; }
+  const x = bth + BTH_SIZE; // extension headers, then the payload
+  if (op <= OP_RC_READ_REQUEST) responder(dev, q, qpn, op, flags, bth, x, f + hdrLen, payload, t);
+  else requester(dev, q, qpn, op, bth, x, f + hdrLen, payload, t);
+}
+
+// ---- responder half
+
+/** Sends an ACK for `psn`, or a NAK with `syndrome`. */
+function answer(dev: Device, q: Qp, qpn: u32, psn: u32, syndrome: u32, t: u64): void {
+  if ((syndrome & AETH_SYNDROME_TYPE_MASK) != AETH_SYNDROME_ACK) statAdd(dev, STAT_ROCE_NAKS_SENT, 1);
+  q.respPsn = psn;
+  q.respSyndrome = syndrome;
+  queueAnswer(dev, q, qpn, RESP_ACK, t);
+}
+
+@inline function psnDiff(a: u32, b: u32): i32 {
+  // a - b in the 24-bit PSN space, as a signed distance
+  return (<i32>((a - b) << 8)) >> 8;
+}
+
+@inline function isFirst(op: u32): bool {
+  return op == OP_RC_SEND_FIRST || op == OP_RC_SEND_ONLY || op == OP_RC_SEND_ONLY_IMM
+    || op == OP_RC_WRITE_FIRST || op == OP_RC_WRITE_ONLY || op == OP_RC_WRITE_ONLY_IMM;
+}
+
+@inline function isLast(op: u32): bool {
+  return op == OP_RC_SEND_LAST || op == OP_RC_SEND_LAST_IMM || op == OP_RC_SEND_ONLY || op == OP_RC_SEND_ONLY_IMM
+    || op == OP_RC_WRITE_LAST || op == OP_RC_WRITE_LAST_IMM || op == OP_RC_WRITE_ONLY || op == OP_RC_WRITE_ONLY_IMM;
+}
+
+@inline function isSend(op: u32): bool { return op <= OP_RC_SEND_ONLY_IMM; }
+
+/** Does the RETH at `x` name memory of QP `q`'s PD that grants `need`? */
+function rethGrants(dev: Device, q: Qp, x: usize, need: u32): bool {
+  return mrCheck(dev, getRethRkey(x), true, q.pd, getRethVa(x), <u64>getRethDmaLength(x), need);
+}
+
+/** A request packet for QP `q` (its headers after the BTH at `x`, its payload at `pl`). */
+function responder(dev: Device, q: Qp, qpn: u32, op: u32, flags: u32, bth: usize, x: usize, pl: usize, payload: u32, t: u64): void {
+  if (q.state != QP_STATE_RTR && q.state != QP_STATE_RTS) { bad(dev, STAT_ROCE_RX_UNKNOWN_QP); return; }
+  const psn = getBthPsn(bth);
+  const d = psnDiff(psn, q.ePsn);
+  if (d < 0) {
+    // a duplicate (our ACK was lost, or the requester went back): acknowledge what we have
+    statAdd(dev, STAT_ROCE_RX_DUPLICATE, 1);
+    answer(dev, q, qpn, psnAdd(q.ePsn, BTH_PSN_MASK), AETH_SYNDROME_ACK | AETH_SYNDROME_VALUE_MASK, t);
+    return;
+  }
+  if (d > 0) {
+    // a packet was lost before this one: ask for the expected PSN, once
+    statAdd(dev, STAT_ROCE_RX_OUT_OF_ORDER, 1);
+    if (!q.nakSent || q.nakPsn != q.ePsn) {
+      q.nakSent = 1;
+      q.nakPsn = q.ePsn;
+      answer(dev, q, qpn, q.ePsn, AETH_SYNDROME_NAK | AETH_NAK_PSN_SEQ_ERR, t);
+    }
+    return;
+  }
+  q.nakSent = 0;
+  if (op == OP_RC_READ_REQUEST) {
+    if (!rethGrants(dev, q, x, ACCESS_REMOTE_READ)) { answer(dev, q, qpn, psn, AETH_SYNDROME_NAK | AETH_NAK_REMOTE_ACCESS_ERROR, t); return; }
+    const len = getRethDmaLength(x);
+    q.rdVa = getRethVa(x);
+    q.rdLen = len;
+    q.rdPsn = psn;
+    q.rdFirst = 1;
+    q.ePsn = psnAdd(q.ePsn, packetsOf(len, dev.cfg.mtuBytes));
+    q.msn++;
+    queueAnswer(dev, q, qpn, RESP_READ, t);
+    return;
+  }
+  if (isFirst(op)) {
+    if (q.rxOp != RX_NONE) { answer(dev, q, qpn, psn, AETH_SYNDROME_NAK | AETH_NAK_INVALID_REQUEST, t); return; }
+    if (isSend(op)) {
+      if (q.rqCi == q.rqPi) { answer(dev, q, qpn, psn, AETH_SYNDROME_RNR_NAK, t); return; } // receiver not ready
+      const r = rqSlot(dev, q, q.rqCi);
+      q.rxDst = load<u64>(r + WQE_LADDR);
+      q.rxLen = load<u32>(r + WQE_LENGTH);
+      q.rxRecv = q.rqCi;
+      q.rxOp = RX_SEND;
+    } else {
+      if (!rethGrants(dev, q, x, ACCESS_REMOTE_WRITE)) { answer(dev, q, qpn, psn, AETH_SYNDROME_NAK | AETH_NAK_REMOTE_ACCESS_ERROR, t); return; }
+      q.rxDst = getRethVa(x);
+      q.rxLen = getRethDmaLength(x);
+      q.rxOp = RX_WRITE;
+    }
+    q.rxOff = 0;
+  } else if (q.rxOp == RX_NONE || isSend(op) != (q.rxOp == RX_SEND)) {
+    answer(dev, q, qpn, psn, AETH_SYNDROME_NAK | AETH_NAK_INVALID_REQUEST, t);
+    return;
+  }
+  const withImm = (flags & OPF_IMM_DT) != 0;
+  if (isLast(op) && withImm && !isSend(op) && q.rqCi == q.rqPi) {
+    // a WRITE with immediate needs a receive for its immediate: not ready; nothing is placed
+    answer(dev, q, qpn, psn, AETH_SYNDROME_RNR_NAK, t);
+    return;
+  }
+  // place the payload where the message says
+  if (<u64>q.rxOff + <u64>payload > <u64>q.rxLen) {
+    if (isSend(op)) { failRecv(dev, q, qpn, psn, STATUS_LOC_LEN_ERR, AETH_NAK_INVALID_REQUEST, t); return; }
+    answer(dev, q, qpn, psn, AETH_SYNDROME_NAK | AETH_NAK_INVALID_REQUEST, t);
+    return;
+  }
+  const dst = q.rxDst + <u64>q.rxOff;
+  if (isSend(op) && payload > 0) {
+    const r = rqSlot(dev, q, q.rxRecv);
+    if (!mrCheck(dev, load<u32>(r + WQE_LKEY), false, q.pd, dst, <u64>payload, ACCESS_LOCAL_WRITE)) { failRecv(dev, q, qpn, psn, STATUS_LOC_PROT_ERR, AETH_NAK_REMOTE_OPERATIONAL_ERROR, t); return; }
+  }
+  if (dev.cfg.timingMode == 0 && payload > 0) memory.copy(dmaPtr(dev, dst, <u64>payload), pl, payload);
+  q.rxOff += payload;
+  q.ePsn = psnAdd(q.ePsn, 1);
+  if (isLast(op)) {
+    if (isSend(op) || withImm) {
+      // a SEND fills its receive; a WRITE with immediate consumes one for the immediate
+      if (!isSend(op)) q.rxRecv = q.rqCi;
+      const r = rqSlot(dev, q, q.rxRecv);
+      q.rqCi++;
+      const imm = withImm ? getImmDtData(x + ((flags & OPF_RETH) ? RETH_SIZE : 0)) : 0;
+      const rxOpcode = isSend(op) ? OPCODE_RECV : OPCODE_RDMA_WRITE_WITH_IMM;
+      const byteLen = isSend(op) ? q.rxOff : q.rxLen;
+      if (!cqPush(dev, q.recvCq, t, load<u64>(r + WQE_WR_ID), byteLen, imm, withImm, qpn, STATUS_SUCCESS, rxOpcode)) qpError(dev, qpn, t);
+    }
+    q.msn++;
+    q.rxOp = RX_NONE;
+  }
+  if (getBthAckReq(bth)) answer(dev, q, qpn, psn, AETH_SYNDROME_ACK | AETH_SYNDROME_VALUE_MASK, t);
+}
+
+/** The receive being filled fails with `rxStatus`, the QP goes to error, and the requester gets a NAK. */
+function failRecv(dev: Device, q: Qp, qpn: u32, psn: u32, rxStatus: u32, nak: u32, t: u64): void {
+  const r = rqSlot(dev, q, q.rxRecv);
+  q.rqCi++;
+  q.rxOp = RX_NONE;
+  cqPush(dev, q.recvCq, t, load<u64>(r + WQE_WR_ID), 0, 0, false, qpn, rxStatus, OPCODE_RECV);
+  answer(dev, q, qpn, psn, AETH_SYNDROME_NAK | nak, t);
+  qpError(dev, qpn, t);
+}
+
+// ---- requester half
+
+/** The request in flight is over with `status`: its completion after the CQE's own latency. */
+function complete(dev: Device, q: Qp, qpn: u32, status: u32, t: u64): void {
+  q.timerAt = NEVER;
+  q.status = status;
+  q.txPsn = psnAdd(q.msgLastPsn, 1);
+  q.gen++; // its pending phase, if any, is stale now
+  phaseAt(dev, q, qpn, NicPhase.Done, cqeVisible(dev, q.sendCq, t));
+}
+
+/** Goes back to PSN `psn` of the current message and sends again from there. */
+function goBack(dev: Device, q: Qp, qpn: u32, psn: u32, t: u64): void {
+  statAdd(dev, STAT_ROCE_RETRANSMITS, 1);
+  q.timerAt = NEVER;
+  q.txPsn = psn;
+  q.rspPsn = q.msgPsn;
+  q.phase = NicPhase.Send;
+  queueRequest(dev, q, qpn, t);
+}
+
+/** An answer (ACK, NAK or READ response) for QP `q`'s request in flight. */
+function requester(dev: Device, q: Qp, qpn: u32, op: u32, bth: usize, x: usize, pl: usize, payload: u32, t: u64): void {
+  const inFlight = q.busy && (q.phase == NicPhase.Send || q.phase == NicPhase.AwaitAck);
+  const psn = getBthPsn(bth);
+  if (!inFlight || psnDiff(psn, q.msgPsn) < 0 || psnDiff(psn, q.msgLastPsn) > 0) { statAdd(dev, STAT_ROCE_STALE_ANSWERS, 1); return; }
+  const w = qpWqe(dev, qpn);
+  const isRead = <u32>load<u8>(w + WQE_OPCODE) == OPCODE_RDMA_READ;
+  if (op == OP_RC_ACK) {
+    const syn = getAethSyndrome(x);
+    const type = syn & AETH_SYNDROME_TYPE_MASK;
+    if (type == AETH_SYNDROME_ACK) {
+      if (!isRead && psn == q.msgLastPsn) complete(dev, q, qpn, STATUS_SUCCESS, t);
+      return;
+    }
+    if (type == AETH_SYNDROME_RNR_NAK) {
+      q.timerAt = NEVER;
+      q.txPsn = psnAdd(q.msgLastPsn, 1);
+      q.gen++;
+      notReady(dev, q, qpn, t);
+      return;
+    }
+    const code = syn & AETH_SYNDROME_VALUE_MASK;
+    if (code == AETH_NAK_PSN_SEQ_ERR) { goBack(dev, q, qpn, psn, t); return; }
+    complete(dev, q, qpn, code == AETH_NAK_REMOTE_ACCESS_ERROR ? STATUS_REM_ACCESS_ERR : code == AETH_NAK_REMOTE_OPERATIONAL_ERROR ? STATUS_REM_OP_ERR : STATUS_REM_INV_REQ_ERR, t);
+    return;
+  }
+  // a READ response: in PSN order, placed where the request's local address says
+  if (!isRead) { statAdd(dev, STAT_ROCE_STALE_ANSWERS, 1); return; }
+  if (psn != q.rspPsn) {
+    // one was lost: ask again from the first missing one (the READ request is re-sent for the rest)
+    statAdd(dev, STAT_ROCE_RX_OUT_OF_ORDER, 1);
+    if (psnDiff(psn, q.rspPsn) > 0) goBack(dev, q, qpn, q.msgPsn, t);
+    return;
+  }
+  const k = (psn - q.msgPsn) & BTH_PSN_MASK;
+  const off = <u64>k * <u64>dev.cfg.mtuBytes;
+  const laddr = load<u64>(w + WQE_LADDR) + off;
+  const len = <u64>load<u32>(w + WQE_LENGTH);
+  if (off + <u64>payload > len || !mrCheck(dev, load<u32>(w + WQE_LKEY), false, q.pd, laddr, <u64>payload, ACCESS_LOCAL_WRITE)) {
+    complete(dev, q, qpn, payload > 0 && off + <u64>payload > len ? STATUS_LOC_LEN_ERR : STATUS_LOC_PROT_ERR, t);
+    return;
+  }
+  if (dev.cfg.timingMode == 0 && payload > 0) memory.copy(dmaPtr(dev, laddr, <u64>payload), pl, payload);
+  q.rspPsn = psnAdd(q.rspPsn, 1);
+  if (op == OP_RC_READ_RESPONSE_LAST || op == OP_RC_READ_RESPONSE_ONLY) complete(dev, q, qpn, STATUS_SUCCESS, t);
+}
+
+/** The NicTimer event of QP `qpn`: its transport timer, re-armed lazily. */
+export function nicTimer(dev: Device, qpn: u32, t: u64): void {
+  const q = qpAt(dev, qpn);
+  q.timerPending = 0;
+  if (!q.valid || !q.busy || q.timerAt == NEVER) return;
+  if (q.timerAt > t) { armTimer(dev, q, qpn, q.timerAt); return; }
+  q.timerAt = NEVER;
+  statAdd(dev, STAT_ROCE_TIMEOUTS, 1);
+  if (q.retriesLeft == 0) { complete(dev, q, qpn, STATUS_RETRY_EXC_ERR, t); return; }
+  q.retriesLeft--;
+  goBack(dev, q, qpn, q.msgPsn, t);
+}

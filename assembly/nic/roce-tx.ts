@@ -1,0 +1,375 @@
+// RoCEv2 out of the ports: which QP sends next on a port, and the frames it sends. A port
+// sends answers (ACK, NAK, READ responses) before requests, and takes QPs with requests round
+// robin, one packet each. Frames are wire-exact (Ethernet II, IPv4, UDP 4791, BTH, RETH, AETH,
+// ImmDt, payload, pad, ICRC: layouts/headers/), built in the ports' scratch frame and written
+// to the transmit ring with the time their last bit leaves the port.
+
+import { Device, statAdd } from "../core/device";
+import { schedule, EventKind } from "../core/sched";
+import { Qp, qpAt, qpWqe } from "./verbs";
+import { dmaPtr } from "../mem/dma";
+import {
+  Port, portsOf, portAt, txRing, ringRec, bodyAlloc, txRoom, framePs, portIpv4, macOf, HDR_MAX,
+} from "./ports";
+import { NicPhase } from "./phases";
+import { icrcIpv4 } from "../wire/icrc";
+import {
+  ETH_SIZE, ETH_TYPE_IPV4, setEthDst, setEthSrc, setEthEtherType,
+  IPV4_SIZE, IPV4_VERSION, IPV4_IHL_MIN, IPV4_TTL_DEFAULT, IPV4_PROTO_UDP, IPV4_ECN_ECT0,
+  setIpv4Version, setIpv4Ihl, setIpv4Dscp, setIpv4Ecn, setIpv4TotalLength, setIpv4Identification, setIpv4DontFragment,
+  setIpv4Ttl, setIpv4Protocol, setIpv4Checksum, setIpv4Src, setIpv4Dst,
+  UDP_SIZE, UDP_PORT_ROCEV2, setUdpSrcPort, setUdpDstPort, setUdpLength, setUdpChecksum,
+  BTH_SIZE, BTH_P_KEY_DEFAULT, BTH_PSN_MASK, setBthOpcode, setBthSe, setBthMigReq, setBthPadCnt, setBthTVer, setBthPKey,
+  setBthFecn, setBthBecn, setBthDestQp, setBthAckReq, setBthPsn,
+  RETH_SIZE, setRethVa, setRethRkey, setRethDmaLength, AETH_SIZE, setAethSyndrome, setAethMsn, IMM_DT_SIZE, setImmDtData,
+  ICRC_SIZE, OP_RC_SEND_FIRST, OP_RC_SEND_MIDDLE, OP_RC_SEND_LAST, OP_RC_SEND_LAST_IMM, OP_RC_SEND_ONLY, OP_RC_SEND_ONLY_IMM,
+  OP_RC_WRITE_FIRST, OP_RC_WRITE_MIDDLE, OP_RC_WRITE_LAST, OP_RC_WRITE_LAST_IMM, OP_RC_WRITE_ONLY, OP_RC_WRITE_ONLY_IMM,
+  OP_RC_READ_REQUEST, OP_RC_READ_RESPONSE_FIRST, OP_RC_READ_RESPONSE_MIDDLE, OP_RC_READ_RESPONSE_LAST, OP_RC_READ_RESPONSE_ONLY,
+  OP_RC_ACK,
+} from "../generated/headers";
+import {
+  OPCODE_RDMA_WRITE, OPCODE_RDMA_WRITE_WITH_IMM, OPCODE_SEND, OPCODE_SEND_WITH_IMM, OPCODE_RDMA_READ,
+  WQE_OPCODE, WQE_LENGTH, WQE_LADDR, WQE_RADDR, WQE_RKEY, WQE_IMM, PKT_TIME_PS, PKT_WIRE_LEN, PKT_PORT, PKT_HDR_LEN,
+  PKT_BODY_LEN, PKT_BODY_OFF, PKT_SEQ, PKT_SRC_DEVICE, PKT_HDR, STAT_PORT_TX_PACKETS, STAT_PORT_TX_BYTES,
+} from "../generated/layouts";
+
+// answers a responder QP sends (Qp.respKind)
+export const RESP_NONE: u32 = 0;
+export const RESP_ACK: u32 = 1; // ACK or NAK: respSyndrome says which
+export const RESP_READ: u32 = 2; // READ response packets, rdLen bytes from rdVa
+
+/** Packets a message of `len` bytes takes (a zero-length message still takes one). */
+@inline export function packetsOf(len: u32, mtu: u32): u32 {
+  return len == 0 ? 1 : (len + mtu - 1) / mtu;
+}
+
+@inline export function psnAdd(psn: u32, n: u32): u32 {
+  return (psn + n) & BTH_PSN_MASK;
+}
+
+// ---- the lists of QPs waiting for a port
+
+function listPush(dev: Device, headTail: usize, qpn: u32, viaResp: bool): void {
+  const tail = load<u32>(headTail, 4);
+  if (tail == 0) store<u32>(headTail, qpn + 1);
+  else if (viaResp) qpAt(dev, tail - 1).respNext = qpn + 1;
+  else qpAt(dev, tail - 1).txNext = qpn + 1;
+  store<u32>(headTail, qpn + 1, 4);
+}
+
+/** Removes the head of a list; returns its qpn. */
+function listPop(dev: Device, headTail: usize, viaResp: bool): u32 {
+  const qpn = load<u32>(headTail) - 1;
+  const q = qpAt(dev, qpn);
+  const next = viaResp ? q.respNext : q.txNext;
+  store<u32>(headTail, next);
+  if (next == 0) store<u32>(headTail, 0, 4);
+  if (viaResp) { q.respNext = 0; q.respListed = 0; } else { q.txNext = 0; q.txListed = 0; }
+  return qpn;
+}
+
+@inline function dataList(port: Port): usize { return changetype<usize>(port) + offsetof<Port>("dataHead"); }
+@inline function respList(port: Port): usize { return changetype<usize>(port) + offsetof<Port>("respHead"); }
+
+/** Makes sure port `p` looks for work at `t` (or when its current frame has left). */
+function wakePort(dev: Device, p: u32, t: u64): void {
+  const port = portAt(dev, p);
+  if (port.txPending || port.blocked) return;
+  port.txPending = 1;
+  schedule(dev, port.busyUntil > t ? port.busyUntil : t, EventKind.PortTx, p, 0);
+}
+
+/** QP `qpn` has request packets to send (txPsn .. msgLastPsn of its current message). */
+export function queueRequest(dev: Device, q: Qp, qpn: u32, t: u64): void {
+  if (!q.txListed) {
+    q.txListed = 1;
+    listPush(dev, dataList(portAt(dev, q.port)), qpn, false);
+  }
+  wakePort(dev, q.port, t);
+}
+
+/** QP `qpn` has an answer to send: an ACK or NAK (RESP_ACK), or READ response packets (RESP_READ). */
+export function queueAnswer(dev: Device, q: Qp, qpn: u32, kind: u32, t: u64): void {
+  // a later ACK replaces one not sent yet; READ responses are never replaced by an ACK
+  if (q.respKind != RESP_READ || kind == RESP_READ) q.respKind = kind;
+  if (!q.respListed) {
+    q.respListed = 1;
+    listPush(dev, respList(portAt(dev, q.port)), qpn, true);
+  }
+  wakePort(dev, q.port, t);
+}
+
+/** Takes QP `qpn` out of its port's lists (it is being destroyed: its slot may be reused at once). */
+export function unlistQp(dev: Device, q: Qp, qpn: u32): void {
+  if (!q.remote) return;
+  const port = portAt(dev, q.port);
+  if (q.txListed) unlink(dev, dataList(port), qpn, false);
+  if (q.respListed) unlink(dev, respList(port), qpn, true);
+  q.respKind = RESP_NONE;
+}
+
+function unlink(dev: Device, headTail: usize, qpn: u32, viaResp: bool): void {
+  let prev: u32 = 0; // qpn + 1 of the entry before, 0 at the head
+  let cur = load<u32>(headTail);
+  while (cur != 0 && cur != qpn + 1) {
+    prev = cur;
+    const c = qpAt(dev, cur - 1);
+    cur = viaResp ? c.respNext : c.txNext;
+  }
+  if (cur == 0) return;
+  const q = qpAt(dev, qpn);
+  const next = viaResp ? q.respNext : q.txNext;
+  if (prev == 0) store<u32>(headTail, next);
+  else if (viaResp) qpAt(dev, prev - 1).respNext = next;
+  else qpAt(dev, prev - 1).txNext = next;
+  if (load<u32>(headTail, 4) == qpn + 1) store<u32>(headTail, prev, 4);
+  if (viaResp) { q.respNext = 0; q.respListed = 0; } else { q.txNext = 0; q.txListed = 0; }
+}
+
+/** The PortTx event: port `p` is free at `t`; it sends its next frame, if any. */
+export function portTx(dev: Device, p: u32, t: u64): void {
+  const port = portAt(dev, p);
+  port.txPending = 0;
+  while (port.respHead != 0 || port.dataHead != 0) {
+    const answer = port.respHead != 0;
+    const qpn = load<u32>(answer ? respList(port) : dataList(port)) - 1;
+    const q = qpAt(dev, qpn);
+    const wire = answer ? buildAnswer(dev, q, qpn) : buildRequest(dev, q, qpn);
+    if (wire == 0) { listPop(dev, answer ? respList(port) : dataList(port), answer); continue; } // nothing left
+    const full = dev.cfg.timingMode == 0;
+    const hdrLen = portsOf(dev).frameHdrLen;
+    if (!txRoom(dev, full ? wire - hdrLen : 0)) { port.blocked = 1; return; }
+    const end = t + framePs(dev, wire);
+    emit(dev, p, end, wire, hdrLen);
+    port.busyUntil = end;
+    // the packet is on its way: advance the sender, and keep or drop it from the list
+    const more = answer ? answerSent(dev, q) : requestSent(dev, q, qpn, end);
+    const list = answer ? respList(port) : dataList(port);
+    listPop(dev, list, answer);
+    if (more) {
+      if (answer) q.respListed = 1; else q.txListed = 1;
+      listPush(dev, list, qpn, answer); // round robin: to the back
+    }
+    port.txPending = 1;
+    schedule(dev, end, EventKind.PortTx, p, 0);
+    return;
+  }
+}
+
+/** The host drained the transmit ring: ports that found it full look again at `t`. */
+export function portsUnblock(dev: Device, t: u64): void {
+  for (let p: u32 = 0; p < dev.cfg.ports; p++) {
+    const port = portAt(dev, p);
+    if (!port.blocked) continue;
+    port.blocked = 0;
+    wakePort(dev, p, t);
+  }
+}
+
+/** Appends the frame in the scratch buffer (wire bytes, the first hdrLen of them headers) to the transmit ring. */
+function emit(dev: Device, p: u32, end: u64, wire: u32, hdrLen: u32): void {
+  const r = txRing(dev);
+  const rec = ringRec(r, r.count);
+  const frame = portsOf(dev).frame;
+  store<u64>(rec + PKT_TIME_PS, end);
+  store<u32>(rec + PKT_WIRE_LEN, wire);
+  store<u16>(rec + PKT_PORT, <u16>p);
+  store<u16>(rec + PKT_HDR_LEN, <u16>hdrLen);
+  memory.copy(rec + PKT_HDR, frame, hdrLen);
+  let bodyLen: u32 = 0, bodyOff: u32 = 0;
+  if (dev.cfg.timingMode == 0) {
+    bodyLen = wire - hdrLen;
+    bodyOff = <u32>bodyAlloc(r, bodyLen); // txRoom checked that it fits
+    memory.copy(r.body + <usize>bodyOff, frame + hdrLen, bodyLen);
+  }
+  store<u32>(rec + PKT_BODY_LEN, bodyLen);
+  store<u32>(rec + PKT_BODY_OFF, bodyOff);
+  store<u32>(rec + PKT_SEQ, r.seq);
+  store<u32>(rec + PKT_SRC_DEVICE, dev.cfg.deviceId);
+  r.seq++;
+  r.count++;
+  statAdd(dev, STAT_PORT_TX_PACKETS, 1);
+  statAdd(dev, STAT_PORT_TX_BYTES, wire);
+}
+
+// ---- frames
+
+/**
+ * Writes Ethernet, IPv4, UDP and BTH for a packet of QP `q` with `ext` bytes of extension
+ * headers and `payload` bytes of payload; returns the offset of the extension headers.
+ */
+function headers(dev: Device, q: Qp, qpn: u32, op: u32, psn: u32, ackReq: bool, ext: u32, payload: u32): usize {
+  const f = portsOf(dev).frame;
+  const pad: u32 = (4 - (payload & 3)) & 3;
+  const src = portIpv4(dev.cfg.deviceId, q.port), dst = portIpv4(q.destDevice, q.port);
+  setEthDst(f, macOf(dst));
+  setEthSrc(f, macOf(src));
+  setEthEtherType(f, ETH_TYPE_IPV4);
+  const ip = f + ETH_SIZE;
+  const ipLen = IPV4_SIZE + UDP_SIZE + BTH_SIZE + ext + payload + pad + ICRC_SIZE;
+  store<u64>(ip, 0);
+  store<u64>(ip, 0, 8);
+  store<u32>(ip, 0, 16);
+  setIpv4Version(ip, IPV4_VERSION);
+  setIpv4Ihl(ip, IPV4_IHL_MIN);
+  setIpv4Dscp(ip, 0);
+  setIpv4Ecn(ip, IPV4_ECN_ECT0);
+  setIpv4TotalLength(ip, ipLen);
+  setIpv4Identification(ip, 0);
+  setIpv4DontFragment(ip, 1);
+  setIpv4Ttl(ip, IPV4_TTL_DEFAULT);
+  setIpv4Protocol(ip, IPV4_PROTO_UDP);
+  setIpv4Src(ip, src);
+  setIpv4Dst(ip, dst);
+  setIpv4Checksum(ip, ipv4Checksum(ip));
+  const udp = ip + IPV4_SIZE;
+  // one UDP source port per QP: ECMP keeps a QP on one path, QPs spread over paths
+  setUdpSrcPort(udp, 0xc000 | (qpn & 0x3fff));
+  setUdpDstPort(udp, UDP_PORT_ROCEV2);
+  setUdpLength(udp, ipLen - IPV4_SIZE);
+  setUdpChecksum(udp, 0);
+  const bth = udp + UDP_SIZE;
+  store<u64>(bth, 0);
+  store<u32>(bth, 0, 8);
+  setBthOpcode(bth, op);
+  setBthSe(bth, 0);
+  setBthMigReq(bth, 0);
+  setBthPadCnt(bth, pad);
+  setBthTVer(bth, 0);
+  setBthPKey(bth, BTH_P_KEY_DEFAULT);
+  setBthFecn(bth, 0);
+  setBthBecn(bth, 0);
+  setBthDestQp(bth, q.destQpn);
+  setBthAckReq(bth, ackReq ? 1 : 0);
+  setBthPsn(bth, psn);
+  return bth + BTH_SIZE;
+}
+
+/** The one's-complement checksum of a 20-byte IPv4 header (RFC 791) with its checksum field zero. */
+function ipv4Checksum(ip: usize): u32 {
+  let sum: u32 = 0;
+  for (let i: usize = 0; i < 20; i += 2) sum += (<u32>load<u8>(ip + i) << 8) | <u32>load<u8>(ip + i + 1);
+  while (sum > 0xffff) sum = (sum & 0xffff) + (sum >> 16);
+  return ~sum & 0xffff;
+}
+
+/**
+ * Copies `payload` bytes from DMA address `from` after the headers at `at`, pads, and writes
+ * the ICRC (full mode; timing mode carries no bytes). Returns the frame's wire length and
+ * records its header length.
+ */
+function finish(dev: Device, at: usize, from: u64, payload: u32): u32 {
+  const s = portsOf(dev);
+  const f = s.frame;
+  const hdrLen = <u32>(at - f);
+  const pad: u32 = (4 - (payload & 3)) & 3;
+  const wire = hdrLen + payload + pad + ICRC_SIZE;
+  s.frameHdrLen = hdrLen;
+  if (dev.cfg.timingMode == 0) {
+    if (payload > 0) memory.copy(at, dmaPtr(dev, from, <u64>payload), payload);
+    for (let k: u32 = 0; k < pad; k++) store<u8>(at + payload + k, 0);
+    const ip = f + ETH_SIZE;
+    store<u32>(at + payload + pad, icrcIpv4(ip, wire - ETH_SIZE)); // little-endian: the ICRC's wire order
+  }
+  return wire;
+}
+
+/** Builds QP `q`'s next request packet; 0 when it has none left to send. */
+function buildRequest(dev: Device, q: Qp, qpn: u32): u32 {
+  if (q.phase != NicPhase.Send || !q.busy) return 0;
+  if (((q.txPsn - q.msgPsn) & BTH_PSN_MASK) > ((q.msgLastPsn - q.msgPsn) & BTH_PSN_MASK)) return 0;
+  const w = qpWqe(dev, qpn);
+  const op = <u32>load<u8>(w + WQE_OPCODE);
+  const len = load<u32>(w + WQE_LENGTH);
+  const mtu = dev.cfg.mtuBytes;
+  if (op == OPCODE_RDMA_READ) {
+    const at = headers(dev, q, qpn, OP_RC_READ_REQUEST, q.txPsn, true, RETH_SIZE, 0);
+    setRethVa(at, load<u64>(w + WQE_RADDR));
+    setRethRkey(at, load<u32>(w + WQE_RKEY));
+    setRethDmaLength(at, len);
+    return finish(dev, at + RETH_SIZE, 0, 0);
+  }
+  const k = (q.txPsn - q.msgPsn) & BTH_PSN_MASK;
+  const n = packetsOf(len, mtu);
+  const first = k == 0, last = k == n - 1;
+  const off = k * mtu;
+  const plen = last ? len - off : mtu;
+  const isWrite = op == OPCODE_RDMA_WRITE || op == OPCODE_RDMA_WRITE_WITH_IMM;
+  const imm = last && (op == OPCODE_RDMA_WRITE_WITH_IMM || op == OPCODE_SEND_WITH_IMM);
+  let opc: u32;
+  if (isWrite) opc = first && last ? (imm ? OP_RC_WRITE_ONLY_IMM : OP_RC_WRITE_ONLY) : first ? OP_RC_WRITE_FIRST : last ? (imm ? OP_RC_WRITE_LAST_IMM : OP_RC_WRITE_LAST) : OP_RC_WRITE_MIDDLE;
+  else opc = first && last ? (imm ? OP_RC_SEND_ONLY_IMM : OP_RC_SEND_ONLY) : first ? OP_RC_SEND_FIRST : last ? (imm ? OP_RC_SEND_LAST_IMM : OP_RC_SEND_LAST) : OP_RC_SEND_MIDDLE;
+  const ext = (isWrite && first ? RETH_SIZE : 0) + (imm ? IMM_DT_SIZE : 0);
+  let at = headers(dev, q, qpn, opc, q.txPsn, last, ext, plen);
+  if (isWrite && first) {
+    setRethVa(at, load<u64>(w + WQE_RADDR));
+    setRethRkey(at, load<u32>(w + WQE_RKEY));
+    setRethDmaLength(at, len);
+    at += RETH_SIZE;
+  }
+  if (imm) { setImmDtData(at, load<u32>(w + WQE_IMM)); at += IMM_DT_SIZE; }
+  return finish(dev, at, load<u64>(w + WQE_LADDR) + <u64>off, plen);
+}
+
+/** After a request packet left at `end`: the next PSN; true while more remain. */
+function requestSent(dev: Device, q: Qp, qpn: u32, end: u64): bool {
+  const sent = q.txPsn;
+  q.txPsn = psnAdd(q.txPsn, 1);
+  const w = qpWqe(dev, qpn);
+  // a READ request is one packet; its responses use the PSNs after it
+  if (<u32>load<u8>(w + WQE_OPCODE) == OPCODE_RDMA_READ || sent == q.msgLastPsn) {
+    q.txPsn = psnAdd(q.msgLastPsn, 1);
+    q.phase = NicPhase.AwaitAck;
+    armTimer(dev, q, qpn, end + dev.cfg.transportTimeoutPs);
+    return false;
+  }
+  return true;
+}
+
+/** Arms QP `q`'s transport timer for `at` (one NicTimer event pending at most: it re-arms lazily). */
+export function armTimer(dev: Device, q: Qp, qpn: u32, at: u64): void {
+  q.timerAt = at;
+  if (q.timerPending) return;
+  q.timerPending = 1;
+  schedule(dev, at, EventKind.NicTimer, qpn, 0);
+}
+
+/** Builds QP `q`'s answer: an ACK/NAK, or its next READ response packet; 0 when none is left. */
+function buildAnswer(dev: Device, q: Qp, qpn: u32): u32 {
+  if (q.respKind == RESP_ACK) {
+    const at = headers(dev, q, qpn, OP_RC_ACK, q.respPsn, false, AETH_SIZE, 0);
+    setAethSyndrome(at, q.respSyndrome);
+    setAethMsn(at, q.msn);
+    return finish(dev, at + AETH_SIZE, 0, 0);
+  }
+  if (q.respKind != RESP_READ) return 0;
+  const mtu = dev.cfg.mtuBytes;
+  const plen = q.rdLen > mtu ? mtu : q.rdLen;
+  const last = q.rdLen <= mtu;
+  const op = q.rdFirst && last ? OP_RC_READ_RESPONSE_ONLY : q.rdFirst ? OP_RC_READ_RESPONSE_FIRST : last ? OP_RC_READ_RESPONSE_LAST : OP_RC_READ_RESPONSE_MIDDLE;
+  const aeth = op != OP_RC_READ_RESPONSE_MIDDLE;
+  let at = headers(dev, q, qpn, op, q.rdPsn, false, aeth ? AETH_SIZE : 0, plen);
+  if (aeth) {
+    setAethSyndrome(at, 0x1f); // ACK, no credit count
+    setAethMsn(at, q.msn);
+    at += AETH_SIZE;
+  }
+  return finish(dev, at, q.rdVa, plen);
+}
+
+/** After an answer left: true while READ response packets remain. */
+function answerSent(dev: Device, q: Qp): bool {
+  if (q.respKind != RESP_READ) { q.respKind = RESP_NONE; return false; }
+  const mtu = dev.cfg.mtuBytes;
+  const plen = q.rdLen > mtu ? mtu : q.rdLen;
+  q.rdLen -= plen;
+  q.rdVa += <u64>plen;
+  q.rdPsn = psnAdd(q.rdPsn, 1);
+  q.rdFirst = 0;
+  if (q.rdLen > 0) return true;
+  q.respKind = RESP_NONE;
+  return false;
+}
+
+// HDR_MAX bounds what a record holds inline: the longest headers here are 14 + 20 + 8 + 12 + 16 + 4 = 74
+export const HEADERS_MAX: u32 = ETH_SIZE + IPV4_SIZE + UDP_SIZE + BTH_SIZE + RETH_SIZE + IMM_DT_SIZE;

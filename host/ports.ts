@@ -1,0 +1,118 @@
+// A device's ports seen from the host: the frames it sent, read out of its transmit ring, and
+// the frames that reach it, staged into its receive ring. A few calls into the core per window,
+// no object per frame: the host reads and writes PKT records (layouts/device.json) in place.
+
+import type { Device } from "./device.js";
+import { PKT } from "./generated/layouts.js";
+
+/** Where one sent frame is, valid until the next `drain`: its record, and its body (full mode) in `mem`. */
+export interface TxFrameRef {
+  mem: Uint8Array;
+  /** the frame's last bit left the port at this time (ps) */
+  timePs: bigint;
+  port: number;
+  wireLen: number;
+  seq: number;
+  /** headers: mem[hdrAt, hdrAt + hdrLen) */
+  hdrAt: number;
+  hdrLen: number;
+  /** full mode: the rest of the frame (payload, pad, ICRC): mem[bodyAt, bodyAt + bodyLen) */
+  bodyAt: number;
+  bodyLen: number;
+}
+
+export class DevicePorts {
+  private readonly recs: number;
+  private readonly bodies: number;
+  private readonly stage: number;
+  private readonly stageBodies: number;
+  private readonly txCap: number;
+  private readonly rxCap: number;
+  private readonly rxBodyCap: number;
+  private staged = 0;
+  private stagedBody = 0;
+  private readonly ref: TxFrameRef = { mem: new Uint8Array(0), timePs: 0n, port: 0, wireLen: 0, seq: 0, hdrAt: 0, hdrLen: 0, bodyAt: 0, bodyLen: 0 };
+
+  constructor(readonly device: Device) {
+    const c = device.core, h = device.handle;
+    this.recs = c.txRecords(h);
+    this.bodies = c.txBodies(h);
+    this.stage = c.rxStage(h);
+    this.stageBodies = c.rxStageBodies(h);
+    this.txCap = Number(device.config.get("txRingEntries"));
+    this.rxCap = Number(device.config.get("rxRingEntries"));
+    this.rxBodyCap = device.config.get("timingMode") === 1n ? 0 : Number(device.config.get("rxBodyBytes"));
+  }
+
+  private mem(): Uint8Array {
+    return new Uint8Array(this.device.core.memory.buffer);
+  }
+
+  /** Hands every frame the device has sent since the last call to `each`, oldest first, then frees their room. Returns how many. */
+  drain(each: (f: TxFrameRef) => void): number {
+    const c = this.device.core, h = this.device.handle;
+    const n = c.txCount(h);
+    if (n === 0) return 0;
+    const head = c.txHead(h);
+    const mem = this.mem();
+    const dv = new DataView(mem.buffer);
+    const f = this.ref;
+    f.mem = mem;
+    for (let k = 0; k < n; k++) {
+      const at = this.recs + ((head + k) % this.txCap) * PKT.SIZE;
+      f.timePs = dv.getBigUint64(at + PKT.time_ps, true);
+      f.wireLen = dv.getUint32(at + PKT.wire_len, true);
+      f.port = dv.getUint16(at + PKT.port, true);
+      f.hdrLen = dv.getUint16(at + PKT.hdr_len, true);
+      f.bodyLen = dv.getUint32(at + PKT.body_len, true);
+      f.bodyAt = this.bodies + dv.getUint32(at + PKT.body_off, true);
+      f.seq = dv.getUint32(at + PKT.seq, true);
+      f.hdrAt = at + PKT.hdr;
+      each(f);
+    }
+    c.txConsume(h, n);
+    return n;
+  }
+
+  /** Room left in this window's batch of arrivals: frames, and body bytes. */
+  get stageRoom(): { frames: number; bodyBytes: number } {
+    return { frames: this.rxCap - this.staged, bodyBytes: this.rxBodyCap - this.stagedBody };
+  }
+
+  /**
+   * Stages one arrival: its last bit reaches `port` at `timePs`; headers from
+   * hdr[hdrOff, hdrOff + hdrLen), the body (full mode) from body[bodyOff, bodyOff + bodyLen).
+   * Arrivals are staged in the order they arrive. False when the batch is full (the frame is
+   * lost: count it as a drop).
+   */
+  stageArrival(timePs: bigint, port: number, wireLen: number, srcDevice: number, seq: number,
+    hdr: Uint8Array, hdrOff: number, hdrLen: number, body?: Uint8Array, bodyOff = 0, bodyLen = 0): boolean {
+    const full = this.rxBodyCap > 0;
+    const blen = full ? bodyLen : 0;
+    if (this.staged >= this.rxCap || this.stagedBody + blen > this.rxBodyCap || hdrLen > PKT.SIZE - PKT.hdr) return false;
+    const mem = this.mem();
+    const dv = new DataView(mem.buffer);
+    const at = this.stage + this.staged * PKT.SIZE;
+    dv.setBigUint64(at + PKT.time_ps, timePs, true);
+    dv.setUint32(at + PKT.wire_len, wireLen, true);
+    dv.setUint16(at + PKT.port, port, true);
+    dv.setUint16(at + PKT.hdr_len, hdrLen, true);
+    dv.setUint32(at + PKT.body_len, blen, true);
+    dv.setUint32(at + PKT.body_off, this.stagedBody, true);
+    dv.setUint32(at + PKT.seq, seq >>> 0, true);
+    dv.setUint32(at + PKT.src_device, srcDevice >>> 0, true);
+    mem.set(hdr.subarray(hdrOff, hdrOff + hdrLen), at + PKT.hdr);
+    if (blen > 0 && body) mem.set(body.subarray(bodyOff, bodyOff + blen), this.stageBodies + this.stagedBody);
+    this.staged++;
+    this.stagedBody += blen;
+    return true;
+  }
+
+  /** Hands the staged arrivals to the device; returns how many it took (the rest found its ring full and are counted there). */
+  commitArrivals(): number {
+    const n = this.staged;
+    this.staged = 0;
+    this.stagedBody = 0;
+    return n === 0 ? 0 : this.device.core.rxPut(this.device.handle, n);
+  }
+}
