@@ -87,3 +87,38 @@ describe("engines talk to each other", () => {
     expect(r.stats["nic.rnr_retries"] + r.stats["nic.transport_retries"] + r.stats["nic.errors"]).toBe(0);
   });
 });
+
+describe("firmware connects a QP to another device", () => {
+  it("MODIFY_QP_REMOTE moves its own INIT QP to RTR; a bad port group is ARGUMENT, another's QP NO_OBJECT", async () => {
+    const { programElf } = await import("./helpers/rv.js");
+    const { Context } = await import("../host/verbs.js");
+    const { coreModule } = await import("../host/platform/node.js");
+    const { CMD_ERR, CMD, MMIO, QP_STATE, PORT_GROUP } = await import("../host/generated/layouts.js");
+    const ctx = await Context.open(coreModule(), { engines: 1, deviceId: 3 });
+    const pd = ctx.allocPd(), cq = ctx.createCq(8);
+    const hostQp = ctx.createQp(pd, { sendCq: cq, recvCq: cq, maxSendWr: 4, maxRecvWr: 4 }); // QP 0: the host's
+    // the engine makes a CQ and a QP in its SRAM (QP 1), then connects it to QP 7 of device 5
+    const cmd = (op: number, args: number[]) => [
+      ...args.map((v, i) => `li t1, ${v}\nli t3, ${MMIO.NIC.CMD_ARG0 + 4 * i}\nsw t1, 0(t3)`),
+      `li t1, ${op}`, "sw t1, 0(t0)", "lw a0, 4(t0)", "sw a0, 0(t2)",
+    ].join("\n");
+    const src = [
+      `li t0, ${MMIO.NIC.CMD}`, `li t2, ${MMIO.MBOX.OUT_DATA}`,
+      cmd(CMD.ALLOC_PD, []),
+      cmd(CMD.CREATE_CQ, [0x8000, 8]),
+      cmd(CMD.CREATE_QP, [1, 1, 1, 0x9000, 4, 0xa000, 4, 0]),
+      cmd(CMD.MODIFY_QP, [1, QP_STATE.INIT, 0]),
+      cmd(CMD.MODIFY_QP_REMOTE, [1, 7, 5, 9]), // no such port group
+      cmd(CMD.MODIFY_QP_REMOTE, [0, 7, 5, PORT_GROUP.SCALE_OUT]), // the host's QP
+      cmd(CMD.MODIFY_QP_REMOTE, [1, 7, 5, PORT_GROUP.SCALE_OUT]),
+      `li t0, ${MMIO.SYS.EXIT}`, "sw zero, 0(t0)",
+    ].join("\n");
+    const dev = ctx.device;
+    dev.start(dev.loadElf(programElf(src)).entry);
+    dev.run(1_000_000_000n);
+    const out = Array.from({ length: 7 }, () => dev.mailboxPop(0));
+    expect(out).toEqual([1, 1, 1, 0, CMD_ERR.ARGUMENT >>> 0, CMD_ERR.NO_OBJECT >>> 0, 0]);
+    expect(dev.core.qpState(dev.handle, 1)).toBe(QP_STATE.RTR);
+    expect(dev.core.qpState(dev.handle, hostQp.qpn)).toBe(QP_STATE.RESET);
+  });
+});

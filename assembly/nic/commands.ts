@@ -12,7 +12,7 @@ import { qpCreate, qpModify, qpDestroy, cqDestroy, E_OK, E_NO_OBJECT, E_ARGUMENT
 import { cyclesCeil } from "../core/time";
 import {
   CMD_ALLOC_PD, CMD_DEALLOC_PD, CMD_REG_MR, CMD_DEREG_MR, CMD_CREATE_CQ, CMD_DESTROY_CQ, CMD_CREATE_QP, CMD_MODIFY_QP,
-  CMD_DESTROY_QP, SRAM_WINDOW,
+  CMD_DESTROY_QP, CMD_MODIFY_QP_REMOTE, QP_STATE_RTR, SRAM_WINDOW,
 } from "../generated/layouts";
 
 @inline function arg(h: Hart, k: u32): u32 {
@@ -82,6 +82,7 @@ export function nicCommand(dev: Device, h: Hart, op: u32): u64 {
       r = qpCreate(dev, arg(h, 0), arg(h, 1), arg(h, 2), engineToDma(e, arg(h, 3)), arg(h, 4), engineToDma(e, arg(h, 5)), arg(h, 6), e, arg(h, 7));
       break;
     case CMD_MODIFY_QP: r = ownsQp(dev, e, arg(h, 0)) ? qpModify(dev, arg(h, 0), arg(h, 1), arg(h, 2), dev.cfg.deviceId, 0) : E_NO_OBJECT; break;
+    case CMD_MODIFY_QP_REMOTE: r = ownsQp(dev, e, arg(h, 0)) ? qpModify(dev, arg(h, 0), QP_STATE_RTR, arg(h, 1), arg(h, 2), arg(h, 3)) : E_NO_OBJECT; break;
     case CMD_DESTROY_QP: r = ownsQp(dev, e, arg(h, 0)) ? qpDestroy(dev, arg(h, 0)) : E_NO_OBJECT; break;
     default: r = E_ARGUMENT; break;
   }

@@ -163,11 +163,15 @@
 #define MENIC_CMD_CREATE_QP 7 /* arg0 pd, arg1 send cqn, arg2 receive cqn, arg3 send ring, arg4 send depth, arg5 receive ring, arg6 receive depth (rings in the engine's view: its SRAM or HBM), arg7 signal all -> qpn */
 #define MENIC_CMD_MODIFY_QP 8 /* arg0 qpn, arg1 QP_STATE, arg2 destination qpn (for RTR) -> 0 */
 #define MENIC_CMD_DESTROY_QP 9 /* arg0 qpn -> 0 */
+#define MENIC_CMD_MODIFY_QP_REMOTE 10 /* arg0 qpn, arg1 destination qpn, arg2 destination device, arg3 PORT_GROUP: moves an INIT QP to RTR towards a QP of another device (RoCEv2 through a port of the group) -> 0 */
 /* negative results of NIC.CMD (as u32: 0xffffffff is -1) */
 #define MENIC_CMD_ERR_NO_OBJECT (-1) /* no such object, none free, or not this engine's */
 #define MENIC_CMD_ERR_TRANSITION (-2) /* the QP cannot go from its state to that one */
 #define MENIC_CMD_ERR_IN_USE (-3) /* the object is still used by another */
 #define MENIC_CMD_ERR_ARGUMENT (-4) /* a bad argument: depth, address outside memory, unknown opcode */
+/* port groups a QP can be bound to (scaleUpPorts splits the ports) */
+#define MENIC_PORT_GROUP_SCALE_UP 0 /* ports 0 .. scaleUpPorts - 1 */
+#define MENIC_PORT_GROUP_SCALE_OUT 1 /* ports scaleUpPorts .. ports - 1 */
 
 #ifndef __ASSEMBLER__
 struct menic_wqe_src {

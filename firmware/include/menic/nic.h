@@ -157,10 +157,25 @@ static inline int32_t menic_modify_qp(uint32_t qpn, uint32_t state, uint32_t des
   return menic_cmd(MENIC_CMD_MODIFY_QP, a, 3);
 }
 
+/* Move an INIT QP to RTR towards QP dest_qpn of device dest_device (RoCEv2 through a port of
+ * MENIC_PORT_GROUP_*). */
+static inline int32_t menic_modify_qp_remote(uint32_t qpn, uint32_t dest_qpn, uint32_t dest_device, uint32_t port_group) {
+  uint32_t a[4] = { qpn, dest_qpn, dest_device, port_group };
+  return menic_cmd(MENIC_CMD_MODIFY_QP_REMOTE, a, 4);
+}
+
 /* RESET -> INIT -> RTR (to dest_qpn) -> RTS in one go; 0 or the first error. */
 static inline int32_t menic_connect_qp(uint32_t qpn, uint32_t dest_qpn) {
   int32_t r = menic_modify_qp(qpn, MENIC_QP_STATE_INIT, 0);
   if (r == 0) r = menic_modify_qp(qpn, MENIC_QP_STATE_RTR, dest_qpn);
+  if (r == 0) r = menic_modify_qp(qpn, MENIC_QP_STATE_RTS, 0);
+  return r;
+}
+
+/* RESET -> INIT -> RTR (to QP dest_qpn of device dest_device) -> RTS in one go; 0 or the first error. */
+static inline int32_t menic_connect_qp_remote(uint32_t qpn, uint32_t dest_qpn, uint32_t dest_device, uint32_t port_group) {
+  int32_t r = menic_modify_qp(qpn, MENIC_QP_STATE_INIT, 0);
+  if (r == 0) r = menic_modify_qp_remote(qpn, dest_qpn, dest_device, port_group);
   if (r == 0) r = menic_modify_qp(qpn, MENIC_QP_STATE_RTS, 0);
   return r;
 }
