@@ -140,3 +140,36 @@ describe("RoCEv2 recovers from loss the way RC does", () => {
     expect(w.b.ctx.read(w.dst, w.bytes).every((x) => x === 0)).toBe(true);
   });
 });
+
+describe("timing mode", () => {
+  it("moves no bytes, and takes exactly as long as full mode", async () => {
+    const done: bigint[] = [];
+    for (const timingMode of [0, 1]) {
+      const w = await writer(() => "pass", { timingMode }, 65536);
+      w.post();
+      expect(settle(w.net, w.a.ctx, w.a.cq, 1).map((c) => c.status)).toEqual(["SUCCESS"]);
+      const rec = w.a.ctx.device.traceRecords.filter((r) => r.point === "nic.wqe_done");
+      done.push(rec[0]!.timePs);
+      const landed = w.b.ctx.read(w.dst, 65536);
+      expect(landed.every((x) => x === 0)).toBe(timingMode === 1);
+      expect(w.a.ctx.device.stats()["port.tx_bytes"]).toBe(16 * (14 + 20 + 8 + 12 + 4096 + 4) + 16);
+    }
+    expect(done[1]).toBe(done[0]);
+  });
+
+  it("a WRITE's time is the sum of its parts, by hand", async () => {
+    const w = await writer(() => "pass", {}, 4096);
+    w.post();
+    settle(w.net, w.a.ctx, w.a.cq, 1);
+    const tr = w.a.ctx.device.traceRecords;
+    const start = tr.find((r) => r.point === "nic.wqe_start")!.timePs, end = tr.find((r) => r.point === "nic.wqe_done")!.timePs;
+    // decode 20 ns + HBM latency 100 ns + 4 KiB streamed at 1.2 TB/s (3413.33 ps, rounded up)
+    // + one frame of 14+20+8+12+16 (RETH) +4096+4 = 4170 B and 24 B of overhead at 100 B/ns
+    // + 1 us of cable + the ACK (14+20+8+12+4 (AETH)+4 = 62 B + 24 at 100 B/ns) + 1 us back
+    // + the 32-byte CQE into host memory over PCIe (pcieGbps 512: 500 ps) and its 300 ns write latency
+    const cqePs = (32 * 8000) / 512 + 300_000;
+    const expected = 20_000 + 100_000 + Math.ceil(4096 / 1.2) + 41_940 + 1_000_000 + 860 + 1_000_000 + cqePs;
+    expect(Number(end - start)).toBeGreaterThanOrEqual(expected - 1);
+    expect(Number(end - start)).toBeLessThanOrEqual(expected + 1);
+  });
+});
