@@ -1,0 +1,140 @@
+// Seeded random streams and the ECMP hash of the fabric. No Math.random: every stream is
+// derived from (scenario seed, stream id) with SplitMix64 (Steele, Lea, Flood 2014), the same
+// derivation as the core's assembly/core/rng.ts, and then runs xoshiro128** (Blackman, Vigna
+// 2018), the 32-bit member of the family, because JS has fast 32-bit integer arithmetic
+// (Math.imul) and no fast 64-bit. Many streams live in one Uint32Array (4 words each): a
+// fabric with 10^5 links has no object per stream.
+
+const MASK64 = (1n << 64n) - 1n;
+
+/** SplitMix64 step: the next state and its output, as bigints (seeding only, never per packet). */
+function splitmix64(x: bigint): bigint {
+  let z = (x + 0x9e3779b97f4a7c15n) & MASK64;
+  z = ((z ^ (z >> 30n)) * 0xbf58476d1ce4e5b9n) & MASK64;
+  z = ((z ^ (z >> 27n)) * 0x94d049bb133111ebn) & MASK64;
+  return z ^ (z >> 31n);
+}
+
+/** Stream kinds: a stream id is (kind << 28) | index, so kinds never share a stream. */
+export const STREAM = {
+  /** per directed link: random and Gilbert–Elliott loss draws */
+  LINK_LOSS: 1,
+  /** per switch: ECN marking draws */
+  SWITCH_ECN: 2,
+  /** per switch: the ECMP hash seed */
+  SWITCH_ECMP: 3,
+} as const;
+
+export const streamId = (kind: number, index: number): number => kind * 2 ** 28 + index;
+
+/** 64 well-mixed bits for (seed, stream): what rngSeed in the core mixes, as two u32 words. */
+function mix(seed: number, stream: number): bigint {
+  return splitmix64(BigInt(seed)) ^ splitmix64((BigInt(stream) * 0xd1b54a32d192ed03n + 1n) & MASK64);
+}
+
+/** A 32-bit value derived from (seed, stream): a per-switch hash seed. */
+export function derive32(seed: number, stream: number): number {
+  return Number(splitmix64(mix(seed, stream)) & 0xffff_ffffn) >>> 0;
+}
+
+/** `count` independent xoshiro128** streams in one typed array. */
+export class RandomStreams {
+  private readonly s: Uint32Array;
+
+  constructor(readonly count: number) {
+    this.s = new Uint32Array(4 * Math.max(1, count));
+  }
+
+  /** Seeds stream `i` as stream `stream` of scenario seed `seed` (never all-zero state). */
+  seed(i: number, seed: number, stream: number): void {
+    let x = mix(seed, stream);
+    for (let w = 0; w < 4; w += 2) {
+      x = splitmix64(x);
+      this.s[4 * i + w] = Number(x & 0xffff_ffffn);
+      this.s[4 * i + w + 1] = Number(x >> 32n);
+    }
+    if ((this.s[4 * i] | this.s[4 * i + 1] | this.s[4 * i + 2] | this.s[4 * i + 3]) === 0) this.s[4 * i] = 1;
+  }
+
+  /** The next u32 of stream `i` (xoshiro128**: Blackman and Vigna, "Scrambled linear pseudorandom number generators", 2018). */
+  next(i: number): number {
+    const s = this.s, o = 4 * i;
+    const s0 = s[o], s1 = s[o + 1], s2 = s[o + 2] ^ s0, s3 = s[o + 3] ^ s1;
+    const r = Math.imul(rotl(Math.imul(s1, 5), 7), 9) >>> 0;
+    s[o + 1] = s1 ^ s2;
+    s[o] = s0 ^ s3;
+    s[o + 2] = s2 ^ (s1 << 9);
+    s[o + 3] = rotl(s3, 11);
+    return r;
+  }
+
+  /** True with probability `threshold` / 2^32 (see probabilityThreshold). */
+  chance(i: number, threshold: number): boolean {
+    return this.next(i) < threshold;
+  }
+
+  /** Stream `i`'s four state words, for tests and snapshots. */
+  state(i: number): number[] {
+    return Array.from(this.s.subarray(4 * i, 4 * i + 4));
+  }
+
+  /** Sets stream `i`'s state (not all zero), for tests and snapshots. */
+  setState(i: number, words: readonly number[]): void {
+    this.s.set(words, 4 * i);
+  }
+}
+
+function rotl(x: number, k: number): number {
+  return (x << k) | (x >>> (32 - k));
+}
+
+/**
+ * A probability in [0, 1] as a u32 threshold: a draw u < threshold happens with probability
+ * threshold / 2^32, within 2^-32 of p (1 → always, since the threshold is then 2^32).
+ */
+export function probabilityThreshold(p: number): number {
+  return Math.round(Math.min(1, Math.max(0, p)) * 2 ** 32);
+}
+
+/** The murmur3 finaliser (Appleby, MurmurHash3 fmix32): full avalanche of a 32-bit word. */
+export function fmix32(h: number): number {
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
+}
+
+function murmurRound(h: number, k: number): number {
+  k = Math.imul(k, 0xcc9e2d51);
+  k = (k << 15) | (k >>> 17);
+  k = Math.imul(k, 0x1b873593);
+  h ^= k;
+  h = (h << 13) | (h >>> 19);
+  return (Math.imul(h, 5) + 0xe6546b64) | 0;
+}
+
+/**
+ * MurmurHash3_x86_32 of the 5-tuple as four words (source address, destination address,
+ * source port << 16 | destination port, protocol) with seed `seed`: the ECMP hash. A switch
+ * hashes with its own seed (see ecmpPick), so paths at successive switches are independent.
+ */
+export function hashTuple(src: number, dst: number, sport: number, dport: number, proto: number, seed: number): number {
+  let h = seed | 0;
+  h = murmurRound(h, src);
+  h = murmurRound(h, dst);
+  h = murmurRound(h, ((sport & 0xffff) << 16) | (dport & 0xffff));
+  h = murmurRound(h, proto & 0xff);
+  return fmix32(h ^ 16);
+}
+
+/**
+ * Member of an ECMP group of `count` for a packet whose tuple hashes (seed 0) to `tupleHash`,
+ * at a switch with seed `switchSeed`: fmix32 of the two (a bijection of the tuple hash for a
+ * fixed seed, so two switches' choices are as unrelated as two seeded hashes), then Lemire's
+ * multiply-shift range reduction (no modulo bias beyond count / 2^32).
+ */
+export function ecmpPick(tupleHash: number, switchSeed: number, count: number): number {
+  return Math.floor((fmix32(tupleHash ^ switchSeed) * count) / 4294967296);
+}

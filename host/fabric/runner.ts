@@ -1,0 +1,147 @@
+// The cluster runner: one window loop that advances every endpoint (device) and the fabric in
+// conservative time windows. No frame crosses the fabric faster than the smallest link
+// latency L, so within a window of length W ≤ L nothing a device sends can reach any device
+// before the window ends: each device runs its window alone, then the frames it sent enter
+// the fabric, and the fabric runs to the window's end. Every arrival inside the next window
+// is then known (a frame reaching a device before t + 2W began its last hop before t + W),
+// and is delivered to the device before it runs that window.
+//
+// Windows are also multiples of the device's interleave quantum (200 ns by default), so a
+// device stepped to window ends runs exactly as it would uninterrupted (ARCHITECTURE.md,
+// "The device event loop"). The window is the largest multiple of the quantum not above L;
+// when L is below the quantum, it is L (correctness first; the device's runs then gain
+// boundaries between grid lines, the same on every run).
+//
+// Results do not depend on the order endpoints are stepped in: frames enter the fabric in
+// (departPs, device, port, hand-over order), arrivals are delivered sorted, and no endpoint
+// sees another's state.
+
+import { ArrivalBatch, type TxSink } from "./batch.js";
+import type { Fabric } from "./fabric.js";
+
+/** A device, as the runner sees it. A real device implements it with a few calls per window. */
+export interface Endpoint {
+  /** Runs to exactly `tPs` (never earlier than the last time it was given). */
+  stepTo(tPs: number): void;
+  /** When it next does something of its own accord (≥ its time); Infinity if nothing is pending. */
+  nextActivityPs(): number;
+  /** Hands over every frame it began to send since the last call, one `sink.send` per frame. */
+  drainTx(sink: TxSink): void;
+  /**
+   * Frames reaching it in the window about to run, before it runs it: each at or after its
+   * time and before the window's end, sorted by (arrivalPs, srcDevice, srcPort, seq). The
+   * batch points into the fabric's memory and is valid only during the call: copy what is kept.
+   */
+  deliver(batch: ArrivalBatch): void;
+}
+
+/** The device interleave quantum (layouts/config.json interleaveQuantumPs default). */
+export const QUANTUM_PS_DEFAULT = 200_000;
+
+/** The window rule: the largest multiple of `quantumPs` not above `minLatencyPs`, or minLatencyPs when that is smaller. */
+export function windowFor(minLatencyPs: number, quantumPs = QUANTUM_PS_DEFAULT): number {
+  if (!(minLatencyPs > 0)) throw new RangeError(`the smallest link latency must be positive, got ${minLatencyPs}`);
+  return minLatencyPs >= quantumPs ? quantumPs * Math.floor(minLatencyPs / quantumPs) : minLatencyPs;
+}
+
+export interface RunnerOptions {
+  /** the devices' interleave quantum, ps */
+  quantumPs?: number;
+  /** an explicit window (≤ the smallest link latency) instead of windowFor's */
+  windowPs?: number;
+  /** the order endpoints are stepped in each window (a permutation; results do not depend on it) */
+  stepOrder?: readonly number[];
+}
+
+export interface RunnerStats {
+  windowPs: number;
+  nowPs: number;
+  /** windows run (idle stretches skipped in one jump count as none) */
+  windows: number;
+  /** endpoint steps (an endpoint with nothing to do in a window is not stepped) */
+  steps: number;
+  deliveries: number;
+}
+
+export class ClusterRunner {
+  readonly windowPs: number;
+  nowPs = 0;
+  private readonly order: Int32Array;
+  private readonly sinks: TxSink[];
+  private readonly nextAct: Float64Array;
+  private readonly batch = new ArrivalBatch();
+  private windows = 0;
+  private steps = 0;
+  private deliveries = 0;
+
+  constructor(readonly fabric: Fabric, readonly endpoints: readonly Endpoint[], o: RunnerOptions = {}) {
+    if (endpoints.length !== fabric.devices) throw new RangeError(`the fabric has ${fabric.devices} devices, got ${endpoints.length} endpoints`);
+    const minLat = Math.min(...fabric.topology.links.map((l) => l.latencyPs));
+    if (o.windowPs !== undefined && !(o.windowPs > 0 && o.windowPs <= minLat))
+      throw new RangeError(`windowPs must be in (0, ${minLat}] (the smallest link latency), got ${o.windowPs}`);
+    this.windowPs = o.windowPs ?? windowFor(minLat, o.quantumPs);
+    const order = o.stepOrder ?? endpoints.map((_, i) => i);
+    if (order.length !== endpoints.length || new Set(order).size !== order.length || order.some((i) => !(i >= 0 && i < endpoints.length)))
+      throw new RangeError("stepOrder must be a permutation of the endpoints");
+    this.order = Int32Array.from(order);
+    this.sinks = endpoints.map((_, i) => fabric.sink(i));
+    this.nextAct = new Float64Array(endpoints.length);
+    this.nowPs = fabric.nowPs;
+  }
+
+  /**
+   * Runs windows until the time reaches `tPs` (rounded up to a window end). Endpoints are
+   * asked when they next act at the start (the host may have given them work since).
+   */
+  runTo(tPs: number): void {
+    this.run(Math.ceil(tPs / this.windowPs) * this.windowPs, false);
+  }
+
+  /**
+   * Runs until nothing can happen any more (no endpoint activity, no frame in the fabric) or
+   * the time reaches `limitPs`; true when it stopped because all was idle.
+   */
+  runUntilIdle(limitPs = Infinity): boolean {
+    return this.run(limitPs === Infinity ? Infinity : Math.ceil(limitPs / this.windowPs) * this.windowPs, true);
+  }
+
+  private run(endPs: number, stopWhenIdle: boolean): boolean {
+    const W = this.windowPs, fabric = this.fabric, eps = this.endpoints, n = eps.length;
+    for (let i = 0; i < n; i++) this.nextAct[i] = eps[i].nextActivityPs();
+    while (this.nowPs < endPs) {
+      // the next time anything happens; skip idle windows in one jump
+      let next = fabric.nextEventPs();
+      for (let i = 0; i < n; i++) next = Math.min(next, this.nextAct[i], fabric.nextArrivalPs(i));
+      if (next === Infinity && stopWhenIdle) return true;
+      if (next >= this.nowPs + W) {
+        this.nowPs = Math.min(endPs, Math.max(this.nowPs, Math.floor(next / W) * W));
+        fabric.runTo(this.nowPs);
+        continue;
+      }
+      const end = this.nowPs + W;
+      for (let k = 0; k < n; k++) {
+        const i = this.order[k];
+        const due = fabric.nextArrivalPs(i) < end;
+        if (!due && this.nextAct[i] >= end) continue;
+        const ep = eps[i];
+        if (due) {
+          this.deliveries += fabric.takeArrivals(i, end, this.batch);
+          ep.deliver(this.batch);
+          fabric.releaseDelivered();
+        }
+        ep.stepTo(end);
+        ep.drainTx(this.sinks[i]);
+        this.nextAct[i] = ep.nextActivityPs();
+        this.steps++;
+      }
+      fabric.runTo(end);
+      this.nowPs = end;
+      this.windows++;
+    }
+    return false;
+  }
+
+  stats(): RunnerStats {
+    return { windowPs: this.windowPs, nowPs: this.nowPs, windows: this.windows, steps: this.steps, deliveries: this.deliveries };
+  }
+}
