@@ -51,7 +51,8 @@ export function qpCreate(dev: Device, pd: u32, sendCq: u32, recvCq: u32, sqBase:
 /**
  * Moves QP `qpn` to `state`. At RTR it learns its destination: QP `destQpn` of device
  * `destDevice` (this device's cfg.deviceId: loopback; another: RoCEv2 through a port of
- * `portGroup`, PORT_GROUP_*, the port chosen by QP number within the group).
+ * `portGroup`, PORT_GROUP_*: port (qpn + destQpn) mod the group's size within it, which
+ * both ends of a pair compute alike).
  */
 export function qpModify(dev: Device, qpn: u32, state: u32, destQpn: u32, destDevice: u32, portGroup: u32): i32 {
   if (qpn >= dev.cfg.maxQps || !qpAt(dev, qpn).valid) return E_NO_OBJECT;
@@ -78,7 +79,8 @@ export function qpModify(dev: Device, qpn: u32, state: u32, destQpn: u32, destDe
       const first = portGroup == PORT_GROUP_SCALE_UP ? 0 : up;
       const count = portGroup == PORT_GROUP_SCALE_UP ? up : portGroup == PORT_GROUP_SCALE_OUT ? dev.cfg.ports - up : 0;
       if (count == 0) return E_ARGUMENT;
-      q.port = first + qpn % count;
+      // both ends of the pair compute the same port (and so the same plane) from the two numbers
+      q.port = first + (qpn + destQpn) % count;
     }
     q.destQpn = destQpn;
     q.destDevice = destDevice;

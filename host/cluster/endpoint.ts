@@ -1,0 +1,50 @@
+// A device as the cluster runner's endpoint (host/fabric/runner.ts): it runs to the window's
+// end, hands the frames it sent to the fabric and takes the frames that reach it, a few calls
+// into the core per window and no object per frame (host/ports.ts does the ring work).
+
+import type { Device } from "../device.js";
+import { DevicePorts } from "../ports.js";
+import type { Endpoint } from "../fabric/runner.js";
+import type { TxSink, ArrivalBatch } from "../fabric/batch.js";
+
+/** Bytes a frame spends on the wire beyond its own: preamble and delimiter, FCS, gap (assembly/nic/ports.ts WIRE_OVERHEAD). */
+export const FRAME_OVERHEAD_BYTES = 24;
+
+export class DeviceEndpoint implements Endpoint {
+  readonly ports: DevicePorts;
+  /** picoseconds per byte at the device's port rate */
+  private readonly psPerByte: number;
+  /** arrivals lost because a window's batch was full */
+  stageDrops = 0;
+
+  constructor(readonly device: Device) {
+    this.ports = new DevicePorts(device);
+    this.psPerByte = 8000 / Number(device.config.get("portGbps"));
+  }
+
+  stepTo(tPs: number): void {
+    this.device.advance(BigInt(tPs));
+  }
+
+  nextActivityPs(): number {
+    const t = this.device.nextActivityPs;
+    return t === null ? Infinity : Number(t);
+  }
+
+  drainTx(sink: TxSink): void {
+    this.ports.drain((f) => {
+      // the device stamps a frame with when its last bit left; the fabric wants its first
+      const departPs = Number(f.timePs) - Math.ceil((f.wireLen + FRAME_OVERHEAD_BYTES) * this.psPerByte);
+      sink.send(f.port, departPs, f.wireLen, f.mem, f.hdrAt, f.hdrLen, f.bodyAt, f.bodyLen);
+    });
+  }
+
+  deliver(b: ArrivalBatch): void {
+    for (let i = 0; i < b.n; i++) {
+      const ok = this.ports.stageArrival(BigInt(Math.ceil(b.arrivalPs[i]!)), b.port[i]!, b.wireLen[i]!, b.srcDevice[i]!, b.seq[i]!,
+        b.hdr, b.hdrOff[i]!, b.hdrLen[i]!, b.payload, b.payloadOff[i]!, b.payloadLen[i]!);
+      if (!ok) this.stageDrops++;
+    }
+    this.ports.commitArrivals();
+  }
+}
