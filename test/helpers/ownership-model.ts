@@ -61,6 +61,7 @@ const shape: Record<CmdOp, { obj: ObjKind[]; addr: number; n: number }> = {
   DESTROY_CQ: { obj: ["cq"], addr: 0, n: 0 },
   CREATE_QP: { obj: ["pd", "cq", "cq"], addr: 2, n: 3 }, // send depth, receive depth, signal all
   MODIFY_QP: { obj: ["qp", "qp"], addr: 0, n: 1 }, // QP, destination; state
+  MODIFY_QP_REMOTE: { obj: ["qp"], addr: 0, n: 2 }, // QP; destination QP, device and port group from the numbers
   DESTROY_QP: { obj: ["qp"], addr: 0, n: 0 },
   CQ_ARM: { obj: ["cq"], addr: 0, n: 0 },
   CQ_CI: { obj: ["cq"], addr: 0, n: 1 }, // consumer index
@@ -83,6 +84,7 @@ const opArb = weighted<CmdOp>(
   [3, fc.constant("ALLOC_PD")], [1, fc.constant("DEALLOC_PD")], [3, fc.constant("REG_MR")], [2, fc.constant("DEREG_MR")],
   [3, fc.constant("CREATE_CQ")], [1, fc.constant("DESTROY_CQ")], [3, fc.constant("CREATE_QP")], [4, fc.constant("MODIFY_QP")],
   [2, fc.constant("DESTROY_QP")], [2, fc.constant("CQ_ARM")], [2, fc.constant("CQ_CI")], [1, fc.constant("UNKNOWN")],
+  [2, fc.constant("MODIFY_QP_REMOTE")],
 );
 
 export const cmdSpec: fc.Arbitrary<CmdSpec> = fc.record({
@@ -186,6 +188,11 @@ export function resolve(programs: CmdSpec[][], host: HostObjects, cfg: FwConfig)
       case "MODIFY_QP": {
         const state = [QP_STATE.INIT, QP_STATE.RTR, QP_STATE.RTS, QP_STATE.ERR, QP_STATE.RESET, QP_STATE.RTR, 9][s.n[0] % 7];
         args = [o[0], c(state), s.n[0] % 11 === 10 ? c(0xffffffff) : o[1]];
+        break;
+      }
+      case "MODIFY_QP_REMOTE": {
+        // destination QP: any 24-bit number of another device, or one past them; device: another, this one (0), or past 0xffff; group: scale-up, scale-out, none
+        args = [o[0], c([7, 0x1000000, 3][s.n[0] % 3]), c([5, 0, 0x10000][s.n[1] % 3]), c([0, 1, 2][(s.n[0] + s.n[1]) % 3])];
         break;
       }
       case "CQ_CI": args = [o[0], c(s.n[0] % 4)]; break;
@@ -366,6 +373,20 @@ export function judge(cmds: Command[], results: Uint32Array, objs: ModelObjects,
         if (to === S.RTR && dest >= cfg.maxQps) { want([ARGUMENT], "a destination the device does not have"); break; }
         want([OK], `its QP ${q.state} -> ${to}`);
         if (got === OK) q.state = to;
+        break;
+      }
+      case "MODIFY_QP_REMOTE": {
+        const [qpn, dest, device, group] = a;
+        const q = objs.qps.get(qpn);
+        if (!q || !own(q.owner, e)) { want([NO], "a QP not this engine's"); break; }
+        const S = QP_STATE;
+        if (q.state !== S.INIT && q.state !== S.RTR) { want([TRANSITION], `no transition ${q.state} -> RTR`); break; }
+        // this device is device 0 (deviceId's default): a destination there is a local one
+        const remote = device !== 0;
+        const bad = device > 0xffff || dest >= (remote ? 1 << 24 : cfg.maxQps) || (remote && group > 1);
+        if (bad) { want([ARGUMENT], "a destination or port group the device does not have"); break; }
+        want([OK], `its QP ${q.state} -> RTR towards device ${device}`);
+        if (got === OK) q.state = S.RTR;
         break;
       }
       case "DESTROY_QP": {
