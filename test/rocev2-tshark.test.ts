@@ -1,14 +1,13 @@
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
-import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { crc32 as zlibCrc32 } from "node:zlib";
 import { OP, OPCODES, AETH_SYNDROME, AETH_NAK, IPV4_ECN } from "../host/generated/headers.js";
 import { buildFrame, frameDefaults, type FrameSpec } from "../host/wire/rocev2.js";
 import { icrcIpv4 } from "../host/wire/icrc.js";
 import { PcapngWriter } from "../host/wire/pcapng.js";
 import { readPcapng } from "./helpers/pcapng-read.js";
+import { hasTshark, readCapture, fieldsOf, independentIcrc, colonHex } from "./helpers/tshark.js";
 
 // Wireshark's own InfiniBand dissector (Debian's tshark; .ci/run installs it) reads a pcapng of
 // every RoCEv2 packet menic sends: each frame must reach the dissector through UDP 4791, none may
@@ -17,7 +16,6 @@ import { readPcapng } from "./helpers/pcapng-read.js";
 // reads the file back and recomputes each ICRC with zlib's CRC-32 over a masked copy made from the
 // byte offsets of the standards.
 
-const hasTshark = spawnSync("tshark", ["--version"], { stdio: "ignore" }).status === 0;
 if (!hasTshark) console.warn("test/rocev2-tshark: tshark is not installed here (apt-get install tshark): the Wireshark checks are skipped");
 
 /** The frames of the capture: the RC opcodes issue 7 lists, ACK and NAKs, a CE-marked packet, a CNP. */
@@ -60,47 +58,6 @@ const timeOf = (k: number) => 4_294_967_296_000n + BigInt(k) * 1_234_567n + 891n
 /** What Wireshark shows: whole seconds and nanoseconds (the file keeps nanoseconds). */
 const epochString = (ps: bigint) => `${ps / 10n ** 12n}.${((ps % 10n ** 12n) / 1000n).toString().padStart(9, "0")}`;
 const hex = (b: Uint8Array) => Buffer.from(b).toString("hex");
-const colonHex = (b: Uint8Array) => [...b].map((x) => x.toString(16).padStart(2, "0")).join(":");
-
-/** Every field of a tshark -T json packet as name → values (a field can repeat). */
-function fieldsOf(layers: unknown): Map<string, string[]> {
-  const out = new Map<string, string[]>();
-  const walk = (o: unknown) => {
-    if (!o || typeof o !== "object") return;
-    for (const [k, v] of Object.entries(o)) {
-      const vals = Array.isArray(v) ? v : [v];
-      for (const x of vals) {
-        if (typeof x === "string") out.set(k, [...(out.get(k) ?? []), x]);
-        else walk(x);
-      }
-    }
-  };
-  walk(layers);
-  return out;
-}
-
-/** The ICRC recomputed from the standards' byte offsets with zlib's CRC-32 (Ethernet, IPv4 without options). */
-function independentIcrc(frame: Uint8Array): number {
-  const c = Buffer.concat([Buffer.alloc(8, 0xff), Buffer.from(frame.subarray(14, frame.length - 4))]);
-  const ip = 8, udp = ip + 20, bth = udp + 8;
-  for (const i of [ip + 1, ip + 8, ip + 10, ip + 11, udp + 6, udp + 7, bth + 4]) c[i] = 0xff; // ToS, TTL, checksum; UDP checksum; BTH byte 4
-  return zlibCrc32(c);
-}
-
-const tshark = (args: string[]) => {
-  const r = spawnSync("tshark", args, { encoding: "utf8", maxBuffer: 256 << 20 });
-  if (r.status !== 0) throw new Error(`tshark ${args.join(" ")} failed (${r.status}): ${r.stderr}`);
-  return r.stdout;
-};
-
-/**
- * tshark reading `file` with IPv4 header checksums verified and Wireshark's RPC-over-RDMA
- * dissector off: its guess at whether an InfiniBand payload is RPC-over-RDMA throws on a
- * zero-byte SEND in 4.0 ("Malformed Packet: RPCoRDMA"), which says nothing of the InfiniBand
- * headers. Other payload guesses stay on; the frame.protocols check sees any that fires.
- */
-const readCapture = (file: string, args: string[]) =>
-  tshark(["-r", file, "-o", "ip.check_checksum:TRUE", "--disable-protocol", "rpcordma", ...args]);
 
 describe.skipIf(!hasTshark)("a pcapng of RoCEv2 frames, read by Wireshark's InfiniBand dissector (tshark)", () => {
   let dir = "";

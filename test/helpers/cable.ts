@@ -1,13 +1,30 @@
 // Two devices joined port to port by cables of one latency, driven in windows no longer than
 // it (the fabric and its runner do this for real topologies; this is the smallest harness).
 import { Context } from "../../host/verbs.js";
-import { DevicePorts } from "../../host/ports.js";
+import { DevicePorts, type TxFrameRef } from "../../host/ports.js";
 import { coreModule } from "../../host/platform/node.js";
 
-/** What happens to the n-th frame (0-based, both directions counted together) sent by device `from`. */
-export type CableFate = (from: number, n: number) => "pass" | "drop" | "corrupt";
+export type Fate = "pass" | "drop" | "corrupt";
 
-export async function cabled(config: Record<string, number> = {}, latencyPs = 1_000_000n, fate: CableFate = () => "pass") {
+/** What happens to the n-th frame (0-based, both directions counted together) sent by device `from`; `frame` is valid during the call. */
+export type CableFate = (from: number, n: number, frame: TxFrameRef) => Fate;
+
+export interface CableHooks {
+  /** Sees every frame sent, after its fate (a corrupted one as it arrives), and when it arrives (if it does); `frame` is valid during the call. */
+  tap?: (from: number, frame: TxFrameRef, fate: Fate, arrivalPs: bigint) => void;
+  /** Stages more arrivals for device `to` after the cable's of the window ending at `windowEndPs`, before they are handed over. */
+  inject?: (to: number, ports: DevicePorts, windowEndPs: bigint) => void;
+}
+
+/** A copy of a sent frame's bytes, Ethernet header to ICRC (full mode). */
+export function frameCopy(f: TxFrameRef): Uint8Array {
+  const out = new Uint8Array(f.hdrLen + f.bodyLen);
+  out.set(f.mem.subarray(f.hdrAt, f.hdrAt + f.hdrLen));
+  out.set(f.mem.subarray(f.bodyAt, f.bodyAt + f.bodyLen), f.hdrLen);
+  return out;
+}
+
+export async function cabled(config: Record<string, number> = {}, latencyPs = 1_000_000n, fate: CableFate = () => "pass", hooks: CableHooks = {}) {
   const ctxs = [
     await Context.open(coreModule(), { engines: 1, ...config, deviceId: 0 }, { collectTrace: true }),
     await Context.open(coreModule(), { engines: 1, ...config, deviceId: 1 }, { collectTrace: true }),
@@ -24,12 +41,14 @@ export async function cabled(config: Record<string, number> = {}, latencyPs = 1_
       for (let d = 0; d < 2; d++) {
         const to = ports[1 - d]!;
         ports[d]!.drain((f) => {
-          const what = fate(d, frames++);
-          if (what === "drop") return;
+          const what = fate(d, frames++, f);
           if (what === "corrupt") f.mem[f.bodyLen > 0 ? f.bodyAt + 1 : f.hdrAt + f.hdrLen - 1] ^= 0x10; // a bit flips on the way
+          hooks.tap?.(d, f, what, f.timePs + latencyPs);
+          if (what === "drop") return;
           if (!to.stageArrival(f.timePs + latencyPs, f.port, f.wireLen, d, f.seq, f.mem, f.hdrAt, f.hdrLen, f.mem, f.bodyAt, f.bodyLen)) throw new Error("stage full");
         });
       }
+      if (hooks.inject) for (let d = 0; d < 2; d++) hooks.inject(d, ports[d]!, end);
       for (const p of ports) p.commitArrivals();
       t = end;
     }
