@@ -116,6 +116,18 @@ export class SyntheticEndpoint implements Endpoint {
         gapFull: gap(full), gapTail: gap(tail),
       });
     }
+    // every frame in one buffer, as a device's memory would be
+    const all = this.perPort.flat();
+    const slab = new Uint8Array(all.reduce((n, f) => n + f.full.length + (f.tail?.length ?? 0), 0));
+    let at = 0;
+    const move = (b: Uint8Array) => {
+      slab.set(b, at);
+      return slab.subarray(at, (at += b.length));
+    };
+    for (const f of all) {
+      f.full = move(f.full);
+      if (f.tail) f.tail = move(f.tail);
+    }
   }
 
   private serPs(wireLen: number, gbps: number): number {
