@@ -68,6 +68,8 @@ export interface Wc {
   byteLen: number;
   imm?: number;
   qpNum: number;
+  /** when the NIC wrote the completion (ps of device time) */
+  timePs: bigint;
 }
 
 export interface QpInit {
@@ -499,6 +501,7 @@ export class Context {
         byteLen: dv.getUint32(off + CQE.byte_len, true),
         ...(flags & 1 ? { imm: dv.getUint32(off + CQE.imm, true) } : {}),
         qpNum: dv.getUint32(off + CQE.qpn, true),
+        timePs: dv.getBigUint64(off + CQE.timestamp, true),
       });
       cq.consumed++;
     }

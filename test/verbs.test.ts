@@ -45,7 +45,9 @@ describe("verbs loopback data movement", () => {
     ctx.postSend(a, [{ wrId: 7n, opcode: "RDMA_WRITE", signaled: true, localAddr: src.addr, length: 1000, lkey: src.mr.lkey, remoteAddr: dst.addr, rkey: dst.mr.rkey }]);
     expect(ctx.pollCq(cqA)).toEqual([]); // nothing before time passes
     const wcs = drain(ctx, cqA);
-    expect(wcs).toEqual([{ wrId: 7n, status: "SUCCESS", opcode: "RDMA_WRITE", byteLen: 1000, qpNum: a.qpn }]);
+    // the completion's timestamp is when the request finished (its nic.wqe_done trace point)
+    const doneAt = ctx.device.traceRecords.find((r) => r.point === "nic.wqe_done")!.timePs;
+    expect(wcs).toEqual([{ wrId: 7n, status: "SUCCESS", opcode: "RDMA_WRITE", byteLen: 1000, qpNum: a.qpn, timePs: doneAt }]);
     expect(ctx.read(dst.addr, 1000)).toEqual(pattern(1000, 1));
     expect(dst.guardsIntact()).toBe(true);
     expect(drain(ctx, cqA)).toEqual([]);
@@ -69,10 +71,12 @@ describe("verbs loopback data movement", () => {
     const sent = drain(ctx, cqA);
     expect(sent.map((w) => [w.wrId, w.status])).toEqual([[1n, "SUCCESS"], [2n, "SUCCESS"], [3n, "SUCCESS"]]);
     const got = ctx.pollCq(cqB);
+    // a receive completes at the same moment as the send it matched (loopback: placed at Done)
+    const sentAt = sent.map((w) => w.timePs);
     expect(got).toEqual([
-      { wrId: 100n, status: "SUCCESS", opcode: "RECV", byteLen: 200, qpNum: b.qpn },
-      { wrId: 101n, status: "SUCCESS", opcode: "RECV", byteLen: 256, imm: 0xdeadbeef, qpNum: b.qpn },
-      { wrId: 102n, status: "SUCCESS", opcode: "RDMA_WRITE_WITH_IMM", byteLen: 16, imm: 42, qpNum: b.qpn },
+      { wrId: 100n, status: "SUCCESS", opcode: "RECV", byteLen: 200, qpNum: b.qpn, timePs: sentAt[0] },
+      { wrId: 101n, status: "SUCCESS", opcode: "RECV", byteLen: 256, imm: 0xdeadbeef, qpNum: b.qpn, timePs: sentAt[1] },
+      { wrId: 102n, status: "SUCCESS", opcode: "RDMA_WRITE_WITH_IMM", byteLen: 16, imm: 42, qpNum: b.qpn, timePs: sentAt[2] },
     ]);
     const rxBytes = ctx.read(rx.addr, 512);
     expect(rxBytes.subarray(0, 200)).toEqual(pattern(256, 9).subarray(0, 200));
@@ -226,10 +230,11 @@ describe("verbs control path", () => {
     ctx.postSend(b, [{ wrId: 1, opcode: "RDMA_READ", ...w }, { wrId: 2, opcode: "SEND", ...w }, { wrId: 3, opcode: "RDMA_WRITE", ...w }]);
     ctx.run(ctx.nowPs + 1_300_000n); // the fetch is done and the READ is in flight
     expect(ctx.device.stats()["nic.wqes"]).toBe(1);
+    const destroyedAt = ctx.nowPs;
     ctx.destroyQp(b);
     ctx.run(ctx.nowPs + 100_000_000n);
-    // the request in flight and the two behind it: each once, in order, flushed, no bytes
-    const flushed = (wrId: bigint, opcode: string) => ({ wrId, status: "WR_FLUSH_ERR", opcode, byteLen: 0, qpNum: 1 });
+    // the request in flight and the two behind it: each once, in order, flushed, no bytes, at the destroy
+    const flushed = (wrId: bigint, opcode: string) => ({ wrId, status: "WR_FLUSH_ERR", opcode, byteLen: 0, qpNum: 1, timePs: destroyedAt });
     expect(ctx.pollCq(cqB)).toEqual([flushed(1n, "RDMA_READ"), flushed(2n, "SEND"), flushed(3n, "RDMA_WRITE")]);
     expect(ctx.pollCq(cqB)).toEqual([]);
     expect(buf.guardsIntact()).toBe(true);

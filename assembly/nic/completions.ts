@@ -10,7 +10,7 @@ import { cqAt, NOT_ARMED } from "./verbs";
 import { dmaPtr, dmaIsHost, dmaIsSram } from "../mem/dma";
 import { pcieWrite, PcieDir } from "../mem/pcie";
 import {
-  CQE_SIZE, CQE_WR_ID, CQE_BYTE_LEN, CQE_IMM, CQE_QPN, CQE_STATUS, CQE_OPCODE, CQE_FLAGS, CQE_OWNER, STAT_CQ_OVERRUN, TP_NIC_CQE,
+  CQE_SIZE, CQE_WR_ID, CQE_BYTE_LEN, CQE_IMM, CQE_QPN, CQE_STATUS, CQE_OPCODE, CQE_FLAGS, CQE_OWNER, CQE_TIMESTAMP, STAT_CQ_OVERRUN, TP_NIC_CQE,
 } from "../generated/layouts";
 
 /** Writes a CQE; false when the CQ is (or just became) overrun. */
@@ -31,6 +31,7 @@ export function cqPush(dev: Device, cqn: u32, t: u64, wrId: u64, byteLen: u32, i
   store<u8>(p + CQE_STATUS, <u8>status);
   store<u8>(p + CQE_OPCODE, <u8>opcode);
   store<u8>(p + CQE_FLAGS, hasImm ? 1 : 0);
+  store<u64>(p + CQE_TIMESTAMP, t);
   store<u8>(p + CQE_OWNER, ((c.pi / c.depth) & 1) == 0 ? 1 : 0);
   c.pi++;
   tracePoint(dev, t, TP_NIC_CQE, 0xffff, cqn);

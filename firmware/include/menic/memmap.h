@@ -221,7 +221,7 @@ struct menic_cqe {
   uint8_t opcode; /* OPCODE of the request (RECV for receive completions) */
   uint8_t flags; /* bit 0: imm is valid */
   uint8_t owner; /* bit 0: phase; the NIC writes 1 on the ring's first pass, 0 on the second, and so on: an entry is new when its phase is the one the consumer expects */
-  uint8_t _reserved0[8];
+  uint64_t timestamp; /* when the NIC wrote the entry, in ps of device time (like a NIC's completion timestamp, ibv_wc_read_completion_ts) */
 };
 _Static_assert(sizeof(struct menic_cqe) == 32, "CQE layout");
 _Static_assert(__builtin_offsetof(struct menic_cqe, wr_id) == 0, "CQE.wr_id");
@@ -232,6 +232,7 @@ _Static_assert(__builtin_offsetof(struct menic_cqe, status) == 20, "CQE.status")
 _Static_assert(__builtin_offsetof(struct menic_cqe, opcode) == 21, "CQE.opcode");
 _Static_assert(__builtin_offsetof(struct menic_cqe, flags) == 22, "CQE.flags");
 _Static_assert(__builtin_offsetof(struct menic_cqe, owner) == 23, "CQE.owner");
+_Static_assert(__builtin_offsetof(struct menic_cqe, timestamp) == 24, "CQE.timestamp");
 #endif
 
 #ifndef __ASSEMBLER__
