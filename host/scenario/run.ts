@@ -1,0 +1,246 @@
+// Runs a scenario: many devices on one fabric, QP pairs posting RDMA WRITEs in a traffic
+// pattern, faults, and the results users compare — goodput per flow and in total, completion
+// times, drops, retransmissions, ECN marks. The scenario is plain data (scenario.ts); this file
+// builds it (devices, fabric, runner, QPs), runs it and measures it. No Node APIs: it runs in a
+// browser tab as well.
+
+import { Context, type Qp, type Cq } from "../verbs.js";
+import { DeviceEndpoint } from "../cluster/endpoint.js";
+import { Fabric, type FabricStats } from "../fabric/fabric.js";
+import { ClusterRunner } from "../fabric/runner.js";
+import { leafSpine, singleSwitch, type Topology } from "../fabric/topology.js";
+import { RandomStreams } from "../fabric/rng.js";
+import { ConfigError } from "../config.js";
+import type { Scenario, Flow } from "./scenario.js";
+import { resolveScenario } from "./scenario.js";
+
+export interface FlowResult {
+  src: number;
+  dst: number;
+  bytes: number;
+  messages: number;
+  completed: number;
+  /** messages that completed with an error (WR_FLUSH_ERR behind the first) */
+  failed: number;
+  /** SUCCESS, or the first error a message completed with */
+  status: string;
+  /** from the first post to the last completion, ps */
+  durationPs: number;
+  goodputGbps: number;
+}
+
+export interface ScenarioResult {
+  name: string;
+  seed: number;
+  /** simulated time reached, ps */
+  endPs: number;
+  /** true when every message completed successfully */
+  finished: boolean;
+  flows: FlowResult[];
+  totalBytes: number;
+  totalGoodputGbps: number;
+  /** per-message completion time (post to completion), ps: p50, p99, max */
+  fctPs: { p50: number; p99: number; max: number };
+  retransmits: number;
+  timeouts: number;
+  naksSent: number;
+  fabric: Pick<FabricStats, "drops" | "ecnMarks" | "pfcPauses" | "hops" | "delivered">;
+}
+
+interface FlowState {
+  spec: Flow;
+  ctx: Context;
+  cq: Cq;
+  qp: Qp;
+  posted: number;
+  completed: number;
+  failed: number;
+  firstPostPs: number;
+  lastDonePs: number;
+  postTimes: number[];
+  status: string;
+}
+
+export interface RunOptions {
+  /** called now and then with the simulated time reached and the messages completed so far */
+  onProgress?: (nowPs: number, completed: number, total: number) => void;
+  /** checked between chunks of simulated time: when it returns true the run stops where it is */
+  shouldStop?: () => boolean;
+  /** a hook that sees the built cluster before it runs (pcap capture, tests) */
+  onBuilt?: (c: { fabric: Fabric; runner: ClusterRunner; contexts: Context[] }) => void;
+}
+
+/** Builds and runs scenario `input` (validated by resolveScenario) with `coreModule`. */
+export async function runScenario(coreModule: WebAssembly.Module, input: unknown, opts: RunOptions = {}): Promise<ScenarioResult> {
+  const sc: Scenario = resolveScenario(input);
+  const n = sc.devices.count;
+  const flows = trafficFlows(sc);
+  // per device: one QP per flow end, a CQ, and one region that is both source and destination
+  const qpsPerDevice = new Array<number>(n).fill(0);
+  for (const f of flows) { qpsPerDevice[f.src]!++; qpsPerDevice[f.dst]!++; }
+  const maxQps = Math.max(4, ...qpsPerDevice);
+  const region = sc.traffic.messageBytes;
+  const messagesPerFlow = sc.traffic.messages;
+  const cqDepth = Math.max(16, messagesPerFlow * Math.max(...qpsPerDevice));
+  const contexts: Context[] = [];
+  for (let d = 0; d < n; d++) {
+    const config = {
+      engines: 1, ...sc.devices.config, deviceId: d, seed: sc.seed, maxQps, maxCqs: 4,
+      timingMode: sc.fabric.mode === "timing" ? 1 : 0,
+      hbmBytes: Math.max(1 << 20, roundUp(region + cqDepth * 32 + 2 * maxQps * messagesPerFlow * 128 + (1 << 16), 1 << 16)),
+      ...(sc.fabric.mode === "timing" ? { txBodyBytes: 65536, rxBodyBytes: 65536 } : {}),
+    };
+    contexts.push(await Context.open(coreModule, config));
+  }
+  const topo = buildTopology(sc);
+  const fabric = new Fabric(topo, { mode: sc.fabric.mode, seed: sc.seed, ...(sc.fabric.switch ? { switch: sc.fabric.switch } : {}) });
+  applyFaults(sc, fabric, topo);
+  const runner = new ClusterRunner(fabric, contexts.map((c) => new DeviceEndpoint(c.device)));
+  opts.onBuilt?.({ fabric, runner, contexts });
+
+  // the memory and the QPs
+  const mem = contexts.map((ctx) => {
+    const pd = ctx.allocPd();
+    const cq = ctx.createCq(cqDepth);
+    const addr = ctx.allocHbm(region);
+    const mr = ctx.regMr(pd, addr, region, ["LOCAL_WRITE", "REMOTE_WRITE", "REMOTE_READ"]);
+    return { pd, cq, addr, mr };
+  });
+  const state: FlowState[] = flows.map((spec) => {
+    const mk = (d: number) => contexts[d]!.createQp(mem[d]!.pd, { sendCq: mem[d]!.cq, recvCq: mem[d]!.cq, maxSendWr: Math.max(1, messagesPerFlow), maxRecvWr: 1 });
+    const tx = mk(spec.src), rx = mk(spec.dst);
+    const connect = (d: number, qp: Qp, destQpNum: number, destDevice: number) => {
+      const ctx = contexts[d]!;
+      ctx.modifyQp(qp, { state: "INIT" });
+      ctx.modifyQp(qp, { state: "RTR", destQpNum, destDevice, portGroup: sc.traffic.portGroup });
+      ctx.modifyQp(qp, { state: "RTS" });
+    };
+    connect(spec.src, tx, rx.qpn, spec.dst);
+    connect(spec.dst, rx, tx.qpn, spec.src);
+    return { spec, ctx: contexts[spec.src]!, cq: mem[spec.src]!.cq, qp: tx, posted: 0, completed: 0, failed: 0, firstPostPs: -1, lastDonePs: 0, postTimes: [], status: "SUCCESS" };
+  });
+  const byQp = new Map<string, FlowState>(state.map((f) => [`${f.spec.src}:${f.qp.qpn}`, f]));
+
+  // post every flow's messages at its start time
+  const startPs = sc.traffic.startPs;
+  for (const f of state) {
+    const at = BigInt(startPs);
+    const dst = mem[f.spec.dst]!, src = mem[f.spec.src]!;
+    const wrs = Array.from({ length: messagesPerFlow }, (_, k) => ({
+      wrId: k, opcode: "RDMA_WRITE" as const, signaled: true, localAddr: src.addr, length: sc.traffic.messageBytes, lkey: src.mr.lkey, remoteAddr: dst.addr, rkey: dst.mr.rkey,
+    }));
+    f.ctx.postSend(f.qp, wrs, { atPs: at > f.ctx.nowPs ? at : f.ctx.nowPs });
+    f.posted = messagesPerFlow;
+    f.firstPostPs = startPs;
+  }
+
+  const total = state.length * messagesPerFlow;
+  let completed = 0;
+  const fct: number[] = [];
+  const chunk = Math.max(runner.windowPs, 10_000_000);
+  const untilPs = sc.untilPs;
+  while (completed < total && runner.nowPs < untilPs && !(opts.shouldStop?.() ?? false)) {
+    runner.runTo(Math.min(untilPs, runner.nowPs + chunk));
+    for (let d = 0; d < n; d++) {
+      for (const wc of contexts[d]!.pollCq(mem[d]!.cq, 1 << 16)) {
+        const f = byQp.get(`${d}:${wc.qpNum}`);
+        if (!f) continue; // a receive-side completion: none are posted in a WRITE scenario
+        completed++;
+        if (wc.status !== "SUCCESS") {
+          f.failed++;
+          if (f.status === "SUCCESS") f.status = wc.status;
+          continue;
+        }
+        f.completed++;
+        const t = Number(wc.timePs);
+        f.lastDonePs = Math.max(f.lastDonePs, t);
+        fct.push(t - f.firstPostPs);
+      }
+    }
+    opts.onProgress?.(runner.nowPs, completed, total);
+  }
+
+  const stats = contexts.map((c) => c.device.stats());
+  const sum = (k: string) => stats.reduce((s, x) => s + (x[k] ?? 0), 0);
+  const flowsOut: FlowResult[] = state.map((f) => {
+    const bytes = f.completed * sc.traffic.messageBytes;
+    const durationPs = f.completed > 0 ? f.lastDonePs - f.firstPostPs : 0;
+    return {
+      src: f.spec.src, dst: f.spec.dst, bytes, messages: f.posted, completed: f.completed, failed: f.failed, status: f.status, durationPs,
+      goodputGbps: durationPs > 0 ? (bytes * 8000) / durationPs : 0,
+    };
+  });
+  const totalBytes = flowsOut.reduce((s, f) => s + f.bytes, 0);
+  const lastDone = Math.max(0, ...state.map((f) => f.lastDonePs));
+  fct.sort((a, b) => a - b);
+  const pct = (p: number) => (fct.length === 0 ? 0 : fct[Math.min(fct.length - 1, Math.ceil((p / 100) * fct.length) - 1)]!);
+  const fs = fabric.stats();
+  return {
+    name: sc.name, seed: sc.seed, endPs: runner.nowPs, finished: completed === total && flowsOut.every((f) => f.failed === 0), flows: flowsOut, totalBytes,
+    totalGoodputGbps: lastDone > startPs ? (totalBytes * 8000) / (lastDone - startPs) : 0,
+    fctPs: { p50: pct(50), p99: pct(99), max: fct.length ? fct[fct.length - 1]! : 0 },
+    retransmits: sum("roce.retransmits"), timeouts: sum("roce.timeouts"), naksSent: sum("roce.naks_sent"),
+    fabric: { drops: fs.drops, ecnMarks: fs.ecnMarks, pfcPauses: fs.pfcPauses, hops: fs.hops, delivered: fs.delivered },
+  };
+}
+
+const roundUp = (x: number, a: number) => Math.ceil(x / a) * a;
+
+function buildTopology(sc: Scenario): Topology {
+  const t = sc.fabric.topology;
+  const ports = Number(sc.devices.config.ports ?? 12);
+  if (t.kind === "single-switch") return singleSwitch({ devices: sc.devices.count, ports, link: sc.fabric.hostLink });
+  return leafSpine({
+    devices: sc.devices.count, ports, planes: t.planes, spines: t.spines, devicesPerLeaf: t.devicesPerLeaf,
+    hostLink: sc.fabric.hostLink, fabricLink: sc.fabric.fabricLink,
+  });
+}
+
+function applyFaults(sc: Scenario, fabric: Fabric, topo: Topology): void {
+  sc.faults.forEach((f, i) => {
+    if (f.kind === "plane-down") {
+      if (f.plane >= topo.planes) throw new ConfigError(`scenario.faults[${i}].plane`, `plane ${f.plane} does not exist (the topology has ${topo.planes})`);
+      fabric.failPlane(f.plane, f.atPs, f.untilPs ?? Infinity);
+      return;
+    }
+    const links = f.links === "all" ? topo.links.map((_, k) => k) : f.links === "fabric" ? topo.links.flatMap((l, k) => (l.tier === "fabric" ? [k] : [])) : f.links;
+    for (const l of links) {
+      if (!(l >= 0 && l < topo.links.length)) throw new ConfigError(`scenario.faults[${i}].links`, `link ${l} does not exist (the topology has ${topo.links.length})`);
+    }
+    if (f.kind === "loss") for (const l of links) fabric.setLoss(l, { random: f.random, gilbertElliott: f.gilbertElliott ?? null });
+    else for (const l of links) fabric.failLink(l, f.atPs, f.untilPs ?? Infinity);
+  });
+}
+
+/** The flows of the scenario's traffic pattern: (source device, destination device) pairs. */
+export function trafficFlows(sc: Scenario): Flow[] {
+  const n = sc.devices.count, t = sc.traffic;
+  const out: Flow[] = [];
+  const repeat = (src: number, dst: number) => { for (let k = 0; k < t.flowsPerPair; k++) out.push({ src, dst }); };
+  switch (t.pattern) {
+    case "pairs":
+      for (let d = 0; d + 1 < n; d += 2) repeat(d, d + 1);
+      break;
+    case "permutation": {
+      // a derangement drawn from the scenario's seed: nobody sends to itself
+      const rng = new RandomStreams(1);
+      rng.seed(0, sc.seed, 0x7065726d);
+      const perm = Array.from({ length: n }, (_, i) => i);
+      do {
+        for (let i = n - 1; i > 0; i--) {
+          const j = rng.next(0) % (i + 1);
+          [perm[i], perm[j]] = [perm[j]!, perm[i]!];
+        }
+      } while (n > 1 && perm.some((p, i) => p === i));
+      perm.forEach((p, i) => repeat(i, p));
+      break;
+    }
+    case "incast":
+      for (let d = 1; d <= Math.min(t.incastSenders, n - 1); d++) repeat(d, 0);
+      break;
+    case "all-to-all":
+      for (let s = 0; s < n; s++) for (let d = 0; d < n; d++) if (s !== d) repeat(s, d);
+      break;
+  }
+  return out;
+}
