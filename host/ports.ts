@@ -8,8 +8,8 @@ import { PKT } from "./generated/layouts.js";
 /** Where one sent frame is, valid until the next `drain`: its record, and its body (full mode) in `mem`. */
 export interface TxFrameRef {
   mem: Uint8Array;
-  /** the frame's last bit left the port at this time (ps) */
-  timePs: bigint;
+  /** the frame's last bit left the port at this time (ps; exact below 2^53 ps, about 2.5 hours) */
+  timePs: number;
   port: number;
   wireLen: number;
   seq: number;
@@ -31,7 +31,7 @@ export class DevicePorts {
   private readonly rxBodyCap: number;
   private staged = 0;
   private stagedBody = 0;
-  private readonly ref: TxFrameRef = { mem: new Uint8Array(0), timePs: 0n, port: 0, wireLen: 0, seq: 0, hdrAt: 0, hdrLen: 0, bodyAt: 0, bodyLen: 0 };
+  private readonly ref: TxFrameRef = { mem: new Uint8Array(0), timePs: 0, port: 0, wireLen: 0, seq: 0, hdrAt: 0, hdrLen: 0, bodyAt: 0, bodyLen: 0 };
 
   constructor(readonly device: Device) {
     const c = device.core, h = device.handle;
@@ -44,8 +44,16 @@ export class DevicePorts {
     this.rxBodyCap = device.config.get("timingMode") === 1n ? 0 : Number(device.config.get("rxBodyBytes"));
   }
 
-  private mem(): Uint8Array {
-    return new Uint8Array(this.device.core.memory.buffer);
+  private u8 = new Uint8Array(0);
+  private dv = new DataView(new ArrayBuffer(0));
+
+  /** Views of wasm memory, made again only when it has grown. */
+  private views(): void {
+    const buf = this.device.core.memory.buffer;
+    if (this.u8.buffer !== buf) {
+      this.u8 = new Uint8Array(buf);
+      this.dv = new DataView(buf);
+    }
   }
 
   /** Hands every frame the device has sent since the last call to `each`, oldest first, then frees their room. Returns how many. */
@@ -54,13 +62,13 @@ export class DevicePorts {
     const n = c.txCount(h);
     if (n === 0) return 0;
     const head = c.txHead(h);
-    const mem = this.mem();
-    const dv = new DataView(mem.buffer);
+    this.views();
+    const dv = this.dv;
     const f = this.ref;
-    f.mem = mem;
+    f.mem = this.u8;
     for (let k = 0; k < n; k++) {
       const at = this.recs + ((head + k) % this.txCap) * PKT.SIZE;
-      f.timePs = dv.getBigUint64(at + PKT.time_ps, true);
+      f.timePs = dv.getUint32(at + PKT.time_ps, true) + dv.getUint32(at + PKT.time_ps + 4, true) * 2 ** 32;
       f.wireLen = dv.getUint32(at + PKT.wire_len, true);
       f.port = dv.getUint16(at + PKT.port, true);
       f.hdrLen = dv.getUint16(at + PKT.hdr_len, true);
@@ -80,20 +88,21 @@ export class DevicePorts {
   }
 
   /**
-   * Stages one arrival: its last bit reaches `port` at `timePs`; headers from
+   * Stages one arrival: its last bit reaches `port` at `timePs` (whole ps); headers from
    * hdr[hdrOff, hdrOff + hdrLen), the body (full mode) from body[bodyOff, bodyOff + bodyLen).
    * Arrivals are staged in the order they arrive. False when the batch is full (the frame is
    * lost: count it as a drop).
    */
-  stageArrival(timePs: bigint, port: number, wireLen: number, srcDevice: number, seq: number,
+  stageArrival(timePs: number, port: number, wireLen: number, srcDevice: number, seq: number,
     hdr: Uint8Array, hdrOff: number, hdrLen: number, body?: Uint8Array, bodyOff = 0, bodyLen = 0): boolean {
     const full = this.rxBodyCap > 0;
     const blen = full ? bodyLen : 0;
     if (this.staged >= this.rxCap || this.stagedBody + blen > this.rxBodyCap || hdrLen > PKT.SIZE - PKT.hdr) return false;
-    const mem = this.mem();
-    const dv = new DataView(mem.buffer);
+    this.views();
+    const mem = this.u8, dv = this.dv;
     const at = this.stage + this.staged * PKT.SIZE;
-    dv.setBigUint64(at + PKT.time_ps, timePs, true);
+    dv.setUint32(at + PKT.time_ps, timePs % 2 ** 32, true);
+    dv.setUint32(at + PKT.time_ps + 4, Math.floor(timePs / 2 ** 32), true);
     dv.setUint32(at + PKT.wire_len, wireLen, true);
     dv.setUint16(at + PKT.port, port, true);
     dv.setUint16(at + PKT.hdr_len, hdrLen, true);

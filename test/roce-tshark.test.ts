@@ -57,7 +57,7 @@ async function traffic() {
     return "pass";
   };
   const net = await cabled({ transportTimeoutPs: TIMEOUT_PS, rnrTimerPs: 5_000_000 }, 1_000_000n, fate, {
-    tap: (from, f, what, arrivalPs) => sent.push({ from, port: f.port, sentPs: f.timePs, arrivalPs, bytes: frameCopy(f), fate: what }),
+    tap: (from, f, what, arrivalPs) => sent.push({ from, port: f.port, sentPs: BigInt(f.timePs), arrivalPs, bytes: frameCopy(f), fate: what }),
   });
   const ctxs = net.ctxs as [Context, Context];
   const dev = ctxs.map((ctx) => {

@@ -34,14 +34,14 @@ export class DeviceEndpoint implements Endpoint {
   drainTx(sink: TxSink): void {
     this.ports.drain((f) => {
       // the device stamps a frame with when its last bit left; the fabric wants its first
-      const departPs = Number(f.timePs) - Math.ceil((f.wireLen + FRAME_OVERHEAD_BYTES) * this.psPerByte);
+      const departPs = f.timePs - Math.ceil((f.wireLen + FRAME_OVERHEAD_BYTES) * this.psPerByte);
       sink.send(f.port, departPs, f.wireLen, f.mem, f.hdrAt, f.hdrLen, f.bodyAt, f.bodyLen);
     });
   }
 
   deliver(b: ArrivalBatch): void {
     for (let i = 0; i < b.n; i++) {
-      const ok = this.ports.stageArrival(BigInt(Math.ceil(b.arrivalPs[i]!)), b.port[i]!, b.wireLen[i]!, b.srcDevice[i]!, b.seq[i]!,
+      const ok = this.ports.stageArrival(Math.ceil(b.arrivalPs[i]!), b.port[i]!, b.wireLen[i]!, b.srcDevice[i]!, b.seq[i]!,
         b.hdr, b.hdrOff[i]!, b.hdrLen[i]!, b.payload, b.payloadOff[i]!, b.payloadLen[i]!);
       if (!ok) this.stageDrops++;
     }

@@ -43,9 +43,9 @@ export async function cabled(config: Record<string, number> = {}, latencyPs = 1_
         ports[d]!.drain((f) => {
           const what = fate(d, frames++, f);
           if (what === "corrupt") f.mem[f.bodyLen > 0 ? f.bodyAt + 1 : f.hdrAt + f.hdrLen - 1] ^= 0x10; // a bit flips on the way
-          hooks.tap?.(d, f, what, f.timePs + latencyPs);
+          hooks.tap?.(d, f, what, BigInt(f.timePs) + latencyPs);
           if (what === "drop") return;
-          if (!to.stageArrival(f.timePs + latencyPs, f.port, f.wireLen, d, f.seq, f.mem, f.hdrAt, f.hdrLen, f.mem, f.bodyAt, f.bodyLen)) throw new Error("stage full");
+          if (!to.stageArrival(f.timePs + Number(latencyPs), f.port, f.wireLen, d, f.seq, f.mem, f.hdrAt, f.hdrLen, f.mem, f.bodyAt, f.bodyLen)) throw new Error("stage full");
         });
       }
       if (hooks.inject) for (let d = 0; d < 2; d++) hooks.inject(d, ports[d]!, end);

@@ -1,0 +1,39 @@
+// npm run bench -- fabric: the cluster at scale (issue 7 §8). 64 devices on an 8-plane
+// leaf/spine run a permutation of 1 MiB RoCEv2 WRITEs in 4 KiB packets, in timing mode and in
+// full mode: packet-hops simulated per host second, and simulated time per wall time. Then
+// 1,024 devices in timing mode: the process's resident memory.
+import { runScenario } from "../host/scenario/run.js";
+import { coreModule } from "../host/platform/node.js";
+import type { Fabric } from "../host/fabric/fabric.js";
+import { figure } from "./report.js";
+
+function scenario(devices: number, mode: "timing" | "full", messages: number) {
+  return {
+    name: `fabric-${devices}-${mode}`,
+    seed: 1,
+    // one port per plane: 8 ports, 8 planes; a small device (1 engine, no memory to speak of)
+    devices: { count: devices, config: { engines: 1, sramBytes: 4096, ports: 8, scaleUpPorts: 8 } },
+    fabric: { mode, topology: { kind: "leaf-spine", planes: 8, spines: 4, devicesPerLeaf: 16 } },
+    traffic: { pattern: "permutation", messageBytes: 1 << 20, messages, flowsPerPair: 8 },
+  };
+}
+
+async function measure(devices: number, mode: "timing" | "full", messages: number) {
+  let fabric: Fabric | undefined;
+  // the run only: building the devices (a wasm instance each) is not simulation
+  let t0 = 0;
+  const r = await runScenario(coreModule(), scenario(devices, mode, messages), { onBuilt: (c) => { fabric = c.fabric; t0 = performance.now(); } });
+  const wallS = (performance.now() - t0) / 1000;
+  if (!r.finished) throw new Error(`bench fabric: ${devices} devices (${mode}) did not finish`);
+  return { r, wallS, hops: fabric!.stats().hops };
+}
+
+export async function run(): Promise<void> {
+  for (const mode of ["timing", "full"] as const) {
+    const { r, wallS, hops } = await measure(64, mode, 1);
+    figure(`fabric.${mode}.hops_per_s`, hops / wallS, "hops/s", { hops, wallS: +wallS.toFixed(3), goodputGbps: +r.totalGoodputGbps.toFixed(1) });
+    figure(`fabric.${mode}.sim_per_wall`, r.endPs / 1e12 / wallS, "s/s", { simulatedUs: r.endPs / 1e6 });
+  }
+  const { wallS } = await measure(1024, "timing", 1);
+  figure("fabric.devices1024.rss_mib", process.memoryUsage().rss / 2 ** 20, "MiB", { wallS: +wallS.toFixed(1) });
+}
