@@ -10,12 +10,15 @@ import { cluster } from "./helpers/fabric.js";
 const DEVICES = 16;
 const topo = leafSpine({ devices: DEVICES, ports: 2, planes: 2, devicesPerLeaf: 4, spines: 2 });
 
-function scenario(seed: number, o: { stepOrder?: number[]; windowPs?: number } = {}) {
+function scenario(seed: number, o: { stepOrder?: number[]; windowPs?: number; eager?: boolean; bufferBytesPerPort?: number } = {}) {
   const flows = (d: number): SyntheticFlow[] => [0, 1].flatMap((p) => [
     { port: p, dstDevice: (d * 5 + 3) % DEVICES, bytes: 200_000, mtu: 4096, udpSrcPort: 100 * d + p, paths: 4 },
     { port: p, dstDevice: (d + 1) % DEVICES, bytes: 60_000 + 1000 * d, mtu: 1500, udpSrcPort: 7000 + d, startPs: 1_000_000 + d * 777 },
   ]);
-  const c = cluster(topo, flows, { log: true, fabric: { seed, switch: { ecn: { kminBytes: 20_000, kmaxBytes: 200_000, pmax: 0.1 } } }, runner: o });
+  // PFC that never pauses: frames enter the fabric by events at their departure, as they
+  // must when a pause may hold the port (without PFC they go on the wire when handed over)
+  const pfc = o.eager ? { enabled: true, xoffBytes: 1e12, xonBytes: 1e12 } : {};
+  const c = cluster(topo, flows, { log: true, fabric: { seed, switch: { ecn: { kminBytes: 20_000, kmaxBytes: 200_000, pmax: 0.1 }, pfc, bufferBytesPerPort: o.bufferBytesPerPort, portCapBytes: o.bufferBytesPerPort ? 60_000 : Infinity } }, runner: { stepOrder: o.stepOrder, windowPs: o.windowPs } });
   c.fabric.setLoss(hostLink(topo, 3, 0), { random: 0.05 });
   c.fabric.setLoss(fabricLink(topo, 1, 2, 1), { gilbertElliott: { pGoodToBad: 0.02, pBadToGood: 0.3 } });
   c.fabric.failLink(fabricLink(topo, 0, 1, 0), 3_000_000, 6_000_000);
@@ -58,6 +61,21 @@ describe("determinism", () => {
     const strip = (s: typeof base.stats) => ({ ...s, packetsPeak: 0, eventsPeak: 0, nowPs: 0 });
     expect(strip(fine.stats)).toEqual(strip(base.stats));
     expect(fine.arrivals).toEqual(base.arrivals);
+  });
+
+  it("is the same whether frames enter by an event at their departure (PFC on) or when handed over", () => {
+    const eager = scenario(1, { eager: true });
+    // events and the peaks of pool and event queue are the engine's own; the rest is the model
+    const strip = (s: typeof base.stats) => ({ ...s, packetsPeak: 0, eventsPeak: 0, events: 0 });
+    expect(strip(eager.stats)).toEqual(strip(base.stats));
+    expect(eager.arrivals).toEqual(base.arrivals);
+    expect(eager.stats.events - base.stats.events).toBe(eager.stats.injected);
+    // and with buffers small enough to drop at the tail
+    const small = scenario(1, { bufferBytesPerPort: 12_000 }), smallEager = scenario(1, { bufferBytesPerPort: 12_000, eager: true });
+    expect(small.stats.drops.buffer_full).toBeGreaterThan(50);
+    expect(small.stats.drops.port_cap).toBeGreaterThan(20);
+    expect(strip(smallEager.stats)).toEqual(strip(small.stats));
+    expect(smallEager.arrivals).toEqual(small.arrivals);
   });
 
   it("changes with the seed", () => {

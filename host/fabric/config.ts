@@ -87,13 +87,18 @@ function num(path: string, v: number, lo: number, hi: number, integer = false): 
   return v;
 }
 
+/** `o` without its undefined fields: a field given as undefined takes its default. */
+function given<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
 /** The full configuration for `o`: defaults filled in, every field checked. */
 export function resolveFabricConfig(o: FabricOptions = {}): FabricConfig {
   const d = FABRIC_DEFAULTS;
   const s = o.switch ?? {};
   const c: FabricConfig = {
-    ...d, ...o,
-    switch: { ...d.switch, ...s, ecn: { ...d.switch.ecn, ...s.ecn }, pfc: { ...d.switch.pfc, ...s.pfc } },
+    ...d, ...given(o),
+    switch: { ...d.switch, ...given(s), ecn: { ...d.switch.ecn, ...given(s.ecn ?? {}) }, pfc: { ...d.switch.pfc, ...given(s.pfc ?? {}) } },
   };
   num("seed", c.seed, 0, Number.MAX_SAFE_INTEGER, true);
   if (c.mode !== "timing" && c.mode !== "full") throw new ConfigError("mode", `must be "timing" or "full", got ${JSON.stringify(c.mode)}`);

@@ -70,9 +70,7 @@ const CI_DST_SW = 25; //     the switch it enters, -1 for a device port
 const CI_DST_EP = 26; //     the device port it enters (device * ports + port), or -1
 const CI_PAUSED = 27; //     1 while PFC holds its transmitter
 const CI_DONE = 28; //       1 while a transmitter-finished event is pending
-const CI_GE_ON = 29; //      1 with Gilbert–Elliott loss
-const CI_GE_BAD = 30; //     the Gilbert–Elliott state: 1 bad
-const CI_PAUSE_SENT = 31; // PFC: 1 while this channel's sender is paused by its switch
+const CI_LOSSY = 29; //      1 with random or Gilbert–Elliott loss
 
 /**
  * The event key of frame `seq` of device port `ep`, for its entry and its arrivals at
@@ -180,6 +178,10 @@ export class Fabric {
   private readonly nCh: number;
   private readonly cf: Float64Array;
   private readonly ci: Int32Array;
+  private readonly geOn: Uint8Array;
+  private readonly geBad: Uint8Array;
+  /** PFC: 1 while this channel's sender is paused by the switch it enters */
+  private readonly pauseSent: Uint8Array;
   /** per channel: pGoodToBad, pBadToGood, lossGood, lossBad as thresholds */
   private readonly geThr: Float64Array;
   private readonly chDrops: Float64Array;
@@ -234,9 +236,12 @@ export class Fabric {
   private readonly injHead: Int32Array;
   private readonly injTail: Int32Array;
 
-  // per device: frames whose arrival is known, waiting for delivery (linked by pool.next)
-  private readonly pendHead: Int32Array;
-  private readonly pendTail: Int32Array;
+  // Frames on their last hop wait on their channel's wire list (CI_FLHEAD) until delivered;
+  // the list's head's arrival and key are kept here, so a delivery merges the lists of a
+  // device's ports touching only the frames it takes.
+  private readonly lastHeadPs: Float64Array;
+  private readonly lastHeadKey: Float64Array;
+  /** per device: its earliest known arrival not yet delivered */
   private readonly pendMin: Float64Array;
   /** frames of the last delivery, freed by releaseDelivered */
   private held = new Int32Array(256);
@@ -270,6 +275,9 @@ export class Fabric {
     this.nSw = nSw;
     this.cf = new Float64Array(16 * nCh);
     this.ci = new Int32Array(this.cf.buffer);
+    this.geOn = new Uint8Array(nCh);
+    this.geBad = new Uint8Array(nCh);
+    this.pauseSent = new Uint8Array(nCh);
     for (let c = 0; c < nCh; c++) for (const k of [CI_QHEAD, CI_QTAIL, CI_FLHEAD, CI_FLTAIL, CI_DST_EP]) this.ci[(c << 5) + k] = NONE;
     this.geThr = new Float64Array(4 * nCh);
     this.chDrops = new Float64Array(nCh * NR);
@@ -365,8 +373,8 @@ export class Fabric {
       this.epDownCh[ep] = 2 * link + 1;
       this.epLeaf[ep] = t.links[link].bSwitch;
     }
-    this.pendHead = new Int32Array(t.devices).fill(NONE);
-    this.pendTail = new Int32Array(t.devices).fill(NONE);
+    this.lastHeadPs = new Float64Array(nCh);
+    this.lastHeadKey = new Float64Array(nCh);
     this.pendMin = new Float64Array(t.devices).fill(Infinity);
   }
 
@@ -582,8 +590,8 @@ export class Fabric {
   /** PFC: switch `s` now holds `len` more bytes that came in by channel `cin`; at XOFF it pauses that channel's sender. */
   private holdAtIngress(s: number, cin: number, len: number, now: number): void {
     const held = (this.cf[(cin << 4) + C_IN_BYTES] += len);
-    if (held >= this.xoff && this.ci[(cin << 5) + CI_PAUSE_SENT] === 0) {
-      this.ci[(cin << 5) + CI_PAUSE_SENT] = 1;
+    if (held >= this.xoff && this.pauseSent[cin] === 0) {
+      this.pauseSent[cin] = 1;
       this.swPauses[s]++;
       this.events.push(now + this.cf[(cin << 4) + C_LAT], (cin << EV_BITS) | EV_PAUSE);
     }
@@ -634,8 +642,8 @@ export class Fabric {
     if (!this.pfcOn) return;
     // PFC: at XON the sender on the frame's ingress resumes
     const cin = i32[i + I_IN_CH];
-    if ((this.cf[(cin << 4) + C_IN_BYTES] -= len) <= this.xon && this.ci[(cin << 5) + CI_PAUSE_SENT] !== 0) {
-      this.ci[(cin << 5) + CI_PAUSE_SENT] = 0;
+    if ((this.cf[(cin << 4) + C_IN_BYTES] -= len) <= this.xon && this.pauseSent[cin] !== 0) {
+      this.pauseSent[cin] = 0;
       this.pfcResumes++;
       this.events.push(now + this.cf[(cin << 4) + C_LAT], (cin << EV_BITS) | EV_RESUME);
     }
@@ -657,43 +665,42 @@ export class Fabric {
       ci[oi + CI_DONE] = 1;
       this.events.push(end, (c << EV_BITS) | EV_TX_DONE);
     }
-    if (cf[of + C_LOSS] !== 0 && this.rng.next(c) < cf[of + C_LOSS]) return this.dropAt(c, p, R_RANDOM);
-    if (ci[oi + CI_GE_ON] !== 0 && this.geLost(c)) return this.dropAt(c, p, R_GE);
+    if (ci[oi + CI_LOSSY] !== 0) {
+      if (cf[of + C_LOSS] !== 0 && this.rng.next(c) < cf[of + C_LOSS]) return this.dropAt(c, p, R_RANDOM);
+      if (this.geOn[c] !== 0 && this.geLost(c)) return this.dropAt(c, p, R_GE);
+    }
     const tail = end + cf[of + C_LAT];
     if (this.hasOutage[link] !== 0 && this.failsDuring(link, now, tail)) return this.dropAt(c, p, R_LINK_DOWN);
+    // join the channel's frames on the wire: into a switch, the list's head has an event;
+    // to a device, the frames wait there for the runner
     i32[i + I_NEXT] = NONE;
     const ep = ci[oi + CI_DST_EP];
-    if (ep === NONE) {
-      // into a switch: join the channel's frames on the wire
-      const at = (f64[(p << 3) + F_ARRIVE_PS] = end + cf[of + C_DELAY]);
-      const key = entryKey(i32[i + I_SRC_EP], f64[(p << 3) + F_SEQ]);
-      if (ci[oi + CI_FLHEAD] === NONE) {
-        ci[oi + CI_FLHEAD] = p;
-        this.events.pushKeyed(at, key, (c << EV_BITS) | EV_ARRIVE);
-      } else {
-        const t = ci[oi + CI_FLTAIL];
-        i32[(t << 4) + I_NEXT] = p;
-        f64[(t << 3) + F_NEXT_TIME] = at;
-        f64[(t << 3) + F_NEXT_KEY] = key;
+    const at = (f64[(p << 3) + F_ARRIVE_PS] = ep === NONE ? end + cf[of + C_DELAY] : tail);
+    const key = entryKey(i32[i + I_SRC_EP], f64[(p << 3) + F_SEQ]);
+    if (ci[oi + CI_FLHEAD] === NONE) {
+      ci[oi + CI_FLHEAD] = p;
+      if (ep === NONE) this.events.pushKeyed(at, key, (c << EV_BITS) | EV_ARRIVE);
+      else {
+        this.lastHeadPs[c] = at;
+        this.lastHeadKey[c] = key;
+        const d = (ep / this.ports) | 0;
+        if (at < this.pendMin[d]) this.pendMin[d] = at;
       }
-      ci[oi + CI_FLTAIL] = p;
-      return;
+    } else {
+      const t = ci[oi + CI_FLTAIL];
+      i32[(t << 4) + I_NEXT] = p;
+      f64[(t << 3) + F_NEXT_TIME] = at;
+      f64[(t << 3) + F_NEXT_KEY] = key;
     }
-    // the last hop: the frame reaches its device at `tail`; it waits for the runner
-    f64[(p << 3) + F_ARRIVE_PS] = tail;
-    const d = (ep / this.ports) | 0;
-    if (this.pendHead[d] === NONE) this.pendHead[d] = p;
-    else i32[(this.pendTail[d] << 4) + I_NEXT] = p;
-    this.pendTail[d] = p;
-    if (tail < this.pendMin[d]) this.pendMin[d] = tail;
+    ci[oi + CI_FLTAIL] = p;
   }
 
   /** One Gilbert–Elliott step of channel `c`: loss drawn in the current state, then the state moves. */
   private geLost(c: number): boolean {
-    const g = 4 * c, bad = this.ci[(c << 5) + CI_GE_BAD];
+    const g = 4 * c, bad = this.geBad[c];
     const lossThr = this.geThr[g + 2 + bad];
     const lost = lossThr >= 4294967296 || (lossThr > 0 && this.rng.next(c) < lossThr);
-    if (this.rng.next(c) < this.geThr[g + bad]) this.ci[(c << 5) + CI_GE_BAD] = bad ^ 1;
+    if (this.rng.next(c) < this.geThr[g + bad]) this.geBad[c] = bad ^ 1;
     return lost;
   }
 
@@ -744,8 +751,9 @@ export class Fabric {
     });
     for (const c of [2 * link, 2 * link + 1]) {
       this.cf[(c << 4) + C_LOSS] = probabilityThreshold(r);
-      this.ci[(c << 5) + CI_GE_ON] = ge ? 1 : 0;
-      this.ci[(c << 5) + CI_GE_BAD] = 0;
+      this.geOn[c] = ge ? 1 : 0;
+      this.geBad[c] = 0;
+      this.ci[(c << 5) + CI_LOSSY] = r > 0 || ge ? 1 : 0;
       probs.forEach((v, i) => (this.geThr[4 * c + i] = probabilityThreshold(v)));
     }
   }
@@ -861,43 +869,39 @@ export class Fabric {
     batch.device = device;
     batch.n = 0;
     if (this.pendMin[device] >= endPs) return 0;
-    const pool = this.pool, f64 = pool.f64, i32 = pool.i32;
-    // split the pending list: due frames into `held`, the rest stay linked in order
-    let n = 0, head = NONE, tail = NONE, min = Infinity;
-    for (let p = this.pendHead[device]; p !== NONE; ) {
-      const next = i32[(p << 4) + I_NEXT];
-      const a = f64[(p << 3) + F_ARRIVE_PS];
-      if (a < endPs) {
-        if (n === this.held.length) this.held = grown(this.held, 2 * n);
-        this.held[n++] = p;
-      } else {
-        if (head === NONE) head = p;
-        else i32[(tail << 4) + I_NEXT] = p;
-        tail = p;
-        i32[(p << 4) + I_NEXT] = NONE;
-        if (a < min) min = a;
+    const f64 = this.pool.f64, i32 = this.pool.i32, ci = this.ci, ports = this.ports;
+    const headPs = this.lastHeadPs, headKey = this.lastHeadKey;
+    // merge the due frames of the device's ports' last-hop lists in (arrival, key) order
+    let n = 0;
+    for (;;) {
+      let best = NONE;
+      for (let ep = device * ports; ep < (device + 1) * ports; ep++) {
+        const c = this.epDownCh[ep];
+        if (c === NONE || ci[(c << 5) + CI_FLHEAD] === NONE || headPs[c] >= endPs) continue;
+        if (best === NONE || headPs[c] < headPs[best] || (headPs[c] === headPs[best] && headKey[c] < headKey[best])) best = c;
       }
-      p = next;
+      if (best === NONE) break;
+      const p = ci[(best << 5) + CI_FLHEAD];
+      const next = (ci[(best << 5) + CI_FLHEAD] = i32[(p << 4) + I_NEXT]);
+      if (next === NONE) ci[(best << 5) + CI_FLTAIL] = NONE;
+      else {
+        headPs[best] = f64[(p << 3) + F_NEXT_TIME];
+        headKey[best] = f64[(p << 3) + F_NEXT_KEY];
+      }
+      if (n === this.held.length) this.held = grown(this.held, 2 * n);
+      this.held[n++] = p;
     }
-    this.pendHead[device] = head;
-    this.pendTail[device] = tail;
-    this.pendMin[device] = min;
     this.heldN = n;
-    // insertion sort: frames are appended nearly in arrival order
-    const ids = this.held;
-    for (let k = 1; k < n; k++) {
-      const x = ids[k];
-      let j = k - 1;
-      while (j >= 0 && this.later(ids[j], x)) {
-        ids[j + 1] = ids[j];
-        j--;
-      }
-      ids[j + 1] = x;
+    let min = Infinity;
+    for (let ep = device * ports; ep < (device + 1) * ports; ep++) {
+      const c = this.epDownCh[ep];
+      if (c !== NONE && ci[(c << 5) + CI_FLHEAD] !== NONE && headPs[c] < min) min = headPs[c];
     }
+    this.pendMin[device] = min;
+    const pool = this.pool, ids = this.held;
     batch.reserve(n);
     batch.hdr = pool.hdr;
     batch.payload = pool.payload;
-    const ports = this.ports;
     for (let k = 0; k < n; k++) {
       const p = ids[k], i = p << 4, d = p << 3;
       const src = i32[i + I_SRC_EP];
@@ -922,17 +926,6 @@ export class Fabric {
   releaseDelivered(): void {
     for (let k = 0; k < this.heldN; k++) this.pool.release(this.held[k]);
     this.heldN = 0;
-  }
-
-  /** True when frame a comes after frame b in delivery order. */
-  private later(a: number, b: number): boolean {
-    const f64 = this.pool.f64, i32 = this.pool.i32;
-    const ta = f64[(a << 3) + F_ARRIVE_PS], tb = f64[(b << 3) + F_ARRIVE_PS];
-    if (ta !== tb) return ta > tb;
-    // device * ports + port orders by device, then port
-    const ea = i32[(a << 4) + I_SRC_EP], eb = i32[(b << 4) + I_SRC_EP];
-    if (ea !== eb) return ea > eb;
-    return f64[(a << 3) + F_SEQ] > f64[(b << 3) + F_SEQ];
   }
 
   // ---- observation -----------------------------------------------------------------------
