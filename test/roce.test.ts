@@ -173,3 +173,48 @@ describe("timing mode", () => {
     expect(Number(end - start)).toBeLessThanOrEqual(expected + 1);
   });
 });
+
+describe("DCQCN", () => {
+  /** Marks a frame CE on the way (the ICRC leaves ECN out; the IPv4 checksum is fixed up). */
+  function markCe(f: { mem: Uint8Array; hdrAt: number }): void {
+    const ip = f.hdrAt + 14;
+    f.mem[ip + 1] = (f.mem[ip + 1]! & ~3) | 3;
+    f.mem[ip + 10] = 0;
+    f.mem[ip + 11] = 0;
+    let sum = 0;
+    for (let i = 0; i < 20; i += 2) sum += (f.mem[ip + i]! << 8) | f.mem[ip + i + 1]!;
+    while (sum > 0xffff) sum = (sum & 0xffff) + (sum >>> 16);
+    f.mem[ip + 10] = (~sum >> 8) & 0xff;
+    f.mem[ip + 11] = ~sum & 0xff;
+  }
+
+  it("a CE mark brings one CNP, and the sender halves its rate: its packets leave twice as far apart", async () => {
+    const sent: number[] = [];
+    const w = await writer((from, n, f) => {
+      if (from === 0) sent.push(f.timePs);
+      if (from === 0 && n === 0) markCe(f); // the first data packet arrives marked
+      return "pass";
+    }, {}, 1 << 20);
+    w.post();
+    expect(settle(w.net, w.a.ctx, w.a.cq, 1).map((c) => c.status)).toEqual(["SUCCESS"]);
+    expect(w.b.ctx.device.stats()["roce.rx_ce"]).toBe(1);
+    expect(w.b.ctx.device.stats()["roce.cnps_sent"]).toBe(1);
+    expect(w.a.ctx.device.stats()["roce.rx_cnp"]).toBe(1);
+    expect(w.a.ctx.device.stats()["roce.rate_cuts"]).toBe(1);
+    const gaps = sent.slice(1).map((t, i) => t - sent[i]!);
+    // a middle 4 KiB frame (no RETH) is 14+20+8+12+4096+4 = 4154 B + 24 B of overhead: 41,780 ps
+    // at 800 Gb/s; after the cut (alpha starts at 1: the rate halves, to 400 Gb/s) 83,560 ps
+    expect(gaps.slice(1, 11)).toEqual(new Array(10).fill(41_780));
+    const after = gaps.slice(-20);
+    expect(after).toEqual(new Array(after.length).fill(83_560));
+  });
+
+  it("is off with dcqcn 0: CE is counted, no CNP, no cut", async () => {
+    const w = await writer((from, n, f) => { if (from === 0 && n === 0) markCe(f); return "pass"; }, { dcqcn: 0 }, 65536);
+    w.post();
+    expect(settle(w.net, w.a.ctx, w.a.cq, 1).map((c) => c.status)).toEqual(["SUCCESS"]);
+    expect(w.b.ctx.device.stats()["roce.rx_ce"]).toBe(1);
+    expect(w.b.ctx.device.stats()["roce.cnps_sent"]).toBe(0);
+    expect(w.a.ctx.device.stats()["roce.rate_cuts"]).toBe(0);
+  });
+});

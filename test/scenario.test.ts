@@ -4,6 +4,7 @@ import { runScenario } from "../host/scenario/run.js";
 import { resolveScenario } from "../host/scenario/scenario.js";
 import { ConfigError } from "../host/config.js";
 import { coreModule } from "../host/platform/node.js";
+import type { Device } from "../host/device.js";
 
 const load = (name: string) => JSON.parse(readFileSync(`examples/scenarios/${name}.json`, "utf8"));
 
@@ -40,5 +41,27 @@ describe("RoCEv2 goodput against random loss (examples/scenarios/roce-loss.json)
     expect(ruined.flows[0]!.status).toBe("RETRY_EXC_ERR");
     // the same scenario and seed give the same result
     expect(JSON.stringify(await at(0.01))).toBe(JSON.stringify(lossy));
+  });
+});
+
+describe("two flows converging (examples/scenarios/dcqcn-converge.json)", () => {
+  it("DCQCN answers the receiver port's queue with CNPs and rate cuts, and the queue marks far less", async () => {
+    const run = async (dcqcn: number) => {
+      const s = load("dcqcn-converge");
+      s.devices.config.dcqcn = dcqcn;
+      let devices: Device[] = [];
+      const r = await runScenario(coreModule(), s, { onBuilt: (c) => { devices = c.contexts.map((x) => x.device); } });
+      const total = (k: string) => devices.reduce((n, d) => n + d.stats()[k]!, 0);
+      return { r, cnps: total("roce.cnps_sent"), cuts: total("roce.rate_cuts") };
+    };
+    const off = await run(0), on = await run(1);
+    expect(off.r.finished && on.r.finished).toBe(true);
+    expect(off.cnps).toBe(0);
+    expect(on.cnps).toBeGreaterThan(0);
+    expect(on.cuts).toBe(on.cnps); // every CNP reaches its sender and cuts it
+    expect(off.r.fabric.ecnMarks).toBeGreaterThan(0);
+    expect(on.r.fabric.ecnMarks).toBeLessThan(off.r.fabric.ecnMarks / 2);
+    // CNPs are rate-limited: at most one per QP per 50 us of the run, per sender
+    expect(on.cnps).toBeLessThanOrEqual(2 * Math.ceil(on.r.endPs / 50_000_000));
   });
 });

@@ -82,5 +82,7 @@ export function qpReset(dev: Device, qpn: u32): void {
   q.msn = 0;
   q.rxOp = 0;
   q.nakSent = 0;
+  q.rateMbps = 0; // DCQCN starts again at line rate
+  q.lastCnpAt = 0;
   q.state = QP_STATE_RESET;
 }

@@ -14,11 +14,11 @@ import { cqPush, cqeVisible } from "./completions";
 import { qpError } from "./queues";
 import { NicPhase, phaseAt, fail, notReady } from "./phases";
 import { portsOf, rxRing, ringRec, ringConsume, bodyAlloc, portIpv4, FRAME_MAX, HDR_MAX } from "./ports";
-import { queueRequest, queueAnswer, armTimer, packetsOf, psnAdd, RESP_ACK, RESP_READ, RESP_NONE } from "./roce-tx";
+import { queueRequest, queueAnswer, queueCnp, wantTimer, dcqcnCut, dcqcnTimer, packetsOf, psnAdd, RESP_ACK, RESP_READ, RESP_NONE } from "./roce-tx";
 import { icrcIpv4 } from "../wire/icrc";
 import {
   ETH_SIZE, ETH_TYPE_IPV4, getEthEtherType, IPV4_SIZE, IPV4_VERSION, IPV4_IHL_MIN, IPV4_PROTO_UDP, getIpv4Version, getIpv4Ihl,
-  getIpv4TotalLength, getIpv4Protocol, getIpv4Dst, UDP_SIZE, UDP_PORT_ROCEV2, getUdpDstPort, getUdpLength,
+  getIpv4TotalLength, getIpv4Protocol, getIpv4Dst, getIpv4Ecn, IPV4_ECN_CE, UDP_SIZE, UDP_PORT_ROCEV2, getUdpDstPort, getUdpLength,
   BTH_SIZE, BTH_PSN_MASK, getBthOpcode, getBthPadCnt, getBthTVer, getBthDestQp, getBthAckReq, getBthPsn,
   RETH_SIZE, getRethVa, getRethRkey, getRethDmaLength, AETH_SIZE, getAethSyndrome, IMM_DT_SIZE, getImmDtData, ICRC_SIZE,
   AETH_SYNDROME_TYPE_MASK, AETH_SYNDROME_ACK, AETH_SYNDROME_RNR_NAK, AETH_SYNDROME_NAK, AETH_SYNDROME_VALUE_MASK,
@@ -36,7 +36,7 @@ import {
   PKT_SIZE, PKT_TIME_PS, PKT_WIRE_LEN, PKT_PORT, PKT_HDR_LEN, PKT_BODY_LEN, PKT_BODY_OFF, PKT_HDR,
   STAT_PORT_RX_PACKETS, STAT_PORT_RX_RING_FULL, STAT_PORT_RX_LATE, STAT_ROCE_RX_MALFORMED, STAT_ROCE_RX_BAD_ICRC,
   STAT_ROCE_RX_NOT_MINE, STAT_ROCE_RX_UNKNOWN_QP, STAT_ROCE_RX_DUPLICATE, STAT_ROCE_RX_OUT_OF_ORDER, STAT_ROCE_RX_CNP,
-  STAT_ROCE_NAKS_SENT, STAT_ROCE_RETRANSMITS, STAT_ROCE_TIMEOUTS, STAT_ROCE_STALE_ANSWERS,
+  STAT_ROCE_NAKS_SENT, STAT_ROCE_RETRANSMITS, STAT_ROCE_TIMEOUTS, STAT_ROCE_STALE_ANSWERS, STAT_ROCE_RX_CE,
 } from "../generated/layouts";
 
 // Qp.rxOp: the kind of message being received
@@ -133,17 +133,29 @@ function receive(dev: Device, rec: usize, body: usize, t: u64): void {
   if (hdrLen != minHdr + ext || wire < hdrLen + pad + ICRC_SIZE) { bad(dev, STAT_ROCE_RX_MALFORMED); return; }
   const payload = wire - hdrLen - pad - ICRC_SIZE;
   if (full && load<u32>(f + wire - ICRC_SIZE) != icrcIpv4(ip, wire - ETH_SIZE)) { bad(dev, STAT_ROCE_RX_BAD_ICRC); return; }
-  if ((flags & OPF_CNP) != 0) { statAdd(dev, STAT_ROCE_RX_CNP, 1); return; }
   const qpn = getBthDestQp(bth);
   if (qpn >= dev.cfg.maxQps) { bad(dev, STAT_ROCE_RX_UNKNOWN_QP); return; }
   const q = qpAt(dev, qpn);
   if (!q.valid || !q.remote || q.port != port) { bad(dev, STAT_ROCE_RX_UNKNOWN_QP); return; }
+  if ((flags & OPF_CNP) != 0) { statAdd(dev, STAT_ROCE_RX_CNP, 1); dcqcnCut(dev, q, qpn, t); return; }
   const x = bth + BTH_SIZE; // extension headers, then the payload
-  if (op <= OP_RC_READ_REQUEST) responder(dev, q, qpn, op, flags, bth, x, f + hdrLen, payload, t);
+  if (op <= OP_RC_READ_REQUEST) {
+    if (getIpv4Ecn(ip) == IPV4_ECN_CE) congested(dev, q, qpn, t);
+    responder(dev, q, qpn, op, flags, bth, x, f + hdrLen, payload, t);
+  }
   else requester(dev, q, qpn, op, bth, x, f + hdrLen, payload, t);
 }
 
 // ---- responder half
+
+/** A request packet for QP `q` arrived marked CE: its sender hears of it, at most once per dcqcnCnpIntervalPs (DCQCN's NP). */
+function congested(dev: Device, q: Qp, qpn: u32, t: u64): void {
+  statAdd(dev, STAT_ROCE_RX_CE, 1);
+  if (dev.cfg.dcqcn == 0) return;
+  if (q.lastCnpAt != 0 && t - q.lastCnpAt < dev.cfg.dcqcnCnpIntervalPs) return;
+  q.lastCnpAt = t;
+  queueCnp(dev, q, qpn, t);
+}
 
 /** Sends an ACK for `psn`, or a NAK with `syndrome`. */
 function answer(dev: Device, q: Qp, qpn: u32, psn: u32, syndrome: u32, t: u64): void {
@@ -344,15 +356,24 @@ function requester(dev: Device, q: Qp, qpn: u32, op: u32, bth: usize, x: usize, 
   if (op == OP_RC_READ_RESPONSE_LAST || op == OP_RC_READ_RESPONSE_ONLY) complete(dev, q, qpn, STATUS_SUCCESS, t);
 }
 
-/** The NicTimer event of QP `qpn`: its transport timer, re-armed lazily. */
+/** The NicTimer event of QP `qpn`: its transport timer and its DCQCN timer, re-armed lazily. */
 export function nicTimer(dev: Device, qpn: u32, t: u64): void {
   const q = qpAt(dev, qpn);
   q.timerPending = 0;
-  if (!q.valid || !q.busy || q.timerAt == NEVER) return;
-  if (q.timerAt > t) { armTimer(dev, q, qpn, q.timerAt); return; }
-  q.timerAt = NEVER;
-  statAdd(dev, STAT_ROCE_TIMEOUTS, 1);
-  if (q.retriesLeft == 0) { complete(dev, q, qpn, STATUS_RETRY_EXC_ERR, t); return; }
-  q.retriesLeft--;
-  goBack(dev, q, qpn, q.msgPsn, t);
+  if (!q.valid) return;
+  if (q.dcqcnAt != NEVER && q.dcqcnAt != 0 && q.dcqcnAt <= t) dcqcnTimer(dev, q, qpn, t);
+  if (q.busy && q.timerAt != NEVER && q.timerAt != 0 && q.timerAt <= t) {
+    q.timerAt = NEVER;
+    statAdd(dev, STAT_ROCE_TIMEOUTS, 1);
+    if (q.retriesLeft == 0) complete(dev, q, qpn, STATUS_RETRY_EXC_ERR, t);
+    else {
+      q.retriesLeft--;
+      goBack(dev, q, qpn, q.msgPsn, t);
+    }
+  }
+  // what is still armed: one event for the earlier of the two
+  let next = NEVER;
+  if (q.busy && q.timerAt != NEVER && q.timerAt != 0) next = q.timerAt;
+  if (q.dcqcnAt != NEVER && q.dcqcnAt != 0 && q.dcqcnAt < next) next = q.dcqcnAt;
+  if (next != NEVER) wantTimer(dev, q, qpn, next);
 }

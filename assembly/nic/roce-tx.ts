@@ -5,11 +5,12 @@
 // to the transmit ring with the time their last bit leaves the port.
 
 import { Device, statAdd } from "../core/device";
-import { schedule, EventKind } from "../core/sched";
+import { schedule, unschedule, EventKind } from "../core/sched";
+import { NEVER } from "../core/time";
 import { Qp, qpAt, qpWqe } from "./verbs";
 import { dmaPtr } from "../mem/dma";
 import {
-  Port, portsOf, portAt, txRing, ringRec, bodyAlloc, txRoom, framePs, portIpv4, macOf, HDR_MAX,
+  Port, PORT_STRIDE, WIRE_OVERHEAD, portsOf, portAt, txRing, ringRec, bodyAlloc, txRoom, framePs, portIpv4, macOf, HDR_MAX,
 } from "./ports";
 import { NicPhase } from "./phases";
 import { icrcIpv4 } from "../wire/icrc";
@@ -25,12 +26,13 @@ import {
   ICRC_SIZE, OP_RC_SEND_FIRST, OP_RC_SEND_MIDDLE, OP_RC_SEND_LAST, OP_RC_SEND_LAST_IMM, OP_RC_SEND_ONLY, OP_RC_SEND_ONLY_IMM,
   OP_RC_WRITE_FIRST, OP_RC_WRITE_MIDDLE, OP_RC_WRITE_LAST, OP_RC_WRITE_LAST_IMM, OP_RC_WRITE_ONLY, OP_RC_WRITE_ONLY_IMM,
   OP_RC_READ_REQUEST, OP_RC_READ_RESPONSE_FIRST, OP_RC_READ_RESPONSE_MIDDLE, OP_RC_READ_RESPONSE_LAST, OP_RC_READ_RESPONSE_ONLY,
-  OP_RC_ACK,
+  OP_RC_ACK, OP_CNP, CNP_SIZE,
 } from "../generated/headers";
 import {
   OPCODE_RDMA_WRITE, OPCODE_RDMA_WRITE_WITH_IMM, OPCODE_SEND, OPCODE_SEND_WITH_IMM, OPCODE_RDMA_READ,
   WQE_OPCODE, WQE_LENGTH, WQE_LADDR, WQE_RADDR, WQE_RKEY, WQE_IMM, PKT_TIME_PS, PKT_WIRE_LEN, PKT_PORT, PKT_HDR_LEN,
   PKT_BODY_LEN, PKT_BODY_OFF, PKT_SEQ, PKT_SRC_DEVICE, PKT_HDR, STAT_PORT_TX_PACKETS, STAT_PORT_TX_BYTES,
+  STAT_ROCE_RATE_CUTS, STAT_ROCE_CNPS_SENT,
 } from "../generated/layouts";
 
 // answers a responder QP sends (Qp.respKind)
@@ -132,10 +134,12 @@ export function portTx(dev: Device, p: u32, t: u64): void {
   port.txPending = 0;
   while (port.respHead != 0 || port.dataHead != 0) {
     const answer = port.respHead != 0;
-    const qpn = load<u32>(answer ? respList(port) : dataList(port)) - 1;
+    const list = answer ? respList(port) : dataList(port);
+    if (!answer && !paceHead(dev, port, t)) return; // every sender waits for its rate: woken then
+    const qpn = load<u32>(list) - 1;
     const q = qpAt(dev, qpn);
     const wire = answer ? buildAnswer(dev, q, qpn) : buildRequest(dev, q, qpn);
-    if (wire == 0) { listPop(dev, answer ? respList(port) : dataList(port), answer); continue; } // nothing left
+    if (wire == 0) { listPop(dev, list, answer); continue; } // nothing left
     const full = dev.cfg.timingMode == 0;
     const hdrLen = portsOf(dev).frameHdrLen;
     if (!txRoom(dev, full ? wire - hdrLen : 0)) { port.blocked = 1; return; }
@@ -143,8 +147,7 @@ export function portTx(dev: Device, p: u32, t: u64): void {
     emit(dev, p, end, wire, hdrLen);
     port.busyUntil = end;
     // the packet is on its way: advance the sender, and keep or drop it from the list
-    const more = answer ? answerSent(dev, q) : requestSent(dev, q, qpn, end);
-    const list = answer ? respList(port) : dataList(port);
+    const more = answer ? answerSent(dev, q) : requestSent(dev, q, qpn, t, end, wire);
     listPop(dev, list, answer);
     if (more) {
       if (answer) q.respListed = 1; else q.txListed = 1;
@@ -154,6 +157,35 @@ export function portTx(dev: Device, p: u32, t: u64): void {
     schedule(dev, end, EventKind.PortTx, p, 0);
     return;
   }
+}
+
+/**
+ * Brings the first QP of the port's request list that its DCQCN rate lets send at `t` to the
+ * head (the ones before it go to the back, keeping their turns). False when none may send yet:
+ * the port then looks again when the first of them may.
+ */
+function paceHead(dev: Device, port: Port, t: u64): bool {
+  const list = dataList(port);
+  let wait = NEVER;
+  let n: u32 = 0;
+  for (let k = port.dataHead; k != 0; k = qpAt(dev, k - 1).txNext) n++;
+  for (let k: u32 = 0; k < n; k++) {
+    const q = qpAt(dev, load<u32>(list) - 1);
+    if (q.rateMbps == 0 || q.nextTxAt <= t || q.phase != NicPhase.Send) return true;
+    if (q.nextTxAt < wait) wait = q.nextTxAt;
+    const qpn = listPop(dev, list, false);
+    q.txListed = 1;
+    listPush(dev, list, qpn, false);
+  }
+  if (wait != NEVER) {
+    port.txPending = 1;
+    schedule(dev, wait, EventKind.PortTx, portIndex(dev, port), 0);
+  }
+  return false;
+}
+
+@inline function portIndex(dev: Device, port: Port): u32 {
+  return <u32>((changetype<usize>(port) - portsOf(dev).port) / PORT_STRIDE);
 }
 
 /** The host drained the transmit ring: ports that found it full look again at `t`. */
@@ -311,8 +343,18 @@ function buildRequest(dev: Device, q: Qp, qpn: u32): u32 {
   return finish(dev, at, load<u64>(w + WQE_LADDR) + <u64>off, plen);
 }
 
-/** After a request packet left at `end`: the next PSN; true while more remain. */
-function requestSent(dev: Device, q: Qp, qpn: u32, end: u64): bool {
+/** After a request packet of `wire` bytes went out from `start` to `end`: the next PSN; true while more remain. */
+function requestSent(dev: Device, q: Qp, qpn: u32, start: u64, end: u64, wire: u32): bool {
+  if (q.rateMbps > 0) {
+    // paced: the next packet no sooner than its size at the QP's rate after this one began
+    q.nextTxAt = start + <u64>Math.ceil(<f64>(wire + WIRE_OVERHEAD) * 8e6 / q.rateMbps);
+    q.bytesSinceStage += <u64>wire;
+    if (q.bytesSinceStage >= <u64>dev.cfg.dcqcnByteCounter) {
+      q.bytesSinceStage = 0;
+      q.byteStage++;
+      dcqcnIncrease(dev, q);
+    }
+  }
   const sent = q.txPsn;
   q.txPsn = psnAdd(q.txPsn, 1);
   const w = qpWqe(dev, qpn);
@@ -326,16 +368,88 @@ function requestSent(dev: Device, q: Qp, qpn: u32, end: u64): bool {
   return true;
 }
 
-/** Arms QP `q`'s transport timer for `at` (one NicTimer event pending at most: it re-arms lazily). */
+// ---- DCQCN, the sender's side (Zhu et al., "Congestion Control for Large-Scale RDMA
+// Deployments", SIGCOMM 2015, section 3): a CNP cuts the rate by alpha / 2 and raises alpha;
+// every dcqcnTimerPs without one alpha decays, and the timer and a byte counter each raise the
+// rate in stages: fast recovery towards the target, then additive, then hyper increase.
+
+@inline function lineMbps(dev: Device): f64 { return <f64>dev.cfg.portGbps * 1000; }
+
+/** A CNP reached QP `q` at `t`: cut its rate. */
+export function dcqcnCut(dev: Device, q: Qp, qpn: u32, t: u64): void {
+  if (dev.cfg.dcqcn == 0) return;
+  const line = lineMbps(dev);
+  if (q.rateMbps == 0) { q.rateMbps = line; q.targetMbps = line; q.alpha = 1; }
+  const g = 1.0 / <f64>(1 << dev.cfg.dcqcnGShift);
+  q.targetMbps = q.rateMbps;
+  q.rateMbps = max(<f64>dev.cfg.dcqcnMinMbps, q.rateMbps * (1 - q.alpha / 2));
+  q.alpha = (1 - g) * q.alpha + g;
+  q.dcqcnStage = 0;
+  q.byteStage = 0;
+  q.bytesSinceStage = 0;
+  q.dcqcnAt = t + dev.cfg.dcqcnTimerPs;
+  wantTimer(dev, q, qpn, q.dcqcnAt);
+  statAdd(dev, STAT_ROCE_RATE_CUTS, 1);
+}
+
+/** QP `q`'s DCQCN timer at `t`: alpha decays and the rate rises a stage; back at line rate it stops. */
+export function dcqcnTimer(dev: Device, q: Qp, qpn: u32, t: u64): void {
+  const g = 1.0 / <f64>(1 << dev.cfg.dcqcnGShift);
+  q.alpha = (1 - g) * q.alpha;
+  q.dcqcnStage++;
+  dcqcnIncrease(dev, q);
+  if (q.rateMbps >= lineMbps(dev)) { q.rateMbps = 0; q.dcqcnAt = NEVER; return; } // unlimited again
+  q.dcqcnAt = t + dev.cfg.dcqcnTimerPs;
+  wantTimer(dev, q, qpn, q.dcqcnAt);
+}
+
+function dcqcnIncrease(dev: Device, q: Qp): void {
+  const f = dev.cfg.dcqcnFastRecovery;
+  const hi = q.dcqcnStage > q.byteStage ? q.dcqcnStage : q.byteStage;
+  const lo = q.dcqcnStage < q.byteStage ? q.dcqcnStage : q.byteStage;
+  if (hi >= f) q.targetMbps += <f64>(lo >= f ? dev.cfg.dcqcnHaiMbps : dev.cfg.dcqcnAiMbps);
+  const line = lineMbps(dev);
+  if (q.targetMbps > line) q.targetMbps = line;
+  q.rateMbps = (q.targetMbps + q.rateMbps) / 2;
+}
+
+/** Arms QP `q`'s transport timer for `at`. */
 export function armTimer(dev: Device, q: Qp, qpn: u32, at: u64): void {
   q.timerAt = at;
-  if (q.timerPending) return;
+  wantTimer(dev, q, qpn, at);
+}
+
+/**
+ * Makes sure QP `q`'s one NicTimer event comes no later than `at`. It is re-armed lazily: an
+ * event that comes early finds its deadlines later and waits again; only a deadline earlier
+ * than the pending event moves it.
+ */
+export function wantTimer(dev: Device, q: Qp, qpn: u32, at: u64): void {
+  if (q.timerPending && q.timerEventAt <= at) return;
+  if (q.timerPending) unschedule(dev, EventKind.NicTimer, qpn);
   q.timerPending = 1;
+  q.timerEventAt = at;
   schedule(dev, at, EventKind.NicTimer, qpn, 0);
+}
+
+/** QP `qpn`'s congestion is noted: a CNP to its sender goes out with its next answers. */
+export function queueCnp(dev: Device, q: Qp, qpn: u32, t: u64): void {
+  q.cnpPending = 1;
+  if (!q.respListed) {
+    q.respListed = 1;
+    listPush(dev, respList(portAt(dev, q.port)), qpn, true);
+  }
+  wakePort(dev, q.port, t);
 }
 
 /** Builds QP `q`'s answer: an ACK/NAK, or its next READ response packet; 0 when none is left. */
 function buildAnswer(dev: Device, q: Qp, qpn: u32): u32 {
+  if (q.cnpPending) {
+    const at = headers(dev, q, qpn, OP_CNP, 0, false, CNP_SIZE, 0);
+    setBthBecn(at - BTH_SIZE, 1);
+    memory.fill(at, 0, CNP_SIZE);
+    return finish(dev, at + CNP_SIZE, 0, 0);
+  }
   if (q.respKind == RESP_ACK) {
     const at = headers(dev, q, qpn, OP_RC_ACK, q.respPsn, false, AETH_SIZE, 0);
     setAethSyndrome(at, q.respSyndrome);
@@ -359,6 +473,7 @@ function buildAnswer(dev: Device, q: Qp, qpn: u32): u32 {
 
 /** After an answer left: true while READ response packets remain. */
 function answerSent(dev: Device, q: Qp): bool {
+  if (q.cnpPending) { q.cnpPending = 0; statAdd(dev, STAT_ROCE_CNPS_SENT, 1); return q.respKind != RESP_NONE; }
   if (q.respKind != RESP_READ) { q.respKind = RESP_NONE; return false; }
   const mtu = dev.cfg.mtuBytes;
   const plen = q.rdLen > mtu ? mtu : q.rdLen;

@@ -100,6 +100,7 @@ export function qpDestroy(dev: Device, qpn: u32): i32 {
   abandonRequest(dev, qpn, t);
   qpError(dev, qpn, t);
   unlistQp(dev, q, qpn);
+  if (q.timerPending) { unschedule(dev, EventKind.NicTimer, qpn); q.timerPending = 0; }
   if (q.kickPending) {
     // a QP created in this slot starts with no event pending
     unschedule(dev, EventKind.NicKick, qpn);

@@ -82,6 +82,7 @@ export const RANGES: u32 = 8;
   txListed: u32; // 1 while in that list
   timerAt: u64; // when its transport timer expires (NEVER: not armed)
   timerPending: u32; // 1 while a NicTimer event is pending for it (it re-arms lazily)
+  timerEventAt: u64; // that event's time
   // responder side of RoCEv2
   ePsn: u32; // the PSN it expects next
   msn: u32; // messages it has completed (sent back in AETH.MSN)
@@ -101,6 +102,17 @@ export const RANGES: u32 = 8;
   rdLen: u32; // bytes of it still to send
   rdPsn: u32; // PSN of its next packet
   rdFirst: u32; // 1 before its first packet
+  // DCQCN (roce-tx.ts: the sender's rate; roce-rx.ts: CNPs)
+  lastCnpAt: u64; // receiver: when it last sent a CNP (NEVER: not yet)
+  rateMbps: f64; // sender: current rate Rc (0: not limited yet, line rate)
+  targetMbps: f64; // target rate Rt
+  alpha: f64;
+  nextTxAt: u64; // the sender's next packet may not leave before this
+  dcqcnAt: u64; // its next alpha/rate-increase timer (NEVER: not running)
+  dcqcnStage: u32; // rate-increase stages by the timer since the last cut
+  byteStage: u32; // and by the byte counter
+  bytesSinceStage: u64;
+  cnpPending: u32; // 1 while a CNP waits for its port
 }
 
 // Per-QP extra blocks live beside the table: RANGES x 16 bytes of (end u32, pad, time u64),
