@@ -154,7 +154,12 @@ describe("payload modes", () => {
     drainTx(sink: TxSink) {
       for (; this.sent < this.n && this.sent * 100_000 < this.now; this.sent++) {
         const f = this.frames[this.sent];
-        sink.send(0, this.sent * 100_000, f.length, f, 0, 54, 54, f.length - 54);
+        if (this.sent & 1) {
+          // odd frames from an odd offset: headers not word-aligned
+          const u = new Uint8Array(f.length + 1);
+          u.set(f, 1);
+          sink.send(0, this.sent * 100_000, f.length, u, 1, 54, 55, f.length - 54);
+        } else sink.send(0, this.sent * 100_000, f.length, f, 0, 54, 54, f.length - 54);
       }
     }
     deliver(b: ArrivalBatch) {

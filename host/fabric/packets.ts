@@ -62,6 +62,8 @@ export class PacketPool {
   f64 = new Float64Array(0);
   i32 = new Int32Array(0);
   hdr = new Uint8Array(0);
+  /** `hdr` as 32-bit words */
+  hdr32 = new Uint32Array(0);
   view = new DataView(this.hdr.buffer);
   private free = NONE;
 
@@ -115,6 +117,7 @@ export class PacketPool {
     this.f64 = grown(this.f64, n * 8);
     this.i32 = new Int32Array(this.f64.buffer);
     this.hdr = grown(this.hdr, n * HDR_SLOT_BYTES);
+    this.hdr32 = new Uint32Array(this.hdr.buffer);
     this.view = new DataView(this.hdr.buffer);
     for (let id = n - 1; id >= old; id--) {
       this.i32[(id << 4) + I_NEXT] = this.free;

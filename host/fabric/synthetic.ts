@@ -118,11 +118,14 @@ export class SyntheticEndpoint implements Endpoint {
     }
     // every frame in one buffer, as a device's memory would be
     const all = this.perPort.flat();
-    const slab = new Uint8Array(all.reduce((n, f) => n + f.full.length + (f.tail?.length ?? 0), 0));
+    const padded = (n: number) => (n + 7) & ~7; // word-aligned, as a device's rings are
+    const slab = new Uint8Array(all.reduce((n, f) => n + padded(f.full.length) + padded(f.tail?.length ?? 0), 0));
     let at = 0;
     const move = (b: Uint8Array) => {
       slab.set(b, at);
-      return slab.subarray(at, (at += b.length));
+      const view = slab.subarray(at, at + b.length);
+      at += padded(b.length);
+      return view;
     };
     for (const f of all) {
       f.full = move(f.full);
