@@ -1,0 +1,660 @@
+import { describe, it, expect } from "vitest";
+import { cabled, frameCopy } from "./helpers/cable.js";
+import { xorshift32 } from "./helpers/xorshift.js";
+import { independentIcrc } from "./helpers/tshark.js";
+import { buildFrame } from "../host/wire/rocev2.js";
+import { OP, OPCODES } from "../host/generated/headers.js";
+import { PKT, WQE, CQE, DMA, REGIONS } from "../host/generated/layouts.js";
+import type { Context, Qp, Mr, Cq, Wc, SendWr } from "../host/verbs.js";
+import type { DevicePorts, TxFrameRef } from "../host/ports.js";
+
+// Issue 7 §7, bad input: device 1 (the target) runs real RoCEv2 traffic with device 0 (its peer)
+// over a cable while more than 100,000 random and mutated frames arrive at it through the host's
+// own path (DevicePorts.stageArrival, commitArrivals): the peer's frames replayed (duplicates,
+// reordered), with a header field flipped or set to a value that hurts (QPN, PSN, rkey, VA, DMA
+// length, opcode, syndrome, lengths, addresses), truncated, lengthened past the largest frame,
+// with a wrong ICRC, wholly random, empty, arriving in the past; frames built to reach the QP
+// logic (right ICRC, right address, a PSN near or far from the one expected); and records whose
+// descriptor lies (header or body length, body offset, a body larger than the body area). Checks:
+// - nothing traps (a trap throws out of the wasm instance and fails the test);
+// - every byte of HBM, host memory and SRAM outside the regions a frame may write (registered
+//   for remote or local writes, and the queue and completion rings) is as it was; among the bytes
+//   checked are regions registered in another PD, without remote write, and deregistered;
+// - every work request posted on either device completes exactly once (its id, on its QP);
+// - the counters add up: every frame handed over is received or dropped for a full ring; the
+//   frames dropped before reaching a QP are exactly those a classifier written from docs/nic.md
+//   and the wire formats predicts, reason by reason (malformed, bad ICRC, not mine, CNP), and the
+//   unknown QPs at least those it predicts; what is left reached a QP's responder or requester
+//   half. The counters cannot say how many of those each half took: see REACHED below.
+// After the fuzzing the same QPs carry every verb again and the bytes land intact.
+
+const MTU = 1024;
+const LATENCY = 500_000n; // the cable, and the window: frames staged in one window are taken in the next
+const CONFIG = {
+  hbmBytes: 1 << 20, hostMemBytes: 1 << 20, sramBytes: 16384, maxQps: 16, maxMrs: 16, maxPds: 4, maxCqs: 4,
+  mtuBytes: MTU, transportTimeoutPs: 8_000_000, transportRetries: 2, rnrTimerPs: 2_000_000, rnrRetries: 1,
+};
+// the receive path's limits (assembly/nic/ports.ts): headers a record holds, the largest frame
+const HDR_MAX = PKT.SIZE - PKT.hdr;
+const FRAME_MAX = 4096 + 128;
+const PORTS = 12;
+const MIN_HDR = 14 + 20 + 8 + 12;
+
+const ipOf = (device: number, port: number) => ((10 << 24) | (port << 16) | device) >>> 0;
+
+/** Why the receive path drops a frame before any QP sees it, or which half of a QP it reaches. */
+type Fate = "ring_full" | "malformed" | "bad_icrc" | "not_mine" | "unknown_qp" | "cnp" | "request" | "answer";
+
+/** A record as the device will read it: its descriptor and its bytes (headers, then the body). */
+interface Arrival { timePs: number; port: number; wire: number; hdrLen: number; bytes: Uint8Array }
+
+/** What a record's descriptor says apart from what stageArrival writes (records only a broken host would stage). */
+type Lie = { hdrLen: number } | { bodyLen: number } | { bodyOff: number };
+
+/**
+ * What the target does with a frame, from docs/nic.md ("Bad frames never trap: they are counted
+ * by reason") and the formats: the descriptor's lengths, then Ethernet II, IPv4 without options,
+ * UDP to 4791 (the lengths agreeing with the frame), the destination address of the port it came
+ * in on, a known opcode and BTH version 0, headers as long as the opcode says, the ICRC, then the
+ * QP: one connected to another device over that port (a CNP too: it names the QP to slow down).
+ */
+function classify(a: { port: number; wire: number; hdrLen: number; bodyLen: number; bytes: Uint8Array }, rxBodyBytes: number, qpPorts: ReadonlyMap<number, number>): Fate {
+  const { wire, hdrLen, port, bodyLen } = a;
+  if (bodyLen > rxBodyBytes) return "ring_full";
+  if (hdrLen < MIN_HDR || hdrLen > HDR_MAX || wire < hdrLen + 4 || wire > FRAME_MAX || port >= PORTS || bodyLen !== wire - hdrLen) return "malformed";
+  const b = a.bytes, v = new DataView(b.buffer, b.byteOffset, b.byteLength);
+  if (v.getUint16(12) !== 0x0800 || b[14] !== 0x45 || v.getUint16(16) !== wire - 14 || b[23] !== 17 || v.getUint16(36) !== 4791 || v.getUint16(38) !== wire - 34) return "malformed";
+  if (v.getUint32(30) !== ipOf(1, port)) return "not_mine";
+  const info = OPCODES.get(b[42]!);
+  if (!info || (b[43]! & 15) !== 0) return "malformed";
+  if (hdrLen !== MIN_HDR + info.extBytes || wire < hdrLen + ((b[43]! >> 4) & 3) + 4) return "malformed";
+  if (independentIcrc(b) !== v.getUint32(wire - 4, true)) return "bad_icrc";
+  if (qpPorts.get(v.getUint32(46) & 0xffffff) !== port) return "unknown_qp";
+  if (b[42] === OP.CNP) return "cnp";
+  return b[42]! <= OP.RC_READ_REQUEST ? "request" : "answer";
+}
+
+/** The ICRC written again (little-endian, after the bytes it covers), for a frame long enough to have one. */
+function fixIcrc(b: Uint8Array): void {
+  if (b.length >= MIN_HDR + 4) new DataView(b.buffer, b.byteOffset, b.byteLength).setUint32(b.length - 4, independentIcrc(b), true);
+}
+
+/** IPv4 total length and UDP length made to agree with the frame's length. */
+function fixLengths(b: Uint8Array): void {
+  const v = new DataView(b.buffer, b.byteOffset, b.byteLength);
+  if (b.length >= 18) v.setUint16(16, (b.length - 14) & 0xffff);
+  if (b.length >= 40) v.setUint16(38, (b.length - 34) & 0xffff);
+}
+
+/** One device's side of the traffic: its PD, CQ, regions, QPs, and the work requests it has outstanding. */
+interface End {
+  ctx: Context; cq: Cq; data: Mr; recv: Mr; host: Mr; qps: Qp[]; idle: Qp;
+  /** work request id -> [QP number, "send" | "recv", its opcode], until it completes */
+  open: Map<bigint, [number, "send" | "recv", string]>;
+  done: Set<bigint>;
+}
+
+async function world(seed: number) {
+  const next = xorshift32(seed);
+  const pick = <T>(a: readonly T[]) => a[next() % a.length]!;
+  const corpus: Arrival[] = []; // the peer's frames to the target, most recent last (a ring of 256)
+  const stats = { staged: [0, 0], predicted: new Map<Fate, number>(), late: 0, fuzzed: 0, answers: new Map<string, number>() };
+  const qpPorts = new Map<number, number>(); // the target's QPs connected to the peer, and their ports
+  // what the target's own frames tell of its QPs' PSNs: the next its responder expects (from its
+  // ACKs and sequence NAKs), and the last its requester sent (its request in flight)
+  const expected = new Map<number, number>(), requested = new Map<number, number>();
+  let rxBodyBytes = 0;
+  let fuzzing = false;
+  let gen: (end: bigint) => { a: Arrival; lie?: Lie } = () => { throw new Error("no generator yet"); };
+  const count = (f: Fate) => stats.predicted.set(f, (stats.predicted.get(f) ?? 0) + 1);
+
+  const net = await cabled(CONFIG, LATENCY, () => "pass", {
+    tap: (from, f: TxFrameRef, _fate, arrivalPs) => {
+      stats.staged[1 - from]!++;
+      if (from === 1) {
+        // the target's own frames tell which port each of its QPs uses (its UDP source port is 0xC000 | QPN)
+        const v = new DataView(f.mem.buffer, f.hdrAt, f.hdrLen);
+        const qpn = v.getUint16(34) & 0x3fff, op = v.getUint8(42), psn = v.getUint32(50) & 0xffffff;
+        qpPorts.set(qpn, f.port);
+        const answer = op === OP.RC_ACK ? `AETH 0x${v.getUint8(54).toString(16)}` : op >= OP.RC_READ_RESPONSE_FIRST && op <= OP.RC_READ_RESPONSE_ONLY ? "READ response" : "";
+        if (answer) stats.answers.set(answer, (stats.answers.get(answer) ?? 0) + 1);
+        if (op <= OP.RC_READ_REQUEST) requested.set(qpn, psn);
+        // an ACK acknowledges up to its PSN; a NAK of any kind carries the PSN the responder expects
+        else if (op === OP.RC_ACK) expected.set(qpn, (psn + ((v.getUint8(54) & 0x60) === 0 ? 1 : 0)) & 0xffffff);
+        return;
+      }
+      const a: Arrival = { timePs: Number(arrivalPs), port: f.port, wire: f.wireLen, hdrLen: f.hdrLen, bytes: frameCopy(f) };
+      count(classify({ ...a, bodyLen: a.bytes.length - a.hdrLen }, rxBodyBytes, qpPorts));
+      if (corpus.length < 256) corpus.push(a);
+      else corpus[next() % 256] = a;
+    },
+    inject: (to, ports, end) => {
+      if (to !== 1 || !fuzzing) return;
+      // room is left in the stage for the peer's frames of the window (the cable staged them first)
+      for (let k = 0; k < FUZZ_PER_WINDOW && ports.stageRoom.frames > 600 && ports.stageRoom.bodyBytes > 1 << 20; k++) {
+        const { a, lie } = gen(end);
+        count(stageLie(ports, a, lie, rxBodyBytes, qpPorts));
+        if (a.timePs < Number(end) && !(lie && "bodyLen" in lie && lie.bodyLen > rxBodyBytes)) stats.late++;
+        stats.staged[1]!++;
+        stats.fuzzed++;
+      }
+    },
+  });
+  const [P, T] = net.ctxs as [Context, Context];
+  rxBodyBytes = Number(T.device.config.get("rxBodyBytes"));
+
+  // ---- objects: on each device a PD, a CQ, a data region (remote reads and writes), a receive
+  // region (local writes), a host-memory region; four QP pairs with traffic and one idle pair.
+  // On the target also: a QP left in INIT, a QP connected to itself (loopback), and three
+  // regions no frame may change: one in another PD, one without remote write, one deregistered.
+  const ends = [P, T].map((ctx): End => {
+    const pd = ctx.allocPd();
+    const cq = ctx.createCq(1024);
+    const data = ctx.regMr(pd, ctx.allocHbm(65536), 65536, ["LOCAL_WRITE", "REMOTE_WRITE", "REMOTE_READ"]);
+    const recv = ctx.regMr(pd, ctx.allocHbm(32768), 32768, ["LOCAL_WRITE"]);
+    const host = ctx.regMr(pd, ctx.allocHostMemory(16384), 16384, ["LOCAL_WRITE", "REMOTE_WRITE", "REMOTE_READ"]);
+    const mk = () => ctx.createQp(pd, { sendCq: cq, recvCq: cq, maxSendWr: 16, maxRecvWr: 32 });
+    const qps = [mk(), mk(), mk(), mk()];
+    return { ctx, cq, data, recv, host, qps, idle: mk(), open: new Map(), done: new Set() };
+  });
+  const [p, t] = ends as [End, End];
+  const pd2 = T.allocPd();
+  const tpd = t.data.pd;
+  const decoys = [
+    T.regMr(pd2, T.allocHbm(8192), 8192, ["LOCAL_WRITE", "REMOTE_WRITE", "REMOTE_READ"]),
+    T.regMr(tpd, T.allocHbm(8192), 8192, ["REMOTE_READ"]),
+    T.regMr(tpd, T.allocHbm(8192), 8192, ["LOCAL_WRITE", "REMOTE_WRITE", "REMOTE_READ"]),
+  ];
+  T.deregMr(decoys[2]!);
+  const initQp = T.createQp(tpd, { sendCq: t.cq, recvCq: t.cq, maxSendWr: 4, maxRecvWr: 4 });
+  T.modifyQp(initQp, { state: "INIT" });
+  const loopQp = T.createQp(tpd, { sendCq: t.cq, recvCq: t.cq, maxSendWr: 4, maxRecvWr: 4 });
+  for (const state of ["INIT", "RTR", "RTS"] as const) T.modifyQp(loopQp, { state, destQpNum: loopQp.qpn });
+
+  const pairs = () => [...p.qps.map((q, i) => [q, t.qps[i]!] as const), [p.idle, t.idle] as const];
+  const connect = () => {
+    for (const [a, b] of pairs()) for (const state of ["INIT", "RTR", "RTS"] as const) {
+      P.modifyQp(a, { state, destQpNum: b.qpn, destDevice: 1 });
+      T.modifyQp(b, { state, destQpNum: a.qpn, destDevice: 0 });
+    }
+  };
+  connect();
+
+  // ---- work requests: every one gets an id of its own and must complete exactly once
+  let wrIds = 1n;
+  const post = (e: End, qp: Qp, wr: Omit<SendWr, "wrId">) => {
+    const wrId = wrIds++;
+    e.open.set(wrId, [qp.qpn, "send", wr.opcode]);
+    e.ctx.postSend(qp, [{ ...wr, wrId, signaled: true } as SendWr]);
+  };
+  const postRecv = (e: End, qp: Qp, at: number, length: number, lkey = e.recv.lkey) => {
+    const wrId = wrIds++;
+    e.open.set(wrId, [qp.qpn, "recv", "RECV"]);
+    e.ctx.postRecv(qp, [{ wrId, localAddr: e.recv.addr + at, length, lkey }]);
+  };
+  const completions: Wc[] = [];
+  const poll = () => {
+    for (const e of ends) for (const wc of e.ctx.pollCq(e.cq, 1024)) {
+      completions.push(wc);
+      const o = e.open.get(wc.wrId);
+      if (!o || e.done.has(wc.wrId)) throw new Error(`device ${e === p ? 0 : 1}: a completion for work request ${wc.wrId} on QP ${wc.qpNum}, which is ${e.done.has(wc.wrId) ? "already complete" : "not outstanding"}`);
+      const asPosted = o[1] === "recv" ? wc.opcode === "RECV" || wc.opcode === "RDMA_WRITE_WITH_IMM" : wc.opcode === o[2];
+      if (o[0] !== wc.qpNum || !asPosted) throw new Error(`work request ${wc.wrId} (${o[2]} on QP ${o[0]}) completed as ${wc.opcode} on QP ${wc.qpNum}`);
+      e.open.delete(wc.wrId);
+      e.done.add(wc.wrId);
+    }
+  };
+  /** Runs both devices `windows` windows on, polling after each. */
+  const runFor = (windows: number) => {
+    for (let k = 0; k < windows; k++) {
+      net.run(T.nowPs + LATENCY);
+      poll();
+    }
+  };
+  const sendsOpen = () => ends.some((e) => [...e.open.values()].some(([, q]) => q === "send"));
+
+  // every target QP connected to the peer sends once, so that its port is known
+  for (const [a, b] of pairs()) post(t, b, { opcode: "RDMA_WRITE", localAddr: t.data.addr, length: 0, lkey: t.data.lkey, remoteAddr: p.data.addr, rkey: p.data.rkey });
+  while (sendsOpen()) runFor(1);
+  expect(qpPorts.size).toBe(pairs().length);
+
+  return { next, pick, net, P, T, p, t, ends, decoys, initQp, loopQp, pairs, connect, post, postRecv, poll, runFor, sendsOpen, stats, corpus, qpPorts, expected, requested, completions,
+    setFuzzing: (on: boolean) => { fuzzing = on; }, setGenerator: (g: typeof gen) => { gen = g; }, rxBodyBytes: () => rxBodyBytes };
+}
+
+const FUZZ_PER_WINDOW = 450;
+
+/**
+ * Stages arrival `a` at `ports` (the target's), then makes its descriptor lie as `lie` says, by
+ * writing the staged record in place: what only a broken host could stage. Returns what the
+ * target will do with it.
+ */
+function stageLie(ports: DevicePorts, a: Arrival, lie: Lie | undefined, rxBodyBytes: number, qpPorts: ReadonlyMap<number, number>): Fate {
+  const body = a.bytes.length - a.hdrLen;
+  if (!ports.stageArrival(a.timePs, a.port, a.wire, 0, 0, a.bytes, 0, a.hdrLen, a.bytes, a.hdrLen, body)) throw new Error("the stage is full");
+  if (!lie) return classify({ ...a, bodyLen: body }, rxBodyBytes, qpPorts);
+  const core = ports.device.core;
+  const slot = core.rxStage(ports.device.handle) + (Number(ports.device.config.get("rxRingEntries")) - ports.stageRoom.frames - 1) * PKT.SIZE;
+  const v = new DataView(core.memory.buffer);
+  if ("hdrLen" in lie) {
+    v.setUint16(slot + PKT.hdr_len, lie.hdrLen, true);
+    return classify({ ...a, hdrLen: lie.hdrLen, bodyLen: body }, rxBodyBytes, qpPorts);
+  }
+  if ("bodyLen" in lie) {
+    v.setUint32(slot + PKT.body_len, lie.bodyLen, true);
+    // within the body area, the device copies bodyLen bytes from the stage: what they are does not matter, the length is wrong
+    return classify({ ...a, bodyLen: lie.bodyLen, bytes: new Uint8Array(a.hdrLen + Math.min(lie.bodyLen, FRAME_MAX)) }, rxBodyBytes, qpPorts);
+  }
+  // a body said to lie beyond the stage: the device takes zeros in its place
+  v.setUint32(slot + PKT.body_off, lie.bodyOff, true);
+  const seen = a.bytes.slice();
+  if (lie.bodyOff + body > rxBodyBytes) seen.fill(0, a.hdrLen);
+  return classify({ ...a, bytes: seen, bodyLen: body }, rxBodyBytes, qpPorts);
+}
+
+type World = Awaited<ReturnType<typeof world>>;
+
+/** The fuzzer: each call makes one arrival for the target in the window ending at `end`, and sometimes a lie for its descriptor. */
+function fuzzer(w: World) {
+  const { next, pick, t, decoys, corpus, qpPorts, expected, requested } = w;
+  const rnd = (n: number) => next() % n;
+  const chance = (pct: number) => rnd(100) < pct;
+  const u64 = () => (BigInt(next()) << 32n) | BigInt(next());
+  const bytesOf = (n: number) => Uint8Array.from({ length: n }, () => next() & 0xff);
+  const unused = CONFIG.maxQps - 1;
+  const qpns = () => pick([...t.qps.map((q) => q.qpn), ...t.qps.map((q) => q.qpn), t.idle.qpn, w.initQp.qpn, w.loopQp.qpn, unused, CONFIG.maxQps, 0xffffff, next() & 0xffffff]);
+  const rkeys = () => pick([t.data.rkey, t.data.rkey, t.host.rkey, t.recv.lkey, t.recv.rkey, t.data.lkey, ...decoys.map((m) => m.rkey), 0, 0xffffffff, next()]);
+  const vas = () => pick([t.data.addr, t.data.addr + 65536 - 1, t.data.addr + 65536 - 64, t.data.addr - 1, t.host.addr, t.host.addr + 16384 - 8, ...decoys.map((m) => m.addr),
+    0, REGIONS.HBM.base, DMA.DMA_HOST, DMA.DMA_SRAM].map(BigInt).concat([2n ** 64n - 1n, 2n ** 64n - 16n, u64()]));
+  const lens = () => pick([0, 1, 3, 4, MTU - 1, MTU, MTU + 1, 8192, 65535, 65536, 65537, 0x7fffffff, 0xffffffff, next()]);
+  // mostly ACKs, sequence and RNR NAKs: the other NAKs end the request and put the QP in error, which leaves little to fuzz
+  const syndromes = () => (chance(80) ? pick([0x1f, 0x00, 0x1f, 0x20, 0x21, 0x60]) : pick([0x3f, 0x61, 0x62, 0x63, 0x64, 0x7f, 0x80, 0x9f, 0xff, next() & 0xff]));
+  const opcodes = [...OPCODES.keys()];
+  const be = (b: Uint8Array, at: number, n: number, v: bigint) => { for (let i = n - 1; i >= 0; i--, v >>= 8n) b[at + i] = Number(v & 0xffn); };
+  const getBe = (b: Uint8Array, at: number, n: number) => { let v = 0; for (let i = 0; i < n; i++) v = v * 256 + b[at + i]!; return v; };
+  /** A PSN near the one the peer last used towards `qpn` (so near the one expected), or far from it. */
+  const psnFor = (qpn: number, near: boolean) => {
+    let base = 0;
+    for (let k = corpus.length - 1; k >= 0; k--) if (getBe(corpus[k]!.bytes, 47, 3) === qpn) { base = getBe(corpus[k]!.bytes, 51, 3); break; }
+    return (near ? base + rnd(6) - 2 : base + pick([0x800000, 0x7fffff, 0x400000, 0xc00000, next()])) & 0xffffff;
+  };
+
+  /** The header fields of frame `b` (offset, bytes, values that hurt), those its headers hold. */
+  const fields = (b: Uint8Array, hdrLen: number) => {
+    const info = OPCODES.get(b[42] ?? -1);
+    const len = b.length;
+    const psn = getBe(b, 51, 3);
+    const L: { at: number; n: number; v?: () => number | bigint }[] = [
+      { at: 0, n: 6 }, { at: 6, n: 6 }, { at: 12, n: 2, v: () => pick([0x0800, 0x86dd, 0x8100, 0]) },
+      { at: 14, n: 1, v: () => pick([0x45, 0x46, 0x4f, 0x55, 0x44, 0x65]) }, { at: 15, n: 1 },
+      { at: 16, n: 2, v: () => pick([0, len - 13, len - 15, len - 10, 0xffff, 20]) }, { at: 18, n: 2 }, { at: 20, n: 2, v: () => pick([0x4000, 0x2000, 0x0001, 0xffff]) },
+      { at: 22, n: 1 }, { at: 23, n: 1, v: () => pick([6, 1, 0, 255]) }, { at: 24, n: 2 }, { at: 26, n: 4 },
+      { at: 30, n: 4, v: () => pick([ipOf(1, rnd(PORTS)), ipOf(0, rnd(PORTS)), ipOf(1, 12), ipOf(2, 0), 0xffffffff]) },
+      { at: 34, n: 2 }, { at: 36, n: 2, v: () => pick([4790, 4792, 0, 0x12b7]) }, { at: 38, n: 2, v: () => pick([0, len - 33, len - 35, 8, 0xffff]) }, { at: 40, n: 2 },
+      { at: 42, n: 1, v: () => (chance(70) ? pick(opcodes) : rnd(256)) }, { at: 43, n: 1 }, { at: 44, n: 2 }, { at: 46, n: 1 },
+      { at: 47, n: 3, v: qpns }, { at: 50, n: 1 }, { at: 51, n: 3, v: () => (psn + (chance(60) ? rnd(6) - 2 : pick([0x800000, 0x7fffff, 0x400000, next()]))) & 0xffffff },
+    ];
+    const reth = info?.headers.includes("Reth");
+    if (reth) L.push({ at: 54, n: 8, v: vas }, { at: 62, n: 4, v: rkeys }, { at: 66, n: 4, v: lens });
+    if (info?.headers.includes("Aeth")) L.push({ at: 54, n: 1, v: syndromes }, { at: 55, n: 3, v: () => next() & 0xffffff });
+    if (info?.headers.includes("ImmDt")) L.push({ at: reth ? 70 : 54, n: 4 });
+    return L.filter((f) => f.at + f.n <= hdrLen);
+  };
+
+  /**
+   * Frames made to reach the QP logic: right ICRC, the address of the port of the QP they name.
+   * Requests mostly carry the PSN the responder expects (learnt from its ACKs, then counted on):
+   * often a whole message at once (FIRST, MIDDLE.., LAST, or ONLY; a READ request), otherwise a
+   * packet that continues the message begun or any request opcode, with RETHs that are often
+   * right. Answers carry a PSN near the requester's request in flight. Some go anywhere.
+   */
+  const open = new Map<number, "send" | "write">(); // a message these frames began at a QP
+  const goodReth = (dmaLength: number) => {
+    const m = pick([t.data, t.data, t.host, decoys[1]!]);
+    return { va: BigInt(m.addr + rnd(Math.max(1, m.length - dmaLength))), rkey: m.rkey, dmaLength };
+  };
+  const frame = (opcode: number, destQp: number, port: number, psn: number, payloadLen: number, reth?: { va: bigint; rkey: number; dmaLength: number }, ackReq = chance(50)) => {
+    const info = OPCODES.get(opcode)!;
+    return buildFrame({
+      opcode, destQp, psn: psn & 0xffffff, ipSrc: ipOf(0, port), ipDst: ipOf(1, port), ackReq, se: chance(10),
+      udpSrcPort: 0xc000 | rnd(0x4000), payload: info.payload ? bytesOf(payloadLen) : new Uint8Array(0),
+      reth: info.headers.includes("Reth") ? reth ?? { va: vas(), rkey: rkeys(), dmaLength: lens() } : undefined,
+      aeth: info.headers.includes("Aeth") ? { syndrome: syndromes(), msn: next() & 0xffffff } : undefined,
+      immDt: info.headers.includes("ImmDt") ? next() : undefined,
+    });
+  };
+  /**
+   * A whole message to `destQp` from PSN `psn`: its packets, and the PSN after them if the
+   * responder will surely take it (a WRITE or READ with a right RETH), else `psn`: a guess that
+   * lags is put right by the ACK of a duplicate, one that runs ahead only by a sequence NAK, sent
+   * once per expected PSN.
+   */
+  const message = (destQp: number, port: number, psn: number): [Uint8Array[], number] => {
+    const kind = pick(["RC_WRITE", "RC_WRITE", "RC_SEND", "RC_SEND", "RC_READ_REQUEST"] as const);
+    const len = pick([0, 1, 5, MTU - 1, MTU, MTU + 3, 2 * MTU + 1, 3 * MTU]);
+    const reth = chance(70) ? goodReth(len) : undefined;
+    if (kind === "RC_READ_REQUEST") return [[frame(OP.RC_READ_REQUEST, destQp, port, psn, 0, reth, true)], reth ? psn + Math.max(1, Math.ceil(reth.dmaLength / MTU)) : psn];
+    const n = Math.max(1, Math.ceil(len / MTU));
+    const imm = chance(40) ? "_IMM" : "";
+    const frames = Array.from({ length: n }, (_, k) => {
+      const name = n === 1 ? `${kind}_ONLY${imm}` : k === 0 ? `${kind}_FIRST` : k === n - 1 ? `${kind}_LAST${imm}` : `${kind}_MIDDLE`;
+      return frame(OP[name as keyof typeof OP], destQp, port, psn + k, Math.min(MTU, len - k * MTU), reth, k === n - 1);
+    });
+    return [frames, kind === "RC_WRITE" && reth && !imm ? psn + n : psn];
+  };
+  const crafted = (): { frames: Uint8Array[]; port: number } => {
+    const destQp = chance(85) ? pick([...t.qps.map((q) => q.qpn), t.idle.qpn]) : qpns();
+    const port = qpPorts.get(destQp) ?? rnd(PORTS);
+    if (chance(25)) {
+      const opcode = pick([OP.RC_ACK, OP.RC_ACK, OP.RC_READ_RESPONSE_FIRST, OP.RC_READ_RESPONSE_MIDDLE, OP.RC_READ_RESPONSE_LAST, OP.RC_READ_RESPONSE_ONLY, OP.CNP]);
+      const psn = chance(80) ? (requested.get(destQp) ?? 0) + rnd(4) - 1 : psnFor(destQp, false);
+      return { frames: [frame(opcode, destQp, port, psn, pick([0, 1, 3, MTU - 1, MTU, MTU + 1, rnd(MTU)]))], port };
+    }
+    const e = expected.get(destQp);
+    const exact = e !== undefined && chance(70);
+    const kind = open.get(destQp);
+    if (exact && !kind && chance(60)) {
+      const [frames, after] = message(destQp, port, e);
+      expected.set(destQp, after & 0xffffff);
+      return { frames, port };
+    }
+    const opcode = kind && chance(70) ? (kind === "send" ? pick([OP.RC_SEND_MIDDLE, OP.RC_SEND_LAST, OP.RC_SEND_LAST_IMM]) : pick([OP.RC_WRITE_MIDDLE, OP.RC_WRITE_LAST, OP.RC_WRITE_LAST_IMM]))
+      : pick(opcodes.filter((o) => o <= OP.RC_READ_REQUEST));
+    const name = OPCODES.get(opcode)!.name;
+    if (name.endsWith("FIRST")) open.set(destQp, name.includes("SEND") ? "send" : "write");
+    else if (!name.endsWith("MIDDLE")) open.delete(destQp);
+    const payloadLen = (name.endsWith("FIRST") || name.endsWith("MIDDLE")) && chance(80) ? MTU : pick([0, 1, 2, 3, 4, MTU - 1, MTU, MTU + 1, rnd(MTU), rnd(3000)]);
+    const reth = chance(60) ? goodReth(rnd(4 * MTU)) : undefined;
+    return { frames: [frame(opcode, destQp, port, exact ? e : psnFor(destQp, chance(50)), payloadLen, reth)], port };
+  };
+  const pending: { bytes: Uint8Array; port: number }[] = [];
+
+  return (end: bigint): { a: Arrival; lie?: Lie } => {
+    const timePs = Number(end) + (chance(5) ? -Math.min(Number(end), 1 + rnd(3_000_000)) : rnd(Number(LATENCY)));
+    const k = rnd(100);
+    if (!pending.length && (k >= 70 || corpus.length === 0)) {
+      const c = crafted();
+      pending.push(...c.frames.map((bytes) => ({ bytes, port: c.port })));
+    }
+    if (pending.length) {
+      const { bytes, port } = pending.shift()!;
+      return { a: { timePs, port, wire: bytes.length, hdrLen: MIN_HDR + OPCODES.get(bytes[42]!)!.extBytes, bytes } };
+    }
+    const base = pick(corpus);
+    let b = base.bytes.slice();
+    let hdrLen = base.hdrLen;
+    let wire: number | undefined;
+    let lie: Lie | undefined;
+    if (k < 7) {
+      // a duplicate of one the peer sent, perhaps long after (reordered)
+    } else if (k < 32) {
+      const f = pick(fields(b, hdrLen));
+      const mode = rnd(10);
+      if (mode < 4 || !f.v) b[f.at + rnd(f.n)]! ^= 1 << rnd(8);
+      else if (mode < 6) b.set(bytesOf(f.n), f.at);
+      else be(b, f.at, f.n, BigInt(f.v()));
+      if (chance(90)) fixIcrc(b);
+    } else if (k < 39) {
+      b[rnd(hdrLen)]! ^= 1 << rnd(8); // a bit anywhere in the headers
+      if (chance(50)) fixIcrc(b);
+    } else if (k < 44) {
+      b[hdrLen + rnd(b.length - hdrLen)]! ^= 1 << rnd(8); // in the payload, pad or ICRC: a wrong ICRC
+    } else if (k < 50) {
+      b = b.slice(0, rnd(b.length)); // truncated, the lengths saying so or not
+      hdrLen = Math.min(hdrLen, b.length);
+      if (chance(50)) { fixLengths(b); fixIcrc(b); }
+    } else if (k < 54) {
+      wire = pick([b.length + 1 + rnd(8), b.length - 1 - rnd(8), 0, next(), FRAME_MAX + 1]) >>> 0; // the record's length lies
+      if (wire === b.length) wire++;
+    } else if (k < 58) {
+      b = bytesOf(rnd(200)); // random bytes
+      hdrLen = Math.min(b.length, rnd(HDR_MAX + 1));
+    } else if (k < 60) {
+      b = new Uint8Array(0); // an empty record
+      hdrLen = 0;
+    } else if (k < 63) {
+      // longer than the largest frame (or exactly as long), the lengths and ICRC agreeing
+      const to = chance(30) ? FRAME_MAX : FRAME_MAX + 1 + rnd(2000);
+      const longer = new Uint8Array(to);
+      longer.set(b.subarray(0, b.length - 4));
+      longer.set(bytesOf(to - b.length), b.length - 4);
+      b = longer;
+      fixLengths(b);
+      fixIcrc(b);
+    } else {
+      const body = b.length - hdrLen;
+      lie = pick<Lie>([{ hdrLen: HDR_MAX + 1 + rnd(0xffff - HDR_MAX) }, { bodyLen: body + 1 + rnd(64) }, { bodyLen: body > 64 ? body - 1 - rnd(64) : body + 65 },
+        { bodyLen: w.rxBodyBytes() + 1 + rnd(1 << 20) }, { bodyOff: w.rxBodyBytes() - rnd(Math.max(1, body)) }, { bodyOff: 0xffffffff - rnd(64) }]);
+    }
+    const port = chance(3) ? rnd(16) : base.port;
+    return { a: { timePs, port, wire: wire ?? b.length, hdrLen, bytes: b }, lie };
+  };
+}
+
+/**
+ * Fills every byte of a device's HBM, host memory and engine 0's SRAM that no frame may write with
+ * a pattern, and returns a check that says where one changed. `writable` lists [DMA address, bytes].
+ */
+function guard(ctx: Context, writable: [number, number][], seed: number) {
+  const next = xorshift32(seed);
+  const spaces: [number, number][] = [[DMA.DMA_HBM, CONFIG.hbmBytes], [DMA.DMA_HOST, CONFIG.hostMemBytes], [DMA.DMA_SRAM, CONFIG.sramBytes]];
+  const kept = spaces.map(([base, len]) => {
+    const mask = new Uint8Array(len).fill(1);
+    for (const [at, n] of writable) if (at >= base && at < base + len) mask.fill(0, at - base, Math.min(len, at - base + n));
+    const img = ctx.read(base, len);
+    for (let i = 0; i < len; i++) if (mask[i]) img[i] = next() & 0xff;
+    ctx.write(base, img);
+    return { base, len, mask, img };
+  });
+  return () => {
+    const changed: string[] = [];
+    for (const { base, len, mask, img } of kept) {
+      const now = ctx.read(base, len);
+      for (let i = 0; i < len && changed.length < 8; i++) if (mask[i] && now[i] !== img[i]) changed.push(`0x${(base + i).toString(16)}`);
+    }
+    return changed;
+  };
+}
+
+/** Where the frames of a device may write: its regions that grant a write, its CQ ring, its QPs' rings. */
+function writableOf(e: End, qps: Qp[]): [number, number][] {
+  return [
+    [e.data.addr, e.data.length], [e.recv.addr, e.recv.length], [e.host.addr, e.host.length], [e.cq.ring, e.cq.depth * CQE.SIZE],
+    ...qps.flatMap((q): [number, number][] => [[q.sqRing, q.sqDepth * WQE.SIZE], [q.rqRing, q.rqDepth * WQE.SIZE]]),
+  ];
+}
+
+const VERBS = ["RDMA_WRITE", "RDMA_WRITE_WITH_IMM", "SEND", "SEND_WITH_IMM", "RDMA_READ"] as const;
+const LENS = [0, 1, 3, 5, 100, MTU - 1, MTU, MTU + 1, 3 * MTU + 7];
+
+/** Posts a round of random traffic both ways on every pair with traffic: 1 to 4 requests a QP, a receive for each that needs one, and a few more. */
+function traffic(w: World) {
+  const rnd = (n: number) => w.next() % n;
+  for (let i = 0; i < w.p.qps.length; i++) for (const [from, to] of [[w.p, w.t], [w.t, w.p]] as const) {
+    const n = 1 + rnd(4);
+    for (let k = 0; k < n; k++) {
+      const opcode = w.pick(VERBS), length = w.pick(LENS);
+      const toHost = rnd(5) === 0;
+      const remote = toHost ? to.host : to.data;
+      if (opcode === "SEND" || opcode === "SEND_WITH_IMM" || opcode === "RDMA_WRITE_WITH_IMM") w.postRecv(to, to.qps[i]!, rnd(32768 - 4200), 4200);
+      w.post(from, from.qps[i]!, {
+        opcode, localAddr: from.data.addr + rnd(65536 - length), length, lkey: from.data.lkey,
+        remoteAddr: remote.addr + rnd(remote.length - length), rkey: remote.rkey, imm: w.next(),
+      });
+    }
+    for (let k = rnd(3); k > 0; k--) w.postRecv(to, to.qps[i]!, rnd(32768 - 4200), 4200);
+  }
+  // the idle QP has nothing to send but takes SENDs the fuzzer makes, one into a receive whose key fails
+  for (let k = 0; k < 4; k++) w.postRecv(w.t, w.t.idle, rnd(32768 - 4200), 4200, k === 3 ? w.t.data.rkey : w.t.recv.lkey);
+}
+
+/** Ends a round: every send completes, every QP of the pairs goes to ERR (its receives flush), the cable drains, and the pairs connect again from RESET. */
+function endRound(w: World) {
+  for (let k = 0; k < 20_000 && w.sendsOpen(); k++) w.runFor(1);
+  const open = w.ends.map((e) => [...e.open.entries()].filter(([, [, q]]) => q === "send").map(([id, [qpn]]) => `${id} on QP ${qpn}`));
+  expect(open, "send requests still open after the round settled").toEqual([[], []]);
+  for (const [a, b] of w.pairs()) { w.P.modifyQp(a, { state: "ERR" }); w.T.modifyQp(b, { state: "ERR" }); }
+  w.runFor(40);
+  expect(w.ends.map((e) => e.open.size), "receives left after a flush").toEqual([0, 0]);
+  for (const [a, b] of w.pairs()) { w.P.modifyQp(a, { state: "RESET" }); w.T.modifyQp(b, { state: "RESET" }); }
+  w.connect();
+}
+
+const STATS = ["port.rx_packets", "port.rx_ring_full", "port.rx_late", "roce.rx_malformed", "roce.rx_bad_icrc", "roce.rx_not_mine", "roce.rx_cnp",
+  "roce.rx_unknown_qp", "roce.rx_duplicate", "roce.rx_out_of_order", "roce.stale_answers"] as const;
+
+describe("RoCEv2 bad input: a device under 100,000 random and mutated frames while it runs real traffic", () => {
+  it("never traps, writes nothing it may not, completes every work request once, and counts every frame", async () => {
+    // FUZZ_SEED=n npx vitest run test/roce-fuzz.test.ts explores another seed
+    const w = await world(Number(process.env.FUZZ_SEED ?? 0x5eed_0007));
+    const check = [w.p, w.t].map((e, d) => guard(e.ctx, writableOf(e, [...w.ends[d]!.qps, w.ends[d]!.idle, ...(d === 1 ? [w.initQp, w.loopQp] : [])]), 77 + d));
+    w.setGenerator(fuzzer(w));
+    const ROUNDS = 20, FUZZ_WINDOWS = 12;
+    for (let r = 0; r < ROUNDS; r++) {
+      traffic(w);
+      w.setFuzzing(true);
+      w.runFor(FUZZ_WINDOWS);
+      w.setFuzzing(false);
+      endRound(w);
+    }
+    expect(w.stats.fuzzed).toBeGreaterThanOrEqual(100_000);
+
+    // the same QPs carry every verb again, and the bytes land
+    const slot = (dir: number, i: number) => (dir * 4 + i) * 8192;
+    const plan = [["RDMA_WRITE", 2 * MTU + 5], ["RDMA_WRITE_WITH_IMM", 1], ["SEND", MTU + 1], ["SEND_WITH_IMM", 0], ["RDMA_READ", 3 * MTU + 3]] as const;
+    const subOff = [0, 2100, 2200, 3300, 3400];
+    const fill = (n: number, s: number) => Uint8Array.from({ length: n }, (_, k) => (k * 13 + s) & 0xff);
+    const checks: (() => void)[] = [];
+    for (let i = 0; i < 4; i++) for (const [dir, from, to] of [[0, w.p, w.t], [1, w.t, w.p]] as const) {
+      const s = slot(dir, i);
+      w.postRecv(to, to.qps[i]!, s / 2, 2048); // WRITE with immediate: nothing lands
+      w.postRecv(to, to.qps[i]!, s / 2, 2048); // SEND
+      w.postRecv(to, to.qps[i]!, s / 2 + 2048, 2048); // SEND with immediate of 0 bytes
+      plan.forEach(([opcode, length], k) => {
+        const read = opcode === "RDMA_READ";
+        const src = read ? to : from, at = s + subOff[k]!;
+        src.ctx.write(src.data.addr + at, fill(length, 31 * i + 7 * k + dir));
+        w.post(from, from.qps[i]!, { opcode, localAddr: from.data.addr + at, length, lkey: from.data.lkey, remoteAddr: to.data.addr + at, rkey: to.data.rkey, imm: 0x1000 + k });
+        const dst = opcode.startsWith("SEND") ? () => to.ctx.read(to.recv.addr + s / 2, length) : () => (read ? from : to).ctx.read((read ? from : to).data.addr + at, length);
+        checks.push(() => expect(dst(), `${opcode} pair ${i} direction ${dir}`).toEqual(fill(length, 31 * i + 7 * k + dir)));
+      });
+    }
+    const before = w.completions.length;
+    for (let k = 0; k < 2000 && (w.ends[0]!.open.size || w.ends[1]!.open.size); k++) w.runFor(1);
+    const last = w.completions.slice(before);
+    expect(last.filter((c) => c.status !== "SUCCESS").map((c) => `${c.wrId} ${c.opcode} ${c.status}`)).toEqual([]);
+    expect(last.length).toBe(8 * (plan.length + 3));
+    checks.forEach((c) => c());
+    endRound(w);
+
+    // nothing outside the writable memory changed, on either device
+    expect(check.map((c) => c())).toEqual([[], []]);
+
+    // the counters add up
+    const st = w.T.device.stats(), sp = w.P.device.stats();
+    const pred = (f: Fate) => w.stats.predicted.get(f) ?? 0;
+    const said = `predicted ${JSON.stringify(Object.fromEntries(w.stats.predicted))}; counted ${JSON.stringify(Object.fromEntries(STATS.map((k) => [k, st[k]])))}`;
+    expect(st["port.rx_packets"]! + st["port.rx_ring_full"]!, said).toBe(w.stats.staged[1]);
+    expect([st["port.rx_ring_full"], st["port.rx_late"], st["roce.rx_malformed"], st["roce.rx_bad_icrc"], st["roce.rx_not_mine"], st["roce.rx_cnp"]], said)
+      .toEqual([pred("ring_full"), w.stats.late, pred("malformed"), pred("bad_icrc"), pred("not_mine"), pred("cnp")]);
+    for (const f of ["ring_full", "malformed", "bad_icrc", "not_mine", "unknown_qp", "cnp"] as const) expect(pred(f), `frames predicted ${f}`).toBeGreaterThan(0);
+    // unknown QPs: those named, plus frames for a QP that is not in RTR or RTS (a responder in ERR)
+    expect(st["roce.rx_unknown_qp"], said).toBeGreaterThanOrEqual(pred("unknown_qp"));
+    // REACHED: what reached a QP. The counters say how many a QP's halves refused (a duplicate,
+    // out of order, a stale answer, a responder not ready); none says how many they took, so
+    // this is a bound, not an identity (the counters that would make it one: a request packet the
+    // responder took at its expected PSN, an answer the requester took for its request in flight)
+    const reached = pred("request") + pred("answer");
+    const refused = st["roce.rx_unknown_qp"]! - pred("unknown_qp") + st["roce.rx_duplicate"]! + st["roce.rx_out_of_order"]! + st["roce.stale_answers"]!;
+    expect(refused).toBeLessThanOrEqual(reached);
+    // the fuzzer reached the QP logic: thousands of frames taken in PSN order, every answer the responder can give
+    expect(reached - refused).toBeGreaterThan(3000);
+    expect([...w.stats.answers.keys()].sort()).toEqual(expect.arrayContaining(["AETH 0x1f", "AETH 0x20", "AETH 0x60", "AETH 0x61", "AETH 0x62", "AETH 0x63", "READ response"]));
+    expect(st["port.rx_packets"]).toBe(pred("malformed") + pred("bad_icrc") + pred("not_mine") + pred("unknown_qp") + pred("cnp") + reached);
+    // the peer got only the target's frames, every one well formed
+    expect(sp["port.rx_packets"]! + sp["port.rx_ring_full"]!).toBe(w.stats.staged[0]);
+    expect([sp["port.rx_ring_full"], sp["roce.rx_malformed"], sp["roce.rx_bad_icrc"], sp["roce.rx_not_mine"]]).toEqual([0, 0, 0, 0]);
+  });
+
+  // The regression list: single fixed frames at the edges of what the receive path checks, each
+  // sent to the target's idle QP just connected again (its responder expects PSN 0), each with
+  // the one counter it must move, the answer it must draw, and nothing written where it may not.
+  // A crash or broken invariant the fuzzer finds is reduced to a frame here.
+  it("single frames at the edges: each counted for its reason, answered as RC says, writing nothing", async () => {
+    const w = await world(1);
+    const { t, T, decoys } = w;
+    const check = guard(T, writableOf(t, [...t.qps, t.idle, w.initQp, w.loopQp]), 5);
+    const ports = w.net.ports[1]!;
+    const port = w.qpPorts.get(t.idle.qpn)!, other = (port + 1) % PORTS;
+    const peer = w.p.idle.qpn;
+    const mk = (spec: Partial<Parameters<typeof buildFrame>[0]> & { opcode: number }) => buildFrame({ destQp: t.idle.qpn, psn: 0, ipSrc: ipOf(0, port), ipDst: ipOf(1, port), ...spec });
+    const write = (rkey: number, va: number | bigint, len: number) => mk({ opcode: OP.RC_WRITE_ONLY, ackReq: true, reth: { va: BigInt(va), rkey, dmaLength: len }, payload: new Uint8Array(len).fill(0xee) });
+    const edit = (b: Uint8Array, f: (v: DataView, b: Uint8Array) => void, icrc = true) => { f(new DataView(b.buffer), b); if (icrc) fixIcrc(b); return b; };
+    const sendOnly = mk({ opcode: OP.RC_SEND_ONLY, payload: new Uint8Array(64).fill(1) });
+    // the longest frame a port takes: FRAME_MAX less 2 (headers of 54 + 4k bytes, a payload padded to 4, the ICRC)
+    const largest = mk({ opcode: OP.RC_WRITE_MIDDLE, psn: 0x400000, payload: new Uint8Array(FRAME_MAX - MIN_HDR - 4 - 2).fill(2) });
+    type Edge = [string, () => Uint8Array, { lie?: Lie; hdrLen?: number; port?: number; before?: () => void; stat?: string; answer?: string; recv?: string }];
+    const edges: Edge[] = [
+      ["an empty record", () => new Uint8Array(0), { hdrLen: 0, stat: "roce.rx_malformed" }],
+      ["53 bytes, one short of Ethernet, IPv4, UDP and BTH", () => sendOnly.slice(0, 53), { hdrLen: 53, stat: "roce.rx_malformed" }],
+      ["a descriptor saying 65535 bytes of headers", () => sendOnly, { lie: { hdrLen: 0xffff }, stat: "roce.rx_malformed" }],
+      ["a body larger than the receive ring's body area", () => sendOnly, { lie: { bodyLen: w.rxBodyBytes() + 1 }, stat: "port.rx_ring_full" }],
+      ["a body said to lie at offset 0xffffffff of the stage (read as zeros)", () => sendOnly, { lie: { bodyOff: 0xffffffff }, stat: "roce.rx_bad_icrc" }],
+      ["one byte longer than the largest frame, lengths and ICRC agreeing", () => { const b = new Uint8Array(FRAME_MAX + 1); b.set(largest.subarray(0, largest.length - 4)); fixLengths(b); fixIcrc(b); return b; }, { stat: "roce.rx_malformed" }],
+      ["the longest frame a port takes (4222 bytes), ahead of the expected PSN", () => largest, { stat: "roce.rx_out_of_order", answer: "AETH 0x60" }],
+      ["IPv4 with options (IHL 6)", () => edit(sendOnly.slice(), (v) => v.setUint8(14, 0x46)), { stat: "roce.rx_malformed" }],
+      ["a UDP length one short", () => edit(sendOnly.slice(), (v) => v.setUint16(38, v.getUint16(38) - 1)), { stat: "roce.rx_malformed" }],
+      ["an IPv4 total length one long", () => edit(sendOnly.slice(), (v) => v.setUint16(16, v.getUint16(16) + 1)), { stat: "roce.rx_malformed" }],
+      ["PadCnt 3 on a SEND of no bytes", () => edit(mk({ opcode: OP.RC_SEND_ONLY }), (v, b) => v.setUint8(43, b[43]! | 0x30)), { stat: "roce.rx_malformed" }],
+      ["BTH version 1", () => edit(sendOnly.slice(), (v, b) => v.setUint8(43, b[43]! | 1)), { stat: "roce.rx_malformed" }],
+      ["opcode 0x1f, which RC does not have", () => edit(mk({ opcode: OP.RC_ACK, aeth: { syndrome: 0x1f, msn: 0 } }), (v) => v.setUint8(42, 0x1f)), { stat: "roce.rx_malformed" }],
+      ["a READ request with the headers of a WRITE ONLY (RETH but no payload): too short", () => edit(mk({ opcode: OP.RC_READ_REQUEST, reth: { va: 0n, rkey: 0, dmaLength: 0 } }), (v) => v.setUint8(42, OP.RC_WRITE_ONLY_IMM)), { hdrLen: MIN_HDR + 16, stat: "roce.rx_malformed" }],
+      ["the address of another port", () => mk({ opcode: OP.RC_SEND_ONLY, ipDst: ipOf(1, other) }), { stat: "roce.rx_not_mine" }],
+      ["a port the device does not have", () => sendOnly, { port: PORTS, stat: "roce.rx_malformed" }],
+      ["QPN 0xffffff", () => mk({ opcode: OP.RC_SEND_ONLY, destQp: 0xffffff }), { stat: "roce.rx_unknown_qp" }],
+      ["a QP in INIT", () => mk({ opcode: OP.RC_SEND_ONLY, destQp: w.initQp.qpn }), { stat: "roce.rx_unknown_qp" }],
+      ["a loopback QP", () => mk({ opcode: OP.RC_SEND_ONLY, destQp: w.loopQp.qpn }), { stat: "roce.rx_unknown_qp" }],
+      ["a connected QP on a port it does not use", () => mk({ opcode: OP.RC_SEND_ONLY, ipDst: ipOf(1, other) }), { port: other, stat: "roce.rx_unknown_qp" }],
+      ["one payload bit flipped", () => edit(sendOnly.slice(), (_, b) => { b[60]! ^= 4; }, false), { stat: "roce.rx_bad_icrc" }],
+      ["a duplicate (PSN 0xffffff, one below the expected)", () => mk({ opcode: OP.RC_SEND_ONLY, psn: 0xffffff }), { stat: "roce.rx_duplicate", answer: "AETH 0x1f" }],
+      ["a PSN 2^23 - 1 ahead", () => mk({ opcode: OP.RC_SEND_ONLY, psn: 0x7fffff }), { stat: "roce.rx_out_of_order", answer: "AETH 0x60" }],
+      ["a PSN 2^23 ahead, which is 2^23 behind", () => mk({ opcode: OP.RC_SEND_ONLY, psn: 0x800000 }), { stat: "roce.rx_duplicate", answer: "AETH 0x1f" }],
+      ["a READ of 2 bytes at VA 2^64 - 1 (the bounds wrap)", () => mk({ opcode: OP.RC_READ_REQUEST, reth: { va: 2n ** 64n - 1n, rkey: t.data.rkey, dmaLength: 2 } }), { answer: "AETH 0x62" }],
+      ["a WRITE one byte past the end of its region", () => write(t.host.rkey, t.host.addr + t.host.length - 1, 2), { answer: "AETH 0x62" }],
+      ["a WRITE with the rkey of another PD's region", () => write(decoys[0]!.rkey, decoys[0]!.addr, 8), { answer: "AETH 0x62" }],
+      ["a WRITE into a region without remote write", () => write(decoys[1]!.rkey, decoys[1]!.addr, 8), { answer: "AETH 0x62" }],
+      ["a WRITE with a deregistered region's rkey", () => write(decoys[2]!.rkey, decoys[2]!.addr, 8), { answer: "AETH 0x62" }],
+      ["a WRITE with an lkey for an rkey", () => write(t.data.lkey, t.data.addr, 8), { answer: "AETH 0x62" }],
+      ["a WRITE of 2^32 - 1 bytes", () => mk({ opcode: OP.RC_WRITE_FIRST, reth: { va: BigInt(t.data.addr), rkey: t.data.rkey, dmaLength: 0xffffffff }, payload: new Uint8Array(MTU) }), { answer: "AETH 0x62" }],
+      ["a WRITE MIDDLE with no FIRST", () => mk({ opcode: OP.RC_WRITE_MIDDLE, payload: new Uint8Array(MTU) }), { answer: "AETH 0x61" }],
+      ["a SEND with no receive posted", () => sendOnly, { answer: "AETH 0x20" }],
+      ["a SEND of 64 bytes into a receive of 16", () => sendOnly, { before: () => w.postRecv(t, t.idle, 0, 16), answer: "AETH 0x61", recv: "LOC_LEN_ERR" }],
+      ["a SEND into a receive whose key is an rkey", () => sendOnly, { before: () => w.postRecv(t, t.idle, 0, 4096, t.data.rkey), answer: "AETH 0x63", recv: "LOC_PROT_ERR" }],
+      ["a READ of no bytes with a key that is nobody's: no key to check (IBA 9.4.3)", () => mk({ opcode: OP.RC_READ_REQUEST, reth: { va: 2n ** 64n - 1n, rkey: 0x12345678, dmaLength: 0 } }), { answer: "READ response" }],
+      ["an ACK for nothing in flight", () => mk({ opcode: OP.RC_ACK, aeth: { syndrome: 0x1f, msn: 1 } }), { stat: "roce.stale_answers" }],
+      ["a READ response for nothing in flight", () => mk({ opcode: OP.RC_READ_RESPONSE_ONLY, aeth: { syndrome: 0x1f, msn: 1 }, payload: new Uint8Array(16) }), { stat: "roce.stale_answers" }],
+      ["a CNP", () => mk({ opcode: OP.CNP, psn: 0 }), { stat: "roce.rx_cnp" }],
+      ["a CNP for a QP in INIT", () => mk({ opcode: OP.CNP, psn: 0, destQp: w.initQp.qpn }), { stat: "roce.rx_unknown_qp" }],
+    ];
+    for (const [name, make, want] of edges) {
+      // the idle QP again from RESET: its responder expects PSN 0, no message begun, no receive
+      for (const state of ["ERR", "RESET", "INIT", "RTR", "RTS"] as const) T.modifyQp(t.idle, { state, destQpNum: peer, destDevice: 0 });
+      want.before?.();
+      w.runFor(6); // a receive posted reaches the NIC (doorbell, then the entry read over PCIe)
+      const stats0 = T.device.stats(), answers0 = new Map(w.stats.answers), done0 = w.completions.length;
+      const b = make();
+      const a: Arrival = { timePs: Number(T.nowPs) + 1000, port: want.port ?? port, wire: b.length, hdrLen: want.hdrLen ?? MIN_HDR + (OPCODES.get(b[42] ?? -1)?.extBytes ?? 0), bytes: b };
+      stageLie(ports, a, want.lie, w.rxBodyBytes(), w.qpPorts);
+      ports.commitArrivals();
+      w.runFor(8);
+      const st = T.device.stats();
+      const moved = STATS.filter((k) => st[k] !== stats0[k] && k !== "port.rx_packets").map((k) => `${k} +${st[k]! - stats0[k]!}`);
+      expect(moved, name).toEqual(want.stat ? [`${want.stat} +1`] : []);
+      expect(st["port.rx_packets"]! - stats0["port.rx_packets"]!, name).toBe(want.stat === "port.rx_ring_full" ? 0 : 1);
+      const answers = [...w.stats.answers].filter(([k, n]) => n !== (answers0.get(k) ?? 0)).map(([k, n]) => `${k} +${n - (answers0.get(k) ?? 0)}`);
+      expect(answers, name).toEqual(want.answer ? [`${want.answer} +1`] : []);
+      expect(w.completions.slice(done0).map((c) => c.status), name).toEqual(want.recv ? [want.recv] : []);
+      expect(check(), name).toEqual([]);
+    }
+  });
+});
