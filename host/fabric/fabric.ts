@@ -10,7 +10,7 @@
 // whole when its last bit arrives (store and forward) and after the switch latency routes it,
 // admits it to the shared buffer (or drops it), marks it, and queues it at the output port.
 // On the last hop the arrival time at the device is known when the last transmission starts;
-// the frame then waits in its device's pending list until the runner delivers it.
+// the frame then waits on its channel's list until the runner delivers it.
 //
 // Decisions made when a transmission starts: buffer bytes are released (a queue holds frames
 // waiting, not the one on the wire); random and Gilbert–Elliott loss are drawn; a frame on a
@@ -71,6 +71,10 @@ const CI_DST_EP = 26; //     the device port it enters (device * ports + port), 
 const CI_PAUSED = 27; //     1 while PFC holds its transmitter
 const CI_DONE = 28; //       1 while a transmitter-finished event is pending
 const CI_LOSSY = 29; //      1 with random or Gilbert–Elliott loss
+const CI_WAIT_HEAD = 30; //  a device port without PFC: its frames waiting to start, a ring of
+const CI_WAIT_COUNT = 31; // (start, bytes) in portWait[c] (see send)
+
+const EMPTY = new Float64Array(0);
 
 /**
  * The event key of frame `seq` of device port `ep`, for its entry and its arrivals at
@@ -80,6 +84,7 @@ const CI_LOSSY = 29; //      1 with random or Gilbert–Elliott loss
  */
 const entryKey = (ep: number, seq: number): number => -(2 ** 52) + ep * 2 ** 24 + (seq & 0xff_ffff); // & is mod 2^24 below 2^53
 const ROLE_LEAF = 0, ROLE_SPINE = 1;
+const NOT_LOST = -1, LOST_ON_ENTRY = -2;
 
 /** Gilbert–Elliott bursty loss on a link (per frame, each direction its own chain). */
 export interface GilbertElliott {
@@ -179,6 +184,8 @@ export class Fabric {
   private readonly nCh: number;
   private readonly cf: Float64Array;
   private readonly ci: Int32Array;
+  /** per device port's channel, without PFC: frames handed over and not yet started, (start, bytes) */
+  private readonly portWait: Float64Array[];
   private readonly geOn: Uint8Array;
   private readonly geBad: Uint8Array;
   /** PFC: 1 while this channel's sender is paused by the switch it enters */
@@ -276,6 +283,7 @@ export class Fabric {
     this.nSw = nSw;
     this.cf = new Float64Array(16 * nCh);
     this.ci = new Int32Array(this.cf.buffer);
+    this.portWait = Array.from({ length: nCh }, () => EMPTY);
     this.geOn = new Uint8Array(nCh);
     this.geBad = new Uint8Array(nCh);
     this.pauseSent = new Uint8Array(nCh);
@@ -418,8 +426,8 @@ export class Fabric {
     i32[i + I_META] = hdrLen | ect;
     i32[i + I_WIRE_LEN] = wireLen;
     if (this.full && payloadLen > 0) {
-      const at = pool.allocPayload(id, payloadLen); // may grow the slab: take pool.payload after it
-      pool.payload.set(bytes.subarray(payloadOff, payloadOff + payloadLen), at);
+      const slot = pool.allocPayload(id, payloadLen); // may grow the slab: take pool.payload after it
+      pool.payload.set(bytes.subarray(payloadOff, payloadOff + payloadLen), slot);
     }
     i32[i + I_SRC_EP] = ep;
     i32[i + I_DST_EP] = this.addressEp(f.dst);
@@ -446,7 +454,16 @@ export class Fabric {
       if (c === NONE) {
         this.drops[R_NO_ROUTE]++;
         pool.release(id);
-      } else this.transmit(c, id, Math.max(departPs, this.cf[(c << 4) + C_BUSY]));
+        return;
+      }
+      // the port's queue: the frames before it that start after it is handed over
+      this.portCatchUp(c, departPs);
+      const start = Math.max(departPs, this.cf[(c << 4) + C_BUSY]);
+      const flushed = this.hasOutage[c >> 1] !== 0 ? this.lostWaiting(c >> 1, departPs, start) : NOT_LOST;
+      if (flushed === LOST_ON_ENTRY) return this.dropAt(c, id, R_LINK_DOWN);
+      if ((flushed >= 0 ? flushed : start) > departPs) this.portWaits(c, flushed >= 0 ? flushed : start, wireLen);
+      if (flushed >= 0) this.dropAt(c, id, R_LINK_DOWN);
+      else this.transmit(c, id, start);
       return;
     }
     // With PFC a pause may hold the transmitter: the frame enters at its departure time.
@@ -659,7 +676,6 @@ export class Fabric {
   private transmit(c: number, p: number, now: number): void {
     const f64 = this.pool.f64, i32 = this.pool.i32, i = p << 4, cf = this.cf, ci = this.ci, of = c << 4, oi = c << 5;
     const link = c >> 1;
-    if (this.hasOutage[link] !== 0 && this.downAt(link, now)) return this.dropAt(c, p, R_LINK_DOWN);
     this.release(c, p, now);
     const len = i32[i + I_WIRE_LEN];
     const end = now + Math.ceil(((len + this.overhead) * 8000) / cf[of + C_GBPS]);
@@ -710,11 +726,61 @@ export class Fabric {
     return lost;
   }
 
-  /** True when link `link` is down at `t` by its outage schedule. */
-  private downAt(link: number, t: number): boolean {
+  /**
+   * By the outage schedule, is a frame that joins the queue of link `link` at `joined` and
+   * would start at `start` lost before it starts? LOST_ON_ENTRY if the link went down before
+   * it joined and is not up again (an entry at the recovery's picosecond comes before it);
+   * the time of the failure if the link fails while it waits (the failure flushes the queue;
+   * a failure at its start comes first, unless it did not wait); NOT_LOST otherwise. What
+   * the event loop does with a frame that enters by an event, for the frames entering at
+   * hand-over.
+   */
+  private lostWaiting(link: number, joined: number, start: number): number {
     const o = this.outages.get(link)!;
-    for (let i = 0; i < o.length; i += 2) if (o[i] <= t && t < o[i + 1]) return true;
-    return false;
+    for (let i = 0; i < o.length; i += 2) {
+      if (o[i] < joined && joined <= o[i + 1]) return LOST_ON_ENTRY;
+      if (o[i] >= joined && (o[i] < start || (o[i] === start && start > joined))) return o[i];
+    }
+    return NOT_LOST;
+  }
+
+  /** A frame of `len` bytes waits in device port channel `c`'s queue until `until`. */
+  private portWaits(c: number, until: number, len: number): void {
+    const ci = this.ci, cf = this.cf, oi = c << 5, of = c << 4;
+    let ring = this.portWait[c];
+    const n = ci[oi + CI_WAIT_COUNT];
+    if (2 * n === ring.length) {
+      // grow (rarely: only a device handing over frames faster than its link sends them)
+      const bigger = new Float64Array(Math.max(64, 2 * ring.length)), head = ci[oi + CI_WAIT_HEAD], cap = ring.length >> 1;
+      for (let k = 0; k < n; k++) {
+        bigger[2 * k] = ring[2 * ((head + k) & (cap - 1))];
+        bigger[2 * k + 1] = ring[2 * ((head + k) & (cap - 1)) + 1];
+      }
+      ci[oi + CI_WAIT_HEAD] = 0;
+      ring = this.portWait[c] = bigger;
+    }
+    const at = (ci[oi + CI_WAIT_HEAD] + n) & ((ring.length >> 1) - 1);
+    ring[2 * at] = until;
+    ring[2 * at + 1] = len;
+    ci[oi + CI_WAIT_COUNT] = n + 1;
+    const q = (cf[of + C_QBYTES] += len);
+    if (q > cf[of + C_QPEAK]) cf[of + C_QPEAK] = q;
+  }
+
+  /** Removes from device port channel `c`'s queue the frames that started before `t` (one starting at `t` still counts). */
+  private portCatchUp(c: number, t: number): void {
+    const ci = this.ci, oi = c << 5;
+    let n = ci[oi + CI_WAIT_COUNT];
+    if (n === 0) return;
+    const ring = this.portWait[c], mask = (ring.length >> 1) - 1;
+    let head = ci[oi + CI_WAIT_HEAD];
+    while (n > 0 && ring[2 * head] < t) {
+      this.cf[(c << 4) + C_QBYTES] -= ring[2 * head + 1];
+      head = (head + 1) & mask;
+      n--;
+    }
+    ci[oi + CI_WAIT_HEAD] = head;
+    ci[oi + CI_WAIT_COUNT] = n;
   }
 
   /** True when an outage of link `link` begins during [from, to]: a frame on the wire then is lost. */
@@ -938,6 +1004,7 @@ export class Fabric {
 
   /** Bytes waiting in channel `c`'s queue (the frame being sent not included). */
   queueBytes(c: number): number {
+    if (!this.pfcOn) this.portCatchUp(c, this.nowPs);
     return this.cf[(c << 4) + C_QBYTES];
   }
 
@@ -948,6 +1015,7 @@ export class Fabric {
 
   stats(): FabricStats {
     const t = this.topology;
+    if (!this.pfcOn) for (let c = 0; c < this.nCh; c++) this.portCatchUp(c, this.nowPs);
     const endName = (sw: number, L: (typeof t.links)[number]) => (sw >= 0 ? t.switches[sw].name : `dev${L.device}.port${L.port}`);
     const chan = (c: number, L: (typeof t.links)[number]): ChannelStats => ({
       from: endName(this.ci[(c << 5) + CI_SRC_SW], L), to: endName(this.ci[(c << 5) + CI_DST_SW], L),

@@ -8,8 +8,8 @@ export interface ClusterOptions {
   log?: boolean;
   /** read arrivals' headers (CE counts) */
   inspect?: boolean;
-  /** port rate of the synthetic endpoints (default: the topology's host link rate) */
-  gbps?: number;
+  /** port rate of the synthetic endpoints (default: the topology's host link rate); per device if a function */
+  gbps?: number | ((d: number) => number);
 }
 
 /** A cluster of synthetic endpoints, device d sending flows[d]. */
@@ -17,7 +17,7 @@ export function cluster(topo: Topology, flows: (d: number) => SyntheticFlow[], o
   const fabric = new Fabric(topo, o.fabric);
   const hostGbps = topo.links.find((l) => l.tier === "host")!.gbps;
   const endpoints = Array.from({ length: topo.devices }, (_, d) => new SyntheticEndpoint({
-    device: d, ports: topo.ports, flows: flows(d), gbps: o.gbps ?? hostGbps, log: o.log, inspect: o.inspect,
+    device: d, ports: topo.ports, flows: flows(d), gbps: (typeof o.gbps === "function" ? o.gbps(d) : o.gbps) ?? hostGbps, log: o.log, inspect: o.inspect,
     overheadBytes: fabric.config.frameOverheadBytes, full: fabric.config.mode === "full",
   }));
   const runner = new ClusterRunner(fabric, endpoints, o.runner);
