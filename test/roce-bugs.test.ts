@@ -4,10 +4,8 @@ import { parseFrame } from "../host/wire/rocev2.js";
 import { OP } from "../host/generated/headers.js";
 import type { Context, Cq, Mr, Qp, Wc } from "../host/verbs.js";
 
-// RC recovery that the RoCEv2 transport gets wrong today, found while writing the fuzz test
-// (test/roce-fuzz.test.ts) by reading assembly/nic/roce-rx.ts. Each is `it.fails`: it passes
-// while the bug is there and fails once it is fixed, so that whoever fixes it turns it into a
-// plain `it`.
+// RC recovery the RoCEv2 transport once got wrong, found while writing the fuzz test
+// (test/roce-fuzz.test.ts) by reading assembly/nic/roce-rx.ts; each test failed on the old code.
 
 /** Devices 0 and 1 cabled, QP a on 0 connected to QP b on 1, a region on each with every right. */
 async function pair(fate?: CableFate, config: Record<string, number> = {}) {
@@ -34,28 +32,26 @@ async function pair(fate?: CableFate, config: Record<string, number> = {}) {
 }
 interface End { ctx: Context; cq: Cq; buf: number; mr: Mr; qp: Qp }
 
-describe("RC recovery the transport gets wrong (it.fails: remove .fails once fixed)", () => {
-  // BUG: roce-rx.ts responder() takes a FIRST or ONLY packet as the start of a message
+describe("RC recovery (regressions)", () => {
+  // WAS: roce-rx.ts responder() took a FIRST or ONLY packet as the start of a message
   // (q.rxOp = RX_WRITE) before it checks that a WRITE ONLY with immediate has a receive for its
   // immediate. With none posted it answers RNR NAK but leaves rxOp set and ePsn where it was; the
   // requester sends the WRITE ONLY with immediate again after rnrTimerPs, at the same PSN, and the
   // responder, finding a message begun, answers NAK invalid request: REM_INV_REQ_ERR, both QPs in
   // error, though the receive was posted in time. (A WRITE of several packets is not hit: its
   // FIRST is a duplicate on the retry, and the LAST finds the message it belongs to.)
-  // Fix: check for the receive before taking the message (in the isFirst branch, for
-  // OP_RC_WRITE_ONLY_IMM: if q.rqCi == q.rqPi, RNR NAK and return), or clear q.rxOp on the RNR
-  // path when the packet was a FIRST/ONLY.
-  it.fails("a one-packet WRITE with immediate that meets no receive lands once the receive is posted (RNR, then retry)", async () => {
+  // Now the receive is checked before the message is taken.
+  it("a one-packet WRITE with immediate that meets no receive lands once the receive is posted (RNR, then retry)", async () => {
     const { net, a, b, settle } = await pair();
     a.ctx.postSend(a.qp, [{ wrId: 1, opcode: "RDMA_WRITE_WITH_IMM", signaled: true, localAddr: a.buf, length: 100, lkey: a.mr.lkey, remoteAddr: b.buf, rkey: b.mr.rkey, imm: 7 }]);
     net.run(3_000_000n); // the WRITE has met no receive: RNR NAK
     expect(b.ctx.device.stats()["roce.naks_sent"]).toBe(1);
     b.ctx.postRecv(b.qp, [{ wrId: 2, localAddr: b.buf, length: 0, lkey: b.mr.lkey }]);
-    expect(settle(a, 1).map((w) => w.status)).toEqual(["SUCCESS"]); // today: REM_INV_REQ_ERR
+    expect(settle(a, 1).map((w) => w.status)).toEqual(["SUCCESS"]); // was REM_INV_REQ_ERR
     expect(b.ctx.pollCq(b.cq, 4).map((w) => [w.status, w.imm])).toEqual([["SUCCESS", 7]]);
   });
 
-  // BUG: a lost READ response ends the READ with RETRY_EXC_ERR. The requester asks again by
+  // WAS: a lost READ response ended the READ with RETRY_EXC_ERR. The requester asks again by
   // sending the READ request again (roce-rx.ts requester(), goBack to msgPsn; the timer does the
   // same), at the PSN the responder has already moved past, so responder() takes it as a
   // duplicate and only ACKs it (the d < 0 branch); an ACK does not complete a READ, the timer
@@ -63,12 +59,10 @@ describe("RC recovery the transport gets wrong (it.fails: remove .fails once fix
   // RDMA READ requests): the responder executes a duplicate READ request again and sends its
   // responses from the request's PSN. docs/nic.md says "a lost READ response makes the requester
   // ask again from the first missing one", which the code does not do either (it asks from the
-  // first). Fix: in responder(), for a duplicate OP_RC_READ_REQUEST, check its RETH (rethGrants)
-  // and queue READ responses from it (rdVa, rdLen, rdPsn = its PSN, rdFirst = 1; RESP_READ)
-  // without moving ePsn or msn; optionally let the requester ask only for the rest (RETH VA and
-  // length advanced by k MTUs, PSN msgPsn + k).
+  // first). Now a duplicate READ request runs again from its PSN (the requester still asks for
+  // the whole READ again; asking only for the rest is left for later).
   for (const lost of [0, 1, 2]) {
-    it.fails(`a READ of 3 packets whose response ${lost} is lost still completes, with every byte`, async () => {
+    it(`a READ of 3 packets whose response ${lost} is lost still completes, with every byte`, async () => {
       let responses = 0;
       const dropOne: CableFate = (from, _n, f) => {
         const p = parseFrame(frameCopy(f));
@@ -78,7 +72,7 @@ describe("RC recovery the transport gets wrong (it.fails: remove .fails once fix
       const len = 3 * 4096;
       b.ctx.write(b.buf, Uint8Array.from({ length: len }, (_, i) => (i * 7) & 0xff));
       a.ctx.postSend(a.qp, [{ wrId: 3, opcode: "RDMA_READ", signaled: true, localAddr: a.buf, length: len, lkey: a.mr.lkey, remoteAddr: b.buf, rkey: b.mr.rkey }]);
-      expect(settle(a, 1).map((w) => w.status)).toEqual(["SUCCESS"]); // today: RETRY_EXC_ERR
+      expect(settle(a, 1).map((w) => w.status)).toEqual(["SUCCESS"]); // was RETRY_EXC_ERR
       expect(a.ctx.read(a.buf, len)).toEqual(b.ctx.read(b.buf, len));
     });
   }

@@ -193,8 +193,19 @@ function responder(dev: Device, q: Qp, qpn: u32, op: u32, flags: u32, bth: usize
   const psn = getBthPsn(bth);
   const d = psnDiff(psn, q.ePsn);
   if (d < 0) {
-    // a duplicate (our ACK was lost, or the requester went back): acknowledge what we have
     statAdd(dev, STAT_ROCE_RX_DUPLICATE, 1);
+    if (op == OP_RC_READ_REQUEST) {
+      // a READ asked again (a response was lost): it runs again from its own PSN (IBA vol. 1
+      // 9.7.5.1.3); the expected PSN and MSN stay where they are
+      if (!rethGrants(dev, q, x, ACCESS_REMOTE_READ)) { answer(dev, q, qpn, psn, AETH_SYNDROME_NAK | AETH_NAK_REMOTE_ACCESS_ERROR, t); return; }
+      q.rdVa = getRethVa(x);
+      q.rdLen = getRethDmaLength(x);
+      q.rdPsn = psn;
+      q.rdFirst = 1;
+      queueAnswer(dev, q, qpn, RESP_READ, t);
+      return;
+    }
+    // a duplicate (our ACK was lost, or the requester went back): acknowledge what we have
     answer(dev, q, qpn, psnAdd(q.ePsn, BTH_PSN_MASK), AETH_SYNDROME_ACK | AETH_SYNDROME_VALUE_MASK, t);
     return;
   }
@@ -221,6 +232,13 @@ function responder(dev: Device, q: Qp, qpn: u32, op: u32, flags: u32, bth: usize
     queueAnswer(dev, q, qpn, RESP_READ, t);
     return;
   }
+  const withImm = (flags & OPF_IMM_DT) != 0;
+  if (isLast(op) && withImm && !isSend(op) && q.rqCi == q.rqPi) {
+    // a WRITE with immediate needs a receive for its immediate: not ready; nothing is taken
+    // or placed, so the same packet is welcome again when the requester retries
+    answer(dev, q, qpn, psn, AETH_SYNDROME_RNR_NAK, t);
+    return;
+  }
   if (isFirst(op)) {
     if (q.rxOp != RX_NONE) { answer(dev, q, qpn, psn, AETH_SYNDROME_NAK | AETH_NAK_INVALID_REQUEST, t); return; }
     if (isSend(op)) {
@@ -239,12 +257,6 @@ function responder(dev: Device, q: Qp, qpn: u32, op: u32, flags: u32, bth: usize
     q.rxOff = 0;
   } else if (q.rxOp == RX_NONE || isSend(op) != (q.rxOp == RX_SEND)) {
     answer(dev, q, qpn, psn, AETH_SYNDROME_NAK | AETH_NAK_INVALID_REQUEST, t);
-    return;
-  }
-  const withImm = (flags & OPF_IMM_DT) != 0;
-  if (isLast(op) && withImm && !isSend(op) && q.rqCi == q.rqPi) {
-    // a WRITE with immediate needs a receive for its immediate: not ready; nothing is placed
-    answer(dev, q, qpn, psn, AETH_SYNDROME_RNR_NAK, t);
     return;
   }
   // place the payload where the message says
