@@ -1,12 +1,17 @@
 // A scenario as plain data: devices, fabric, traffic and faults, with every field's default.
-// resolveScenario checks a parsed JSON value and fills the defaults; an unknown or invalid
-// field is refused with its path (a ConfigError), like the device config.
+// schemas/scenario.schema.json says what a scenario may hold (with a description and default for
+// every field); resolveScenario checks a parsed JSON value against it with the validator
+// scripts/gen-schema.mjs generates from it (ajv standalone code: no ajv at run time), fills the
+// defaults, and turns it into a Scenario. An unknown or invalid field is refused with its path
+// (a ConfigError), like the device config.
 
-import { ConfigError } from "../config.js";
+import { ConfigError, resolveConfig } from "../config.js";
 import type { LinkSpec } from "../fabric/topology.js";
 import type { GilbertElliott } from "../fabric/fabric.js";
-import type { FabricOptions } from "../fabric/config.js";
+import { resolveFabricConfig, type FabricOptions } from "../fabric/config.js";
 import { parseTime } from "../units.js";
+import { validate, schema } from "../generated/scenario-validate.js";
+import { schemaError } from "./schema-errors.js";
 
 export interface Flow { src: number; dst: number }
 
@@ -40,125 +45,82 @@ export interface Scenario {
   faults: Fault[];
 }
 
-type Obj = Record<string, unknown>;
 
-function obj(v: unknown, path: string): Obj {
-  if (typeof v !== "object" || v === null || Array.isArray(v)) throw new ConfigError(path, `must be an object, got ${JSON.stringify(v)}`);
-  return v as Obj;
-}
+/** A time as the schema allows it: "10us", "2.5 ms", or whole ps. */
+type TimeInput = string | number;
+interface LinkInput { gbps?: number; latency?: TimeInput }
+type FaultInput =
+  | { kind: "loss"; links: number[] | "all" | "fabric"; random: number; gilbertElliott?: GilbertElliott }
+  | { kind: "link-down"; links: number[] | "all" | "fabric"; at: TimeInput; until?: TimeInput }
+  | { kind: "plane-down"; plane: number; at: TimeInput; until?: TimeInput };
 
-function known(o: Obj, path: string, keys: string[]): void {
-  for (const k of Object.keys(o)) if (!keys.includes(k)) throw new ConfigError(`${path}.${k}`, `unknown field (known: ${keys.join(", ")})`);
-}
-
-function int(v: unknown, path: string, lo: number, hi: number, dflt?: number): number {
-  if (v === undefined && dflt !== undefined) return dflt;
-  if (typeof v !== "number" || !Number.isInteger(v) || v < lo || v > hi) throw new ConfigError(path, `must be an integer in [${lo}, ${hi}], got ${JSON.stringify(v)}`);
-  return v;
-}
-
-function prob(v: unknown, path: string): number {
-  if (typeof v !== "number" || !(v >= 0 && v < 1)) throw new ConfigError(path, `must be in [0, 1), got ${JSON.stringify(v)}`);
-  return v;
-}
-
-function time(v: unknown, path: string, dflt?: number): number {
-  if (v === undefined && dflt !== undefined) return dflt;
-  if (typeof v === "number" && Number.isInteger(v) && v >= 0) return v;
-  if (typeof v === "string") {
-    try { return Number(parseTime(v)); } catch { /* the message below says what is wanted */ }
-  }
-  throw new ConfigError(path, `must be a time like "10us" or a whole number of ps, got ${JSON.stringify(v)}`);
-}
-
-function oneOf<T extends string>(v: unknown, path: string, options: readonly T[], dflt?: T): T {
-  if (v === undefined && dflt !== undefined) return dflt;
-  if (typeof v !== "string" || !options.includes(v as T)) throw new ConfigError(path, `must be one of ${options.join(", ")}, got ${JSON.stringify(v)}`);
-  return v as T;
-}
-
-function link(v: unknown, path: string): Partial<LinkSpec> | undefined {
-  if (v === undefined) return undefined;
-  const o = obj(v, path);
-  known(o, path, ["gbps", "latencyPs", "latency"]);
-  return {
-    ...(o.gbps !== undefined ? { gbps: int(o.gbps, `${path}.gbps`, 1, 100_000) } : {}),
-    ...(o.latencyPs !== undefined || o.latency !== undefined ? { latencyPs: time(o.latencyPs ?? o.latency, `${path}.latency`) } : {}),
+/** A scenario once the schema has passed it and filled its defaults (schemas/scenario.schema.json). */
+interface ScenarioInput {
+  name: string;
+  seed: number;
+  until: TimeInput;
+  devices: { count: number; config: Record<string, number> };
+  fabric: {
+    mode: "full" | "timing";
+    topology: { kind: "single-switch" } | { kind: "leaf-spine"; planes: number; spines: number; devicesPerLeaf?: number };
+    hostLink: LinkInput;
+    fabricLink: LinkInput;
+    switch: Omit<NonNullable<FabricOptions["switch"]>, "latencyPs"> & { latency: TimeInput };
   };
+  traffic: Omit<Scenario["traffic"], "startPs" | "incastSenders"> & { incastSenders?: number; start: TimeInput };
+  faults: FaultInput[];
 }
 
-function links(v: unknown, path: string): number[] | "all" | "fabric" {
-  if (v === undefined || v === "all") return "all";
-  if (v === "fabric") return "fabric";
-  if (!Array.isArray(v)) throw new ConfigError(path, `must be "all", "fabric" or a list of link numbers, got ${JSON.stringify(v)}`);
-  return v.map((x, i) => int(x, `${path}[${i}]`, 0, 1 << 30));
-}
-
-/** Checks a parsed scenario and fills its defaults; throws ConfigError naming the first bad field. */
+/** Checks a parsed scenario against the schema and fills its defaults; throws ConfigError naming the first bad field. */
 export function resolveScenario(input: unknown, path = "scenario"): Scenario {
-  const o = obj(input, path);
-  known(o, path, ["$schema", "name", "description", "seed", "until", "devices", "fabric", "traffic", "faults"]);
-  const dev = obj(o.devices, `${path}.devices`);
-  known(dev, `${path}.devices`, ["count", "config"]);
-  const config = dev.config === undefined ? {} : obj(dev.config, `${path}.devices.config`);
-  for (const [k, v] of Object.entries(config)) if (typeof v !== "number") throw new ConfigError(`${path}.devices.config.${k}`, `must be a number, got ${JSON.stringify(v)}`);
-  const fab = obj(o.fabric ?? {}, `${path}.fabric`);
-  known(fab, `${path}.fabric`, ["mode", "topology", "hostLink", "fabricLink", "switch"]);
-  const topo = obj(fab.topology ?? { kind: "single-switch" }, `${path}.fabric.topology`);
-  const kind = oneOf(topo.kind, `${path}.fabric.topology.kind`, ["single-switch", "leaf-spine"] as const);
-  known(topo, `${path}.fabric.topology`, kind === "single-switch" ? ["kind"] : ["kind", "planes", "spines", "devicesPerLeaf"]);
-  const tr = obj(o.traffic, `${path}.traffic`);
-  known(tr, `${path}.traffic`, ["pattern", "messageBytes", "messages", "flowsPerPair", "incastSenders", "portGroup", "start"]);
-  const faults = o.faults === undefined ? [] : o.faults;
-  if (!Array.isArray(faults)) throw new ConfigError(`${path}.faults`, "must be a list");
-  const count = int(dev.count, `${path}.devices.count`, 1, 65536);
+  const s = structuredClone(input); // the validator writes the defaults into what it checks
+  if (!validate(s)) throw schemaError(validate.errors![0]!, path, schema);
+  const o = s as ScenarioInput;
+  // what the schema cannot say: a time finer than 1 ps, the device config's own fields and
+  // ranges, and the switch thresholds that depend on each other
+  const time = (v: TimeInput, at: string): number => {
+    if (typeof v === "number") return v;
+    try { return Number(parseTime(v)); } catch (e) { throw new ConfigError(at, (e as Error).message); }
+  };
+  const count = o.devices.count;
+  resolveConfig({ engines: 1, ...o.devices.config }, `${path}.devices.config`);
+  const link = (l: LinkInput, at: string): Partial<LinkSpec> => ({
+    ...(l.gbps !== undefined ? { gbps: l.gbps } : {}),
+    ...(l.latency !== undefined ? { latencyPs: time(l.latency, `${at}.latency`) } : {}),
+  });
+  const { latency, ...sw } = o.fabric.switch;
+  const switchOpts: FabricOptions["switch"] = { ...sw, latencyPs: time(latency, `${path}.fabric.switch.latency`) };
+  prefixed(`${path}.fabric`, () => resolveFabricConfig({ switch: switchOpts }));
+  const topo = o.fabric.topology;
+  const { start, ...traffic } = o.traffic;
   return {
-    name: typeof o.name === "string" ? o.name : "scenario",
-    seed: int(o.seed, `${path}.seed`, 0, 2 ** 32 - 1, 1),
-    untilPs: time(o.until, `${path}.until`, 1_000_000_000_000),
-    devices: { count, config: config as Record<string, number> },
+    name: o.name,
+    seed: o.seed,
+    untilPs: time(o.until, `${path}.until`),
+    devices: { count, config: o.devices.config },
     fabric: {
-      mode: oneOf(fab.mode, `${path}.fabric.mode`, ["full", "timing"] as const, "full"),
-      topology: kind === "single-switch" ? { kind } : {
-        kind, planes: int(topo.planes, `${path}.fabric.topology.planes`, 1, 8, 1), spines: int(topo.spines, `${path}.fabric.topology.spines`, 1, 4096, 1),
-        devicesPerLeaf: int(topo.devicesPerLeaf, `${path}.fabric.topology.devicesPerLeaf`, 1, 65536, Math.min(count, 16)),
-      },
-      hostLink: link(fab.hostLink, `${path}.fabric.hostLink`),
-      fabricLink: link(fab.fabricLink, `${path}.fabric.fabricLink`),
-      switch: fab.switch === undefined ? undefined : (obj(fab.switch, `${path}.fabric.switch`) as FabricOptions["switch"]),
+      mode: o.fabric.mode,
+      topology: topo.kind === "single-switch" ? topo : { ...topo, devicesPerLeaf: topo.devicesPerLeaf ?? Math.min(count, 16) },
+      hostLink: link(o.fabric.hostLink, `${path}.fabric.hostLink`),
+      fabricLink: link(o.fabric.fabricLink, `${path}.fabric.fabricLink`),
+      switch: switchOpts,
     },
-    traffic: {
-      pattern: oneOf(tr.pattern, `${path}.traffic.pattern`, ["pairs", "permutation", "incast", "all-to-all"] as const),
-      messageBytes: int(tr.messageBytes, `${path}.traffic.messageBytes`, 1, 1 << 30, 1 << 20),
-      messages: int(tr.messages, `${path}.traffic.messages`, 1, 4096, 1),
-      flowsPerPair: int(tr.flowsPerPair, `${path}.traffic.flowsPerPair`, 1, 256, 1),
-      incastSenders: int(tr.incastSenders, `${path}.traffic.incastSenders`, 1, 65535, Math.max(1, count - 1)),
-      portGroup: oneOf(tr.portGroup, `${path}.traffic.portGroup`, ["SCALE_UP", "SCALE_OUT"] as const, "SCALE_UP"),
-      startPs: time(tr.start, `${path}.traffic.start`, 0),
-    },
-    faults: faults.map((f, i): Fault => {
+    traffic: { ...traffic, incastSenders: traffic.incastSenders ?? Math.max(1, count - 1), startPs: time(start, `${path}.traffic.start`) },
+    faults: o.faults.map((f, i): Fault => {
       const at = `${path}.faults[${i}]`;
-      const fo = obj(f, at);
-      const k = oneOf(fo.kind, `${at}.kind`, ["loss", "link-down", "plane-down"] as const);
-      if (k === "loss") {
-        known(fo, at, ["kind", "links", "random", "gilbertElliott"]);
-        const ge = fo.gilbertElliott === undefined ? undefined : obj(fo.gilbertElliott, `${at}.gilbertElliott`);
-        if (ge) known(ge, `${at}.gilbertElliott`, ["pGoodToBad", "pBadToGood", "lossGood", "lossBad"]);
-        return {
-          kind: k, links: links(fo.links, `${at}.links`), random: fo.random === undefined ? 0 : prob(fo.random, `${at}.random`),
-          ...(ge ? { gilbertElliott: {
-            pGoodToBad: prob(ge.pGoodToBad, `${at}.gilbertElliott.pGoodToBad`), pBadToGood: prob(ge.pBadToGood, `${at}.gilbertElliott.pBadToGood`),
-            ...(ge.lossGood !== undefined ? { lossGood: prob(ge.lossGood, `${at}.gilbertElliott.lossGood`) } : {}),
-            ...(ge.lossBad !== undefined ? { lossBad: Number(ge.lossBad) } : {}),
-          } } : {}),
-        };
-      }
-      if (k === "link-down") {
-        known(fo, at, ["kind", "links", "at", "until"]);
-        return { kind: k, links: links(fo.links, `${at}.links`), atPs: time(fo.at, `${at}.at`), ...(fo.until !== undefined ? { untilPs: time(fo.until, `${at}.until`) } : {}) };
-      }
-      known(fo, at, ["kind", "plane", "at", "until"]);
-      return { kind: k, plane: int(fo.plane, `${at}.plane`, 0, 7), atPs: time(fo.at, `${at}.at`), ...(fo.until !== undefined ? { untilPs: time(fo.until, `${at}.until`) } : {}) };
+      if (f.kind === "loss") return f;
+      const when = { atPs: time(f.at, `${at}.at`), ...(f.until !== undefined ? { untilPs: time(f.until, `${at}.until`) } : {}) };
+      return f.kind === "link-down" ? { kind: f.kind, links: f.links, ...when } : { kind: f.kind, plane: f.plane, ...when };
     }),
   };
+}
+
+/** Runs `check`, giving a ConfigError it throws the path `prefix` (its own path, if any, after a dot). */
+function prefixed(prefix: string, check: () => void): void {
+  try {
+    check();
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    throw new ConfigError(e.path ? `${prefix}.${e.path}` : prefix, e.message.slice(e.path.length + 2));
+  }
 }
