@@ -10,12 +10,27 @@ import type { TxSink, ArrivalBatch } from "../fabric/batch.js";
 /** Bytes a frame spends on the wire beyond its own: preamble and delimiter, FCS, gap (assembly/nic/ports.ts WIRE_OVERHEAD). */
 export const FRAME_OVERHEAD_BYTES = 24;
 
+/**
+ * Sees every frame a device exchanges with the fabric, at its port (a pcap capture, a test).
+ * `sent`: a frame whose last bit left `port` at `timePs`; its bytes are `bytes[hdrOff, hdrOff +
+ * hdrLen)` and then (full mode) `bytes[bodyOff, bodyOff + bodyLen)`, `wireLen` in all, valid
+ * during the call only. `delivered`: the frames reaching the device in the window it is about to
+ * run, as the runner hands them over (before the device stages them; the batch is valid during
+ * the call only). A device's frames come in time order; different devices' interleave by window.
+ */
+export interface FrameTap {
+  sent(port: number, timePs: number, wireLen: number, bytes: Uint8Array, hdrOff: number, hdrLen: number, bodyOff: number, bodyLen: number): void;
+  delivered(batch: ArrivalBatch): void;
+}
+
 export class DeviceEndpoint implements Endpoint {
   readonly ports: DevicePorts;
   /** picoseconds per byte at the device's port rate */
   private readonly psPerByte: number;
   /** arrivals lost because a window's batch was full */
   stageDrops = 0;
+  /** sees every frame sent and delivered, when set */
+  tap: FrameTap | null = null;
 
   constructor(readonly device: Device) {
     this.ports = new DevicePorts(device);
@@ -35,11 +50,13 @@ export class DeviceEndpoint implements Endpoint {
     this.ports.drain((f) => {
       // the device stamps a frame with when its last bit left; the fabric wants its first
       const departPs = f.timePs - Math.ceil((f.wireLen + FRAME_OVERHEAD_BYTES) * this.psPerByte);
+      this.tap?.sent(f.port, f.timePs, f.wireLen, f.mem, f.hdrAt, f.hdrLen, f.bodyAt, f.bodyLen);
       sink.send(f.port, departPs, f.wireLen, f.mem, f.hdrAt, f.hdrLen, f.bodyAt, f.bodyLen);
     });
   }
 
   deliver(b: ArrivalBatch): void {
+    this.tap?.delivered(b);
     for (let i = 0; i < b.n; i++) {
       const ok = this.ports.stageArrival(Math.ceil(b.arrivalPs[i]!), b.port[i]!, b.wireLen[i]!, b.srcDevice[i]!, b.seq[i]!,
         b.hdr, b.hdrOff[i]!, b.hdrLen[i]!, b.payload, b.payloadOff[i]!, b.payloadLen[i]!);

@@ -29,13 +29,24 @@ export interface FlowResult {
   goodputGbps: number;
 }
 
+/** How a run ended: every message done and successful; every message done, some failed; the scenario's time ran out first; the caller stopped it. */
+export type RunEnd = "finished" | "failed" | "time-limit" | "stopped";
+
+/** Counters of frames a device dropped, by reason (layouts/stats.json names; rx_stage_full: arrivals the host could not stage in a window). */
+export const DEVICE_DROP_COUNTERS = ["port.tx_ring_full", "port.rx_ring_full", "roce.rx_malformed", "roce.rx_bad_icrc", "roce.rx_not_mine", "roce.rx_unknown_qp", "roce.rx_out_of_order", "roce.rx_duplicate"] as const;
+
 export interface ScenarioResult {
   name: string;
   seed: number;
   /** simulated time reached, ps */
   endPs: number;
+  /** the scenario's time limit, ps */
+  untilPs: number;
   /** true when every message completed successfully */
   finished: boolean;
+  ended: RunEnd;
+  /** messages over all flows: posted, completed (successfully or not), failed */
+  messages: { total: number; completed: number; failed: number };
   flows: FlowResult[];
   totalBytes: number;
   totalGoodputGbps: number;
@@ -44,7 +55,10 @@ export interface ScenarioResult {
   retransmits: number;
   timeouts: number;
   naksSent: number;
+  cnpsSent: number;
   fabric: Pick<FabricStats, "drops" | "ecnMarks" | "pfcPauses" | "hops" | "delivered">;
+  /** frames the devices dropped, by reason (DEVICE_DROP_COUNTERS, and rx_stage_full) */
+  deviceDrops: Record<string, number>;
 }
 
 interface FlowState {
@@ -64,10 +78,13 @@ interface FlowState {
 export interface RunOptions {
   /** called now and then with the simulated time reached and the messages completed so far */
   onProgress?: (nowPs: number, completed: number, total: number) => void;
-  /** checked between chunks of simulated time: when it returns true the run stops where it is */
-  shouldStop?: () => boolean;
-  /** a hook that sees the built cluster before it runs (pcap capture, tests) */
-  onBuilt?: (c: { fabric: Fabric; runner: ClusterRunner; contexts: Context[] }) => void;
+  /**
+   * Awaited between chunks of simulated time: when it gives true the run stops where it is. The
+   * run yields to the caller's event loop only here (a Ctrl-C handler runs when this waits).
+   */
+  shouldStop?: () => boolean | Promise<boolean>;
+  /** a hook that sees the built cluster before it runs (pcap capture: endpoints[d].tap, tests) */
+  onBuilt?: (c: { fabric: Fabric; runner: ClusterRunner; contexts: Context[]; endpoints: DeviceEndpoint[] }) => void;
 }
 
 /** Builds and runs scenario `input` (validated by resolveScenario) with `coreModule`. */
@@ -95,8 +112,9 @@ export async function runScenario(coreModule: WebAssembly.Module, input: unknown
   const topo = buildTopology(sc);
   const fabric = new Fabric(topo, { mode: sc.fabric.mode, seed: sc.seed, ...(sc.fabric.switch ? { switch: sc.fabric.switch } : {}) });
   applyFaults(sc, fabric, topo);
-  const runner = new ClusterRunner(fabric, contexts.map((c) => new DeviceEndpoint(c.device)));
-  opts.onBuilt?.({ fabric, runner, contexts });
+  const endpoints = contexts.map((c) => new DeviceEndpoint(c.device));
+  const runner = new ClusterRunner(fabric, endpoints);
+  opts.onBuilt?.({ fabric, runner, contexts, endpoints });
 
   // the memory and the QPs
   const mem = contexts.map((ctx) => {
@@ -135,11 +153,12 @@ export async function runScenario(coreModule: WebAssembly.Module, input: unknown
   }
 
   const total = state.length * messagesPerFlow;
-  let completed = 0;
+  let completed = 0, stopped = false;
   const fct: number[] = [];
   const chunk = Math.max(runner.windowPs, 10_000_000);
   const untilPs = sc.untilPs;
-  while (completed < total && runner.nowPs < untilPs && !(opts.shouldStop?.() ?? false)) {
+  while (completed < total && runner.nowPs < untilPs) {
+    if (opts.shouldStop && (await opts.shouldStop())) { stopped = true; break; }
     runner.runTo(Math.min(untilPs, runner.nowPs + chunk));
     for (let d = 0; d < n; d++) {
       for (const wc of contexts[d]!.pollCq(mem[d]!.cq, 1 << 16)) {
@@ -175,12 +194,19 @@ export async function runScenario(coreModule: WebAssembly.Module, input: unknown
   fct.sort((a, b) => a - b);
   const pct = (p: number) => (fct.length === 0 ? 0 : fct[Math.min(fct.length - 1, Math.ceil((p / 100) * fct.length) - 1)]!);
   const fs = fabric.stats();
+  const failed = flowsOut.reduce((s, f) => s + f.failed, 0);
+  const finished = completed === total && failed === 0;
+  const deviceDrops: Record<string, number> = Object.fromEntries(DEVICE_DROP_COUNTERS.map((k) => [k, sum(k)]));
+  deviceDrops.rx_stage_full = endpoints.reduce((s, e) => s + e.stageDrops, 0);
   return {
-    name: sc.name, seed: sc.seed, endPs: runner.nowPs, finished: completed === total && flowsOut.every((f) => f.failed === 0), flows: flowsOut, totalBytes,
+    name: sc.name, seed: sc.seed, endPs: runner.nowPs, untilPs, finished,
+    ended: finished ? "finished" : completed === total ? "failed" : stopped ? "stopped" : "time-limit",
+    messages: { total, completed, failed }, flows: flowsOut, totalBytes,
     totalGoodputGbps: lastDone > startPs ? (totalBytes * 8000) / (lastDone - startPs) : 0,
     fctPs: { p50: pct(50), p99: pct(99), max: fct.length ? fct[fct.length - 1]! : 0 },
-    retransmits: sum("roce.retransmits"), timeouts: sum("roce.timeouts"), naksSent: sum("roce.naks_sent"),
+    retransmits: sum("roce.retransmits"), timeouts: sum("roce.timeouts"), naksSent: sum("roce.naks_sent"), cnpsSent: sum("roce.cnps_sent"),
     fabric: { drops: fs.drops, ecnMarks: fs.ecnMarks, pfcPauses: fs.pfcPauses, hops: fs.hops, delivered: fs.delivered },
+    deviceDrops,
   };
 }
 
