@@ -8,6 +8,11 @@ export { ConfigError } from "./config.js";
 export { ElfError } from "./elf.js";
 export { toPerfetto } from "./trace/perfetto.js";
 export { Context, VerbsError } from "./verbs.js";
+export { runScenario, type ScenarioResult, type FlowResult, type RunOptions, type RunEnd } from "./scenario/run.js";
+export { resolveScenario, type Scenario } from "./scenario/scenario.js";
+export { formatResult } from "./scenario/report.js";
+export { ClusterCapture } from "./cluster/capture.js";
+export { PcapngWriter } from "./wire/pcapng.js";
 
 let compiled: Promise<WebAssembly.Module> | undefined;
 

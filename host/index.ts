@@ -6,6 +6,11 @@ export { runFirmware, type FwRunResult, type FwRunOptions } from "./fw/run.js";
 export { coreModule } from "./platform/node.js";
 export { toPerfetto } from "./trace/perfetto.js";
 export { Context, VerbsError, encodeWqe, type Pd, type Mr, type Cq, type Qp, type SendWr, type RecvWr, type Wc } from "./verbs.js";
+export { runScenario, type ScenarioResult, type FlowResult, type RunOptions, type RunEnd } from "./scenario/run.js";
+export { resolveScenario, type Scenario } from "./scenario/scenario.js";
+export { formatResult } from "./scenario/report.js";
+export { ClusterCapture } from "./cluster/capture.js";
+export { PcapngWriter } from "./wire/pcapng.js";
 
 import { Context } from "./verbs.js";
 import { coreModule as nodeCore } from "./platform/node.js";

@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // npm run golden: recomputes the golden outputs in test/golden/ (the firmware examples, the
-// doorbell scenario, examples/save-restore.ts; the cases are in test/helpers/golden.ts) and
-// rewrites the files that changed. Review the diff (git diff test/golden) before committing:
-// test/golden.test.ts fails until the files match what the code does.
+// shipped scenarios, the doorbell scenario, examples/save-restore.ts; the cases are in
+// test/helpers/golden.ts) and rewrites the files that changed. Review the diff (git diff
+// test/golden) before committing: test/golden.test.ts fails until the files match what the code
+// does.
 import { build } from "esbuild";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";

@@ -1,6 +1,7 @@
 import { describe, it, expect } from "vitest";
 import { pathToFileURL } from "node:url";
 import { join } from "node:path";
+import { readFileSync } from "node:fs";
 import { programElf } from "./helpers/rv.js";
 
 // The browser bundle embeds the core and touches no Node API, so it also loads in Node.
@@ -28,5 +29,17 @@ describe("browser bundle", () => {
     ctx.run(10_000_000n);
     expect(ctx.pollCq(cq).map((w: { status: string }) => w.status)).toEqual(["SUCCESS"]);
     expect(Array.from(ctx.read(buf + 32, 4))).toEqual([1, 2, 3, 4]);
+  });
+
+  it("checks a scenario against its schema and runs it (no ajv, no Function at run time)", async () => {
+    const lib = await import(pathToFileURL(join(process.cwd(), "dist/menic.browser.js")).href);
+    const scenario = { devices: { count: 2, config: { ports: 1, scaleUpPorts: 1 } }, traffic: { pattern: "pairs", messageBytes: 8192, messages: 2 } };
+    expect(() => lib.resolveScenario({ ...scenario, traffic: { pattern: "ring" } })).toThrow(
+      'scenario.traffic.pattern: must be one of pairs, permutation, incast, all-to-all, got "ring"');
+    const r = await lib.runScenario(await lib.coreModule(), scenario);
+    expect([r.ended, r.totalBytes]).toEqual(["finished", 2 * 8192]);
+    expect(lib.formatResult(r)).toContain("0 → 1");
+    const bundle = readFileSync(join(process.cwd(), "dist/menic.browser.js"), "utf8");
+    expect(bundle).not.toMatch(/new Function\(|\brequire\(/);
   });
 });

@@ -1,10 +1,12 @@
 // The `menic` command (Node). Subcommands:
+//   menic run <scenario.json> [--seed N] [--json] [--pcap out.pcapng] [--set path=value ...]
 //   menic fw build <file.c|.S ...> -o <out.elf> [-O <level>]
 //   menic fw run <elf> [--engines N] [--until 10ms] [--json] [--trace out.json] [--config cfg.json] [--set field=value]
 // --json prints one JSON object on stdout and nothing else; without it, console lines go to stdout
-// as they are drained, then a summary table. Exit status is non-zero on any failure.
+// as they are drained, then a summary table. Progress goes to stderr, only on a terminal. Exit
+// status is non-zero on any failure.
 
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync, openSync, writeSync, closeSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { runFirmware, DEFAULT_UNTIL_PS, type FwRunResult } from "../fw/run.js";
 import { toPerfetto, causeName } from "../trace/perfetto.js";
@@ -12,14 +14,25 @@ import { parseTime, formatTime } from "../units.js";
 import { ConfigError } from "../config.js";
 import { ElfError } from "../elf.js";
 import { buildFirmware } from "../fw/build.js";
+import { runScenario, type ScenarioResult } from "../scenario/run.js";
+import { resolveScenario } from "../scenario/scenario.js";
+import { applySet } from "../scenario/overrides.js";
+import { formatResult } from "../scenario/report.js";
+import { ClusterCapture } from "../cluster/capture.js";
+import { PcapngWriter } from "../wire/pcapng.js";
+import { coreModule } from "./node.js";
 
 const USAGE = `usage:
+  menic run <scenario.json> [--seed N] [--json] [--pcap <out.pcapng>] [--set <path>=<value> ...]
   menic fw build <file.c|file.S ...> -o <out.elf> [-O 0|1|2|s]
   menic fw run <image.elf> [--engines N] [--until <time>] [--json] [--trace <out.json>]
                            [--config <cfg.json>] [--set <field>=<value> ...]
   menic help
 
-times are like 10ms, 2.5us, 750ns, 1s; config fields are listed in docs/memory-map.md`;
+times are like 10ms, 2.5us, 750ns, 1s; config fields are listed in docs/memory-map.md;
+scenario fields in schemas/scenario.schema.json (--set faults[0].random=0.05, --set until=20us)
+menic run exits 0 when every message completed, 1 when one failed or time ran out,
+2 on bad input, 130 when stopped by Ctrl-C (it still prints and writes what was reached)`;
 
 class UsageError extends Error {}
 
@@ -30,6 +43,7 @@ export async function main(argv: string[]): Promise<number> {
       console.log(USAGE);
       return cmd ? 0 : 2;
     }
+    if (cmd === "run") return await scenarioRun(argv.slice(1));
     if (cmd === "fw" && sub === "run") return await fwRun(rest);
     if (cmd === "fw" && sub === "build") return fwBuild(rest);
     throw new UsageError(`unknown command: ${argv.slice(0, 2).join(" ")}`);
@@ -113,4 +127,106 @@ function printSummary(r: FwRunResult): void {
   for (const row of rows) console.log(line(row));
   const bad = r.engines.filter((e) => !(e.state === "exited" && e.exitCode === 0));
   console.log(`\nsimulated ${formatTime(r.timePs)}; ${r.engines.length - bad.length}/${r.engines.length} engines exited 0`);
+}
+
+/** Exit status of `menic run` for each way a run ends (0: every message completed). */
+const RUN_EXIT = { finished: 0, failed: 1, "time-limit": 1, stopped: 130 } as const;
+const EXIT_BAD_INPUT = 2;
+
+function runArgs(args: string[]) {
+  try {
+    return parseArgs({
+      args, allowPositionals: true,
+      options: {
+        seed: { type: "string" },
+        json: { type: "boolean", default: false },
+        pcap: { type: "string" },
+        set: { type: "string", multiple: true, default: [] },
+      },
+    });
+  } catch (e) {
+    throw new UsageError((e as Error).message); // an unknown option, a missing value
+  }
+}
+
+async function scenarioRun(args: string[]): Promise<number> {
+  const { values, positionals } = runArgs(args);
+  if (positionals.length !== 1) throw new UsageError("run needs exactly one scenario file");
+  let scenario: Record<string, unknown>;
+  try {
+    const file = positionals[0]!;
+    let text: string;
+    try { text = readFileSync(file, "utf8"); } catch (e) { throw new ConfigError(file, (e as Error).message); }
+    try { scenario = JSON.parse(text); } catch (e) { throw new ConfigError(file, `not JSON: ${(e as Error).message}`); }
+    if (typeof scenario !== "object" || scenario === null || Array.isArray(scenario)) throw new ConfigError(file, "must hold a JSON object");
+    for (const kv of values.set!) applySet(scenario, kv);
+    if (values.seed !== undefined) applySet(scenario, `seed=${values.seed}`);
+    resolveScenario(scenario); // refuse bad input before building anything
+  } catch (e) {
+    return refuse(e);
+  }
+
+  // Ctrl-C: stop at the next step and report what was reached; a second one quits at once
+  let interrupted = false;
+  const onSigint = () => {
+    if (interrupted) process.exit(RUN_EXIT.stopped);
+    interrupted = true;
+    process.stderr.write("\nmenic: stopping (Ctrl-C again to quit now)\n");
+  };
+  process.on("SIGINT", onSigint);
+  const progress = process.stderr.isTTY ? progressLine() : null;
+  let pcapFd: number | null = null;
+  let capture: ClusterCapture | null = null;
+  let r: ScenarioResult;
+  try {
+    if (values.pcap) {
+      try { pcapFd = openSync(values.pcap, "w"); } catch (e) { throw new ConfigError(`--pcap ${values.pcap}`, (e as Error).message); }
+      const fd = pcapFd;
+      capture = new ClusterCapture(new PcapngWriter((chunk) => writeSync(fd, chunk), "menic run"));
+    }
+    r = await runScenario(coreModule(), scenario, {
+      onBuilt: (c) => capture?.attach(c.endpoints),
+      onProgress: (nowPs, done, total) => {
+        capture?.flush(nowPs);
+        progress?.update(nowPs, done, total);
+      },
+      // wait for the event loop here, so that a Ctrl-C is seen
+      shouldStop: () => new Promise((resolve) => setImmediate(() => resolve(interrupted))),
+    });
+  } catch (e) {
+    return refuse(e); // what only the built cluster can check: a fault's link or plane
+  } finally {
+    process.off("SIGINT", onSigint);
+    progress?.clear();
+    if (capture) capture.flush();
+    if (pcapFd !== null) closeSync(pcapFd);
+  }
+  if (values.pcap) console.error(`menic: wrote ${values.pcap} (${capture!.written} frames)`);
+  if (values.json) console.log(JSON.stringify(r));
+  else process.stdout.write(formatResult(r));
+  return RUN_EXIT[r.ended];
+}
+
+/** Says what is wrong with the input (a ConfigError) and gives its exit status; anything else is rethrown. */
+function refuse(e: unknown): number {
+  if (!(e instanceof ConfigError)) throw e;
+  console.error(`menic: ${e.message}`);
+  return EXIT_BAD_INPUT;
+}
+
+/** One line on stderr (a terminal), rewritten at most every 100 ms: simulated time, messages, wall time. */
+function progressLine() {
+  const t0 = performance.now();
+  let last = -Infinity;
+  return {
+    update(nowPs: number, done: number, total: number) {
+      const t = performance.now();
+      if (t - last < 100) return;
+      last = t;
+      process.stderr.write(`\r\x1b[Ksimulated ${formatTime(nowPs)}, messages ${done}/${total}, wall ${((t - t0) / 1000).toFixed(1)} s`);
+    },
+    clear() {
+      if (last > -Infinity) process.stderr.write("\r\x1b[K");
+    },
+  };
 }

@@ -1,8 +1,9 @@
-// The cases whose outputs test/golden/*.json hold: every firmware example run the way the CLI
-// runs it, the doorbell scenario, and examples/save-restore.ts. test/golden.test.ts recomputes
-// each and compares; `npm run golden` (scripts/golden.mjs) writes them. A golden output holds
-// nothing that depends on the host (no wall time, no absolute path), so any difference is a
-// change in what the emulator does: one to review, and to commit with the code that made it.
+// The cases whose outputs test/golden/*.json hold: every firmware example and every shipped
+// scenario (examples/scenarios/) run the way the CLI runs them, the doorbell scenario, and
+// examples/save-restore.ts. test/golden.test.ts recomputes each and compares; `npm run golden`
+// (scripts/golden.mjs) writes them. A golden output holds nothing that depends on the host (no
+// wall time, no absolute path), so any difference is a change in what the emulator does: one to
+// review, and to commit with the code that made it.
 
 import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync, rmSync } from "node:fs";
@@ -30,29 +31,38 @@ function run(args: string[]): { status: number | null; stdout: string; stderr: s
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
-/** `menic fw run <elf> --json`: the whole JSON object (console, states, exit codes, stats, time) and the exit status. */
-function firmwareCase(elf: string): GoldenCase {
-  const args = ["bin/menic.js", "fw", "run", elf, "--json"];
+/** `node bin/menic.js <args>`, which prints one JSON object: the object, stderr and the exit status. */
+function cliCase(name: string, args: string[]): GoldenCase {
+  const argv = ["bin/menic.js", ...args];
   return {
-    name: `fw-${elf.replace(/^.*\//, "").replace(/\.elf$/, "")}`,
-    how: `node ${args.join(" ")}`,
+    name,
+    how: `node ${argv.join(" ")}`,
     async compute() {
-      const r = run(args);
+      const r = run(argv);
       let output: unknown;
       try {
         output = JSON.parse(r.stdout);
       } catch {
-        throw new Error(`${elf}: menic fw run --json printed no JSON (status ${r.status}): ${r.stderr}`);
+        throw new Error(`menic ${args.join(" ")} printed no JSON (status ${r.status}): ${r.stderr}`);
       }
       return { exitStatus: r.status, stderr: r.stderr, output };
     },
   };
 }
 
+const baseName = (path: string) => path.replace(/^.*\//, "").replace(/\.[a-z]+$/, "");
+/** `menic fw run <elf> --json`: the whole JSON object (console, states, exit codes, stats, time) and the exit status. */
+const firmwareCase = (elf: string) => cliCase(`fw-${baseName(elf)}`, ["fw", "run", elf, "--json"]);
+/** `menic run <scenario> --json`: the whole result (flows, goodput, completion times, drops, counters) and the exit status. */
+const scenarioCase = (file: string) => cliCase(`run-${baseName(file)}`, ["run", file, "--json"]);
+
+const SCENARIOS = readdirSync(join(root, "examples", "scenarios")).filter((f) => f.endsWith(".json")).sort().map((f) => `examples/scenarios/${f}`);
+
 const FIRMWARE_EXAMPLES = readdirSync(join(root, "firmware", "examples")).filter((f) => f.endsWith(".elf")).sort().map((f) => `firmware/examples/${f}`);
 
 export const CASES: readonly GoldenCase[] = [
   ...FIRMWARE_EXAMPLES.map(firmwareCase),
+  ...SCENARIOS.map(scenarioCase),
   {
     name: "scenario-doorbell",
     how: "host/scenarios/doorbell.ts: hostDoorbell and engineDoorbell (firmware/bench/doorbell.elf) with the default config",

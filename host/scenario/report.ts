@@ -1,0 +1,54 @@
+// A scenario's results as the text table `menic run` prints (no Node APIs: a page can show it
+// too): per flow source → destination, bytes, goodput and status; totals; completion-time
+// percentiles; drops by reason; retransmissions, timeouts, NAKs, ECN marks.
+
+import { formatTime } from "../units.js";
+import type { ScenarioResult, FlowResult, RunEnd } from "./run.js";
+
+/** Flows listed in the table at most; --json lists every one. */
+export const TABLE_FLOWS_MAX = 32;
+
+const ENDED: Record<RunEnd, string> = {
+  finished: "finished",
+  failed: "finished with failed messages",
+  "time-limit": "ran out of time",
+  stopped: "stopped",
+};
+
+/** A flow's status for people: its error, "incomplete" while messages are outstanding, else SUCCESS. */
+export function flowStatus(f: FlowResult): string {
+  if (f.failed > 0) return f.status;
+  return f.completed < f.messages ? "incomplete" : f.status;
+}
+
+/** Columns padded to their widest cell; `right` says which are numbers (right-aligned). */
+function columns(rows: string[][], right: boolean[]): string[] {
+  const w = rows[0]!.map((_, k) => Math.max(...rows.map((r) => (r[k] ?? "").length)));
+  return rows.map((r) => r.map((c, k) => (right[k] ? c.padStart(w[k]!) : c.padEnd(w[k]!))).join("  ").trimEnd());
+}
+
+/** Non-zero counts as "name n, name n", or "none". */
+function counts(o: Record<string, number>): string {
+  const nz = Object.entries(o).filter(([, n]) => n > 0);
+  return nz.length ? nz.map(([k, n]) => `${k} ${n}`).join(", ") : "none";
+}
+
+/** The results table, lines ending in "\n". */
+export function formatResult(r: ScenarioResult): string {
+  const out: string[] = [];
+  out.push(`${r.name} (seed ${r.seed}): ${ENDED[r.ended]} at ${formatTime(r.endPs)} of simulated time (limit ${formatTime(r.untilPs)})`, "");
+  const rows = [["flow", "src → dst", "messages", "bytes", "goodput Gb/s", "status"]];
+  r.flows.slice(0, TABLE_FLOWS_MAX).forEach((f, i) => rows.push([
+    String(i), `${f.src} → ${f.dst}`, `${f.completed}/${f.messages}`, String(f.bytes), f.goodputGbps.toFixed(2), flowStatus(f),
+  ]));
+  const done = r.flows.reduce((s, f) => s + f.completed, 0);
+  rows.push(["total", `${r.flows.length} flow${r.flows.length === 1 ? "" : "s"}`, `${done}/${r.messages.total}`, String(r.totalBytes), r.totalGoodputGbps.toFixed(2),
+    r.messages.failed ? `${r.messages.failed} failed` : ""]);
+  out.push(...columns(rows, [false, false, true, true, true, false]));
+  if (r.flows.length > TABLE_FLOWS_MAX) out.push(`(${r.flows.length - TABLE_FLOWS_MAX} more flows: --json lists every one)`);
+  out.push("");
+  out.push(`completion time: p50 ${formatTime(r.fctPs.p50)}, p99 ${formatTime(r.fctPs.p99)}, max ${formatTime(r.fctPs.max)}`);
+  out.push(`drops: fabric ${counts(r.fabric.drops)}; devices ${counts(r.deviceDrops)}`);
+  out.push(`retransmissions ${r.retransmits}, timeouts ${r.timeouts}, NAKs ${r.naksSent}, ECN marks ${r.fabric.ecnMarks}, CNPs ${r.cnpsSent}, PFC pauses ${r.fabric.pfcPauses}`);
+  return out.map((l) => `${l}\n`).join("");
+}

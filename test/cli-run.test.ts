@@ -1,0 +1,201 @@
+import { describe, it, expect, beforeAll, afterAll } from "vitest";
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { runScenario, trafficFlows, type ScenarioResult } from "../host/scenario/run.js";
+import { resolveScenario } from "../host/scenario/scenario.js";
+import { flowStatus, formatResult, TABLE_FLOWS_MAX } from "../host/scenario/report.js";
+import { applySet } from "../host/scenario/overrides.js";
+import { formatTime } from "../host/units.js";
+import { coreModule } from "../host/platform/node.js";
+import { readPcapng } from "./helpers/pcapng-read.js";
+import { hasTshark, readCapture, tsharkPackets, removeCaptures } from "./helpers/tshark.js";
+
+// `menic run <scenario.json>`: the results table and --json against runScenario's own result
+// for the same scenario, bad input, --set and --seed, Ctrl-C, and --pcap read by Wireshark's
+// InfiniBand dissector (tshark; skipped here when it is not installed, CI installs it).
+
+const menic = (...args: string[]) => {
+  const r = spawnSync("node", ["bin/menic.js", ...args], { encoding: "utf8" });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+};
+const load = (name: string) => JSON.parse(readFileSync(`examples/scenarios/${name}.json`, "utf8"));
+/** runScenario in this process on examples/scenarios/<name>.json with `--set` assignments. */
+const direct = (name: string, ...sets: string[]) => {
+  const s = load(name);
+  for (const kv of sets) applySet(s, kv);
+  return runScenario(coreModule(), s);
+};
+const tmp = mkdtempSync(join(tmpdir(), "menic-cli-run-"));
+afterAll(() => removeCaptures(tmp));
+
+describe("menic run examples/scenarios/roce-pair.json", () => {
+  let r: ScenarioResult;
+  beforeAll(async () => { r = await direct("roce-pair"); });
+
+  it("prints the results table: per flow, totals, completion times, drops, retransmissions", () => {
+    const out = menic("run", "examples/scenarios/roce-pair.json");
+    expect(out.status).toBe(0);
+    expect(out.stderr).toBe(""); // no progress line: stderr is not a terminal here
+    const lines = out.stdout.split("\n");
+    expect(lines[0]).toBe(`roce-pair (seed 1): finished at ${formatTime(r.endPs)} of simulated time (limit ${formatTime(r.untilPs)})`);
+    const cells = (l: string) => l.split(/ {2,}/).map((c) => c.trim());
+    const head = lines.findIndex((l) => l.startsWith("flow "));
+    expect(cells(lines[head]!)).toEqual(["flow", "src → dst", "messages", "bytes", "goodput Gb/s", "status"]);
+    expect(r.flows).toHaveLength(1);
+    r.flows.forEach((f, i) => expect(cells(lines[head + 1 + i]!)).toEqual([
+      String(i), `${f.src} → ${f.dst}`, `${f.completed}/${f.messages}`, String(f.bytes), f.goodputGbps.toFixed(2), flowStatus(f)]));
+    expect(cells(lines[head + 1 + r.flows.length]!)).toEqual(["total", "1 flow", `${r.messages.completed - r.messages.failed}/${r.messages.total}`, String(r.totalBytes), r.totalGoodputGbps.toFixed(2)]);
+    expect(out.stdout).toContain(`completion time: p50 ${formatTime(r.fctPs.p50)}, p99 ${formatTime(r.fctPs.p99)}, max ${formatTime(r.fctPs.max)}\n`);
+    expect(out.stdout).toContain("drops: fabric none; devices none\n");
+    expect(out.stdout).toContain(`retransmissions ${r.retransmits}, timeouts ${r.timeouts}, NAKs ${r.naksSent}, ECN marks ${r.fabric.ecnMarks}, CNPs ${r.cnpsSent}, PFC pauses ${r.fabric.pfcPauses}\n`);
+    // what the table shows is what the scenario did: 16 x 1 MiB, all delivered
+    expect([r.ended, r.totalBytes, r.messages]).toEqual(["finished", 16 << 20, { total: 16, completed: 16, failed: 0 }]);
+    expect(r.totalGoodputGbps).toBeGreaterThan(0);
+  });
+
+  it("lists at most TABLE_FLOWS_MAX flows in the table, and says how many more", () => {
+    const many: ScenarioResult = { ...r, flows: Array.from({ length: TABLE_FLOWS_MAX + 8 }, (_, i) => ({ ...r.flows[0]!, src: i })) };
+    const lines = formatResult(many).split("\n");
+    expect(lines.filter((l) => / → 1 /.test(l))).toHaveLength(TABLE_FLOWS_MAX);
+    expect(lines).toContain(`(8 more flows: --json lists every one)`);
+    expect(lines.find((l) => l.startsWith("total"))).toMatch(/^total\s+40 flows\s+/);
+  });
+
+  it("prints the same result as one JSON object with --json", () => {
+    const out = menic("run", "examples/scenarios/roce-pair.json", "--json");
+    expect(out.status).toBe(0);
+    expect(JSON.parse(out.stdout)).toEqual(JSON.parse(JSON.stringify(r)));
+    expect(out.stdout.trim().split("\n")).toHaveLength(1);
+  });
+});
+
+// util-linux `script` runs a command on a pseudo-terminal (Debian: bsdutils, always there)
+const hasScript = spawnSync("script", ["--version"], { stdio: "ignore" }).status === 0;
+
+describe("menic run: progress", () => {
+  it.skipIf(!hasScript)("shows a progress line on stderr when it is a terminal, and clears it", () => {
+    const r = spawnSync("script", ["-qec", "node bin/menic.js run examples/scenarios/roce-pair.json", "/dev/null"], { encoding: "utf8" });
+    expect(r.status).toBe(0);
+    // the line is rewritten in place (carriage return, erase line): simulated time, messages, wall time
+    expect(r.stdout).toMatch(/^\r\x1b\[Ksimulated 10\.000 us, messages 0\/16, wall \d+\.\d s/);
+    expect(r.stdout).toMatch(/\r\x1b\[Kroce-pair \(seed 1\): finished at /); // cleared before the table
+  });
+});
+
+describe("menic run: bad input", () => {
+  it("names the bad field and exits 2, printing nothing on stdout", () => {
+    const out = menic("run", "examples/scenarios/roce-pair.json", "--set", "traffic.pattern=ring", "--json");
+    expect(out).toEqual({ status: 2, stdout: "", stderr: 'menic: scenario.traffic.pattern: must be one of pairs, permutation, incast, all-to-all, got "ring"\n' });
+    const typo = join(tmp, "typo.json");
+    writeFileSync(typo, JSON.stringify({ ...load("roce-pair"), fabric: { mode: "full", topolgy: {} } }));
+    expect(menic("run", typo)).toMatchObject({ status: 2, stdout: "", stderr: "menic: scenario.fabric.topolgy: unknown field (known: mode, topology, hostLink, fabricLink, switch)\n" });
+    const notJson = join(tmp, "not.json");
+    writeFileSync(notJson, "{ devices: 2 }");
+    expect(menic("run", notJson)).toMatchObject({ status: 2, stderr: expect.stringMatching(/^menic: .*not\.json: not JSON: /) });
+    expect(menic("run", join(tmp, "missing.json"))).toMatchObject({ status: 2, stderr: expect.stringMatching(/missing\.json: ENOENT/) });
+    expect(menic("run", "examples/scenarios/roce-pair.json", "--seed=-3")).toMatchObject({ status: 2, stderr: "menic: scenario.seed: must be an integer in [0, 4294967295], got -3\n" });
+    expect(menic("run", "examples/scenarios/roce-pair.json", "--set", "faults[0].kind=loss", "--set", "faults[0].links=[99]"))
+      .toMatchObject({ status: 2, stderr: "menic: scenario.faults[0].links: link 99 does not exist (the topology has 2)\n" });
+    expect(menic("run", "examples/scenarios/roce-pair.json", "--pcap", join(tmp, "no", "such", "dir.pcapng"))).toMatchObject({ status: 2, stderr: expect.stringMatching(/^menic: --pcap .*dir\.pcapng: ENOENT/) });
+    expect(menic("run").status).toBe(2);
+    expect(menic("run", "examples/scenarios/roce-pair.json", "--seed")).toMatchObject({ status: 2, stderr: expect.stringMatching(/^menic: Option '--seed <value>' argument missing\n/) });
+  });
+});
+
+describe("menic run --set and --seed", () => {
+  it("--set changes fields before the schema checks them; a run out of time exits 1", async () => {
+    const out = menic("run", "examples/scenarios/roce-pair.json", "--set", "traffic.messages=4", "--set", "until=20us", "--json");
+    expect(out.status).toBe(1);
+    const j = JSON.parse(out.stdout);
+    expect(j).toEqual(JSON.parse(JSON.stringify(await direct("roce-pair", "traffic.messages=4", "until=20us"))));
+    expect([j.untilPs, j.endPs, j.ended, j.finished, j.messages.total]).toEqual([20_000_000, 20_000_000, "time-limit", false, 4]);
+    expect(j.messages.completed).toBeLessThan(4);
+  });
+
+  it("--set faults[0].random sweeps loss; a failed message exits 1 with its status", async () => {
+    const out = menic("run", "examples/scenarios/roce-loss.json", "--set", "faults[0].random=0.3", "--set", "traffic.messages=2");
+    expect(out.status).toBe(1);
+    const r = await direct("roce-loss", "faults[0].random=0.3", "traffic.messages=2");
+    expect(r.ended).toBe("failed");
+    expect(out.stdout).toContain(`finished with failed messages at ${formatTime(r.endPs)}`);
+    expect(out.stdout).toMatch(/ 0 → 1 .* RETRY_EXC_ERR\n/);
+    expect(out.stdout).toContain(`drops: fabric random_loss ${r.fabric.drops.random_loss}; devices `);
+  });
+
+  it("--seed draws another permutation", () => {
+    const flows = (seed: number) => {
+      const out = menic("run", "examples/scenarios/permutation.json", "--seed", String(seed), "--json");
+      expect(out.status).toBe(0);
+      const j = JSON.parse(out.stdout);
+      expect(j.seed).toBe(seed);
+      return j.flows.map((f: { src: number; dst: number }) => [f.src, f.dst]);
+    };
+    const a = flows(1), b = flows(2);
+    expect(a).not.toEqual(b);
+    for (const [seed, got] of [[1, a], [2, b]] as const) {
+      expect(got).toEqual(trafficFlows(resolveScenario({ ...load("permutation"), seed })).map((f) => [f.src, f.dst]));
+      expect(got.every(([s, d]: number[]) => s !== d)).toBe(true); // a derangement
+      expect(new Set(got.map(([, d]: number[]) => d)).size).toBe(8);
+    }
+  });
+});
+
+describe("menic run: Ctrl-C", () => {
+  it("stops at the next step, prints what was reached, writes the capture so far, exits 130", async () => {
+    const pcap = join(tmp, "stopped.pcapng");
+    const child = spawn("node", ["bin/menic.js", "run", "examples/scenarios/roce-pair.json", "--set", "traffic.messages=4096", "--json", "--pcap", pcap], { stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "", stderr = "";
+    child.stdout.on("data", (d) => (stdout += d));
+    child.stderr.on("data", (d) => (stderr += d));
+    const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+    // the capture writes a buffer of frames at a time: once there are bytes, the run is on
+    const t0 = Date.now();
+    while (!(existsSync(pcap) && statSync(pcap).size > 0) && Date.now() - t0 < 60_000) await new Promise((r) => setTimeout(r, 20));
+    child.kill("SIGINT");
+    expect(await exited).toBe(130);
+    const j = JSON.parse(stdout);
+    expect(j.ended).toBe("stopped");
+    expect(j.endPs).toBeLessThan(j.untilPs);
+    expect(j.messages.completed).toBeLessThan(4096);
+    const frames = Number(/wrote .* \((\d+) frames\)/.exec(stderr)?.[1]);
+    expect(frames).toBeGreaterThan(0);
+    expect(readPcapng(readFileSync(pcap)).packets).toHaveLength(frames);
+  });
+});
+
+describe("menic run --pcap: fabric traffic as Ethernet frames, read by Wireshark", () => {
+  // 2% loss on every link: lost frames leave and never arrive, go-back-N retransmits
+  const sets = ["--set", "traffic.messages=4", "--set", "traffic.messageBytes=65536", "--set", "faults[0].random=0.02"];
+  let file = "";
+  let r: ScenarioResult;
+  let stderr = "";
+  beforeAll(async () => {
+    file = join(tmp, "loss.pcapng");
+    const out = menic("run", "examples/scenarios/roce-loss.json", ...sets, "--pcap", file, "--json");
+    expect(out.status).toBe(0);
+    stderr = out.stderr;
+    r = JSON.parse(out.stdout);
+    expect(r).toEqual(JSON.parse(JSON.stringify(await direct("roce-loss", "traffic.messages=4", "traffic.messageBytes=65536", "faults[0].random=0.02")))); // capturing changes nothing
+  });
+
+  it("writes the frames it says, one interface per device port (test/cluster-capture.test.ts checks the frames)", () => {
+    const f = readPcapng(readFileSync(file));
+    expect(stderr).toBe(`menic: wrote ${file} (${f.packets.length} frames)\n`);
+    expect(f.interfaces.map((i) => i.name)).toEqual(["dev0.port0", "dev1.port0"]);
+    expect(f.packets.filter((p) => p.flags === 1)).toHaveLength(r.fabric.delivered);
+  });
+
+  it.skipIf(!hasTshark)("decodes every frame as eth:ethertype:ip:udp:infiniband, none malformed, IPv4 checksums good", () => {
+    const packets = tsharkPackets(file);
+    expect(packets.length).toBe(readPcapng(readFileSync(file)).packets.length);
+    packets.forEach((p, k) => {
+      expect(p.get("frame.protocols")?.[0], `frame ${k + 1}`).toMatch(/^eth:ethertype:ip:udp:infiniband(:|$)/);
+      expect(p.get("udp.dstport"), `frame ${k + 1}`).toEqual(["4791"]);
+      expect(p.get("ip.checksum.status"), `frame ${k + 1}`).toEqual(["1"]);
+    });
+    expect(readCapture(file, ["-Y", "_ws.malformed || _ws.expert", "-T", "fields", "-e", "frame.number"]).trim()).toBe("");
+    expect(new Set(packets.map((p) => p.get("frame.interface_name")![0]))).toEqual(new Set(["dev0.port0", "dev1.port0"]));
+  });
+});
