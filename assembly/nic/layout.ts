@@ -6,6 +6,7 @@ import { Nic } from "./state";
 import { MR_STRIDE, CQ_STRIDE, QP_STRIDE, QP_RANGE_BYTES, Cq, Qp, NOT_ARMED, OWNER_HOST } from "./verbs";
 import { DbQueue, DBQ_STRIDE, dbqBytes, dbqInit } from "./doorbells";
 import { PACKET_STRIDE } from "./packet";
+import { outBytes } from "./outstanding";
 import { WQE_SIZE } from "../generated/layouts";
 
 @inline function align16(n: usize): usize { return (n + 15) & ~(<usize>15); }
@@ -15,7 +16,7 @@ export function nicBytes(c: Config): usize {
   const n = <usize>c.engines;
   return align16(offsetof<Nic>()) + align16(<usize>c.maxPds * 4) + align16(<usize>c.maxMrs * MR_STRIDE)
     + align16(<usize>c.maxCqs * CQ_STRIDE) + align16(<usize>c.maxQps * QP_STRIDE) + align16(<usize>c.maxQps * QP_RANGE_BYTES)
-    + <usize>c.maxQps * <usize>WQE_SIZE + align16(n * 4) + 32 + 2 * PACKET_STRIDE + (n + 1) * DBQ_STRIDE
+    + <usize>c.maxQps * <usize>WQE_SIZE + outBytes(c.maxQps) + align16(n * 4) + 32 + 2 * PACKET_STRIDE + (n + 1) * DBQ_STRIDE
     + n * dbqBytes(<usize>c.engineDoorbellQueue) + dbqBytes(<usize>c.hostDoorbellQueue) + n * <usize>WQE_SIZE;
 }
 
@@ -32,6 +33,7 @@ export function nicInit(dev: Device, base: usize): void {
   s.qps = off; off += align16(<usize>c.maxQps * QP_STRIDE);
   s.qpRanges = off; off += align16(<usize>c.maxQps * QP_RANGE_BYTES);
   s.qpWqes = off; off += <usize>c.maxQps * <usize>WQE_SIZE;
+  s.qpOut = off; off += outBytes(c.maxQps);
   s.blocks = off; off += align16(n * 4);
   s.reduceSrcs = off; off += 32;
   s.packets = off; off += 2 * PACKET_STRIDE;

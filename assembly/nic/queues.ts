@@ -5,6 +5,7 @@
 import { Device, statAdd } from "../core/device";
 import { Qp, qpAt, qpRanges, sqSlot, rqSlot, RANGES, QP_RANGE_BYTES } from "./verbs";
 import { cqPush } from "./completions";
+import { outFlush } from "./outstanding";
 import { maxU64 } from "../core/time";
 import { OPCODE_RECV, STATUS_WR_FLUSH_ERR, QP_STATE_RESET, QP_STATE_ERR, WQE_WR_ID, WQE_OPCODE, STAT_NIC_FLUSHED } from "../generated/layouts";
 
@@ -43,6 +44,8 @@ export function readyTime(dev: Device, q: Qp, qpn: u32): u64 {
 /** Completes every outstanding entry of an errored QP with WR_FLUSH_ERR (IB spec 10.7.3.1). */
 export function flush(dev: Device, qpn: u32, t: u64): void {
   const q = qpAt(dev, qpn);
+  // messages sent and not yet acknowledged are older than anything in the queue
+  outFlush(dev, qpn, t);
   // a request in flight completes by itself; the entries behind it complete now, once
   let from = q.busy ? q.sqCi + 1 : q.sqCi;
   if (<i32>(q.sqFlushed - from) > 0) from = q.sqFlushed;
@@ -83,6 +86,9 @@ export function qpReset(dev: Device, qpn: u32): void {
   q.rxOp = 0;
   q.nakSent = 0;
   q.rateMbps = 0; // DCQCN starts again at line rate
+  q.outCount = 0; // sent and not acknowledged: discarded too
+  q.outAcked = 0;
+  q.rtxActive = 0;
   q.lastCnpAt = 0;
   q.state = QP_STATE_RESET;
 }

@@ -24,6 +24,7 @@ import { readyTime, flush, qpError } from "./queues";
 import { Packet, PacketKind, packetOut, packetIn } from "./packet";
 import { NicPhase, FLOW_ENDED, phaseAt, fail, noAnswer, notReady } from "./phases";
 import { queueRequest, packetsOf, psnAdd } from "./roce-tx";
+import { OUT_MAX, outDrain } from "./outstanding";
 import { wireRequest } from "./wire";
 import { checkCopy, checkReduce, reduceBlockOf, placeReduce } from "./local-ops";
 import {
@@ -44,9 +45,13 @@ const REQ_REMOTE: u32 = 8; // to another device, over RoCEv2
 /** Starts the next request of a send queue if it is runnable now, or arranges to look again. */
 export function kick(dev: Device, qpn: u32, t: u64): void {
   const q = qpAt(dev, qpn);
-  if (!q.valid || q.busy) return;
+  if (!q.valid) return;
+  // acknowledged RoCEv2 messages whose completions are visible now complete first
+  if (q.outAcked > 0 && !outDrain(dev, q, qpn, t, false)) qpError(dev, qpn, t);
+  if (q.busy) return;
   if (q.state == QP_STATE_ERR) { flush(dev, qpn, t); return; }
   if (q.state != QP_STATE_RTS || q.sqCi == q.announced) return;
+  if (q.remote && q.outCount >= OUT_MAX) return; // an ACK makes room and looks again (outAck)
   const ready = readyTime(dev, q, qpn);
   if (ready > t) {
     if (!q.kickPending) {

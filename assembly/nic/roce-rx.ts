@@ -14,7 +14,8 @@ import { cqPush, cqeVisible } from "./completions";
 import { qpError } from "./queues";
 import { NicPhase, phaseAt, fail, notReady } from "./phases";
 import { portsOf, rxRing, ringRec, ringConsume, bodyAlloc, portIpv4, FRAME_MAX, HDR_MAX } from "./ports";
-import { queueRequest, queueAnswer, queueCnp, wantTimer, dcqcnCut, dcqcnTimer, packetsOf, psnAdd, RESP_ACK, RESP_READ, RESP_NONE } from "./roce-tx";
+import { queueRequest, queueAnswer, queueCnp, wantTimer, armTimer, dcqcnCut, dcqcnTimer, packetsOf, psnAdd, RESP_ACK, RESP_READ, RESP_NONE } from "./roce-tx";
+import { outAt, outFirstPsn, outLastPsn, outComplete, outFlush, outAck, outDrain } from "./outstanding";
 import { icrcIpv4 } from "../wire/icrc";
 import {
   ETH_SIZE, ETH_TYPE_IPV4, getEthEtherType, IPV4_SIZE, IPV4_VERSION, IPV4_IHL_MIN, IPV4_PROTO_UDP, getIpv4Version, getIpv4Ihl,
@@ -31,7 +32,7 @@ import {
 import {
   OPCODE_RDMA_WRITE, OPCODE_RDMA_WRITE_WITH_IMM, OPCODE_SEND, OPCODE_SEND_WITH_IMM, OPCODE_RDMA_READ, OPCODE_RECV,
   STATUS_SUCCESS, STATUS_LOC_LEN_ERR, STATUS_LOC_PROT_ERR, STATUS_REM_INV_REQ_ERR, STATUS_REM_ACCESS_ERR, STATUS_REM_OP_ERR,
-  STATUS_RETRY_EXC_ERR, ACCESS_LOCAL_WRITE, ACCESS_REMOTE_WRITE, ACCESS_REMOTE_READ, QP_STATE_RTR, QP_STATE_RTS,
+  STATUS_RETRY_EXC_ERR, STATUS_RNR_RETRY_EXC_ERR, STATUS_WR_FLUSH_ERR, STAT_NIC_RNR_RETRIES, ACCESS_LOCAL_WRITE, ACCESS_REMOTE_WRITE, ACCESS_REMOTE_READ, QP_STATE_RTR, QP_STATE_RTS,
   WQE_OPCODE, WQE_LADDR, WQE_LENGTH, WQE_LKEY, WQE_WR_ID,
   PKT_SIZE, PKT_TIME_PS, PKT_WIRE_LEN, PKT_PORT, PKT_HDR_LEN, PKT_BODY_LEN, PKT_BODY_OFF, PKT_HDR,
   STAT_PORT_RX_PACKETS, STAT_PORT_RX_RING_FULL, STAT_PORT_RX_LATE, STAT_ROCE_RX_MALFORMED, STAT_ROCE_RX_BAD_ICRC,
@@ -304,7 +305,7 @@ function failRecv(dev: Device, q: Qp, qpn: u32, psn: u32, rxStatus: u32, nak: u3
 
 /** The request in flight is over with `status`: its completion after the CQE's own latency. */
 function complete(dev: Device, q: Qp, qpn: u32, status: u32, t: u64): void {
-  q.timerAt = NEVER;
+  if (q.outCount == 0) q.timerAt = NEVER;
   q.status = status;
   q.txPsn = psnAdd(q.msgLastPsn, 1);
   q.gen++; // its pending phase, if any, is stale now
@@ -314,17 +315,77 @@ function complete(dev: Device, q: Qp, qpn: u32, status: u32, t: u64): void {
 /** Goes back to PSN `psn` of the current message and sends again from there. */
 function goBack(dev: Device, q: Qp, qpn: u32, psn: u32, t: u64): void {
   statAdd(dev, STAT_ROCE_RETRANSMITS, 1);
-  q.timerAt = NEVER;
+  if (q.outCount == 0) q.timerAt = NEVER;
   q.txPsn = psn;
   q.rspPsn = q.msgPsn;
   q.phase = NicPhase.Send;
   queueRequest(dev, q, qpn, t);
 }
 
-/** An answer (ACK, NAK or READ response) for QP `q`'s request in flight. */
+// ---- the outstanding messages (outstanding.ts): sent, not yet acknowledged
+
+/** Every outstanding message up to PSN `upto` is acknowledged: they complete in order, as their completions become visible. */
+function ackOutstanding(dev: Device, q: Qp, qpn: u32, upto: u32, t: u64): void {
+  if (outAck(dev, q, qpn, upto, t) == 0) return;
+  q.retriesLeft = dev.cfg.transportRetries;
+  q.rnrLeft = dev.cfg.rnrRetries;
+  const headWaits = q.busy && (q.phase == NicPhase.Send || q.phase == NicPhase.AwaitAck);
+  if (q.outAcked < q.outCount || headWaits) armTimer(dev, q, qpn, t + dev.cfg.transportTimeoutPs);
+  else q.timerAt = NEVER;
+}
+
+/** Sends the outstanding messages again from PSN `psn` (of the oldest), then the head's from its start. */
+function resendOutstanding(dev: Device, q: Qp, qpn: u32, psn: u32, t: u64): void {
+  statAdd(dev, STAT_ROCE_RETRANSMITS, 1);
+  q.rtxActive = 1;
+  q.rtxK = q.outAcked; // the first not acknowledged
+  q.rtxPsn = psn;
+  if (q.busy && q.phase == NicPhase.Send) q.txPsn = q.msgPsn;
+  queueRequest(dev, q, qpn, t);
+}
+
+/** The oldest outstanding message failed with `status`: it completes so, the rest are flushed and the QP goes to error. */
+function failOutstanding(dev: Device, q: Qp, qpn: u32, status: u32, t: u64): void {
+  outDrain(dev, q, qpn, t, true); // the acknowledged ones before it complete first
+  outComplete(dev, q, qpn, status, t);
+  outFlush(dev, qpn, t);
+  if (q.busy) complete(dev, q, qpn, STATUS_WR_FLUSH_ERR, t); // the head, behind them
+  qpError(dev, qpn, t);
+}
+
+/** An ACK or NAK whose PSN falls in the outstanding messages. */
+function outstandingAnswer(dev: Device, q: Qp, qpn: u32, x: usize, psn: u32, t: u64): void {
+  const syn = getAethSyndrome(x);
+  const type = syn & AETH_SYNDROME_TYPE_MASK;
+  if (type == AETH_SYNDROME_ACK) { ackOutstanding(dev, q, qpn, psn, t); return; }
+  // a NAK acknowledges everything before its PSN
+  ackOutstanding(dev, q, qpn, psnAdd(psn, BTH_PSN_MASK), t);
+  if (q.outAcked == q.outCount) return;
+  if (type == AETH_SYNDROME_RNR_NAK) {
+    if (q.rnrLeft == 0) { failOutstanding(dev, q, qpn, STATUS_RNR_RETRY_EXC_ERR, t); return; }
+    q.rnrLeft--;
+    statAdd(dev, STAT_NIC_RNR_RETRIES, 1);
+    // the message starts again, after the RNR timer
+    q.holdUntil = t + dev.cfg.rnrTimerPs;
+    armTimer(dev, q, qpn, q.holdUntil + dev.cfg.transportTimeoutPs);
+    resendOutstanding(dev, q, qpn, outFirstPsn(outAt(dev, q, qpn, q.outAcked)), t);
+    return;
+  }
+  const code = syn & AETH_SYNDROME_VALUE_MASK;
+  if (code == AETH_NAK_PSN_SEQ_ERR) { resendOutstanding(dev, q, qpn, psn, t); return; }
+  failOutstanding(dev, q, qpn, code == AETH_NAK_REMOTE_ACCESS_ERROR ? STATUS_REM_ACCESS_ERR : code == AETH_NAK_REMOTE_OPERATIONAL_ERROR ? STATUS_REM_OP_ERR : STATUS_REM_INV_REQ_ERR, t);
+}
+
+/** An answer (ACK, NAK or READ response) for QP `q`'s outstanding messages or its request in flight. */
 function requester(dev: Device, q: Qp, qpn: u32, op: u32, bth: usize, x: usize, pl: usize, payload: u32, t: u64): void {
-  const inFlight = q.busy && (q.phase == NicPhase.Send || q.phase == NicPhase.AwaitAck);
   const psn = getBthPsn(bth);
+  if (q.outAcked < q.outCount) {
+    const first = outFirstPsn(outAt(dev, q, qpn, q.outAcked)), last = outLastPsn(outAt(dev, q, qpn, q.outCount - 1));
+    if (op == OP_RC_ACK && psnDiff(psn, first) >= 0 && psnDiff(psn, last) <= 0) { outstandingAnswer(dev, q, qpn, x, psn, t); return; }
+    // an answer for the head acknowledges every outstanding message before it (PSN order)
+    if (psnDiff(psn, last) > 0) ackOutstanding(dev, q, qpn, last, t);
+  }
+  const inFlight = q.busy && (q.phase == NicPhase.Send || q.phase == NicPhase.AwaitAck);
   if (!inFlight || psnDiff(psn, q.msgPsn) < 0 || psnDiff(psn, q.msgLastPsn) > 0) { statAdd(dev, STAT_ROCE_STALE_ANSWERS, 1); return; }
   const w = qpWqe(dev, qpn);
   const isRead = <u32>load<u8>(w + WQE_OPCODE) == OPCODE_RDMA_READ;
@@ -374,7 +435,18 @@ export function nicTimer(dev: Device, qpn: u32, t: u64): void {
   q.timerPending = 0;
   if (!q.valid) return;
   if (q.dcqcnAt != NEVER && q.dcqcnAt != 0 && q.dcqcnAt <= t) dcqcnTimer(dev, q, qpn, t);
-  if (q.busy && q.timerAt != NEVER && q.timerAt != 0 && q.timerAt <= t) {
+  const armed = q.timerAt != NEVER && q.timerAt != 0;
+  if (armed && q.timerAt <= t && q.outAcked < q.outCount) {
+    // the oldest outstanding message went unanswered: send them all again
+    q.timerAt = NEVER;
+    statAdd(dev, STAT_ROCE_TIMEOUTS, 1);
+    if (q.retriesLeft == 0) failOutstanding(dev, q, qpn, STATUS_RETRY_EXC_ERR, t);
+    else {
+      q.retriesLeft--;
+      armTimer(dev, q, qpn, t + dev.cfg.transportTimeoutPs);
+      resendOutstanding(dev, q, qpn, outFirstPsn(outAt(dev, q, qpn, q.outAcked)), t);
+    }
+  } else if (armed && q.timerAt <= t && q.busy) {
     q.timerAt = NEVER;
     statAdd(dev, STAT_ROCE_TIMEOUTS, 1);
     if (q.retriesLeft == 0) complete(dev, q, qpn, STATUS_RETRY_EXC_ERR, t);
@@ -385,7 +457,7 @@ export function nicTimer(dev: Device, qpn: u32, t: u64): void {
   }
   // what is still armed: one event for the earlier of the two
   let next = NEVER;
-  if (q.busy && q.timerAt != NEVER && q.timerAt != 0) next = q.timerAt;
+  if ((q.busy || q.outAcked < q.outCount) && q.timerAt != NEVER && q.timerAt != 0) next = q.timerAt;
   if (q.dcqcnAt != NEVER && q.dcqcnAt != 0 && q.dcqcnAt < next) next = q.dcqcnAt;
   if (next != NEVER) wantTimer(dev, q, qpn, next);
 }

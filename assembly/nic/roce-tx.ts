@@ -13,6 +13,7 @@ import {
   Port, PORT_STRIDE, WIRE_OVERHEAD, portsOf, portAt, txRing, ringRec, bodyAlloc, txRoom, framePs, portIpv4, macOf, HDR_MAX,
 } from "./ports";
 import { NicPhase } from "./phases";
+import { outAt, outPush, outFirstPsn, outLastPsn, kickAt } from "./outstanding";
 import { icrcIpv4 } from "../wire/icrc";
 import {
   ETH_SIZE, ETH_TYPE_IPV4, setEthDst, setEthSrc, setEthEtherType,
@@ -171,8 +172,9 @@ function paceHead(dev: Device, port: Port, t: u64): bool {
   for (let k = port.dataHead; k != 0; k = qpAt(dev, k - 1).txNext) n++;
   for (let k: u32 = 0; k < n; k++) {
     const q = qpAt(dev, load<u32>(list) - 1);
-    if (q.rateMbps == 0 || q.nextTxAt <= t || q.phase != NicPhase.Send) return true;
-    if (q.nextTxAt < wait) wait = q.nextTxAt;
+    const may = q.holdUntil > t ? q.holdUntil : q.rateMbps == 0 || q.nextTxAt <= t ? 0 : q.nextTxAt;
+    if (may == 0 || (q.phase != NicPhase.Send && !q.rtxActive)) return true;
+    if (may < wait) wait = may;
     const qpn = listPop(dev, list, false);
     q.txListed = 1;
     listPush(dev, list, qpn, false);
@@ -306,22 +308,30 @@ function finish(dev: Device, at: usize, from: u64, payload: u32): u32 {
   return wire;
 }
 
-/** Builds QP `q`'s next request packet; 0 when it has none left to send. */
+/** Builds QP `q`'s next request packet — a message sent again first, else its head's — ; 0 when it has none left to send. */
 function buildRequest(dev: Device, q: Qp, qpn: u32): u32 {
+  if (q.rtxActive) {
+    const e = outAt(dev, q, qpn, q.rtxK);
+    return buildData(dev, q, qpn, e, outFirstPsn(e), q.rtxPsn);
+  }
   if (q.phase != NicPhase.Send || !q.busy) return 0;
   if (((q.txPsn - q.msgPsn) & BTH_PSN_MASK) > ((q.msgLastPsn - q.msgPsn) & BTH_PSN_MASK)) return 0;
-  const w = qpWqe(dev, qpn);
+  return buildData(dev, q, qpn, qpWqe(dev, qpn), q.msgPsn, q.txPsn);
+}
+
+/** Builds packet `psn` of the message whose WQE is at `w` and whose first PSN is `msgPsn`. */
+function buildData(dev: Device, q: Qp, qpn: u32, w: usize, msgPsn: u32, psn: u32): u32 {
   const op = <u32>load<u8>(w + WQE_OPCODE);
   const len = load<u32>(w + WQE_LENGTH);
   const mtu = dev.cfg.mtuBytes;
   if (op == OPCODE_RDMA_READ) {
-    const at = headers(dev, q, qpn, OP_RC_READ_REQUEST, q.txPsn, true, RETH_SIZE, 0);
+    const at = headers(dev, q, qpn, OP_RC_READ_REQUEST, psn, true, RETH_SIZE, 0);
     setRethVa(at, load<u64>(w + WQE_RADDR));
     setRethRkey(at, load<u32>(w + WQE_RKEY));
     setRethDmaLength(at, len);
     return finish(dev, at + RETH_SIZE, 0, 0);
   }
-  const k = (q.txPsn - q.msgPsn) & BTH_PSN_MASK;
+  const k = (psn - msgPsn) & BTH_PSN_MASK;
   const n = packetsOf(len, mtu);
   const first = k == 0, last = k == n - 1;
   const off = k * mtu;
@@ -332,7 +342,7 @@ function buildRequest(dev: Device, q: Qp, qpn: u32): u32 {
   if (isWrite) opc = first && last ? (imm ? OP_RC_WRITE_ONLY_IMM : OP_RC_WRITE_ONLY) : first ? OP_RC_WRITE_FIRST : last ? (imm ? OP_RC_WRITE_LAST_IMM : OP_RC_WRITE_LAST) : OP_RC_WRITE_MIDDLE;
   else opc = first && last ? (imm ? OP_RC_SEND_ONLY_IMM : OP_RC_SEND_ONLY) : first ? OP_RC_SEND_FIRST : last ? (imm ? OP_RC_SEND_LAST_IMM : OP_RC_SEND_LAST) : OP_RC_SEND_MIDDLE;
   const ext = (isWrite && first ? RETH_SIZE : 0) + (imm ? IMM_DT_SIZE : 0);
-  let at = headers(dev, q, qpn, opc, q.txPsn, last, ext, plen);
+  let at = headers(dev, q, qpn, opc, psn, last, ext, plen);
   if (isWrite && first) {
     setRethVa(at, load<u64>(w + WQE_RADDR));
     setRethRkey(at, load<u32>(w + WQE_RKEY));
@@ -355,18 +365,47 @@ function requestSent(dev: Device, q: Qp, qpn: u32, start: u64, end: u64, wire: u
       dcqcnIncrease(dev, q);
     }
   }
+  if (q.rtxActive) {
+    // a message sent again: on to its next packet, then the next message
+    const e = outAt(dev, q, qpn, q.rtxK);
+    const was = q.rtxPsn;
+    q.rtxPsn = psnAdd(q.rtxPsn, 1);
+    if (was == outLastPsn(e)) {
+      armTimer(dev, q, qpn, end + dev.cfg.transportTimeoutPs);
+      q.rtxK++;
+      if (q.rtxK >= q.outCount) q.rtxActive = 0;
+      else q.rtxPsn = outFirstPsn(outAt(dev, q, qpn, q.rtxK));
+    }
+    return q.rtxActive != 0 || (q.busy != 0 && q.phase == NicPhase.Send);
+  }
   const sent = q.txPsn;
   q.txPsn = psnAdd(q.txPsn, 1);
   const w = qpWqe(dev, qpn);
+  const isRead = <u32>load<u8>(w + WQE_OPCODE) == OPCODE_RDMA_READ;
   // a READ request is one packet; its responses use the PSNs after it
-  if (<u32>load<u8>(w + WQE_OPCODE) == OPCODE_RDMA_READ || sent == q.msgLastPsn) {
-    q.txPsn = psnAdd(q.msgLastPsn, 1);
+  if (!isRead && sent != q.msgLastPsn) return true;
+  q.txPsn = psnAdd(q.msgLastPsn, 1);
+  if (q.timerAt == NEVER || q.timerAt == 0 || q.outCount == 0) armTimer(dev, q, qpn, end + dev.cfg.transportTimeoutPs);
+  if (isRead) {
+    // a READ stays at the head until its responses are in
     q.phase = NicPhase.AwaitAck;
-    armTimer(dev, q, qpn, end + dev.cfg.transportTimeoutPs);
     return false;
   }
-  return true;
+  // a WRITE or SEND is outstanding now; the queue goes on to its next entry
+  outPush(dev, q, qpn, w, q.msgPsn, q.msgLastPsn);
+  retireHead(q);
+  kickAt(dev, q, qpn, end);
+  return false;
 }
+
+/** The head request has gone out and waits among the outstanding: the queue may start its next. */
+function retireHead(q: Qp): void {
+  q.sqCi++;
+  if (<i32>(q.sqFlushed - q.sqCi) > 0) q.sqCi = q.sqFlushed;
+  q.busy = 0;
+  q.phase = NicPhase.Idle;
+}
+
 
 // ---- DCQCN, the sender's side (Zhu et al., "Congestion Control for Large-Scale RDMA
 // Deployments", SIGCOMM 2015, section 3): a CNP cuts the rate by alpha / 2 and raises alpha;

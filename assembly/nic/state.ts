@@ -11,6 +11,7 @@ import { Device } from "../core/device";
   qps: usize;
   qpRanges: usize; // per QP its ready ranges (queues.ts)
   qpWqes: usize; // per QP the copy of the request it executes
+  qpOut: usize; // per QP its outstanding RoCEv2 messages (outstanding.ts)
   blocks: usize; // per engine: its reduction block is busy
   reduceSrcs: usize; // 8 u32: wasm addresses of a reduction's sources
   packets: usize; // the outgoing and answer packet records (packet.ts)

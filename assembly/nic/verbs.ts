@@ -113,6 +113,14 @@ export const RANGES: u32 = 8;
   byteStage: u32; // and by the byte counter
   bytesSinceStage: u64;
   cnpPending: u32; // 1 while a CNP waits for its port
+  // messages sent and not yet acknowledged (outstanding.ts)
+  outHead: u32;
+  outCount: u32;
+  outAcked: u32; // the oldest of them acknowledged, waiting for their completions to be visible
+  rtxActive: u32; // 1 while outstanding messages are being sent again
+  rtxK: u32; // the outstanding message being sent again
+  rtxPsn: u32; // and its next PSN
+  holdUntil: u64; // an RNR NAK holds the QP's packets until this time
 }
 
 // Per-QP extra blocks live beside the table: RANGES x 16 bytes of (end u32, pad, time u64),

@@ -1,0 +1,114 @@
+// A RoCEv2 send queue's messages that have left but are not acknowledged yet. A QP to another
+// device does not wait for each message's ACK before starting the next: once a WRITE or SEND
+// has sent its last packet it moves here (a copy of its WQE and its PSNs) and the send queue
+// goes on, up to OUT_MAX messages ahead (RC allows as many as the PSN window; real NICs bound
+// it too). ACKs complete them in order; a NAK or the timer sends them again from a PSN
+// (roce-rx.ts, roce-tx.ts). A READ stays at the head of its queue until its responses are in.
+
+import { Device, statAdd, tracePoint } from "../core/device";
+import { Qp, qpAt } from "./verbs";
+import { nicOf } from "./state";
+import { cqPush, cqeVisible } from "./completions";
+import { schedule, EventKind } from "../core/sched";
+import {
+  WQE_SIZE, WQE_WR_ID, WQE_OPCODE, WQE_LENGTH, WQE_FLAGS, WR_FLAG_SIGNALED, STATUS_SUCCESS, STATUS_WR_FLUSH_ERR,
+  STAT_NIC_ERRORS, STAT_NIC_FLUSHED, TP_NIC_WQE_DONE,
+} from "../generated/layouts";
+
+/** Messages a QP may have sent and not yet had acknowledged. */
+export const OUT_MAX: u32 = 16;
+/** One entry: the message's WQE, then its first and last PSN and when its completion is visible (0: not acknowledged). */
+export const OUT_ENTRY: usize = <usize>WQE_SIZE + 16;
+
+/** Arena bytes for `maxQps` QPs' outstanding messages. */
+export function outBytes(maxQps: u32): usize {
+  return <usize>maxQps * <usize>OUT_MAX * OUT_ENTRY;
+}
+
+/** Entry `k` (0: the oldest) of QP `qpn`'s outstanding messages. */
+@inline export function outAt(dev: Device, q: Qp, qpn: u32, k: u32): usize {
+  const slot = (q.outHead + k) % OUT_MAX;
+  return nicOf(dev).qpOut + (<usize>qpn * <usize>OUT_MAX + <usize>slot) * OUT_ENTRY;
+}
+
+@inline export function outFirstPsn(e: usize): u32 { return load<u32>(e + <usize>WQE_SIZE); }
+@inline export function outLastPsn(e: usize): u32 { return load<u32>(e + <usize>WQE_SIZE, 4); }
+@inline export function outVisibleAt(e: usize): u64 { return load<u64>(e + <usize>WQE_SIZE, 8); }
+
+/** Adds the message whose WQE is at `w` (PSNs first .. last) as the newest outstanding one. */
+export function outPush(dev: Device, q: Qp, qpn: u32, w: usize, first: u32, last: u32): void {
+  const e = outAt(dev, q, qpn, q.outCount);
+  memory.copy(e, w, <usize>WQE_SIZE);
+  store<u32>(e + <usize>WQE_SIZE, first);
+  store<u32>(e + <usize>WQE_SIZE, last, 4);
+  store<u64>(e + <usize>WQE_SIZE, 0, 8);
+  q.outCount++;
+}
+
+/**
+ * The oldest outstanding message is over with `status`: its completion (when signaled, or an
+ * error), then it is gone. False when its CQ is overrun.
+ */
+export function outComplete(dev: Device, q: Qp, qpn: u32, status: u32, t: u64): bool {
+  const e = outAt(dev, q, qpn, 0);
+  const op = <u32>load<u8>(e + WQE_OPCODE);
+  const signaled = q.sigAll != 0 || (load<u8>(e + WQE_FLAGS) & WR_FLAG_SIGNALED) != 0 || status != STATUS_SUCCESS;
+  let ok = true;
+  if (signaled) ok = cqPush(dev, q.sendCq, t, load<u64>(e + WQE_WR_ID), status == STATUS_SUCCESS ? load<u32>(e + WQE_LENGTH) : 0, 0, false, qpn, status, op);
+  tracePoint(dev, t, TP_NIC_WQE_DONE, 0xffff, (qpn << 8) | status);
+  if (status == STATUS_WR_FLUSH_ERR) statAdd(dev, STAT_NIC_FLUSHED, 1);
+  else if (status != STATUS_SUCCESS) statAdd(dev, STAT_NIC_ERRORS, 1);
+  q.outHead = (q.outHead + 1) % OUT_MAX;
+  q.outCount--;
+  if (q.outAcked > 0) q.outAcked--;
+  if (q.outCount == 0) q.rtxActive = 0;
+  else if (q.rtxActive) q.rtxK = q.rtxK > 0 ? q.rtxK - 1 : 0;
+  return ok;
+}
+
+/**
+ * Every outstanding message up to PSN `upto` is acknowledged at `t`: each completes once its
+ * completion entry can be visible (cqeVisible), in order (outDrain, from the QP's NicKick).
+ * Returns how many were newly acknowledged.
+ */
+export function outAck(dev: Device, q: Qp, qpn: u32, upto: u32, t: u64): u32 {
+  let n: u32 = 0;
+  while (q.outAcked < q.outCount) {
+    const e = outAt(dev, q, qpn, q.outAcked);
+    if (psnBefore(upto, outLastPsn(e))) break;
+    store<u64>(e + <usize>WQE_SIZE, cqeVisible(dev, q.sendCq, t), 8);
+    q.outAcked++;
+    n++;
+  }
+  if (n > 0) kickAt(dev, q, qpn, outVisibleAt(outAt(dev, q, qpn, 0)));
+  return n;
+}
+
+/** Completes the acknowledged messages whose completions are visible by `t` (all of them when `all`). */
+export function outDrain(dev: Device, q: Qp, qpn: u32, t: u64, all: bool): bool {
+  while (q.outAcked > 0 && (all || outVisibleAt(outAt(dev, q, qpn, 0)) <= t)) {
+    if (!outComplete(dev, q, qpn, STATUS_SUCCESS, t)) return false; // its CQ overran: the caller moves the QP to error
+  }
+  if (q.outAcked > 0) kickAt(dev, q, qpn, outVisibleAt(outAt(dev, q, qpn, 0)));
+  return true;
+}
+
+/** Completes every outstanding message — the acknowledged ones with success, the rest with WR_FLUSH_ERR — oldest first. */
+export function outFlush(dev: Device, qpn: u32, t: u64): void {
+  const q = qpAt(dev, qpn);
+  while (q.outAcked > 0) outComplete(dev, q, qpn, STATUS_SUCCESS, t);
+  while (q.outCount > 0) outComplete(dev, q, qpn, STATUS_WR_FLUSH_ERR, t);
+  q.rtxActive = 0;
+}
+
+/** a before b in the 24-bit PSN space */
+@inline function psnBefore(a: u32, b: u32): bool {
+  return ((<i32>((a - b) << 8)) >> 8) < 0;
+}
+
+/** The QP's send queue looks again at `t` (a NicKick: completions due, room for a message). */
+export function kickAt(dev: Device, q: Qp, qpn: u32, t: u64): void {
+  if (q.kickPending) return;
+  q.kickPending = 1;
+  schedule(dev, t, EventKind.NicKick, qpn, 0);
+}
