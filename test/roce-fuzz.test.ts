@@ -26,7 +26,9 @@ import type { DevicePorts, TxFrameRef } from "../host/ports.js";
 //   and the wire formats predicts, reason by reason (malformed, bad ICRC, not mine, CNP), and the
 //   unknown QPs at least those it predicts; what is left reached a QP's responder or requester
 //   half. The counters cannot say how many of those each half took: see REACHED below.
-// After the fuzzing the same QPs carry every verb again and the bytes land intact.
+// After the fuzzing the same QPs carry every verb again and the bytes land intact. The same run,
+// shorter, in timing mode (records without bodies: no ICRC to check, and no byte may land at all,
+// so the registered regions are held unchanged too). A regression list of single frames follows.
 
 const MTU = 1024;
 const LATENCY = 500_000n; // the cable, and the window: frames staged in one window are taken in the next
@@ -51,25 +53,29 @@ interface Arrival { timePs: number; port: number; wire: number; hdrLen: number; 
 /** What a record's descriptor says apart from what stageArrival writes (records only a broken host would stage). */
 type Lie = { hdrLen: number } | { bodyLen: number } | { bodyOff: number };
 
+/** What the target's receive path is: full mode (bodies travel) or timing mode, its body area, its QPs connected to the peer and their ports. */
+interface Rx { full: boolean; rxBodyBytes: number; qpPorts: ReadonlyMap<number, number> }
+
 /**
  * What the target does with a frame, from docs/nic.md ("Bad frames never trap: they are counted
  * by reason") and the formats: the descriptor's lengths, then Ethernet II, IPv4 without options,
  * UDP to 4791 (the lengths agreeing with the frame), the destination address of the port it came
  * in on, a known opcode and BTH version 0, headers as long as the opcode says, the ICRC, then the
  * QP: one connected to another device over that port (a CNP too: it names the QP to slow down).
+ * In timing mode a record has no body: its length is only a number, and there is no ICRC to check.
  */
-function classify(a: { port: number; wire: number; hdrLen: number; bodyLen: number; bytes: Uint8Array }, rxBodyBytes: number, qpPorts: ReadonlyMap<number, number>): Fate {
+function classify(a: { port: number; wire: number; hdrLen: number; bodyLen: number; bytes: Uint8Array }, rx: Rx): Fate {
   const { wire, hdrLen, port, bodyLen } = a;
-  if (bodyLen > rxBodyBytes) return "ring_full";
-  if (hdrLen < MIN_HDR || hdrLen > HDR_MAX || wire < hdrLen + 4 || wire > FRAME_MAX || port >= PORTS || bodyLen !== wire - hdrLen) return "malformed";
+  if (rx.full && bodyLen > rx.rxBodyBytes) return "ring_full";
+  if (hdrLen < MIN_HDR || hdrLen > HDR_MAX || wire < hdrLen + 4 || wire > FRAME_MAX || port >= PORTS || (rx.full && bodyLen !== wire - hdrLen)) return "malformed";
   const b = a.bytes, v = new DataView(b.buffer, b.byteOffset, b.byteLength);
   if (v.getUint16(12) !== 0x0800 || b[14] !== 0x45 || v.getUint16(16) !== wire - 14 || b[23] !== 17 || v.getUint16(36) !== 4791 || v.getUint16(38) !== wire - 34) return "malformed";
   if (v.getUint32(30) !== ipOf(1, port)) return "not_mine";
   const info = OPCODES.get(b[42]!);
   if (!info || (b[43]! & 15) !== 0) return "malformed";
   if (hdrLen !== MIN_HDR + info.extBytes || wire < hdrLen + ((b[43]! >> 4) & 3) + 4) return "malformed";
-  if (independentIcrc(b) !== v.getUint32(wire - 4, true)) return "bad_icrc";
-  if (qpPorts.get(v.getUint32(46) & 0xffffff) !== port) return "unknown_qp";
+  if (rx.full && independentIcrc(b) !== v.getUint32(wire - 4, true)) return "bad_icrc";
+  if (rx.qpPorts.get(v.getUint32(46) & 0xffffff) !== port) return "unknown_qp";
   if (b[42] === OP.CNP) return "cnp";
   return b[42]! <= OP.RC_READ_REQUEST ? "request" : "answer";
 }
@@ -94,7 +100,7 @@ interface End {
   done: Set<bigint>;
 }
 
-async function world(seed: number) {
+async function world(seed: number, timing = false) {
   const next = xorshift32(seed);
   const pick = <T>(a: readonly T[]) => a[next() % a.length]!;
   const corpus: Arrival[] = []; // the peer's frames to the target, most recent last (a ring of 256)
@@ -103,12 +109,12 @@ async function world(seed: number) {
   // what the target's own frames tell of its QPs' PSNs: the next its responder expects (from its
   // ACKs and sequence NAKs), and the last its requester sent (its request in flight)
   const expected = new Map<number, number>(), requested = new Map<number, number>();
-  let rxBodyBytes = 0;
+  const rx: Rx = { full: !timing, rxBodyBytes: 0, qpPorts };
   let fuzzing = false;
   let gen: (end: bigint) => { a: Arrival; lie?: Lie } = () => { throw new Error("no generator yet"); };
   const count = (f: Fate) => stats.predicted.set(f, (stats.predicted.get(f) ?? 0) + 1);
 
-  const net = await cabled(CONFIG, LATENCY, () => "pass", {
+  const net = await cabled({ ...CONFIG, timingMode: timing ? 1 : 0 }, LATENCY, () => "pass", {
     tap: (from, f: TxFrameRef, _fate, arrivalPs) => {
       stats.staged[1 - from]!++;
       if (from === 1) {
@@ -124,24 +130,25 @@ async function world(seed: number) {
         return;
       }
       const a: Arrival = { timePs: Number(arrivalPs), port: f.port, wire: f.wireLen, hdrLen: f.hdrLen, bytes: frameCopy(f) };
-      count(classify({ ...a, bodyLen: a.bytes.length - a.hdrLen }, rxBodyBytes, qpPorts));
+      count(classify({ ...a, bodyLen: a.bytes.length - a.hdrLen }, rx));
       if (corpus.length < 256) corpus.push(a);
       else corpus[next() % 256] = a;
     },
     inject: (to, ports, end) => {
       if (to !== 1 || !fuzzing) return;
       // room is left in the stage for the peer's frames of the window (the cable staged them first)
-      for (let k = 0; k < FUZZ_PER_WINDOW && ports.stageRoom.frames > 600 && ports.stageRoom.bodyBytes > 1 << 20; k++) {
+      for (let k = 0; k < FUZZ_PER_WINDOW && ports.stageRoom.frames > 600 && (timing || ports.stageRoom.bodyBytes > 1 << 20); k++) {
         const { a, lie } = gen(end);
-        count(stageLie(ports, a, lie, rxBodyBytes, qpPorts));
-        if (a.timePs < Number(end) && !(lie && "bodyLen" in lie && lie.bodyLen > rxBodyBytes)) stats.late++;
+        const fate = stageLie(ports, a, lie, rx);
+        count(fate);
+        if (a.timePs < Number(end) && fate !== "ring_full") stats.late++;
         stats.staged[1]!++;
         stats.fuzzed++;
       }
     },
   });
   const [P, T] = net.ctxs as [Context, Context];
-  rxBodyBytes = Number(T.device.config.get("rxBodyBytes"));
+  rx.rxBodyBytes = Number(T.device.config.get("rxBodyBytes"));
 
   // ---- objects: on each device a PD, a CQ, a data region (remote reads and writes), a receive
   // region (local writes), a host-memory region; four QP pairs with traffic and one idle pair.
@@ -186,6 +193,7 @@ async function world(seed: number) {
     const wrId = wrIds++;
     e.open.set(wrId, [qp.qpn, "send", wr.opcode]);
     e.ctx.postSend(qp, [{ ...wr, wrId, signaled: true } as SendWr]);
+    return wrId;
   };
   const postRecv = (e: End, qp: Qp, at: number, length: number, lkey = e.recv.lkey) => {
     const wrId = wrIds++;
@@ -215,11 +223,12 @@ async function world(seed: number) {
 
   // every target QP connected to the peer sends once, so that its port is known
   for (const [a, b] of pairs()) post(t, b, { opcode: "RDMA_WRITE", localAddr: t.data.addr, length: 0, lkey: t.data.lkey, remoteAddr: p.data.addr, rkey: p.data.rkey });
-  while (sendsOpen()) runFor(1);
+  for (let k = 0; k < 1000 && sendsOpen(); k++) runFor(1);
+  expect(sendsOpen(), "the first WRITE of every QP completes").toBe(false);
   expect(qpPorts.size).toBe(pairs().length);
 
   return { next, pick, net, P, T, p, t, ends, decoys, initQp, loopQp, pairs, connect, post, postRecv, poll, runFor, sendsOpen, stats, corpus, qpPorts, expected, requested, completions,
-    setFuzzing: (on: boolean) => { fuzzing = on; }, setGenerator: (g: typeof gen) => { gen = g; }, rxBodyBytes: () => rxBodyBytes };
+    setFuzzing: (on: boolean) => { fuzzing = on; }, setGenerator: (g: typeof gen) => { gen = g; }, rx };
 }
 
 const FUZZ_PER_WINDOW = 450;
@@ -229,27 +238,28 @@ const FUZZ_PER_WINDOW = 450;
  * writing the staged record in place: what only a broken host could stage. Returns what the
  * target will do with it.
  */
-function stageLie(ports: DevicePorts, a: Arrival, lie: Lie | undefined, rxBodyBytes: number, qpPorts: ReadonlyMap<number, number>): Fate {
+function stageLie(ports: DevicePorts, a: Arrival, lie: Lie | undefined, rx: Rx): Fate {
   const body = a.bytes.length - a.hdrLen;
   if (!ports.stageArrival(a.timePs, a.port, a.wire, 0, 0, a.bytes, 0, a.hdrLen, a.bytes, a.hdrLen, body)) throw new Error("the stage is full");
-  if (!lie) return classify({ ...a, bodyLen: body }, rxBodyBytes, qpPorts);
+  if (!lie) return classify({ ...a, bodyLen: body }, rx);
   const core = ports.device.core;
   const slot = core.rxStage(ports.device.handle) + (Number(ports.device.config.get("rxRingEntries")) - ports.stageRoom.frames - 1) * PKT.SIZE;
   const v = new DataView(core.memory.buffer);
   if ("hdrLen" in lie) {
     v.setUint16(slot + PKT.hdr_len, lie.hdrLen, true);
-    return classify({ ...a, hdrLen: lie.hdrLen, bodyLen: body }, rxBodyBytes, qpPorts);
+    return classify({ ...a, hdrLen: lie.hdrLen, bodyLen: body }, rx);
   }
+  if (!rx.full) return classify({ ...a, bodyLen: 0 }, rx); // no body: what the descriptor says of it is not read
   if ("bodyLen" in lie) {
     v.setUint32(slot + PKT.body_len, lie.bodyLen, true);
     // within the body area, the device copies bodyLen bytes from the stage: what they are does not matter, the length is wrong
-    return classify({ ...a, bodyLen: lie.bodyLen, bytes: new Uint8Array(a.hdrLen + Math.min(lie.bodyLen, FRAME_MAX)) }, rxBodyBytes, qpPorts);
+    return classify({ ...a, bodyLen: lie.bodyLen, bytes: new Uint8Array(a.hdrLen + Math.min(lie.bodyLen, FRAME_MAX)) }, rx);
   }
   // a body said to lie beyond the stage: the device takes zeros in its place
   v.setUint32(slot + PKT.body_off, lie.bodyOff, true);
   const seen = a.bytes.slice();
-  if (lie.bodyOff + body > rxBodyBytes) seen.fill(0, a.hdrLen);
-  return classify({ ...a, bytes: seen, bodyLen: body }, rxBodyBytes, qpPorts);
+  if (lie.bodyOff + body > rx.rxBodyBytes) seen.fill(0, a.hdrLen);
+  return classify({ ...a, bytes: seen, bodyLen: body }, rx);
 }
 
 type World = Awaited<ReturnType<typeof world>>;
@@ -398,7 +408,7 @@ function fuzzer(w: World) {
       b[rnd(hdrLen)]! ^= 1 << rnd(8); // a bit anywhere in the headers
       if (chance(50)) fixIcrc(b);
     } else if (k < 44) {
-      b[hdrLen + rnd(b.length - hdrLen)]! ^= 1 << rnd(8); // in the payload, pad or ICRC: a wrong ICRC
+      b[b.length > hdrLen ? hdrLen + rnd(b.length - hdrLen) : rnd(hdrLen)]! ^= 1 << rnd(8); // in the payload, pad or ICRC (timing mode: the headers)
     } else if (k < 50) {
       b = b.slice(0, rnd(b.length)); // truncated, the lengths saying so or not
       hdrLen = Math.min(hdrLen, b.length);
@@ -424,7 +434,7 @@ function fuzzer(w: World) {
     } else {
       const body = b.length - hdrLen;
       lie = pick<Lie>([{ hdrLen: HDR_MAX + 1 + rnd(0xffff - HDR_MAX) }, { bodyLen: body + 1 + rnd(64) }, { bodyLen: body > 64 ? body - 1 - rnd(64) : body + 65 },
-        { bodyLen: w.rxBodyBytes() + 1 + rnd(1 << 20) }, { bodyOff: w.rxBodyBytes() - rnd(Math.max(1, body)) }, { bodyOff: 0xffffffff - rnd(64) }]);
+        { bodyLen: w.rx.rxBodyBytes + 1 + rnd(1 << 20) }, { bodyOff: w.rx.rxBodyBytes - rnd(Math.max(1, body)) }, { bodyOff: 0xffffffff - rnd(64) }]);
     }
     const port = chance(3) ? rnd(16) : base.port;
     return { a: { timePs, port, wire: wire ?? b.length, hdrLen, bytes: b }, lie };
@@ -456,10 +466,11 @@ function guard(ctx: Context, writable: [number, number][], seed: number) {
   };
 }
 
-/** Where the frames of a device may write: its regions that grant a write, its CQ ring, its QPs' rings. */
-function writableOf(e: End, qps: Qp[]): [number, number][] {
+/** Where the frames of a device may write: its regions that grant a write (full mode: in timing mode no byte lands), its CQ ring, its QPs' rings. */
+function writableOf(e: End, qps: Qp[], timing = false): [number, number][] {
   return [
-    [e.data.addr, e.data.length], [e.recv.addr, e.recv.length], [e.host.addr, e.host.length], [e.cq.ring, e.cq.depth * CQE.SIZE],
+    ...(timing ? [] : [[e.data.addr, e.data.length], [e.recv.addr, e.recv.length], [e.host.addr, e.host.length]] as [number, number][]),
+    [e.cq.ring, e.cq.depth * CQE.SIZE],
     ...qps.flatMap((q): [number, number][] => [[q.sqRing, q.sqDepth * WQE.SIZE], [q.rqRing, q.rqDepth * WQE.SIZE]]),
   ];
 }
@@ -503,21 +514,26 @@ function endRound(w: World) {
 const STATS = ["port.rx_packets", "port.rx_ring_full", "port.rx_late", "roce.rx_malformed", "roce.rx_bad_icrc", "roce.rx_not_mine", "roce.rx_cnp",
   "roce.rx_unknown_qp", "roce.rx_duplicate", "roce.rx_out_of_order", "roce.stale_answers"] as const;
 
-describe("RoCEv2 bad input: a device under 100,000 random and mutated frames while it runs real traffic", () => {
-  it("never traps, writes nothing it may not, completes every work request once, and counts every frame", async () => {
+/**
+ * The fuzz run: `rounds` rounds of traffic, each fuzzed for 12 windows, then settled and the
+ * QPs connected again; then a round of every verb without fuzzing; then the checks. `taken` is
+ * the fewest frames the QP logic must have taken in PSN order (the fuzzer reached it).
+ */
+async function fuzz(timing: boolean, rounds: number, frames: number, taken: number) {
+  {
     // FUZZ_SEED=n npx vitest run test/roce-fuzz.test.ts explores another seed
-    const w = await world(Number(process.env.FUZZ_SEED ?? 0x5eed_0007));
-    const check = [w.p, w.t].map((e, d) => guard(e.ctx, writableOf(e, [...w.ends[d]!.qps, w.ends[d]!.idle, ...(d === 1 ? [w.initQp, w.loopQp] : [])]), 77 + d));
+    const w = await world(Number(process.env.FUZZ_SEED ?? 0x5eed_0007), timing);
+    const check = [w.p, w.t].map((e, d) => guard(e.ctx, writableOf(e, [...w.ends[d]!.qps, w.ends[d]!.idle, ...(d === 1 ? [w.initQp, w.loopQp] : [])], timing), 77 + d));
     w.setGenerator(fuzzer(w));
-    const ROUNDS = 20, FUZZ_WINDOWS = 12;
-    for (let r = 0; r < ROUNDS; r++) {
+    const FUZZ_WINDOWS = 12;
+    for (let r = 0; r < rounds; r++) {
       traffic(w);
       w.setFuzzing(true);
       w.runFor(FUZZ_WINDOWS);
       w.setFuzzing(false);
       endRound(w);
     }
-    expect(w.stats.fuzzed).toBeGreaterThanOrEqual(100_000);
+    expect(w.stats.fuzzed).toBeGreaterThanOrEqual(frames);
 
     // the same QPs carry every verb again, and the bytes land
     const slot = (dir: number, i: number) => (dir * 4 + i) * 8192;
@@ -533,7 +549,7 @@ describe("RoCEv2 bad input: a device under 100,000 random and mutated frames whi
       plan.forEach(([opcode, length], k) => {
         const read = opcode === "RDMA_READ";
         const src = read ? to : from, at = s + subOff[k]!;
-        src.ctx.write(src.data.addr + at, fill(length, 31 * i + 7 * k + dir));
+        if (!timing) src.ctx.write(src.data.addr + at, fill(length, 31 * i + 7 * k + dir)); // (in timing mode no byte moves: the memory check holds the regions too)
         w.post(from, from.qps[i]!, { opcode, localAddr: from.data.addr + at, length, lkey: from.data.lkey, remoteAddr: to.data.addr + at, rkey: to.data.rkey, imm: 0x1000 + k });
         const dst = opcode.startsWith("SEND") ? () => to.ctx.read(to.recv.addr + s / 2, length) : () => (read ? from : to).ctx.read((read ? from : to).data.addr + at, length);
         checks.push(() => expect(dst(), `${opcode} pair ${i} direction ${dir}`).toEqual(fill(length, 31 * i + 7 * k + dir)));
@@ -544,7 +560,7 @@ describe("RoCEv2 bad input: a device under 100,000 random and mutated frames whi
     const last = w.completions.slice(before);
     expect(last.filter((c) => c.status !== "SUCCESS").map((c) => `${c.wrId} ${c.opcode} ${c.status}`)).toEqual([]);
     expect(last.length).toBe(8 * (plan.length + 3));
-    checks.forEach((c) => c());
+    if (!timing) checks.forEach((c) => c());
     endRound(w);
 
     // nothing outside the writable memory changed, on either device
@@ -557,7 +573,7 @@ describe("RoCEv2 bad input: a device under 100,000 random and mutated frames whi
     expect(st["port.rx_packets"]! + st["port.rx_ring_full"]!, said).toBe(w.stats.staged[1]);
     expect([st["port.rx_ring_full"], st["port.rx_late"], st["roce.rx_malformed"], st["roce.rx_bad_icrc"], st["roce.rx_not_mine"], st["roce.rx_cnp"]], said)
       .toEqual([pred("ring_full"), w.stats.late, pred("malformed"), pred("bad_icrc"), pred("not_mine"), pred("cnp")]);
-    for (const f of ["ring_full", "malformed", "bad_icrc", "not_mine", "unknown_qp", "cnp"] as const) expect(pred(f), `frames predicted ${f}`).toBeGreaterThan(0);
+    for (const f of timing ? ["malformed", "not_mine", "unknown_qp", "cnp"] as const : ["ring_full", "malformed", "bad_icrc", "not_mine", "unknown_qp", "cnp"] as const) expect(pred(f), `frames predicted ${f}`).toBeGreaterThan(0);
     // unknown QPs: those named, plus frames for a QP that is not in RTR or RTS (a responder in ERR)
     expect(st["roce.rx_unknown_qp"], said).toBeGreaterThanOrEqual(pred("unknown_qp"));
     // REACHED: what reached a QP. The counters say how many a QP's halves refused (a duplicate,
@@ -568,13 +584,19 @@ describe("RoCEv2 bad input: a device under 100,000 random and mutated frames whi
     const refused = st["roce.rx_unknown_qp"]! - pred("unknown_qp") + st["roce.rx_duplicate"]! + st["roce.rx_out_of_order"]! + st["roce.stale_answers"]!;
     expect(refused).toBeLessThanOrEqual(reached);
     // the fuzzer reached the QP logic: thousands of frames taken in PSN order, every answer the responder can give
-    expect(reached - refused).toBeGreaterThan(3000);
+    expect(reached - refused).toBeGreaterThan(taken);
     expect([...w.stats.answers.keys()].sort()).toEqual(expect.arrayContaining(["AETH 0x1f", "AETH 0x20", "AETH 0x60", "AETH 0x61", "AETH 0x62", "AETH 0x63", "READ response"]));
     expect(st["port.rx_packets"]).toBe(pred("malformed") + pred("bad_icrc") + pred("not_mine") + pred("unknown_qp") + pred("cnp") + reached);
     // the peer got only the target's frames, every one well formed
     expect(sp["port.rx_packets"]! + sp["port.rx_ring_full"]!).toBe(w.stats.staged[0]);
     expect([sp["port.rx_ring_full"], sp["roce.rx_malformed"], sp["roce.rx_bad_icrc"], sp["roce.rx_not_mine"]]).toEqual([0, 0, 0, 0]);
-  });
+  }
+}
+
+describe("RoCEv2 bad input: a device under 100,000 random and mutated frames while it runs real traffic", () => {
+  it("never traps, writes nothing it may not, completes every work request once, and counts every frame", () => fuzz(false, 20, 100_000, 3000));
+
+  it("in timing mode too (no bodies, no ICRC): and no byte lands anywhere but the rings", () => fuzz(true, 6, 30_000, 500));
 
   // The regression list: single fixed frames at the edges of what the receive path checks, each
   // sent to the target's idle QP just connected again (its responder expects PSN 0), each with
@@ -598,7 +620,7 @@ describe("RoCEv2 bad input: a device under 100,000 random and mutated frames whi
       ["an empty record", () => new Uint8Array(0), { hdrLen: 0, stat: "roce.rx_malformed" }],
       ["53 bytes, one short of Ethernet, IPv4, UDP and BTH", () => sendOnly.slice(0, 53), { hdrLen: 53, stat: "roce.rx_malformed" }],
       ["a descriptor saying 65535 bytes of headers", () => sendOnly, { lie: { hdrLen: 0xffff }, stat: "roce.rx_malformed" }],
-      ["a body larger than the receive ring's body area", () => sendOnly, { lie: { bodyLen: w.rxBodyBytes() + 1 }, stat: "port.rx_ring_full" }],
+      ["a body larger than the receive ring's body area", () => sendOnly, { lie: { bodyLen: w.rx.rxBodyBytes + 1 }, stat: "port.rx_ring_full" }],
       ["a body said to lie at offset 0xffffffff of the stage (read as zeros)", () => sendOnly, { lie: { bodyOff: 0xffffffff }, stat: "roce.rx_bad_icrc" }],
       ["one byte longer than the largest frame, lengths and ICRC agreeing", () => { const b = new Uint8Array(FRAME_MAX + 1); b.set(largest.subarray(0, largest.length - 4)); fixLengths(b); fixIcrc(b); return b; }, { stat: "roce.rx_malformed" }],
       ["the longest frame a port takes (4222 bytes), ahead of the expected PSN", () => largest, { stat: "roce.rx_out_of_order", answer: "AETH 0x60" }],
@@ -644,7 +666,7 @@ describe("RoCEv2 bad input: a device under 100,000 random and mutated frames whi
       const stats0 = T.device.stats(), answers0 = new Map(w.stats.answers), done0 = w.completions.length;
       const b = make();
       const a: Arrival = { timePs: Number(T.nowPs) + 1000, port: want.port ?? port, wire: b.length, hdrLen: want.hdrLen ?? MIN_HDR + (OPCODES.get(b[42] ?? -1)?.extBytes ?? 0), bytes: b };
-      stageLie(ports, a, want.lie, w.rxBodyBytes(), w.qpPorts);
+      stageLie(ports, a, want.lie, w.rx);
       ports.commitArrivals();
       w.runFor(8);
       const st = T.device.stats();
@@ -656,5 +678,35 @@ describe("RoCEv2 bad input: a device under 100,000 random and mutated frames whi
       expect(w.completions.slice(done0).map((c) => c.status), name).toEqual(want.recv ? [want.recv] : []);
       expect(check(), name).toEqual([]);
     }
+  });
+
+  // BUG (found by the fuzzer: FUZZ_SEED=6, timing mode, where a QP whose rate fuzzed CNPs had cut
+  // was reset and its port still slept): a port waiting for a paced QP's next slot sends nothing
+  // else until then. roce-tx.ts paceHead() schedules the port's PortTx at that time and sets
+  // txPending; wakePort() returns at once while txPending is set, so an ACK, NAK or READ
+  // response queued on the port meanwhile (answers go first, and DCQCN paces data, not answers),
+  // or a QP that is not paced (or no longer: RESET sets rateMbps to 0), waits for the paced slot:
+  // at dcqcnMinMbps (100 Mb/s) one 1 KiB frame's slot is 86 us, longer than a transport timeout.
+  // Fix: keep the time of the port's pending PortTx (Port.wakeAt); wakePort schedules an earlier
+  // one when max(busyUntil, t) < wakeAt, and portTx ignores an event whose time is not wakeAt (as
+  // rxArrive does with rxEventAt), so that a superseded one cannot send while the port is busy.
+  it.fails("a port waiting for a paced QP's next packet still sends an ACK at once", async () => {
+    const w = await world(2);
+    const [pq, tq] = [w.p.qps[0]!, w.t.qps[0]!];
+    const port = w.qpPorts.get(tq.qpn)!;
+    // CNPs cut the target QP's rate to the floor, then it sends 32 KiB: a packet, then a long wait
+    const cnp = buildFrame({ opcode: OP.CNP, destQp: tq.qpn, psn: 0, ipSrc: ipOf(0, port), ipDst: ipOf(1, port) });
+    for (let k = 0; k < 20; k++) stageLie(w.net.ports[1]!, { timePs: Number(w.T.nowPs) + 1000, port, wire: cnp.length, hdrLen: MIN_HDR + 16, bytes: cnp }, undefined, w.rx);
+    w.net.ports[1]!.commitArrivals();
+    w.runFor(2);
+    w.post(w.t, tq, { opcode: "RDMA_WRITE", localAddr: w.t.data.addr, length: 32768, lkey: w.t.data.lkey, remoteAddr: w.p.data.addr, rkey: w.p.data.rkey });
+    w.runFor(4);
+    // the peer's 64-byte WRITE needs only the target's ACK, on the same port
+    const t0 = w.P.nowPs;
+    const id = w.post(w.p, pq, { opcode: "RDMA_WRITE", localAddr: w.p.data.addr, length: 64, lkey: w.p.data.lkey, remoteAddr: w.t.data.addr + 32768, rkey: w.t.data.rkey });
+    for (let k = 0; k < 400 && !w.completions.some((c) => c.wrId === id); k++) w.runFor(1);
+    const wc = w.completions.find((c) => c.wrId === id);
+    expect(wc?.status).toBe("SUCCESS"); // today: RETRY_EXC_ERR (three timeouts of 8 us, and no ACK)
+    expect(Number(wc!.timePs - t0)).toBeLessThan(10_000_000); // a round trip over two 500 ns cables, and a little
   });
 });
