@@ -1,9 +1,11 @@
-// A RoCEv2 send queue's messages that have left but are not acknowledged yet. A QP to another
-// device does not wait for each message's ACK before starting the next: once a WRITE or SEND
-// has sent its last packet it moves here (a copy of its WQE and its PSNs) and the send queue
-// goes on, up to OUT_MAX messages ahead (RC allows as many as the PSN window; real NICs bound
-// it too). ACKs complete them in order; a NAK or the timer sends them again from a PSN
-// (roce-rx.ts, roce-tx.ts). A READ stays at the head of its queue until its responses are in.
+// A RoCEv2 send queue's messages whose source has been read and that are not acknowledged yet.
+// A QP to another device does not wait for each message's ACK, nor for its packets to leave,
+// before starting the next: once a WRITE or SEND has read its source it moves here (a copy of
+// its WQE and its PSNs) and the send queue goes on, up to OUT_MAX messages ahead (RC allows as
+// many as the PSN window; real NICs bound it too). The port sends them in order from a cursor
+// (Qp.rtxK, rtxPsn); ACKs complete them in order; a NAK or the timer moves the cursor back to
+// a PSN (roce-rx.ts, roce-tx.ts). A READ stays at the head of its queue until its responses
+// are in.
 
 import { Device, statAdd, tracePoint } from "../core/device";
 import { Qp, qpAt } from "./verbs";
@@ -35,7 +37,11 @@ export function outBytes(maxQps: u32): usize {
 @inline export function outLastPsn(e: usize): u32 { return load<u32>(e + <usize>WQE_SIZE, 4); }
 @inline export function outVisibleAt(e: usize): u64 { return load<u64>(e + <usize>WQE_SIZE, 8); }
 
-/** Adds the message whose WQE is at `w` (PSNs first .. last) as the newest outstanding one. */
+/**
+ * The head request (its WQE at `w`, PSNs first .. last), its source read, becomes the newest
+ * outstanding message: the port's send cursor will reach it, and the queue goes on to its next
+ * entry at once (the next source is read while this one is on the wire).
+ */
 export function outPush(dev: Device, q: Qp, qpn: u32, w: usize, first: u32, last: u32): void {
   const e = outAt(dev, q, qpn, q.outCount);
   memory.copy(e, w, <usize>WQE_SIZE);
@@ -43,6 +49,16 @@ export function outPush(dev: Device, q: Qp, qpn: u32, w: usize, first: u32, last
   store<u32>(e + <usize>WQE_SIZE, last, 4);
   store<u64>(e + <usize>WQE_SIZE, 0, 8);
   q.outCount++;
+  if (!q.rtxActive) {
+    q.rtxActive = 1;
+    q.rtxK = q.outCount - 1;
+    q.rtxPsn = first;
+  }
+  // the head is done with: its ring slot is free (qpSqDone counts it)
+  q.sqCi++;
+  if (<i32>(q.sqFlushed - q.sqCi) > 0) q.sqCi = q.sqFlushed;
+  q.busy = 0;
+  q.phase = 0; // NicPhase.Idle
 }
 
 /**
@@ -62,7 +78,11 @@ export function outComplete(dev: Device, q: Qp, qpn: u32, status: u32, t: u64): 
   q.outCount--;
   if (q.outAcked > 0) q.outAcked--;
   if (q.outCount == 0) q.rtxActive = 0;
-  else if (q.rtxActive) q.rtxK = q.rtxK > 0 ? q.rtxK - 1 : 0;
+  else if (q.rtxActive) {
+    // the send cursor keeps pointing at the same message (or, if it was this one, the next)
+    if (q.rtxK > 0) q.rtxK--;
+    else q.rtxPsn = outFirstPsn(outAt(dev, q, qpn, 0));
+  }
   return ok;
 }
 

@@ -24,7 +24,7 @@ import { readyTime, flush, qpError } from "./queues";
 import { Packet, PacketKind, packetOut, packetIn } from "./packet";
 import { NicPhase, FLOW_ENDED, phaseAt, fail, noAnswer, notReady } from "./phases";
 import { queueRequest, packetsOf, psnAdd } from "./roce-tx";
-import { OUT_MAX, outDrain } from "./outstanding";
+import { OUT_MAX, outDrain, outPush, kickAt } from "./outstanding";
 import { wireRequest } from "./wire";
 import { checkCopy, checkReduce, reduceBlockOf, placeReduce } from "./local-ops";
 import {
@@ -182,6 +182,13 @@ function startSend(dev: Device, q: Qp, qpn: u32, t: u64): void {
   }
   q.txPsn = q.msgPsn;
   q.rspPsn = q.msgPsn;
+  if (<u32>load<u8>(qpWqe(dev, qpn) + WQE_OPCODE) != OPCODE_RDMA_READ) {
+    // a WRITE or SEND joins the outstanding messages and the queue starts its next entry
+    outPush(dev, q, qpn, qpWqe(dev, qpn), q.msgPsn, q.msgLastPsn);
+    queueRequest(dev, q, qpn, t);
+    kickAt(dev, q, qpn, t);
+    return;
+  }
   q.phase = NicPhase.Send;
   queueRequest(dev, q, qpn, t);
 }

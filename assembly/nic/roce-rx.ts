@@ -327,6 +327,12 @@ function goBack(dev: Device, q: Qp, qpn: u32, psn: u32, t: u64): void {
 /** Every outstanding message up to PSN `upto` is acknowledged: they complete in order, as their completions become visible. */
 function ackOutstanding(dev: Device, q: Qp, qpn: u32, upto: u32, t: u64): void {
   if (outAck(dev, q, qpn, upto, t) == 0) return;
+  // the send cursor never goes over acknowledged messages again
+  if (q.rtxActive && q.rtxK < q.outAcked) {
+    q.rtxK = q.outAcked;
+    if (q.rtxK >= q.outCount) q.rtxActive = 0;
+    else q.rtxPsn = outFirstPsn(outAt(dev, q, qpn, q.rtxK));
+  }
   q.retriesLeft = dev.cfg.transportRetries;
   q.rnrLeft = dev.cfg.rnrRetries;
   const headWaits = q.busy && (q.phase == NicPhase.Send || q.phase == NicPhase.AwaitAck);

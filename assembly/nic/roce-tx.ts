@@ -13,7 +13,7 @@ import {
   Port, PORT_STRIDE, WIRE_OVERHEAD, portsOf, portAt, txRing, ringRec, bodyAlloc, txRoom, framePs, portIpv4, macOf, HDR_MAX,
 } from "./ports";
 import { NicPhase } from "./phases";
-import { outAt, outPush, outFirstPsn, outLastPsn, kickAt } from "./outstanding";
+import { outAt, outFirstPsn, outLastPsn } from "./outstanding";
 import { icrcIpv4 } from "../wire/icrc";
 import {
   ETH_SIZE, ETH_TYPE_IPV4, setEthDst, setEthSrc, setEthEtherType,
@@ -311,6 +311,7 @@ function finish(dev: Device, at: usize, from: u64, payload: u32): u32 {
 /** Builds QP `q`'s next request packet — a message sent again first, else its head's — ; 0 when it has none left to send. */
 function buildRequest(dev: Device, q: Qp, qpn: u32): u32 {
   if (q.rtxActive) {
+    // the outstanding messages come first: they are older than the head
     const e = outAt(dev, q, qpn, q.rtxK);
     return buildData(dev, q, qpn, e, outFirstPsn(e), q.rtxPsn);
   }
@@ -366,46 +367,24 @@ function requestSent(dev: Device, q: Qp, qpn: u32, start: u64, end: u64, wire: u
     }
   }
   if (q.rtxActive) {
-    // a message sent again: on to its next packet, then the next message
+    // the send cursor over the outstanding messages: on to its next packet, then the next message
     const e = outAt(dev, q, qpn, q.rtxK);
     const was = q.rtxPsn;
     q.rtxPsn = psnAdd(q.rtxPsn, 1);
     if (was == outLastPsn(e)) {
-      armTimer(dev, q, qpn, end + dev.cfg.transportTimeoutPs);
+      if (q.timerAt == NEVER || q.timerAt == 0) armTimer(dev, q, qpn, end + dev.cfg.transportTimeoutPs);
       q.rtxK++;
       if (q.rtxK >= q.outCount) q.rtxActive = 0;
       else q.rtxPsn = outFirstPsn(outAt(dev, q, qpn, q.rtxK));
     }
     return q.rtxActive != 0 || (q.busy != 0 && q.phase == NicPhase.Send);
   }
-  const sent = q.txPsn;
-  q.txPsn = psnAdd(q.txPsn, 1);
-  const w = qpWqe(dev, qpn);
-  const isRead = <u32>load<u8>(w + WQE_OPCODE) == OPCODE_RDMA_READ;
-  // a READ request is one packet; its responses use the PSNs after it
-  if (!isRead && sent != q.msgLastPsn) return true;
+  // the head's own packets: a READ request (one packet; its responses use the PSNs after it)
   q.txPsn = psnAdd(q.msgLastPsn, 1);
-  if (q.timerAt == NEVER || q.timerAt == 0 || q.outCount == 0) armTimer(dev, q, qpn, end + dev.cfg.transportTimeoutPs);
-  if (isRead) {
-    // a READ stays at the head until its responses are in
-    q.phase = NicPhase.AwaitAck;
-    return false;
-  }
-  // a WRITE or SEND is outstanding now; the queue goes on to its next entry
-  outPush(dev, q, qpn, w, q.msgPsn, q.msgLastPsn);
-  retireHead(q);
-  kickAt(dev, q, qpn, end);
+  if (q.timerAt == NEVER || q.timerAt == 0) armTimer(dev, q, qpn, end + dev.cfg.transportTimeoutPs);
+  q.phase = NicPhase.AwaitAck; // it stays at the head until its responses are in
   return false;
 }
-
-/** The head request has gone out and waits among the outstanding: the queue may start its next. */
-function retireHead(q: Qp): void {
-  q.sqCi++;
-  if (<i32>(q.sqFlushed - q.sqCi) > 0) q.sqCi = q.sqFlushed;
-  q.busy = 0;
-  q.phase = NicPhase.Idle;
-}
-
 
 // ---- DCQCN, the sender's side (Zhu et al., "Congestion Control for Large-Scale RDMA
 // Deployments", SIGCOMM 2015, section 3): a CNP cuts the rate by alpha / 2 and raises alpha;
