@@ -26,7 +26,8 @@ export const HDR_MAX: u32 = 96;
   dataTail: u32;
   respHead: u32; // QPs with an answer to send (ACK, NAK, READ response): a list through Qp.respNext
   respTail: u32;
-  txPending: u32; // 1 while a PortTx event is pending for it
+  txPending: u32; // 1 while a PortTx event is pending for it (one at most)
+  wakeAt: u64; // that event's time
   blocked: u32; // 1 while the transmit ring is full: the host's drain restarts it
 }
 

@@ -74,12 +74,24 @@ function listPop(dev: Device, headTail: usize, viaResp: bool): u32 {
 @inline function dataList(port: Port): usize { return changetype<usize>(port) + offsetof<Port>("dataHead"); }
 @inline function respList(port: Port): usize { return changetype<usize>(port) + offsetof<Port>("respHead"); }
 
-/** Makes sure port `p` looks for work at `t` (or when its current frame has left). */
+/** Makes sure port `p` looks for work at `t` (or when its current frame has left), even if it was asleep until later. */
 function wakePort(dev: Device, p: u32, t: u64): void {
   const port = portAt(dev, p);
-  if (port.txPending || port.blocked) return;
+  if (port.blocked) return;
+  const at = port.busyUntil > t ? port.busyUntil : t;
+  if (port.txPending) {
+    if (port.wakeAt <= at) return;
+    // asleep until a paced QP's slot: an answer (or an unpaced QP) must not wait for it
+    unschedule(dev, EventKind.PortTx, p);
+  }
+  portWakeAt(dev, port, p, at);
+}
+
+/** Schedules port `p`'s one PortTx event at `at`. */
+function portWakeAt(dev: Device, port: Port, p: u32, at: u64): void {
   port.txPending = 1;
-  schedule(dev, port.busyUntil > t ? port.busyUntil : t, EventKind.PortTx, p, 0);
+  port.wakeAt = at;
+  schedule(dev, at, EventKind.PortTx, p, 0);
 }
 
 /** QP `qpn` has request packets to send (txPsn .. msgLastPsn of its current message). */
@@ -154,8 +166,7 @@ export function portTx(dev: Device, p: u32, t: u64): void {
       if (answer) q.respListed = 1; else q.txListed = 1;
       listPush(dev, list, qpn, answer); // round robin: to the back
     }
-    port.txPending = 1;
-    schedule(dev, end, EventKind.PortTx, p, 0);
+    portWakeAt(dev, port, p, end);
     return;
   }
 }
@@ -179,10 +190,7 @@ function paceHead(dev: Device, port: Port, t: u64): bool {
     q.txListed = 1;
     listPush(dev, list, qpn, false);
   }
-  if (wait != NEVER) {
-    port.txPending = 1;
-    schedule(dev, wait, EventKind.PortTx, portIndex(dev, port), 0);
-  }
+  if (wait != NEVER) portWakeAt(dev, port, portIndex(dev, port), wait);
   return false;
 }
 
