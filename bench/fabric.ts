@@ -13,7 +13,9 @@ function scenario(devices: number, mode: "timing" | "full", messages: number) {
     seed: 1,
     // one port per plane: 8 ports, 8 planes; a small device (1 engine, no memory to speak of)
     devices: { count: devices, config: { engines: 1, sramBytes: 4096, ports: 8, scaleUpPorts: 8 } },
-    fabric: { mode, topology: { kind: "leaf-spine", planes: 8, spines: 4, devicesPerLeaf: 16 } },
+    // non-blocking: as many spines per plane as devices per leaf (an oversubscribed fabric
+    // queues long enough to fire RoCEv2's 65 us transport timer spuriously)
+    fabric: { mode, topology: { kind: "leaf-spine", planes: 8, spines: 16, devicesPerLeaf: 16 } },
     traffic: { pattern: "permutation", messageBytes: 1 << 20, messages, flowsPerPair: 8 },
   };
 }
