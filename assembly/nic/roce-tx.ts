@@ -10,7 +10,7 @@ import { NEVER } from "../core/time";
 import { Qp, qpAt, qpWqe } from "./verbs";
 import { dmaPtr } from "../mem/dma";
 import {
-  Port, PORT_STRIDE, WIRE_OVERHEAD, portsOf, portAt, txRing, ringRec, bodyAlloc, txRoom, framePs, portIpv4, macOf, HDR_MAX,
+  Port, PORT_STRIDE, WIRE_OVERHEAD, portsOf, portAt, txRing, ringRec, bodyAlloc, txRoom, framePs, portIpv4, macOf,
 } from "./ports";
 import { NicPhase } from "./phases";
 import { outAt, outFirstPsn, outLastPsn } from "./outstanding";
@@ -511,6 +511,3 @@ function answerSent(dev: Device, q: Qp): bool {
   q.respKind = RESP_NONE;
   return false;
 }
-
-// HDR_MAX bounds what a record holds inline: the longest headers here are 14 + 20 + 8 + 12 + 16 + 4 = 74
-export const HEADERS_MAX: u32 = ETH_SIZE + IPV4_SIZE + UDP_SIZE + BTH_SIZE + RETH_SIZE + IMM_DT_SIZE;
