@@ -37,7 +37,7 @@ import {
   PKT_SIZE, PKT_TIME_PS, PKT_WIRE_LEN, PKT_PORT, PKT_HDR_LEN, PKT_BODY_LEN, PKT_BODY_OFF, PKT_HDR,
   STAT_PORT_RX_PACKETS, STAT_PORT_RX_RING_FULL, STAT_PORT_RX_LATE, STAT_ROCE_RX_MALFORMED, STAT_ROCE_RX_BAD_ICRC,
   STAT_ROCE_RX_NOT_MINE, STAT_ROCE_RX_UNKNOWN_QP, STAT_ROCE_RX_DUPLICATE, STAT_ROCE_RX_OUT_OF_ORDER, STAT_ROCE_RX_CNP,
-  STAT_ROCE_NAKS_SENT, STAT_ROCE_RETRANSMITS, STAT_ROCE_TIMEOUTS, STAT_ROCE_STALE_ANSWERS, STAT_ROCE_RX_CE,
+  STAT_ROCE_NAKS_SENT, STAT_ROCE_RETRANSMITS, STAT_ROCE_TIMEOUTS, STAT_ROCE_STALE_ANSWERS, STAT_ROCE_RX_CE, STAT_ROCE_RX_REQUESTS, STAT_ROCE_RX_ANSWERS,
 } from "../generated/layouts";
 
 // Qp.rxOp: the kind of message being received
@@ -221,6 +221,7 @@ function responder(dev: Device, q: Qp, qpn: u32, op: u32, flags: u32, bth: usize
     return;
   }
   q.nakSent = 0;
+  statAdd(dev, STAT_ROCE_RX_REQUESTS, 1);
   if (op == OP_RC_READ_REQUEST) {
     if (!rethGrants(dev, q, x, ACCESS_REMOTE_READ)) { answer(dev, q, qpn, psn, AETH_SYNDROME_NAK | AETH_NAK_REMOTE_ACCESS_ERROR, t); return; }
     const len = getRethDmaLength(x);
@@ -387,7 +388,11 @@ function requester(dev: Device, q: Qp, qpn: u32, op: u32, bth: usize, x: usize, 
   const psn = getBthPsn(bth);
   if (q.outAcked < q.outCount) {
     const first = outFirstPsn(outAt(dev, q, qpn, q.outAcked)), last = outLastPsn(outAt(dev, q, qpn, q.outCount - 1));
-    if (op == OP_RC_ACK && psnDiff(psn, first) >= 0 && psnDiff(psn, last) <= 0) { outstandingAnswer(dev, q, qpn, x, psn, t); return; }
+    if (op == OP_RC_ACK && psnDiff(psn, first) >= 0 && psnDiff(psn, last) <= 0) {
+      statAdd(dev, STAT_ROCE_RX_ANSWERS, 1);
+      outstandingAnswer(dev, q, qpn, x, psn, t);
+      return;
+    }
     // an answer for the head acknowledges every outstanding message before it (PSN order)
     if (psnDiff(psn, last) > 0) ackOutstanding(dev, q, qpn, last, t);
   }
@@ -396,6 +401,7 @@ function requester(dev: Device, q: Qp, qpn: u32, op: u32, bth: usize, x: usize, 
   const w = qpWqe(dev, qpn);
   const isRead = <u32>load<u8>(w + WQE_OPCODE) == OPCODE_RDMA_READ;
   if (op == OP_RC_ACK) {
+    statAdd(dev, STAT_ROCE_RX_ANSWERS, 1);
     const syn = getAethSyndrome(x);
     const type = syn & AETH_SYNDROME_TYPE_MASK;
     if (type == AETH_SYNDROME_ACK) {
@@ -422,6 +428,7 @@ function requester(dev: Device, q: Qp, qpn: u32, op: u32, bth: usize, x: usize, 
     if (psnDiff(psn, q.rspPsn) > 0) goBack(dev, q, qpn, q.msgPsn, t);
     return;
   }
+  statAdd(dev, STAT_ROCE_RX_ANSWERS, 1);
   const k = (psn - q.msgPsn) & BTH_PSN_MASK;
   const off = <u64>k * <u64>dev.cfg.mtuBytes;
   const laddr = load<u64>(w + WQE_LADDR) + off;
