@@ -5,9 +5,10 @@
 //   firmware/include/menic/memmap.h register addresses for firmware (C)
 //   docs/memory-map.md              the map, for people
 // `--check` writes nothing and exits 1 if any generated file differs from what it would write.
-import { readFileSync, writeFileSync, mkdirSync, existsSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { writeGenerated } from "./write-generated.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const read = (f) => JSON.parse(readFileSync(join(root, "layouts", f), "utf8"));
@@ -277,13 +278,4 @@ const outputs = {
   "firmware/include/menic/memmap.h": cView(),
   "docs/memory-map.md": mdView(),
 };
-const check = process.argv.includes("--check");
-let stale = [];
-for (const [rel, text] of Object.entries(outputs)) {
-  const path = join(root, rel);
-  const old = existsSync(path) ? readFileSync(path, "utf8") : null;
-  if (old === text) continue;
-  if (check) stale.push(rel);
-  else { mkdirSync(dirname(path), { recursive: true }); writeFileSync(path, text); console.log(`wrote ${rel}`); }
-}
-if (stale.length) { console.error(`stale generated files: ${stale.join(", ")} (run npm run gen)`); process.exit(1); }
+writeGenerated(root, outputs, "npm run gen");
