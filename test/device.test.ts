@@ -8,6 +8,20 @@ import { programElf } from "./helpers/rv.js";
 const CONSOLE = 0x10000000, EXIT = 0x10000004, MTIME = 0x10001000, MTIMECMP = 0x10001008;
 const MBOX_OUT = 0x10002000, MBOX_IN = 0x10002008;
 
+/** Sleeps until a mailbox word comes, answers it plus one, exits. */
+const MAILBOX_ECHO = `
+  li t3, 2048          # MEIE
+  csrw mie, t3
+  wfi
+  li t0, ${MBOX_IN}
+  lw t1, 0(t0)
+  addi t1, t1, 1
+  li t0, ${MBOX_OUT}
+  sw t1, 0(t0)
+  li t0, ${EXIT}
+  sw zero, 0(t0)
+`;
+
 // 100000 iterations of addi + mul + taken bne: 7 cycles each with the default CPI table
 const LOOP = `
   csrr a0, mhartid
@@ -99,18 +113,7 @@ describe("wfi, timer and mailbox", () => {
   });
 
   it("wakes on a host mailbox word and echoes it back", async () => {
-    const src = `
-      li t3, 2048          # MEIE
-      csrw mie, t3
-      wfi
-      li t0, ${MBOX_IN}
-      lw t1, 0(t0)
-      addi t1, t1, 1
-      li t0, ${MBOX_OUT}
-      sw t1, 0(t0)
-      li t0, ${EXIT}
-      sw zero, 0(t0)
-    `;
+    const src = MAILBOX_ECHO;
     const dev = await Device.create(coreModule(), { engines: 2 });
     const img = dev.loadElf(programElf(src));
     dev.start(img.entry);
@@ -297,17 +300,7 @@ describe("time a cluster can drive", () => {
   });
 
   it("takes a mailbox word for a later time: the engine wakes exactly then", async () => {
-    const src = `
-      li t3, 2048          # MEIE
-      csrw mie, t3
-      wfi
-      li t0, ${MBOX_IN}
-      lw t1, 0(t0)
-      li t0, ${MBOX_OUT}
-      sw t1, 0(t0)
-      li t0, ${EXIT}
-      sw zero, 0(t0)
-    `;
+    const src = MAILBOX_ECHO;
     const dev = await Device.create(coreModule(), { engines: 2, mailboxDepth: 2 }, { collectTrace: true });
     dev.start(dev.loadElf(programElf(src)).entry);
     dev.advance(1_000_000n);
@@ -321,7 +314,7 @@ describe("time a cluster can drive", () => {
     const wakes = dev.traceRecords.filter((r) => r.point === "engine.wake").map((r) => [r.engine, Number(r.timePs)]);
     // the wake is stamped at the engine's next cycle edge at or after 3 us (1.37 GHz: 4110 cycles)
     expect(wakes).toEqual([[0, Math.ceil((4110 * 1e9) / 1_370_000)]]);
-    expect(dev.mailboxPop(0)).toBe(7);
+    expect(dev.mailboxPop(0)).toBe(8); // the first word, plus one
     expect(dev.engine(0).state).toBe("exited");
     expect(dev.stats()["mbox.in_overflow"]).toBe(1);
   });
