@@ -11,6 +11,8 @@ import { Device, statAdd, tracePoint } from "../core/device";
 import { Qp, qpAt } from "./verbs";
 import { nicOf } from "./state";
 import { cqPush, cqeVisible } from "./completions";
+import { finishRequest } from "./phases";
+import { psnDiff } from "./psn";
 import { schedule, EventKind } from "../core/sched";
 import {
   WQE_SIZE, WQE_WR_ID, WQE_OPCODE, WQE_LENGTH, WQE_FLAGS, WR_FLAG_SIGNALED, STATUS_SUCCESS, STATUS_WR_FLUSH_ERR,
@@ -55,10 +57,7 @@ export function outPush(dev: Device, q: Qp, qpn: u32, w: usize, first: u32, last
     q.rtxPsn = first;
   }
   // the head is done with: its ring slot is free (qpSqDone counts it)
-  q.sqCi++;
-  if (<i32>(q.sqFlushed - q.sqCi) > 0) q.sqCi = q.sqFlushed;
-  q.busy = 0;
-  q.phase = 0; // NicPhase.Idle
+  finishRequest(q);
 }
 
 /**
@@ -95,7 +94,7 @@ export function outAck(dev: Device, q: Qp, qpn: u32, upto: u32, t: u64): u32 {
   let n: u32 = 0;
   while (q.outAcked < q.outCount) {
     const e = outAt(dev, q, qpn, q.outAcked);
-    if (psnBefore(upto, outLastPsn(e))) break;
+    if (psnDiff(upto, outLastPsn(e)) < 0) break;
     store<u64>(e + <usize>WQE_SIZE, cqeVisible(dev, q.sendCq, t), 8);
     q.outAcked++;
     n++;
@@ -119,11 +118,6 @@ export function outFlush(dev: Device, qpn: u32, t: u64): void {
   while (q.outAcked > 0) outComplete(dev, q, qpn, STATUS_SUCCESS, t);
   while (q.outCount > 0) outComplete(dev, q, qpn, STATUS_WR_FLUSH_ERR, t);
   q.rtxActive = 0;
-}
-
-/** a before b in the 24-bit PSN space */
-@inline function psnBefore(a: u32, b: u32): bool {
-  return ((<i32>((a - b) << 8)) >> 8) < 0;
 }
 
 /** The QP's send queue looks again at `t` (a NicKick: completions due, room for a message). */

@@ -49,3 +49,10 @@ export function notReady(dev: Device, q: Qp, qpn: u32, t: u64): void {
   phaseAt(dev, q, qpn, NicPhase.Wait, t + dev.cfg.rnrTimerPs);
 }
 
+/** The request at sqCi has completed: move past it and the entries flushed behind it. */
+export function finishRequest(q: Qp): void {
+  q.sqCi++;
+  if (<i32>(q.sqFlushed - q.sqCi) > 0) q.sqCi = q.sqFlushed;
+  q.busy = 0;
+  q.phase = NicPhase.Idle;
+}

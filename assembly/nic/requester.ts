@@ -22,8 +22,9 @@ import { pcieRead, pcieWrite, PcieDir } from "../mem/pcie";
 import { cqPush, cqeVisible } from "./completions";
 import { readyTime, flush, qpError } from "./queues";
 import { Packet, PacketKind, packetOut, packetIn } from "./packet";
-import { NicPhase, FLOW_ENDED, phaseAt, fail, noAnswer, notReady } from "./phases";
-import { queueRequest, packetsOf, psnAdd } from "./roce-tx";
+import { NicPhase, FLOW_ENDED, phaseAt, fail, noAnswer, notReady, finishRequest } from "./phases";
+import { queueRequest } from "./roce-tx";
+import { packetsOf, psnAdd } from "./psn";
 import { OUT_MAX, outDrain, outPush, kickAt } from "./outstanding";
 import { wireRequest } from "./wire";
 import { checkCopy, checkReduce, reduceBlockOf, placeReduce } from "./local-ops";
@@ -334,13 +335,6 @@ function done(dev: Device, qpn: u32, t: u64): void {
   kick(dev, qpn, t);
 }
 
-/** The request at sqCi has completed: move past it and the entries flushed behind it. */
-function finishRequest(q: Qp): void {
-  q.sqCi++;
-  if (<i32>(q.sqFlushed - q.sqCi) > 0) q.sqCi = q.sqFlushed;
-  q.busy = 0;
-  q.phase = NicPhase.Idle;
-}
 
 /**
  * Ends the request in flight on `qpn` at once with WR_FLUSH_ERR (the QP is being destroyed):

@@ -14,7 +14,8 @@ import { cqPush, cqeVisible } from "./completions";
 import { qpError } from "./queues";
 import { NicPhase, phaseAt, fail, notReady } from "./phases";
 import { portsOf, rxRing, ringRec, ringConsume, bodyAlloc, portIpv4, FRAME_MAX, HDR_MAX } from "./ports";
-import { queueRequest, queueAnswer, queueCnp, wantTimer, armTimer, dcqcnCut, dcqcnTimer, packetsOf, psnAdd, RESP_ACK, RESP_READ, RESP_NONE } from "./roce-tx";
+import { queueRequest, queueAnswer, queueCnp, wantTimer, armTimer, dcqcnCut, dcqcnTimer, RESP_ACK, RESP_READ, RESP_NONE } from "./roce-tx";
+import { packetsOf, psnAdd, psnDiff } from "./psn";
 import { outAt, outFirstPsn, outLastPsn, outComplete, outFlush, outAck, outDrain } from "./outstanding";
 import { icrcIpv4 } from "../wire/icrc";
 import {
@@ -164,11 +165,6 @@ function answer(dev: Device, q: Qp, qpn: u32, psn: u32, syndrome: u32, t: u64): 
   q.respPsn = psn;
   q.respSyndrome = syndrome;
   queueAnswer(dev, q, qpn, RESP_ACK, t);
-}
-
-@inline function psnDiff(a: u32, b: u32): i32 {
-  // a - b in the 24-bit PSN space, as a signed distance
-  return (<i32>((a - b) << 8)) >> 8;
 }
 
 @inline function isFirst(op: u32): bool {

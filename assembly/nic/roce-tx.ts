@@ -13,6 +13,7 @@ import {
   Port, PORT_STRIDE, WIRE_OVERHEAD, portsOf, portAt, txRing, ringRec, bodyAlloc, txRoom, framePs, portIpv4, macOf,
 } from "./ports";
 import { NicPhase } from "./phases";
+import { packetsOf, psnAdd } from "./psn";
 import { outAt, outFirstPsn, outLastPsn } from "./outstanding";
 import { icrcIpv4 } from "../wire/icrc";
 import {
@@ -40,15 +41,6 @@ import {
 export const RESP_NONE: u32 = 0;
 export const RESP_ACK: u32 = 1; // ACK or NAK: respSyndrome says which
 export const RESP_READ: u32 = 2; // READ response packets, rdLen bytes from rdVa
-
-/** Packets a message of `len` bytes takes (a zero-length message still takes one). */
-@inline export function packetsOf(len: u32, mtu: u32): u32 {
-  return len == 0 ? 1 : (len + mtu - 1) / mtu;
-}
-
-@inline export function psnAdd(psn: u32, n: u32): u32 {
-  return (psn + n) & BTH_PSN_MASK;
-}
 
 // ---- the lists of QPs waiting for a port
 
