@@ -10,14 +10,14 @@
 
 import { Device, Config, statAdd } from "../core/device";
 import { NEVER } from "../core/time";
-import { PKT_SIZE, STAT_PORT_TX_RING_FULL } from "../generated/layouts";
+import { PKT_SIZE, PKT_HDR, STAT_PORT_TX_RING_FULL } from "../generated/layouts";
 
 /** Bytes a frame also takes on the wire: preamble and start delimiter (8), FCS (4), gap (12). */
 export const WIRE_OVERHEAD: u32 = 24;
 /** The largest frame the NIC builds: headers (at most 74 B), an MTU of payload, pad and ICRC. */
 export const FRAME_MAX: u32 = 4096 + 128;
 /** Header bytes a record holds inline (PKT.hdr). */
-export const HDR_MAX: u32 = 96;
+export const HDR_MAX: u32 = PKT_SIZE - PKT_HDR;
 
 /** One port's transmitter: when it is free, and the QPs waiting to send on it. */
 @unmanaged export class Port {
