@@ -1,21 +1,22 @@
-// The Node entry point of the menic library.
-export { Device, SnapshotError, type EngineReport, type TraceRecord, type DeviceOptions } from "./device.js";
-export { ConfigError, resolveConfig } from "./config.js";
-export { ElfError, parseElf, checkImage } from "./elf.js";
-export { runFirmware, type FwRunResult, type FwRunOptions } from "./fw/run.js";
-export { coreModule } from "./platform/node.js";
-export { toPerfetto } from "./trace/perfetto.js";
-export { Context, VerbsError, encodeWqe, type Pd, type Mr, type Cq, type Qp, type SendWr, type RecvWr, type Wc } from "./verbs.js";
-export { runScenario, type ScenarioResult, type FlowResult, type RunOptions, type RunEnd } from "./scenario/run.js";
-export { resolveScenario, type Scenario } from "./scenario/scenario.js";
-export { formatResult } from "./scenario/report.js";
-export { ClusterCapture } from "./cluster/capture.js";
-export { PcapngWriter } from "./wire/pcapng.js";
-
+// The Node entry point of the menic library (package "menic" under the "node" and default
+// conditions). Same shape as host/browser.ts: the shared API, an async `coreModule()` and
+// `openDevice`; plus `runFirmware`, which reads the core from the package folder.
 import { Context } from "./verbs.js";
-import { coreModule as nodeCore } from "./platform/node.js";
+import { coreModule as loadCore } from "./platform/node.js";
 import type { DeviceOptions } from "./device.js";
-/** ibv_open_device: a new device with the verbs context on it. */
-export function openDevice(config: unknown = {}, options: DeviceOptions = {}): Promise<Context> {
-  return Context.open(nodeCore(), config, options);
+
+export * from "./api.js";
+export { runFirmware, type FwRunResult, type FwRunOptions, type FwEngineResult } from "./fw/run.js";
+
+/**
+ * The compiled device core (`build/menic.wasm` of the package, or its debug build), compiled
+ * once per process. Async, as in the browser, so code written for one runs on the other.
+ */
+export async function coreModule(flavor: "release" | "debug" = "release"): Promise<WebAssembly.Module> {
+  return loadCore(flavor);
+}
+
+/** ibv_open_device: a new device with its verbs context (`.device` is the device itself). */
+export async function openDevice(config: unknown = {}, options: DeviceOptions = {}): Promise<Context> {
+  return Context.open(await coreModule(), config, options);
 }
