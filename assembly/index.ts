@@ -160,6 +160,11 @@ export function qpModify(dev: usize, qpn: u32, state: u32, destQpn: u32, destDev
 }
 export function qpDestroy(dev: usize, qpn: u32): i32 { return qpDestroyV(changetype<Device>(dev), qpn); }
 export function qpState(dev: usize, qpn: u32): u32 { return qpAt(changetype<Device>(dev), qpn).state; }
+/** RoCEv2 QP `qpn`'s sending rate under DCQCN, Mb/s: 0 while it is not limited (line rate). */
+export function qpRateMbps(dev: usize, qpn: u32): f64 { return qpAt(changetype<Device>(dev), qpn).rateMbps; }
+/** RoCEv2 QP `qpn`'s request payload bytes sent (retransmissions included) and, as a responder, accepted in order. */
+export function qpTxBytes(dev: usize, qpn: u32): f64 { return <f64>qpAt(changetype<Device>(dev), qpn).txBytes; }
+export function qpRxBytes(dev: usize, qpn: u32): f64 { return <f64>qpAt(changetype<Device>(dev), qpn).rxBytes; }
 
 /** Host doorbells (classic or express) that may still be written before time advances. */
 export function hostDoorbellRoom(dev: usize): u32 { return dbqRoom(hostDbq(changetype<Device>(dev))); }

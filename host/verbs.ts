@@ -396,6 +396,19 @@ export class Context {
     return (Object.entries(QP_STATE).find(([, s]) => s === v)?.[0] ?? "RESET") as QpStateName;
   }
 
+  /** The rate DCQCN lets QP `qp` send at now, Gb/s (the port's line rate while it is not limited). */
+  qpRateGbps(qp: Qp): number {
+    this.own("QP", qp, "qpRateGbps: qp");
+    const mbps = this.core.qpRateMbps(this.h, qp.qpn);
+    return mbps > 0 ? mbps / 1000 : Number(this.device.config.get("portGbps"));
+  }
+
+  /** RoCEv2 payload bytes QP `qp` has moved: request packets sent (retransmissions included), and accepted in order as a responder. */
+  qpBytes(qp: Qp): { tx: number; rx: number } {
+    this.own("QP", qp, "qpBytes: qp");
+    return { tx: this.core.qpTxBytes(this.h, qp.qpn), rx: this.core.qpRxBytes(this.h, qp.qpn) };
+  }
+
   destroyQp(qp: Qp): void {
     this.own("QP", qp, "destroyQp: qp");
     if (this.core.qpDestroy(this.h, qp.qpn) !== 0) throw new VerbsError(`destroyQp: QP ${qp.qpn} does not exist`);

@@ -50,6 +50,9 @@ export interface MenicExports {
   qpModify(dev: number, qpn: number, state: number, destQpn: number, destDevice: number, portGroup: number): number;
   qpDestroy(dev: number, qpn: number): number;
   qpState(dev: number, qpn: number): number;
+  qpRateMbps(dev: number, qpn: number): number;
+  qpTxBytes(dev: number, qpn: number): number;
+  qpRxBytes(dev: number, qpn: number): number;
   qpSqDone(dev: number, qpn: number): number;
   qpRqDone(dev: number, qpn: number): number;
   hostDoorbellRoom(dev: number): number;
@@ -130,6 +133,9 @@ export const EXPORT_SIGNATURES: { readonly [K in ExportName]: Signature<MenicExp
   qpModify: [["i32", "i32", "i32", "i32", "i32", "i32"], "i32"],
   qpDestroy: [["i32", "i32"], "i32"],
   qpState: [["i32", "i32"], "i32"],
+  qpRateMbps: [["i32", "i32"], "f64"],
+  qpTxBytes: [["i32", "i32"], "f64"],
+  qpRxBytes: [["i32", "i32"], "f64"],
   qpSqDone: [["i32", "i32"], "i32"],
   qpRqDone: [["i32", "i32"], "i32"],
   hostDoorbellRoom: [["i32"], "i32"],

@@ -5,6 +5,25 @@ import { resolveScenario } from "../host/scenario/scenario.js";
 import { ConfigError } from "../host/config.js";
 import { coreModule } from "../host/platform/node.js";
 import type { Device } from "../host/device.js";
+import type { Fabric } from "../host/fabric/fabric.js";
+import type { BuiltRun, RunObserver } from "../host/scenario/run.js";
+
+/** Records every flow's placed bytes and DCQCN rate every `intervalPs`. */
+class Sampler implements RunObserver {
+  samples: { t: number; placed: number[]; rate: number[] }[] = [];
+  private run!: BuiltRun;
+  constructor(readonly intervalPs: number) {}
+  begin(run: BuiltRun) { this.run = run; }
+  posted() {}
+  completed() {}
+  sample(t: number) { this.samples.push({ t, placed: this.run.flows.map((f) => f.placedBytes()), rate: this.run.flows.map((f) => f.rateGbps()) }); }
+  /** each flow's goodput from sample time a to b, Gb/s */
+  goodput(a: number, b: number): number[] {
+    const at = (t: number) => this.samples.find((s) => s.t >= t)!;
+    const x = at(a), y = at(b);
+    return x.placed.map((p, k) => ((y.placed[k]! - p) * 8000) / (y.t - x.t));
+  }
+}
 
 const load = (name: string) => JSON.parse(readFileSync(`examples/scenarios/${name}.json`, "utf8"));
 
@@ -63,5 +82,71 @@ describe("two flows converging (examples/scenarios/dcqcn-converge.json)", () => 
     expect(on.r.fabric.ecnMarks).toBeLessThan(off.r.fabric.ecnMarks / 2);
     // CNPs are rate-limited: at most one per QP per 50 us of the run, per sender
     expect(on.cnps).toBeLessThanOrEqual(2 * Math.ceil(on.r.endPs / 50_000_000));
+  });
+
+  it("the first flow has the port alone, and once the second joins they share it fairly", async () => {
+    const probe = new Sampler(5_000_000);
+    const r = await runScenario(coreModule(), load("dcqcn-converge"), { observer: probe });
+    expect(r.finished).toBe(true);
+    const firstDone = r.flows[0]!.durationPs; // flow 0 starts at 0
+    expect(firstDone).toBeGreaterThan(200_000_000);
+    // alone (before 50 us): the first at line rate, the second nothing
+    const [alone0, alone1] = probe.goodput(5_000_000, 45_000_000);
+    expect(alone0).toBeGreaterThan(0.95 * 800);
+    expect(alone1).toBe(0);
+    // together, in every 20 us from 30 us after the join until the first finishes: within 5 % of each other
+    let windows = 0;
+    for (let t = 80_000_000; t + 20_000_000 < firstDone; t += 20_000_000, windows++) {
+      const [a, b] = probe.goodput(t, t + 20_000_000);
+      expect(Math.abs(a! - b!) / (a! + b!), `${t / 1e6} us: ${a} vs ${b} Gb/s`).toBeLessThan(0.05);
+      expect(a! + b!).toBeGreaterThan(0.3 * 800);
+    }
+    expect(windows).toBeGreaterThanOrEqual(8);
+    // and DCQCN cut them to the same rate
+    const late = probe.samples.find((s) => s.t >= firstDone - 20_000_000)!;
+    expect(late.rate[0]).toBe(late.rate[1]);
+    expect(late.rate[0]).toBeLessThan(800);
+  });
+});
+
+describe("8-to-1 incast (examples/scenarios/incast-pfc.json, incast-dcqcn.json)", () => {
+  const run = async (name: string) => {
+    let fabric!: Fabric;
+    const r = await runScenario(coreModule(), load(name), { onBuilt: (c) => { fabric = c.fabric; } });
+    const st = fabric.stats();
+    const toReceiver = st.links.find((l) => l.name === "dev0.port0-sw0")!.ba; // the switch's queue to device 0
+    return { r, toReceiver };
+  };
+
+  it("PFC loses nothing, keeps the receiver's port full and its queue short, and shares it evenly", async () => {
+    const { r, toReceiver } = await run("incast-pfc");
+    expect(r.finished).toBe(true);
+    expect(r.fabric.pfcPauses).toBeGreaterThan(0);
+    expect(Object.values(r.fabric.drops).every((n) => n === 0)).toBe(true);
+    expect(r.retransmits).toBe(0);
+    // the port the 8 senders converge on runs at >= 95 % of line rate for the whole transfer
+    expect(r.totalGoodputGbps).toBeGreaterThan(0.95 * 800);
+    // every sender within 5 % of an eighth of it
+    for (const f of r.flows) expect(Math.abs(f.goodputGbps - r.totalGoodputGbps / 8)).toBeLessThan(0.05 * r.totalGoodputGbps / 8);
+    // the queue is bounded by the senders' XOFF thresholds (128 KiB each) plus what each still
+    // sends while its pause travels: 800 Gb/s over the cable both ways and the switch's latency
+    // (200 + 200 + 400 ns = 80 KB) and two 4 KiB frames; far from the 8 MiB each sender holds
+    const perSender = 131_072 + 800 * (200 + 200 + 400) / 8 + 2 * 4200;
+    expect(toReceiver.queuePeakBytes).toBeLessThan(8 * perSender);
+    expect(toReceiver.queuePeakBytes).toBeGreaterThan(8 * 131_072 * 0.9);
+  });
+
+  it("DCQCN alone: no pause, every sender cut by CNPs to the same rate, but the queue grows into the shared buffer first", async () => {
+    const pfc = await run("incast-pfc");
+    const { r, toReceiver } = await run("incast-dcqcn");
+    expect(r.finished).toBe(true);
+    expect(r.fabric.pfcPauses).toBe(0);
+    expect(r.cnpsSent).toBeGreaterThanOrEqual(8 * 2);
+    for (const f of r.flows) expect(Math.abs(f.goodputGbps - r.totalGoodputGbps / 8)).toBeLessThan(0.05 * r.totalGoodputGbps / 8);
+    // a CNP at most every 50 us lets the queue pass 10 MB before the cuts catch up (PFC: under 1.8 MB)
+    expect(toReceiver.queuePeakBytes).toBeGreaterThan(10_000_000);
+    expect(toReceiver.queuePeakBytes).toBeGreaterThan(10 * pfc.toReceiver.queuePeakBytes);
+    // and the paper's 40 Gb/s additive increase leaves the 800 Gb/s port mostly idle afterwards
+    expect(r.totalGoodputGbps).toBeLessThan(0.5 * pfc.r.totalGoodputGbps);
   });
 });

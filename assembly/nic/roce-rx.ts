@@ -14,7 +14,7 @@ import { cqPush, cqeVisible } from "./completions";
 import { qpError } from "./queues";
 import { NicPhase, phaseAt, fail, notReady } from "./phases";
 import { portsOf, rxRing, ringRec, ringConsume, bodyAlloc, portIpv4, FRAME_MAX, HDR_MAX } from "./ports";
-import { queueRequest, queueAnswer, queueCnp, wantTimer, armTimer, dcqcnCut, dcqcnTimer, RESP_ACK, RESP_READ, RESP_NONE } from "./roce-tx";
+import { queueRequest, queueAnswer, queueCnp, wantTimer, armTimer, disarmTimer, dcqcnCut, dcqcnTimer, RESP_ACK, RESP_READ, RESP_NONE } from "./roce-tx";
 import { packetsOf, psnAdd, psnDiff } from "./psn";
 import { outAt, outFirstPsn, outLastPsn, outComplete, outFlush, outAck, outDrain } from "./outstanding";
 import { icrcIpv4 } from "../wire/icrc";
@@ -270,6 +270,7 @@ function responder(dev: Device, q: Qp, qpn: u32, op: u32, flags: u32, bth: usize
   }
   if (dev.cfg.timingMode == 0 && payload > 0) memory.copy(dmaPtr(dev, dst, <u64>payload), pl, payload);
   q.rxOff += payload;
+  q.rxBytes += payload;
   q.ePsn = psnAdd(q.ePsn, 1);
   if (isLast(op)) {
     if (isSend(op) || withImm) {
@@ -302,7 +303,7 @@ function failRecv(dev: Device, q: Qp, qpn: u32, psn: u32, rxStatus: u32, nak: u3
 
 /** The request in flight is over with `status`: its completion after the CQE's own latency. */
 function complete(dev: Device, q: Qp, qpn: u32, status: u32, t: u64): void {
-  if (q.outCount == 0) q.timerAt = NEVER;
+  if (q.outCount == 0) disarmTimer(dev, q, qpn);
   q.status = status;
   q.txPsn = psnAdd(q.msgLastPsn, 1);
   q.gen++; // its pending phase, if any, is stale now
@@ -312,7 +313,7 @@ function complete(dev: Device, q: Qp, qpn: u32, status: u32, t: u64): void {
 /** Goes back to PSN `psn` of the current message and sends again from there. */
 function goBack(dev: Device, q: Qp, qpn: u32, psn: u32, t: u64): void {
   statAdd(dev, STAT_ROCE_RETRANSMITS, 1);
-  if (q.outCount == 0) q.timerAt = NEVER;
+  if (q.outCount == 0) disarmTimer(dev, q, qpn);
   q.txPsn = psn;
   q.rspPsn = q.msgPsn;
   q.phase = NicPhase.Send;
@@ -334,7 +335,7 @@ function ackOutstanding(dev: Device, q: Qp, qpn: u32, upto: u32, t: u64): void {
   q.rnrLeft = dev.cfg.rnrRetries;
   const headWaits = q.busy && (q.phase == NicPhase.Send || q.phase == NicPhase.AwaitAck);
   if (q.outAcked < q.outCount || headWaits) armTimer(dev, q, qpn, t + dev.cfg.transportTimeoutPs);
-  else q.timerAt = NEVER;
+  else disarmTimer(dev, q, qpn);
 }
 
 /** Sends the outstanding messages again from PSN `psn` (of the oldest), then the head's from its start. */
@@ -405,7 +406,7 @@ function requester(dev: Device, q: Qp, qpn: u32, op: u32, bth: usize, x: usize, 
       return;
     }
     if (type == AETH_SYNDROME_RNR_NAK) {
-      q.timerAt = NEVER;
+      disarmTimer(dev, q, qpn);
       q.txPsn = psnAdd(q.msgLastPsn, 1);
       q.gen++;
       notReady(dev, q, qpn, t);

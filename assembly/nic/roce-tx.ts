@@ -351,6 +351,7 @@ function buildData(dev: Device, q: Qp, qpn: u32, w: usize, msgPsn: u32, psn: u32
     at += RETH_SIZE;
   }
   if (imm) { setImmDtData(at, load<u32>(w + WQE_IMM)); at += IMM_DT_SIZE; }
+  q.txBytes += plen;
   return finish(dev, at, load<u64>(w + WQE_LADDR) + <u64>off, plen);
 }
 
@@ -429,6 +430,18 @@ function dcqcnIncrease(dev: Device, q: Qp): void {
   const line = lineMbps(dev);
   if (q.targetMbps > line) q.targetMbps = line;
   q.rateMbps = (q.targetMbps + q.rateMbps) / 2;
+}
+
+/**
+ * Disarms QP `q`'s transport timer. With no DCQCN timer running either, its pending NicTimer
+ * event goes too, so an idle QP leaves nothing in the event queue (a runner sees the device idle).
+ */
+export function disarmTimer(dev: Device, q: Qp, qpn: u32): void {
+  q.timerAt = NEVER;
+  if (q.timerPending && (q.dcqcnAt == NEVER || q.dcqcnAt == 0)) {
+    unschedule(dev, EventKind.NicTimer, qpn);
+    q.timerPending = 0;
+  }
 }
 
 /** Arms QP `q`'s transport timer for `at`. */

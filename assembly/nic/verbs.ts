@@ -121,6 +121,9 @@ export const RANGES: u32 = 8;
   rtxK: u32; // the outstanding message being sent again
   rtxPsn: u32; // and its next PSN
   holdUntil: u64; // an RNR NAK holds the QP's packets until this time
+  // what it moved, for observers (never read by the NIC itself)
+  txBytes: u64; // requester: payload bytes of request packets sent, retransmissions included
+  rxBytes: u64; // responder: payload bytes of request packets accepted in order (placed)
 }
 
 // Per-QP extra blocks live beside the table: RANGES x 16 bytes of (end u32, pad, time u64),

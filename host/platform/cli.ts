@@ -1,5 +1,5 @@
 // The `menic` command (Node). Subcommands:
-//   menic run <scenario.json> [--seed N] [--json] [--pcap out.pcapng] [--set path=value ...]
+//   menic run <scenario.json> [--seed N] [--json] [--pcap out.pcapng] [--trace out.json] [--set path=value ...]
 //   menic fw build <file.c|.S ...> -o <out.elf> [-O <level>]
 //   menic fw run <elf> [--engines N] [--until 10ms] [--json] [--trace out.json] [--config cfg.json] [--set field=value]
 // --json prints one JSON object on stdout and nothing else; without it, console lines go to stdout
@@ -18,12 +18,14 @@ import { runScenario, type ScenarioResult } from "../scenario/run.js";
 import { resolveScenario } from "../scenario/scenario.js";
 import { applySet } from "../scenario/overrides.js";
 import { formatResult } from "../scenario/report.js";
+import { ScenarioTracer } from "../scenario/trace.js";
 import { ClusterCapture } from "../cluster/capture.js";
 import { PcapngWriter } from "../wire/pcapng.js";
 import { coreModule } from "./node.js";
 
 const USAGE = `usage:
   menic run <scenario.json> [--seed N] [--json] [--pcap <out.pcapng>] [--set <path>=<value> ...]
+                            [--trace <out.json> [--trace-interval <time>]]
   menic fw build <file.c|file.S ...> -o <out.elf> [-O 0|1|2|s]
   menic fw run <image.elf> [--engines N] [--until <time>] [--json] [--trace <out.json>]
                            [--config <cfg.json>] [--set <field>=<value> ...]
@@ -141,6 +143,8 @@ function runArgs(args: string[]) {
         seed: { type: "string" },
         json: { type: "boolean", default: false },
         pcap: { type: "string" },
+        trace: { type: "string" },
+        "trace-interval": { type: "string" },
         set: { type: "string", multiple: true, default: [] },
       },
     });
@@ -153,6 +157,7 @@ async function scenarioRun(args: string[]): Promise<number> {
   const { values, positionals } = runArgs(args);
   if (positionals.length !== 1) throw new UsageError("run needs exactly one scenario file");
   let scenario: Record<string, unknown>;
+  let tracer: ScenarioTracer | null;
   try {
     const file = positionals[0]!;
     let text: string;
@@ -162,6 +167,11 @@ async function scenarioRun(args: string[]): Promise<number> {
     for (const kv of values.set!) applySet(scenario, kv);
     if (values.seed !== undefined) applySet(scenario, `seed=${values.seed}`);
     resolveScenario(scenario); // refuse bad input before building anything
+    if (values["trace-interval"] !== undefined && !values.trace) throw new ConfigError("--trace-interval", "needs --trace");
+    tracer = values.trace ? new ScenarioTracer(values["trace-interval"] !== undefined ? traceInterval(values["trace-interval"]) : undefined) : null;
+    if (values.trace) {
+      try { closeSync(openSync(values.trace, "w")); } catch (e) { throw new ConfigError(`--trace ${values.trace}`, (e as Error).message); }
+    }
   } catch (e) {
     return refuse(e);
   }
@@ -186,6 +196,7 @@ async function scenarioRun(args: string[]): Promise<number> {
     }
     r = await runScenario(coreModule(), scenario, {
       onBuilt: (c) => capture?.attach(c.endpoints),
+      ...(tracer ? { observer: tracer } : {}),
       onProgress: (nowPs, done, total) => {
         capture?.flush(nowPs);
         progress?.update(nowPs, done, total);
@@ -200,11 +211,21 @@ async function scenarioRun(args: string[]): Promise<number> {
     progress?.clear();
     if (capture) capture.flush();
     if (pcapFd !== null) closeSync(pcapFd);
+    if (tracer) writeFileSync(values.trace!, JSON.stringify(tracer.toJSON()));
   }
   if (values.pcap) console.error(`menic: wrote ${values.pcap} (${capture!.written} frames)`);
+  if (tracer) console.error(`menic: wrote ${values.trace} (${tracer.events.length} trace events)`);
   if (values.json) console.log(JSON.stringify(r));
   else process.stdout.write(formatResult(r));
   return RUN_EXIT[r.ended];
+}
+
+/** --trace-interval: a time of at least 1 ns. */
+function traceInterval(text: string): number {
+  let ps: number;
+  try { ps = Number(parseTime(text)); } catch (e) { throw new ConfigError("--trace-interval", (e as Error).message); }
+  if (!(ps >= 1000)) throw new ConfigError("--trace-interval", `must be at least 1ns, got ${text}`);
+  return ps;
 }
 
 /** Says what is wrong with the input (a ConfigError) and gives its exit status; anything else is rethrown. */

@@ -38,7 +38,7 @@ export const DEVICE_DROP_COUNTERS = ["port.tx_ring_full", "port.rx_ring_full", "
 export interface ScenarioResult {
   name: string;
   seed: number;
-  /** simulated time reached, ps */
+  /** simulated time of the last completion when every message completed, else the time reached, ps */
   endPs: number;
   /** the scenario's time limit, ps */
   untilPs: number;
@@ -66,6 +66,8 @@ interface FlowState {
   ctx: Context;
   cq: Cq;
   qp: Qp;
+  /** the receiving end */
+  rx: { ctx: Context; qp: Qp };
   posted: number;
   completed: number;
   failed: number;
@@ -73,6 +75,24 @@ interface FlowState {
   lastDonePs: number;
   postTimes: number[];
   status: string;
+}
+
+/** The built run as an observer sees it: the fabric and the flows, in the order of `trafficFlows`. */
+export interface BuiltRun {
+  fabric: Fabric;
+  messagesPerFlow: number;
+  /** per flow: its DCQCN rate now, and the payload bytes its sender has sent (retransmissions included) and its receiver has placed in order */
+  flows: readonly { src: number; dst: number; messageBytes: number; rateGbps(): number; sentBytes(): number; placedBytes(): number }[];
+}
+
+/** Watches a run as it goes (a trace): every message posted and completed, and time passing. */
+export interface RunObserver {
+  /** sample wants to be called at least this often, ps of simulated time */
+  readonly intervalPs: number;
+  begin(run: BuiltRun): void;
+  posted(flow: number, wrId: number, atPs: number): void;
+  completed(flow: number, wrId: number, atPs: number, status: string): void;
+  sample(nowPs: number): void;
 }
 
 export interface RunOptions {
@@ -85,6 +105,7 @@ export interface RunOptions {
   shouldStop?: () => boolean | Promise<boolean>;
   /** a hook that sees the built cluster before it runs (pcap capture: endpoints[d].tap, tests) */
   onBuilt?: (c: { fabric: Fabric; runner: ClusterRunner; contexts: Context[]; endpoints: DeviceEndpoint[] }) => void;
+  observer?: RunObserver;
 }
 
 /** Builds and runs scenario `input` (validated by resolveScenario) with `coreModule`. */
@@ -135,27 +156,38 @@ export async function runScenario(coreModule: WebAssembly.Module, input: unknown
     };
     connect(spec.src, tx, rx.qpn, spec.dst);
     connect(spec.dst, rx, tx.qpn, spec.src);
-    return { spec, ctx: contexts[spec.src]!, cq: mem[spec.src]!.cq, qp: tx, posted: 0, completed: 0, failed: 0, firstPostPs: -1, lastDonePs: 0, postTimes: [], status: "SUCCESS" };
+    return { spec, ctx: contexts[spec.src]!, cq: mem[spec.src]!.cq, qp: tx, rx: { ctx: contexts[spec.dst]!, qp: rx }, posted: 0, completed: 0, failed: 0, firstPostPs: -1, lastDonePs: 0, postTimes: [], status: "SUCCESS" };
   });
   const byQp = new Map<string, FlowState>(state.map((f) => [`${f.spec.src}:${f.qp.qpn}`, f]));
+  const observer = opts.observer;
+  observer?.begin({
+    fabric, messagesPerFlow,
+    flows: state.map((f) => ({
+      src: f.spec.src, dst: f.spec.dst, messageBytes: sc.traffic.messageBytes,
+      rateGbps: () => f.ctx.qpRateGbps(f.qp), sentBytes: () => f.ctx.qpBytes(f.qp).tx, placedBytes: () => f.rx.ctx.qpBytes(f.rx.qp).rx,
+    })),
+  });
 
   // post every flow's messages at its start time
   const startPs = sc.traffic.startPs;
-  for (const f of state) {
-    const at = BigInt(startPs);
+  for (const [i, f] of state.entries()) {
+    const flowStartPs = startPs + i * sc.traffic.staggerPs;
+    const at = BigInt(flowStartPs);
     const dst = mem[f.spec.dst]!, src = mem[f.spec.src]!;
     const wrs = Array.from({ length: messagesPerFlow }, (_, k) => ({
       wrId: k, opcode: "RDMA_WRITE" as const, signaled: true, localAddr: src.addr, length: sc.traffic.messageBytes, lkey: src.mr.lkey, remoteAddr: dst.addr, rkey: dst.mr.rkey,
     }));
     f.ctx.postSend(f.qp, wrs, { atPs: at > f.ctx.nowPs ? at : f.ctx.nowPs });
     f.posted = messagesPerFlow;
-    f.firstPostPs = startPs;
+    f.firstPostPs = flowStartPs;
+    for (let k = 0; k < messagesPerFlow; k++) observer?.posted(i, k, flowStartPs);
   }
+  const flowIndex = new Map(state.map((f, i) => [f, i]));
 
   const total = state.length * messagesPerFlow;
-  let completed = 0, stopped = false;
+  let completed = 0, stopped = false, lastCompletionPs = 0;
   const fct: number[] = [];
-  const chunk = Math.max(runner.windowPs, 10_000_000);
+  const chunk = Math.max(runner.windowPs, Math.min(10_000_000, observer?.intervalPs ?? Infinity));
   const untilPs = sc.untilPs;
   while (completed < total && runner.nowPs < untilPs) {
     if (opts.shouldStop && (await opts.shouldStop())) { stopped = true; break; }
@@ -165,6 +197,8 @@ export async function runScenario(coreModule: WebAssembly.Module, input: unknown
         const f = byQp.get(`${d}:${wc.qpNum}`);
         if (!f) continue; // a receive-side completion: none are posted in a WRITE scenario
         completed++;
+        observer?.completed(flowIndex.get(f)!, Number(wc.wrId), Number(wc.timePs), wc.status);
+        lastCompletionPs = Math.max(lastCompletionPs, Number(wc.timePs));
         if (wc.status !== "SUCCESS") {
           f.failed++;
           if (f.status === "SUCCESS") f.status = wc.status;
@@ -176,6 +210,7 @@ export async function runScenario(coreModule: WebAssembly.Module, input: unknown
         fct.push(t - f.firstPostPs);
       }
     }
+    observer?.sample(runner.nowPs);
     opts.onProgress?.(runner.nowPs, completed, total);
   }
 
@@ -199,7 +234,9 @@ export async function runScenario(coreModule: WebAssembly.Module, input: unknown
   const deviceDrops: Record<string, number> = Object.fromEntries(DEVICE_DROP_COUNTERS.map((k) => [k, sum(k)]));
   deviceDrops.rx_stage_full = endpoints.reduce((s, e) => s + e.stageDrops, 0);
   return {
-    name: sc.name, seed: sc.seed, endPs: runner.nowPs, untilPs, finished,
+    // a run whose messages all completed ends at the last completion (not where the runner's
+    // last chunk of time happened to end); otherwise where it stopped
+    name: sc.name, seed: sc.seed, endPs: completed === total ? lastCompletionPs : runner.nowPs, untilPs, finished,
     ended: finished ? "finished" : completed === total ? "failed" : stopped ? "stopped" : "time-limit",
     messages: { total, completed, failed }, flows: flowsOut, totalBytes,
     totalGoodputGbps: lastDone > startPs ? (totalBytes * 8000) / (lastDone - startPs) : 0,

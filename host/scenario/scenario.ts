@@ -41,6 +41,8 @@ export interface Scenario {
     incastSenders: number;
     portGroup: "SCALE_UP" | "SCALE_OUT";
     startPs: number;
+    /** flow k starts at startPs + k × staggerPs */
+    staggerPs: number;
   };
   faults: Fault[];
 }
@@ -67,7 +69,7 @@ interface ScenarioInput {
     fabricLink: LinkInput;
     switch: Omit<NonNullable<FabricOptions["switch"]>, "latencyPs"> & { latency: TimeInput };
   };
-  traffic: Omit<Scenario["traffic"], "startPs" | "incastSenders"> & { incastSenders?: number; start: TimeInput };
+  traffic: Omit<Scenario["traffic"], "startPs" | "staggerPs" | "incastSenders"> & { incastSenders?: number; start: TimeInput; stagger: TimeInput };
   faults: FaultInput[];
 }
 
@@ -92,7 +94,7 @@ export function resolveScenario(input: unknown, path = "scenario"): Scenario {
   const switchOpts: FabricOptions["switch"] = { ...sw, latencyPs: time(latency, `${path}.fabric.switch.latency`) };
   prefixed(`${path}.fabric`, () => resolveFabricConfig({ switch: switchOpts }));
   const topo = o.fabric.topology;
-  const { start, ...traffic } = o.traffic;
+  const { start, stagger, ...traffic } = o.traffic;
   return {
     name: o.name,
     seed: o.seed,
@@ -105,7 +107,7 @@ export function resolveScenario(input: unknown, path = "scenario"): Scenario {
       fabricLink: link(o.fabric.fabricLink, `${path}.fabric.fabricLink`),
       switch: switchOpts,
     },
-    traffic: { ...traffic, incastSenders: traffic.incastSenders ?? Math.max(1, count - 1), startPs: time(start, `${path}.traffic.start`) },
+    traffic: { ...traffic, incastSenders: traffic.incastSenders ?? Math.max(1, count - 1), startPs: time(start, `${path}.traffic.start`), staggerPs: time(stagger, `${path}.traffic.stagger`) },
     faults: o.faults.map((f, i): Fault => {
       const at = `${path}.faults[${i}]`;
       if (f.kind === "loss") return f;
