@@ -16,6 +16,7 @@ import { NicPhase } from "./phases";
 import { packetsOf, psnAdd } from "./psn";
 import { outAt, outFirstPsn, outLastPsn } from "./outstanding";
 import { icrcIpv4 } from "../wire/icrc";
+import { ipv4Checksum } from "../wire/ipv4";
 import {
   ETH_SIZE, ETH_TYPE_IPV4, setEthDst, setEthSrc, setEthEtherType,
   IPV4_SIZE, IPV4_VERSION, IPV4_IHL_MIN, IPV4_TTL_DEFAULT, IPV4_PROTO_UDP, IPV4_ECN_ECT0,
@@ -277,14 +278,6 @@ function headers(dev: Device, q: Qp, qpn: u32, op: u32, psn: u32, ackReq: bool, 
   setBthAckReq(bth, ackReq ? 1 : 0);
   setBthPsn(bth, psn);
   return bth + BTH_SIZE;
-}
-
-/** The one's-complement checksum of a 20-byte IPv4 header (RFC 791) with its checksum field zero. */
-function ipv4Checksum(ip: usize): u32 {
-  let sum: u32 = 0;
-  for (let i: usize = 0; i < 20; i += 2) sum += (<u32>load<u8>(ip + i) << 8) | <u32>load<u8>(ip + i + 1);
-  while (sum > 0xffff) sum = (sum & 0xffff) + (sum >> 16);
-  return ~sum & 0xffff;
 }
 
 /**
