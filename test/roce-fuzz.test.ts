@@ -2,7 +2,7 @@ import { describe, it, expect } from "vitest";
 import { cabled, frameCopy } from "./helpers/cable.js";
 import { xorshift32 } from "./helpers/xorshift.js";
 import { independentIcrc } from "./helpers/tshark.js";
-import { buildFrame } from "../host/wire/rocev2.js";
+import { buildFrame, ipv4Checksum } from "../host/wire/rocev2.js";
 import { OP, OPCODES } from "../host/generated/headers.js";
 import { PKT, WQE, CQE, DMA, REGIONS } from "../host/generated/layouts.js";
 import type { Context, Qp, Mr, Cq, Wc, SendWr } from "../host/verbs.js";
@@ -69,11 +69,16 @@ function classify(a: { port: number; wire: number; hdrLen: number; bodyLen: numb
   if (rx.full && bodyLen > rx.rxBodyBytes) return "ring_full";
   if (hdrLen < MIN_HDR || hdrLen > HDR_MAX || wire < hdrLen + 4 || wire > FRAME_MAX || port >= PORTS || (rx.full && bodyLen !== wire - hdrLen)) return "malformed";
   const b = a.bytes, v = new DataView(b.buffer, b.byteOffset, b.byteLength);
-  if (v.getUint16(12) !== 0x0800 || b[14] !== 0x45 || v.getUint16(16) !== wire - 14 || b[23] !== 17 || v.getUint16(36) !== 4791 || v.getUint16(38) !== wire - 34) return "malformed";
+  if (v.getUint16(12) !== 0x0800 || b[14] !== 0x45 || v.getUint16(16) !== wire - 14 || ipv4Checksum(b, 14, 20) !== 0 || b[23] !== 17 || v.getUint16(36) !== 4791 || v.getUint16(38) !== wire - 34) return "malformed";
   if (v.getUint32(30) !== ipOf(1, port)) return "not_mine";
   const info = OPCODES.get(b[42]!);
   if (!info || (b[43]! & 15) !== 0) return "malformed";
-  if (hdrLen !== MIN_HDR + info.extBytes || wire < hdrLen + ((b[43]! >> 4) & 3) + 4) return "malformed";
+  const pad = (b[43]! >> 4) & 3;
+  if (hdrLen !== MIN_HDR + info.extBytes || wire < hdrLen + pad + 4) return "malformed";
+  // the payload the opcode allows: none (and no pad) where it has none, at most the MTU, exactly
+  // the MTU in a FIRST or MIDDLE packet
+  const payload = wire - hdrLen - pad - 4;
+  if (((payload > 0 || pad > 0) && !info.payload) || payload > MTU || (/_(FIRST|MIDDLE)$/.test(info.name) && payload !== MTU)) return "malformed";
   if (rx.full && independentIcrc(b) !== v.getUint32(wire - 4, true)) return "bad_icrc";
   if (rx.qpPorts.get(v.getUint32(46) & 0xffffff) !== port) return "unknown_qp";
   if (b[42] === OP.CNP) return "cnp";
@@ -85,11 +90,20 @@ function fixIcrc(b: Uint8Array): void {
   if (b.length >= MIN_HDR + 4) new DataView(b.buffer, b.byteOffset, b.byteLength).setUint32(b.length - 4, independentIcrc(b), true);
 }
 
-/** IPv4 total length and UDP length made to agree with the frame's length. */
+/** IPv4 total length and UDP length made to agree with the frame's length (and the IPv4 checksum with them). */
 function fixLengths(b: Uint8Array): void {
   const v = new DataView(b.buffer, b.byteOffset, b.byteLength);
   if (b.length >= 18) v.setUint16(16, (b.length - 14) & 0xffff);
   if (b.length >= 40) v.setUint16(38, (b.length - 34) & 0xffff);
+  fixIpv4(b);
+}
+
+/** The IPv4 header checksum written again, for a frame long enough to hold the header. */
+function fixIpv4(b: Uint8Array): void {
+  if (b.length < 34) return;
+  const v = new DataView(b.buffer, b.byteOffset, b.byteLength);
+  v.setUint16(24, 0);
+  v.setUint16(24, ipv4Checksum(b, 14, 20));
 }
 
 /** One device's side of the traffic: its PD, CQ, regions, QPs, and the work requests it has outstanding. */
@@ -403,7 +417,10 @@ function fuzzer(w: World) {
       if (mode < 4 || !f.v) b[f.at + rnd(f.n)]! ^= 1 << rnd(8);
       else if (mode < 6) b.set(bytesOf(f.n), f.at);
       else be(b, f.at, f.n, BigInt(f.v()));
-      if (chance(90)) fixIcrc(b);
+      if (chance(90)) {
+        if (f.at !== 24) fixIpv4(b); // a changed IPv4 field, its checksum agreeing (unless the checksum is the field)
+        fixIcrc(b);
+      }
     } else if (k < 39) {
       b[rnd(hdrLen)]! ^= 1 << rnd(8); // a bit anywhere in the headers
       if (chance(50)) fixIcrc(b);
@@ -613,6 +630,8 @@ describe("RoCEv2 bad input: a device under 100,000 random and mutated frames whi
     const write = (rkey: number, va: number | bigint, len: number) => mk({ opcode: OP.RC_WRITE_ONLY, ackReq: true, reth: { va: BigInt(va), rkey, dmaLength: len }, payload: new Uint8Array(len).fill(0xee) });
     const edit = (b: Uint8Array, f: (v: DataView, b: Uint8Array) => void, icrc = true) => { f(new DataView(b.buffer), b); if (icrc) fixIcrc(b); return b; };
     const sendOnly = mk({ opcode: OP.RC_SEND_ONLY, payload: new Uint8Array(64).fill(1) });
+    /** frame `b` with `n` more bytes before its ICRC, lengths and ICRC agreeing */
+    const grown = (b: Uint8Array, n: number) => { const g = new Uint8Array(b.length + n); g.set(b.subarray(0, b.length - 4)); fixLengths(g); fixIcrc(g); return g; };
     // the longest frame a port takes: FRAME_MAX less 2 (headers of 54 + 4k bytes, a payload padded to 4, the ICRC)
     const largest = mk({ opcode: OP.RC_WRITE_MIDDLE, psn: 0x400000, payload: new Uint8Array(FRAME_MAX - MIN_HDR - 4 - 2).fill(2) });
     type Edge = [string, () => Uint8Array, { lie?: Lie; hdrLen?: number; port?: number; before?: () => void; stat?: string; answer?: string; recv?: string }];
@@ -623,7 +642,14 @@ describe("RoCEv2 bad input: a device under 100,000 random and mutated frames whi
       ["a body larger than the receive ring's body area", () => sendOnly, { lie: { bodyLen: w.rx.rxBodyBytes + 1 }, stat: "port.rx_ring_full" }],
       ["a body said to lie at offset 0xffffffff of the stage (read as zeros)", () => sendOnly, { lie: { bodyOff: 0xffffffff }, stat: "roce.rx_bad_icrc" }],
       ["one byte longer than the largest frame, lengths and ICRC agreeing", () => { const b = new Uint8Array(FRAME_MAX + 1); b.set(largest.subarray(0, largest.length - 4)); fixLengths(b); fixIcrc(b); return b; }, { stat: "roce.rx_malformed" }],
-      ["the longest frame a port takes (4222 bytes), ahead of the expected PSN", () => largest, { stat: "roce.rx_out_of_order", answer: "AETH 0x60" }],
+      ["the longest frame a port takes (4222 bytes), its payload over the path MTU", () => largest, { stat: "roce.rx_malformed" }],
+      ["a WRITE MIDDLE of one path MTU, ahead of the expected PSN", () => mk({ opcode: OP.RC_WRITE_MIDDLE, psn: 0x400000, payload: new Uint8Array(MTU).fill(2) }), { stat: "roce.rx_out_of_order", answer: "AETH 0x60" }],
+      ["a WRITE MIDDLE one byte short of the path MTU", () => mk({ opcode: OP.RC_WRITE_MIDDLE, psn: 0x400000, payload: new Uint8Array(MTU - 1).fill(2) }), { stat: "roce.rx_malformed" }],
+      ["a SEND ONLY one byte over the path MTU", () => mk({ opcode: OP.RC_SEND_ONLY, payload: new Uint8Array(MTU + 1).fill(2) }), { stat: "roce.rx_malformed" }],
+      ["a READ request carrying 4 bytes of payload", () => grown(mk({ opcode: OP.RC_READ_REQUEST, reth: { va: BigInt(t.data.addr), rkey: t.data.rkey, dmaLength: 4 } }), 4), { stat: "roce.rx_malformed" }],
+      ["an ACK carrying 4 bytes of payload", () => grown(mk({ opcode: OP.RC_ACK, aeth: { syndrome: 0x1f, msn: 1 } }), 4), { stat: "roce.rx_malformed" }],
+      ["an IPv4 header checksum off by one (the ICRC does not cover it)", () => edit(sendOnly.slice(), (v) => v.setUint16(24, (v.getUint16(24) + 1) & 0xffff)), { stat: "roce.rx_malformed" }],
+      ["a TTL changed without the checksum", () => edit(sendOnly.slice(), (v) => v.setUint8(22, 7)), { stat: "roce.rx_malformed" }],
       ["IPv4 with options (IHL 6)", () => edit(sendOnly.slice(), (v) => v.setUint8(14, 0x46)), { stat: "roce.rx_malformed" }],
       ["a UDP length one short", () => edit(sendOnly.slice(), (v) => v.setUint16(38, v.getUint16(38) - 1)), { stat: "roce.rx_malformed" }],
       ["an IPv4 total length one long", () => edit(sendOnly.slice(), (v) => v.setUint16(16, v.getUint16(16) + 1)), { stat: "roce.rx_malformed" }],

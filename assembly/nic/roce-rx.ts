@@ -18,6 +18,7 @@ import { queueRequest, queueAnswer, queueCnp, wantTimer, armTimer, disarmTimer, 
 import { packetsOf, psnAdd, psnDiff } from "./psn";
 import { outAt, outFirstPsn, outLastPsn, outComplete, outFlush, outAck, outDrain } from "./outstanding";
 import { icrcIpv4 } from "../wire/icrc";
+import { ipv4Checksum } from "../wire/ipv4";
 import {
   ETH_SIZE, ETH_TYPE_IPV4, getEthEtherType, IPV4_SIZE, IPV4_VERSION, IPV4_IHL_MIN, IPV4_PROTO_UDP, getIpv4Version, getIpv4Ihl,
   getIpv4TotalLength, getIpv4Protocol, getIpv4Dst, getIpv4Ecn, IPV4_ECN_CE, UDP_SIZE, UDP_PORT_ROCEV2, getUdpDstPort, getUdpLength,
@@ -25,10 +26,10 @@ import {
   RETH_SIZE, getRethVa, getRethRkey, getRethDmaLength, AETH_SIZE, getAethSyndrome, IMM_DT_SIZE, getImmDtData, ICRC_SIZE,
   AETH_SYNDROME_TYPE_MASK, AETH_SYNDROME_ACK, AETH_SYNDROME_RNR_NAK, AETH_SYNDROME_NAK, AETH_SYNDROME_VALUE_MASK,
   AETH_NAK_PSN_SEQ_ERR, AETH_NAK_INVALID_REQUEST, AETH_NAK_REMOTE_ACCESS_ERROR, AETH_NAK_REMOTE_OPERATIONAL_ERROR,
-  OPF_KNOWN, OPF_RETH, OPF_AETH, OPF_IMM_DT, OPF_CNP, opcodeFlags,
+  OPF_KNOWN, OPF_PAYLOAD, OPF_RETH, OPF_AETH, OPF_IMM_DT, OPF_CNP, opcodeFlags,
   OP_RC_SEND_FIRST, OP_RC_SEND_MIDDLE, OP_RC_SEND_LAST, OP_RC_SEND_LAST_IMM, OP_RC_SEND_ONLY, OP_RC_SEND_ONLY_IMM,
   OP_RC_WRITE_FIRST, OP_RC_WRITE_MIDDLE, OP_RC_WRITE_LAST, OP_RC_WRITE_LAST_IMM, OP_RC_WRITE_ONLY, OP_RC_WRITE_ONLY_IMM,
-  OP_RC_READ_REQUEST, OP_RC_READ_RESPONSE_FIRST, OP_RC_READ_RESPONSE_LAST, OP_RC_READ_RESPONSE_ONLY, OP_RC_ACK,
+  OP_RC_READ_REQUEST, OP_RC_READ_RESPONSE_FIRST, OP_RC_READ_RESPONSE_MIDDLE, OP_RC_READ_RESPONSE_LAST, OP_RC_READ_RESPONSE_ONLY, OP_RC_ACK,
 } from "../generated/headers";
 import {
   OPCODE_RDMA_WRITE, OPCODE_RDMA_WRITE_WITH_IMM, OPCODE_SEND, OPCODE_SEND_WITH_IMM, OPCODE_RDMA_READ, OPCODE_RECV,
@@ -124,8 +125,8 @@ function receive(dev: Device, rec: usize, body: usize, t: u64): void {
   if (full) memory.copy(f + hdrLen, body + <usize>load<u32>(rec + PKT_BODY_OFF), bodyLen);
   const ip = f + ETH_SIZE, udp = ip + IPV4_SIZE, bth = udp + UDP_SIZE;
   if (getEthEtherType(f) != ETH_TYPE_IPV4 || getIpv4Version(ip) != IPV4_VERSION || getIpv4Ihl(ip) != IPV4_IHL_MIN
-    || getIpv4TotalLength(ip) != wire - ETH_SIZE || getIpv4Protocol(ip) != IPV4_PROTO_UDP || getUdpDstPort(udp) != UDP_PORT_ROCEV2
-    || getUdpLength(udp) != wire - ETH_SIZE - IPV4_SIZE) { bad(dev, STAT_ROCE_RX_MALFORMED); return; }
+    || getIpv4TotalLength(ip) != wire - ETH_SIZE || ipv4Checksum(ip) != 0 || getIpv4Protocol(ip) != IPV4_PROTO_UDP
+    || getUdpDstPort(udp) != UDP_PORT_ROCEV2 || getUdpLength(udp) != wire - ETH_SIZE - IPV4_SIZE) { bad(dev, STAT_ROCE_RX_MALFORMED); return; }
   if (getIpv4Dst(ip) != portIpv4(dev.cfg.deviceId, port)) { bad(dev, STAT_ROCE_RX_NOT_MINE); return; }
   const op = getBthOpcode(bth);
   const flags = opcodeFlags(op);
@@ -134,6 +135,10 @@ function receive(dev: Device, rec: usize, body: usize, t: u64): void {
   const pad = getBthPadCnt(bth);
   if (hdrLen != minHdr + ext || wire < hdrLen + pad + ICRC_SIZE) { bad(dev, STAT_ROCE_RX_MALFORMED); return; }
   const payload = wire - hdrLen - pad - ICRC_SIZE;
+  // what the opcode allows (InfiniBand's packet rules): no payload or pad where it carries none,
+  // at most one path MTU, exactly one in the FIRST and MIDDLE packets of a message
+  if ((payload > 0 || pad > 0) && (flags & OPF_PAYLOAD) == 0
+    || payload > dev.cfg.mtuBytes || isFirstOrMiddle(op) && payload != dev.cfg.mtuBytes) { bad(dev, STAT_ROCE_RX_MALFORMED); return; }
   if (full && load<u32>(f + wire - ICRC_SIZE) != icrcIpv4(ip, wire - ETH_SIZE)) { bad(dev, STAT_ROCE_RX_BAD_ICRC); return; }
   const qpn = getBthDestQp(bth);
   if (qpn >= dev.cfg.maxQps) { bad(dev, STAT_ROCE_RX_UNKNOWN_QP); return; }
@@ -175,6 +180,12 @@ function answer(dev: Device, q: Qp, qpn: u32, psn: u32, syndrome: u32, t: u64): 
 @inline function isLast(op: u32): bool {
   return op == OP_RC_SEND_LAST || op == OP_RC_SEND_LAST_IMM || op == OP_RC_SEND_ONLY || op == OP_RC_SEND_ONLY_IMM
     || op == OP_RC_WRITE_LAST || op == OP_RC_WRITE_LAST_IMM || op == OP_RC_WRITE_ONLY || op == OP_RC_WRITE_ONLY_IMM;
+}
+
+/** A packet of a multi-packet message that is not its last: it carries exactly one path MTU. */
+@inline function isFirstOrMiddle(op: u32): bool {
+  return op == OP_RC_SEND_FIRST || op == OP_RC_SEND_MIDDLE || op == OP_RC_WRITE_FIRST || op == OP_RC_WRITE_MIDDLE
+    || op == OP_RC_READ_RESPONSE_FIRST || op == OP_RC_READ_RESPONSE_MIDDLE;
 }
 
 @inline function isSend(op: u32): bool { return op <= OP_RC_SEND_ONLY_IMM; }
