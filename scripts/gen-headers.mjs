@@ -14,7 +14,7 @@ import { writeGenerated } from "./write-generated.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 /** Wire order: the order headers are generated and documented in. */
-const FILES = ["eth", "ipv4", "udp", "bth", "reth", "aeth", "immdt", "cnp", "icrc"];
+const FILES = ["eth", "ipv4", "udp", "bth", "reth", "aeth", "immdt", "cnp", "icrc", "mrh", "mra", "mrc"];
 const headers = FILES.map((f) => ({ file: `layouts/headers/${f}.json`, ...JSON.parse(readFileSync(join(root, "layouts", "headers", `${f}.json`), "utf8")) }));
 const bth = headers.find((h) => h.name === "Bth");
 const opcodes = bth.opcodes.values;
@@ -281,7 +281,10 @@ function mdView() {
     "`layouts/headers/`; `assembly/generated/headers.ts` and `host/generated/headers.ts` are generated from",
     "the same files. Bits are numbered from the most significant bit of the header's first byte; every field is",
     "in network byte order (most significant byte first) except the ICRC. Fields marked *ICRC masked* are read",
-    "as all ones when the ICRC is computed: a switch may change them on the way.", ""];
+    "as all ones when the ICRC is computed: a switch may change them on the way.", "",
+    "The MetaRoCE-like transport (docs/protocol.md) uses the same Ethernet, IPv4 and UDP headers, to UDP port",
+    "4792, followed by its own data header (Mrh) or ACK header (Mra) and a CRC-32 trailer (Mrc): the last three",
+    "headers below.", ""];
   for (const h of headers) {
     L.push(`## ${h.title} — ${h.size} bytes`, "", `${h.doc}`, "", `Source: \`${h.file}\`. Reference: ${h.cite}.`, "", "```", ...diagram(h), "```", "",
       "| byte | bit | width | field | what |", "|---|---|---|---|---|");

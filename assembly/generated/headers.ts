@@ -466,6 +466,328 @@ export const ICRC_VALUE_OFFSET: u32 = 0;
   store<u32>(p, v);
 }
 
+// ---- MetaRoCE-like data header (DATA, PROBE) (layouts/headers/mrh.json; docs/protocol.md (menic's own design: no MetaRoCE specification is public))
+/** MetaRoCE-like data header (DATA, PROBE): bytes */
+export const MRH_SIZE: u32 = 48;
+export const MRH_VERSION_OFFSET: u32 = 0;
+export const MRH_TYPE_OFFSET: u32 = 0;
+export const MRH_FLAGS_OFFSET: u32 = 1;
+export const MRH_PATH_OFFSET: u32 = 2;
+export const MRH_EPOCH_OFFSET: u32 = 3;
+export const MRH_PSN_OFFSET: u32 = 4;
+export const MRH_FLOOR_OFFSET: u32 = 8;
+export const MRH_OP_OFFSET: u32 = 12;
+export const MRH_DEST_QP_OFFSET: u32 = 13;
+export const MRH_SSN_OFFSET: u32 = 16;
+export const MRH_MSN_OFFSET: u32 = 20;
+export const MRH_OFFSET_OFFSET: u32 = 24;
+export const MRH_LENGTH_OFFSET: u32 = 28;
+export const MRH_ADDR_OFFSET: u32 = 32;
+export const MRH_RKEY_OFFSET: u32 = 40;
+export const MRH_IMM_OFFSET: u32 = 44;
+/** MetaRoCE-like constants: UDP destination port of every MetaRoCE-like packet */
+export const MRT_UDP_PORT: u32 = 0x12b8;
+/** MetaRoCE-like constants: the header version menic sends and accepts */
+export const MRT_VERSION: u32 = 0x1;
+/** MetaRoCE-like constants: a packet of a message (Mrh, payload, Mrc) */
+export const MRT_TYPE_DATA: u32 = 0x1;
+/** MetaRoCE-like constants: an acknowledgment of a path (Mra, Mrc) */
+export const MRT_TYPE_ACK: u32 = 0x2;
+/** MetaRoCE-like constants: asks for an ACK on a path (Mrh without payload, Mrc) */
+export const MRT_TYPE_PROBE: u32 = 0x3;
+/** MetaRoCE-like constants: the first packet of its message */
+export const MRT_FLAG_FIRST: u32 = 0x80;
+/** MetaRoCE-like constants: the last packet of its message */
+export const MRT_FLAG_LAST: u32 = 0x40;
+/** MetaRoCE-like constants: ACK at once */
+export const MRT_FLAG_ACK_REQ: u32 = 0x20;
+/** MetaRoCE-like constants: a packet sent again (its SSN went out before, under another PSN) */
+export const MRT_FLAG_RETX: u32 = 0x10;
+/** MetaRoCE-like constants: RDMA WRITE */
+export const MRT_OP_WRITE: u32 = 0x0;
+/** MetaRoCE-like constants: RDMA WRITE with immediate: the last packet consumes a posted receive */
+export const MRT_OP_WRITE_IMM: u32 = 0x1;
+/** MetaRoCE-like constants: SEND into the posted receive numbered MSN */
+export const MRT_OP_SEND: u32 = 0x2;
+/** MetaRoCE-like constants: SEND with immediate */
+export const MRT_OP_SEND_IMM: u32 = 0x3;
+/** MetaRoCE-like constants: destination QP of a PROBE */
+export const MRT_PROBE_QP: u32 = 0xffffff;
+/** MetaRoCE-like constants: SSNs a stream's receiver tracks above its cumulative SSN; the sender never runs further ahead */
+export const MRT_STREAM_WINDOW: u32 = 0x1000;
+/** MetaRoCE-like constants: PSNs a path may have outstanding (the SACK's reach) */
+export const MRT_PATH_WINDOW: u32 = 0x100;
+/** MRH.version, 4 bits at bit 0: MRT_VERSION */
+@inline export function getMrhVersion(p: usize): u32 {
+  return <u32>((<u32>load<u8>(p) >> 4) & 0xf);
+}
+@inline export function setMrhVersion(p: usize, v: u32): void {
+  const w: u32 = (<u32>load<u8>(p) & ~(<u32>0xf << 4)) | ((<u32>v << 4) & (<u32>0xf << 4));
+  store<u8>(p, <u8>(w));
+}
+/** MRH.type, 4 bits at bit 4: MRT_TYPE_DATA or MRT_TYPE_PROBE */
+@inline export function getMrhType(p: usize): u32 {
+  return <u32>(<u32>load<u8>(p) & 0xf);
+}
+@inline export function setMrhType(p: usize, v: u32): void {
+  const w: u32 = (<u32>load<u8>(p) & ~<u32>0xf) | (<u32>v & <u32>0xf);
+  store<u8>(p, <u8>(w));
+}
+/** MRH.flags, 8 bits at bit 8: MRT_FLAG_* bits */
+@inline export function getMrhFlags(p: usize): u32 {
+  return <u32>load<u8>(p + 1);
+}
+@inline export function setMrhFlags(p: usize, v: u32): void {
+  store<u8>(p + 1, <u8>(v));
+}
+/** MRH.path, 8 bits at bit 16: the path it travels on (0 to paths - 1) */
+@inline export function getMrhPath(p: usize): u32 {
+  return <u32>load<u8>(p + 2);
+}
+@inline export function setMrhPath(p: usize, v: u32): void {
+  store<u8>(p + 2, <u8>(v));
+}
+/** MRH.epoch, 8 bits at bit 24: the path's epoch: it changes when a failed path comes back, so stale ACKs are ignored */
+@inline export function getMrhEpoch(p: usize): u32 {
+  return <u32>load<u8>(p + 3);
+}
+@inline export function setMrhEpoch(p: usize, v: u32): void {
+  store<u8>(p + 3, <u8>(v));
+}
+/** MRH.psn, 32 bits at bit 32: the path's packet sequence number: never sent twice */
+@inline export function getMrhPsn(p: usize): u32 {
+  return bswap<u32>(load<u32>(p + 4));
+}
+@inline export function setMrhPsn(p: usize, v: u32): void {
+  store<u32>(p + 4, bswap<u32>(v));
+}
+/** MRH.floor, 32 bits at bit 64: every PSN of the path below this is acknowledged or declared lost: the receiver's cumulative PSN may move up to it */
+@inline export function getMrhFloor(p: usize): u32 {
+  return bswap<u32>(load<u32>(p + 8));
+}
+@inline export function setMrhFloor(p: usize, v: u32): void {
+  store<u32>(p + 8, bswap<u32>(v));
+}
+/** MRH.op, 8 bits at bit 96: MRT_OP_*: what the message is */
+@inline export function getMrhOp(p: usize): u32 {
+  return <u32>load<u8>(p + 12);
+}
+@inline export function setMrhOp(p: usize, v: u32): void {
+  store<u8>(p + 12, <u8>(v));
+}
+/** MRH.destQp, 24 bits at bit 104: the receiver's QP (the stream); 0xFFFFFF in a PROBE */
+@inline export function getMrhDestQp(p: usize): u32 {
+  return <u32>((bswap<u32>(load<u32>(p + 13)) >> 8) & 0xffffff);
+}
+@inline export function setMrhDestQp(p: usize, v: u32): void {
+  const w: u32 = (bswap<u32>(load<u32>(p + 13)) & ~(<u32>0xffffff << 8)) | ((<u32>v << 8) & (<u32>0xffffff << 8));
+  store<u32>(p + 13, bswap<u32>(w));
+}
+/** MRH.ssn, 32 bits at bit 128: stream sequence number of this packet (24 bits used, wrapping): the same when sent again */
+@inline export function getMrhSsn(p: usize): u32 {
+  return bswap<u32>(load<u32>(p + 16));
+}
+@inline export function setMrhSsn(p: usize, v: u32): void {
+  store<u32>(p + 16, bswap<u32>(v));
+}
+/** MRH.msn, 32 bits at bit 160: message sequence number in its stream; a SEND's is the index of the posted receive it fills */
+@inline export function getMrhMsn(p: usize): u32 {
+  return bswap<u32>(load<u32>(p + 20));
+}
+@inline export function setMrhMsn(p: usize, v: u32): void {
+  store<u32>(p + 20, bswap<u32>(v));
+}
+/** MRH.offset, 32 bits at bit 192: byte offset of this packet's payload in its message */
+@inline export function getMrhOffset(p: usize): u32 {
+  return bswap<u32>(load<u32>(p + 24));
+}
+@inline export function setMrhOffset(p: usize, v: u32): void {
+  store<u32>(p + 24, bswap<u32>(v));
+}
+/** MRH.length, 32 bits at bit 224: the whole message's length in bytes */
+@inline export function getMrhLength(p: usize): u32 {
+  return bswap<u32>(load<u32>(p + 28));
+}
+@inline export function setMrhLength(p: usize, v: u32): void {
+  store<u32>(p + 28, bswap<u32>(v));
+}
+/** MRH.addr, 64 bits at bit 256: WRITE: where this packet's first byte goes (the message's remote address plus offset) */
+@inline export function getMrhAddr(p: usize): u64 {
+  return bswap<u64>(load<u64>(p + 32));
+}
+@inline export function setMrhAddr(p: usize, v: u64): void {
+  store<u64>(p + 32, bswap<u64>(v));
+}
+/** MRH.rkey, 32 bits at bit 320: WRITE: the remote key of the destination region */
+@inline export function getMrhRkey(p: usize): u32 {
+  return bswap<u32>(load<u32>(p + 40));
+}
+@inline export function setMrhRkey(p: usize, v: u32): void {
+  store<u32>(p + 40, bswap<u32>(v));
+}
+/** MRH.imm, 32 bits at bit 352: WRITE_IMM and SEND_IMM: the immediate value (in every packet of the message) */
+@inline export function getMrhImm(p: usize): u32 {
+  return bswap<u32>(load<u32>(p + 44));
+}
+@inline export function setMrhImm(p: usize, v: u32): void {
+  store<u32>(p + 44, bswap<u32>(v));
+}
+
+// ---- MetaRoCE-like ACK header (layouts/headers/mra.json; docs/protocol.md (menic's own design: no MetaRoCE specification is public))
+/** MetaRoCE-like ACK header: bytes */
+export const MRA_SIZE: u32 = 52;
+export const MRA_VERSION_OFFSET: u32 = 0;
+export const MRA_TYPE_OFFSET: u32 = 0;
+export const MRA_FLAGS_OFFSET: u32 = 1;
+export const MRA_PATH_OFFSET: u32 = 2;
+export const MRA_EPOCH_OFFSET: u32 = 3;
+export const MRA_CUM_OFFSET: u32 = 4;
+export const MRA_SACK0_OFFSET: u32 = 8;
+export const MRA_SACK1_OFFSET: u32 = 16;
+export const MRA_SACK2_OFFSET: u32 = 24;
+export const MRA_SACK3_OFFSET: u32 = 32;
+export const MRA_CE_OFFSET: u32 = 40;
+export const MRA_RESV_OFFSET: u32 = 41;
+export const MRA_HINT_OFFSET: u32 = 42;
+export const MRA_NAK_QP_OFFSET: u32 = 44;
+export const MRA_NAK_CODE_OFFSET: u32 = 47;
+export const MRA_NAK_SSN_OFFSET: u32 = 48;
+/** NAK codes of an ACK: no NAK */
+export const MRT_NAK_NONE: u32 = 0x0;
+/** NAK codes of an ACK: receiver not ready: the SEND's receive is not posted; send the SSN again after the RNR timer */
+export const MRT_NAK_RNR: u32 = 0x1;
+/** NAK codes of an ACK: a WRITE's rkey or bounds are wrong: the message ends with REM_ACCESS_ERR */
+export const MRT_NAK_REMOTE_ACCESS: u32 = 0x2;
+/** NAK codes of an ACK: the receive is too short, or the operation is not allowed: the message ends with REM_INV_REQ_ERR */
+export const MRT_NAK_INVALID_REQUEST: u32 = 0x3;
+/** MRA.version, 4 bits at bit 0: MRT_VERSION */
+@inline export function getMraVersion(p: usize): u32 {
+  return <u32>((<u32>load<u8>(p) >> 4) & 0xf);
+}
+@inline export function setMraVersion(p: usize, v: u32): void {
+  const w: u32 = (<u32>load<u8>(p) & ~(<u32>0xf << 4)) | ((<u32>v << 4) & (<u32>0xf << 4));
+  store<u8>(p, <u8>(w));
+}
+/** MRA.type, 4 bits at bit 4: MRT_TYPE_ACK */
+@inline export function getMraType(p: usize): u32 {
+  return <u32>(<u32>load<u8>(p) & 0xf);
+}
+@inline export function setMraType(p: usize, v: u32): void {
+  const w: u32 = (<u32>load<u8>(p) & ~<u32>0xf) | (<u32>v & <u32>0xf);
+  store<u8>(p, <u8>(w));
+}
+/** MRA.flags, 8 bits at bit 8: reserved, sent as 0 */
+@inline export function getMraFlags(p: usize): u32 {
+  return <u32>load<u8>(p + 1);
+}
+@inline export function setMraFlags(p: usize, v: u32): void {
+  store<u8>(p + 1, <u8>(v));
+}
+/** MRA.path, 8 bits at bit 16: the path it answers */
+@inline export function getMraPath(p: usize): u32 {
+  return <u32>load<u8>(p + 2);
+}
+@inline export function setMraPath(p: usize, v: u32): void {
+  store<u8>(p + 2, <u8>(v));
+}
+/** MRA.epoch, 8 bits at bit 24: the epoch of the packet that drew it */
+@inline export function getMraEpoch(p: usize): u32 {
+  return <u32>load<u8>(p + 3);
+}
+@inline export function setMraEpoch(p: usize, v: u32): void {
+  store<u8>(p + 3, <u8>(v));
+}
+/** MRA.cum, 32 bits at bit 32: every PSN of the path below this arrived (or lies below the sender's floor) */
+@inline export function getMraCum(p: usize): u32 {
+  return bswap<u32>(load<u32>(p + 4));
+}
+@inline export function setMraCum(p: usize, v: u32): void {
+  store<u32>(p + 4, bswap<u32>(v));
+}
+/** MRA.sack0, 64 bits at bit 64: bit 63 - i (most significant first): PSN cum + 1 + i arrived */
+@inline export function getMraSack0(p: usize): u64 {
+  return bswap<u64>(load<u64>(p + 8));
+}
+@inline export function setMraSack0(p: usize, v: u64): void {
+  store<u64>(p + 8, bswap<u64>(v));
+}
+/** MRA.sack1, 64 bits at bit 128: the same for PSNs cum + 65 .. cum + 128 */
+@inline export function getMraSack1(p: usize): u64 {
+  return bswap<u64>(load<u64>(p + 16));
+}
+@inline export function setMraSack1(p: usize, v: u64): void {
+  store<u64>(p + 16, bswap<u64>(v));
+}
+/** MRA.sack2, 64 bits at bit 192: the same for PSNs cum + 129 .. cum + 192 */
+@inline export function getMraSack2(p: usize): u64 {
+  return bswap<u64>(load<u64>(p + 24));
+}
+@inline export function setMraSack2(p: usize, v: u64): void {
+  store<u64>(p + 24, bswap<u64>(v));
+}
+/** MRA.sack3, 64 bits at bit 256: the same for PSNs cum + 193 .. cum + 256 */
+@inline export function getMraSack3(p: usize): u64 {
+  return bswap<u64>(load<u64>(p + 32));
+}
+@inline export function setMraSack3(p: usize, v: u64): void {
+  store<u64>(p + 32, bswap<u64>(v));
+}
+/** MRA.ce, 8 bits at bit 320: CE-marked packets of the path since its previous ACK (at most 255) */
+@inline export function getMraCe(p: usize): u32 {
+  return <u32>load<u8>(p + 40);
+}
+@inline export function setMraCe(p: usize, v: u32): void {
+  store<u8>(p + 40, <u8>(v));
+}
+/** MRA.resv, 8 bits at bit 328: sent as 0 */
+@inline export function getMraResv(p: usize): u32 {
+  return <u32>load<u8>(p + 41);
+}
+@inline export function setMraResv(p: usize, v: u32): void {
+  store<u8>(p + 41, <u8>(v));
+}
+/** MRA.hint, 16 bits at bit 336: the receiving port's fair share for this sender, as a fraction of its line rate x 65535 */
+@inline export function getMraHint(p: usize): u32 {
+  return <u32>bswap<u16>(load<u16>(p + 42));
+}
+@inline export function setMraHint(p: usize, v: u32): void {
+  store<u16>(p + 42, bswap<u16>(<u16>(v)));
+}
+/** MRA.nakQp, 24 bits at bit 352: the stream (the receiver's QP) a NAK concerns */
+@inline export function getMraNakQp(p: usize): u32 {
+  return <u32>((bswap<u32>(load<u32>(p + 44)) >> 8) & 0xffffff);
+}
+@inline export function setMraNakQp(p: usize, v: u32): void {
+  const w: u32 = (bswap<u32>(load<u32>(p + 44)) & ~(<u32>0xffffff << 8)) | ((<u32>v << 8) & (<u32>0xffffff << 8));
+  store<u32>(p + 44, bswap<u32>(w));
+}
+/** MRA.nakCode, 8 bits at bit 376: MRT_NAK_*: 0 when the ACK carries no NAK */
+@inline export function getMraNakCode(p: usize): u32 {
+  return <u32>load<u8>(p + 47);
+}
+@inline export function setMraNakCode(p: usize, v: u32): void {
+  store<u8>(p + 47, <u8>(v));
+}
+/** MRA.nakSsn, 32 bits at bit 384: the SSN the NAK concerns */
+@inline export function getMraNakSsn(p: usize): u32 {
+  return bswap<u32>(load<u32>(p + 48));
+}
+@inline export function setMraNakSsn(p: usize, v: u32): void {
+  store<u32>(p + 48, bswap<u32>(v));
+}
+
+// ---- MetaRoCE-like CRC trailer (layouts/headers/mrc.json; docs/protocol.md)
+/** MetaRoCE-like CRC trailer: bytes */
+export const MRC_SIZE: u32 = 4;
+export const MRC_VALUE_OFFSET: u32 = 0;
+/** MRC.value, 32 bits at bit 0, little-endian: the CRC-32 of the header and payload */
+@inline export function getMrcValue(p: usize): u32 {
+  return load<u32>(p);
+}
+@inline export function setMrcValue(p: usize, v: u32): void {
+  store<u32>(p, v);
+}
+
 // ---- opcodes (layouts/headers/bth.json)
 /** first packet of a multi-packet SEND */
 export const OP_RC_SEND_FIRST: u32 = 0x00;

@@ -259,6 +259,166 @@ export const ICRC_OFFSET = { value: 0 } as const;
 export function getIcrcValue(v: DataView, at: number): number { return v.getUint32(at, true); }
 export function setIcrcValue(v: DataView, at: number, x: number): void { v.setUint32(at, x, true); }
 
+// ---- MetaRoCE-like data header (DATA, PROBE) (layouts/headers/mrh.json; docs/protocol.md (menic's own design: no MetaRoCE specification is public))
+export const MRH_SIZE = 48;
+/** byte offset of each field's first bit */
+export const MRH_OFFSET = { version: 0, type: 0, flags: 1, path: 2, epoch: 3, psn: 4, floor: 8, op: 12, destQp: 13, ssn: 16, msn: 20, offset: 24, length: 28, addr: 32, rkey: 40, imm: 44 } as const;
+/** MetaRoCE-like constants */
+export const MRT = {
+  /** UDP destination port of every MetaRoCE-like packet */
+  UDP_PORT: 0x12b8,
+  /** the header version menic sends and accepts */
+  VERSION: 0x1,
+  /** a packet of a message (Mrh, payload, Mrc) */
+  TYPE_DATA: 0x1,
+  /** an acknowledgment of a path (Mra, Mrc) */
+  TYPE_ACK: 0x2,
+  /** asks for an ACK on a path (Mrh without payload, Mrc) */
+  TYPE_PROBE: 0x3,
+  /** the first packet of its message */
+  FLAG_FIRST: 0x80,
+  /** the last packet of its message */
+  FLAG_LAST: 0x40,
+  /** ACK at once */
+  FLAG_ACK_REQ: 0x20,
+  /** a packet sent again (its SSN went out before, under another PSN) */
+  FLAG_RETX: 0x10,
+  /** RDMA WRITE */
+  OP_WRITE: 0x0,
+  /** RDMA WRITE with immediate: the last packet consumes a posted receive */
+  OP_WRITE_IMM: 0x1,
+  /** SEND into the posted receive numbered MSN */
+  OP_SEND: 0x2,
+  /** SEND with immediate */
+  OP_SEND_IMM: 0x3,
+  /** destination QP of a PROBE */
+  PROBE_QP: 0xffffff,
+  /** SSNs a stream's receiver tracks above its cumulative SSN; the sender never runs further ahead */
+  STREAM_WINDOW: 0x1000,
+  /** PSNs a path may have outstanding (the SACK's reach) */
+  PATH_WINDOW: 0x100,
+} as const;
+/** MRH.version, 4 bits at bit 0: MRT_VERSION */
+export function getMrhVersion(v: DataView, at: number): number { return (v.getUint8(at) >>> 4) & 0xf; }
+export function setMrhVersion(v: DataView, at: number, x: number): void { v.setUint8(at, (v.getUint8(at) & ~0xf0) | ((x & 0xf) << 4)); }
+/** MRH.type, 4 bits at bit 4: MRT_TYPE_DATA or MRT_TYPE_PROBE */
+export function getMrhType(v: DataView, at: number): number { return v.getUint8(at) & 0xf; }
+export function setMrhType(v: DataView, at: number, x: number): void { v.setUint8(at, (v.getUint8(at) & ~0xf) | (x & 0xf)); }
+/** MRH.flags, 8 bits at bit 8: MRT_FLAG_* bits */
+export function getMrhFlags(v: DataView, at: number): number { return v.getUint8(at + 1); }
+export function setMrhFlags(v: DataView, at: number, x: number): void { v.setUint8(at + 1, x); }
+/** MRH.path, 8 bits at bit 16: the path it travels on (0 to paths - 1) */
+export function getMrhPath(v: DataView, at: number): number { return v.getUint8(at + 2); }
+export function setMrhPath(v: DataView, at: number, x: number): void { v.setUint8(at + 2, x); }
+/** MRH.epoch, 8 bits at bit 24: the path's epoch: it changes when a failed path comes back, so stale ACKs are ignored */
+export function getMrhEpoch(v: DataView, at: number): number { return v.getUint8(at + 3); }
+export function setMrhEpoch(v: DataView, at: number, x: number): void { v.setUint8(at + 3, x); }
+/** MRH.psn, 32 bits at bit 32: the path's packet sequence number: never sent twice */
+export function getMrhPsn(v: DataView, at: number): number { return v.getUint32(at + 4); }
+export function setMrhPsn(v: DataView, at: number, x: number): void { v.setUint32(at + 4, x); }
+/** MRH.floor, 32 bits at bit 64: every PSN of the path below this is acknowledged or declared lost: the receiver's cumulative PSN may move up to it */
+export function getMrhFloor(v: DataView, at: number): number { return v.getUint32(at + 8); }
+export function setMrhFloor(v: DataView, at: number, x: number): void { v.setUint32(at + 8, x); }
+/** MRH.op, 8 bits at bit 96: MRT_OP_*: what the message is */
+export function getMrhOp(v: DataView, at: number): number { return v.getUint8(at + 12); }
+export function setMrhOp(v: DataView, at: number, x: number): void { v.setUint8(at + 12, x); }
+/** MRH.destQp, 24 bits at bit 104: the receiver's QP (the stream); 0xFFFFFF in a PROBE */
+export function getMrhDestQp(v: DataView, at: number): number { return (v.getUint32(at + 13) >>> 8) & 0xffffff; }
+export function setMrhDestQp(v: DataView, at: number, x: number): void { v.setUint32(at + 13, (v.getUint32(at + 13) & ~0xffffff00) | ((x & 0xffffff) << 8)); }
+/** MRH.ssn, 32 bits at bit 128: stream sequence number of this packet (24 bits used, wrapping): the same when sent again */
+export function getMrhSsn(v: DataView, at: number): number { return v.getUint32(at + 16); }
+export function setMrhSsn(v: DataView, at: number, x: number): void { v.setUint32(at + 16, x); }
+/** MRH.msn, 32 bits at bit 160: message sequence number in its stream; a SEND's is the index of the posted receive it fills */
+export function getMrhMsn(v: DataView, at: number): number { return v.getUint32(at + 20); }
+export function setMrhMsn(v: DataView, at: number, x: number): void { v.setUint32(at + 20, x); }
+/** MRH.offset, 32 bits at bit 192: byte offset of this packet's payload in its message */
+export function getMrhOffset(v: DataView, at: number): number { return v.getUint32(at + 24); }
+export function setMrhOffset(v: DataView, at: number, x: number): void { v.setUint32(at + 24, x); }
+/** MRH.length, 32 bits at bit 224: the whole message's length in bytes */
+export function getMrhLength(v: DataView, at: number): number { return v.getUint32(at + 28); }
+export function setMrhLength(v: DataView, at: number, x: number): void { v.setUint32(at + 28, x); }
+/** MRH.addr, 64 bits at bit 256: WRITE: where this packet's first byte goes (the message's remote address plus offset) */
+export function getMrhAddr(v: DataView, at: number): bigint { return v.getBigUint64(at + 32); }
+export function setMrhAddr(v: DataView, at: number, x: bigint): void { v.setBigUint64(at + 32, x); }
+/** MRH.rkey, 32 bits at bit 320: WRITE: the remote key of the destination region */
+export function getMrhRkey(v: DataView, at: number): number { return v.getUint32(at + 40); }
+export function setMrhRkey(v: DataView, at: number, x: number): void { v.setUint32(at + 40, x); }
+/** MRH.imm, 32 bits at bit 352: WRITE_IMM and SEND_IMM: the immediate value (in every packet of the message) */
+export function getMrhImm(v: DataView, at: number): number { return v.getUint32(at + 44); }
+export function setMrhImm(v: DataView, at: number, x: number): void { v.setUint32(at + 44, x); }
+
+// ---- MetaRoCE-like ACK header (layouts/headers/mra.json; docs/protocol.md (menic's own design: no MetaRoCE specification is public))
+export const MRA_SIZE = 52;
+/** byte offset of each field's first bit */
+export const MRA_OFFSET = { version: 0, type: 0, flags: 1, path: 2, epoch: 3, cum: 4, sack0: 8, sack1: 16, sack2: 24, sack3: 32, ce: 40, resv: 41, hint: 42, nakQp: 44, nakCode: 47, nakSsn: 48 } as const;
+/** NAK codes of an ACK */
+export const MRT_NAK = {
+  /** no NAK */
+  NONE: 0x0,
+  /** receiver not ready: the SEND's receive is not posted; send the SSN again after the RNR timer */
+  RNR: 0x1,
+  /** a WRITE's rkey or bounds are wrong: the message ends with REM_ACCESS_ERR */
+  REMOTE_ACCESS: 0x2,
+  /** the receive is too short, or the operation is not allowed: the message ends with REM_INV_REQ_ERR */
+  INVALID_REQUEST: 0x3,
+} as const;
+/** MRA.version, 4 bits at bit 0: MRT_VERSION */
+export function getMraVersion(v: DataView, at: number): number { return (v.getUint8(at) >>> 4) & 0xf; }
+export function setMraVersion(v: DataView, at: number, x: number): void { v.setUint8(at, (v.getUint8(at) & ~0xf0) | ((x & 0xf) << 4)); }
+/** MRA.type, 4 bits at bit 4: MRT_TYPE_ACK */
+export function getMraType(v: DataView, at: number): number { return v.getUint8(at) & 0xf; }
+export function setMraType(v: DataView, at: number, x: number): void { v.setUint8(at, (v.getUint8(at) & ~0xf) | (x & 0xf)); }
+/** MRA.flags, 8 bits at bit 8: reserved, sent as 0 */
+export function getMraFlags(v: DataView, at: number): number { return v.getUint8(at + 1); }
+export function setMraFlags(v: DataView, at: number, x: number): void { v.setUint8(at + 1, x); }
+/** MRA.path, 8 bits at bit 16: the path it answers */
+export function getMraPath(v: DataView, at: number): number { return v.getUint8(at + 2); }
+export function setMraPath(v: DataView, at: number, x: number): void { v.setUint8(at + 2, x); }
+/** MRA.epoch, 8 bits at bit 24: the epoch of the packet that drew it */
+export function getMraEpoch(v: DataView, at: number): number { return v.getUint8(at + 3); }
+export function setMraEpoch(v: DataView, at: number, x: number): void { v.setUint8(at + 3, x); }
+/** MRA.cum, 32 bits at bit 32: every PSN of the path below this arrived (or lies below the sender's floor) */
+export function getMraCum(v: DataView, at: number): number { return v.getUint32(at + 4); }
+export function setMraCum(v: DataView, at: number, x: number): void { v.setUint32(at + 4, x); }
+/** MRA.sack0, 64 bits at bit 64: bit 63 - i (most significant first): PSN cum + 1 + i arrived */
+export function getMraSack0(v: DataView, at: number): bigint { return v.getBigUint64(at + 8); }
+export function setMraSack0(v: DataView, at: number, x: bigint): void { v.setBigUint64(at + 8, x); }
+/** MRA.sack1, 64 bits at bit 128: the same for PSNs cum + 65 .. cum + 128 */
+export function getMraSack1(v: DataView, at: number): bigint { return v.getBigUint64(at + 16); }
+export function setMraSack1(v: DataView, at: number, x: bigint): void { v.setBigUint64(at + 16, x); }
+/** MRA.sack2, 64 bits at bit 192: the same for PSNs cum + 129 .. cum + 192 */
+export function getMraSack2(v: DataView, at: number): bigint { return v.getBigUint64(at + 24); }
+export function setMraSack2(v: DataView, at: number, x: bigint): void { v.setBigUint64(at + 24, x); }
+/** MRA.sack3, 64 bits at bit 256: the same for PSNs cum + 193 .. cum + 256 */
+export function getMraSack3(v: DataView, at: number): bigint { return v.getBigUint64(at + 32); }
+export function setMraSack3(v: DataView, at: number, x: bigint): void { v.setBigUint64(at + 32, x); }
+/** MRA.ce, 8 bits at bit 320: CE-marked packets of the path since its previous ACK (at most 255) */
+export function getMraCe(v: DataView, at: number): number { return v.getUint8(at + 40); }
+export function setMraCe(v: DataView, at: number, x: number): void { v.setUint8(at + 40, x); }
+/** MRA.resv, 8 bits at bit 328: sent as 0 */
+export function getMraResv(v: DataView, at: number): number { return v.getUint8(at + 41); }
+export function setMraResv(v: DataView, at: number, x: number): void { v.setUint8(at + 41, x); }
+/** MRA.hint, 16 bits at bit 336: the receiving port's fair share for this sender, as a fraction of its line rate x 65535 */
+export function getMraHint(v: DataView, at: number): number { return v.getUint16(at + 42); }
+export function setMraHint(v: DataView, at: number, x: number): void { v.setUint16(at + 42, x); }
+/** MRA.nakQp, 24 bits at bit 352: the stream (the receiver's QP) a NAK concerns */
+export function getMraNakQp(v: DataView, at: number): number { return (v.getUint32(at + 44) >>> 8) & 0xffffff; }
+export function setMraNakQp(v: DataView, at: number, x: number): void { v.setUint32(at + 44, (v.getUint32(at + 44) & ~0xffffff00) | ((x & 0xffffff) << 8)); }
+/** MRA.nakCode, 8 bits at bit 376: MRT_NAK_*: 0 when the ACK carries no NAK */
+export function getMraNakCode(v: DataView, at: number): number { return v.getUint8(at + 47); }
+export function setMraNakCode(v: DataView, at: number, x: number): void { v.setUint8(at + 47, x); }
+/** MRA.nakSsn, 32 bits at bit 384: the SSN the NAK concerns */
+export function getMraNakSsn(v: DataView, at: number): number { return v.getUint32(at + 48); }
+export function setMraNakSsn(v: DataView, at: number, x: number): void { v.setUint32(at + 48, x); }
+
+// ---- MetaRoCE-like CRC trailer (layouts/headers/mrc.json; docs/protocol.md)
+export const MRC_SIZE = 4;
+/** byte offset of each field's first bit */
+export const MRC_OFFSET = { value: 0 } as const;
+/** MRC.value, 32 bits at bit 0, little-endian: the CRC-32 of the header and payload */
+export function getMrcValue(v: DataView, at: number): number { return v.getUint32(at, true); }
+export function setMrcValue(v: DataView, at: number, x: number): void { v.setUint32(at, x, true); }
+
 /** Every header, in wire order, with its fields: for generic dumps and tests. */
 export const HEADER_LAYOUTS: readonly HeaderLayout[] = [
   { name: "Eth", size: 14, icrcMask: 0x0, fields: [
@@ -322,6 +482,45 @@ export const HEADER_LAYOUTS: readonly HeaderLayout[] = [
   ] },
   { name: "Icrc", size: 4, icrcMask: 0x0, fields: [
     { name: "value", bit: 0, bits: 32, icrcMasked: false, littleEndian: true, doc: "the CRC-32 value; host/wire/icrc.ts and assembly/wire/icrc.ts compute it" },
+  ] },
+  { name: "Mrh", size: 48, icrcMask: 0x0, fields: [
+    { name: "version", bit: 0, bits: 4, icrcMasked: false, littleEndian: false, doc: "MRT_VERSION" },
+    { name: "type", bit: 4, bits: 4, icrcMasked: false, littleEndian: false, doc: "MRT_TYPE_DATA or MRT_TYPE_PROBE" },
+    { name: "flags", bit: 8, bits: 8, icrcMasked: false, littleEndian: false, doc: "MRT_FLAG_* bits" },
+    { name: "path", bit: 16, bits: 8, icrcMasked: false, littleEndian: false, doc: "the path it travels on (0 to paths - 1)" },
+    { name: "epoch", bit: 24, bits: 8, icrcMasked: false, littleEndian: false, doc: "the path's epoch: it changes when a failed path comes back, so stale ACKs are ignored" },
+    { name: "psn", bit: 32, bits: 32, icrcMasked: false, littleEndian: false, doc: "the path's packet sequence number: never sent twice" },
+    { name: "floor", bit: 64, bits: 32, icrcMasked: false, littleEndian: false, doc: "every PSN of the path below this is acknowledged or declared lost: the receiver's cumulative PSN may move up to it" },
+    { name: "op", bit: 96, bits: 8, icrcMasked: false, littleEndian: false, doc: "MRT_OP_*: what the message is" },
+    { name: "destQp", bit: 104, bits: 24, icrcMasked: false, littleEndian: false, doc: "the receiver's QP (the stream); 0xFFFFFF in a PROBE" },
+    { name: "ssn", bit: 128, bits: 32, icrcMasked: false, littleEndian: false, doc: "stream sequence number of this packet (24 bits used, wrapping): the same when sent again" },
+    { name: "msn", bit: 160, bits: 32, icrcMasked: false, littleEndian: false, doc: "message sequence number in its stream; a SEND's is the index of the posted receive it fills" },
+    { name: "offset", bit: 192, bits: 32, icrcMasked: false, littleEndian: false, doc: "byte offset of this packet's payload in its message" },
+    { name: "length", bit: 224, bits: 32, icrcMasked: false, littleEndian: false, doc: "the whole message's length in bytes" },
+    { name: "addr", bit: 256, bits: 64, icrcMasked: false, littleEndian: false, doc: "WRITE: where this packet's first byte goes (the message's remote address plus offset)" },
+    { name: "rkey", bit: 320, bits: 32, icrcMasked: false, littleEndian: false, doc: "WRITE: the remote key of the destination region" },
+    { name: "imm", bit: 352, bits: 32, icrcMasked: false, littleEndian: false, doc: "WRITE_IMM and SEND_IMM: the immediate value (in every packet of the message)" },
+  ] },
+  { name: "Mra", size: 52, icrcMask: 0x0, fields: [
+    { name: "version", bit: 0, bits: 4, icrcMasked: false, littleEndian: false, doc: "MRT_VERSION" },
+    { name: "type", bit: 4, bits: 4, icrcMasked: false, littleEndian: false, doc: "MRT_TYPE_ACK" },
+    { name: "flags", bit: 8, bits: 8, icrcMasked: false, littleEndian: false, doc: "reserved, sent as 0" },
+    { name: "path", bit: 16, bits: 8, icrcMasked: false, littleEndian: false, doc: "the path it answers" },
+    { name: "epoch", bit: 24, bits: 8, icrcMasked: false, littleEndian: false, doc: "the epoch of the packet that drew it" },
+    { name: "cum", bit: 32, bits: 32, icrcMasked: false, littleEndian: false, doc: "every PSN of the path below this arrived (or lies below the sender's floor)" },
+    { name: "sack0", bit: 64, bits: 64, icrcMasked: false, littleEndian: false, doc: "bit 63 - i (most significant first): PSN cum + 1 + i arrived" },
+    { name: "sack1", bit: 128, bits: 64, icrcMasked: false, littleEndian: false, doc: "the same for PSNs cum + 65 .. cum + 128" },
+    { name: "sack2", bit: 192, bits: 64, icrcMasked: false, littleEndian: false, doc: "the same for PSNs cum + 129 .. cum + 192" },
+    { name: "sack3", bit: 256, bits: 64, icrcMasked: false, littleEndian: false, doc: "the same for PSNs cum + 193 .. cum + 256" },
+    { name: "ce", bit: 320, bits: 8, icrcMasked: false, littleEndian: false, doc: "CE-marked packets of the path since its previous ACK (at most 255)" },
+    { name: "resv", bit: 328, bits: 8, icrcMasked: false, littleEndian: false, doc: "sent as 0" },
+    { name: "hint", bit: 336, bits: 16, icrcMasked: false, littleEndian: false, doc: "the receiving port's fair share for this sender, as a fraction of its line rate x 65535" },
+    { name: "nakQp", bit: 352, bits: 24, icrcMasked: false, littleEndian: false, doc: "the stream (the receiver's QP) a NAK concerns" },
+    { name: "nakCode", bit: 376, bits: 8, icrcMasked: false, littleEndian: false, doc: "MRT_NAK_*: 0 when the ACK carries no NAK" },
+    { name: "nakSsn", bit: 384, bits: 32, icrcMasked: false, littleEndian: false, doc: "the SSN the NAK concerns" },
+  ] },
+  { name: "Mrc", size: 4, icrcMask: 0x0, fields: [
+    { name: "value", bit: 0, bits: 32, icrcMasked: false, littleEndian: true, doc: "the CRC-32 of the header and payload" },
   ] },
 ];
 
