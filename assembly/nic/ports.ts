@@ -10,7 +10,11 @@
 
 import { Device, Config, statAdd } from "../core/device";
 import { NEVER } from "../core/time";
-import { PKT_SIZE, PKT_HDR, STAT_PORT_TX_RING_FULL } from "../generated/layouts";
+import { schedule, unschedule, EventKind } from "../core/sched";
+import {
+  PKT_SIZE, PKT_HDR, PKT_TIME_PS, PKT_WIRE_LEN, PKT_PORT, PKT_HDR_LEN, PKT_BODY_LEN, PKT_BODY_OFF, PKT_SEQ, PKT_SRC_DEVICE,
+  STAT_PORT_TX_RING_FULL, STAT_PORT_TX_PACKETS, STAT_PORT_TX_BYTES,
+} from "../generated/layouts";
 
 /** Bytes a frame also takes on the wire: preamble and start delimiter (8), FCS (4), gap (12). */
 export const WIRE_OVERHEAD: u32 = 24;
@@ -189,4 +193,52 @@ function bodyFits(r: PktRing, len: u32): bool {
   if (r.bodyUsed + len > r.bodyCap) return false;
   if (r.bodyTail >= r.bodyHead) return r.bodyCap - r.bodyTail >= len || r.bodyHead >= len;
   return r.bodyHead - r.bodyTail >= len;
+}
+
+// ---- the transmitters (each transport decides what a free port sends: roce-tx.ts, metaroce/tx.ts)
+
+/** Makes sure port `p` looks for work at `t` (or when its current frame has left), even if it was asleep until later. */
+export function wakePort(dev: Device, p: u32, t: u64): void {
+  const port = portAt(dev, p);
+  if (port.blocked) return;
+  const at = port.busyUntil > t ? port.busyUntil : t;
+  if (port.txPending) {
+    if (port.wakeAt <= at) return;
+    // asleep until a paced QP's slot: an answer (or an unpaced QP) must not wait for it
+    unschedule(dev, EventKind.PortTx, p);
+  }
+  portWakeAt(dev, port, p, at);
+}
+
+/** Schedules port `p`'s one PortTx event at `at`. */
+export function portWakeAt(dev: Device, port: Port, p: u32, at: u64): void {
+  port.txPending = 1;
+  port.wakeAt = at;
+  schedule(dev, at, EventKind.PortTx, p, 0);
+}
+
+/** Appends the frame in the scratch buffer (wire bytes, the first hdrLen of them headers) to the transmit ring. */
+export function emit(dev: Device, p: u32, end: u64, wire: u32, hdrLen: u32): void {
+  const r = txRing(dev);
+  const rec = ringRec(r, r.count);
+  const frame = portsOf(dev).frame;
+  store<u64>(rec + PKT_TIME_PS, end);
+  store<u32>(rec + PKT_WIRE_LEN, wire);
+  store<u16>(rec + PKT_PORT, <u16>p);
+  store<u16>(rec + PKT_HDR_LEN, <u16>hdrLen);
+  memory.copy(rec + PKT_HDR, frame, hdrLen);
+  let bodyLen: u32 = 0, bodyOff: u32 = 0;
+  if (dev.cfg.timingMode == 0) {
+    bodyLen = wire - hdrLen;
+    bodyOff = <u32>bodyAlloc(r, bodyLen); // txRoom checked that it fits
+    memory.copy(r.body + <usize>bodyOff, frame + hdrLen, bodyLen);
+  }
+  store<u32>(rec + PKT_BODY_LEN, bodyLen);
+  store<u32>(rec + PKT_BODY_OFF, bodyOff);
+  store<u32>(rec + PKT_SEQ, r.seq);
+  store<u32>(rec + PKT_SRC_DEVICE, dev.cfg.deviceId);
+  r.seq++;
+  r.count++;
+  statAdd(dev, STAT_PORT_TX_PACKETS, 1);
+  statAdd(dev, STAT_PORT_TX_BYTES, wire);
 }

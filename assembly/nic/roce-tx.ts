@@ -10,19 +10,15 @@ import { NEVER } from "../core/time";
 import { Qp, qpAt, qpWqe } from "./verbs";
 import { dmaPtr } from "../mem/dma";
 import {
-  Port, PORT_STRIDE, WIRE_OVERHEAD, portsOf, portAt, txRing, ringRec, bodyAlloc, txRoom, framePs, portIpv4, macOf,
+  Port, PORT_STRIDE, WIRE_OVERHEAD, portsOf, portAt, txRoom, framePs, wakePort, portWakeAt, emit,
 } from "./ports";
 import { NicPhase } from "./phases";
 import { packetsOf, psnAdd } from "./psn";
 import { outAt, outFirstPsn, outLastPsn } from "./outstanding";
 import { icrcIpv4 } from "../wire/icrc";
-import { ipv4Checksum } from "../wire/ipv4";
+import { ethIpUdp } from "./ethernet";
 import {
-  ETH_SIZE, ETH_TYPE_IPV4, setEthDst, setEthSrc, setEthEtherType,
-  IPV4_SIZE, IPV4_VERSION, IPV4_IHL_MIN, IPV4_TTL_DEFAULT, IPV4_PROTO_UDP, IPV4_ECN_ECT0,
-  setIpv4Version, setIpv4Ihl, setIpv4Dscp, setIpv4Ecn, setIpv4TotalLength, setIpv4Identification, setIpv4DontFragment,
-  setIpv4Ttl, setIpv4Protocol, setIpv4Checksum, setIpv4Src, setIpv4Dst,
-  UDP_SIZE, UDP_PORT_ROCEV2, setUdpSrcPort, setUdpDstPort, setUdpLength, setUdpChecksum,
+  ETH_SIZE, UDP_PORT_ROCEV2,
   BTH_SIZE, BTH_P_KEY_DEFAULT, BTH_PSN_MASK, setBthOpcode, setBthSe, setBthMigReq, setBthPadCnt, setBthTVer, setBthPKey,
   setBthFecn, setBthBecn, setBthDestQp, setBthAckReq, setBthPsn,
   RETH_SIZE, setRethVa, setRethRkey, setRethDmaLength, AETH_SIZE, setAethSyndrome, setAethMsn, IMM_DT_SIZE, setImmDtData,
@@ -33,8 +29,7 @@ import {
 } from "../generated/headers";
 import {
   OPCODE_RDMA_WRITE, OPCODE_RDMA_WRITE_WITH_IMM, OPCODE_SEND, OPCODE_SEND_WITH_IMM, OPCODE_RDMA_READ,
-  WQE_OPCODE, WQE_LENGTH, WQE_LADDR, WQE_RADDR, WQE_RKEY, WQE_IMM, PKT_TIME_PS, PKT_WIRE_LEN, PKT_PORT, PKT_HDR_LEN,
-  PKT_BODY_LEN, PKT_BODY_OFF, PKT_SEQ, PKT_SRC_DEVICE, PKT_HDR, STAT_PORT_TX_PACKETS, STAT_PORT_TX_BYTES,
+  WQE_OPCODE, WQE_LENGTH, WQE_LADDR, WQE_RADDR, WQE_RKEY, WQE_IMM,
   STAT_ROCE_RATE_CUTS, STAT_ROCE_CNPS_SENT,
 } from "../generated/layouts";
 
@@ -66,26 +61,6 @@ function listPop(dev: Device, headTail: usize, viaResp: bool): u32 {
 
 @inline function dataList(port: Port): usize { return changetype<usize>(port) + offsetof<Port>("dataHead"); }
 @inline function respList(port: Port): usize { return changetype<usize>(port) + offsetof<Port>("respHead"); }
-
-/** Makes sure port `p` looks for work at `t` (or when its current frame has left), even if it was asleep until later. */
-function wakePort(dev: Device, p: u32, t: u64): void {
-  const port = portAt(dev, p);
-  if (port.blocked) return;
-  const at = port.busyUntil > t ? port.busyUntil : t;
-  if (port.txPending) {
-    if (port.wakeAt <= at) return;
-    // asleep until a paced QP's slot: an answer (or an unpaced QP) must not wait for it
-    unschedule(dev, EventKind.PortTx, p);
-  }
-  portWakeAt(dev, port, p, at);
-}
-
-/** Schedules port `p`'s one PortTx event at `at`. */
-function portWakeAt(dev: Device, port: Port, p: u32, at: u64): void {
-  port.txPending = 1;
-  port.wakeAt = at;
-  schedule(dev, at, EventKind.PortTx, p, 0);
-}
 
 /** QP `qpn` has request packets to send (txPsn .. msgLastPsn of its current message). */
 export function queueRequest(dev: Device, q: Qp, qpn: u32, t: u64): void {
@@ -201,32 +176,6 @@ export function portsUnblock(dev: Device, t: u64): void {
   }
 }
 
-/** Appends the frame in the scratch buffer (wire bytes, the first hdrLen of them headers) to the transmit ring. */
-function emit(dev: Device, p: u32, end: u64, wire: u32, hdrLen: u32): void {
-  const r = txRing(dev);
-  const rec = ringRec(r, r.count);
-  const frame = portsOf(dev).frame;
-  store<u64>(rec + PKT_TIME_PS, end);
-  store<u32>(rec + PKT_WIRE_LEN, wire);
-  store<u16>(rec + PKT_PORT, <u16>p);
-  store<u16>(rec + PKT_HDR_LEN, <u16>hdrLen);
-  memory.copy(rec + PKT_HDR, frame, hdrLen);
-  let bodyLen: u32 = 0, bodyOff: u32 = 0;
-  if (dev.cfg.timingMode == 0) {
-    bodyLen = wire - hdrLen;
-    bodyOff = <u32>bodyAlloc(r, bodyLen); // txRoom checked that it fits
-    memory.copy(r.body + <usize>bodyOff, frame + hdrLen, bodyLen);
-  }
-  store<u32>(rec + PKT_BODY_LEN, bodyLen);
-  store<u32>(rec + PKT_BODY_OFF, bodyOff);
-  store<u32>(rec + PKT_SEQ, r.seq);
-  store<u32>(rec + PKT_SRC_DEVICE, dev.cfg.deviceId);
-  r.seq++;
-  r.count++;
-  statAdd(dev, STAT_PORT_TX_PACKETS, 1);
-  statAdd(dev, STAT_PORT_TX_BYTES, wire);
-}
-
 // ---- frames
 
 /**
@@ -234,36 +183,9 @@ function emit(dev: Device, p: u32, end: u64, wire: u32, hdrLen: u32): void {
  * headers and `payload` bytes of payload; returns the offset of the extension headers.
  */
 function headers(dev: Device, q: Qp, qpn: u32, op: u32, psn: u32, ackReq: bool, ext: u32, payload: u32): usize {
-  const f = portsOf(dev).frame;
   const pad: u32 = (4 - (payload & 3)) & 3;
-  const src = portIpv4(dev.cfg.deviceId, q.port), dst = portIpv4(q.destDevice, q.port);
-  setEthDst(f, macOf(dst));
-  setEthSrc(f, macOf(src));
-  setEthEtherType(f, ETH_TYPE_IPV4);
-  const ip = f + ETH_SIZE;
-  const ipLen = IPV4_SIZE + UDP_SIZE + BTH_SIZE + ext + payload + pad + ICRC_SIZE;
-  store<u64>(ip, 0);
-  store<u64>(ip, 0, 8);
-  store<u32>(ip, 0, 16);
-  setIpv4Version(ip, IPV4_VERSION);
-  setIpv4Ihl(ip, IPV4_IHL_MIN);
-  setIpv4Dscp(ip, 0);
-  setIpv4Ecn(ip, IPV4_ECN_ECT0);
-  setIpv4TotalLength(ip, ipLen);
-  setIpv4Identification(ip, 0);
-  setIpv4DontFragment(ip, 1);
-  setIpv4Ttl(ip, IPV4_TTL_DEFAULT);
-  setIpv4Protocol(ip, IPV4_PROTO_UDP);
-  setIpv4Src(ip, src);
-  setIpv4Dst(ip, dst);
-  setIpv4Checksum(ip, ipv4Checksum(ip));
-  const udp = ip + IPV4_SIZE;
   // one UDP source port per QP: ECMP keeps a QP on one path, QPs spread over paths
-  setUdpSrcPort(udp, 0xc000 | (qpn & 0x3fff));
-  setUdpDstPort(udp, UDP_PORT_ROCEV2);
-  setUdpLength(udp, ipLen - IPV4_SIZE);
-  setUdpChecksum(udp, 0);
-  const bth = udp + UDP_SIZE;
+  const bth = ethIpUdp(dev, q.port, q.destDevice, 0xc000 | (qpn & 0x3fff), UDP_PORT_ROCEV2, BTH_SIZE + ext + payload + pad + ICRC_SIZE);
   store<u64>(bth, 0);
   store<u32>(bth, 0, 8);
   setBthOpcode(bth, op);
