@@ -42,18 +42,28 @@ export class DevicePorts {
     this.txCap = Number(device.config.get("txRingEntries"));
     this.rxCap = Number(device.config.get("rxRingEntries"));
     this.rxBodyCap = device.config.get("timingMode") === 1n ? 0 : Number(device.config.get("rxBodyBytes"));
+    // records are read and written a 32-bit word at a time (copyHeader)
+    if (this.stage % 4 !== 0 || PKT.hdr % 4 !== 0 || PKT.SIZE % 4 !== 0) throw new Error(`ports: the receive stage (${this.stage}) and PKT records must be 4-byte aligned`);
   }
 
   private u8 = new Uint8Array(0);
+  private u32 = new Uint32Array(0);
   private dv = new DataView(new ArrayBuffer(0));
+  /** the buffer the last staged headers came from, as 32-bit words */
+  private srcBuf: ArrayBufferLike = new ArrayBuffer(0);
+  private srcWords: Uint32Array<ArrayBufferLike> = new Uint32Array(0);
 
-  /** Views of wasm memory, made again only when it has grown. */
+  /**
+   * Views of wasm memory, made again only when it has grown. Growing detaches the old buffer,
+   * which leaves the old views empty: testing their length is enough, and much cheaper than
+   * asking the Memory object for its buffer on every frame.
+   */
   private views(): void {
+    if (this.u8.length !== 0) return;
     const buf = this.device.core.memory.buffer;
-    if (this.u8.buffer !== buf) {
-      this.u8 = new Uint8Array(buf);
-      this.dv = new DataView(buf);
-    }
+    this.u8 = new Uint8Array(buf);
+    this.u32 = new Uint32Array(buf);
+    this.dv = new DataView(buf);
   }
 
   /** Hands every frame the device has sent since the last call to `each`, oldest first, then frees their room. Returns how many. */
@@ -110,11 +120,31 @@ export class DevicePorts {
     dv.setUint32(at + PKT.body_off, this.stagedBody, true);
     dv.setUint32(at + PKT.seq, seq >>> 0, true);
     dv.setUint32(at + PKT.src_device, srcDevice >>> 0, true);
-    mem.set(hdr.subarray(hdrOff, hdrOff + hdrLen), at + PKT.hdr);
+    this.copyHeader(hdr, hdrOff, hdrLen, at + PKT.hdr);
     if (blen > 0 && body) mem.set(body.subarray(bodyOff, bodyOff + blen), this.stageBodies + this.stagedBody);
     this.staged++;
     this.stagedBody += blen;
     return true;
+  }
+
+  /**
+   * Copies hdr[hdrOff, hdrOff + hdrLen) to wasm memory at `to` (4-aligned): a word at a time
+   * when the source is aligned too (the fabric's header slots are), then the last bytes. A
+   * subarray and set would allocate a view per frame and cost more than the copy.
+   */
+  private copyHeader(hdr: Uint8Array, hdrOff: number, hdrLen: number, to: number): void {
+    const from = hdr.byteOffset + hdrOff, words = hdrLen >> 2, mem = this.u8;
+    let k = 0;
+    if ((from & 3) === 0) {
+      if (hdr.buffer !== this.srcBuf) {
+        this.srcBuf = hdr.buffer;
+        this.srcWords = new Uint32Array(hdr.buffer, 0, hdr.buffer.byteLength >> 2);
+      }
+      const src = this.srcWords, dst = this.u32, s = from >> 2, d = to >> 2;
+      for (; k < words; k++) dst[d + k] = src[s + k]!;
+      k <<= 2;
+    }
+    for (; k < hdrLen; k++) mem[to + k] = hdr[hdrOff + k]!;
   }
 
   /** Hands the staged arrivals to the device; returns how many it took (the rest found its ring full and are counted there). */
