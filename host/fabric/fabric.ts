@@ -19,7 +19,7 @@
 import { EventQueue } from "./events.js";
 import {
   PacketPool, HDR_SLOT_BYTES, grown, F_ARRIVE_PS, F_SEQ, F_NEXT_TIME, F_NEXT_KEY,
-  I_NEXT, I_IN_CH, I_SRC_EP, I_DST_EP, I_HASH, I_WIRE_LEN, I_META, I_PAYLOAD, META_HDR_LEN, META_ECT,
+  I_NEXT, I_IN_CH, I_SRC_EP, I_DST_EP, I_HASH, I_WIRE_LEN, I_META, I_PAYLOAD, META_HDR_LEN, META_ECT, META_CE,
 } from "./packets.js";
 import { ArrivalBatch, type TxSink } from "./batch.js";
 import { readFrame, newFrameFields, markCe, FRAME_OK } from "./frame.js";
@@ -620,7 +620,12 @@ export class Fabric {
     }
   }
 
-  /** RED-style marking on the instantaneous queue `q` (bytes waiting, before this frame). */
+  /**
+   * RED-style marking on the instantaneous queue `q` (bytes waiting, before this frame). The
+   * mark is kept in the record and written into the header (markCe) when the frame is
+   * delivered: no switch reads the header, and a queued frame's header slot is out of cache
+   * (its record line is not), so the header is touched once, by the delivery that reads it.
+   */
   private maybeMark(s: number, c: number, p: number, q: number): void {
     const i32 = this.pool.i32, m = (p << 4) + I_META;
     if ((i32[m] & META_ECT) === 0) return;
@@ -628,8 +633,7 @@ export class Fabric {
       const prob = (this.pmax * (q - this.kmin)) / (this.kmax - this.kmin);
       if (this.rng.next(this.nCh + s) >= prob * 4294967296) return;
     }
-    i32[m] &= ~META_ECT;
-    markCe(this.pool.view, p * HDR_SLOT_BYTES);
+    i32[m] = (i32[m] & ~META_ECT) | META_CE;
     this.chMarks[c]++;
     this.swMarks[s]++;
   }
@@ -984,7 +988,9 @@ export class Fabric {
       batch.seq[k] = f64[d + F_SEQ];
       batch.wireLen[k] = i32[i + I_WIRE_LEN];
       batch.hdrOff[k] = p * HDR_SLOT_BYTES;
-      batch.hdrLen[k] = i32[i + I_META] & META_HDR_LEN;
+      const meta = i32[i + I_META];
+      batch.hdrLen[k] = meta & META_HDR_LEN;
+      if ((meta & META_CE) !== 0) markCe(pool.view, p * HDR_SLOT_BYTES);
       const slot = i32[i + I_PAYLOAD];
       batch.payloadOff[k] = slot === NONE ? 0 : slot * pool.payloadSlotBytes;
       batch.payloadLen[k] = slot === NONE ? 0 : pool.payloadLen[slot];

@@ -22,6 +22,7 @@
 //   i32[16p + 12] HASH       MurmurHash3 of its 5-tuple (seed 0), read once at entry
 //   i32[16p + 13] WIRE_LEN   frame bytes, Ethernet header to ICRC, no FCS
 //   i32[16p + 14] META       header bytes (bits 7:0) | ECN-capable and not yet marked (bit 8)
+//                            | marked CE, its header not yet rewritten (bit 9: see Fabric.maybeMark)
 //   i32[16p + 15] PAYLOAD    its payload slot (full mode), -1 when none
 //
 // Times are float64 picoseconds: integers are exact below 2^53 ps ≈ 9,007 s ≈ 2.5 h of
@@ -40,7 +41,7 @@ export const PAYLOAD_SLOT_BYTES_DEFAULT = 4608;
 // record fields: f64 index 8p + F_*, i32 index 16p + I_*
 export const F_ARRIVE_PS = 0, F_SEQ = 1, F_NEXT_TIME = 2, F_NEXT_KEY = 3;
 export const I_NEXT = 8, I_IN_CH = 9, I_SRC_EP = 10, I_DST_EP = 11, I_HASH = 12, I_WIRE_LEN = 13, I_META = 14, I_PAYLOAD = 15;
-export const META_HDR_LEN = 0xff, META_ECT = 0x100;
+export const META_HDR_LEN = 0xff, META_ECT = 0x100, META_CE = 0x200;
 
 const NONE = -1;
 
