@@ -11,6 +11,7 @@ import { hbmModelBytes, hbmModelInit, FLOW_SLOTS } from "./mem/hbm";
 import { PCIE_BYTES } from "./mem/pcie";
 import { nicBytes, nicInit } from "./nic/layout";
 import { portsBytes, portsInit } from "./nic/ports";
+import { mrtBytes, mrtInit } from "./metaroce/state";
 import { configLoad, STAT_COUNT } from "./generated/layouts";
 import { BLOCK_MAXSIZE } from "rt/common";
 
@@ -22,10 +23,10 @@ import { BLOCK_MAXSIZE } from "rt/common";
  * Events that can be pending at once (ARCHITECTURE.md, event loop): a timer per engine, a
  * doorbell arrival per ringer (engines and the host), a phase or kick and a transport timer
  * per QP, a completion per HBM flow slot, a transmit per port, the HBM tick, the host mailbox
- * queue's head, the receive ring's head; with a margin.
+ * queue's head, the receive ring's head, a timer per MetaRoCE-like connection; with a margin.
  */
 export function eventBound(c: Config): u32 {
-  return 2 * (c.engines + 1) + 2 * c.maxQps + FLOW_SLOTS + c.ports + 3 + 16;
+  return 2 * (c.engines + 1) + 2 * c.maxQps + FLOW_SLOTS + c.ports + 3 + (c.transport != 0 ? c.mrtConnections : 0) + 16;
 }
 
 /**
@@ -49,6 +50,7 @@ export function createDevice(cfgIn: usize): Device {
   const oPcie = off; off += PCIE_BYTES;
   const oNic = off; off = align16(off + nicBytes(c));
   const oPorts = off; off = align16(off + portsBytes(c));
+  const oMrt = off; off = align16(off + mrtBytes(c));
   const oStats = off; off = align16(off + <usize>STAT_COUNT * 8);
   const oRng = off; off += <usize>RNG_BLOCKS * RNG_STRIDE;
   const oEvents = off; off = align16(off + evCap * EVENT_BYTES);
@@ -93,5 +95,6 @@ export function createDevice(cfgIn: usize): Device {
   dev.pcie = arena + oPcie;
   nicInit(dev, arena + oNic);
   portsInit(dev, arena + oPorts);
+  mrtInit(dev, arena + oMrt);
   return dev;
 }

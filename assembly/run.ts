@@ -11,6 +11,7 @@ import { Hart, EngineState, MIP_MTIP, MSTATUS_MIE } from "./engine/hart";
 import { wake, interruptEngine } from "./engine/wake";
 import { mailboxArrive } from "./engine/mailbox";
 import { portTx } from "./nic/roce-tx";
+import { mrtPortTx, mrtTimer } from "./metaroce/tx";
 import { rxArrive, nicTimer } from "./nic/roce-rx";
 import { execute } from "./engine/exec";
 import { interruptToTake, takeTrap, pendingIrqs } from "./engine/trap";
@@ -58,9 +59,10 @@ function runEvents(dev: Device): void {
       case EventKind.NicKick: qpAt(dev, a).kickPending = 0; kick(dev, a, t); break;
       case EventKind.Doorbell: dbqArrive(dev, a, t); break;
       case EventKind.Mailbox: mailboxArrive(dev, t); break;
-      case EventKind.PortTx: portTx(dev, a, t); break;
+      case EventKind.PortTx: if (dev.mrt != 0) mrtPortTx(dev, a, t); else portTx(dev, a, t); break;
       case EventKind.RxArrive: rxArrive(dev, t); break;
       case EventKind.NicTimer: nicTimer(dev, a, t); break;
+      case EventKind.MrtTimer: mrtTimer(dev, a, t); break;
       default: break;
     }
   }

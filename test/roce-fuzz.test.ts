@@ -45,7 +45,7 @@ const MIN_HDR = 14 + 20 + 8 + 12;
 const ipOf = (device: number, port: number) => ((10 << 24) | (port << 16) | device) >>> 0;
 
 /** Why the receive path drops a frame before any QP sees it, or which half of a QP it reaches. */
-type Fate = "ring_full" | "malformed" | "bad_icrc" | "not_mine" | "unknown_qp" | "cnp" | "request" | "answer";
+type Fate = "ring_full" | "malformed" | "bad_icrc" | "not_mine" | "unknown_qp" | "cnp" | "request" | "answer" | "metaroce";
 
 /** A record as the device will read it: its descriptor and its bytes (headers, then the body). */
 interface Arrival { timePs: number; port: number; wire: number; hdrLen: number; bytes: Uint8Array }
@@ -69,8 +69,11 @@ function classify(a: { port: number; wire: number; hdrLen: number; bodyLen: numb
   if (rx.full && bodyLen > rx.rxBodyBytes) return "ring_full";
   if (hdrLen < MIN_HDR || hdrLen > HDR_MAX || wire < hdrLen + 4 || wire > FRAME_MAX || port >= PORTS || (rx.full && bodyLen !== wire - hdrLen)) return "malformed";
   const b = a.bytes, v = new DataView(b.buffer, b.byteOffset, b.byteLength);
-  if (v.getUint16(12) !== 0x0800 || b[14] !== 0x45 || v.getUint16(16) !== wire - 14 || ipv4Checksum(b, 14, 20) !== 0 || b[23] !== 17 || v.getUint16(36) !== 4791 || v.getUint16(38) !== wire - 34) return "malformed";
+  const dport = v.getUint16(36);
+  if (v.getUint16(12) !== 0x0800 || b[14] !== 0x45 || v.getUint16(16) !== wire - 14 || ipv4Checksum(b, 14, 20) !== 0 || b[23] !== 17 || (dport !== 4791 && dport !== 4792) || v.getUint16(38) !== wire - 34) return "malformed";
   if (v.getUint32(30) !== ipOf(1, port)) return "not_mine";
+  // UDP 4792 is the MetaRoCE-like transport's: a device running RoCEv2 counts it as unknown there
+  if (dport === 4792) return "metaroce";
   const info = OPCODES.get(b[42]!);
   if (!info || (b[43]! & 15) !== 0) return "malformed";
   const pad = (b[43]! >> 4) & 3;
@@ -529,7 +532,7 @@ function endRound(w: World) {
 }
 
 const STATS = ["port.rx_packets", "port.rx_ring_full", "port.rx_late", "roce.rx_malformed", "roce.rx_bad_icrc", "roce.rx_not_mine", "roce.rx_cnp",
-  "roce.rx_unknown_qp", "roce.rx_duplicate", "roce.rx_out_of_order", "roce.stale_answers"] as const;
+  "roce.rx_unknown_qp", "roce.rx_duplicate", "roce.rx_out_of_order", "roce.stale_answers", "mrt.rx_unknown"] as const;
 
 /**
  * The fuzz run: `rounds` rounds of traffic, each fuzzed for 12 windows, then settled and the
@@ -588,8 +591,8 @@ async function fuzz(timing: boolean, rounds: number, frames: number, taken: numb
     const pred = (f: Fate) => w.stats.predicted.get(f) ?? 0;
     const said = `predicted ${JSON.stringify(Object.fromEntries(w.stats.predicted))}; counted ${JSON.stringify(Object.fromEntries(STATS.map((k) => [k, st[k]])))}`;
     expect(st["port.rx_packets"]! + st["port.rx_ring_full"]!, said).toBe(w.stats.staged[1]);
-    expect([st["port.rx_ring_full"], st["port.rx_late"], st["roce.rx_malformed"], st["roce.rx_bad_icrc"], st["roce.rx_not_mine"], st["roce.rx_cnp"]], said)
-      .toEqual([pred("ring_full"), w.stats.late, pred("malformed"), pred("bad_icrc"), pred("not_mine"), pred("cnp")]);
+    expect([st["port.rx_ring_full"], st["port.rx_late"], st["roce.rx_malformed"], st["roce.rx_bad_icrc"], st["roce.rx_not_mine"], st["roce.rx_cnp"], st["mrt.rx_unknown"]], said)
+      .toEqual([pred("ring_full"), w.stats.late, pred("malformed"), pred("bad_icrc"), pred("not_mine"), pred("cnp"), pred("metaroce")]);
     for (const f of timing ? ["malformed", "not_mine", "unknown_qp", "cnp"] as const : ["ring_full", "malformed", "bad_icrc", "not_mine", "unknown_qp", "cnp"] as const) expect(pred(f), `frames predicted ${f}`).toBeGreaterThan(0);
     // unknown QPs: those named, plus frames for a QP that is not in RTR or RTS (a responder in ERR)
     expect(st["roce.rx_unknown_qp"], said).toBeGreaterThanOrEqual(pred("unknown_qp"));
@@ -603,7 +606,7 @@ async function fuzz(timing: boolean, rounds: number, frames: number, taken: numb
     // the fuzzer reached the QP logic: thousands of frames taken in PSN order, every answer the responder can give
     expect(reached - refused).toBeGreaterThan(taken);
     expect([...w.stats.answers.keys()].sort()).toEqual(expect.arrayContaining(["AETH 0x1f", "AETH 0x20", "AETH 0x60", "AETH 0x61", "AETH 0x62", "AETH 0x63", "READ response"]));
-    expect(st["port.rx_packets"]).toBe(pred("malformed") + pred("bad_icrc") + pred("not_mine") + pred("unknown_qp") + pred("cnp") + reached);
+    expect(st["port.rx_packets"]).toBe(pred("malformed") + pred("bad_icrc") + pred("not_mine") + pred("unknown_qp") + pred("cnp") + pred("metaroce") + reached);
     // the peer got only the target's frames, every one well formed
     expect(sp["port.rx_packets"]! + sp["port.rx_ring_full"]!).toBe(w.stats.staged[0]);
     expect([sp["port.rx_ring_full"], sp["roce.rx_malformed"], sp["roce.rx_bad_icrc"], sp["roce.rx_not_mine"]]).toEqual([0, 0, 0, 0]);

@@ -39,6 +39,7 @@ export const TRACE_BYTES: usize = TRACE_RECORD_SIZE;
   pcie: usize;
   nic: usize;
   ports: usize; // nic/ports.ts portsOf
+  mrt: usize; // metaroce/state.ts mrtOf (0 on a device running RoCEv2)
 }
 
 export { Config, FATAL_EVENT_OVERFLOW };

@@ -16,6 +16,7 @@ export const enum EventKind {
   PortTx = 7, // a: port: it is free to send its next frame (nic/roce-tx.ts; at most one pending per port)
   RxArrive = 8, // the receive ring's oldest arrival is due (nic/roce-rx.ts; at most one pending)
   NicTimer = 9, // a: qpn: its transport timer (nic/roce-rx.ts; at most one pending per QP, re-armed lazily)
+  MrtTimer = 10, // a: connection: its paths' timers (metaroce/tx.ts; at most one pending per connection, re-armed lazily)
 }
 
 @inline function rec(dev: Device, i: u32): usize {

@@ -21,8 +21,12 @@ import {
 
 /** Messages a QP may have sent and not yet had acknowledged. */
 export const OUT_MAX: u32 = 16;
-/** One entry: the message's WQE, then its first and last PSN and when its completion is visible (0: not acknowledged). */
-export const OUT_ENTRY: usize = <usize>WQE_SIZE + 16;
+/**
+ * One entry: the message's WQE, then its first and last PSN, when its completion is visible (0:
+ * not acknowledged), and (MetaRoCE-like streams) its MSN: the receive index a SEND or
+ * WRITE_IMM fills, else the stream's message count.
+ */
+export const OUT_ENTRY: usize = <usize>WQE_SIZE + 24;
 
 /** Arena bytes for `maxQps` QPs' outstanding messages. */
 export function outBytes(maxQps: u32): usize {
@@ -38,18 +42,20 @@ export function outBytes(maxQps: u32): usize {
 @inline export function outFirstPsn(e: usize): u32 { return load<u32>(e + <usize>WQE_SIZE); }
 @inline export function outLastPsn(e: usize): u32 { return load<u32>(e + <usize>WQE_SIZE, 4); }
 @inline export function outVisibleAt(e: usize): u64 { return load<u64>(e + <usize>WQE_SIZE, 8); }
+@inline export function outMsn(e: usize): u32 { return load<u32>(e + <usize>WQE_SIZE, 16); }
 
 /**
  * The head request (its WQE at `w`, PSNs first .. last), its source read, becomes the newest
  * outstanding message: the port's send cursor will reach it, and the queue goes on to its next
  * entry at once (the next source is read while this one is on the wire).
  */
-export function outPush(dev: Device, q: Qp, qpn: u32, w: usize, first: u32, last: u32): void {
+export function outPush(dev: Device, q: Qp, qpn: u32, w: usize, first: u32, last: u32, msn: u32 = 0): void {
   const e = outAt(dev, q, qpn, q.outCount);
   memory.copy(e, w, <usize>WQE_SIZE);
   store<u32>(e + <usize>WQE_SIZE, first);
   store<u32>(e + <usize>WQE_SIZE, last, 4);
   store<u64>(e + <usize>WQE_SIZE, 0, 8);
+  store<u32>(e + <usize>WQE_SIZE, msn, 16);
   q.outCount++;
   if (!q.rtxActive) {
     q.rtxActive = 1;

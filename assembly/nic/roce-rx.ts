@@ -19,10 +19,11 @@ import { packetsOf, psnAdd, psnDiff } from "./psn";
 import { outAt, outFirstPsn, outLastPsn, outComplete, outFlush, outAck, outDrain } from "./outstanding";
 import { icrcIpv4 } from "../wire/icrc";
 import { ipv4Checksum } from "../wire/ipv4";
+import { mrtReceive } from "../metaroce/rx";
 import {
   ETH_SIZE, ETH_TYPE_IPV4, getEthEtherType, IPV4_SIZE, IPV4_VERSION, IPV4_IHL_MIN, IPV4_PROTO_UDP, getIpv4Version, getIpv4Ihl,
   getIpv4TotalLength, getIpv4Protocol, getIpv4Dst, getIpv4Ecn, IPV4_ECN_CE, UDP_SIZE, UDP_PORT_ROCEV2, getUdpDstPort, getUdpLength,
-  BTH_SIZE, BTH_PSN_MASK, getBthOpcode, getBthPadCnt, getBthTVer, getBthDestQp, getBthAckReq, getBthPsn,
+  MRT_UDP_PORT, BTH_SIZE, BTH_PSN_MASK, getBthOpcode, getBthPadCnt, getBthTVer, getBthDestQp, getBthAckReq, getBthPsn,
   RETH_SIZE, getRethVa, getRethRkey, getRethDmaLength, AETH_SIZE, getAethSyndrome, IMM_DT_SIZE, getImmDtData, ICRC_SIZE,
   AETH_SYNDROME_TYPE_MASK, AETH_SYNDROME_ACK, AETH_SYNDROME_RNR_NAK, AETH_SYNDROME_NAK, AETH_SYNDROME_VALUE_MASK,
   AETH_NAK_PSN_SEQ_ERR, AETH_NAK_INVALID_REQUEST, AETH_NAK_REMOTE_ACCESS_ERROR, AETH_NAK_REMOTE_OPERATIONAL_ERROR,
@@ -126,8 +127,9 @@ function receive(dev: Device, rec: usize, body: usize, t: u64): void {
   const ip = f + ETH_SIZE, udp = ip + IPV4_SIZE, bth = udp + UDP_SIZE;
   if (getEthEtherType(f) != ETH_TYPE_IPV4 || getIpv4Version(ip) != IPV4_VERSION || getIpv4Ihl(ip) != IPV4_IHL_MIN
     || getIpv4TotalLength(ip) != wire - ETH_SIZE || ipv4Checksum(ip) != 0 || getIpv4Protocol(ip) != IPV4_PROTO_UDP
-    || getUdpDstPort(udp) != UDP_PORT_ROCEV2 || getUdpLength(udp) != wire - ETH_SIZE - IPV4_SIZE) { bad(dev, STAT_ROCE_RX_MALFORMED); return; }
+    || (getUdpDstPort(udp) != UDP_PORT_ROCEV2 && getUdpDstPort(udp) != MRT_UDP_PORT) || getUdpLength(udp) != wire - ETH_SIZE - IPV4_SIZE) { bad(dev, STAT_ROCE_RX_MALFORMED); return; }
   if (getIpv4Dst(ip) != portIpv4(dev.cfg.deviceId, port)) { bad(dev, STAT_ROCE_RX_NOT_MINE); return; }
+  if (getUdpDstPort(udp) == MRT_UDP_PORT) { mrtReceive(dev, f, wire, hdrLen, port, full, t); return; } // the MetaRoCE-like transport
   const op = getBthOpcode(bth);
   const flags = opcodeFlags(op);
   if ((flags & OPF_KNOWN) == 0 || getBthTVer(bth) != 0) { bad(dev, STAT_ROCE_RX_MALFORMED); return; }

@@ -9,6 +9,7 @@ import { kick, abandonRequest } from "./requester";
 import { qpError, qpReset } from "./queues";
 import { dbqDeliverFor } from "./doorbells";
 import { unlistQp } from "./roce-tx";
+import { connOpen, streamOpen, streamClose } from "../metaroce/tx";
 import { unschedule, EventKind } from "../core/sched";
 import {
   PORT_GROUP_SCALE_UP, PORT_GROUP_SCALE_OUT, CMD_ERR_NO_OBJECT, CMD_ERR_TRANSITION, CMD_ERR_IN_USE, CMD_ERR_ARGUMENT, QP_STATE_RESET, QP_STATE_INIT, QP_STATE_RTR, QP_STATE_RTS, QP_STATE_ERR, WQE_SIZE, MAX_QUEUE_DEPTH,
@@ -81,6 +82,12 @@ export function qpModify(dev: Device, qpn: u32, state: u32, destQpn: u32, destDe
       if (count == 0) return E_ARGUMENT;
       // both ends of the pair compute the same port (and so the same plane) from the two numbers
       q.port = first + (qpn + destQpn) % count;
+      if (dev.mrt != 0) {
+        // the MetaRoCE-like transport: the QP is a stream of the connection to that device
+        const c = connOpen(dev, destDevice, first, count);
+        if (c < 0) return E_ARGUMENT; // the connection table is full (mrtConnections)
+        streamOpen(dev, q, qpn, <u32>c);
+      }
     }
     q.destQpn = destQpn;
     q.destDevice = destDevice;
@@ -100,6 +107,7 @@ export function qpDestroy(dev: Device, qpn: u32): i32 {
   abandonRequest(dev, qpn, t);
   qpError(dev, qpn, t);
   unlistQp(dev, q, qpn);
+  streamClose(dev, q, qpn);
   if (q.timerPending) { unschedule(dev, EventKind.NicTimer, qpn); q.timerPending = 0; }
   if (q.kickPending) {
     // a QP created in this slot starts with no event pending

@@ -124,6 +124,16 @@ export const RANGES: u32 = 8;
   // what it moved, for observers (never read by the NIC itself)
   txBytes: u64; // requester: payload bytes of request packets sent, retransmissions included
   rxBytes: u64; // responder: payload bytes of request packets accepted in order (placed)
+  // the MetaRoCE-like transport (metaroce/): the QP is a stream of connection mtConn
+  mtConn: u32;
+  mtNext: u32; // next QP (qpn + 1) in its connection's list of streams with new packets; 0 ends it
+  mtListed: u32;
+  mtUna: u32; // sender: the oldest SSN not acknowledged (the acked bitmap covers mtUna ..)
+  mtRecvNext: u32; // sender: the receive index its next SEND or WRITE_IMM fills
+  mtMsn: u32; // sender: messages sent on the stream
+  mtRcum: u32; // receiver: every SSN below this is placed (the placed bitmap covers mtRcum ..)
+  mtRecvBase: u32; // receiver: the receive queue index its peer's receive index 0 stands for
+  mtRnrAt: u64; // sender: RNR-held until this time
 }
 
 // Per-QP extra blocks live beside the table: RANGES x 16 bytes of (end u32, pad, time u64),

@@ -43,6 +43,11 @@ export function crc32Update(crc: u32, p: usize, len: usize): u32 {
   return crc;
 }
 
+/** The CRC-32 of `len` bytes at `p` (register all ones in, inverted out: the Ethernet FCS's CRC). */
+export function crc32(p: usize, len: usize): u32 {
+  return ~crc32Update(0xffffffff, p, len);
+}
+
 /** Runs the register over a `len`-byte header at `p`, reading byte b as 0xff where bit b of `mask` is set. */
 function crcMasked(crc: u32, p: usize, len: u32, mask: u32): u32 {
   for (let b: u32 = 0; b < len; b++) crc = crcByte(crc, (mask >> b) & 1 ? 0xff : <u32>load<u8>(p + b));

@@ -49,6 +49,12 @@ export function formatResult(r: ScenarioResult): string {
   out.push("");
   out.push(`completion time: p50 ${formatTime(r.fctPs.p50)}, p99 ${formatTime(r.fctPs.p99)}, max ${formatTime(r.fctPs.max)}`);
   out.push(`drops: fabric ${counts(r.fabric.drops)}; devices ${counts(r.deviceDrops)}`);
-  out.push(`retransmissions ${r.retransmits}, timeouts ${r.timeouts}, NAKs ${r.naksSent}, ECN marks ${r.fabric.ecnMarks}, CNPs ${r.cnpsSent}, PFC pauses ${r.fabric.pfcPauses}`);
+  if (r.metaroce) {
+    const m = r.metaroce;
+    out.push(`transport metaroce: packets sent ${m.tx_data}, again ${m.tx_retransmits} (lost in a SACK hole ${m.losses_sack}, at an RTO ${m.losses_rto}; received twice ${m.rx_duplicate})`);
+    out.push(`paths: probes ${m.tx_probes}, RTOs ${m.rtos}, failed ${m.paths_failed}, recovered ${m.paths_recovered}, window cuts ${m.cwnd_cuts}, RNR NAKs ${m.rnr_naks}; ECN marks ${r.fabric.ecnMarks}`);
+  } else {
+    out.push(`retransmissions ${r.retransmits}, timeouts ${r.timeouts}, NAKs ${r.naksSent}, ECN marks ${r.fabric.ecnMarks}, CNPs ${r.cnpsSent}, PFC pauses ${r.fabric.pfcPauses}`);
+  }
   return out.map((l) => `${l}\n`).join("");
 }

@@ -33,7 +33,8 @@ export interface FlowResult {
 export type RunEnd = "finished" | "failed" | "time-limit" | "stopped";
 
 /** Counters of frames a device dropped, by reason (layouts/stats.json names; rx_stage_full: arrivals the host could not stage in a window). */
-export const DEVICE_DROP_COUNTERS = ["port.tx_ring_full", "port.rx_ring_full", "roce.rx_malformed", "roce.rx_bad_icrc", "roce.rx_not_mine", "roce.rx_unknown_qp", "roce.rx_out_of_order", "roce.rx_duplicate"] as const;
+export const DEVICE_DROP_COUNTERS = ["port.tx_ring_full", "port.rx_ring_full", "roce.rx_malformed", "roce.rx_bad_icrc", "roce.rx_not_mine", "roce.rx_unknown_qp", "roce.rx_out_of_order", "roce.rx_duplicate",
+  "mrt.rx_malformed", "mrt.rx_bad_crc", "mrt.rx_unknown", "mrt.rx_beyond_window"] as const;
 
 export interface ScenarioResult {
   name: string;
@@ -52,14 +53,27 @@ export interface ScenarioResult {
   totalGoodputGbps: number;
   /** per-message completion time (post to completion), ps: p50, p99, max */
   fctPs: { p50: number; p99: number; max: number };
+  /** the transport QPs between devices ran */
+  transport: "rocev2" | "metaroce";
+  /** RoCEv2: go-back-N restarts (each sends again from a PSN); MetaRoCE-like: packets sent again */
   retransmits: number;
+  /** RoCEv2: transport timer expiries; MetaRoCE-like: path RTOs */
   timeouts: number;
   naksSent: number;
   cnpsSent: number;
   fabric: Pick<FabricStats, "drops" | "ecnMarks" | "pfcPauses" | "hops" | "delivered">;
   /** frames the devices dropped, by reason (DEVICE_DROP_COUNTERS, and rx_stage_full) */
   deviceDrops: Record<string, number>;
+  /** the MetaRoCE-like transport's own counters, summed over the devices (layouts/stats.json mrt.*) */
+  metaroce?: MetaroceCounts;
 }
+
+/** The MetaRoCE-like counters a result reports: why packets were sent again, what the paths went through. */
+export const METAROCE_COUNTERS = [
+  "mrt.tx_data", "mrt.tx_retransmits", "mrt.losses_sack", "mrt.losses_rto", "mrt.tx_probes", "mrt.rtos", "mrt.paths_failed",
+  "mrt.paths_recovered", "mrt.cwnd_cuts", "mrt.rx_duplicate", "mrt.rnr_naks",
+] as const;
+export type MetaroceCounts = Record<(typeof METAROCE_COUNTERS)[number] extends `mrt.${infer K}` ? K : never, number>;
 
 interface FlowState {
   spec: Flow;
@@ -115,7 +129,10 @@ export async function runScenario(coreModule: WebAssembly.Module, input: unknown
   const flows = trafficFlows(sc);
   // per device: one QP per flow end, a CQ, and one region that is both source and destination
   const qpsPerDevice = new Array<number>(n).fill(0);
-  for (const f of flows) { qpsPerDevice[f.src]!++; qpsPerDevice[f.dst]!++; }
+  const peers = Array.from({ length: n }, () => new Set<number>());
+  for (const f of flows) { qpsPerDevice[f.src]!++; qpsPerDevice[f.dst]!++; peers[f.src]!.add(f.dst); peers[f.dst]!.add(f.src); }
+  // a MetaRoCE-like device holds one connection per peer
+  const connections = Math.max(1, ...peers.map((p) => p.size));
   const maxQps = Math.max(4, ...qpsPerDevice);
   const region = sc.traffic.messageBytes;
   const messagesPerFlow = sc.traffic.messages;
@@ -125,6 +142,7 @@ export async function runScenario(coreModule: WebAssembly.Module, input: unknown
     const config = {
       engines: 1, ...sc.devices.config, deviceId: d, seed: sc.seed, maxQps, maxCqs: 4,
       timingMode: sc.fabric.mode === "timing" ? 1 : 0,
+      transport: sc.transport === "metaroce" ? 1 : 0, mrtConnections: connections,
       hbmBytes: Math.max(1 << 20, roundUp(region + cqDepth * 32 + 2 * maxQps * messagesPerFlow * 128 + (1 << 16), 1 << 16)),
       ...(sc.fabric.mode === "timing" ? { txBodyBytes: 65536, rxBodyBytes: 65536 } : {}),
     };
@@ -241,7 +259,10 @@ export async function runScenario(coreModule: WebAssembly.Module, input: unknown
     messages: { total, completed, failed }, flows: flowsOut, totalBytes,
     totalGoodputGbps: lastDone > startPs ? (totalBytes * 8000) / (lastDone - startPs) : 0,
     fctPs: { p50: pct(50), p99: pct(99), max: fct.length ? fct[fct.length - 1]! : 0 },
-    retransmits: sum("roce.retransmits"), timeouts: sum("roce.timeouts"), naksSent: sum("roce.naks_sent"), cnpsSent: sum("roce.cnps_sent"),
+    transport: sc.transport,
+    retransmits: sum("roce.retransmits") + sum("mrt.tx_retransmits"), timeouts: sum("roce.timeouts") + sum("mrt.rtos"),
+    naksSent: sum("roce.naks_sent") + sum("mrt.naks_sent"), cnpsSent: sum("roce.cnps_sent"),
+    ...(sc.transport === "metaroce" ? { metaroce: Object.fromEntries(METAROCE_COUNTERS.map((k) => [k.slice(4), sum(k)])) as MetaroceCounts } : {}),
     fabric: { drops: fs.drops, ecnMarks: fs.ecnMarks, pfcPauses: fs.pfcPauses, hops: fs.hops, delivered: fs.delivered },
     deviceDrops,
   };

@@ -26,6 +26,7 @@ export interface Scenario {
   /** simulated time the run may take at most, ps */
   untilPs: number;
   devices: { count: number; config: Record<string, number> };
+  transport: "rocev2" | "metaroce";
   fabric: {
     mode: "full" | "timing";
     topology: { kind: "single-switch" } | { kind: "leaf-spine"; planes: number; spines: number; devicesPerLeaf: number };
@@ -62,6 +63,7 @@ interface ScenarioInput {
   seed: number;
   until: TimeInput;
   devices: { count: number; config: Record<string, number> };
+  transport: "rocev2" | "metaroce";
   fabric: {
     mode: "full" | "timing";
     topology: { kind: "single-switch" } | { kind: "leaf-spine"; planes: number; spines: number; devicesPerLeaf?: number };
@@ -100,6 +102,7 @@ export function resolveScenario(input: unknown, path = "scenario"): Scenario {
     seed: o.seed,
     untilPs: time(o.until, `${path}.until`),
     devices: { count, config: o.devices.config },
+    transport: o.transport,
     fabric: {
       mode: o.fabric.mode,
       topology: topo.kind === "single-switch" ? topo : { ...topo, devicesPerLeaf: topo.devicesPerLeaf ?? Math.min(count, 16) },

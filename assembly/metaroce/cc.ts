@@ -1,0 +1,71 @@
+// The MetaRoCE-like transport's congestion controller, per path (docs/protocol.md,
+// "Congestion control"): DCTCP-style ECN-driven AIMD. alpha follows the fraction of CE-marked
+// packets once per window of data (g = 1/16); a mark cuts the window to cwnd x (1 - alpha/2) at
+// most once per round trip; otherwise the window grows by one MTU per window acknowledged.
+// Loss without a mark is not congestion and costs no window. The path is paced at
+// min(cwnd / SRTT, the receiver's hint for it).
+//
+// Another controller is another file with these five functions and a value of a config field
+// that selects it (the calls below are the whole interface).
+
+import { Device, statAdd } from "../core/device";
+import { Path, pdiff } from "./state";
+import { STAT_MRT_CWND_CUTS } from "../generated/layouts";
+
+const G: f64 = 1.0 / 16;
+
+/** A path starts (or comes back from failure) with the initial window. */
+export function ccInit(dev: Device, p: Path): void {
+  p.cwnd = <f64>dev.cfg.mrtInitCwndBytes;
+  p.alpha = 0;
+  p.ceAcked = 0;
+  p.pktsAcked = 0;
+  p.alphaEnd = p.nxt;
+  p.cutArmed = 0;
+}
+
+/** An ACK of path `p` newly covered `pkts` packets of `bytes` bytes, `ce` of them marked. */
+export function ccOnAck(dev: Device, p: Path, pkts: u32, bytes: u32, ce: u32): void {
+  const mtu = <f64>dev.cfg.mtuBytes;
+  p.ceAcked += ce;
+  p.pktsAcked += pkts;
+  if (p.cutArmed && pdiff(p.una, p.cutEnd) >= 0) p.cutArmed = 0;
+  if (pdiff(p.una, p.alphaEnd) >= 0 && p.pktsAcked > 0) {
+    // a window of data is in: alpha follows its fraction of marks
+    const f = <f64>p.ceAcked / <f64>p.pktsAcked;
+    p.alpha = (1 - G) * p.alpha + G * (f > 1 ? 1 : f);
+    p.ceAcked = 0;
+    p.pktsAcked = 0;
+    p.alphaEnd = p.nxt;
+  }
+  if (ce > 0 && !p.cutArmed) {
+    // at most one cut per round trip: not again until what is in flight now is acknowledged
+    const a = p.alpha > 0 ? p.alpha : <f64>ce / <f64>(pkts > 0 ? pkts : 1);
+    p.cwnd = p.cwnd * (1 - a / 2);
+    if (p.cwnd < mtu) p.cwnd = mtu;
+    p.cutArmed = 1;
+    p.cutEnd = p.nxt;
+    statAdd(dev, STAT_MRT_CWND_CUTS, 1);
+  } else if (ce == 0) {
+    p.cwnd += mtu * <f64>bytes / p.cwnd;
+  }
+  const cap = <f64>dev.cfg.mrtInitCwndBytes * 16;
+  if (p.cwnd > cap) p.cwnd = cap;
+}
+
+/** The path's RTO expired: its window starts again from the initial size. */
+export function ccOnRto(dev: Device, p: Path): void {
+  const init = <f64>dev.cfg.mrtInitCwndBytes;
+  p.cwnd = p.cwnd < init ? p.cwnd : init;
+}
+
+/** Bytes per ps the path may send at (0: not paced), from its window, RTT and the receiver's hint. */
+export function ccPaceRate(dev: Device, p: Path): f64 {
+  let r: f64 = 0;
+  if (p.srtt > 0) r = p.cwnd / p.srtt;
+  if (p.hintGbps > 0) {
+    const h = p.hintGbps / 8000;
+    if (r == 0 || h < r) r = h;
+  }
+  return r;
+}

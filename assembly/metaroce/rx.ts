@@ -1,0 +1,388 @@
+// The MetaRoCE-like transport's receiving side (docs/protocol.md): a DATA packet is checked,
+// placed where it says and recorded in its path's window and its stream's bitmap; an ACK moves
+// its path's window, declares the holes under what it covers lost, and acknowledges the SSNs
+// of the packets it covers, which completes messages in order. Bad frames are counted by
+// reason and dropped.
+
+import { Device, statAdd } from "../core/device";
+import { NEVER } from "../core/time";
+import { Qp, qpAt, rqSlot, mrCheck } from "../nic/verbs";
+import { dmaPtr } from "../mem/dma";
+import { cqPush } from "../nic/completions";
+import { qpError } from "../nic/queues";
+import { outAck, outDrain, outComplete, outFlush } from "../nic/outstanding";
+import { psnAdd, psnDiff } from "../nic/psn";
+import { crc32 } from "../wire/icrc";
+import {
+  Path, RxPath, mrtOf, connAt, pathAt, rxPathAt, sentAt, ackedByte, placedByte, recvAt, portSeenAt, pdiff,
+  PATH_ACTIVE, PATH_FAILED, SENT_NONE, SENT_OUT, SENT_PROBE, RECV_RING,
+} from "./state";
+import { owesAck, queueRtx, pathWant, streamReady, wantTimer, armPath } from "./tx";
+import { ccOnAck, ccInit } from "./cc";
+import {
+  ETH_SIZE, IPV4_SIZE, UDP_SIZE, IPV4_ECN_CE, getIpv4Ecn, getIpv4Src,
+  MRT_VERSION, MRT_TYPE_DATA, MRT_TYPE_ACK, MRT_TYPE_PROBE, MRT_FLAG_LAST, MRT_FLAG_ACK_REQ, MRT_OP_WRITE, MRT_OP_WRITE_IMM,
+  MRT_OP_SEND, MRT_OP_SEND_IMM, MRT_PROBE_QP, MRT_STREAM_WINDOW, MRT_PATH_WINDOW, MRT_NAK_RNR, MRT_NAK_REMOTE_ACCESS,
+  MRT_NAK_INVALID_REQUEST, MRH_SIZE, MRA_SIZE, MRC_SIZE,
+  getMrhVersion, getMrhType, getMrhFlags, getMrhPath, getMrhEpoch, getMrhPsn, getMrhFloor, getMrhOp, getMrhDestQp, getMrhSsn,
+  getMrhMsn, getMrhOffset, getMrhLength, getMrhAddr, getMrhRkey, getMrhImm,
+  getMraVersion, getMraType, getMraPath, getMraEpoch, getMraCum, getMraSack0, getMraSack1, getMraSack2, getMraSack3, getMraCe,
+  getMraHint, getMraNakQp, getMraNakCode, getMraNakSsn,
+} from "../generated/headers";
+import {
+  QP_STATE_RTR, QP_STATE_RTS, ACCESS_REMOTE_WRITE, ACCESS_LOCAL_WRITE, WQE_LADDR, WQE_LENGTH, WQE_LKEY, WQE_WR_ID,
+  OPCODE_RECV, OPCODE_RDMA_WRITE_WITH_IMM, STATUS_SUCCESS, STATUS_REM_ACCESS_ERR, STATUS_REM_INV_REQ_ERR, STATUS_RNR_RETRY_EXC_ERR,
+  STAT_MRT_RX_DATA, STAT_MRT_RX_ACKS, STAT_MRT_RX_PROBES, STAT_MRT_RX_MALFORMED, STAT_MRT_RX_BAD_CRC, STAT_MRT_RX_UNKNOWN,
+  STAT_MRT_RX_DUPLICATE, STAT_MRT_RX_BEYOND_WINDOW, STAT_MRT_LOSSES_SACK, STAT_MRT_NAKS_SENT, STAT_MRT_RNR_NAKS,
+  STAT_MRT_PATHS_RECOVERED, STAT_NIC_RNR_RETRIES,
+} from "../generated/layouts";
+
+const HDRS: u32 = ETH_SIZE + IPV4_SIZE + UDP_SIZE;
+
+/**
+ * A frame to UDP port MRT_UDP_PORT, its Ethernet, IPv4 and UDP headers already checked (roce-rx.ts):
+ * `f` the frame (full mode: all of it; timing mode: its headers), `wire` its length, `hdrLen`
+ * the header bytes the record holds, `port` where it arrived.
+ */
+export function mrtReceive(dev: Device, f: usize, wire: u32, hdrLen: u32, port: u32, full: bool, t: u64): void {
+  if (dev.mrt == 0) { statAdd(dev, STAT_MRT_RX_UNKNOWN, 1); return; }
+  const h = f + HDRS;
+  if (hdrLen < HDRS + 4 || wire < hdrLen + MRC_SIZE) { statAdd(dev, STAT_MRT_RX_MALFORMED, 1); return; }
+  const type = getMrhType(h); // the first byte is the same in both headers
+  const isAck = type == MRT_TYPE_ACK;
+  const size = isAck ? MRA_SIZE : MRH_SIZE;
+  if (getMrhVersion(h) != MRT_VERSION || (type != MRT_TYPE_DATA && type != MRT_TYPE_ACK && type != MRT_TYPE_PROBE)
+    || hdrLen != HDRS + size || getMrhPath(h) >= dev.cfg.mrtPaths || (type != MRT_TYPE_DATA && wire != hdrLen + MRC_SIZE)) {
+    statAdd(dev, STAT_MRT_RX_MALFORMED, 1);
+    return;
+  }
+  if (full && load<u32>(f + wire - MRC_SIZE) != crc32(h, <usize>(wire - HDRS - MRC_SIZE))) { statAdd(dev, STAT_MRT_RX_BAD_CRC, 1); return; }
+  // the connection: the peer the source address names, on a port its paths use
+  const peer = getIpv4Src(f + ETH_SIZE) & 0xffff;
+  const k = getMrhPath(h);
+  const c = connFind(dev, peer, port, k);
+  if (c < 0) { statAdd(dev, STAT_MRT_RX_UNKNOWN, 1); return; }
+  const g = <u32>c * dev.cfg.mrtPaths + k;
+  if (isAck) { ackIn(dev, <u32>c, g, h, t); return; }
+  const ce = getIpv4Ecn(f + ETH_SIZE) == IPV4_ECN_CE;
+  if (type == MRT_TYPE_PROBE) {
+    if (getMrhDestQp(h) != MRT_PROBE_QP) { statAdd(dev, STAT_MRT_RX_MALFORMED, 1); return; }
+    statAdd(dev, STAT_MRT_RX_PROBES, 1);
+    if (!pathRecord(dev, g, h, ce, t)) return;
+    owesAck(dev, g, true, t);
+    return;
+  }
+  dataIn(dev, <u32>c, g, h, f + hdrLen, wire - hdrLen - MRC_SIZE, ce, t);
+}
+
+/** The connection to `peer` whose path `k` uses `port`, or -1. */
+function connFind(dev: Device, peer: u32, port: u32, k: u32): i32 {
+  const m = mrtOf(dev);
+  for (let c: u32 = 0; c < m.connCount; c++) {
+    const conn = connAt(dev, c);
+    if (conn.peer == peer && pathAt(dev, c * dev.cfg.mrtPaths + k).port == port) return <i32>c;
+  }
+  return -1;
+}
+
+// ---- receiver
+
+/**
+ * Records PSN psn of path `g` as arrived (and the floor the packet carries): false when it lies
+ * beyond the window (dropped, counted).
+ */
+function pathRecord(dev: Device, g: u32, h: usize, ce: bool, t: u64): bool {
+  const r = rxPathAt(dev, g);
+  const psn = getMrhPsn(h), floor = getMrhFloor(h);
+  if (!r.started) { r.started = 1; r.cum = floor; }
+  if (pdiff(floor, r.cum) > 0) advanceTo(r, floor);
+  const d = pdiff(psn, r.cum);
+  if (d > <i32>MRT_PATH_WINDOW) { statAdd(dev, STAT_MRT_RX_BEYOND_WINDOW, 1); return false; }
+  if (d == 0) advanceTo(r, r.cum + 1);
+  else if (d > 0) setBit(r, <u32>d - 1);
+  r.epoch = getMrhEpoch(h);
+  r.unacked++;
+  if (ce) r.ce++;
+  store<u64>(portSeenAt(dev, pathAt(dev, g).port, g / dev.cfg.mrtPaths), t);
+  return true;
+}
+
+@inline function setBit(r: RxPath, i: u32): void {
+  const w = changetype<usize>(r) + offsetof<RxPath>("bits0") + <usize>(i >> 6) * 8;
+  store<u64>(w, load<u64>(w) | (<u64>1 << (63 - <u64>(i & 63))));
+}
+
+/**
+ * Moves the path's cumulative PSN up to at least `to`, then on over every PSN that arrived
+ * (bit i of the window is PSN cum + 1 + i; cum itself is the first that has not arrived).
+ */
+function advanceTo(r: RxPath, to: u32): void {
+  let cumArrived = false; // has PSN cum arrived? Never at the start, by the invariant
+  while (pdiff(to, r.cum) > 0 || cumArrived) {
+    cumArrived = (r.bits0 >> 63) != 0; // PSN cum + 1, which becomes cum
+    shift(r);
+    r.cum++;
+  }
+}
+
+/** The bitmap one PSN on (its bit 0, PSN cum + 1, drops out; cum moves up by one with it). */
+@inline function shift(r: RxPath): void {
+  r.bits0 = (r.bits0 << 1) | (r.bits1 >> 63);
+  r.bits1 = (r.bits1 << 1) | (r.bits2 >> 63);
+  r.bits2 = (r.bits2 << 1) | (r.bits3 >> 63);
+  r.bits3 = r.bits3 << 1;
+}
+
+/** A DATA packet of connection `c` on path `g`: `payload` bytes at `pl`. */
+function dataIn(dev: Device, c: u32, g: u32, h: usize, pl: usize, payload: u32, ce: bool, t: u64): void {
+  const op = getMrhOp(h), flags = getMrhFlags(h);
+  const off = getMrhOffset(h), len = getMrhLength(h), mtu = dev.cfg.mtuBytes;
+  const last = (flags & MRT_FLAG_LAST) != 0;
+  // a packet says where it is in its message: every one but the last carries a whole MTU
+  if (op > MRT_OP_SEND_IMM || payload > mtu || off % mtu != 0 || <u64>off + <u64>payload > <u64>len
+    || (last ? off + payload != len : payload != mtu)) { statAdd(dev, STAT_MRT_RX_MALFORMED, 1); return; }
+  const qpn = getMrhDestQp(h);
+  if (qpn >= dev.cfg.maxQps) { statAdd(dev, STAT_MRT_RX_UNKNOWN, 1); return; }
+  const q = qpAt(dev, qpn);
+  if (!q.valid || !q.remote || q.mtConn != c || (q.state != QP_STATE_RTR && q.state != QP_STATE_RTS)) { statAdd(dev, STAT_MRT_RX_UNKNOWN, 1); return; }
+  const ssn = getMrhSsn(h);
+  const ds = psnDiff(ssn, q.mtRcum);
+  if (ds >= <i32>MRT_STREAM_WINDOW) { statAdd(dev, STAT_MRT_RX_BEYOND_WINDOW, 1); return; }
+  statAdd(dev, STAT_MRT_RX_DATA, 1);
+  const now = (flags & MRT_FLAG_ACK_REQ) != 0;
+  if (ds < 0 || (load<u8>(placedByte(dev, qpn, ssn)) & (1 << (ssn & 7))) != 0) {
+    // placed before: a copy sent again while the first was on its way
+    statAdd(dev, STAT_MRT_RX_DUPLICATE, 1);
+    if (pathRecord(dev, g, h, ce, t)) owesAck(dev, g, true, t);
+    return;
+  }
+  // where the bytes go
+  let dst: u64 = 0;
+  const consumes = op != MRT_OP_WRITE;
+  let recv: u32 = 0;
+  if (consumes) {
+    recv = q.mtRecvBase + getMrhMsn(h);
+    const ahead = recv - q.rqCi;
+    if (ahead >= q.rqPi - q.rqCi || ahead >= RECV_RING) {
+      // its receive is not posted: not placed, not recorded (so sent again), and its sender told to wait
+      nak(dev, g, qpn, MRT_NAK_RNR, ssn, t);
+      return;
+    }
+  }
+  if (op == MRT_OP_SEND || op == MRT_OP_SEND_IMM) {
+    const r = rqSlot(dev, q, recv);
+    if (<u64>off + <u64>payload > <u64>load<u32>(r + WQE_LENGTH)) { refuse(dev, c, g, h, q, qpn, MRT_NAK_INVALID_REQUEST, ssn, ce, t); return; }
+    dst = load<u64>(r + WQE_LADDR) + <u64>off;
+    if (!mrCheck(dev, load<u32>(r + WQE_LKEY), false, q.pd, dst, <u64>payload, ACCESS_LOCAL_WRITE)) { refuse(dev, c, g, h, q, qpn, MRT_NAK_INVALID_REQUEST, ssn, ce, t); return; }
+  } else {
+    dst = getMrhAddr(h);
+    if (!mrCheck(dev, getMrhRkey(h), true, q.pd, dst, <u64>payload, ACCESS_REMOTE_WRITE)) { refuse(dev, c, g, h, q, qpn, MRT_NAK_REMOTE_ACCESS, ssn, ce, t); return; }
+  }
+  if (!pathRecord(dev, g, h, ce, t)) return;
+  if (dev.cfg.timingMode == 0 && payload > 0) memory.copy(dmaPtr(dev, dst, <u64>payload), pl, payload);
+  q.rxBytes += payload;
+  if (consumes && last) {
+    const e = recvAt(dev, qpn, recv);
+    store<u32>(e, recv + 1);
+    store<u32>(e, ssn, 4);
+    store<u32>(e, op, 8);
+    store<u32>(e, getMrhImm(h), 12);
+    store<u32>(e, len, 16);
+  }
+  // the stream: this SSN placed, the cumulative SSN over what is placed, receives complete in order
+  const b = placedByte(dev, qpn, ssn);
+  store<u8>(b, load<u8>(b) | <u8>(1 << <u8>(ssn & 7)));
+  while (true) {
+    const pb = placedByte(dev, qpn, q.mtRcum), bit = <u8>(1 << <u8>(q.mtRcum & 7));
+    if ((load<u8>(pb) & bit) == 0) break;
+    store<u8>(pb, load<u8>(pb) & ~bit);
+    q.mtRcum = psnAdd(q.mtRcum, 1);
+  }
+  completeReceives(dev, q, qpn, t);
+  ackPolicy(dev, g, now || pdiff(getMrhPsn(h), rxPathAt(dev, g).cum) >= 0, t);
+}
+
+/** The receives whose messages are placed whole complete, in order. */
+function completeReceives(dev: Device, q: Qp, qpn: u32, t: u64): void {
+  while (q.rqCi != q.rqPi) {
+    const e = recvAt(dev, qpn, q.rqCi);
+    if (load<u32>(e) != q.rqCi + 1 || psnDiff(q.mtRcum, load<u32>(e, 4)) <= 0) return;
+    const op = load<u32>(e, 8);
+    const r = rqSlot(dev, q, q.rqCi);
+    store<u32>(e, 0);
+    q.rqCi++;
+    const imm = op == MRT_OP_WRITE_IMM || op == MRT_OP_SEND_IMM;
+    const rxOp = op == MRT_OP_WRITE_IMM ? OPCODE_RDMA_WRITE_WITH_IMM : OPCODE_RECV;
+    if (!cqPush(dev, q.recvCq, t, load<u64>(r + WQE_WR_ID), load<u32>(e, 16), load<u32>(e, 12), imm, qpn, STATUS_SUCCESS, rxOp)) { qpError(dev, qpn, t); return; }
+  }
+}
+
+/** ACK at once when asked, or when the packet left a hole; else after mrtAckEvery packets or the ACK delay. */
+function ackPolicy(dev: Device, g: u32, now: bool, t: u64): void {
+  owesAck(dev, g, now || rxPathAt(dev, g).unacked >= dev.cfg.mrtAckEvery, t);
+}
+
+/** A packet the receiver will not take, for a reason its sender must hear: recorded (no retransmission) and NAKed. */
+function refuse(dev: Device, c: u32, g: u32, h: usize, q: Qp, qpn: u32, code: u32, ssn: u32, ce: bool, t: u64): void {
+  if (!pathRecord(dev, g, h, ce, t)) return;
+  nak(dev, g, qpn, code, ssn, t);
+}
+
+function nak(dev: Device, g: u32, qpn: u32, code: u32, ssn: u32, t: u64): void {
+  const r = rxPathAt(dev, g);
+  r.nakQp = qpn;
+  r.nakCode = code;
+  r.nakSsn = ssn;
+  statAdd(dev, STAT_MRT_NAKS_SENT, 1);
+  owesAck(dev, g, true, t);
+}
+
+// ---- sender: an ACK
+
+/** Is PSN `psn` covered by an ACK of cumulative PSN `cum` and SACK words s0..s3? */
+@inline function covered(psn: u32, cum: u32, s0: u64, s1: u64, s2: u64, s3: u64): bool {
+  const d = pdiff(psn, cum);
+  if (d < 0) return true;
+  if (d == 0 || d > <i32>MRT_PATH_WINDOW) return false;
+  const i = <u32>d - 1;
+  const w = i < 64 ? s0 : i < 128 ? s1 : i < 192 ? s2 : s3;
+  return ((w >> (63 - <u64>(i & 63))) & 1) != 0;
+}
+
+/** The highest PSN an ACK covers (cum - 1 when its SACK is empty). */
+function highestCovered(cum: u32, s0: u64, s1: u64, s2: u64, s3: u64): u32 {
+  if (s3 != 0) return cum + 1 + 192 + 63 - <u32>ctz(s3);
+  if (s2 != 0) return cum + 1 + 128 + 63 - <u32>ctz(s2);
+  if (s1 != 0) return cum + 1 + 64 + 63 - <u32>ctz(s1);
+  if (s0 != 0) return cum + 1 + 63 - <u32>ctz(s0);
+  return cum - 1;
+}
+
+function ackIn(dev: Device, c: u32, g: u32, h: usize, t: u64): void {
+  const p = pathAt(dev, g);
+  if (getMraEpoch(h) != (p.epoch & 0xff)) { statAdd(dev, STAT_MRT_RX_UNKNOWN, 1); return; } // from before the path came back
+  const cum = getMraCum(h);
+  const s0 = getMraSack0(h), s1 = getMraSack1(h), s2 = getMraSack2(h), s3 = getMraSack3(h);
+  // what it covers cannot lie beyond what was sent
+  if (pdiff(cum, p.nxt) > 0 || pdiff(highestCovered(cum, s0, s1, s2, s3), p.nxt) >= 0) { statAdd(dev, STAT_MRT_RX_MALFORMED, 1); return; }
+  statAdd(dev, STAT_MRT_RX_ACKS, 1);
+  const high = highestCovered(cum, s0, s1, s2, s3);
+  let pkts: u32 = 0, bytes: u32 = 0, heard = false;
+  let sample: f64 = -1;
+  // PSNs above the highest it covers are neither acknowledged nor lost yet
+  for (let psn = p.una; pdiff(psn, p.nxt) < 0 && pdiff(psn, high) <= 0; psn++) {
+    const s = sentAt(dev, g, psn);
+    const st = load<u32>(s, 20);
+    if (st == SENT_NONE) continue;
+    if (covered(psn, cum, s0, s1, s2, s3)) {
+      heard = true;
+      sample = <f64>(t - load<u64>(s, 8));
+      store<u32>(s, SENT_NONE, 20);
+      if (st == SENT_PROBE) continue;
+      const n = load<u32>(s, 16);
+      p.inflight -= n;
+      pkts++;
+      bytes += n;
+      acked(dev, c, load<u32>(s), load<u32>(s, 4), t);
+    } else if (pdiff(psn, high) < 0) {
+      // a hole under what arrived: paths do not reorder, so it is lost
+      store<u32>(s, SENT_NONE, 20);
+      if (st == SENT_PROBE) continue;
+      p.inflight -= load<u32>(s, 16);
+      statAdd(dev, STAT_MRT_LOSSES_SACK, 1);
+      queueRtx(dev, c, load<u32>(s), load<u32>(s, 4), t);
+    }
+  }
+  while (pdiff(p.una, p.nxt) < 0 && load<u32>(sentAt(dev, g, p.una), 20) == SENT_NONE) p.una++;
+  if (sample >= 0) rttSample(dev, p, sample);
+  // the receiver's fair share on this port, split over the connection's paths there
+  const hint = getMraHint(h);
+  p.hintGbps = hint == 0 ? 0 : <f64>hint / 65535 * <f64>dev.cfg.portGbps / <f64>pathsOnPort(dev, c, p.port);
+  ccOnAck(dev, p, pkts, bytes, getMraCe(h));
+  if (heard) {
+    p.lastHeard = t;
+    p.rtos = 0;
+    p.probing = 0;
+    if (p.state != PATH_ACTIVE) {
+      if (p.state == PATH_FAILED) {
+        statAdd(dev, STAT_MRT_PATHS_RECOVERED, 1);
+        ccInit(dev, p);
+        p.epoch = (p.epoch + 1) & 0xff;
+      }
+      p.state = PATH_ACTIVE;
+    }
+  }
+  const code = getMraNakCode(h);
+  if (code != 0) nakIn(dev, c, getMraNakQp(h), code, getMraNakSsn(h), t);
+  pathWant(dev, g, t);
+  armPath(dev, c, p);
+}
+
+/** RTT sample `rtt` (ps) of path `p` (RFC 6298: SRTT, RTTVAR, RTO). */
+function rttSample(dev: Device, p: Path, rtt: f64): void {
+  if (p.srtt == 0) { p.srtt = rtt; p.rttvar = rtt / 2; }
+  else {
+    const err = rtt > p.srtt ? rtt - p.srtt : p.srtt - rtt;
+    p.rttvar = 0.75 * p.rttvar + 0.25 * err;
+    p.srtt = 0.875 * p.srtt + 0.125 * rtt;
+  }
+  const rto = <u64>(p.srtt + 4 * p.rttvar);
+  p.rto = rto > dev.cfg.mrtRtoMinPs ? rto : dev.cfg.mrtRtoMinPs;
+}
+
+function pathsOnPort(dev: Device, c: u32, port: u32): u32 {
+  let n: u32 = 0;
+  for (let i: u32 = 0; i < dev.cfg.mrtPaths; i++) if (pathAt(dev, c * dev.cfg.mrtPaths + i).port == port) n++;
+  return n > 0 ? n : 1;
+}
+
+/** SSN `ssn` of stream `qpn` arrived: the stream's oldest unacknowledged SSN moves, and messages it passes are acknowledged. */
+function acked(dev: Device, c: u32, qpn: u32, ssn: u32, t: u64): void {
+  if (qpn >= dev.cfg.maxQps) return;
+  const q = qpAt(dev, qpn);
+  if (!q.valid || !q.remote || q.mtConn != c) return;
+  const d = psnDiff(ssn, q.mtUna);
+  if (d < 0 || d >= <i32>MRT_STREAM_WINDOW) return;
+  const b = ackedByte(dev, qpn, ssn);
+  store<u8>(b, load<u8>(b) | <u8>(1 << <u8>(ssn & 7)));
+  if (d != 0) return;
+  while (true) {
+    const ab = ackedByte(dev, qpn, q.mtUna), bit = <u8>(1 << <u8>(q.mtUna & 7));
+    if ((load<u8>(ab) & bit) == 0) break;
+    store<u8>(ab, load<u8>(ab) & ~bit);
+    q.mtUna = psnAdd(q.mtUna, 1);
+  }
+  outAck(dev, q, qpn, psnAdd(q.mtUna, 0xffffff), t);
+  if (q.rtxActive) streamReady(dev, q, qpn, t); // its window moved on
+}
+
+/** The receiver refused SSN `ssn` of its stream `qpn` (our QP with that destination QP). */
+function nakIn(dev: Device, c: u32, destQpn: u32, code: u32, ssn: u32, t: u64): void {
+  // the NAK names the receiver's QP: ours is the stream of this connection sending to it
+  for (let qpn: u32 = 0; qpn < dev.cfg.maxQps; qpn++) {
+    const q = qpAt(dev, qpn);
+    if (!q.valid || !q.remote || q.mtConn != c || q.destQpn != destQpn) continue;
+    if (code == MRT_NAK_RNR) {
+      statAdd(dev, STAT_MRT_RNR_NAKS, 1);
+      if (q.mtRnrAt <= t) {
+        // a new hold: one retry of the RNR budget
+        if (q.rnrLeft == 0) { failMessages(dev, q, qpn, STATUS_RNR_RETRY_EXC_ERR, t); return; }
+        q.rnrLeft--;
+        statAdd(dev, STAT_NIC_RNR_RETRIES, 1);
+        q.mtRnrAt = t + dev.cfg.rnrTimerPs;
+        wantTimer(dev, c, q.mtRnrAt);
+      }
+      return;
+    }
+    failMessages(dev, q, qpn, code == MRT_NAK_REMOTE_ACCESS ? STATUS_REM_ACCESS_ERR : STATUS_REM_INV_REQ_ERR, t);
+    return;
+  }
+}
+
+/** The stream's oldest unfinished message ends with `status`, the ones after it are flushed, the QP goes to error. */
+function failMessages(dev: Device, q: Qp, qpn: u32, status: u32, t: u64): void {
+  outDrain(dev, q, qpn, t, true);
+  if (q.outCount > 0) outComplete(dev, q, qpn, status, t);
+  outFlush(dev, qpn, t);
+  qpError(dev, qpn, t);
+}

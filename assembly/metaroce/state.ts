@@ -1,0 +1,164 @@
+// The MetaRoCE-like transport's state (docs/protocol.md): connections (one per peer device),
+// their paths with each path's sent-packet record and receive window, and per QP (a stream) the
+// bitmaps of the SSNs its sender has had acknowledged and its receiver has placed, and the
+// receives its messages fill. Sized from the config and laid out in one block of the arena.
+
+import { Device, Config } from "../core/device";
+import { MRT_PATH_WINDOW, MRT_STREAM_WINDOW } from "../generated/headers";
+
+/** Path states (sender side). */
+export const PATH_ACTIVE: u32 = 0;
+export const PATH_SUSPECT: u32 = 1; // an RTO expired: no new data until an ACK comes back
+export const PATH_FAILED: u32 = 2; // mrtFailAfter RTOs in a row: only probed
+
+/** One connection: the paths to one peer device and the streams (QPs) that use them. */
+@unmanaged export class Conn {
+  valid: u32;
+  peer: u32; // the peer's device id
+  portFirst: u32; // the port group its paths use
+  portCount: u32;
+  streamHead: u32; // QPs (qpn + 1) with new packets to send: a list through Qp.mtNext
+  streamTail: u32;
+  rtxHead: u32; // ring of (qpn, ssn) to send again: RTX_CAP entries
+  rtxCount: u32;
+  timerPending: u32; // one MrtTimer event at most, re-armed lazily
+  timerEventAt: u64;
+  holdWake: u64; // the earliest time a held stream may send again (NEVER: none held)
+}
+
+/** A path, sender side. */
+@unmanaged export class Path {
+  port: u32;
+  state: u32; // PATH_*
+  epoch: u32;
+  listed: u32; // 1 while in its port's list of paths with work
+  next: u32; // the next entry of that list: global path index + 1, 0 ends it
+  nxt: u32; // the next PSN to send
+  una: u32; // the floor: every PSN below is acknowledged or declared lost
+  inflight: u32; // bytes sent and neither acknowledged nor declared lost
+  rtos: u32; // RTOs in a row
+  probing: u32; // 1 while a probe is out (tail probe, or a failed path's)
+  ceAcked: u32; // CE marks and packets acknowledged in the current alpha window
+  pktsAcked: u32;
+  alphaEnd: u32; // the alpha window ends when una passes this PSN
+  cutEnd: u32; // no cut again until una passes this PSN
+  cutArmed: u32; // 1 while cutEnd holds
+  cwnd: f64; // bytes
+  alpha: f64;
+  srtt: f64; // ps (0: no sample yet)
+  rttvar: f64;
+  rto: u64;
+  lastHeard: u64; // when an ACK last moved it
+  nextTxAt: u64; // pacing: its next packet no sooner than this
+  hintGbps: f64; // the receiver's hint for the connection on this port, per path (0: none yet)
+}
+
+/** A path, receiver side. */
+@unmanaged export class RxPath {
+  started: u32; // 1 once a packet arrived
+  cum: u32; // every PSN below arrived, or lies below the sender's floor
+  epoch: u32; // of the last packet
+  ce: u32; // CE-marked packets since the last ACK
+  unacked: u32; // packets since the last ACK
+  ackOwed: u32; // 1 while an ACK waits for the port
+  listed: u32; // 1 while in its port's ACK list
+  next: u32; // that list: global path index + 1
+  ackDue: u64; // the ACK timer (NEVER: not armed)
+  nakQp: u32; // the NAK the next ACK carries (nakCode 0: none)
+  nakCode: u32;
+  nakSsn: u32;
+  bits0: u64; // PSNs cum+1 .. cum+256 arrived: bit i of word i>>6 (in PSN order), see rxBit
+  bits1: u64;
+  bits2: u64;
+  bits3: u64;
+}
+
+/** One entry of a path's sent record (sender), for PSN psn at slot psn % PATH_WINDOW. */
+export const SENT_BYTES: usize = 24; // qpn u32, ssn u32, sentAt u64, bytes u32, state u32
+export const SENT_NONE: u32 = 0; // acknowledged, declared lost, or a probe
+export const SENT_OUT: u32 = 1; // in flight
+export const SENT_PROBE: u32 = 2; // a probe in flight (no stream packet)
+
+/** One entry of the connection's retransmit ring: qpn, ssn. */
+export const RTX_BYTES: usize = 8;
+
+/** One receive a stream's messages fill (receiver), by receive index % RECV_RING. */
+export const RECV_RING: u32 = 64;
+export const RECV_BYTES: usize = 32; // index+1 u32 (0: empty), lastSsn u32, op u32, imm u32, len u32, status u32, pad
+
+@unmanaged export class Mrt {
+  conns: usize; // mrtConnections Conn records
+  paths: usize; // mrtConnections x mrtPaths Path records
+  rxPaths: usize; // the same number of RxPath records
+  sent: usize; // per path PATH_WINDOW x SENT_BYTES
+  rtx: usize; // per connection rtxCap() x RTX_BYTES
+  streams: usize; // per QP STREAM_BYTES: acked bitmap, placed bitmap, receive ring
+  portHeads: usize; // per port: data list head and tail, ACK list head and tail (4 x u32)
+  portSeen: usize; // per port and connection: when it last delivered a packet there (u64)
+  connCount: u32; // connections made (never freed: a QP's connection outlives it)
+}
+
+export const CONN_STRIDE: usize = (offsetof<Conn>() + 15) & ~(<usize>15);
+export const PATH_STRIDE: usize = (offsetof<Path>() + 15) & ~(<usize>15);
+export const RXPATH_STRIDE: usize = (offsetof<RxPath>() + 15) & ~(<usize>15);
+const BITMAP_BYTES: usize = <usize>MRT_STREAM_WINDOW / 8;
+/** Per QP: the sender's acknowledged-SSN bitmap, the receiver's placed-SSN bitmap, the receive ring. */
+export const STREAM_BYTES: usize = 2 * BITMAP_BYTES + <usize>RECV_RING * RECV_BYTES;
+
+@inline export function mrtOf(dev: Device): Mrt { return changetype<Mrt>(dev.mrt); }
+@inline export function connAt(dev: Device, c: u32): Conn { return changetype<Conn>(mrtOf(dev).conns + <usize>c * CONN_STRIDE); }
+/** Path `k` of connection `c` is global path c * mrtPaths + k. */
+@inline export function pathAt(dev: Device, g: u32): Path { return changetype<Path>(mrtOf(dev).paths + <usize>g * PATH_STRIDE); }
+@inline export function rxPathAt(dev: Device, g: u32): RxPath { return changetype<RxPath>(mrtOf(dev).rxPaths + <usize>g * RXPATH_STRIDE); }
+@inline export function sentAt(dev: Device, g: u32, psn: u32): usize {
+  return mrtOf(dev).sent + (<usize>g * <usize>MRT_PATH_WINDOW + <usize>(psn % MRT_PATH_WINDOW)) * SENT_BYTES;
+}
+@inline export function rtxCap(dev: Device): u32 { return dev.cfg.mrtPaths * MRT_PATH_WINDOW; }
+@inline export function rtxAt(dev: Device, c: u32, k: u32): usize {
+  const cap = rtxCap(dev);
+  const conn = connAt(dev, c);
+  return mrtOf(dev).rtx + (<usize>c * <usize>cap + <usize>((conn.rtxHead + k) % cap)) * RTX_BYTES;
+}
+@inline function streamOf(dev: Device, qpn: u32): usize { return mrtOf(dev).streams + <usize>qpn * STREAM_BYTES; }
+/** Byte of the sender's acknowledged bitmap holding SSN `ssn`'s bit. */
+@inline export function ackedByte(dev: Device, qpn: u32, ssn: u32): usize { return streamOf(dev, qpn) + <usize>((ssn % MRT_STREAM_WINDOW) >> 3); }
+/** Byte of the receiver's placed bitmap holding SSN `ssn`'s bit. */
+@inline export function placedByte(dev: Device, qpn: u32, ssn: u32): usize { return streamOf(dev, qpn) + BITMAP_BYTES + <usize>((ssn % MRT_STREAM_WINDOW) >> 3); }
+@inline export function recvAt(dev: Device, qpn: u32, index: u32): usize {
+  return streamOf(dev, qpn) + 2 * BITMAP_BYTES + <usize>(index % RECV_RING) * RECV_BYTES;
+}
+/** Port `p`'s list heads: +0 data head, +4 data tail, +8 ACK head, +12 ACK tail (global path index + 1). */
+@inline export function portLists(dev: Device, p: u32): usize { return mrtOf(dev).portHeads + <usize>p * 16; }
+@inline export function portSeenAt(dev: Device, p: u32, c: u32): usize { return mrtOf(dev).portSeen + (<usize>p * <usize>dev.cfg.mrtConnections + <usize>c) * 8; }
+
+/** a - b between two path PSNs (32 bits, wrapping), as a signed distance. */
+@inline export function pdiff(a: u32, b: u32): i32 { return <i32>(a - b); }
+
+@inline function align16(n: usize): usize { return (n + 15) & ~(<usize>15); }
+
+/** Arena bytes of the transport's state for config `c` (none when the device runs RoCEv2). */
+export function mrtBytes(c: Config): usize {
+  if (c.transport == 0) return 0;
+  const conns = <usize>c.mrtConnections, paths = conns * <usize>c.mrtPaths;
+  return align16(offsetof<Mrt>()) + conns * CONN_STRIDE + paths * (PATH_STRIDE + RXPATH_STRIDE)
+    + paths * <usize>MRT_PATH_WINDOW * SENT_BYTES + paths * <usize>MRT_PATH_WINDOW * RTX_BYTES
+    + <usize>c.maxQps * STREAM_BYTES + <usize>c.ports * 16 + <usize>c.ports * conns * 8;
+}
+
+/** Lays the state out at `base` (16-byte aligned, mrtBytes long, zeroed). */
+export function mrtInit(dev: Device, base: usize): void {
+  const c = dev.cfg;
+  if (c.transport == 0) { dev.mrt = 0; return; }
+  dev.mrt = base;
+  const s = changetype<Mrt>(base);
+  const conns = <usize>c.mrtConnections, paths = conns * <usize>c.mrtPaths;
+  let off = base + align16(offsetof<Mrt>());
+  s.conns = off; off += conns * CONN_STRIDE;
+  s.paths = off; off += paths * PATH_STRIDE;
+  s.rxPaths = off; off += paths * RXPATH_STRIDE;
+  s.sent = off; off += paths * <usize>MRT_PATH_WINDOW * SENT_BYTES;
+  s.rtx = off; off += paths * <usize>MRT_PATH_WINDOW * RTX_BYTES;
+  s.streams = off; off += <usize>c.maxQps * STREAM_BYTES;
+  s.portHeads = off; off += <usize>c.ports * 16;
+  s.portSeen = off;
+}

@@ -1,0 +1,627 @@
+// The MetaRoCE-like transport's sending side (docs/protocol.md, "Sender"): connections come
+// into being at RTR, streams queue new packets, lost ones queue to be sent again, and a free
+// port sends, in order, the ACKs its paths owe, then a packet of a path that has room and whose
+// pacing time has come. One MrtTimer event per connection runs its paths' timers: RTO, tail
+// probe, the receiver's ACK delay, and the end of an RNR hold.
+
+import { Device, statAdd } from "../core/device";
+import { schedule, unschedule, EventKind } from "../core/sched";
+import { NEVER } from "../core/time";
+import { Qp, qpAt } from "../nic/verbs";
+import { dmaPtr } from "../mem/dma";
+import { portAt, portsOf, txRoom, framePs, emit, wakePort, portWakeAt, WIRE_OVERHEAD } from "../nic/ports";
+import { ethIpUdp } from "../nic/ethernet";
+import { psnAdd, psnDiff, packetsOf } from "../nic/psn";
+import { outAt, outFirstPsn, outLastPsn, outMsn } from "../nic/outstanding";
+import { crc32 } from "../wire/icrc";
+import {
+  Conn, Path, RxPath, mrtOf, connAt, pathAt, rxPathAt, sentAt, rtxAt, rtxCap, ackedByte, placedByte, portLists, portSeenAt,
+  pdiff, PATH_ACTIVE, PATH_SUSPECT, PATH_FAILED, SENT_NONE, SENT_OUT, SENT_PROBE,
+} from "./state";
+import { ccInit, ccOnRto, ccPaceRate } from "./cc";
+import {
+  ETH_SIZE, MRT_UDP_PORT, MRT_VERSION, MRT_TYPE_DATA, MRT_TYPE_ACK, MRT_TYPE_PROBE, MRT_FLAG_FIRST, MRT_FLAG_LAST,
+  MRT_FLAG_ACK_REQ, MRT_FLAG_RETX, MRT_OP_WRITE, MRT_OP_WRITE_IMM, MRT_OP_SEND, MRT_OP_SEND_IMM, MRT_PROBE_QP,
+  MRT_STREAM_WINDOW, MRT_PATH_WINDOW, MRH_SIZE, MRA_SIZE, MRC_SIZE,
+  setMrhVersion, setMrhType, setMrhFlags, setMrhPath, setMrhEpoch, setMrhPsn, setMrhFloor, setMrhOp, setMrhDestQp, setMrhSsn,
+  setMrhMsn, setMrhOffset, setMrhLength, setMrhAddr, setMrhRkey, setMrhImm,
+  setMraVersion, setMraType, setMraFlags, setMraPath, setMraEpoch, setMraCum, setMraSack0, setMraSack1, setMraSack2, setMraSack3,
+  setMraCe, setMraResv, setMraHint, setMraNakQp, setMraNakCode, setMraNakSsn,
+} from "../generated/headers";
+import {
+  OPCODE_RDMA_WRITE, OPCODE_RDMA_WRITE_WITH_IMM, OPCODE_SEND, OPCODE_SEND_WITH_IMM,
+  WQE_OPCODE, WQE_LENGTH, WQE_LADDR, WQE_RADDR, WQE_RKEY, WQE_IMM,
+  STAT_MRT_TX_DATA, STAT_MRT_TX_RETRANSMITS, STAT_MRT_TX_PROBES, STAT_MRT_TX_ACKS, STAT_MRT_RTOS, STAT_MRT_LOSSES_RTO,
+  STAT_MRT_PATHS_FAILED,
+} from "../generated/layouts";
+
+// ---- connections and streams
+
+/** The connection to device `peer` over ports portFirst .. portFirst + portCount - 1, made if there is none; -1 when the table is full. */
+export function connOpen(dev: Device, peer: u32, portFirst: u32, portCount: u32): i32 {
+  const m = mrtOf(dev);
+  for (let c: u32 = 0; c < m.connCount; c++) {
+    const k = connAt(dev, c);
+    if (k.peer == peer && k.portFirst == portFirst && k.portCount == portCount) return <i32>c;
+  }
+  if (m.connCount >= dev.cfg.mrtConnections) return -1;
+  const c = m.connCount++;
+  const k = connAt(dev, c);
+  k.valid = 1;
+  k.peer = peer;
+  k.portFirst = portFirst;
+  k.portCount = portCount;
+  k.holdWake = NEVER;
+  for (let i: u32 = 0; i < dev.cfg.mrtPaths; i++) {
+    const g = c * dev.cfg.mrtPaths + i;
+    const p = pathAt(dev, g);
+    p.port = portFirst + i % portCount;
+    p.state = PATH_ACTIVE;
+    p.rto = dev.cfg.mrtRtoMinPs;
+    p.lastHeard = NEVER;
+    ccInit(dev, p);
+    const r = rxPathAt(dev, g);
+    r.ackDue = NEVER;
+  }
+  return <i32>c;
+}
+
+/** QP `qpn` becomes a stream of connection `c`: its bitmaps and counters start again (at RTR). */
+export function streamOpen(dev: Device, q: Qp, qpn: u32, c: u32): void {
+  q.mtConn = c;
+  q.mtUna = q.sqPsn;
+  q.mtRcum = q.ePsn;
+  q.mtRecvNext = 0;
+  q.mtMsn = 0;
+  q.mtRecvBase = q.rqCi;
+  q.mtRnrAt = 0;
+  memory.fill(ackedByte(dev, qpn, 0), 0, <usize>MRT_STREAM_WINDOW / 8);
+  memory.fill(placedByte(dev, qpn, 0), 0, <usize>MRT_STREAM_WINDOW / 8);
+}
+
+/** Stream `q` has new packets (a message joined its outstanding ones): its connection has work. */
+export function streamReady(dev: Device, q: Qp, qpn: u32, t: u64): void {
+  const k = connAt(dev, q.mtConn);
+  if (!q.mtListed) {
+    q.mtListed = 1;
+    q.mtNext = 0;
+    if (k.streamTail == 0) k.streamHead = qpn + 1;
+    else qpAt(dev, k.streamTail - 1).mtNext = qpn + 1;
+    k.streamTail = qpn + 1;
+  }
+  connWant(dev, q.mtConn, t);
+}
+
+/** Takes QP `qpn` out of its connection's stream list (it is being destroyed or reset). */
+export function streamClose(dev: Device, q: Qp, qpn: u32): void {
+  if (dev.mrt == 0 || !q.mtListed) return;
+  const k = connAt(dev, q.mtConn);
+  let prev: u32 = 0, cur = k.streamHead;
+  while (cur != 0 && cur != qpn + 1) { prev = cur; cur = qpAt(dev, cur - 1).mtNext; }
+  if (cur == 0) return;
+  if (prev == 0) k.streamHead = q.mtNext; else qpAt(dev, prev - 1).mtNext = q.mtNext;
+  if (k.streamTail == qpn + 1) k.streamTail = prev;
+  q.mtListed = 0;
+  q.mtNext = 0;
+}
+
+/** SSN `ssn` of stream `qpn` was lost: it goes to its connection's retransmit ring. */
+export function queueRtx(dev: Device, c: u32, qpn: u32, ssn: u32, t: u64): void {
+  const k = connAt(dev, c);
+  if (k.rtxCount >= rtxCap(dev)) return; // every path's window is in it already: the RTO finds the rest
+  const e = rtxAt(dev, c, k.rtxCount);
+  store<u32>(e, qpn);
+  store<u32>(e, ssn, 4);
+  k.rtxCount++;
+  connWant(dev, c, t);
+}
+
+/** Connection `c` has something to send: its usable paths go to their ports' lists, and the ports look. */
+export function connWant(dev: Device, c: u32, t: u64): void {
+  for (let i: u32 = 0; i < dev.cfg.mrtPaths; i++) pathWant(dev, c * dev.cfg.mrtPaths + i, t);
+}
+
+/** Path `g` may send (its window opened, it came back): on its port's list if it is usable. */
+export function pathWant(dev: Device, g: u32, t: u64): void {
+  const p = pathAt(dev, g);
+  if (p.listed || (p.state != PATH_ACTIVE && p.probing != 1)) return;
+  p.listed = 1;
+  listPush(dev, portLists(dev, p.port), g, false);
+  wakePort(dev, p.port, t);
+}
+
+// ---- the ports' lists of paths (data: Path.next; ACKs: RxPath.next), global path index + 1
+
+function listPush(dev: Device, heads: usize, g: u32, ack: bool): void {
+  const off: usize = ack ? 8 : 0;
+  const tail = load<u32>(heads + off, 4);
+  if (ack) rxPathAt(dev, g).next = 0; else pathAt(dev, g).next = 0;
+  if (tail == 0) store<u32>(heads + off, g + 1);
+  else if (ack) rxPathAt(dev, tail - 1).next = g + 1;
+  else pathAt(dev, tail - 1).next = g + 1;
+  store<u32>(heads + off, g + 1, 4);
+}
+
+function listPop(dev: Device, heads: usize, ack: bool): u32 {
+  const off: usize = ack ? 8 : 0;
+  const g = load<u32>(heads + off) - 1;
+  const next = ack ? rxPathAt(dev, g).next : pathAt(dev, g).next;
+  store<u32>(heads + off, next);
+  if (next == 0) store<u32>(heads + off, 0, 4);
+  return g;
+}
+
+/** Receiver: path `g` owes an ACK, now or by its ACK timer. */
+export function owesAck(dev: Device, g: u32, now: bool, t: u64): void {
+  const r = rxPathAt(dev, g);
+  if (now) {
+    r.ackOwed = 1;
+    r.ackDue = NEVER;
+    if (!r.listed) {
+      r.listed = 1;
+      listPush(dev, portLists(dev, pathAt(dev, g).port), g, true);
+    }
+    wakePort(dev, pathAt(dev, g).port, t);
+    return;
+  }
+  if (r.ackDue == NEVER) {
+    r.ackDue = t + dev.cfg.mrtAckDelayPs;
+    wantTimer(dev, g / dev.cfg.mrtPaths, r.ackDue);
+  }
+}
+
+// ---- the port
+
+/** The PortTx event of a device running this transport: port `p` is free at `t`. */
+export function mrtPortTx(dev: Device, p: u32, t: u64): void {
+  const port = portAt(dev, p);
+  port.txPending = 0;
+  const heads = portLists(dev, p);
+  // the ACKs this port owes go first: they hold the senders' windows
+  while (load<u32>(heads, 8) != 0) {
+    const g = load<u32>(heads, 8) - 1;
+    const r = rxPathAt(dev, g);
+    if (!r.ackOwed) { listPop(dev, heads, true); r.listed = 0; continue; }
+    const wire = buildAck(dev, g, t);
+    if (!send(dev, p, wire, t)) return;
+    listPop(dev, heads, true);
+    r.listed = 0;
+    r.ackOwed = 0;
+    r.unacked = 0;
+    r.ce = 0;
+    r.nakCode = 0;
+    statAdd(dev, STAT_MRT_TX_ACKS, 1);
+    return;
+  }
+  // then data: the first path of the list that may send now
+  let n: u32 = 0;
+  for (let k = load<u32>(heads); k != 0; k = pathAt(dev, k - 1).next) n++;
+  let wait = NEVER;
+  for (let i: u32 = 0; i < n; i++) {
+    const g = load<u32>(heads) - 1;
+    const path = pathAt(dev, g);
+    const c = g / dev.cfg.mrtPaths;
+    if (path.probing == 1) {
+      const wire = buildProbe(dev, c, g, t);
+      if (!send(dev, p, wire, t)) return;
+      path.probing = 2;
+      rotate(dev, heads, g, path.state == PATH_ACTIVE && hasWork(dev, c));
+      return;
+    }
+    if (path.state != PATH_ACTIVE || !hasWork(dev, c) || !hasRoom(dev, path)) {
+      listPop(dev, heads, false);
+      path.listed = 0;
+      continue;
+    }
+    if (path.nextTxAt > t) {
+      if (path.nextTxAt < wait) wait = path.nextTxAt;
+      rotate(dev, heads, g, true);
+      continue;
+    }
+    const wire = buildNext(dev, c, g, t);
+    if (wire == 0) {
+      // nothing it may send now (streams at their window, or held): the ACK or the hold's end brings it back
+      listPop(dev, heads, false);
+      path.listed = 0;
+      continue;
+    }
+    if (!send(dev, p, wire, t)) return;
+    rotate(dev, heads, g, true);
+    return;
+  }
+  if (wait != NEVER) portWakeAt(dev, port, p, wait);
+}
+
+/** Moves the head of the port's data list to its back (or out of the list when `keep` is false). */
+function rotate(dev: Device, heads: usize, g: u32, keep: bool): void {
+  listPop(dev, heads, false);
+  if (keep) listPush(dev, heads, g, false);
+  else pathAt(dev, g).listed = 0;
+}
+
+/** Sends the frame just built on port `p` at `t`; false (the port blocked until the host drains the ring) when there is no room. */
+function send(dev: Device, p: u32, wire: u32, t: u64): bool {
+  const port = portAt(dev, p);
+  const hdrLen = portsOf(dev).frameHdrLen;
+  if (!txRoom(dev, dev.cfg.timingMode == 0 ? wire - hdrLen : 0)) { port.blocked = 1; return false; }
+  const end = t + framePs(dev, wire);
+  emit(dev, p, end, wire, hdrLen);
+  port.busyUntil = end;
+  portWakeAt(dev, port, p, end);
+  return true;
+}
+
+@inline function hasWork(dev: Device, c: u32): bool {
+  const k = connAt(dev, c);
+  return k.rtxCount > 0 || k.streamHead != 0;
+}
+
+@inline function hasRoom(dev: Device, p: Path): bool {
+  return <f64>p.inflight + <f64>dev.cfg.mtuBytes <= p.cwnd && pdiff(p.nxt, p.una) < <i32>MRT_PATH_WINDOW;
+}
+
+// ---- choosing and building a data packet
+
+/** Builds connection `c`'s next packet for path `g`: one to send again first, else a new one. Its wire length, or 0 for none. */
+function buildNext(dev: Device, c: u32, g: u32, t: u64): u32 {
+  const k = connAt(dev, c);
+  // the retransmit ring, oldest first: entries acknowledged meanwhile are dropped, held streams skipped
+  let scanned: u32 = 0;
+  while (scanned < k.rtxCount) {
+    const e = rtxAt(dev, c, scanned);
+    const qpn = load<u32>(e), ssn = load<u32>(e, 4);
+    const live = qpn < dev.cfg.maxQps && streamLive(dev, qpAt(dev, qpn), c) && !isAcked(dev, qpAt(dev, qpn), qpn, ssn);
+    if (!live) { rtxRemove(dev, c, scanned); continue; }
+    const q = qpAt(dev, qpn);
+    if (q.mtRnrAt > t) { holdUntil(dev, c, q.mtRnrAt); scanned++; continue; }
+    rtxRemove(dev, c, scanned);
+    const wire = buildData(dev, c, g, q, qpn, ssn, true, t);
+    if (wire != 0) return wire;
+  }
+  // new packets, streams round robin
+  let n: u32 = 0;
+  for (let s = k.streamHead; s != 0; s = qpAt(dev, s - 1).mtNext) n++;
+  for (let i: u32 = 0; i < n; i++) {
+    const qpn = k.streamHead - 1;
+    const q = qpAt(dev, qpn);
+    popStream(dev, k, q);
+    if (!streamLive(dev, q, c) || !q.rtxActive) continue; // nothing new: out of the list
+    if (q.mtRnrAt > t) { holdUntil(dev, c, q.mtRnrAt); pushStream(dev, k, q, qpn); continue; }
+    const ssn = q.rtxPsn;
+    if (psnDiff(ssn, q.mtUna) >= <i32>MRT_STREAM_WINDOW) { pushStream(dev, k, q, qpn); continue; } // its window: an ACK reopens it
+    // the cursor on to the next new packet
+    const e = outAt(dev, q, qpn, q.rtxK);
+    if (ssn == outLastPsn(e)) {
+      q.rtxK++;
+      if (q.rtxK >= q.outCount) q.rtxActive = 0;
+      else q.rtxPsn = outFirstPsn(outAt(dev, q, qpn, q.rtxK));
+    } else q.rtxPsn = psnAdd(ssn, 1);
+    if (q.rtxActive) pushStream(dev, k, q, qpn);
+    const wire = buildData(dev, c, g, q, qpn, ssn, false, t);
+    if (wire != 0) return wire;
+  }
+  return 0;
+}
+
+function popStream(dev: Device, k: Conn, q: Qp): void {
+  k.streamHead = q.mtNext;
+  if (k.streamHead == 0) k.streamTail = 0;
+  q.mtNext = 0;
+  q.mtListed = 0;
+}
+
+function pushStream(dev: Device, k: Conn, q: Qp, qpn: u32): void {
+  q.mtListed = 1;
+  q.mtNext = 0;
+  if (k.streamTail == 0) k.streamHead = qpn + 1;
+  else qpAt(dev, k.streamTail - 1).mtNext = qpn + 1;
+  k.streamTail = qpn + 1;
+}
+
+function rtxRemove(dev: Device, c: u32, i: u32): void {
+  const k = connAt(dev, c);
+  // the entries before it move up one (the ring keeps its order)
+  for (let j = i; j > 0; j--) memory.copy(rtxAt(dev, c, j), rtxAt(dev, c, j - 1), 8);
+  k.rtxHead = (k.rtxHead + 1) % rtxCap(dev);
+  k.rtxCount--;
+}
+
+function holdUntil(dev: Device, c: u32, at: u64): void {
+  const k = connAt(dev, c);
+  if (at < k.holdWake) k.holdWake = at;
+  wantTimer(dev, c, at);
+}
+
+@inline function streamLive(dev: Device, q: Qp, c: u32): bool {
+  return q.valid != 0 && q.remote != 0 && q.mtConn == c;
+}
+
+/** Has SSN `ssn` of stream `q` been acknowledged? */
+export function isAcked(dev: Device, q: Qp, qpn: u32, ssn: u32): bool {
+  const d = psnDiff(ssn, q.mtUna);
+  if (d < 0) return true;
+  if (d >= <i32>MRT_STREAM_WINDOW) return false;
+  return (load<u8>(ackedByte(dev, qpn, ssn)) & (1 << (ssn & 7))) != 0;
+}
+
+/** The outstanding message of stream `q` holding SSN `ssn`, or 0. */
+export function messageOf(dev: Device, q: Qp, qpn: u32, ssn: u32): usize {
+  for (let k: u32 = 0; k < q.outCount; k++) {
+    const e = outAt(dev, q, qpn, k);
+    if (psnDiff(ssn, outFirstPsn(e)) >= 0 && psnDiff(ssn, outLastPsn(e)) <= 0) return e;
+  }
+  return 0;
+}
+
+function mrtOp(op: u32): u32 {
+  if (op == OPCODE_RDMA_WRITE_WITH_IMM) return MRT_OP_WRITE_IMM;
+  if (op == OPCODE_SEND) return MRT_OP_SEND;
+  if (op == OPCODE_SEND_WITH_IMM) return MRT_OP_SEND_IMM;
+  return MRT_OP_WRITE;
+}
+
+/** UDP source port of path `k`: the ECMP entropy that puts paths on different routes. */
+@inline function pathUdpPort(dev: Device, k: u32): u32 {
+  return 0xc000 | ((k & 0xff) << 6) | (dev.cfg.deviceId & 63);
+}
+
+/** Builds packet `ssn` of stream `q` for path `g` in the port's frame buffer; its wire length (0: its message is gone). */
+function buildData(dev: Device, c: u32, g: u32, q: Qp, qpn: u32, ssn: u32, again: bool, t: u64): u32 {
+  const e = messageOf(dev, q, qpn, ssn);
+  if (e == 0) return 0;
+  const path = pathAt(dev, g);
+  const op = <u32>load<u8>(e + WQE_OPCODE);
+  const len = load<u32>(e + WQE_LENGTH);
+  const mtu = dev.cfg.mtuBytes;
+  const idx = <u32>psnDiff(ssn, outFirstPsn(e));
+  const n = packetsOf(len, mtu);
+  const off = idx * mtu;
+  const plen = idx == n - 1 ? len - off : mtu;
+  let flags: u32 = 0;
+  if (idx == 0) flags |= MRT_FLAG_FIRST;
+  if (idx == n - 1) flags |= MRT_FLAG_LAST | MRT_FLAG_ACK_REQ;
+  if (again) flags |= MRT_FLAG_RETX | MRT_FLAG_ACK_REQ;
+  const k = connAt(dev, c);
+  const h = ethIpUdp(dev, path.port, k.peer, pathUdpPort(dev, g % dev.cfg.mrtPaths), MRT_UDP_PORT, MRH_SIZE + plen + MRC_SIZE);
+  const psn = path.nxt;
+  dataHeader(h, MRT_TYPE_DATA, flags, g % dev.cfg.mrtPaths, path.epoch, psn, path.una);
+  setMrhOp(h, mrtOp(op));
+  setMrhDestQp(h, q.destQpn);
+  setMrhSsn(h, ssn);
+  setMrhMsn(h, outMsn(e));
+  setMrhOffset(h, off);
+  setMrhLength(h, len);
+  setMrhAddr(h, load<u64>(e + WQE_RADDR) + <u64>off);
+  setMrhRkey(h, load<u32>(e + WQE_RKEY));
+  setMrhImm(h, load<u32>(e + WQE_IMM));
+  const wire = finish(dev, h + MRH_SIZE, load<u64>(e + WQE_LADDR) + <u64>off, plen);
+  // the path's record of it, and its window and pacing
+  const s = sentAt(dev, g, psn);
+  store<u32>(s, qpn);
+  store<u32>(s, ssn, 4);
+  store<u64>(s, t, 8);
+  store<u32>(s, plen, 16);
+  store<u32>(s, SENT_OUT, 20);
+  // a path that had nothing in flight starts its silence now (not at the ACK it last heard)
+  if (path.lastHeard == NEVER || path.nxt == path.una) path.lastHeard = t;
+  path.nxt = psn + 1;
+  path.inflight += plen;
+  pace(dev, path, t, wire);
+  armPath(dev, c, path);
+  q.txBytes += plen;
+  statAdd(dev, again ? STAT_MRT_TX_RETRANSMITS : STAT_MRT_TX_DATA, 1);
+  return wire;
+}
+
+function dataHeader(h: usize, type: u32, flags: u32, path: u32, epoch: u32, psn: u32, floor: u32): void {
+  setMrhVersion(h, MRT_VERSION);
+  setMrhType(h, type);
+  setMrhFlags(h, flags);
+  setMrhPath(h, path);
+  setMrhEpoch(h, epoch & 0xff);
+  setMrhPsn(h, psn);
+  setMrhFloor(h, floor);
+}
+
+/**
+ * Copies `payload` bytes from DMA address `from` after the header ending at `at` and writes the
+ * CRC-32 trailer over the UDP payload (full mode; timing mode carries no bytes). Returns the
+ * frame's wire length and records its header length.
+ */
+function finish(dev: Device, at: usize, from: u64, payload: u32): u32 {
+  const s = portsOf(dev);
+  const f = s.frame;
+  const hdrLen = <u32>(at - f);
+  const wire = hdrLen + payload + MRC_SIZE;
+  s.frameHdrLen = hdrLen;
+  if (dev.cfg.timingMode == 0) {
+    if (payload > 0) memory.copy(at, dmaPtr(dev, from, <u64>payload), payload);
+    const udpPayload = f + ETH_SIZE + 28; // after IPv4 (20) and UDP (8)
+    store<u32>(at + payload, crc32(udpPayload, <usize>(at + payload - udpPayload))); // little-endian, like the ICRC
+  }
+  return wire;
+}
+
+/** The path's next packet no sooner than this one's size at its pacing rate after this one began. */
+function pace(dev: Device, p: Path, t: u64, wire: u32): void {
+  const r = ccPaceRate(dev, p);
+  p.nextTxAt = r > 0 ? t + <u64>Math.ceil(<f64>(wire + WIRE_OVERHEAD) / r) : 0;
+}
+
+/** A probe on path `g`: a new PSN and no payload, asking for an ACK. */
+function buildProbe(dev: Device, c: u32, g: u32, t: u64): u32 {
+  const path = pathAt(dev, g);
+  const k = connAt(dev, c);
+  const h = ethIpUdp(dev, path.port, k.peer, pathUdpPort(dev, g % dev.cfg.mrtPaths), MRT_UDP_PORT, MRH_SIZE + MRC_SIZE);
+  const psn = path.nxt;
+  dataHeader(h, MRT_TYPE_PROBE, MRT_FLAG_ACK_REQ, g % dev.cfg.mrtPaths, path.epoch, psn, path.una);
+  memory.fill(h + 12, 0, <usize>MRH_SIZE - 12);
+  setMrhDestQp(h, MRT_PROBE_QP);
+  const s = sentAt(dev, g, psn);
+  store<u32>(s, 0xffffffff);
+  store<u32>(s, 0, 4);
+  store<u64>(s, t, 8);
+  store<u32>(s, 0, 16);
+  store<u32>(s, SENT_PROBE, 20);
+  if (path.lastHeard == NEVER || path.nxt == path.una) path.lastHeard = t;
+  path.nxt = psn + 1;
+  armPath(dev, c, path);
+  statAdd(dev, STAT_MRT_TX_PROBES, 1);
+  return finish(dev, h + MRH_SIZE, 0, 0);
+}
+
+/** The ACK path `g` owes: its cumulative PSN, SACK, marks, the port's rate hint, and a NAK if any. */
+function buildAck(dev: Device, g: u32, t: u64): u32 {
+  const r = rxPathAt(dev, g);
+  const c = g / dev.cfg.mrtPaths;
+  const k = connAt(dev, c);
+  const port = pathAt(dev, g).port;
+  const h = ethIpUdp(dev, port, k.peer, pathUdpPort(dev, g % dev.cfg.mrtPaths), MRT_UDP_PORT, MRA_SIZE + MRC_SIZE);
+  setMraVersion(h, MRT_VERSION);
+  setMraType(h, MRT_TYPE_ACK);
+  setMraFlags(h, 0);
+  setMraPath(h, g % dev.cfg.mrtPaths);
+  setMraEpoch(h, r.epoch & 0xff);
+  setMraCum(h, r.cum);
+  setMraSack0(h, r.bits0);
+  setMraSack1(h, r.bits1);
+  setMraSack2(h, r.bits2);
+  setMraSack3(h, r.bits3);
+  setMraCe(h, r.ce > 255 ? 255 : r.ce);
+  setMraResv(h, 0);
+  setMraHint(h, hintOf(dev, port, t));
+  setMraNakQp(h, r.nakCode != 0 ? r.nakQp : 0);
+  setMraNakCode(h, r.nakCode);
+  setMraNakSsn(h, r.nakCode != 0 ? r.nakSsn : 0);
+  return finish(dev, h + MRA_SIZE, 0, 0);
+}
+
+/** The rate hint of receiving port `p` at `t`: mrtHintPermille of its line rate shared by the connections active on it, x 65535. */
+function hintOf(dev: Device, p: u32, t: u64): u32 {
+  const m = mrtOf(dev);
+  let active: u32 = 0;
+  for (let c: u32 = 0; c < m.connCount; c++) {
+    const seen = load<u64>(portSeenAt(dev, p, c));
+    if (seen != 0 && t - seen <= dev.cfg.mrtHintWindowPs) active++;
+  }
+  if (active == 0) active = 1;
+  return <u32>Math.floor(<f64>dev.cfg.mrtHintPermille / 1000 / <f64>active * 65535);
+}
+
+// ---- timers: one MrtTimer per connection, re-armed lazily for the earliest of its paths' times
+
+/** The earliest time path `p` needs its connection's timer: its RTO or tail probe. */
+function pathDue(dev: Device, p: Path): u64 {
+  if (p.lastHeard == NEVER) return NEVER;
+  if (p.state == PATH_FAILED) return p.lastHeard + p.rto;
+  if (pdiff(p.nxt, p.una) <= 0) return NEVER; // nothing in flight
+  const rto = p.lastHeard + p.rto;
+  if (p.probing != 0) return rto;
+  const probe = p.lastHeard + probeDelay(dev, p);
+  return probe < rto ? probe : rto;
+}
+
+@inline function probeDelay(dev: Device, p: Path): u64 {
+  const d = <u64>(2.0 * p.srtt);
+  return d > dev.cfg.mrtProbeMinPs ? d : dev.cfg.mrtProbeMinPs;
+}
+
+/** Connection `c`'s timer is armed for path `p`'s next RTO or tail probe. */
+export function armPath(dev: Device, c: u32, p: Path): void {
+  const at = pathDue(dev, p);
+  if (at != NEVER) wantTimer(dev, c, at);
+}
+
+/** Connection `c`'s timer event at `at` or earlier. */
+export function wantTimer(dev: Device, c: u32, at: u64): void {
+  const k = connAt(dev, c);
+  if (k.timerPending && k.timerEventAt <= at) return;
+  if (k.timerPending) unschedule(dev, EventKind.MrtTimer, c);
+  k.timerPending = 1;
+  k.timerEventAt = at;
+  schedule(dev, at, EventKind.MrtTimer, c, 0);
+}
+
+/** The MrtTimer event of connection `c`: every path's due timers, then the next one armed. */
+export function mrtTimer(dev: Device, c: u32, t: u64): void {
+  const k = connAt(dev, c);
+  k.timerPending = 0;
+  let next = NEVER;
+  if (k.holdWake != NEVER) {
+    if (k.holdWake <= t) { k.holdWake = NEVER; connWant(dev, c, t); }
+    else next = k.holdWake;
+  }
+  for (let i: u32 = 0; i < dev.cfg.mrtPaths; i++) {
+    const g = c * dev.cfg.mrtPaths + i;
+    const r = rxPathAt(dev, g);
+    if (r.ackDue != NEVER) {
+      if (r.ackDue <= t) owesAck(dev, g, true, t);
+      else if (r.ackDue < next) next = r.ackDue;
+    }
+    const p = pathAt(dev, g);
+    let due = pathDue(dev, p);
+    if (due != NEVER && due <= t) {
+      pathTimer(dev, c, g, p, t);
+      due = pathDue(dev, p);
+    }
+    if (due != NEVER && due < next) next = due;
+  }
+  if (next != NEVER) wantTimer(dev, c, next);
+}
+
+/** Path `g`'s own time has come: a tail probe, or its RTO. */
+function pathTimer(dev: Device, c: u32, g: u32, p: Path, t: u64): void {
+  const rtoAt = p.lastHeard + p.rto;
+  if (p.state != PATH_FAILED && p.probing == 0 && t < rtoAt) {
+    // silent for a probe time with packets out: ask for an ACK, which shows any hole
+    p.probing = 1;
+    forceList(dev, g, t);
+    return;
+  }
+  if (p.state == PATH_FAILED) {
+    // a failed path is probed every RTO until it answers
+    p.lastHeard = t;
+    p.probing = 1;
+    forceList(dev, g, t);
+    return;
+  }
+  // the RTO: everything in flight on the path is lost and goes to the others
+  statAdd(dev, STAT_MRT_RTOS, 1);
+  declareAllLost(dev, c, g, p, t);
+  p.rtos++;
+  p.rto = p.rto * 2 > 1000000000000 ? 1000000000000 : p.rto * 2;
+  p.lastHeard = t;
+  p.probing = 1;
+  ccOnRto(dev, p);
+  if (p.rtos >= dev.cfg.mrtFailAfter) {
+    if (p.state != PATH_FAILED) statAdd(dev, STAT_MRT_PATHS_FAILED, 1);
+    p.state = PATH_FAILED;
+  } else p.state = PATH_SUSPECT;
+  forceList(dev, g, t);
+}
+
+/** Puts path `g` on its port's list whatever its state (it has a probe to send). */
+function forceList(dev: Device, g: u32, t: u64): void {
+  const p = pathAt(dev, g);
+  if (!p.listed) {
+    p.listed = 1;
+    listPush(dev, portLists(dev, p.port), g, false);
+  }
+  wakePort(dev, p.port, t);
+}
+
+/** Every PSN in flight on path `g` is declared lost: its packets queue to be sent again, the floor moves up. */
+function declareAllLost(dev: Device, c: u32, g: u32, p: Path, t: u64): void {
+  for (let psn = p.una; pdiff(psn, p.nxt) < 0; psn++) {
+    const s = sentAt(dev, g, psn);
+    const st = load<u32>(s, 20);
+    if (st == SENT_OUT) {
+      p.inflight -= load<u32>(s, 16);
+      statAdd(dev, STAT_MRT_LOSSES_RTO, 1);
+      queueRtx(dev, c, load<u32>(s), load<u32>(s, 4), t);
+    }
+    store<u32>(s, SENT_NONE, 20);
+  }
+  p.una = p.nxt;
+  p.inflight = 0;
+}

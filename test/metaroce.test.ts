@@ -1,0 +1,184 @@
+import { describe, it, expect } from "vitest";
+import { cabled, type CableFate } from "./helpers/cable.js";
+import type { Context, Cq } from "../host/verbs.js";
+import type { TxFrameRef } from "../host/ports.js";
+
+// The MetaRoCE-like transport between two devices joined port to port (docs/protocol.md):
+// spraying, placement, completions, loss recovery by SACK and by tail probe, RNR, errors.
+
+const pattern = (n: number, seed: number) => Uint8Array.from({ length: n }, (_, i) => (i * 31 + seed) & 0xff);
+const MRT = { transport: 1, mrtConnections: 2 };
+const UDP_PORT = 4792;
+
+/** What a frame is, read from its headers: type (1 DATA, 2 ACK, 3 PROBE), flags, path, PSN, SSN, UDP source port. */
+function look(f: TxFrameRef) {
+  const v = new DataView(f.mem.buffer, f.hdrAt, f.hdrLen);
+  if (v.getUint16(36) !== UDP_PORT) return null;
+  const h = 42;
+  return { type: v.getUint8(h) & 15, flags: v.getUint8(h + 1), path: v.getUint8(h + 2), psn: v.getUint32(h + 4), ssn: v.getUint8(h) & 15 ? v.getUint32(h + 16) : 0, udpSrc: v.getUint16(34), port: f.port, timePs: f.timePs };
+}
+
+/** A connected pair of QPs over the MetaRoCE-like transport: a on device 0, b on device 1. */
+async function pair(fate?: CableFate, config: Record<string, number> = {}, hooks = {}) {
+  const net = await cabled({ ...MRT, ...config }, 1_000_000n, fate, hooks);
+  const [A, B] = net.ctxs as [Context, Context];
+  const mk = (ctx: Context) => {
+    const pd = ctx.allocPd();
+    const cq = ctx.createCq(64);
+    const qp = ctx.createQp(pd, { sendCq: cq, recvCq: cq, maxSendWr: 16, maxRecvWr: 16 });
+    return { ctx, pd, cq, qp };
+  };
+  const a = mk(A), b = mk(B);
+  for (const [x, y, dev] of [[a, b, 1], [b, a, 0]] as const) {
+    x.ctx.modifyQp(x.qp, { state: "INIT" });
+    x.ctx.modifyQp(x.qp, { state: "RTR", destQpNum: y.qp.qpn, destDevice: dev });
+    x.ctx.modifyQp(x.qp, { state: "RTS" });
+  }
+  return { net, a, b };
+}
+
+function settle(net: Awaited<ReturnType<typeof cabled>>, ctx: Context, cq: Cq, n: number, limitPs = 200_000_000n) {
+  const out = [];
+  const t0 = ctx.nowPs;
+  while (out.length < n && ctx.nowPs < t0 + limitPs) {
+    net.run(ctx.nowPs + 1_000_000n);
+    out.push(...ctx.pollCq(cq, 64));
+  }
+  return out;
+}
+
+/** Device 0 WRITEs `bytes` to device 1 (one message); what the tap saw, both ways. */
+async function write(bytes: number, fate?: CableFate, config: Record<string, number> = {}) {
+  const seen: { from: number; f: NonNullable<ReturnType<typeof look>>; fate: string }[] = [];
+  const { net, a, b } = await pair(fate, config, { tap: (from: number, f: TxFrameRef, what: string) => { const x = look(f); if (x) seen.push({ from, f: x, fate: what }); } });
+  const src = a.ctx.allocHbm(bytes), dst = b.ctx.allocHbm(bytes);
+  a.ctx.write(src, pattern(bytes, 3));
+  const smr = a.ctx.regMr(a.pd, src, bytes), dmr = b.ctx.regMr(b.pd, dst, bytes, ["REMOTE_WRITE"]);
+  const t0 = a.ctx.nowPs;
+  a.ctx.postSend(a.qp, [{ wrId: 9, opcode: "RDMA_WRITE", signaled: true, localAddr: src, length: bytes, lkey: smr.lkey, remoteAddr: dst, rkey: dmr.rkey }]);
+  const wcs = settle(net, a.ctx, a.cq, 1);
+  return { wcs, landed: b.ctx.read(dst, bytes), seen, A: a.ctx.device.stats(), B: b.ctx.device.stats(), t0, a, b };
+}
+
+describe("the MetaRoCE-like transport between two devices", () => {
+  it("sprays a 64 KiB WRITE over 8 paths (8 UDP source ports, 8 ports), places it, completes it once", async () => {
+    const r = await write(65536);
+    expect(r.wcs.map((w) => [Number(w.wrId), w.status, w.byteLen])).toEqual([[9, "SUCCESS", 65536]]);
+    expect(r.landed).toEqual(pattern(65536, 3));
+    const data = r.seen.filter((s) => s.from === 0 && s.f.type === 1);
+    expect(data.length).toBe(16);
+    expect(new Set(data.map((s) => s.f.udpSrc)).size).toBe(8);
+    expect(new Set(data.map((s) => s.f.port))).toEqual(new Set([0, 1, 2, 3, 4, 5, 6, 7]));
+    // SSNs 0..15 once each, two PSNs (0, 1) per path
+    expect(data.map((s) => s.f.ssn).sort((x, y) => x - y)).toEqual([...Array(16).keys()]);
+    for (let p = 0; p < 8; p++) expect(data.filter((s) => s.f.path === p).map((s) => s.f.psn)).toEqual([0, 1]);
+    expect(r.A["mrt.tx_retransmits"]).toBe(0);
+    expect(r.B["mrt.rx_duplicate"]).toBe(0);
+    expect(r.B["mrt.rx_bad_crc"]).toBe(0);
+  });
+
+  it("a lost data packet is sent again at once, found by the SACK hole under the next one on its path", async () => {
+    // drop the 3rd data frame device 0 sends (SSN 2, path 2's first PSN)
+    let dataN = 0;
+    const r = await write(65536, (from, _n, f) => (from === 0 && look(f)?.type === 1 && dataN++ === 2 ? "drop" : "pass"));
+    expect(r.wcs.map((w) => w.status)).toEqual(["SUCCESS"]);
+    expect(r.landed).toEqual(pattern(65536, 3));
+    expect(r.A["mrt.losses_sack"]).toBe(1);
+    expect(r.A["mrt.tx_retransmits"]).toBe(1);
+    expect(r.A["mrt.rtos"]).toBe(0);
+    expect(r.A["mrt.tx_probes"]).toBe(0);
+    const again = r.seen.filter((s) => s.from === 0 && s.f.type === 1 && (s.f.flags & 0x10) !== 0);
+    expect(again.map((s) => s.f.ssn)).toEqual([2]);
+    // sent again under a new PSN
+    const lost = r.seen.find((s) => s.fate === "drop")!;
+    expect(again[0]!.f.path === lost.f.path && again[0]!.f.psn === lost.f.psn).toBe(false);
+  });
+
+  it("a lost last packet: the tail probe finds it, and the message completes within the probe time plus a round trip", async () => {
+    let dataN = 0;
+    const r = await write(65536, (from, _n, f) => (from === 0 && look(f)?.type === 1 && dataN++ === 15 ? "drop" : "pass"));
+    expect(r.wcs.map((w) => w.status)).toEqual(["SUCCESS"]);
+    expect(r.landed).toEqual(pattern(65536, 3));
+    if (process.env.MRT_DEBUG) console.log(r.seen.map((s) => `${s.from} ${s.fate} t${s.f.timePs} type${s.f.type} path${s.f.path} psn${s.f.psn} ssn${s.f.ssn} fl${s.f.flags}`).join("\n"));
+    expect(r.A["mrt.tx_probes"]).toBe(1);
+    expect(r.A["mrt.losses_sack"]).toBe(1);
+    expect(r.A["mrt.rtos"]).toBe(0);
+    const lost = r.seen.find((s) => s.fate === "drop")!;
+    const probe = r.seen.find((s) => s.from === 0 && s.f.type === 3)!;
+    expect(probe.f.path).toBe(lost.f.path);
+    // the path last heard of its first packet (PSN 0): its ACK arrived a cable latency after it
+    // left; the probe goes max(4 us, 2 x that round trip) later
+    const first = r.seen.find((s) => s.from === 0 && s.f.type === 1 && s.f.path === lost.f.path && s.f.psn === 0)!;
+    const ack = r.seen.find((s) => s.from === 1 && s.f.type === 2 && s.f.path === lost.f.path)!;
+    const heard = ack.f.timePs + 1_000_000, rtt = heard - first.f.timePs;
+    const due = heard + Math.max(4_000_000, 2 * rtt);
+    expect(probe.f.timePs).toBeGreaterThanOrEqual(due);
+    expect(probe.f.timePs).toBeLessThan(due + 100_000);
+    // done one round trip after the probe (its ACK shows the hole, the packet goes again) plus the completion's latency
+    const done = Number(r.wcs[0]!.timePs);
+    expect(done - probe.f.timePs).toBeLessThan(2 * rtt + 1_000_000);
+  });
+
+  it("SEND and SEND with immediate fill the posted receives in order; WRITE with immediate consumes one", async () => {
+    const { net, a, b } = await pair();
+    const buf = a.ctx.allocHbm(30000), rbuf = b.ctx.allocHbm(30000), wdst = b.ctx.allocHbm(8192);
+    a.ctx.write(buf, pattern(30000, 5));
+    const amr = a.ctx.regMr(a.pd, buf, 30000);
+    const bmr = b.ctx.regMr(b.pd, rbuf, 30000, ["LOCAL_WRITE"]), wmr = b.ctx.regMr(b.pd, wdst, 8192, ["REMOTE_WRITE"]);
+    b.ctx.postRecv(b.qp, [
+      { wrId: 70, localAddr: rbuf, length: 10000, lkey: bmr.lkey },
+      { wrId: 71, localAddr: rbuf + 10000, length: 20000, lkey: bmr.lkey },
+      { wrId: 72, localAddr: rbuf, length: 0, lkey: bmr.lkey },
+    ]);
+    a.ctx.postSend(a.qp, [
+      { wrId: 1, opcode: "SEND", signaled: true, localAddr: buf, length: 9000, lkey: amr.lkey },
+      { wrId: 2, opcode: "SEND_WITH_IMM", signaled: true, localAddr: buf + 9000, length: 20000, lkey: amr.lkey, imm: 0xfeed },
+      { wrId: 3, opcode: "RDMA_WRITE_WITH_IMM", signaled: true, localAddr: buf, length: 8192, lkey: amr.lkey, remoteAddr: wdst, rkey: wmr.rkey, imm: 0xbeef },
+    ]);
+    expect(settle(net, a.ctx, a.cq, 3).map((w) => [Number(w.wrId), w.status])).toEqual([[1, "SUCCESS"], [2, "SUCCESS"], [3, "SUCCESS"]]);
+    const rx = settle(net, b.ctx, b.cq, 3);
+    expect(rx.map((w) => [Number(w.wrId), w.status, w.opcode, w.byteLen, w.imm ?? null])).toEqual([
+      [70, "SUCCESS", "RECV", 9000, null], [71, "SUCCESS", "RECV", 20000, 0xfeed], [72, "SUCCESS", "RDMA_WRITE_WITH_IMM", 8192, 0xbeef],
+    ]);
+    expect(b.ctx.read(rbuf, 9000)).toEqual(pattern(30000, 5).subarray(0, 9000));
+    expect(b.ctx.read(rbuf + 10000, 20000)).toEqual(pattern(30000, 5).subarray(9000, 29000));
+    expect(b.ctx.read(wdst, 8192)).toEqual(pattern(30000, 5).subarray(0, 8192));
+  });
+
+  it("a SEND before its receive is posted is NAKed RNR, waits the RNR timer, and lands once the receive is there", async () => {
+    const { net, a, b } = await pair(undefined, { rnrTimerPs: 20_000_000, rnrRetries: 6 });
+    const buf = a.ctx.allocHbm(12000), rbuf = b.ctx.allocHbm(12000);
+    a.ctx.write(buf, pattern(12000, 9));
+    const amr = a.ctx.regMr(a.pd, buf, 12000), bmr = b.ctx.regMr(b.pd, rbuf, 12000, ["LOCAL_WRITE"]);
+    a.ctx.postSend(a.qp, [{ wrId: 5, opcode: "SEND", signaled: true, localAddr: buf, length: 12000, lkey: amr.lkey }]);
+    net.run(a.ctx.nowPs + 30_000_000n);
+    expect(a.ctx.pollCq(a.cq, 4)).toEqual([]);
+    expect(a.ctx.device.stats()["mrt.rnr_naks"]).toBeGreaterThan(0);
+    b.ctx.postRecv(b.qp, [{ wrId: 80, localAddr: rbuf, length: 12000, lkey: bmr.lkey }]);
+    expect(settle(net, a.ctx, a.cq, 1).map((w) => [Number(w.wrId), w.status])).toEqual([[5, "SUCCESS"]]);
+    expect(settle(net, b.ctx, b.cq, 1).map((w) => [Number(w.wrId), w.status, w.byteLen])).toEqual([[80, "SUCCESS", 12000]]);
+    expect(b.ctx.read(rbuf, 12000)).toEqual(pattern(12000, 9));
+  });
+
+  it("a WRITE with a wrong rkey ends with REM_ACCESS_ERR and nothing placed; the rest of the queue is flushed", async () => {
+    const { net, a, b } = await pair();
+    const src = a.ctx.allocHbm(8192), dst = b.ctx.allocHbm(8192);
+    a.ctx.write(src, pattern(8192, 1));
+    const smr = a.ctx.regMr(a.pd, src, 8192), dmr = b.ctx.regMr(b.pd, dst, 8192, ["REMOTE_READ"]);
+    a.ctx.postSend(a.qp, [
+      { wrId: 1, opcode: "RDMA_WRITE", signaled: true, localAddr: src, length: 8192, lkey: smr.lkey, remoteAddr: dst, rkey: dmr.rkey },
+      { wrId: 2, opcode: "RDMA_WRITE", signaled: true, localAddr: src, length: 8192, lkey: smr.lkey, remoteAddr: dst, rkey: dmr.rkey },
+    ]);
+    expect(settle(net, a.ctx, a.cq, 2).map((w) => [Number(w.wrId), w.status])).toEqual([[1, "REM_ACCESS_ERR"], [2, "WR_FLUSH_ERR"]]);
+    expect(b.ctx.read(dst, 8192)).toEqual(new Uint8Array(8192));
+    expect(a.ctx.qpState(a.qp)).toBe("ERR");
+  });
+
+  it("a READ is refused locally (not in this transport yet) with LOC_QP_OP_ERR", async () => {
+    const { net, a, b } = await pair();
+    const buf = a.ctx.allocHbm(4096), rbuf = b.ctx.allocHbm(4096);
+    const amr = a.ctx.regMr(a.pd, buf, 4096, ["LOCAL_WRITE"]), bmr = b.ctx.regMr(b.pd, rbuf, 4096, ["REMOTE_READ"]);
+    a.ctx.postSend(a.qp, [{ wrId: 4, opcode: "RDMA_READ", signaled: true, localAddr: buf, length: 4096, lkey: amr.lkey, remoteAddr: rbuf, rkey: bmr.rkey }]);
+    expect(settle(net, a.ctx, a.cq, 1).map((w) => [Number(w.wrId), w.status])).toEqual([[4, "LOC_QP_OP_ERR"]]);
+  });
+});
