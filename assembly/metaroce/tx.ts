@@ -521,7 +521,9 @@ function pathDue(dev: Device, p: Path): u64 {
   return probe < rto ? probe : rto;
 }
 
+/** How long a path with packets out stays silent before its tail probe: 2 x SRTT, at least mrtProbeMinPs; half the smallest RTO before the first RTT sample. */
 @inline function probeDelay(dev: Device, p: Path): u64 {
+  if (p.srtt == 0) return dev.cfg.mrtRtoMinPs / 2;
   const d = <u64>(2.0 * p.srtt);
   return d > dev.cfg.mrtProbeMinPs ? d : dev.cfg.mrtProbeMinPs;
 }

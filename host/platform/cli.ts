@@ -19,6 +19,7 @@ import { resolveScenario } from "../scenario/scenario.js";
 import { applySet } from "../scenario/overrides.js";
 import { formatResult } from "../scenario/report.js";
 import { ScenarioTracer } from "../scenario/trace.js";
+import { expandSweep, runSweep, formatSweep, type SweepRun } from "../scenario/sweep.js";
 import { ClusterCapture } from "../cluster/capture.js";
 import { PcapngWriter } from "../wire/pcapng.js";
 import { coreModule } from "./node.js";
@@ -34,7 +35,8 @@ const USAGE = `usage:
 times are like 10ms, 2.5us, 750ns, 1s; config fields are listed in docs/memory-map.md;
 scenario fields in schemas/scenario.schema.json (--set faults[0].random=0.05, --set until=20us)
 menic run exits 0 when every message completed, 1 when one failed or time ran out,
-2 on bad input, 130 when stopped by Ctrl-C (it still prints and writes what was reached)`;
+2 on bad input, 130 when stopped by Ctrl-C (it still prints and writes what was reached);
+a scenario with a "sweep" runs once per combination and prints one table (exit 0 unless stopped)`;
 
 class UsageError extends Error {}
 
@@ -167,6 +169,10 @@ async function scenarioRun(args: string[]): Promise<number> {
     for (const kv of values.set!) applySet(scenario, kv);
     if (values.seed !== undefined) applySet(scenario, `seed=${values.seed}`);
     resolveScenario(scenario); // refuse bad input before building anything
+    if (scenario.sweep !== undefined) {
+      if (values.pcap || values.trace) throw new ConfigError(values.pcap ? "--pcap" : "--trace", "is for one run, not a sweep (--set sweep= null runs the scenario once)");
+      expandSweep(scenario); // every combination checked before the first runs
+    }
     if (values["trace-interval"] !== undefined && !values.trace) throw new ConfigError("--trace-interval", "needs --trace");
     tracer = values.trace ? new ScenarioTracer(values["trace-interval"] !== undefined ? traceInterval(values["trace-interval"]) : undefined) : null;
     if (values.trace) {
@@ -185,6 +191,24 @@ async function scenarioRun(args: string[]): Promise<number> {
   };
   process.on("SIGINT", onSigint);
   const progress = process.stderr.isTTY ? progressLine() : null;
+  if (scenario.sweep !== undefined) {
+    let runs: SweepRun[];
+    try {
+      runs = await runSweep(coreModule(), scenario, {
+        onRun: (k, n, set) => progress?.label(`run ${k + 1}/${n} ${JSON.stringify(set)}: `),
+        onProgress: (nowPs, done, total) => progress?.update(nowPs, done, total),
+        shouldStop: () => new Promise((resolve) => setImmediate(() => resolve(interrupted))),
+      });
+    } finally {
+      process.off("SIGINT", onSigint);
+      progress?.clear();
+    }
+    const name = String(scenario.name ?? "scenario");
+    if (values.json) console.log(JSON.stringify({ name, runs }));
+    else process.stdout.write(formatSweep(name, runs));
+    // a sweep is a study: a run that failed or ran out of time is one of its results
+    return runs.some((r) => r.result.ended === "stopped") ? RUN_EXIT.stopped : 0;
+  }
   let pcapFd: number | null = null;
   let capture: ClusterCapture | null = null;
   let r: ScenarioResult;
@@ -238,13 +262,14 @@ function refuse(e: unknown): number {
 /** One line on stderr (a terminal), rewritten at most every 100 ms: simulated time, messages, wall time. */
 function progressLine() {
   const t0 = performance.now();
-  let last = -Infinity;
+  let last = -Infinity, prefix = "";
   return {
+    label(text: string) { prefix = text; last = -Infinity; },
     update(nowPs: number, done: number, total: number) {
       const t = performance.now();
       if (t - last < 100) return;
       last = t;
-      process.stderr.write(`\r\x1b[Ksimulated ${formatTime(nowPs)}, messages ${done}/${total}, wall ${((t - t0) / 1000).toFixed(1)} s`);
+      process.stderr.write(`\r\x1b[K${prefix}simulated ${formatTime(nowPs)}, messages ${done}/${total}, wall ${((t - t0) / 1000).toFixed(1)} s`);
     },
     clear() {
       if (last > -Infinity) process.stderr.write("\r\x1b[K");

@@ -1,0 +1,68 @@
+// A scenario's `sweep`: the same scenario run once per combination of the values it lists,
+// each value set at its path as `--set` would (`"transport": ["rocev2", "metaroce"]`,
+// `"faults[0].random": [0, 0.01, 0.1]`), and the runs compared in one table. Combinations go
+// in the order of the sweep's keys, the last key changing fastest.
+
+import { ConfigError } from "../config.js";
+import { applySet } from "./overrides.js";
+import { resolveScenario } from "./scenario.js";
+import { runScenario, type RunOptions, type ScenarioResult } from "./run.js";
+import { formatTime } from "../units.js";
+
+export interface SweepRun {
+  /** the values this run set, by path */
+  set: Record<string, unknown>;
+  result: ScenarioResult;
+}
+
+/** The scenarios a sweep stands for, each with the values it set; a scenario without a sweep is one run that set nothing. */
+export function expandSweep(input: unknown): { set: Record<string, unknown>; scenario: Record<string, unknown> }[] {
+  resolveScenario(input); // the sweep's own shape, and the scenario around it
+  const base = structuredClone(input) as Record<string, unknown>;
+  const sweep = (base.sweep ?? {}) as Record<string, unknown[]>;
+  delete base.sweep;
+  let combos: Record<string, unknown>[] = [{}];
+  for (const [path, values] of Object.entries(sweep)) combos = combos.flatMap((c) => values.map((v) => ({ ...c, [path]: v })));
+  return combos.map((set) => {
+    const scenario = structuredClone(base);
+    for (const [path, v] of Object.entries(set)) {
+      try {
+        applySet(scenario, `${path}=${JSON.stringify(v)}`);
+        resolveScenario(scenario);
+      } catch (e) {
+        if (!(e instanceof ConfigError)) throw e;
+        throw new ConfigError(`scenario.sweep["${path}"]`, `${JSON.stringify(v)}: ${e.message}`);
+      }
+    }
+    return { set, scenario };
+  });
+}
+
+/** Runs every combination of the sweep, one after another. */
+export async function runSweep(coreModule: WebAssembly.Module, input: unknown, opts: RunOptions & { onRun?: (k: number, n: number, set: Record<string, unknown>) => void } = {}): Promise<SweepRun[]> {
+  const runs = expandSweep(input);
+  const out: SweepRun[] = [];
+  for (const [k, r] of runs.entries()) {
+    opts.onRun?.(k, runs.length, r.set);
+    out.push({ set: r.set, result: await runScenario(coreModule, r.scenario, opts) });
+    if (out.at(-1)!.result.ended === "stopped") break;
+  }
+  return out;
+}
+
+/** The comparison table: one row per run, the values it set, then what it reached. */
+export function formatSweep(name: string, runs: readonly SweepRun[]): string {
+  const keys = Object.keys(runs[0]?.set ?? {});
+  const head = [...keys, "goodput Gb/s", "FCT p50", "FCT p99", "retransmits", "timeouts", "drops", "ended"];
+  const rows = runs.map(({ set, result: r }) => [
+    ...keys.map((k) => (typeof set[k] === "string" ? String(set[k]) : JSON.stringify(set[k]))),
+    r.totalGoodputGbps.toFixed(2), formatTime(r.fctPs.p50), formatTime(r.fctPs.p99),
+    String(r.retransmits), String(r.timeouts),
+    String(Object.values(r.fabric.drops).reduce((s, n) => s + n, 0)), r.ended,
+  ]);
+  const w = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
+  const right = (i: number) => i >= keys.length && i < head.length - 1;
+  const line = (cells: string[]) => cells.map((c, i) => (right(i) ? c.padStart(w[i]!) : c.padEnd(w[i]!))).join("  ").trimEnd();
+  const note = "retransmits: RoCEv2 counts go-back-N restarts, the MetaRoCE-like transport packets sent again; timeouts: RoCEv2 timer expiries, MetaRoCE-like path RTOs";
+  return [`${name}: ${runs.length} run${runs.length === 1 ? "" : "s"}`, "", line(head), ...rows.map(line), "", note].map((l) => `${l}\n`).join("");
+}

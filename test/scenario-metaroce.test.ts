@@ -1,0 +1,81 @@
+import { describe, it, expect, beforeAll } from "vitest";
+import { spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { runSweep, expandSweep, type SweepRun } from "../host/scenario/sweep.js";
+import { runScenario } from "../host/scenario/run.js";
+import { ConfigError } from "../host/config.js";
+import { coreModule } from "../host/platform/node.js";
+
+// The seeds' claims about the MetaRoCE-like transport, as shipped scenarios (docs/protocol.md).
+
+const load = (name: string) => JSON.parse(readFileSync(`examples/scenarios/${name}.json`, "utf8"));
+const LINE = 800;
+
+describe("goodput against loss, both transports (examples/scenarios/metaroce-loss.json)", () => {
+  let runs: SweepRun[];
+  const at = (transport: string, loss: number) => runs.find((r) => r.set.transport === transport && r.set["faults[0].random"] === loss)!.result;
+  beforeAll(async () => { runs = await runSweep(coreModule(), load("metaroce-loss")); });
+
+  it("runs every combination, transports first, loss changing fastest", () => {
+    expect(runs.map((r) => `${r.set.transport} ${r.set["faults[0].random"]}`)).toEqual(
+      ["rocev2", "metaroce"].flatMap((t) => [0, 0.001, 0.01, 0.05, 0.1].map((l) => `${t} ${l}`)));
+    expect(runs.map((r) => r.result.transport)).toEqual([...Array(5).fill("rocev2"), ...Array(5).fill("metaroce")]);
+  });
+
+  it("the MetaRoCE-like transport keeps >= 0.86 of line rate at 1% loss and >= 0.5 at 10%, where RoCEv2 collapses and gives up", () => {
+    expect(at("metaroce", 0.01).finished).toBe(true);
+    expect(at("metaroce", 0.01).totalGoodputGbps).toBeGreaterThanOrEqual(0.86 * LINE);
+    expect(at("metaroce", 0.1).finished).toBe(true);
+    expect(at("metaroce", 0.1).totalGoodputGbps).toBeGreaterThanOrEqual(0.5 * LINE);
+    expect(at("rocev2", 0.01).totalGoodputGbps).toBeLessThan(0.6 * LINE);
+    expect(at("rocev2", 0.1).finished).toBe(false);
+    // loss costs it little: at 1% within 5% of its own lossless goodput
+    expect(at("metaroce", 0.01).totalGoodputGbps).toBeGreaterThan(0.95 * at("metaroce", 0).totalGoodputGbps);
+  });
+
+  it("sends again about what was lost, found by SACK holes (a packet crosses two lossy links)", () => {
+    for (const loss of [0.01, 0.05]) {
+      const r = at("metaroce", loss);
+      const dataDrops = r.fabric.drops.random_loss;
+      expect(r.metaroce!.tx_retransmits).toBeGreaterThan(0);
+      // every retransmission answers a loss: no more than the frames dropped (ACKs are lost too)
+      expect(r.metaroce!.tx_retransmits).toBeLessThanOrEqual(dataDrops);
+      expect(r.metaroce!.losses_sack).toBeGreaterThan(0.9 * (r.metaroce!.losses_sack + r.metaroce!.losses_rto));
+    }
+    expect(at("metaroce", 0).metaroce!.tx_retransmits).toBe(0);
+  });
+});
+
+describe("spraying with no loss (examples/scenarios/permutation.json, transport metaroce)", () => {
+  it("sends nothing again and places nothing twice: reordering across paths is not loss", async () => {
+    const s = load("permutation");
+    s.transport = "metaroce";
+    const r = await runScenario(coreModule(), s);
+    expect(r.finished).toBe(true);
+    expect(Object.values(r.fabric.drops).every((n) => n === 0)).toBe(true);
+    expect(r.metaroce!.tx_retransmits).toBe(0);
+    expect(r.metaroce!.rx_duplicate).toBe(0);
+    expect(r.metaroce!.rtos).toBe(0);
+    expect(r.metaroce!.tx_data).toBe(8 * 4 * 64); // 8 flows x 4 messages x 64 packets of 4 KiB
+  });
+});
+
+describe("a scenario's sweep", () => {
+  it("refuses a value that is wrong at its path, naming the sweep entry", () => {
+    const s = load("metaroce-loss");
+    s.sweep["faults[0].random"] = [0, 1.5];
+    expect(() => expandSweep(s)).toThrow(ConfigError);
+    expect(() => expandSweep(s)).toThrow(/^scenario\.sweep\["faults\[0\]\.random"\]: 1\.5: scenario\.faults\[0\]\.random: must be in \[0, 1\)/);
+    s.sweep = { transport: ["rocev2", "infiniband"] };
+    expect(() => expandSweep(s)).toThrow(/^scenario\.sweep\["transport"\]: "infiniband": scenario\.transport: must be one of rocev2, metaroce/);
+  });
+
+  it("menic run prints one row per run and exits 0 though RoCEv2's lossiest runs failed", () => {
+    const r = spawnSync("node", ["bin/menic.js", "run", "examples/scenarios/metaroce-loss.json", "--set", "sweep={\"transport\":[\"rocev2\",\"metaroce\"],\"faults[0].random\":[0.1]}"], { encoding: "utf8" });
+    expect(r.status).toBe(0);
+    const rows = r.stdout.split("\n").filter((l) => /^(rocev2|metaroce) /.test(l));
+    expect(rows.length).toBe(2);
+    expect(rows[0]).toMatch(/^rocev2\s+0\.1\s+0\.00 .* failed$/);
+    expect(rows[1]).toMatch(/^metaroce\s+0\.1\s+5\d\d\.\d\d .* finished$/);
+  });
+});
