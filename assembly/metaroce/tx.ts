@@ -57,7 +57,7 @@ export function connOpen(dev: Device, peer: u32, portFirst: u32, portCount: u32)
     const p = pathAt(dev, g);
     p.port = portFirst + i % portCount;
     p.state = PATH_ACTIVE;
-    p.rto = dev.cfg.mrtRtoMinPs;
+    p.rto = dev.cfg.mrtRtoInitPs;
     p.lastHeard = NEVER;
     ccInit(dev, p);
     const r = rxPathAt(dev, g);
@@ -513,7 +513,7 @@ function hintOf(dev: Device, p: u32, t: u64): u32 {
 /** The earliest time path `p` needs its connection's timer: its RTO or tail probe. */
 function pathDue(dev: Device, p: Path): u64 {
   if (p.lastHeard == NEVER) return NEVER;
-  if (p.state == PATH_FAILED) return p.lastHeard + p.rto;
+  if (p.state == PATH_FAILED) return p.lastHeard + failedProbeEvery(dev, p);
   if (pdiff(p.nxt, p.una) <= 0) return NEVER; // nothing in flight
   const rto = p.lastHeard + p.rto;
   if (p.probing != 0) return rto;
@@ -526,6 +526,12 @@ function pathDue(dev: Device, p: Path): u64 {
   if (p.srtt == 0) return dev.cfg.mrtRtoMinPs / 2;
   const d = <u64>(2.0 * p.srtt);
   return d > dev.cfg.mrtProbeMinPs ? d : dev.cfg.mrtProbeMinPs;
+}
+
+/** A failed path is probed every RTO, at most every 4 x mrtRtoMinPs (its backed-off RTO would find a recovery late). */
+@inline function failedProbeEvery(dev: Device, p: Path): u64 {
+  const most = 4 * dev.cfg.mrtRtoMinPs;
+  return p.rto < most ? p.rto : most;
 }
 
 /** Connection `c`'s timer is armed for path `p`'s next RTO or tail probe. */
