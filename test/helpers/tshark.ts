@@ -22,8 +22,9 @@ export const tshark = (args: string[]) => {
  * zero-byte SEND in 4.0 ("Malformed Packet: RPCoRDMA"), which says nothing of the InfiniBand
  * headers. Other payload guesses stay on; a frame.protocols check sees any that fires.
  */
-export const readCapture = (file: string, args: string[]) =>
-  tshark(["-r", file, "-o", "ip.check_checksum:TRUE", "--disable-protocol", "rpcordma", ...args]);
+export const readCapture = (file: string, args: string[]) => tshark(["-r", file, ...TSHARK_SETTINGS, ...args]);
+/** readCapture's settings. */
+export const TSHARK_SETTINGS = ["-o", "ip.check_checksum:TRUE", "--disable-protocol", "rpcordma"];
 
 /** Every field of a tshark -T json packet as name → values (a field can repeat). */
 export function fieldsOf(layers: unknown): Map<string, string[]> {
