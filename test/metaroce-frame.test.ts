@@ -132,6 +132,7 @@ describe("MetaRoCE-like frames (host/wire/metaroce.ts)", () => {
     expect(() => buildMetaroceFrame({ ...a, sack: 1n << 256n })).toThrow(/sack/);
     expect(() => buildMetaroceFrame({ ...a, nakCode: 9 })).toThrow(/NAK code 9/);
     expect(() => buildMetaroceFrame({ ...a, hint: 65536 })).toThrow(/hint/);
+    expect(() => buildMetaroceFrame({ ...a, resv: 256 })).toThrow(/resv/);
   });
 });
 
@@ -147,7 +148,7 @@ const arbMetaroceFrame: fc.Arbitrary<MetaroceFrame> = fc.oneof(
       return { ...f, payload, length: f.offset + payload.length + extra };
     }),
   fc.record({ ...envelope, type: fc.constant(MRT.TYPE_ACK), flags: u(8), path: u(8), epoch: u(8), cum: u(32),
-    sack: fc.oneof(fc.constant(0n), fc.constant((1n << 256n) - 1n), fc.bigInt({ min: 0n, max: (1n << 256n) - 1n })), ce: u(8), hint: u(16),
+    sack: fc.oneof(fc.constant(0n), fc.constant((1n << 256n) - 1n), fc.bigInt({ min: 0n, max: (1n << 256n) - 1n })), ce: u(8), resv: u(8), hint: u(16),
     nakQp: u(24), nakCode: fc.constantFrom(0, 1, 2, 3), nakSsn: u(32) }),
 );
 

@@ -44,7 +44,7 @@ export interface MetaroceData extends UdpIpv4Fields {
   payload: Uint8Array;
 }
 
-/** An ACK: every field of its Mra but the reserved byte (sent as 0, not read). */
+/** An ACK: every field of its Mra. */
 export interface MetaroceAck extends UdpIpv4Fields {
   type: typeof MRT.TYPE_ACK;
   /** reserved, sent as 0 */
@@ -55,6 +55,8 @@ export interface MetaroceAck extends UdpIpv4Fields {
   /** 256 bits: bit i (least significant first) set when PSN cum + 1 + i arrived. On the wire it is most significant first. */
   sack: bigint;
   ce: number;
+  /** reserved, sent as 0; read back as it came, so that a parsed ACK builds the same bytes */
+  resv: number;
   /** the receiver's fair share for this sender, a fraction of its line rate × 65535 */
   hint: number;
   nakQp: number;
@@ -86,7 +88,7 @@ export function metaroceDefaults(spec: MetaroceSpec): MetaroceFrame;
 export function metaroceDefaults(spec: MetaroceSpec): MetaroceFrame {
   const env = udpIpv4Defaults(spec.ipSrc, spec.ipDst);
   if (spec.type === MRT.TYPE_ACK)
-    return { ...env, flags: 0, epoch: 0, sack: 0n, ce: 0, hint: 0, nakQp: 0, nakCode: MRT_NAK.NONE, nakSsn: 0, ...(defined(spec) as MetaroceAckSpec) };
+    return { ...env, flags: 0, epoch: 0, sack: 0n, ce: 0, resv: 0, hint: 0, nakQp: 0, nakCode: MRT_NAK.NONE, nakSsn: 0, ...(defined(spec) as MetaroceAckSpec) };
   return {
     ...env, flags: 0, epoch: 0, floor: spec.psn, op: MRT.OP_WRITE, destQp: spec.type === MRT.TYPE_PROBE ? MRT.PROBE_QP : 0,
     ssn: 0, msn: 0, offset: 0, length: 0, addr: 0n, rkey: 0, imm: 0, payload: new Uint8Array(0), ...(defined(spec) as MetaroceDataSpec),
@@ -153,7 +155,7 @@ function checkData(f: MetaroceData): void {
 }
 
 function checkAck(f: MetaroceAck): void {
-  for (const [name, bits] of [["flags", 8], ["path", 8], ["epoch", 8], ["cum", 32], ["ce", 8], ["hint", 16], ["nakQp", 24], ["nakCode", 8], ["nakSsn", 32]] as const)
+  for (const [name, bits] of [["flags", 8], ["path", 8], ["epoch", 8], ["cum", 32], ["ce", 8], ["resv", 8], ["hint", 16], ["nakQp", 24], ["nakCode", 8], ["nakSsn", 32]] as const)
     checkBits(WHAT, name, f[name], bits);
   if (typeof f.sack !== "bigint" || f.sack < 0n || f.sack >= 1n << BigInt(SACK_BITS)) throw new RangeError(`${WHAT}: sack does not fit ${SACK_BITS} bits`);
   if (!METAROCE_NAKS.includes(f.nakCode)) throw new RangeError(`${WHAT}: NAK code ${f.nakCode} is not one menic sends`);
@@ -176,6 +178,7 @@ export function buildMetaroceFrame(spec: MetaroceSpec): Uint8Array {
     H.setMraCum(v, h, f.cum);
     SACK_SET.forEach((set, k) => set(v, h, sackWord(f.sack, k)));
     H.setMraCe(v, h, f.ce);
+    H.setMraResv(v, h, f.resv);
     H.setMraHint(v, h, f.hint);
     H.setMraNakQp(v, h, f.nakQp);
     H.setMraNakCode(v, h, f.nakCode);
@@ -247,7 +250,7 @@ export function parseMetaroceFrame(bytes: Uint8Array): MetaroceParse {
     SACK_GET.forEach((get, k) => { sack |= sackFromWord(get(v, h), k); });
     const frame: MetaroceAck = {
       ...env.fields, type, flags: H.getMraFlags(v, h), path: H.getMraPath(v, h), epoch: H.getMraEpoch(v, h), cum: H.getMraCum(v, h), sack,
-      ce: H.getMraCe(v, h), hint: H.getMraHint(v, h), nakQp: H.getMraNakQp(v, h), nakCode, nakSsn: H.getMraNakSsn(v, h),
+      ce: H.getMraCe(v, h), resv: H.getMraResv(v, h), hint: H.getMraHint(v, h), nakQp: H.getMraNakQp(v, h), nakCode, nakSsn: H.getMraNakSsn(v, h),
     };
     return { ok: true, frame, crc };
   }

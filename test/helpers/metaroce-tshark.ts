@@ -43,7 +43,7 @@ function expectedFields(f: MetaroceFrame): Map<string, (string | number | bigint
   const udpPayload = bytes.subarray(42);
   const header = f.type === MRT.TYPE_ACK ? "Mra" : "Mrh";
   const layout = HEADER_LAYOUTS.find((h) => h.name === header)!;
-  const values: Record<string, number | bigint> = { ...(f as unknown as Record<string, number | bigint>), version: MRT.VERSION, resv: 0 };
+  const values: Record<string, number | bigint> = { ...(f as unknown as Record<string, number | bigint>), version: MRT.VERSION };
   if (f.type === MRT.TYPE_ACK) {
     // the layout: "bit 63 - i (most significant first): PSN cum + 1 + i arrived", word k holding i = 64k ..
     for (let k = 0; k < 4; k++) {
