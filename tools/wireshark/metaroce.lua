@@ -191,7 +191,7 @@ end
 local TWO32 = 4294967296
 local NAMES = { [MRT.TYPE_DATA] = "DATA", [MRT.TYPE_ACK] = "ACK", [MRT.TYPE_PROBE] = "PROBE" }
 
--- Adds the fields of header `h` that lie within the first `n` bytes of `tvb`, starting at byte 0; returns them by name.
+-- Adds the fields of header `h`, which starts at byte `at` of `tvb`, that lie within its first `n` bytes; returns them by name.
 local function add_header(tree, tvb, h, at, n)
   local items = {}
   for _, f in ipairs(FIELDS[h]) do
