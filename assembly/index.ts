@@ -166,6 +166,13 @@ export function qpRateMbps(dev: usize, qpn: u32): f64 { return qpAt(changetype<D
 export function qpTxBytes(dev: usize, qpn: u32): f64 { return <f64>qpAt(changetype<Device>(dev), qpn).txBytes; }
 export function qpRxBytes(dev: usize, qpn: u32): f64 { return <f64>qpAt(changetype<Device>(dev), qpn).rxBytes; }
 
+// ---- the MetaRoCE-like transport's paths, for observers (metaroce/state.ts)
+import { mrtPathCount as mrtPathCountV, mrtPathRead as mrtPathReadV } from "./metaroce/state";
+/** Paths of the device's MetaRoCE-like connections (0 on a RoCEv2 device). */
+export function mrtPathCount(dev: usize): u32 { return mrtPathCountV(changetype<Device>(dev)); }
+/** Writes path `g`'s MRT_PATH record at `dst` (MRT_PATH_SIZE bytes); false when there is no such path. */
+export function mrtPathRead(dev: usize, g: u32, dst: usize): bool { return mrtPathReadV(changetype<Device>(dev), g, dst); }
+
 /** Host doorbells (classic or express) that may still be written before time advances. */
 export function hostDoorbellRoom(dev: usize): u32 { return dbqRoom(hostDbq(changetype<Device>(dev))); }
 

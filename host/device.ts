@@ -7,11 +7,30 @@ import { resolveConfig, packConfig, arenaTooLarge } from "./config.js";
 import { parseElf, checkImage, placeSegment, type ElfImage } from "./elf.js";
 import { EngineConsole } from "./console.js";
 import { writeSnapshot, readSnapshot, SnapshotError } from "./snapshot.js";
-import { REGIONS, STAT_NAMES, TRACE_POINTS, LAYOUT_HASH, ENGINE_STATE, FLOW_CLASS, TRACE_RECORD, FATAL, STEP } from "./generated/layouts.js";
+import { REGIONS, STAT_NAMES, TRACE_POINTS, LAYOUT_HASH, ENGINE_STATE, FLOW_CLASS, TRACE_RECORD, FATAL, STEP, MRT_PATH, PATH_STATE } from "./generated/layouts.js";
 
 export { SnapshotError } from "./snapshot.js";
 
 export type EngineStateName = Lowercase<keyof typeof ENGINE_STATE>;
+
+/** One path of a MetaRoCE-like connection now (layouts/device.json MRT_PATH; docs/protocol.md). */
+export interface MetarocePath {
+  /** the connection's index on this device, and its peer device */
+  conn: number;
+  peer: number;
+  path: number;
+  port: number;
+  state: Lowercase<keyof typeof PATH_STATE>;
+  cwndBytes: number;
+  inflightBytes: number;
+  /** smoothed RTT, ps (0: no sample yet) */
+  srttPs: number;
+  rtoPs: number;
+  /** the receiver's rate hint for this path, Gb/s (0: none yet) */
+  hintGbps: number;
+  rtos: number;
+  epoch: number;
+}
 const STATE_NAMES = Object.fromEntries(Object.entries(ENGINE_STATE).map(([k, v]) => [v, k.toLowerCase()])) as Record<number, EngineStateName>;
 
 export interface EngineReport {
@@ -237,6 +256,24 @@ export class Device {
     const v = new BigUint64Array(this.core.memory.buffer, this.core.statsPtr(this.handle), n);
     const out: Record<string, number> = {};
     STAT_NAMES.forEach((name, i) => (out[name] = Number(v[i])));
+    return out;
+  }
+
+  /** The paths of the device's MetaRoCE-like connections as they are now (none on a RoCEv2 device). */
+  metarocePaths(): MetarocePath[] {
+    const c = this.core, n = c.mrtPathCount(this.handle);
+    const states = Object.fromEntries(Object.entries(PATH_STATE).map(([k, v]) => [v, k.toLowerCase()])) as Record<number, MetarocePath["state"]>;
+    const out: MetarocePath[] = [];
+    for (let g = 0; g < n; g++) {
+      c.mrtPathRead(this.handle, g, this.scratch);
+      const v = new DataView(c.memory.buffer, this.scratch, MRT_PATH.SIZE);
+      out.push({
+        conn: v.getUint32(MRT_PATH.conn, true), peer: v.getUint32(MRT_PATH.peer, true), path: v.getUint32(MRT_PATH.path, true),
+        port: v.getUint32(MRT_PATH.port, true), state: states[v.getUint32(MRT_PATH.state, true)]!, cwndBytes: v.getFloat64(MRT_PATH.cwnd, true),
+        inflightBytes: v.getUint32(MRT_PATH.inflight, true), srttPs: v.getFloat64(MRT_PATH.srtt, true), rtoPs: Number(v.getBigUint64(MRT_PATH.rto_ps, true)),
+        hintGbps: v.getFloat64(MRT_PATH.hint_gbps, true), rtos: v.getUint32(MRT_PATH.rtos, true), epoch: v.getUint32(MRT_PATH.epoch, true),
+      });
+    }
     return out;
   }
 

@@ -53,6 +53,8 @@ export interface MenicExports {
   qpRateMbps(dev: number, qpn: number): number;
   qpTxBytes(dev: number, qpn: number): number;
   qpRxBytes(dev: number, qpn: number): number;
+  mrtPathCount(dev: number): number;
+  mrtPathRead(dev: number, g: number, dst: number): number;
   qpSqDone(dev: number, qpn: number): number;
   qpRqDone(dev: number, qpn: number): number;
   hostDoorbellRoom(dev: number): number;
@@ -136,6 +138,8 @@ export const EXPORT_SIGNATURES: { readonly [K in ExportName]: Signature<MenicExp
   qpRateMbps: [["i32", "i32"], "f64"],
   qpTxBytes: [["i32", "i32"], "f64"],
   qpRxBytes: [["i32", "i32"], "f64"],
+  mrtPathCount: [["i32"], "i32"],
+  mrtPathRead: [["i32", "i32", "i32"], "i32"],
   qpSqDone: [["i32", "i32"], "i32"],
   qpRqDone: [["i32", "i32"], "i32"],
   hostDoorbellRoom: [["i32"], "i32"],

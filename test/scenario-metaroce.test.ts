@@ -121,6 +121,20 @@ describe("a plane fails mid-transfer and comes back (examples/scenarios/metaroce
   });
 });
 
+describe("4 planes and 8, 4,032 connections on 64 devices (examples/scenarios/metaroce-planes.json)", () => {
+  it("twice the planes carry twice the traffic: aggregate goodput ratio 2.0 within 5%", async () => {
+    const [four, eight] = await runSweep(coreModule(), load("metaroce-planes"));
+    for (const r of [four!, eight!]) {
+      expect(r.result.finished).toBe(true);
+      expect(r.result.flows.length).toBe(64 * 63);
+    }
+    expect(four!.set["fabric.topology.planes,devices.config.ports"]).toEqual([4, 4]);
+    const ratio = eight!.result.totalGoodputGbps / four!.result.totalGoodputGbps;
+    expect(ratio).toBeGreaterThan(1.9);
+    expect(ratio).toBeLessThan(2.1);
+  }, 300_000);
+});
+
 describe("a scenario's sweep", () => {
   it("refuses a value that is wrong at its path, naming the sweep entry", () => {
     const s = load("metaroce-loss");

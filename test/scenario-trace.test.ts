@@ -96,3 +96,25 @@ describe("menic run --trace", () => {
     expect(b.stderr).toMatch(/--trace-interval/);
   });
 });
+
+describe("the trace of a MetaRoCE-like run (examples/scenarios/metaroce-plane-failure.json)", () => {
+  it("shows each path's window, hint and state: the plane-1 paths go suspect, failed, and back; the others stay active", async () => {
+    const tracer = new ScenarioTracer(5_000_000);
+    await runScenario(coreModule(), load("metaroce-plane-failure"), { observer: tracer });
+    const series = (pid: number, name: string) => tracer.events.filter((e) => e.ph === "C" && e.pid === pid && e.name === name).map((e) => (e.args as { value: number }).value);
+    // device 0 sends to device 1 over 8 paths, path k on port k mod 4: paths 1 and 5 cross plane 1
+    for (let k = 0; k < 8; k++) {
+      const state = series(1, `to 1 path ${k} state`);
+      expect(state, `path ${k}`).toEqual(k % 4 === 1 ? [0, 1, 2, 0] : [0]);
+      const hint = series(1, `to 1 path ${k} hint Gb/s`);
+      // the receiving port's whole share (0.98 x 800) split between the connection's 2 paths on it
+      expect(hint.at(-1)).toBeCloseTo(0.98 * 800 / 2, 0);
+      // no ECN here: a window only grows, but an RTO sets it back to the initial 64 KiB
+      const cwnd = series(1, `to 1 path ${k} cwnd KB`);
+      const drops = cwnd.filter((v, i) => i > 0 && v < cwnd[i - 1]!);
+      expect(drops, `path ${k}`).toEqual(k % 4 === 1 ? [65.536] : []);
+    }
+    // no DCQCN counters on this transport
+    expect(tracer.events.some((e) => e.name.includes("DCQCN"))).toBe(false);
+  });
+});

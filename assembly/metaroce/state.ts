@@ -5,11 +5,15 @@
 
 import { Device, Config } from "../core/device";
 import { MRT_PATH_WINDOW, MRT_STREAM_WINDOW } from "../generated/headers";
+import {
+  PATH_STATE_ACTIVE, PATH_STATE_SUSPECT, PATH_STATE_FAILED, MRT_PATH_PEER, MRT_PATH_PATH, MRT_PATH_PORT, MRT_PATH_STATE,
+  MRT_PATH_CWND, MRT_PATH_SRTT, MRT_PATH_HINT_GBPS, MRT_PATH_RTO_PS, MRT_PATH_INFLIGHT, MRT_PATH_RTOS, MRT_PATH_EPOCH, MRT_PATH_CONN,
+} from "../generated/layouts";
 
-/** Path states (sender side). */
-export const PATH_ACTIVE: u32 = 0;
-export const PATH_SUSPECT: u32 = 1; // an RTO expired: no new data until an ACK comes back
-export const PATH_FAILED: u32 = 2; // mrtFailAfter RTOs in a row: only probed
+/** Path states (sender side): layouts/device.json PATH_STATE. */
+export const PATH_ACTIVE: u32 = PATH_STATE_ACTIVE;
+export const PATH_SUSPECT: u32 = PATH_STATE_SUSPECT; // an RTO expired: no new data until an ACK comes back
+export const PATH_FAILED: u32 = PATH_STATE_FAILED; // mrtFailAfter RTOs in a row: only probed
 
 /** One connection: the paths to one peer device and the streams (QPs) that use them. */
 @unmanaged export class Conn {
@@ -161,4 +165,29 @@ export function mrtInit(dev: Device, base: usize): void {
   s.streams = off; off += <usize>c.maxQps * STREAM_BYTES;
   s.portHeads = off; off += <usize>c.ports * 16;
   s.portSeen = off;
+}
+
+/** Paths the device has (every connection made so far, each with mrtPaths). */
+export function mrtPathCount(dev: Device): u32 {
+  return dev.mrt == 0 ? 0 : mrtOf(dev).connCount * dev.cfg.mrtPaths;
+}
+
+/** Writes path `g`'s MRT_PATH record (layouts/device.json) at `dst`; false when there is no such path. */
+export function mrtPathRead(dev: Device, g: u32, dst: usize): bool {
+  if (g >= mrtPathCount(dev)) return false;
+  const p = pathAt(dev, g);
+  const c = g / dev.cfg.mrtPaths;
+  store<u32>(dst + MRT_PATH_PEER, connAt(dev, c).peer);
+  store<u32>(dst + MRT_PATH_PATH, g % dev.cfg.mrtPaths);
+  store<u32>(dst + MRT_PATH_PORT, p.port);
+  store<u32>(dst + MRT_PATH_STATE, p.state);
+  store<f64>(dst + MRT_PATH_CWND, p.cwnd);
+  store<f64>(dst + MRT_PATH_SRTT, p.srtt);
+  store<f64>(dst + MRT_PATH_HINT_GBPS, p.hintGbps);
+  store<u64>(dst + MRT_PATH_RTO_PS, p.rto);
+  store<u32>(dst + MRT_PATH_INFLIGHT, p.inflight);
+  store<u32>(dst + MRT_PATH_RTOS, p.rtos);
+  store<u32>(dst + MRT_PATH_EPOCH, p.epoch);
+  store<u32>(dst + MRT_PATH_CONN, c);
+  return true;
 }

@@ -53,6 +53,10 @@ export function formatResult(r: ScenarioResult): string {
     const m = r.metaroce;
     out.push(`transport metaroce: packets sent ${m.tx_data}, again ${m.tx_retransmits} (lost in a SACK hole ${m.losses_sack}, at an RTO ${m.losses_rto}; received twice ${m.rx_duplicate})`);
     out.push(`paths: probes ${m.tx_probes}, RTOs ${m.rtos}, failed ${m.paths_failed}, recovered ${m.paths_recovered}, window cuts ${m.cwnd_cuts}, RNR NAKs ${m.rnr_naks}; ECN marks ${r.fabric.ecnMarks}`);
+    if (r.paths) {
+      const p = r.paths, kb = (n: number) => (n / 1024).toFixed(0), us = (n: number) => formatTime(Math.round(n)), g = (n: number) => n.toFixed(1);
+      out.push(`at the end, ${p.count} paths: ${p.active} active, ${p.suspect} suspect, ${p.failed} failed; window KiB ${p.cwndBytes.map(kb).join("/")}, SRTT ${p.srttPs.map(us).join("/")}, rate hint Gb/s ${p.hintGbps.map(g).join("/")} (min/median/max)`);
+    }
   } else {
     out.push(`retransmissions ${r.retransmits}, timeouts ${r.timeouts}, NAKs ${r.naksSent}, ECN marks ${r.fabric.ecnMarks}, CNPs ${r.cnpsSent}, PFC pauses ${r.fabric.pfcPauses}`);
   }

@@ -5,6 +5,7 @@
 // browser tab as well.
 
 import { Context, type Qp, type Cq } from "../verbs.js";
+import type { Device } from "../device.js";
 import { DeviceEndpoint } from "../cluster/endpoint.js";
 import { Fabric, type FabricStats } from "../fabric/fabric.js";
 import { ClusterRunner } from "../fabric/runner.js";
@@ -66,6 +67,41 @@ export interface ScenarioResult {
   deviceDrops: Record<string, number>;
   /** the MetaRoCE-like transport's own counters, summed over the devices (layouts/stats.json mrt.*) */
   metaroce?: MetaroceCounts;
+  /** the MetaRoCE-like paths of every device at the end of the run */
+  paths?: PathSummary;
+}
+
+/** What the MetaRoCE-like paths looked like at the end: how many in each state, and the spread of their windows, RTTs and hints. */
+export interface PathSummary {
+  count: number;
+  active: number;
+  suspect: number;
+  failed: number;
+  /** min, median, max over the paths */
+  cwndBytes: [number, number, number];
+  /** over the paths with a sample */
+  srttPs: [number, number, number];
+  /** over the paths with a hint */
+  hintGbps: [number, number, number];
+}
+
+function spread(v: number[]): [number, number, number] {
+  if (v.length === 0) return [0, 0, 0];
+  const s = [...v].sort((a, b) => a - b);
+  return [s[0]!, s[(s.length - 1) >> 1]!, s[s.length - 1]!];
+}
+
+function pathSummary(contexts: readonly Context[]): PathSummary {
+  const paths = contexts.flatMap((c) => c.device.metarocePaths());
+  return {
+    count: paths.length,
+    active: paths.filter((p) => p.state === "active").length,
+    suspect: paths.filter((p) => p.state === "suspect").length,
+    failed: paths.filter((p) => p.state === "failed").length,
+    cwndBytes: spread(paths.map((p) => p.cwndBytes)),
+    srttPs: spread(paths.filter((p) => p.srttPs > 0).map((p) => p.srttPs)),
+    hintGbps: spread(paths.filter((p) => p.hintGbps > 0).map((p) => p.hintGbps)),
+  };
 }
 
 /** The MetaRoCE-like counters a result reports: why packets were sent again, what the paths went through. */
@@ -94,6 +130,9 @@ interface FlowState {
 /** The built run as an observer sees it: the fabric and the flows, in the order of `trafficFlows`. */
 export interface BuiltRun {
   fabric: Fabric;
+  /** the devices, by device number */
+  devices: readonly Device[];
+  transport: "rocev2" | "metaroce";
   messagesPerFlow: number;
   /** per flow: its DCQCN rate now, and the payload bytes its sender has sent (retransmissions included) and its receiver has placed in order */
   flows: readonly { src: number; dst: number; messageBytes: number; rateGbps(): number; sentBytes(): number; placedBytes(): number }[];
@@ -179,7 +218,7 @@ export async function runScenario(coreModule: WebAssembly.Module, input: unknown
   const byQp = new Map<string, FlowState>(state.map((f) => [`${f.spec.src}:${f.qp.qpn}`, f]));
   const observer = opts.observer;
   observer?.begin({
-    fabric, messagesPerFlow,
+    fabric, messagesPerFlow, devices: contexts.map((c) => c.device), transport: sc.transport,
     flows: state.map((f) => ({
       src: f.spec.src, dst: f.spec.dst, messageBytes: sc.traffic.messageBytes,
       rateGbps: () => f.ctx.qpRateGbps(f.qp), sentBytes: () => f.ctx.qpBytes(f.qp).tx, placedBytes: () => f.rx.ctx.qpBytes(f.rx.qp).rx,
@@ -262,7 +301,7 @@ export async function runScenario(coreModule: WebAssembly.Module, input: unknown
     transport: sc.transport,
     retransmits: sum("roce.retransmits") + sum("mrt.tx_retransmits"), timeouts: sum("roce.timeouts") + sum("mrt.rtos"),
     naksSent: sum("roce.naks_sent") + sum("mrt.naks_sent"), cnpsSent: sum("roce.cnps_sent"),
-    ...(sc.transport === "metaroce" ? { metaroce: Object.fromEntries(METAROCE_COUNTERS.map((k) => [k.slice(4), sum(k)])) as MetaroceCounts } : {}),
+    ...(sc.transport === "metaroce" ? { metaroce: Object.fromEntries(METAROCE_COUNTERS.map((k) => [k.slice(4), sum(k)])) as MetaroceCounts, paths: pathSummary(contexts) } : {}),
     fabric: { drops: fs.drops, ecnMarks: fs.ecnMarks, pfcPauses: fs.pfcPauses, hops: fs.hops, delivered: fs.delivered },
     deviceDrops,
   };

@@ -25,13 +25,16 @@ export function expandSweep(input: unknown): { set: Record<string, unknown>; sce
   for (const [path, values] of Object.entries(sweep)) combos = combos.flatMap((c) => values.map((v) => ({ ...c, [path]: v })));
   return combos.map((set) => {
     const scenario = structuredClone(base);
-    for (const [path, v] of Object.entries(set)) {
+    for (const [key, v] of Object.entries(set)) {
       try {
-        applySet(scenario, `${path}=${JSON.stringify(v)}`);
+        // "a,b": paths that change together, each value a list of one value per path
+        const paths = key.split(",");
+        if (paths.length > 1 && !(Array.isArray(v) && v.length === paths.length)) throw new ConfigError("", `must be a list of ${paths.length} values, one per path`);
+        paths.forEach((path, i) => applySet(scenario, `${path}=${JSON.stringify(paths.length > 1 ? (v as unknown[])[i] : v)}`));
         resolveScenario(scenario);
       } catch (e) {
         if (!(e instanceof ConfigError)) throw e;
-        throw new ConfigError(`scenario.sweep["${path}"]`, `${JSON.stringify(v)}: ${e.message}`);
+        throw new ConfigError(`scenario.sweep["${key}"]`, `${JSON.stringify(v)}: ${e.message.replace(/^: /, "")}`);
       }
     }
     return { set, scenario };

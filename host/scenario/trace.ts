@@ -2,8 +2,10 @@
 // one process per sending device with, per flow, its messages as async slices (post to
 // completion) and counters for the rate its sender sends at (retransmissions included), its
 // goodput (bytes its receiver placed in order) and its DCQCN rate; and one "fabric" process with a
-// counter per switch output queue that ever held a byte. Counters are sampled every
-// `intervalPs` of simulated time and written only when they change.
+// counter per switch output queue that ever held a byte; with the MetaRoCE-like transport, per
+// path of the senders' connections, its congestion window, rate hint and state (when there are
+// at most PATH_TRACKS_MAX paths in all). Counters are sampled every `intervalPs` of simulated
+// time and written only when they change.
 
 import type { TraceEvent } from "../trace/perfetto.js";
 import type { RunObserver, BuiltRun } from "./run.js";
@@ -20,6 +22,8 @@ const FABRIC_PID = 0;
 const devicePid = (d: number) => d + 1;
 
 export const TRACE_INTERVAL_DEFAULT_PS = 1_000_000;
+/** Paths beyond this many in all get no counters of their own (a trace of 4,000 connections would be mostly them). */
+export const PATH_TRACKS_MAX = 256;
 
 export class ScenarioTracer implements RunObserver {
   readonly events: ScenarioTraceEvent[] = [];
@@ -31,6 +35,8 @@ export class ScenarioTracer implements RunObserver {
   private placed: number[] = [];
   private lastSamplePs = 0;
   private queueChannels: { c: number; name: string }[] = [];
+  /** the sending devices whose paths get counters */
+  private pathDevices: number[] = [];
 
   constructor(readonly intervalPs = TRACE_INTERVAL_DEFAULT_PS) {
     if (!(intervalPs >= 1000)) throw new RangeError(`trace interval must be at least 1 ns, got ${intervalPs} ps`);
@@ -44,6 +50,7 @@ export class ScenarioTracer implements RunObserver {
     meta(FABRIC_PID, "fabric");
     const senders = [...new Set(run.flows.map((f) => f.src))].sort((a, b) => a - b);
     for (const d of senders) meta(devicePid(d), `device ${d}`);
+    this.pathDevices = run.transport === "metaroce" ? senders : [];
     // a switch's output queue: the channel of a link that starts at a switch
     const t = run.fabric.topology;
     t.links.forEach((L, l) => {
@@ -72,12 +79,26 @@ export class ScenarioTracer implements RunObserver {
       const sent = f.sentBytes(), placed = f.placedBytes(), pid = devicePid(f.src);
       this.counter(pid, `flow ${i} sending Gb/s`, this.lastSamplePs, ((sent - this.sent[i]!) * 8000) / dt);
       this.counter(pid, `flow ${i} goodput Gb/s`, this.lastSamplePs, ((placed - this.placed[i]!) * 8000) / dt);
-      this.counter(pid, `flow ${i} DCQCN rate Gb/s`, nowPs, f.rateGbps());
+      if (run.transport === "rocev2") this.counter(pid, `flow ${i} DCQCN rate Gb/s`, nowPs, f.rateGbps());
       this.sent[i] = sent;
       this.placed[i] = placed;
     });
     for (const q of this.queueChannels) this.counter(FABRIC_PID, `queue ${q.name} KB`, nowPs, run.fabric.queueBytes(q.c) / 1000);
+    this.samplePaths(nowPs);
     this.lastSamplePs = nowPs;
+  }
+
+  /** Each MetaRoCE-like path of the sending devices: its window, rate hint and state (0 active, 1 suspect, 2 failed). */
+  private samplePaths(nowPs: number): void {
+    if (this.pathDevices.length === 0) return;
+    const all = this.pathDevices.map((d) => ({ d, paths: this.run!.devices[d]!.metarocePaths() }));
+    if (all.reduce((s, x) => s + x.paths.length, 0) > PATH_TRACKS_MAX) { this.pathDevices = []; return; }
+    for (const { d, paths } of all) for (const p of paths) {
+      const name = `to ${p.peer} path ${p.path}`;
+      this.counter(devicePid(d), `${name} cwnd KB`, nowPs, p.cwndBytes / 1000);
+      this.counter(devicePid(d), `${name} hint Gb/s`, nowPs, p.hintGbps);
+      this.counter(devicePid(d), `${name} state`, nowPs, p.state === "active" ? 0 : p.state === "suspect" ? 1 : 2);
+    }
   }
 
   /** The trace as ui.perfetto.dev and chrome://tracing open it. */

@@ -26,9 +26,26 @@ export const goldenFile = (name: string) => join(GOLDEN_DIR, `${name}.json`);
 
 /** Runs a command from the repository root; its exit status and output are part of the golden. */
 function run(args: string[]): { status: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, args, { cwd: root, encoding: "utf8" });
+  const r = spawnSync(process.execPath, args, { cwd: root, encoding: "utf8", maxBuffer: 1 << 28 });
   if (r.error) throw r.error;
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** Flows a golden keeps per result: the first this many, and how many more there were (a golden is read by people). */
+export const GOLDEN_FLOWS_MAX = 32;
+
+/** `o` with every `flows` list cut to its first GOLDEN_FLOWS_MAX entries and a `flowsOmitted` count beside it. */
+function trimFlows(o: unknown): unknown {
+  if (Array.isArray(o)) return o.map(trimFlows);
+  if (typeof o !== "object" || o === null) return o;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(o)) {
+    if (k === "flows" && Array.isArray(v) && v.length > GOLDEN_FLOWS_MAX) {
+      out.flows = v.slice(0, GOLDEN_FLOWS_MAX);
+      out.flowsOmitted = v.length - GOLDEN_FLOWS_MAX;
+    } else out[k] = trimFlows(v);
+  }
+  return out;
 }
 
 /** `node bin/menic.js <args>`, which prints one JSON object: the object, stderr and the exit status. */
@@ -45,7 +62,7 @@ function cliCase(name: string, args: string[]): GoldenCase {
       } catch {
         throw new Error(`menic ${args.join(" ")} printed no JSON (status ${r.status}): ${r.stderr}`);
       }
-      return { exitStatus: r.status, stderr: r.stderr, output };
+      return { exitStatus: r.status, stderr: r.stderr, output: trimFlows(output) };
     },
   };
 }
@@ -53,7 +70,7 @@ function cliCase(name: string, args: string[]): GoldenCase {
 const baseName = (path: string) => path.replace(/^.*\//, "").replace(/\.[a-z]+$/, "");
 /** `menic fw run <elf> --json`: the whole JSON object (console, states, exit codes, stats, time) and the exit status. */
 const firmwareCase = (elf: string) => cliCase(`fw-${baseName(elf)}`, ["fw", "run", elf, "--json"]);
-/** `menic run <scenario> --json`: the whole result (flows, goodput, completion times, drops, counters) and the exit status. */
+/** `menic run <scenario> --json`: the whole result (flows — the first GOLDEN_FLOWS_MAX —, goodput, completion times, drops, counters) and the exit status. */
 const scenarioCase = (file: string) => cliCase(`run-${baseName(file)}`, ["run", file, "--json"]);
 
 const SCENARIOS = readdirSync(join(root, "examples", "scenarios")).filter((f) => f.endsWith(".json")).sort().map((f) => `examples/scenarios/${f}`);
