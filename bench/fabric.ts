@@ -1,16 +1,23 @@
-// npm run bench -- fabric: the cluster at scale (issue 7 §8). 64 devices on an 8-plane
-// leaf/spine run a permutation of 1 MiB RoCEv2 WRITEs in 4 KiB packets, in timing mode and in
-// full mode: packet-hops simulated per host second, and simulated time per wall time. Then
-// 1,024 devices in timing mode: the process's resident memory.
+// npm run bench -- fabric: the cluster at scale (issue 7 §8, issue 8). 64 devices on an 8-plane
+// leaf/spine run a permutation of 1 MiB WRITEs in 4 KiB packets, over RoCEv2 and over the
+// MetaRoCE-like transport, in timing mode and in full mode: packet-hops simulated per host
+// second, and simulated time per wall time. Then 1,024 devices in timing mode: the process's
+// resident memory. And the MetaRoCE-like transport's goodput at 1% loss
+// (examples/scenarios/metaroce-loss.json) as a fraction of line rate.
+import { readFileSync } from "node:fs";
 import { runScenario } from "../host/scenario/run.js";
+import { expandSweep } from "../host/scenario/sweep.js";
 import { coreModule } from "../host/platform/node.js";
 import type { Fabric } from "../host/fabric/fabric.js";
 import { figure } from "./report.js";
 
-function scenario(devices: number, mode: "timing" | "full", messages: number) {
+type Transport = "rocev2" | "metaroce";
+
+function scenario(devices: number, mode: "timing" | "full", messages: number, transport: Transport) {
   return {
     name: `fabric-${devices}-${mode}`,
     seed: 1,
+    transport,
     // one port per plane: 8 ports, 8 planes; a small device (1 engine, no memory to speak of)
     devices: { count: devices, config: { engines: 1, sramBytes: 4096, ports: 8, scaleUpPorts: 8 } },
     // non-blocking: as many spines per plane as devices per leaf (an oversubscribed fabric
@@ -20,22 +27,31 @@ function scenario(devices: number, mode: "timing" | "full", messages: number) {
   };
 }
 
-async function measure(devices: number, mode: "timing" | "full", messages: number) {
+async function measure(devices: number, mode: "timing" | "full", messages: number, transport: Transport = "rocev2") {
   let fabric: Fabric | undefined;
   // the run only: building the devices (a wasm instance each) is not simulation
   let t0 = 0;
-  const r = await runScenario(coreModule(), scenario(devices, mode, messages), { onBuilt: (c) => { fabric = c.fabric; t0 = performance.now(); } });
+  const r = await runScenario(coreModule(), scenario(devices, mode, messages, transport), { onBuilt: (c) => { fabric = c.fabric; t0 = performance.now(); } });
   const wallS = (performance.now() - t0) / 1000;
   if (!r.finished) throw new Error(`bench fabric: ${devices} devices (${mode}) did not finish`);
   return { r, wallS, hops: fabric!.stats().hops };
 }
 
 export async function run(): Promise<void> {
-  for (const mode of ["timing", "full"] as const) {
-    const { r, wallS, hops } = await measure(64, mode, 1);
-    figure(`fabric.${mode}.hops_per_s`, hops / wallS, "hops/s", { hops, wallS: +wallS.toFixed(3), goodputGbps: +r.totalGoodputGbps.toFixed(1) });
-    figure(`fabric.${mode}.sim_per_wall`, r.endPs / 1e12 / wallS, "s/s", { simulatedUs: r.endPs / 1e6 });
+  for (const transport of ["rocev2", "metaroce"] as const) {
+    // RoCEv2's names came first and stay as they are
+    const name = transport === "rocev2" ? "fabric" : "fabric.metaroce";
+    for (const mode of ["timing", "full"] as const) {
+      const { r, wallS, hops } = await measure(64, mode, 1, transport);
+      figure(`${name}.${mode}.hops_per_s`, hops / wallS, "hops/s", { hops, wallS: +wallS.toFixed(3), goodputGbps: +r.totalGoodputGbps.toFixed(1) });
+      figure(`${name}.${mode}.sim_per_wall`, r.endPs / 1e12 / wallS, "s/s", { simulatedUs: r.endPs / 1e6 });
+    }
   }
+  const loss = JSON.parse(readFileSync("examples/scenarios/metaroce-loss.json", "utf8"));
+  loss.sweep = { transport: ["metaroce"], "faults[0].random": [0.01] };
+  const [one] = expandSweep(loss);
+  const r = await runScenario(coreModule(), one!.scenario);
+  figure("transport.metaroce.goodput.loss1pct", r.totalGoodputGbps / 800, "of line rate", { goodputGbps: +r.totalGoodputGbps.toFixed(1), retransmits: r.retransmits });
   const { wallS } = await measure(1024, "timing", 1);
   figure("fabric.devices1024.rss_mib", process.memoryUsage().rss / 2 ** 20, "MiB", { wallS: +wallS.toFixed(1) });
 }
