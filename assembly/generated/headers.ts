@@ -511,6 +511,10 @@ export const MRT_OP_WRITE_IMM: u32 = 0x1;
 export const MRT_OP_SEND: u32 = 0x2;
 /** MetaRoCE-like constants: SEND with immediate */
 export const MRT_OP_SEND_IMM: u32 = 0x3;
+/** MetaRoCE-like constants: RDMA READ request: address, rkey and length name the responder's bytes; no payload */
+export const MRT_OP_READ_REQ: u32 = 0x4;
+/** MetaRoCE-like constants: a packet of a READ's response, on the responder's own stream: MSN is the request's, offset where it goes in the requester's buffer */
+export const MRT_OP_READ_RESP: u32 = 0x5;
 /** MetaRoCE-like constants: destination QP of a PROBE */
 export const MRT_PROBE_QP: u32 = 0xffffff;
 /** MetaRoCE-like constants: SSNs a stream's receiver tracks above its cumulative SSN; the sender never runs further ahead */
@@ -590,7 +594,7 @@ export const MRT_PATH_WINDOW: u32 = 0x100;
 @inline export function setMrhSsn(p: usize, v: u32): void {
   store<u32>(p + 16, bswap<u32>(v));
 }
-/** MRH.msn, 32 bits at bit 160: message sequence number in its stream; a SEND's is the index of the posted receive it fills */
+/** MRH.msn, 32 bits at bit 160: message sequence number in its stream; a SEND's is the index of the posted receive it fills; a READ response's is its request's */
 @inline export function getMrhMsn(p: usize): u32 {
   return bswap<u32>(load<u32>(p + 20));
 }
@@ -611,14 +615,14 @@ export const MRT_PATH_WINDOW: u32 = 0x100;
 @inline export function setMrhLength(p: usize, v: u32): void {
   store<u32>(p + 28, bswap<u32>(v));
 }
-/** MRH.addr, 64 bits at bit 256: WRITE: where this packet's first byte goes (the message's remote address plus offset) */
+/** MRH.addr, 64 bits at bit 256: WRITE: where this packet's first byte goes (the message's remote address plus offset); READ request: the responder's bytes */
 @inline export function getMrhAddr(p: usize): u64 {
   return bswap<u64>(load<u64>(p + 32));
 }
 @inline export function setMrhAddr(p: usize, v: u64): void {
   store<u64>(p + 32, bswap<u64>(v));
 }
-/** MRH.rkey, 32 bits at bit 320: WRITE: the remote key of the destination region */
+/** MRH.rkey, 32 bits at bit 320: WRITE and READ request: the remote key of the region */
 @inline export function getMrhRkey(p: usize): u32 {
   return bswap<u32>(load<u32>(p + 40));
 }

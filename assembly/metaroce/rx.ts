@@ -10,8 +10,11 @@ import { Qp, qpAt, rqSlot, mrCheck } from "../nic/verbs";
 import { dmaPtr } from "../mem/dma";
 import { cqPush } from "../nic/completions";
 import { qpError } from "../nic/queues";
-import { outAck, outDrain, outComplete, outFlush } from "../nic/outstanding";
-import { psnAdd, psnDiff } from "../nic/psn";
+import {
+  OUT_MAX, OUT_WAIT_RESPONSE, OUT_HAVE_LAST, OUT_RESPONSE, outAt, outAck, outDrain, outComplete, outFlush, outAppend, outMsn, outFlags,
+  outSetFlags, outRespLast, outSetRespLast,
+} from "../nic/outstanding";
+import { psnAdd, psnDiff, packetsOf } from "../nic/psn";
 import { crc32 } from "../wire/icrc";
 import {
   Path, RxPath, mrtOf, connAt, pathAt, rxPathAt, sentAt, ackedByte, placedByte, recvAt, portSeenAt, pdiff,
@@ -22,7 +25,7 @@ import { ccOnAck, ccInit } from "./cc";
 import {
   ETH_SIZE, IPV4_SIZE, UDP_SIZE, IPV4_ECN_CE, getIpv4Ecn, getIpv4Src,
   MRT_VERSION, MRT_TYPE_DATA, MRT_TYPE_ACK, MRT_TYPE_PROBE, MRT_FLAG_LAST, MRT_FLAG_ACK_REQ, MRT_OP_WRITE, MRT_OP_WRITE_IMM,
-  MRT_OP_SEND, MRT_OP_SEND_IMM, MRT_PROBE_QP, MRT_STREAM_WINDOW, MRT_PATH_WINDOW, MRT_NAK_RNR, MRT_NAK_REMOTE_ACCESS,
+  MRT_OP_SEND, MRT_OP_SEND_IMM, MRT_OP_READ_REQ, MRT_OP_READ_RESP, MRT_PROBE_QP, MRT_STREAM_WINDOW, MRT_PATH_WINDOW, MRT_NAK_RNR, MRT_NAK_REMOTE_ACCESS,
   MRT_NAK_INVALID_REQUEST, MRH_SIZE, MRA_SIZE, MRC_SIZE,
   getMrhVersion, getMrhType, getMrhFlags, getMrhPath, getMrhEpoch, getMrhPsn, getMrhFloor, getMrhOp, getMrhDestQp, getMrhSsn,
   getMrhMsn, getMrhOffset, getMrhLength, getMrhAddr, getMrhRkey, getMrhImm,
@@ -30,7 +33,8 @@ import {
   getMraHint, getMraNakQp, getMraNakCode, getMraNakSsn,
 } from "../generated/headers";
 import {
-  QP_STATE_RTR, QP_STATE_RTS, ACCESS_REMOTE_WRITE, ACCESS_LOCAL_WRITE, WQE_LADDR, WQE_LENGTH, WQE_LKEY, WQE_WR_ID,
+  QP_STATE_RTR, QP_STATE_RTS, ACCESS_REMOTE_WRITE, ACCESS_REMOTE_READ, ACCESS_LOCAL_WRITE, WQE_LADDR, WQE_LENGTH, WQE_LKEY, WQE_WR_ID,
+  WQE_SIZE, WQE_OPCODE, OPCODE_RDMA_READ,
   OPCODE_RECV, OPCODE_RDMA_WRITE_WITH_IMM, STATUS_SUCCESS, STATUS_REM_ACCESS_ERR, STATUS_REM_INV_REQ_ERR, STATUS_RNR_RETRY_EXC_ERR,
   STAT_MRT_RX_DATA, STAT_MRT_RX_ACKS, STAT_MRT_RX_PROBES, STAT_MRT_RX_MALFORMED, STAT_MRT_RX_BAD_CRC, STAT_MRT_RX_UNKNOWN,
   STAT_MRT_RX_DUPLICATE, STAT_MRT_RX_BEYOND_WINDOW, STAT_MRT_LOSSES_SACK, STAT_MRT_NAKS_SENT, STAT_MRT_RNR_NAKS,
@@ -138,9 +142,11 @@ function dataIn(dev: Device, c: u32, g: u32, h: usize, pl: usize, payload: u32, 
   const op = getMrhOp(h), flags = getMrhFlags(h);
   const off = getMrhOffset(h), len = getMrhLength(h), mtu = dev.cfg.mtuBytes;
   const last = (flags & MRT_FLAG_LAST) != 0;
-  // a packet says where it is in its message: every one but the last carries a whole MTU
-  if (op > MRT_OP_SEND_IMM || payload > mtu || off % mtu != 0 || <u64>off + <u64>payload > <u64>len
-    || (last ? off + payload != len : payload != mtu)) { statAdd(dev, STAT_MRT_RX_MALFORMED, 1); return; }
+  // a packet says where it is in its message: every one but the last carries a whole MTU; a
+  // READ request is one packet and carries none
+  const readReq = op == MRT_OP_READ_REQ;
+  if (op > MRT_OP_READ_RESP || payload > mtu || (readReq ? payload != 0 || off != 0 || !last
+    : off % mtu != 0 || <u64>off + <u64>payload > <u64>len || (last ? off + payload != len : payload != mtu))) { statAdd(dev, STAT_MRT_RX_MALFORMED, 1); return; }
   const qpn = getMrhDestQp(h);
   if (qpn >= dev.cfg.maxQps) { statAdd(dev, STAT_MRT_RX_UNKNOWN, 1); return; }
   const q = qpAt(dev, qpn);
@@ -156,9 +162,11 @@ function dataIn(dev: Device, c: u32, g: u32, h: usize, pl: usize, payload: u32, 
     if (pathRecord(dev, g, h, ce, t)) owesAck(dev, g, true, t);
     return;
   }
+  if (readReq) { readRequest(dev, c, g, h, q, qpn, ssn, ce, t); return; }
   // where the bytes go
   let dst: u64 = 0;
-  const consumes = op != MRT_OP_WRITE;
+  const consumes = op == MRT_OP_WRITE_IMM || op == MRT_OP_SEND || op == MRT_OP_SEND_IMM;
+  let read: usize = 0;
   let recv: u32 = 0;
   if (consumes) {
     recv = q.mtRecvBase + getMrhMsn(h);
@@ -174,13 +182,22 @@ function dataIn(dev: Device, c: u32, g: u32, h: usize, pl: usize, payload: u32, 
     if (<u64>off + <u64>payload > <u64>load<u32>(r + WQE_LENGTH)) { refuse(dev, c, g, h, q, qpn, MRT_NAK_INVALID_REQUEST, ssn, ce, t); return; }
     dst = load<u64>(r + WQE_LADDR) + <u64>off;
     if (!mrCheck(dev, load<u32>(r + WQE_LKEY), false, q.pd, dst, <u64>payload, ACCESS_LOCAL_WRITE)) { refuse(dev, c, g, h, q, qpn, MRT_NAK_INVALID_REQUEST, ssn, ce, t); return; }
+  } else if (op == MRT_OP_READ_RESP) {
+    // its bytes land where our READ of that MSN says (none when the READ is over: a copy late)
+    read = readOf(dev, q, qpn, getMrhMsn(h));
+    if (read != 0 && <u64>off + <u64>payload > <u64>load<u32>(read + WQE_LENGTH)) { statAdd(dev, STAT_MRT_RX_MALFORMED, 1); return; }
+    if (read != 0) dst = load<u64>(read + WQE_LADDR) + <u64>off;
   } else {
     dst = getMrhAddr(h);
     if (!mrCheck(dev, getMrhRkey(h), true, q.pd, dst, <u64>payload, ACCESS_REMOTE_WRITE)) { refuse(dev, c, g, h, q, qpn, MRT_NAK_REMOTE_ACCESS, ssn, ce, t); return; }
   }
   if (!pathRecord(dev, g, h, ce, t)) return;
-  if (dev.cfg.timingMode == 0 && payload > 0) memory.copy(dmaPtr(dev, dst, <u64>payload), pl, payload);
+  if (dev.cfg.timingMode == 0 && payload > 0 && (op != MRT_OP_READ_RESP || read != 0)) memory.copy(dmaPtr(dev, dst, <u64>payload), pl, payload);
   q.rxBytes += payload;
+  if (read != 0 && last) {
+    outSetRespLast(read, ssn);
+    outSetFlags(read, outFlags(read) | OUT_HAVE_LAST);
+  }
   if (consumes && last) {
     const e = recvAt(dev, qpn, recv);
     store<u32>(e, recv + 1);
@@ -189,7 +206,13 @@ function dataIn(dev: Device, c: u32, g: u32, h: usize, pl: usize, payload: u32, 
     store<u32>(e, getMrhImm(h), 12);
     store<u32>(e, len, 16);
   }
-  // the stream: this SSN placed, the cumulative SSN over what is placed, receives complete in order
+  // the stream: this SSN placed, receives and READs complete in order
+  streamPlaced(dev, q, qpn, ssn, t);
+  ackPolicy(dev, g, now || pdiff(getMrhPsn(h), rxPathAt(dev, g).cum) >= 0, t);
+}
+
+/** SSN `ssn` of stream `q` is placed: the cumulative SSN moves over what is placed, and receives and READs whose messages are whole complete. */
+function streamPlaced(dev: Device, q: Qp, qpn: u32, ssn: u32, t: u64): void {
   const b = placedByte(dev, qpn, ssn);
   store<u8>(b, load<u8>(b) | <u8>(1 << <u8>(ssn & 7)));
   while (true) {
@@ -199,7 +222,52 @@ function dataIn(dev: Device, c: u32, g: u32, h: usize, pl: usize, payload: u32, 
     q.mtRcum = psnAdd(q.mtRcum, 1);
   }
   completeReceives(dev, q, qpn, t);
-  ackPolicy(dev, g, now || pdiff(getMrhPsn(h), rxPathAt(dev, g).cum) >= 0, t);
+  readsDone(dev, q, qpn, t);
+}
+
+/** Our outstanding READ whose MSN is `msn` and whose response is still coming, or 0. */
+function readOf(dev: Device, q: Qp, qpn: u32, msn: u32): usize {
+  for (let k: u32 = 0; k < q.outCount; k++) {
+    const e = outAt(dev, q, qpn, k);
+    if ((outFlags(e) & OUT_WAIT_RESPONSE) != 0 && outMsn(e) == msn) return e;
+  }
+  return 0;
+}
+
+/** READs whose response is placed whole stop waiting: they complete in order with the rest. */
+function readsDone(dev: Device, q: Qp, qpn: u32, t: u64): void {
+  let any = false;
+  for (let k: u32 = 0; k < q.outCount; k++) {
+    const e = outAt(dev, q, qpn, k);
+    const f = outFlags(e);
+    if ((f & (OUT_WAIT_RESPONSE | OUT_HAVE_LAST)) != (OUT_WAIT_RESPONSE | OUT_HAVE_LAST) || psnDiff(q.mtRcum, outRespLast(e)) <= 0) continue;
+    outSetFlags(e, f & ~OUT_WAIT_RESPONSE);
+    any = true;
+  }
+  if (any) outAck(dev, q, qpn, psnAdd(q.mtUna, 0xffffff), t);
+}
+
+/**
+ * A READ request for stream `q`: the bytes it names are checked and sent back as a message of
+ * our own stream to the requester (its MSN the request's), which our sender reliably delivers.
+ */
+function readRequest(dev: Device, c: u32, g: u32, h: usize, q: Qp, qpn: u32, ssn: u32, ce: bool, t: u64): void {
+  const addr = getMrhAddr(h), len = getMrhLength(h);
+  if (!mrCheck(dev, getMrhRkey(h), true, q.pd, addr, <u64>len, ACCESS_REMOTE_READ)) { refuse(dev, c, g, h, q, qpn, MRT_NAK_REMOTE_ACCESS, ssn, ce, t); return; }
+  // no room among our outstanding messages: not taken, and its sender told to wait
+  if (q.outCount >= OUT_MAX) { nak(dev, g, qpn, MRT_NAK_RNR, ssn, t); return; }
+  if (!pathRecord(dev, g, h, ce, t)) return;
+  const e = outAt(dev, q, qpn, q.outCount);
+  memory.fill(e, 0, <usize>WQE_SIZE);
+  store<u8>(e + WQE_OPCODE, <u8>OPCODE_RDMA_READ);
+  store<u64>(e + WQE_LADDR, addr);
+  store<u32>(e + WQE_LENGTH, len);
+  const first = q.sqPsn, last = psnAdd(first, packetsOf(len, dev.cfg.mtuBytes) - 1);
+  q.sqPsn = psnAdd(last, 1);
+  outAppend(dev, q, qpn, e, first, last, getMrhMsn(h), OUT_RESPONSE);
+  streamReady(dev, q, qpn, t);
+  streamPlaced(dev, q, qpn, ssn, t);
+  owesAck(dev, g, true, t);
 }
 
 /** The receives whose messages are placed whole complete, in order. */

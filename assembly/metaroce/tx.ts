@@ -12,7 +12,7 @@ import { dmaPtr } from "../mem/dma";
 import { portAt, portsOf, txRoom, framePs, emit, wakePort, portWakeAt, WIRE_OVERHEAD } from "../nic/ports";
 import { ethIpUdp } from "../nic/ethernet";
 import { psnAdd, psnDiff, packetsOf } from "../nic/psn";
-import { outAt, outFirstPsn, outLastPsn, outMsn } from "../nic/outstanding";
+import { outAt, outFirstPsn, outLastPsn, outMsn, outFlags, OUT_RESPONSE } from "../nic/outstanding";
 import { crc32 } from "../wire/icrc";
 import {
   Conn, Path, RxPath, mrtOf, connAt, pathAt, rxPathAt, sentAt, rtxAt, rtxCap, ackedByte, placedByte, portLists, portSeenAt,
@@ -21,7 +21,7 @@ import {
 import { ccInit, ccOnRto, ccPaceRate } from "./cc";
 import {
   ETH_SIZE, MRT_UDP_PORT, MRT_VERSION, MRT_TYPE_DATA, MRT_TYPE_ACK, MRT_TYPE_PROBE, MRT_FLAG_FIRST, MRT_FLAG_LAST,
-  MRT_FLAG_ACK_REQ, MRT_FLAG_RETX, MRT_OP_WRITE, MRT_OP_WRITE_IMM, MRT_OP_SEND, MRT_OP_SEND_IMM, MRT_PROBE_QP,
+  MRT_FLAG_ACK_REQ, MRT_FLAG_RETX, MRT_OP_WRITE, MRT_OP_WRITE_IMM, MRT_OP_SEND, MRT_OP_SEND_IMM, MRT_OP_READ_REQ, MRT_OP_READ_RESP, MRT_PROBE_QP,
   MRT_STREAM_WINDOW, MRT_PATH_WINDOW, MRH_SIZE, MRA_SIZE, MRC_SIZE,
   setMrhVersion, setMrhType, setMrhFlags, setMrhPath, setMrhEpoch, setMrhPsn, setMrhFloor, setMrhOp, setMrhDestQp, setMrhSsn,
   setMrhMsn, setMrhOffset, setMrhLength, setMrhAddr, setMrhRkey, setMrhImm,
@@ -29,7 +29,7 @@ import {
   setMraCe, setMraResv, setMraHint, setMraNakQp, setMraNakCode, setMraNakSsn,
 } from "../generated/headers";
 import {
-  OPCODE_RDMA_WRITE, OPCODE_RDMA_WRITE_WITH_IMM, OPCODE_SEND, OPCODE_SEND_WITH_IMM,
+  OPCODE_RDMA_WRITE, OPCODE_RDMA_WRITE_WITH_IMM, OPCODE_SEND, OPCODE_SEND_WITH_IMM, OPCODE_RDMA_READ,
   WQE_OPCODE, WQE_LENGTH, WQE_LADDR, WQE_RADDR, WQE_RKEY, WQE_IMM,
   STAT_MRT_TX_DATA, STAT_MRT_TX_RETRANSMITS, STAT_MRT_TX_PROBES, STAT_MRT_TX_ACKS, STAT_MRT_RTOS, STAT_MRT_LOSSES_RTO,
   STAT_MRT_PATHS_FAILED,
@@ -353,7 +353,9 @@ export function messageOf(dev: Device, q: Qp, qpn: u32, ssn: u32): usize {
   return 0;
 }
 
-function mrtOp(op: u32): u32 {
+function mrtOp(op: u32, flags: u32): u32 {
+  if ((flags & OUT_RESPONSE) != 0) return MRT_OP_READ_RESP;
+  if (op == OPCODE_RDMA_READ) return MRT_OP_READ_REQ;
   if (op == OPCODE_RDMA_WRITE_WITH_IMM) return MRT_OP_WRITE_IMM;
   if (op == OPCODE_SEND) return MRT_OP_SEND;
   if (op == OPCODE_SEND_WITH_IMM) return MRT_OP_SEND_IMM;
@@ -370,13 +372,14 @@ function buildData(dev: Device, c: u32, g: u32, q: Qp, qpn: u32, ssn: u32, again
   const e = messageOf(dev, q, qpn, ssn);
   if (e == 0) return 0;
   const path = pathAt(dev, g);
-  const op = <u32>load<u8>(e + WQE_OPCODE);
+  const op = mrtOp(<u32>load<u8>(e + WQE_OPCODE), outFlags(e));
   const len = load<u32>(e + WQE_LENGTH);
   const mtu = dev.cfg.mtuBytes;
   const idx = <u32>psnDiff(ssn, outFirstPsn(e));
-  const n = packetsOf(len, mtu);
+  // a READ request is one packet without payload; every other message is cut at the MTU
+  const n = op == MRT_OP_READ_REQ ? 1 : packetsOf(len, mtu);
   const off = idx * mtu;
-  const plen = idx == n - 1 ? len - off : mtu;
+  const plen = op == MRT_OP_READ_REQ ? 0 : idx == n - 1 ? len - off : mtu;
   let flags: u32 = 0;
   if (idx == 0) flags |= MRT_FLAG_FIRST;
   if (idx == n - 1) flags |= MRT_FLAG_LAST | MRT_FLAG_ACK_REQ;
@@ -385,14 +388,15 @@ function buildData(dev: Device, c: u32, g: u32, q: Qp, qpn: u32, ssn: u32, again
   const h = ethIpUdp(dev, path.port, k.peer, pathUdpPort(dev, g % dev.cfg.mrtPaths), MRT_UDP_PORT, MRH_SIZE + plen + MRC_SIZE);
   const psn = path.nxt;
   dataHeader(h, MRT_TYPE_DATA, flags, g % dev.cfg.mrtPaths, path.epoch, psn, path.una);
-  setMrhOp(h, mrtOp(op));
+  setMrhOp(h, op);
   setMrhDestQp(h, q.destQpn);
   setMrhSsn(h, ssn);
   setMrhMsn(h, outMsn(e));
   setMrhOffset(h, off);
   setMrhLength(h, len);
-  setMrhAddr(h, load<u64>(e + WQE_RADDR) + <u64>off);
-  setMrhRkey(h, load<u32>(e + WQE_RKEY));
+  // a READ response's bytes go where its requester's own READ says: it names no address
+  setMrhAddr(h, op == MRT_OP_READ_RESP ? 0 : load<u64>(e + WQE_RADDR) + <u64>off);
+  setMrhRkey(h, op == MRT_OP_READ_RESP ? 0 : load<u32>(e + WQE_RKEY));
   setMrhImm(h, load<u32>(e + WQE_IMM));
   const wire = finish(dev, h + MRH_SIZE, load<u64>(e + WQE_LADDR) + <u64>off, plen);
   // the path's record of it, and its window and pacing

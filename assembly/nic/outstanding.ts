@@ -23,10 +23,17 @@ import {
 export const OUT_MAX: u32 = 16;
 /**
  * One entry: the message's WQE, then its first and last PSN, when its completion is visible (0:
- * not acknowledged), and (MetaRoCE-like streams) its MSN: the receive index a SEND or
- * WRITE_IMM fills, else the stream's message count.
+ * not acknowledged), and for MetaRoCE-like streams its MSN (the receive index a SEND or
+ * WRITE_IMM fills, else the stream's message count), OUT_* flags, and a READ's response's last
+ * SSN once known.
  */
-export const OUT_ENTRY: usize = <usize>WQE_SIZE + 24;
+export const OUT_ENTRY: usize = <usize>WQE_SIZE + 32;
+/** A MetaRoCE-like READ whose response has not all arrived: it is not acknowledged before. */
+export const OUT_WAIT_RESPONSE: u32 = 1;
+/** The last SSN of that READ's response is known (its LAST packet arrived). */
+export const OUT_HAVE_LAST: u32 = 2;
+/** The entry is a MetaRoCE-like READ response this QP sends for its peer: no completion of its own. */
+export const OUT_RESPONSE: u32 = 4;
 
 /** Arena bytes for `maxQps` QPs' outstanding messages. */
 export function outBytes(maxQps: u32): usize {
@@ -43,27 +50,38 @@ export function outBytes(maxQps: u32): usize {
 @inline export function outLastPsn(e: usize): u32 { return load<u32>(e + <usize>WQE_SIZE, 4); }
 @inline export function outVisibleAt(e: usize): u64 { return load<u64>(e + <usize>WQE_SIZE, 8); }
 @inline export function outMsn(e: usize): u32 { return load<u32>(e + <usize>WQE_SIZE, 16); }
+@inline export function outFlags(e: usize): u32 { return load<u32>(e + <usize>WQE_SIZE, 20); }
+@inline export function outSetFlags(e: usize, f: u32): void { store<u32>(e + <usize>WQE_SIZE, f, 20); }
+@inline export function outRespLast(e: usize): u32 { return load<u32>(e + <usize>WQE_SIZE, 24); }
+@inline export function outSetRespLast(e: usize, ssn: u32): void { store<u32>(e + <usize>WQE_SIZE, ssn, 24); }
 
 /**
  * The head request (its WQE at `w`, PSNs first .. last), its source read, becomes the newest
  * outstanding message: the port's send cursor will reach it, and the queue goes on to its next
  * entry at once (the next source is read while this one is on the wire).
  */
-export function outPush(dev: Device, q: Qp, qpn: u32, w: usize, first: u32, last: u32, msn: u32 = 0): void {
+export function outPush(dev: Device, q: Qp, qpn: u32, w: usize, first: u32, last: u32, msn: u32 = 0, flags: u32 = 0): void {
+  outAppend(dev, q, qpn, w, first, last, msn, flags);
+  // the head is done with: its ring slot is free (qpSqDone counts it)
+  finishRequest(q);
+}
+
+/** Appends a message (its WQE at `w`) to the outstanding ones; the send cursor will reach it. */
+export function outAppend(dev: Device, q: Qp, qpn: u32, w: usize, first: u32, last: u32, msn: u32, flags: u32): void {
   const e = outAt(dev, q, qpn, q.outCount);
   memory.copy(e, w, <usize>WQE_SIZE);
   store<u32>(e + <usize>WQE_SIZE, first);
   store<u32>(e + <usize>WQE_SIZE, last, 4);
   store<u64>(e + <usize>WQE_SIZE, 0, 8);
   store<u32>(e + <usize>WQE_SIZE, msn, 16);
+  store<u32>(e + <usize>WQE_SIZE, flags, 20);
+  store<u32>(e + <usize>WQE_SIZE, 0, 24);
   q.outCount++;
   if (!q.rtxActive) {
     q.rtxActive = 1;
     q.rtxK = q.outCount - 1;
     q.rtxPsn = first;
   }
-  // the head is done with: its ring slot is free (qpSqDone counts it)
-  finishRequest(q);
 }
 
 /**
@@ -73,12 +91,15 @@ export function outPush(dev: Device, q: Qp, qpn: u32, w: usize, first: u32, last
 export function outComplete(dev: Device, q: Qp, qpn: u32, status: u32, t: u64): bool {
   const e = outAt(dev, q, qpn, 0);
   const op = <u32>load<u8>(e + WQE_OPCODE);
-  const signaled = q.sigAll != 0 || (load<u8>(e + WQE_FLAGS) & WR_FLAG_SIGNALED) != 0 || status != STATUS_SUCCESS;
+  // a READ response sent for the peer is nobody's work request
+  const signaled = (outFlags(e) & OUT_RESPONSE) == 0 && (q.sigAll != 0 || (load<u8>(e + WQE_FLAGS) & WR_FLAG_SIGNALED) != 0 || status != STATUS_SUCCESS);
   let ok = true;
   if (signaled) ok = cqPush(dev, q.sendCq, t, load<u64>(e + WQE_WR_ID), status == STATUS_SUCCESS ? load<u32>(e + WQE_LENGTH) : 0, 0, false, qpn, status, op);
-  tracePoint(dev, t, TP_NIC_WQE_DONE, 0xffff, (qpn << 8) | status);
-  if (status == STATUS_WR_FLUSH_ERR) statAdd(dev, STAT_NIC_FLUSHED, 1);
-  else if (status != STATUS_SUCCESS) statAdd(dev, STAT_NIC_ERRORS, 1);
+  if ((outFlags(e) & OUT_RESPONSE) == 0) {
+    tracePoint(dev, t, TP_NIC_WQE_DONE, 0xffff, (qpn << 8) | status);
+    if (status == STATUS_WR_FLUSH_ERR) statAdd(dev, STAT_NIC_FLUSHED, 1);
+    else if (status != STATUS_SUCCESS) statAdd(dev, STAT_NIC_ERRORS, 1);
+  }
   q.outHead = (q.outHead + 1) % OUT_MAX;
   q.outCount--;
   if (q.outAcked > 0) q.outAcked--;
@@ -100,7 +121,7 @@ export function outAck(dev: Device, q: Qp, qpn: u32, upto: u32, t: u64): u32 {
   let n: u32 = 0;
   while (q.outAcked < q.outCount) {
     const e = outAt(dev, q, qpn, q.outAcked);
-    if (psnDiff(upto, outLastPsn(e)) < 0) break;
+    if (psnDiff(upto, outLastPsn(e)) < 0 || (outFlags(e) & OUT_WAIT_RESPONSE) != 0) break;
     store<u64>(e + <usize>WQE_SIZE, cqeVisible(dev, q.sendCq, t), 8);
     q.outAcked++;
     n++;

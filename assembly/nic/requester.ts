@@ -26,11 +26,11 @@ import { NicPhase, FLOW_ENDED, phaseAt, fail, noAnswer, notReady, finishRequest 
 import { queueRequest } from "./roce-tx";
 import { streamReady } from "../metaroce/tx";
 import { packetsOf, psnAdd } from "./psn";
-import { OUT_MAX, outDrain, outPush, kickAt } from "./outstanding";
+import { OUT_MAX, OUT_WAIT_RESPONSE, outDrain, outPush, kickAt } from "./outstanding";
 import { wireRequest } from "./wire";
 import { checkCopy, checkReduce, reduceBlockOf, placeReduce } from "./local-ops";
 import {
-  OPCODE_RDMA_READ, OPCODE_RDMA_WRITE, OPCODE_REDUCE, OPCODE_COPY, WR_FLAG_SIGNALED,
+  OPCODE_RDMA_READ, OPCODE_RDMA_WRITE_WITH_IMM, OPCODE_SEND, OPCODE_SEND_WITH_IMM, OPCODE_REDUCE, OPCODE_COPY, WR_FLAG_SIGNALED,
   STATUS_SUCCESS, STATUS_LOC_QP_OP_ERR, STATUS_LOC_PROT_ERR, STATUS_WR_FLUSH_ERR, STATUS_RETRY_EXC_ERR, STATUS_RNR_RETRY_EXC_ERR,
   ACCESS_LOCAL_WRITE, QP_STATE_RTS, QP_STATE_ERR,
   WQE_SIZE, WQE_OPCODE, WQE_FLAGS, WQE_NSRC, WQE_WR_ID, WQE_LADDR, WQE_LENGTH, WQE_LKEY, WQE_RADDR, WQE_RKEY, WQE_IMM,
@@ -163,7 +163,6 @@ function attemptRemote(dev: Device, q: Qp, qpn: u32, w: usize, t: u64): void {
   let head = t + dev.cfg.nicWqeLatencyPs;
   q.reqBytes = 0;
   q.reqLen = len;
-  if (op == OPCODE_RDMA_READ && dev.mrt != 0) { fail(dev, q, qpn, t, STATUS_LOC_QP_OP_ERR); return; } // not in the MetaRoCE-like transport yet (docs/protocol.md)
   if (op != OPCODE_RDMA_READ) {
     if (len > 0 && dmaIsHost(dev, src, len)) head = pcieRead(dev, head, len);
     else if (dmaIsSram(dev, src, len)) head += dev.cfg.nicSramLatencyPs + sramDmaPs(dev, len);
@@ -176,28 +175,34 @@ function attemptRemote(dev: Device, q: Qp, qpn: u32, w: usize, t: u64): void {
 
 /** The source has been read: the request's packets go to its port (the same PSNs on a retry). */
 function startSend(dev: Device, q: Qp, qpn: u32, t: u64): void {
+  const op = <u32>load<u8>(qpWqe(dev, qpn) + WQE_OPCODE);
   if (!q.msgPsnSet) {
     const w = qpWqe(dev, qpn);
     q.msgPsn = q.sqPsn;
-    q.msgLastPsn = psnAdd(q.msgPsn, packetsOf(load<u32>(w + WQE_LENGTH), dev.cfg.mtuBytes) - 1);
+    // a MetaRoCE-like READ request is one packet of its stream (its response comes on the peer's)
+    const packets = dev.mrt != 0 && op == OPCODE_RDMA_READ ? 1 : packetsOf(load<u32>(w + WQE_LENGTH), dev.cfg.mtuBytes);
+    q.msgLastPsn = psnAdd(q.msgPsn, packets - 1);
     q.sqPsn = psnAdd(q.msgLastPsn, 1);
     q.msgPsnSet = 1;
   }
   q.txPsn = q.msgPsn;
   q.rspPsn = q.msgPsn;
-  const op = <u32>load<u8>(qpWqe(dev, qpn) + WQE_OPCODE);
+  if (dev.mrt != 0) {
+    // MetaRoCE-like: every message joins the outstanding ones and the queue starts its next
+    // entry; its packets are the stream's SSNs msgPsn .. msgLastPsn. A SEND or WRITE_IMM names
+    // the receive it fills; a READ is acknowledged only once its response is all in.
+    const consumes = op == OPCODE_SEND || op == OPCODE_SEND_WITH_IMM || op == OPCODE_RDMA_WRITE_WITH_IMM;
+    const msn = consumes ? q.mtRecvNext++ : q.mtMsn;
+    q.mtMsn++;
+    outPush(dev, q, qpn, qpWqe(dev, qpn), q.msgPsn, q.msgLastPsn, msn, op == OPCODE_RDMA_READ ? OUT_WAIT_RESPONSE : 0);
+    streamReady(dev, q, qpn, t);
+    kickAt(dev, q, qpn, t);
+    return;
+  }
   if (op != OPCODE_RDMA_READ) {
     // a WRITE or SEND joins the outstanding messages and the queue starts its next entry
-    if (dev.mrt != 0) {
-      // MetaRoCE-like: its packets are the stream's SSNs msgPsn .. msgLastPsn; a SEND or WRITE_IMM names the receive it fills
-      const msn = op == OPCODE_RDMA_WRITE ? q.mtMsn : q.mtRecvNext++;
-      q.mtMsn++;
-      outPush(dev, q, qpn, qpWqe(dev, qpn), q.msgPsn, q.msgLastPsn, msn);
-      streamReady(dev, q, qpn, t);
-    } else {
-      outPush(dev, q, qpn, qpWqe(dev, qpn), q.msgPsn, q.msgLastPsn);
-      queueRequest(dev, q, qpn, t);
-    }
+    outPush(dev, q, qpn, qpWqe(dev, qpn), q.msgPsn, q.msgLastPsn);
+    queueRequest(dev, q, qpn, t);
     kickAt(dev, q, qpn, t);
     return;
   }

@@ -291,6 +291,10 @@ export const MRT = {
   OP_SEND: 0x2,
   /** SEND with immediate */
   OP_SEND_IMM: 0x3,
+  /** RDMA READ request: address, rkey and length name the responder's bytes; no payload */
+  OP_READ_REQ: 0x4,
+  /** a packet of a READ's response, on the responder's own stream: MSN is the request's, offset where it goes in the requester's buffer */
+  OP_READ_RESP: 0x5,
   /** destination QP of a PROBE */
   PROBE_QP: 0xffffff,
   /** SSNs a stream's receiver tracks above its cumulative SSN; the sender never runs further ahead */
@@ -328,7 +332,7 @@ export function setMrhDestQp(v: DataView, at: number, x: number): void { v.setUi
 /** MRH.ssn, 32 bits at bit 128: stream sequence number of this packet (24 bits used, wrapping): the same when sent again */
 export function getMrhSsn(v: DataView, at: number): number { return v.getUint32(at + 16); }
 export function setMrhSsn(v: DataView, at: number, x: number): void { v.setUint32(at + 16, x); }
-/** MRH.msn, 32 bits at bit 160: message sequence number in its stream; a SEND's is the index of the posted receive it fills */
+/** MRH.msn, 32 bits at bit 160: message sequence number in its stream; a SEND's is the index of the posted receive it fills; a READ response's is its request's */
 export function getMrhMsn(v: DataView, at: number): number { return v.getUint32(at + 20); }
 export function setMrhMsn(v: DataView, at: number, x: number): void { v.setUint32(at + 20, x); }
 /** MRH.offset, 32 bits at bit 192: byte offset of this packet's payload in its message */
@@ -337,10 +341,10 @@ export function setMrhOffset(v: DataView, at: number, x: number): void { v.setUi
 /** MRH.length, 32 bits at bit 224: the whole message's length in bytes */
 export function getMrhLength(v: DataView, at: number): number { return v.getUint32(at + 28); }
 export function setMrhLength(v: DataView, at: number, x: number): void { v.setUint32(at + 28, x); }
-/** MRH.addr, 64 bits at bit 256: WRITE: where this packet's first byte goes (the message's remote address plus offset) */
+/** MRH.addr, 64 bits at bit 256: WRITE: where this packet's first byte goes (the message's remote address plus offset); READ request: the responder's bytes */
 export function getMrhAddr(v: DataView, at: number): bigint { return v.getBigUint64(at + 32); }
 export function setMrhAddr(v: DataView, at: number, x: bigint): void { v.setBigUint64(at + 32, x); }
-/** MRH.rkey, 32 bits at bit 320: WRITE: the remote key of the destination region */
+/** MRH.rkey, 32 bits at bit 320: WRITE and READ request: the remote key of the region */
 export function getMrhRkey(v: DataView, at: number): number { return v.getUint32(at + 40); }
 export function setMrhRkey(v: DataView, at: number, x: number): void { v.setUint32(at + 40, x); }
 /** MRH.imm, 32 bits at bit 352: WRITE_IMM and SEND_IMM: the immediate value (in every packet of the message) */
@@ -494,11 +498,11 @@ export const HEADER_LAYOUTS: readonly HeaderLayout[] = [
     { name: "op", bit: 96, bits: 8, icrcMasked: false, littleEndian: false, doc: "MRT_OP_*: what the message is" },
     { name: "destQp", bit: 104, bits: 24, icrcMasked: false, littleEndian: false, doc: "the receiver's QP (the stream); 0xFFFFFF in a PROBE" },
     { name: "ssn", bit: 128, bits: 32, icrcMasked: false, littleEndian: false, doc: "stream sequence number of this packet (24 bits used, wrapping): the same when sent again" },
-    { name: "msn", bit: 160, bits: 32, icrcMasked: false, littleEndian: false, doc: "message sequence number in its stream; a SEND's is the index of the posted receive it fills" },
+    { name: "msn", bit: 160, bits: 32, icrcMasked: false, littleEndian: false, doc: "message sequence number in its stream; a SEND's is the index of the posted receive it fills; a READ response's is its request's" },
     { name: "offset", bit: 192, bits: 32, icrcMasked: false, littleEndian: false, doc: "byte offset of this packet's payload in its message" },
     { name: "length", bit: 224, bits: 32, icrcMasked: false, littleEndian: false, doc: "the whole message's length in bytes" },
-    { name: "addr", bit: 256, bits: 64, icrcMasked: false, littleEndian: false, doc: "WRITE: where this packet's first byte goes (the message's remote address plus offset)" },
-    { name: "rkey", bit: 320, bits: 32, icrcMasked: false, littleEndian: false, doc: "WRITE: the remote key of the destination region" },
+    { name: "addr", bit: 256, bits: 64, icrcMasked: false, littleEndian: false, doc: "WRITE: where this packet's first byte goes (the message's remote address plus offset); READ request: the responder's bytes" },
+    { name: "rkey", bit: 320, bits: 32, icrcMasked: false, littleEndian: false, doc: "WRITE and READ request: the remote key of the region" },
     { name: "imm", bit: 352, bits: 32, icrcMasked: false, littleEndian: false, doc: "WRITE_IMM and SEND_IMM: the immediate value (in every packet of the message)" },
   ] },
   { name: "Mra", size: 52, icrcMask: 0x0, fields: [
