@@ -96,7 +96,7 @@ export function metaroceDefaults(spec: MetaroceSpec): MetaroceFrame {
 }
 
 /** The MRT.OP_* values a DATA packet may carry. */
-export const METAROCE_OPS: readonly number[] = [MRT.OP_WRITE, MRT.OP_WRITE_IMM, MRT.OP_SEND, MRT.OP_SEND_IMM];
+export const METAROCE_OPS: readonly number[] = [MRT.OP_WRITE, MRT.OP_WRITE_IMM, MRT.OP_SEND, MRT.OP_SEND_IMM, MRT.OP_READ_REQ, MRT.OP_READ_RESP];
 /** The MRT_NAK.* codes an ACK may carry. */
 export const METAROCE_NAKS: readonly number[] = [MRT_NAK.NONE, MRT_NAK.RNR, MRT_NAK.REMOTE_ACCESS, MRT_NAK.INVALID_REQUEST];
 

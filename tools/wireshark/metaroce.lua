@@ -32,6 +32,8 @@ local MRT = {
   OP_WRITE_IMM = 1, -- RDMA WRITE with immediate: the last packet consumes a posted receive
   OP_SEND = 2, -- SEND into the posted receive numbered MSN
   OP_SEND_IMM = 3, -- SEND with immediate
+  OP_READ_REQ = 4, -- RDMA READ request: address, rkey and length name the responder's bytes; no payload
+  OP_READ_RESP = 5, -- a packet of a READ's response, on the responder's own stream: MSN is the request's, offset where it goes in the requester's buffer
   PROBE_QP = 16777215, -- destination QP of a PROBE
   STREAM_WINDOW = 4096, -- SSNs a stream's receiver tracks above its cumulative SSN; the sender never runs further ahead
   PATH_WINDOW = 256, -- PSNs a path may have outstanding (the SACK's reach)
@@ -45,7 +47,7 @@ local MRT_NAK = {
 
 -- value strings: what a number means
 local VS_MRT_TYPE = { [1] = "DATA", [2] = "ACK", [3] = "PROBE" }
-local VS_MRT_OP = { [0] = "WRITE", [1] = "WRITE_IMM", [2] = "SEND", [3] = "SEND_IMM" }
+local VS_MRT_OP = { [0] = "WRITE", [1] = "WRITE_IMM", [2] = "SEND", [3] = "SEND_IMM", [4] = "READ_REQ", [5] = "READ_RESP" }
 local VS_MRT_NAK_CODE = { [0] = "NONE", [1] = "RNR", [2] = "REMOTE_ACCESS", [3] = "INVALID_REQUEST" }
 
 -- one ProtoField per header field: F[header][field]
@@ -61,11 +63,11 @@ F.Mrh = {
   op = ProtoField.uint8("metaroce.mrh.op", "Op", base.DEC, VS_MRT_OP, nil, "MRT_OP_*: what the message is"),
   destQp = ProtoField.uint24("metaroce.mrh.destqp", "Destination QP", base.HEX, nil, nil, "the receiver's QP (the stream); 0xFFFFFF in a PROBE"),
   ssn = ProtoField.uint32("metaroce.mrh.ssn", "SSN", base.DEC, nil, nil, "stream sequence number of this packet (24 bits used, wrapping): the same when sent again"),
-  msn = ProtoField.uint32("metaroce.mrh.msn", "MSN", base.DEC, nil, nil, "message sequence number in its stream; a SEND's is the index of the posted receive it fills"),
+  msn = ProtoField.uint32("metaroce.mrh.msn", "MSN", base.DEC, nil, nil, "message sequence number in its stream; a SEND's is the index of the posted receive it fills; a READ response's is its request's"),
   offset = ProtoField.uint32("metaroce.mrh.offset", "Offset", base.DEC, nil, nil, "byte offset of this packet's payload in its message"),
   length = ProtoField.uint32("metaroce.mrh.length", "Length", base.DEC, nil, nil, "the whole message's length in bytes"),
-  addr = ProtoField.uint64("metaroce.mrh.addr", "Address", base.HEX, nil, nil, "WRITE: where this packet's first byte goes (the message's remote address plus offset)"),
-  rkey = ProtoField.uint32("metaroce.mrh.rkey", "R_Key", base.HEX, nil, nil, "WRITE: the remote key of the destination region"),
+  addr = ProtoField.uint64("metaroce.mrh.addr", "Address", base.HEX, nil, nil, "WRITE: where this packet's first byte goes (the message's remote address plus offset); READ request: the responder's bytes"),
+  rkey = ProtoField.uint32("metaroce.mrh.rkey", "R_Key", base.HEX, nil, nil, "WRITE and READ request: the remote key of the region"),
   imm = ProtoField.uint32("metaroce.mrh.imm", "Immediate", base.HEX, nil, nil, "WRITE_IMM and SEND_IMM: the immediate value (in every packet of the message)"),
 }
 F.Mra = {
