@@ -104,7 +104,7 @@ describe("MetaRoCE-like frames (host/wire/metaroce.ts)", () => {
     expect(bad(data, (b) => b.slice(0, H0))).toBe("short");
     expect(bad(ack, (b) => Uint8Array.from([...b, 0, 0, 0, 0]))).toBe("length");
     expect(bad(probe, (b) => Uint8Array.from([...b, 0, 0, 0, 0]))).toBe("length");
-    expect(bad(data, (b) => { b[H0 + 12] = 4; })).toBe("op");
+    expect(bad(data, (b) => { b[H0 + 12] = 6; })).toBe("op");
     expect(bad(data, (_, v) => { v.setUint32(H0 + 28, 99); })).toBe("bounds"); // 50 + 50 > 99
     expect(bad(data, (_, v) => { v.setUint32(H0 + 24, 0xffff_fff0); })).toBe("bounds"); // no 32-bit wrap
     expect(bad(data, (_, v) => { v.setUint32(H0 + 28, 100); })).toBe("ok");
@@ -120,7 +120,7 @@ describe("MetaRoCE-like frames (host/wire/metaroce.ts)", () => {
 
   it("refuses to build what it cannot send", () => {
     const d = { ...ip, type: MRT.TYPE_DATA, path: 1, psn: 1 } as const;
-    expect(() => buildMetaroceFrame({ ...d, op: 4 })).toThrow(/op 4/);
+    expect(() => buildMetaroceFrame({ ...d, op: 6 })).toThrow(/op 6/);
     expect(() => buildMetaroceFrame({ ...d, destQp: 1 << 24 })).toThrow(/destQp/);
     expect(() => buildMetaroceFrame({ ...d, psn: 2 ** 32 })).toThrow(/psn/);
     expect(() => buildMetaroceFrame({ ...d, addr: 1n << 64n })).toThrow(/addr/);
