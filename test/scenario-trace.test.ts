@@ -109,10 +109,10 @@ describe("the trace of a MetaRoCE-like run (examples/scenarios/metaroce-plane-fa
       const hint = series(1, `to 1 path ${k} hint Gb/s`);
       // the receiving port's whole share (0.98 x 800) split between the connection's 2 paths on it
       expect(hint.at(-1)).toBeCloseTo(0.98 * 800 / 2, 0);
-      // no ECN here: a window only grows, but an RTO sets it back to the initial 64 KiB
+      // no ECN here: a window only grows, but an RTO sets it back to the initial one: 512 KiB a port, 2 paths on it
       const cwnd = series(1, `to 1 path ${k} cwnd KB`);
       const drops = cwnd.filter((v, i) => i > 0 && v < cwnd[i - 1]!);
-      expect(drops, `path ${k}`).toEqual(k % 4 === 1 ? [65.536] : []);
+      expect(drops, `path ${k}`).toEqual(k % 4 === 1 ? [262.144] : []);
     }
     // no DCQCN counters on this transport
     expect(tracer.events.some((e) => e.name.includes("DCQCN"))).toBe(false);

@@ -1,5 +1,6 @@
 // The MetaRoCE-like transport's congestion controller, per path (docs/protocol.md,
-// "Congestion control"): DCTCP-style ECN-driven AIMD. alpha follows the fraction of CE-marked
+// "Congestion control"): DCTCP-style ECN-driven AIMD, after a slow start that ends at the first
+// CE mark. alpha follows the fraction of CE-marked
 // packets once per window of data (g = 1/16); a mark cuts the window to cwnd x (1 - alpha/2) at
 // most once per round trip; otherwise the window grows by one MTU per window acknowledged.
 // Loss without a mark is not congestion and costs no window. The path is paced at
@@ -9,14 +10,15 @@
 // that selects it (the calls below are the whole interface).
 
 import { Device, statAdd } from "../core/device";
-import { Path, pdiff } from "./state";
+import { Path, pdiff, portPathsAt } from "./state";
 import { STAT_MRT_CWND_CUTS } from "../generated/layouts";
 
 const G: f64 = 1.0 / 16;
 
-/** A path starts (or comes back from failure) with the initial window. */
+/** A path starts (at its first packet, or back from failure) with its share of its port's initial window. */
 export function ccInit(dev: Device, p: Path): void {
-  p.cwnd = <f64>dev.cfg.mrtInitCwndBytes;
+  p.cwnd = initialWindow(dev, p);
+  p.slowStart = 1;
   p.alpha = 0;
   p.ceAcked = 0;
   p.pktsAcked = 0;
@@ -38,6 +40,7 @@ export function ccOnAck(dev: Device, p: Path, pkts: u32, bytes: u32, ce: u32): v
     p.pktsAcked = 0;
     p.alphaEnd = p.nxt;
   }
+  if (ce > 0) p.slowStart = 0;
   if (ce > 0 && !p.cutArmed) {
     // at most one cut per round trip: not again until what is in flight now is acknowledged
     const a = p.alpha > 0 ? p.alpha : <f64>ce / <f64>(pkts > 0 ? pkts : 1);
@@ -47,15 +50,22 @@ export function ccOnAck(dev: Device, p: Path, pkts: u32, bytes: u32, ce: u32): v
     p.cutEnd = p.nxt;
     statAdd(dev, STAT_MRT_CWND_CUTS, 1);
   } else if (ce == 0) {
-    p.cwnd += mtu * <f64>bytes / p.cwnd;
+    // slow start doubles the window each round trip until the first mark; then one MTU a window
+    p.cwnd += p.slowStart ? <f64>bytes : mtu * <f64>bytes / p.cwnd;
   }
-  const cap = <f64>dev.cfg.mrtInitCwndBytes * 16;
+  const cap = initialWindow(dev, p) * 16;
   if (p.cwnd > cap) p.cwnd = cap;
+}
+
+/** mrtInitCwndBytes is the initial window of a port: shared by every path (of every connection) that leaves on it. */
+@inline function initialWindow(dev: Device, p: Path): f64 {
+  const n = load<u32>(portPathsAt(dev, p.port));
+  return <f64>dev.cfg.mrtInitCwndBytes / <f64>(n > 0 ? n : 1);
 }
 
 /** The path's RTO expired: its window starts again from the initial size. */
 export function ccOnRto(dev: Device, p: Path): void {
-  const init = <f64>dev.cfg.mrtInitCwndBytes;
+  const init = initialWindow(dev, p);
   p.cwnd = p.cwnd < init ? p.cwnd : init;
 }
 

@@ -55,6 +55,8 @@ export const PATH_FAILED: u32 = PATH_STATE_FAILED; // mrtFailAfter RTOs in a row
   lastHeard: u64; // when an ACK last moved it
   nextTxAt: u64; // pacing: its next packet no sooner than this
   hintGbps: f64; // the receiver's hint for the connection on this port, per path (0: none yet)
+  inited: u32; // 1 once its window was set at its first packet (ccInit)
+  slowStart: u32; // 1 until its first CE mark: the window grows by what each ACK acknowledges
 }
 
 /** A path, receiver side. */
@@ -99,6 +101,7 @@ export const RECV_BYTES: usize = 32; // index+1 u32 (0: empty), lastSsn u32, op 
   streams: usize; // per QP STREAM_BYTES: acked bitmap, placed bitmap, receive ring
   portHeads: usize; // per port: data list head and tail, ACK list head and tail (4 x u32)
   portSeen: usize; // per port and connection: when it last delivered a packet there (u64)
+  portPaths: usize; // per port: paths of every connection that leave on it (u32)
   connCount: u32; // connections made (never freed: a QP's connection outlives it)
 }
 
@@ -133,6 +136,8 @@ export const STREAM_BYTES: usize = 2 * BITMAP_BYTES + <usize>RECV_RING * RECV_BY
 }
 /** Port `p`'s list heads: +0 data head, +4 data tail, +8 ACK head, +12 ACK tail (global path index + 1). */
 @inline export function portLists(dev: Device, p: u32): usize { return mrtOf(dev).portHeads + <usize>p * 16; }
+/** Address of the count of paths (of every connection) that leave on port `p`. */
+@inline export function portPathsAt(dev: Device, p: u32): usize { return mrtOf(dev).portPaths + <usize>p * 4; }
 @inline export function portSeenAt(dev: Device, p: u32, c: u32): usize { return mrtOf(dev).portSeen + (<usize>p * <usize>dev.cfg.mrtConnections + <usize>c) * 8; }
 
 /** a - b between two path PSNs (32 bits, wrapping), as a signed distance. */
@@ -146,7 +151,7 @@ export function mrtBytes(c: Config): usize {
   const conns = <usize>c.mrtConnections, paths = conns * <usize>c.mrtPaths;
   return align16(offsetof<Mrt>()) + conns * CONN_STRIDE + paths * (PATH_STRIDE + RXPATH_STRIDE)
     + paths * <usize>MRT_PATH_WINDOW * SENT_BYTES + paths * <usize>MRT_PATH_WINDOW * RTX_BYTES
-    + <usize>c.maxQps * STREAM_BYTES + <usize>c.ports * 16 + <usize>c.ports * conns * 8;
+    + <usize>c.maxQps * STREAM_BYTES + <usize>c.ports * 16 + <usize>c.ports * conns * 8 + <usize>c.ports * 4;
 }
 
 /** Lays the state out at `base` (16-byte aligned, mrtBytes long, zeroed). */
@@ -164,7 +169,8 @@ export function mrtInit(dev: Device, base: usize): void {
   s.rtx = off; off += paths * <usize>MRT_PATH_WINDOW * RTX_BYTES;
   s.streams = off; off += <usize>c.maxQps * STREAM_BYTES;
   s.portHeads = off; off += <usize>c.ports * 16;
-  s.portSeen = off;
+  s.portSeen = off; off += <usize>c.ports * conns * 8;
+  s.portPaths = off;
 }
 
 /** Paths the device has (every connection made so far, each with mrtPaths). */

@@ -15,7 +15,7 @@ import { psnAdd, psnDiff, packetsOf } from "../nic/psn";
 import { outAt, outFirstPsn, outLastPsn, outMsn, outFlags, OUT_RESPONSE } from "../nic/outstanding";
 import { crc32 } from "../wire/icrc";
 import {
-  Conn, Path, RxPath, mrtOf, connAt, pathAt, rxPathAt, sentAt, rtxAt, rtxCap, ackedByte, placedByte, portLists, portSeenAt,
+  Conn, Path, RxPath, mrtOf, connAt, pathAt, rxPathAt, sentAt, rtxAt, rtxCap, ackedByte, placedByte, portLists, portSeenAt, portPathsAt,
   pdiff, PATH_ACTIVE, PATH_SUSPECT, PATH_FAILED, SENT_NONE, SENT_OUT, SENT_PROBE,
 } from "./state";
 import { ccInit, ccOnRto, ccPaceRate } from "./cc";
@@ -56,6 +56,8 @@ export function connOpen(dev: Device, peer: u32, portFirst: u32, portCount: u32)
     const g = c * dev.cfg.mrtPaths + i;
     const p = pathAt(dev, g);
     p.port = portFirst + i % portCount;
+    const n = portPathsAt(dev, p.port);
+    store<u32>(n, load<u32>(n) + 1);
     p.state = PATH_ACTIVE;
     p.rto = dev.cfg.mrtRtoInitPs;
     p.lastHeard = NEVER;
@@ -372,6 +374,7 @@ function buildData(dev: Device, c: u32, g: u32, q: Qp, qpn: u32, ssn: u32, again
   const e = messageOf(dev, q, qpn, ssn);
   if (e == 0) return 0;
   const path = pathAt(dev, g);
+  firstPacket(dev, path);
   const op = mrtOp(<u32>load<u8>(e + WQE_OPCODE), outFlags(e));
   const len = load<u32>(e + WQE_LENGTH);
   const mtu = dev.cfg.mtuBytes;
@@ -452,9 +455,17 @@ function pace(dev: Device, p: Path, t: u64, wire: u32): void {
   p.nextTxAt = r > 0 ? t + <u64>Math.ceil(<f64>(wire + WIRE_OVERHEAD) / r) : 0;
 }
 
+/** A path's window is set when it first sends, once every connection of the run is likely made (the port's share depends on them all). */
+@inline function firstPacket(dev: Device, p: Path): void {
+  if (p.inited) return;
+  p.inited = 1;
+  ccInit(dev, p);
+}
+
 /** A probe on path `g`: a new PSN and no payload, asking for an ACK. */
 function buildProbe(dev: Device, c: u32, g: u32, t: u64): u32 {
   const path = pathAt(dev, g);
+  firstPacket(dev, path);
   const k = connAt(dev, c);
   const h = ethIpUdp(dev, path.port, k.peer, pathUdpPort(dev, g % dev.cfg.mrtPaths), MRT_UDP_PORT, MRH_SIZE + MRC_SIZE);
   const psn = path.nxt;
