@@ -12,7 +12,8 @@ import { dmaPtr } from "../mem/dma";
 import { portAt, portsOf, txRoom, framePs, emit, wakePort, portWakeAt, WIRE_OVERHEAD } from "../nic/ports";
 import { ethIpUdp } from "../nic/ethernet";
 import { psnAdd, psnDiff, packetsOf } from "../nic/psn";
-import { outAt, outFirstPsn, outLastPsn, outMsn, outFlags, OUT_RESPONSE } from "../nic/outstanding";
+import { outAt, outFirstPsn, outLastPsn, outMsn, outFlags, outDrain, outComplete, outFlush, OUT_RESPONSE } from "../nic/outstanding";
+import { qpError } from "../nic/queues";
 import { crc32 } from "../wire/icrc";
 import {
   Conn, Path, RxPath, mrtOf, connAt, pathAt, rxPathAt, sentAt, rtxAt, rtxCap, ackedByte, placedByte, portLists, portSeenAt, portPathsAt,
@@ -32,7 +33,7 @@ import {
   OPCODE_RDMA_WRITE, OPCODE_RDMA_WRITE_WITH_IMM, OPCODE_SEND, OPCODE_SEND_WITH_IMM, OPCODE_RDMA_READ,
   WQE_OPCODE, WQE_LENGTH, WQE_LADDR, WQE_RADDR, WQE_RKEY, WQE_IMM,
   STAT_MRT_TX_DATA, STAT_MRT_TX_RETRANSMITS, STAT_MRT_TX_PROBES, STAT_MRT_TX_ACKS, STAT_MRT_RTOS, STAT_MRT_LOSSES_RTO,
-  STAT_MRT_PATHS_FAILED,
+  STAT_MRT_PATHS_FAILED, STATUS_RETRY_EXC_ERR,
 } from "../generated/layouts";
 
 // ---- connections and streams
@@ -110,7 +111,15 @@ export function streamClose(dev: Device, q: Qp, qpn: u32): void {
 /** SSN `ssn` of stream `qpn` was lost: it goes to its connection's retransmit ring. */
 export function queueRtx(dev: Device, c: u32, qpn: u32, ssn: u32, t: u64): void {
   const k = connAt(dev, c);
-  if (k.rtxCount >= rtxCap(dev)) return; // every path's window is in it already: the RTO finds the rest
+  if (k.rtxCount >= rtxCap(dev)) rtxCompact(dev, c);
+  if (k.rtxCount >= rtxCap(dev)) {
+    // every entry is a packet still owed: make room by the oldest's stream giving up (never seen
+    // in a test: the ring holds every path's window)
+    const e = rtxAt(dev, c, 0);
+    if (load<u32>(e) < dev.cfg.maxQps) giveUp(dev, qpAt(dev, load<u32>(e)), load<u32>(e), t);
+    rtxCompact(dev, c);
+    if (k.rtxCount >= rtxCap(dev)) rtxRemove(dev, c, 0);
+  }
   const e = rtxAt(dev, c, k.rtxCount);
   store<u32>(e, qpn);
   store<u32>(e, ssn, 4);
@@ -318,6 +327,28 @@ function pushStream(dev: Device, k: Conn, q: Qp, qpn: u32): void {
   if (k.streamTail == 0) k.streamHead = qpn + 1;
   else qpAt(dev, k.streamTail - 1).mtNext = qpn + 1;
   k.streamTail = qpn + 1;
+}
+
+/** Drops the entries of the retransmit ring that are owed no more (acknowledged meanwhile, or of a stream gone). */
+function rtxCompact(dev: Device, c: u32): void {
+  const k = connAt(dev, c);
+  let kept: u32 = 0;
+  for (let i: u32 = 0; i < k.rtxCount; i++) {
+    const e = rtxAt(dev, c, i);
+    const qpn = load<u32>(e), ssn = load<u32>(e, 4);
+    if (qpn >= dev.cfg.maxQps || !streamLive(dev, qpAt(dev, qpn), c) || isAcked(dev, qpAt(dev, qpn), qpn, ssn)) continue;
+    if (kept != i) memory.copy(rtxAt(dev, c, kept), e, 8);
+    kept++;
+  }
+  k.rtxCount = kept;
+}
+
+/** A stream whose lost packet cannot even be queued: its messages end with RETRY_EXC_ERR and the QP goes to error. */
+function giveUp(dev: Device, q: Qp, qpn: u32, t: u64): void {
+  outDrain(dev, q, qpn, t, true);
+  if (q.outCount > 0) outComplete(dev, q, qpn, STATUS_RETRY_EXC_ERR, t);
+  outFlush(dev, qpn, t);
+  qpError(dev, qpn, t);
 }
 
 function rtxRemove(dev: Device, c: u32, i: u32): void {
