@@ -99,6 +99,13 @@ export class EventQueue {
   private head = new Int32Array(0);
   /** the last record of each bucket's list (valid while the bucket is not empty) */
   private tail = new Int32Array(0);
+  /**
+   * Per bucket: the record the last walk inserted, while it is still in the list (a pop from
+   * the head forgets it). Events due at one picosecond are many (synchronised senders) and
+   * tend to come in key order, so a walk that starts there, when the new event sorts after
+   * it, is a few steps instead of the whole bucket.
+   */
+  private finger = new Int32Array(0);
   private bits = new Uint32Array(0);
   private summary = new Uint32Array(0);
   private cur = 0;
@@ -151,6 +158,7 @@ export class EventQueue {
       const t = this.rt[r];
       if (t >= limitPs) return NONE;
       this.head[slot] = this.rn[r];
+      if (this.finger[slot] === r) this.finger[slot] = NONE;
       if (this.rn[r] === NONE) this.clearBit(slot);
       const ev = this.re[r];
       this.rn[r] = this.free;
@@ -196,6 +204,7 @@ export class EventQueue {
     this.mask = nb - 1;
     this.head = new Int32Array(nb).fill(NONE);
     this.tail = new Int32Array(nb);
+    this.finger = new Int32Array(nb).fill(NONE);
     this.bits = new Uint32Array(nb >> 5);
     this.summary = new Uint32Array(Math.max(1, nb >> 10));
   }
@@ -235,6 +244,9 @@ export class EventQueue {
       this.head[slot] = r;
       return;
     }
+    const f = this.finger[slot];
+    if (f !== NONE && (t > this.rt[f] || (t === this.rt[f] && k > this.rk[f]))) p = f;
+    this.finger[slot] = r;
     for (;;) {
       const q = this.rn[p];
       if (q === NONE || t < this.rt[q] || (t === this.rt[q] && k < this.rk[q])) {
