@@ -1,5 +1,6 @@
 import { describe, it, expect } from "vitest";
 import { cabled, frameCopy } from "./helpers/cable.js";
+import { stageLie as stageRecord, fixIpv4, fixLengths, guard as guardMemory, type Arrival, type Lie } from "./helpers/fuzz.js";
 import { xorshift32 } from "./helpers/xorshift.js";
 import { independentIcrc } from "./helpers/tshark.js";
 import { buildFrame, ipv4Checksum } from "../host/wire/rocev2.js";
@@ -47,12 +48,6 @@ const ipOf = (device: number, port: number) => ((10 << 24) | (port << 16) | devi
 /** Why the receive path drops a frame before any QP sees it, or which half of a QP it reaches. */
 type Fate = "ring_full" | "malformed" | "bad_icrc" | "not_mine" | "unknown_qp" | "cnp" | "request" | "answer" | "metaroce";
 
-/** A record as the device will read it: its descriptor and its bytes (headers, then the body). */
-interface Arrival { timePs: number; port: number; wire: number; hdrLen: number; bytes: Uint8Array }
-
-/** What a record's descriptor says apart from what stageArrival writes (records only a broken host would stage). */
-type Lie = { hdrLen: number } | { bodyLen: number } | { bodyOff: number };
-
 /** What the target's receive path is: full mode (bodies travel) or timing mode, its body area, its QPs connected to the peer and their ports. */
 interface Rx { full: boolean; rxBodyBytes: number; qpPorts: ReadonlyMap<number, number> }
 
@@ -91,22 +86,6 @@ function classify(a: { port: number; wire: number; hdrLen: number; bodyLen: numb
 /** The ICRC written again (little-endian, after the bytes it covers), for a frame long enough to have one. */
 function fixIcrc(b: Uint8Array): void {
   if (b.length >= MIN_HDR + 4) new DataView(b.buffer, b.byteOffset, b.byteLength).setUint32(b.length - 4, independentIcrc(b), true);
-}
-
-/** IPv4 total length and UDP length made to agree with the frame's length (and the IPv4 checksum with them). */
-function fixLengths(b: Uint8Array): void {
-  const v = new DataView(b.buffer, b.byteOffset, b.byteLength);
-  if (b.length >= 18) v.setUint16(16, (b.length - 14) & 0xffff);
-  if (b.length >= 40) v.setUint16(38, (b.length - 34) & 0xffff);
-  fixIpv4(b);
-}
-
-/** The IPv4 header checksum written again, for a frame long enough to hold the header. */
-function fixIpv4(b: Uint8Array): void {
-  if (b.length < 34) return;
-  const v = new DataView(b.buffer, b.byteOffset, b.byteLength);
-  v.setUint16(24, 0);
-  v.setUint16(24, ipv4Checksum(b, 14, 20));
 }
 
 /** One device's side of the traffic: its PD, CQ, regions, QPs, and the work requests it has outstanding. */
@@ -250,33 +229,9 @@ async function world(seed: number, timing = false) {
 
 const FUZZ_PER_WINDOW = 450;
 
-/**
- * Stages arrival `a` at `ports` (the target's), then makes its descriptor lie as `lie` says, by
- * writing the staged record in place: what only a broken host could stage. Returns what the
- * target will do with it.
- */
+/** Stages arrival `a` at the target's `ports`, its descriptor lying as `lie` says; returns what the target will do with it. */
 function stageLie(ports: DevicePorts, a: Arrival, lie: Lie | undefined, rx: Rx): Fate {
-  const body = a.bytes.length - a.hdrLen;
-  if (!ports.stageArrival(a.timePs, a.port, a.wire, 0, 0, a.bytes, 0, a.hdrLen, a.bytes, a.hdrLen, body)) throw new Error("the stage is full");
-  if (!lie) return classify({ ...a, bodyLen: body }, rx);
-  const core = ports.device.core;
-  const slot = core.rxStage(ports.device.handle) + (Number(ports.device.config.get("rxRingEntries")) - ports.stageRoom.frames - 1) * PKT.SIZE;
-  const v = new DataView(core.memory.buffer);
-  if ("hdrLen" in lie) {
-    v.setUint16(slot + PKT.hdr_len, lie.hdrLen, true);
-    return classify({ ...a, hdrLen: lie.hdrLen, bodyLen: body }, rx);
-  }
-  if (!rx.full) return classify({ ...a, bodyLen: 0 }, rx); // no body: what the descriptor says of it is not read
-  if ("bodyLen" in lie) {
-    v.setUint32(slot + PKT.body_len, lie.bodyLen, true);
-    // within the body area, the device copies bodyLen bytes from the stage: what they are does not matter, the length is wrong
-    return classify({ ...a, bodyLen: lie.bodyLen, bytes: new Uint8Array(a.hdrLen + Math.min(lie.bodyLen, FRAME_MAX)) }, rx);
-  }
-  // a body said to lie beyond the stage: the device takes zeros in its place
-  v.setUint32(slot + PKT.body_off, lie.bodyOff, true);
-  const seen = a.bytes.slice();
-  if (lie.bodyOff + body > rx.rxBodyBytes) seen.fill(0, a.hdrLen);
-  return classify({ ...a, bytes: seen, bodyLen: body }, rx);
+  return classify(stageRecord(ports, a, lie, rx.full, rx.rxBodyBytes, FRAME_MAX), rx);
 }
 
 type World = Awaited<ReturnType<typeof world>>;
@@ -461,30 +416,8 @@ function fuzzer(w: World) {
   };
 }
 
-/**
- * Fills every byte of a device's HBM, host memory and engine 0's SRAM that no frame may write with
- * a pattern, and returns a check that says where one changed. `writable` lists [DMA address, bytes].
- */
-function guard(ctx: Context, writable: [number, number][], seed: number) {
-  const next = xorshift32(seed);
-  const spaces: [number, number][] = [[DMA.DMA_HBM, CONFIG.hbmBytes], [DMA.DMA_HOST, CONFIG.hostMemBytes], [DMA.DMA_SRAM, CONFIG.sramBytes]];
-  const kept = spaces.map(([base, len]) => {
-    const mask = new Uint8Array(len).fill(1);
-    for (const [at, n] of writable) if (at >= base && at < base + len) mask.fill(0, at - base, Math.min(len, at - base + n));
-    const img = ctx.read(base, len);
-    for (let i = 0; i < len; i++) if (mask[i]) img[i] = next() & 0xff;
-    ctx.write(base, img);
-    return { base, len, mask, img };
-  });
-  return () => {
-    const changed: string[] = [];
-    for (const { base, len, mask, img } of kept) {
-      const now = ctx.read(base, len);
-      for (let i = 0; i < len && changed.length < 8; i++) if (mask[i] && now[i] !== img[i]) changed.push(`0x${(base + i).toString(16)}`);
-    }
-    return changed;
-  };
-}
+const SPACES: [number, number][] = [[DMA.DMA_HBM, CONFIG.hbmBytes], [DMA.DMA_HOST, CONFIG.hostMemBytes], [DMA.DMA_SRAM, CONFIG.sramBytes]];
+const guard = (ctx: Context, writable: [number, number][], seed: number) => guardMemory(ctx, SPACES, writable, seed);
 
 /** Where the frames of a device may write: its regions that grant a write (full mode: in timing mode no byte lands), its CQ ring, its QPs' rings. */
 function writableOf(e: End, qps: Qp[], timing = false): [number, number][] {
