@@ -121,6 +121,13 @@ function pathRecord(dev: Device, g: u32, h: usize, ce: bool, t: u64): bool {
  * (bit i of the window is PSN cum + 1 + i; cum itself is the first that has not arrived).
  */
 function advanceTo(r: RxPath, to: u32): void {
+  // past the whole window: every PSN it holds lies below `to`, and `to` itself lies beyond it
+  // (so has not arrived). One step, not one per PSN: a floor may jump 2^31 PSNs
+  if (pdiff(to, r.cum) > <i32>MRT_PATH_WINDOW + 1) {
+    r.bits0 = 0; r.bits1 = 0; r.bits2 = 0; r.bits3 = 0;
+    r.cum = to;
+    return;
+  }
   let cumArrived = false; // has PSN cum arrived? Never at the start, by the invariant
   while (pdiff(to, r.cum) > 0 || cumArrived) {
     cumArrived = (r.bits0 >> 63) != 0; // PSN cum + 1, which becomes cum
