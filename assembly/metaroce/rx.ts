@@ -71,8 +71,9 @@ export function mrtReceive(dev: Device, f: usize, wire: u32, hdrLen: u32, port: 
   const ce = getIpv4Ecn(f + ETH_SIZE) == IPV4_ECN_CE;
   if (type == MRT_TYPE_PROBE) {
     if (getMrhDestQp(h) != MRT_PROBE_QP) { statAdd(dev, STAT_MRT_RX_MALFORMED, 1); return; }
+    if (!pathAdmit(dev, g, h)) return;
     statAdd(dev, STAT_MRT_RX_PROBES, 1);
-    if (!pathRecord(dev, g, h, ce, t)) return;
+    pathRecord(dev, g, h, ce, t);
     owesAck(dev, g, true, t);
     return;
   }
@@ -92,23 +93,28 @@ function connFind(dev: Device, peer: u32, port: u32, k: u32): i32 {
 // ---- receiver
 
 /**
- * Records PSN psn of path `g` as arrived (and the floor the packet carries): false when it lies
- * beyond the window (dropped, counted).
+ * Takes the floor the packet carries on path `g`: false when its PSN lies beyond the window
+ * (dropped, counted as that alone: a frame moves one receive counter).
  */
-function pathRecord(dev: Device, g: u32, h: usize, ce: bool, t: u64): bool {
+function pathAdmit(dev: Device, g: u32, h: usize): bool {
   const r = rxPathAt(dev, g);
-  const psn = getMrhPsn(h), floor = getMrhFloor(h);
+  const floor = getMrhFloor(h);
   if (!r.started) { r.started = 1; r.cum = floor; }
   if (pdiff(floor, r.cum) > 0) advanceTo(r, floor);
-  const d = pdiff(psn, r.cum);
-  if (d > <i32>MRT_PATH_WINDOW) { statAdd(dev, STAT_MRT_RX_BEYOND_WINDOW, 1); return false; }
+  if (pdiff(getMrhPsn(h), r.cum) > <i32>MRT_PATH_WINDOW) { statAdd(dev, STAT_MRT_RX_BEYOND_WINDOW, 1); return false; }
+  return true;
+}
+
+/** Records PSN psn of path `g` as arrived (pathAdmit took it). */
+function pathRecord(dev: Device, g: u32, h: usize, ce: bool, t: u64): void {
+  const r = rxPathAt(dev, g);
+  const d = pdiff(getMrhPsn(h), r.cum);
   if (d == 0) advanceTo(r, r.cum + 1);
   else if (d > 0) setBit(r, <u32>d - 1);
   r.epoch = getMrhEpoch(h);
   r.unacked++;
   if (ce) r.ce++;
   store<u64>(portSeenAt(dev, pathAt(dev, g).port, g / dev.cfg.mrtPaths), t);
-  return true;
 }
 
 @inline function setBit(r: RxPath, i: u32): void {
@@ -161,12 +167,14 @@ function dataIn(dev: Device, c: u32, g: u32, h: usize, pl: usize, payload: u32, 
   const ssn = getMrhSsn(h);
   const ds = psnDiff(ssn, q.mtRcum);
   if (ds >= <i32>MRT_STREAM_WINDOW) { statAdd(dev, STAT_MRT_RX_BEYOND_WINDOW, 1); return; }
+  if (!pathAdmit(dev, g, h)) return;
   statAdd(dev, STAT_MRT_RX_DATA, 1);
   const now = (flags & MRT_FLAG_ACK_REQ) != 0;
   if (ds < 0 || (load<u8>(placedByte(dev, qpn, ssn)) & (1 << (ssn & 7))) != 0) {
     // placed before: a copy sent again while the first was on its way
     statAdd(dev, STAT_MRT_RX_DUPLICATE, 1);
-    if (pathRecord(dev, g, h, ce, t)) owesAck(dev, g, true, t);
+    pathRecord(dev, g, h, ce, t);
+    owesAck(dev, g, true, t);
     return;
   }
   if (readReq) { readRequest(dev, c, g, h, q, qpn, ssn, ce, t); return; }
@@ -198,7 +206,7 @@ function dataIn(dev: Device, c: u32, g: u32, h: usize, pl: usize, payload: u32, 
     dst = getMrhAddr(h);
     if (!mrCheck(dev, getMrhRkey(h), true, q.pd, dst, <u64>payload, ACCESS_REMOTE_WRITE)) { refuse(dev, c, g, h, q, qpn, MRT_NAK_REMOTE_ACCESS, ssn, ce, t); return; }
   }
-  if (!pathRecord(dev, g, h, ce, t)) return;
+  pathRecord(dev, g, h, ce, t);
   if (dev.cfg.timingMode == 0 && payload > 0 && (op != MRT_OP_READ_RESP || read != 0)) memory.copy(dmaPtr(dev, dst, <u64>payload), pl, payload);
   q.rxBytes += payload;
   if (read != 0 && last) {
@@ -263,7 +271,7 @@ function readRequest(dev: Device, c: u32, g: u32, h: usize, q: Qp, qpn: u32, ssn
   if (!mrCheck(dev, getMrhRkey(h), true, q.pd, addr, <u64>len, ACCESS_REMOTE_READ)) { refuse(dev, c, g, h, q, qpn, MRT_NAK_REMOTE_ACCESS, ssn, ce, t); return; }
   // no room among our outstanding messages: not taken, and its sender told to wait
   if (q.outCount >= OUT_MAX) { nak(dev, g, qpn, MRT_NAK_RNR, ssn, t); return; }
-  if (!pathRecord(dev, g, h, ce, t)) return;
+  pathRecord(dev, g, h, ce, t);
   const e = outAt(dev, q, qpn, q.outCount);
   memory.fill(e, 0, <usize>WQE_SIZE);
   store<u8>(e + WQE_OPCODE, <u8>OPCODE_RDMA_READ);
@@ -299,7 +307,7 @@ function ackPolicy(dev: Device, g: u32, now: bool, t: u64): void {
 
 /** A packet the receiver will not take, for a reason its sender must hear: recorded (no retransmission) and NAKed. */
 function refuse(dev: Device, c: u32, g: u32, h: usize, q: Qp, qpn: u32, code: u32, ssn: u32, ce: bool, t: u64): void {
-  if (!pathRecord(dev, g, h, ce, t)) return;
+  pathRecord(dev, g, h, ce, t);
   nak(dev, g, qpn, code, ssn, t);
 }
 
