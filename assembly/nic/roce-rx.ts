@@ -145,7 +145,8 @@ function receive(dev: Device, rec: usize, body: usize, t: u64): void {
   const qpn = getBthDestQp(bth);
   if (qpn >= dev.cfg.maxQps) { bad(dev, STAT_ROCE_RX_UNKNOWN_QP); return; }
   const q = qpAt(dev, qpn);
-  if (!q.valid || !q.remote || q.port != port) { bad(dev, STAT_ROCE_RX_UNKNOWN_QP); return; }
+  // a device running the MetaRoCE-like transport has no RoCEv2 QP: its QPs are streams of that transport
+  if (!q.valid || !q.remote || q.port != port || dev.mrt != 0) { bad(dev, STAT_ROCE_RX_UNKNOWN_QP); return; }
   if ((flags & OPF_CNP) != 0) { statAdd(dev, STAT_ROCE_RX_CNP, 1); dcqcnCut(dev, q, qpn, t); return; }
   const x = bth + BTH_SIZE; // extension headers, then the payload
   if (op <= OP_RC_READ_REQUEST) {
