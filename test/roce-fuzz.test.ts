@@ -1,12 +1,12 @@
 import { describe, it, expect } from "vitest";
 import { cabled, frameCopy } from "./helpers/cable.js";
-import { stageLie as stageRecord, fixIpv4, fixLengths, guard as guardMemory, type Arrival, type Lie } from "./helpers/fuzz.js";
+import { stageLie as stageRecord, fixIpv4, fixLengths, guard as guardMemory, fuzzObjects, writableOf, type Arrival, type Lie } from "./helpers/fuzz.js";
 import { xorshift32 } from "./helpers/xorshift.js";
 import { independentIcrc } from "./helpers/tshark.js";
 import { buildFrame, ipv4Checksum } from "../host/wire/rocev2.js";
 import { OP, OPCODES } from "../host/generated/headers.js";
-import { PKT, WQE, CQE, DMA, REGIONS } from "../host/generated/layouts.js";
-import type { Context, Qp, Mr, Cq, Wc, SendWr } from "../host/verbs.js";
+import { PKT, DMA, REGIONS } from "../host/generated/layouts.js";
+import type { Context } from "../host/verbs.js";
 import type { DevicePorts, TxFrameRef } from "../host/ports.js";
 
 // Issue 7 §7, bad input: device 1 (the target) runs real RoCEv2 traffic with device 0 (its peer)
@@ -88,13 +88,6 @@ function fixIcrc(b: Uint8Array): void {
   if (b.length >= MIN_HDR + 4) new DataView(b.buffer, b.byteOffset, b.byteLength).setUint32(b.length - 4, independentIcrc(b), true);
 }
 
-/** One device's side of the traffic: its PD, CQ, regions, QPs, and the work requests it has outstanding. */
-interface End {
-  ctx: Context; cq: Cq; data: Mr; recv: Mr; host: Mr; qps: Qp[]; idle: Qp;
-  /** work request id -> [QP number, "send" | "recv", its opcode], until it completes */
-  open: Map<bigint, [number, "send" | "recv", string]>;
-  done: Set<bigint>;
-}
 
 async function world(seed: number, timing = false) {
   const next = xorshift32(seed);
@@ -146,76 +139,7 @@ async function world(seed: number, timing = false) {
   const [P, T] = net.ctxs as [Context, Context];
   rx.rxBodyBytes = Number(T.device.config.get("rxBodyBytes"));
 
-  // ---- objects: on each device a PD, a CQ, a data region (remote reads and writes), a receive
-  // region (local writes), a host-memory region; four QP pairs with traffic and one idle pair.
-  // On the target also: a QP left in INIT, a QP connected to itself (loopback), and three
-  // regions no frame may change: one in another PD, one without remote write, one deregistered.
-  const ends = [P, T].map((ctx): End => {
-    const pd = ctx.allocPd();
-    const cq = ctx.createCq(1024);
-    const data = ctx.regMr(pd, ctx.allocHbm(65536), 65536, ["LOCAL_WRITE", "REMOTE_WRITE", "REMOTE_READ"]);
-    const recv = ctx.regMr(pd, ctx.allocHbm(32768), 32768, ["LOCAL_WRITE"]);
-    const host = ctx.regMr(pd, ctx.allocHostMemory(16384), 16384, ["LOCAL_WRITE", "REMOTE_WRITE", "REMOTE_READ"]);
-    const mk = () => ctx.createQp(pd, { sendCq: cq, recvCq: cq, maxSendWr: 16, maxRecvWr: 32 });
-    const qps = [mk(), mk(), mk(), mk()];
-    return { ctx, cq, data, recv, host, qps, idle: mk(), open: new Map(), done: new Set() };
-  });
-  const [p, t] = ends as [End, End];
-  const pd2 = T.allocPd();
-  const tpd = t.data.pd;
-  const decoys = [
-    T.regMr(pd2, T.allocHbm(8192), 8192, ["LOCAL_WRITE", "REMOTE_WRITE", "REMOTE_READ"]),
-    T.regMr(tpd, T.allocHbm(8192), 8192, ["REMOTE_READ"]),
-    T.regMr(tpd, T.allocHbm(8192), 8192, ["LOCAL_WRITE", "REMOTE_WRITE", "REMOTE_READ"]),
-  ];
-  T.deregMr(decoys[2]!);
-  const initQp = T.createQp(tpd, { sendCq: t.cq, recvCq: t.cq, maxSendWr: 4, maxRecvWr: 4 });
-  T.modifyQp(initQp, { state: "INIT" });
-  const loopQp = T.createQp(tpd, { sendCq: t.cq, recvCq: t.cq, maxSendWr: 4, maxRecvWr: 4 });
-  for (const state of ["INIT", "RTR", "RTS"] as const) T.modifyQp(loopQp, { state, destQpNum: loopQp.qpn });
-
-  const pairs = () => [...p.qps.map((q, i) => [q, t.qps[i]!] as const), [p.idle, t.idle] as const];
-  const connect = () => {
-    for (const [a, b] of pairs()) for (const state of ["INIT", "RTR", "RTS"] as const) {
-      P.modifyQp(a, { state, destQpNum: b.qpn, destDevice: 1 });
-      T.modifyQp(b, { state, destQpNum: a.qpn, destDevice: 0 });
-    }
-  };
-  connect();
-
-  // ---- work requests: every one gets an id of its own and must complete exactly once
-  let wrIds = 1n;
-  const post = (e: End, qp: Qp, wr: Omit<SendWr, "wrId">) => {
-    const wrId = wrIds++;
-    e.open.set(wrId, [qp.qpn, "send", wr.opcode]);
-    e.ctx.postSend(qp, [{ ...wr, wrId, signaled: true } as SendWr]);
-    return wrId;
-  };
-  const postRecv = (e: End, qp: Qp, at: number, length: number, lkey = e.recv.lkey) => {
-    const wrId = wrIds++;
-    e.open.set(wrId, [qp.qpn, "recv", "RECV"]);
-    e.ctx.postRecv(qp, [{ wrId, localAddr: e.recv.addr + at, length, lkey }]);
-  };
-  const completions: Wc[] = [];
-  const poll = () => {
-    for (const e of ends) for (const wc of e.ctx.pollCq(e.cq, 1024)) {
-      completions.push(wc);
-      const o = e.open.get(wc.wrId);
-      if (!o || e.done.has(wc.wrId)) throw new Error(`device ${e === p ? 0 : 1}: a completion for work request ${wc.wrId} on QP ${wc.qpNum}, which is ${e.done.has(wc.wrId) ? "already complete" : "not outstanding"}`);
-      const asPosted = o[1] === "recv" ? wc.opcode === "RECV" || wc.opcode === "RDMA_WRITE_WITH_IMM" : wc.opcode === o[2];
-      if (o[0] !== wc.qpNum || !asPosted) throw new Error(`work request ${wc.wrId} (${o[2]} on QP ${o[0]}) completed as ${wc.opcode} on QP ${wc.qpNum}`);
-      e.open.delete(wc.wrId);
-      e.done.add(wc.wrId);
-    }
-  };
-  /** Runs both devices `windows` windows on, polling after each. */
-  const runFor = (windows: number) => {
-    for (let k = 0; k < windows; k++) {
-      net.run(T.nowPs + LATENCY);
-      poll();
-    }
-  };
-  const sendsOpen = () => ends.some((e) => [...e.open.values()].some(([, q]) => q === "send"));
+  const { p, t, ends, decoys, initQp, loopQp, pairs, connect, post, postRecv, completions, poll, runFor, sendsOpen } = fuzzObjects(P, T, net.run, LATENCY);
 
   // every target QP connected to the peer sends once, so that its port is known
   for (const [a, b] of pairs()) post(t, b, { opcode: "RDMA_WRITE", localAddr: t.data.addr, length: 0, lkey: t.data.lkey, remoteAddr: p.data.addr, rkey: p.data.rkey });
@@ -418,15 +342,6 @@ function fuzzer(w: World) {
 
 const SPACES: [number, number][] = [[DMA.DMA_HBM, CONFIG.hbmBytes], [DMA.DMA_HOST, CONFIG.hostMemBytes], [DMA.DMA_SRAM, CONFIG.sramBytes]];
 const guard = (ctx: Context, writable: [number, number][], seed: number) => guardMemory(ctx, SPACES, writable, seed);
-
-/** Where the frames of a device may write: its regions that grant a write (full mode: in timing mode no byte lands), its CQ ring, its QPs' rings. */
-function writableOf(e: End, qps: Qp[], timing = false): [number, number][] {
-  return [
-    ...(timing ? [] : [[e.data.addr, e.data.length], [e.recv.addr, e.recv.length], [e.host.addr, e.host.length]] as [number, number][]),
-    [e.cq.ring, e.cq.depth * CQE.SIZE],
-    ...qps.flatMap((q): [number, number][] => [[q.sqRing, q.sqDepth * WQE.SIZE], [q.rqRing, q.rqDepth * WQE.SIZE]]),
-  ];
-}
 
 const VERBS = ["RDMA_WRITE", "RDMA_WRITE_WITH_IMM", "SEND", "SEND_WITH_IMM", "RDMA_READ"] as const;
 const LENS = [0, 1, 3, 5, 100, MTU - 1, MTU, MTU + 1, 3 * MTU + 7];

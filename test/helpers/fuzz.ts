@@ -2,8 +2,8 @@
 // the IPv4 fields a mutation must keep agreeing, and the guard over memory no frame may write.
 import { xorshift32 } from "./xorshift.js";
 import { ipv4Checksum } from "../../host/wire/rocev2.js";
-import { PKT } from "../../host/generated/layouts.js";
-import type { Context } from "../../host/verbs.js";
+import { PKT, WQE, CQE } from "../../host/generated/layouts.js";
+import type { Context, Qp, Mr, Cq, Wc, SendWr } from "../../host/verbs.js";
 import type { DevicePorts } from "../../host/ports.js";
 
 /** A record as the device will read it: its descriptor and its bytes (headers, then the body). */
@@ -83,4 +83,100 @@ export function guard(ctx: Context, spaces: [number, number][], writable: [numbe
     }
     return changed;
   };
+}
+
+/** One device's side of the fuzz tests' traffic: its PD, CQ, regions, QPs, and the work requests it has outstanding. */
+export interface End {
+  ctx: Context; cq: Cq; data: Mr; recv: Mr; host: Mr; qps: Qp[]; idle: Qp;
+  /** work request id -> [QP number, "send" | "recv", its opcode], until it completes */
+  open: Map<bigint, [number, "send" | "recv", string]>;
+  done: Set<bigint>;
+}
+
+/**
+ * The objects of a fuzz test on cabled devices P (the peer, 0) and T (the target, 1): on each a
+ * PD, a CQ, a data region (remote reads and writes), a receive region (local writes), a
+ * host-memory region; four QP pairs with traffic and one idle pair. On the target also: a QP
+ * left in INIT, a QP connected to itself (loopback), and three regions no frame may change: one
+ * in another PD, one without remote write, one deregistered. Then the bookkeeping of work
+ * requests: every one gets an id of its own and must complete exactly once (`poll` throws at a
+ * completion for one not outstanding); `runFor` runs both devices `windows` windows of
+ * `latencyPs` on, polling after each.
+ */
+export function fuzzObjects(P: Context, T: Context, run: (untilPs: bigint) => void, latencyPs: bigint) {
+  const ends = [P, T].map((ctx): End => {
+    const pd = ctx.allocPd();
+    const cq = ctx.createCq(1024);
+    const data = ctx.regMr(pd, ctx.allocHbm(65536), 65536, ["LOCAL_WRITE", "REMOTE_WRITE", "REMOTE_READ"]);
+    const recv = ctx.regMr(pd, ctx.allocHbm(32768), 32768, ["LOCAL_WRITE"]);
+    const host = ctx.regMr(pd, ctx.allocHostMemory(16384), 16384, ["LOCAL_WRITE", "REMOTE_WRITE", "REMOTE_READ"]);
+    const mk = () => ctx.createQp(pd, { sendCq: cq, recvCq: cq, maxSendWr: 16, maxRecvWr: 32 });
+    const qps = [mk(), mk(), mk(), mk()];
+    return { ctx, cq, data, recv, host, qps, idle: mk(), open: new Map(), done: new Set() };
+  });
+  const [p, t] = ends as [End, End];
+  const pd2 = T.allocPd();
+  const tpd = t.data.pd;
+  const decoys = [
+    T.regMr(pd2, T.allocHbm(8192), 8192, ["LOCAL_WRITE", "REMOTE_WRITE", "REMOTE_READ"]),
+    T.regMr(tpd, T.allocHbm(8192), 8192, ["REMOTE_READ"]),
+    T.regMr(tpd, T.allocHbm(8192), 8192, ["LOCAL_WRITE", "REMOTE_WRITE", "REMOTE_READ"]),
+  ];
+  T.deregMr(decoys[2]!);
+  const initQp = T.createQp(tpd, { sendCq: t.cq, recvCq: t.cq, maxSendWr: 4, maxRecvWr: 4 });
+  T.modifyQp(initQp, { state: "INIT" });
+  const loopQp = T.createQp(tpd, { sendCq: t.cq, recvCq: t.cq, maxSendWr: 4, maxRecvWr: 4 });
+  for (const state of ["INIT", "RTR", "RTS"] as const) T.modifyQp(loopQp, { state, destQpNum: loopQp.qpn });
+
+  const pairs = () => [...p.qps.map((q, i) => [q, t.qps[i]!] as const), [p.idle, t.idle] as const];
+  const connect = () => {
+    for (const [a, b] of pairs()) for (const state of ["INIT", "RTR", "RTS"] as const) {
+      P.modifyQp(a, { state, destQpNum: b.qpn, destDevice: 1 });
+      T.modifyQp(b, { state, destQpNum: a.qpn, destDevice: 0 });
+    }
+  };
+  connect();
+
+  let wrIds = 1n;
+  const post = (e: End, qp: Qp, wr: Omit<SendWr, "wrId">) => {
+    const wrId = wrIds++;
+    e.open.set(wrId, [qp.qpn, "send", wr.opcode]);
+    e.ctx.postSend(qp, [{ ...wr, wrId, signaled: true } as SendWr]);
+    return wrId;
+  };
+  const postRecv = (e: End, qp: Qp, at: number, length: number, lkey = e.recv.lkey) => {
+    const wrId = wrIds++;
+    e.open.set(wrId, [qp.qpn, "recv", "RECV"]);
+    e.ctx.postRecv(qp, [{ wrId, localAddr: e.recv.addr + at, length, lkey }]);
+  };
+  const completions: Wc[] = [];
+  const poll = () => {
+    for (const e of ends) for (const wc of e.ctx.pollCq(e.cq, 1024)) {
+      completions.push(wc);
+      const o = e.open.get(wc.wrId);
+      if (!o || e.done.has(wc.wrId)) throw new Error(`device ${e === p ? 0 : 1}: a completion for work request ${wc.wrId} on QP ${wc.qpNum}, which is ${e.done.has(wc.wrId) ? "already complete" : "not outstanding"}`);
+      const asPosted = o[1] === "recv" ? wc.opcode === "RECV" || wc.opcode === "RDMA_WRITE_WITH_IMM" : wc.opcode === o[2];
+      if (o[0] !== wc.qpNum || !asPosted) throw new Error(`work request ${wc.wrId} (${o[2]} on QP ${o[0]}) completed as ${wc.opcode} on QP ${wc.qpNum}`);
+      e.open.delete(wc.wrId);
+      e.done.add(wc.wrId);
+    }
+  };
+  /** Runs both devices `windows` windows on, polling after each. */
+  const runFor = (windows: number) => {
+    for (let k = 0; k < windows; k++) {
+      run(T.nowPs + latencyPs);
+      poll();
+    }
+  };
+  const sendsOpen = () => ends.some((e) => [...e.open.values()].some(([, q]) => q === "send"));
+  return { p, t, ends, decoys, initQp, loopQp, pairs, connect, post, postRecv, completions, poll, runFor, sendsOpen };
+}
+
+/** Where the frames of a device may write: its regions that grant a write (full mode: in timing mode no byte lands), its CQ ring, its QPs' rings. */
+export function writableOf(e: End, qps: Qp[], timing = false): [number, number][] {
+  return [
+    ...(timing ? [] : [[e.data.addr, e.data.length], [e.recv.addr, e.recv.length], [e.host.addr, e.host.length]] as [number, number][]),
+    [e.cq.ring, e.cq.depth * CQE.SIZE],
+    ...qps.flatMap((q): [number, number][] => [[q.sqRing, q.sqDepth * WQE.SIZE], [q.rqRing, q.rqDepth * WQE.SIZE]]),
+  ];
 }
