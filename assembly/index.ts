@@ -6,6 +6,7 @@ import { Device, TRACE_BYTES } from "./core/device";
 import { memOf } from "./mem/dma";
 import { createDevice } from "./create";
 import { hartAt } from "./engine/engines";
+import { csrRead } from "./engine/csr";
 import { nextActivity, step as stepDevice, startEngine as start } from "./run";
 import { mailboxPush, mailboxPop } from "./engine/mailbox";
 import { rngNext, rngSeed, rngOf, Rng, RNG_BLOCKS } from "./core/rng";
@@ -74,6 +75,8 @@ export function engineSleepPs(dev: usize, i: u32): u64 { return hartAt(changetyp
 export function engineReg(dev: usize, i: u32, r: u32): u32 {
   return load<u32>(hartAt(changetype<Device>(dev), i).regs + (<usize>(r & 31) << 2));
 }
+/** CSR `csr` of engine `i` as the engine would read it, or -1 if the engine has no such CSR. */
+export function engineCsr(dev: usize, i: u32, csr: u32): i64 { return csrRead(hartAt(changetype<Device>(dev), i), csr & 0xfff); }
 
 /** Moves up to `max` console bytes of engine `i` to `dst`; returns how many. */
 export function consoleRead(dev: usize, i: u32, dst: usize, max: u32): u32 {

@@ -40,6 +40,8 @@ export function resolveConfig(partial: unknown, path = "config"): Map<string, bi
     if (f.multipleOf && v % BigInt(f.multipleOf) !== 0n) throw new ConfigError(at, `must be a multiple of ${f.multipleOf}, got ${v}`);
     out.set(key, v);
   }
+  if (out.get("nullGuardBytes")! >= out.get("sramBytes")!)
+    throw new ConfigError(`${path}.nullGuardBytes`, `must be less than sramBytes (${out.get("sramBytes")}), got ${out.get("nullGuardBytes")}: the guard would leave no SRAM`);
   // the memories alone must fit in the arena; whether the tables beside them do is the
   // core's answer (Device.create), so the layout is written down once, in assembly/create.ts
   if (memoryBytes(out) > ARENA_LIMIT_BYTES) throw arenaTooLarge(out, path);

@@ -92,6 +92,7 @@ export class Device {
   readonly engines: number;
   readonly sramBytes: number;
   readonly hbmBytes: number;
+  readonly nullGuardBytes: number;
   readonly traceRecords: TraceRecord[] = [];
   private readonly consoles: EngineConsole[] = [];
   private u8!: Uint8Array;
@@ -108,6 +109,7 @@ export class Device {
     this.engines = Number(config.get("engines"));
     this.sramBytes = Number(config.get("sramBytes"));
     this.hbmBytes = Number(config.get("hbmBytes"));
+    this.nullGuardBytes = Number(config.get("nullGuardBytes"));
     const keep = checkInt("consoleKeepBytes", options.consoleKeepBytes ?? CONSOLE_KEEP_BYTES, 0, 2 ** 31);
     const onLine = options.onConsoleLine;
     for (let i = 0; i < this.engines; i++) this.consoles.push(new EngineConsole(keep, onLine && ((line) => onLine(i, line))));
@@ -145,7 +147,7 @@ export class Device {
   /** Parses, checks and loads an ELF image; throws ElfError before touching memory if it is bad. */
   loadElf(bytes: Uint8Array): ElfImage {
     const img = parseElf(bytes);
-    checkImage(img, this.sramBytes, this.hbmBytes);
+    checkImage(img, this.sramBytes, this.hbmBytes, this.nullGuardBytes);
     this.loadImage(img);
     return img;
   }
@@ -239,6 +241,12 @@ export class Device {
 
   reg(engine: number, r: number): number {
     return this.core.engineReg(this.handle, this.engineIndex(engine), checkInt("r", r, 0, 31)) >>> 0;
+  }
+
+  /** CSR `csr` of engine `engine` as the engine would read it; null for a CSR the engine does not have. */
+  csr(engine: number, csr: number): number | null {
+    const v = this.core.engineCsr(this.handle, this.engineIndex(engine), checkInt("csr", csr, 0, 0xfff));
+    return v < 0n ? null : Number(v);
   }
 
   /** What engine `i` has printed so far, up to `consoleKeepBytes` (the rest: `consoleDropped`). */

@@ -27,7 +27,7 @@ describe("menic fw run", () => {
     const r = menic("fw", "run", "firmware/examples/hello.elf", "--engines", "2");
     expect(r.status).toBe(0);
     expect(r.stdout).toContain("[e01] hello from engine 1 of 2\n");
-    expect(r.stdout).toMatch(/engine\s+state\s+exit \/ fault\s+instructions\s+cycles\s+asleep/);
+    expect(r.stdout).toMatch(/engine\s+state\s+exit \/ fault \/ pc\s+instructions\s+cycles\s+asleep/);
     expect(r.stdout).toContain("2/2 engines exited 0");
   });
 
@@ -37,7 +37,7 @@ describe("menic fw run", () => {
     const out = JSON.parse(r.stdout);
     expect(out.engines[0]).toMatchObject({ state: "faulted", mcause: 5, mtval: 0x0f000000 });
     const text = menic("fw", "run", "firmware/examples/fault.elf", "--engines", "1");
-    expect(text.stdout).toMatch(/faulted\s+load access fault at pc 0x[0-9a-f]+, mtval 0xf000000/);
+    expect(text.stdout).toMatch(/faulted\s+load access fault at pc 0x[0-9a-f]+ \(main\+0x[0-9a-f]+\), mtval 0xf000000/);
   });
 
   it("stops at --until and exits non-zero while engines still run", () => {

@@ -3,7 +3,7 @@ import { Device } from "../host/device.js";
 import { coreModule } from "../host/platform/node.js";
 import { runFirmware } from "../host/fw/run.js";
 import { toPerfetto } from "../host/trace/perfetto.js";
-import { programElf } from "./helpers/rv.js";
+import { programElf, CODE_BASE } from "./helpers/rv.js";
 
 const CONSOLE = 0x10000000, EXIT = 0x10000004, MTIME = 0x10001000, MTIMECMP = 0x10001008;
 const MBOX_OUT = 0x10002000, MBOX_IN = 0x10002008;
@@ -66,20 +66,20 @@ describe("faults", () => {
       li t0, 2
       bne a0, t0, fine
       li t1, 0x0f000000
-      lw t2, 0(t1)        # engine 2: load access fault at pc 0x18
+      lw t2, 0(t1)        # engine 2: load access fault at pc CODE_BASE + 0x18
     fine:
       li t0, ${EXIT}
       sw zero, 0(t0)
     `;
     const r = await runFirmware(programElf(src), { config: { engines: 4 } });
     expect(r.engines.map((e) => e.state)).toEqual(["exited", "exited", "faulted", "exited"]);
-    expect(r.engines[2]).toMatchObject({ pc: 0x18, mcause: 5, mtval: 0x0f000000 });
+    expect(r.engines[2]).toMatchObject({ pc: CODE_BASE + 0x18, mcause: 5, mtval: 0x0f000000 });
     expect(r.stats["engine.faults"]).toBe(1);
   });
 
   it("reports an illegal instruction with its bits", async () => {
     const r = await runFirmware(programElf(`nop\n.word 0xffffffff`), { config: { engines: 1 } });
-    expect(r.engines[0]).toMatchObject({ state: "faulted", pc: 4, mcause: 2, mtval: 0xffffffff });
+    expect(r.engines[0]).toMatchObject({ state: "faulted", pc: CODE_BASE + 4, mcause: 2, mtval: 0xffffffff });
   });
 });
 

@@ -29,17 +29,17 @@ function source(name: string, text: string): string {
 describe("committed example firmware", () => {
   for (const ex of EXAMPLES) {
     withClang(`${ex.out} is what its sources build to`, () => {
-      const fresh = buildFirmware({ sources: ex.sources.map((s) => join(root, s)), out: join(tmp, `${ex.name}.elf`), optLevel: "2" }).elf;
+      const fresh = buildFirmware({ sources: ex.sources.map((s) => join(root, s)), out: join(tmp, `${ex.name}.elf`), optLevel: "2", debug: ex.debug }).elf;
       const committed = readFileSync(join(root, ex.out));
       expect(Buffer.compare(Buffer.from(fresh), committed), `${ex.out} differs from a fresh build of its sources: run npm run fw:examples`).toBe(0);
     });
 
-    it(`${ex.out} is an RV32 executable the loader accepts, entered at _start = 0`, () => {
+    it(`${ex.out} is an RV32 executable the loader accepts, entered at _start = 0x4400, above the 16 KiB stack and the NULL guard`, () => {
       const img = parseElf(new Uint8Array(readFileSync(join(root, ex.out))));
-      expect(() => checkImage(img, 128 * 1024, 16 << 20)).not.toThrow();
-      expect(img.entry).toBe(0);
-      // One SRAM segment from 0 (code first), plus one HBM segment for the images with shared data.
-      expect(img.segments[0]!.vaddr).toBe(0);
+      expect(() => checkImage(img, 128 * 1024, 16 << 20, 1024)).not.toThrow();
+      expect(img.entry).toBe(0x400 + 16 * 1024);
+      // One SRAM segment above the stack (code first), plus one HBM segment for the images with shared data.
+      expect(img.segments[0]!.vaddr).toBe(0x400 + 16 * 1024);
       const shared = ex.name === "psum" || ex.name === "nic" || ex.name === "pingpong";
       expect(img.segments.map((s) => s.vaddr >= 0x80000000)).toEqual(shared ? [false, true] : [false]);
     });

@@ -73,7 +73,8 @@ describe("garbage never takes the emulator down", () => {
     const seen = new Map<string, number>();
     for (let seed = 1; seed <= 16; seed++) {
       const next = rng(seed);
-      const dev = await Device.create(coreModule(), { engines: 16 });
+      // the garbage is linked at 0, so no NULL guard (test/fw-debug.test.ts covers the guard)
+      const dev = await Device.create(coreModule(), { engines: 16, nullGuardBytes: 0 });
       dev.loadElf(writeElf(0, [{ vaddr: 0, data: new Uint8Array(garbage(next, 4096).buffer), flags: 7 }]));
       // each engine starts somewhere else in the garbage
       for (let e = 0; e < 16; e++) dev.core.startEngine(dev.handle, e, (next() % 4096) * 4);

@@ -13,7 +13,7 @@ import { writeSnapshot } from "../host/snapshot.js";
 import { runFirmware } from "../host/fw/run.js";
 import { coreModule } from "../host/platform/node.js";
 import { MMIO } from "../host/generated/layouts.js";
-import { assemble, programElf } from "./helpers/rv.js";
+import { assemble, programElf, CODE_BASE } from "./helpers/rv.js";
 
 const MiB = 1024 * 1024;
 
@@ -34,7 +34,7 @@ counted:
   j loop
 `;
 /** Where an engine stopped between its store and the count of it. */
-const COUNTED_PC = assemble(PRINT_FOREVER.slice(0, PRINT_FOREVER.indexOf("counted:"))).length * 4;
+const COUNTED_PC = CODE_BASE + assemble(PRINT_FOREVER.slice(0, PRINT_FOREVER.indexOf("counted:"))).length * 4;
 
 /** Bytes engine `e` of `dev` (running PRINT_FOREVER) has stored to its console. */
 function printed(dev: Device, e: number): number {
@@ -107,7 +107,7 @@ describe("a firmware print loop", () => {
     const streamed = text.stdout.split("\n").filter((l) => l.startsWith("[e00] ")).length;
     expect(streamed).toBe(Math.ceil((MiB + out.engines[0].consoleDropped) / 64)); // the last, partial line is flushed at the end
     expect(text.stdout).toMatch(/asleep\s+console dropped\n/);
-    expect(text.stdout).toMatch(new RegExp(`running\\s+-\\s+\\d+\\s+\\d+\\s+0 ps\\s+${out.engines[0].consoleDropped}\\n`));
+    expect(text.stdout).toMatch(new RegExp(`running\\s+pc 0x[0-9a-f]+\\s+\\d+\\s+\\d+\\s+0 ps\\s+${out.engines[0].consoleDropped}\\n`));
   });
 });
 

@@ -78,6 +78,13 @@ function sleep(dev: Device, h: Hart): void {
 export function execute(dev: Device, h: Hart, stop: u64): void {
   const regs = h.regs;
   const sram = h.sram;
+  // The engine's SRAM is mapped from the NULL guard's top (docs/engine.md, "Guards"). Loads and
+  // stores refuse [0, guard) and [sramBytes, ...) with one unsigned compare, `addr - guard < span`.
+  // Fetches keep the cheaper `pc >= sramBytes` per instruction: pc enters the guard only by a
+  // jump (JAL, JALR: checked there) or from outside this loop (start, trap, mret: checked on
+  // entry), since sequential execution only climbs and branches stay inside their function.
+  const guard = dev.cfg.nullGuardBytes;
+  const span = dev.cfg.sramBytes - guard;
   const sramBytes = dev.cfg.sramBytes;
   const hbm = memOf(dev).hbm;
   const hbmBytes = dev.cfg.hbmBytes;
@@ -93,6 +100,10 @@ export function execute(dev: Device, h: Hart, stop: u64): void {
   let pc = h.pc;
   let cycle = h.cycle;
   let instret = h.instret;
+  if (pc < guard && cycle < stop) {
+    raise(dev, h, pc, cycle, instret, CAUSE_FETCH_ACCESS, pc);
+    return;
+  }
 
   while (cycle < stop) {
     if (pc >= sramBytes) {
@@ -124,6 +135,7 @@ export function execute(dev: Device, h: Hart, stop: u64): void {
         }
         rset(regs, ir, pc + 4);
         pc = target; cycle += cJump;
+        if (target < guard) { raise(dev, h, pc, cycle, instret + 1, CAUSE_FETCH_ACCESS, pc); return; } // its fetch faults
         break;
       }
       case 0x19: { // JALR
@@ -135,6 +147,7 @@ export function execute(dev: Device, h: Hart, stop: u64): void {
         }
         rset(regs, ir, pc + 4);
         pc = target; cycle += cJump;
+        if (target < guard) { raise(dev, h, pc, cycle, instret + 1, CAUSE_FETCH_ACCESS, pc); return; } // e.g. a NULL function pointer
         break;
       }
       case 0x18: { // BRANCH: BEQ BNE BLT BGE BLTU BGEU
@@ -169,7 +182,7 @@ export function execute(dev: Device, h: Hart, stop: u64): void {
         if ((f3 & 3) == 3 || f3 >= 6) { raise(dev, h, pc, cycle, instret, CAUSE_ILLEGAL, ir); return; }
         if (addr & mask) { raise(dev, h, pc, cycle, instret, CAUSE_MISALIGNED_LOAD, addr); return; }
         let p: usize;
-        if (addr < sramBytes) { p = sram + <usize>addr; cycle += cLdS; }
+        if (addr - guard < span) { p = sram + <usize>addr; cycle += cLdS; }
         else if (addr - HBM_BASE < hbmBytes) { p = hbm + <usize>(addr - HBM_BASE); cycle += cLdH; }
         else {
           h.pc = pc; h.cycle = cycle; h.instret = instret;
@@ -207,7 +220,7 @@ export function execute(dev: Device, h: Hart, stop: u64): void {
         if (f3 > 2) { raise(dev, h, pc, cycle, instret, CAUSE_ILLEGAL, ir); return; }
         if (addr & ((1 << f3) - 1)) { raise(dev, h, pc, cycle, instret, CAUSE_MISALIGNED_STORE, addr); return; }
         let p: usize;
-        if (addr < sramBytes) { p = sram + <usize>addr; cycle += cStS; }
+        if (addr - guard < span) { p = sram + <usize>addr; cycle += cStS; }
         else if (addr - HBM_BASE < hbmBytes) {
           p = hbm + <usize>(addr - HBM_BASE); cycle += cStH;
           if (engOf(dev).resvCount != 0) breakReservations(dev, h.id, addr);
@@ -333,7 +346,7 @@ function amo(dev: Device, h: Hart, ir: u32): void {
   let p: usize;
   let cost: u64;
   const inHbm = addr - HBM_BASE < dev.cfg.hbmBytes;
-  if (addr < dev.cfg.sramBytes) { p = h.sram + <usize>addr; cost = <u64>dev.cfg.cpiLoadSram; }
+  if (addr - dev.cfg.nullGuardBytes < dev.cfg.sramBytes - dev.cfg.nullGuardBytes) { p = h.sram + <usize>addr; cost = <u64>dev.cfg.cpiLoadSram; }
   else if (inHbm) { p = memOf(dev).hbm + <usize>(addr - HBM_BASE); cost = <u64>engOf(dev).cpiAmoHbmNow; }
   else { takeTrap(dev, h, isLr ? CAUSE_LOAD_ACCESS : CAUSE_STORE_ACCESS, addr); return; }
   const b = load<u32>(regs + (<usize>rs2 << 2));

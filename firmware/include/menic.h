@@ -38,8 +38,8 @@ static inline uint32_t menic_hartid(void) { return csr_read(CSR_MHARTID); }
 /* Number of message engines in the device (1..64; MENIC_SYS_NUM_ENGINES). */
 static inline uint32_t menic_num_engines(void) { return MENIC_REG32(MENIC_SYS_NUM_ENGINES); }
 
-/* Bytes of private SRAM per engine and of HBM, as configured (the image is linked for 128 KiB
- * of SRAM; see firmware/sdk/link.ld). */
+/* Bytes of private SRAM per engine and of HBM, as configured (the loader refuses an SRAM
+ * smaller than the image; the stack is below the image: firmware/sdk/link.ld). */
 static inline uint32_t menic_sram_bytes(void) { return MENIC_REG32(MENIC_SYS_SRAM_BYTES); }
 static inline uint32_t menic_hbm_bytes(void) { return MENIC_REG32(MENIC_SYS_HBM_BYTES); }
 

@@ -1,7 +1,7 @@
 /*
  * crt0: the first code every message engine runs (docs/engine.md, "Reset").
  *
- * At reset pc is the ELF entry (_start, address 0), every x register is 0 and mtvec is 0.
+ * At reset pc is the ELF entry (_start, the first address above the stack), every x register is 0 and mtvec is 0.
  * We deliberately install no trap handler: with mtvec = 0 a synchronous trap stops the engine
  * in state `faulted` and the emulator reports pc, mcause and mtval, which is the most useful
  * outcome for a bug in firmware that did not ask for traps. Nothing here touches HBM: it is
@@ -14,8 +14,8 @@
     .globl _start
     .type _start, @function
 _start:
-    /* Top of this engine's private SRAM. Every engine has its own SRAM at 0, so one address
-     * serves all of them. */
+    /* The stack grows down from __stack_top toward the NULL guard (link.ld): an overflow traps
+     * there. Every engine has its own SRAM, so one address serves all of them. */
     la      sp, __stack_top
 
     /* Clear .bss (SRAM only; link.ld keeps it word-aligned at both ends). The menic loader

@@ -15,7 +15,8 @@ import { accessSync, constants, existsSync, mkdirSync, readFileSync, readdirSync
 import { delimiter, dirname, isAbsolute, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
-export type OptLevel = "0" | "1" | "2" | "s";
+export type OptLevel = "0" | "1" | "2" | "3" | "s" | "z" | "g";
+export const OPT_LEVELS: readonly OptLevel[] = ["0", "1", "2", "3", "s", "z", "g"];
 
 export interface BuildOptions {
   /** C (.c) and assembly (.S, .s) files; relative paths resolve against the current directory. */
@@ -26,6 +27,12 @@ export interface BuildOptions {
   optLevel?: OptLevel;
   /** Preprocessor definitions, passed as -DNAME=VALUE. */
   defines?: Record<string, string>;
+  /** Include directories, searched in this order before the SDK's (-I). */
+  includes?: string[];
+  /** Emit DWARF debug information (-g): the line table lets faults and the profiler name file and line. */
+  debug?: boolean;
+  /** More clang arguments, passed verbatim after the SDK's flags (`menic fw build ... -- <flags>`). */
+  extra?: string[];
   /** The clang to run, default findClang(). */
   clang?: string;
 }
@@ -55,8 +62,9 @@ const LLD_MISSING = "ld.lld not found: install Debian's clang and lld (apt-get i
  * - --orphan-handling=error: every input section must be placed by link.ld, so a section
  *   the SDK does not support (.init_array, .tdata) fails the build instead of landing
  *   somewhere the loader or crt0 does not expect.
- * - no -g, no build id, and -ffile-prefix-map: the ELF holds no path or timestamp of the
- *   build machine, so it is byte-reproducible (test/firmware-build.test.ts checks that).
+ * - no build id, and -ffile-prefix-map: the ELF holds no path or timestamp of the build
+ *   machine below the package root, so it is byte-reproducible (test/firmware-build.test.ts
+ *   checks that); -g is opt-in (BuildOptions.debug) and keeps that property.
  */
 const TARGET_FLAGS = [
   "--target=riscv32-unknown-elf",
@@ -141,9 +149,12 @@ export function buildFirmware(opts: BuildOptions): BuildResult {
     clang,
     ...TARGET_FLAGS,
     `-O${opts.optLevel ?? "2"}`,
+    ...(opts.debug ? ["-g", `-fdebug-prefix-map=${root}=.`] : []), // the compilation directory too, for reproducible -g builds
     `-ffile-prefix-map=${root}/=`,
+    ...(opts.includes ?? []).map((d) => `-I${resolve(d)}`),
     `-I${join(root, "firmware", "include")}`,
     ...defines,
+    ...(opts.extra ?? []),
     `-Wl,-T,${join(sdk, "link.ld")}`,
     "-o",
     out,

@@ -12,6 +12,8 @@ export interface Example {
   sources: string[];
   /** The committed ELF, relative to the repository root. */
   out: string;
+  /** Built with -g (DWARF line table), for the examples of symbolised faults. */
+  debug?: boolean;
 }
 
 export const EXAMPLES: readonly Example[] = [
@@ -20,6 +22,9 @@ export const EXAMPLES: readonly Example[] = [
   { name: "fault", sources: ["firmware/examples/fault.c"], out: "firmware/examples/fault.elf" },
   { name: "nic", sources: ["firmware/examples/nic.c"], out: "firmware/examples/nic.elf" },
   { name: "pingpong", sources: ["firmware/examples/pingpong.c"], out: "firmware/examples/pingpong.elf" },
+  // symbolised faults: a NULL dereference and a stack overflow, with -g
+  { name: "list", sources: ["firmware/examples/list.c"], out: "firmware/examples/list.elf", debug: true },
+  { name: "recurse", sources: ["firmware/examples/recurse.c"], out: "firmware/examples/recurse.elf", debug: true },
   // benchmark firmware (npm run bench -- engines)
   { name: "compute", sources: ["firmware/bench/compute.c"], out: "firmware/bench/compute.elf" },
   { name: "idle", sources: ["firmware/bench/idle.c"], out: "firmware/bench/idle.elf" },
@@ -31,7 +36,7 @@ export const EXAMPLES: readonly Example[] = [
 export function buildExamples(root: string, outDir: string = root): string[] {
   return EXAMPLES.map((ex) => {
     const out = join(outDir, ex.out);
-    buildFirmware({ sources: ex.sources.map((s) => join(root, s)), out, optLevel: "2" });
+    buildFirmware({ sources: ex.sources.map((s) => join(root, s)), out, optLevel: "2", debug: ex.debug });
     return out;
   });
 }

@@ -3,6 +3,8 @@
 
 import { Device, type EngineReport, type TraceRecord } from "../device.js";
 import { coreModule } from "../platform/node.js";
+import { Symbolizer, type Location } from "../debug/symbolize.js";
+import { explainFault } from "../debug/fault.js";
 
 export interface FwRunOptions {
   config?: Record<string, number | bigint | string>;
@@ -18,6 +20,10 @@ export interface FwEngineResult extends EngineReport {
   console: string;
   /** Console bytes printed beyond the cap: not in `console` (onConsoleLine saw them). */
   consoleDropped: number;
+  /** Where a faulted, running or sleeping engine is: its pc with function and (for -g images) file and line. */
+  where?: Location;
+  /** What a fault means (NULL pointer dereference, stack overflow on engine N, or the cause's name). */
+  fault?: string;
 }
 
 export interface FwRunResult {
@@ -40,12 +46,19 @@ export async function runFirmware(elf: Uint8Array, opts: FwRunOptions = {}): Pro
   dev.start(img.entry);
   const t = dev.run(BigInt(opts.untilPs ?? DEFAULT_UNTIL_PS));
   dev.flushConsole();
-  return report(dev, t);
+  return report(dev, t, Symbolizer.fromElf(elf));
 }
 
-export function report(dev: Device, t: bigint): FwRunResult {
+/** The result of a run so far: each engine's state, and where the ones that did not finish are. */
+export function report(dev: Device, t: bigint, symbols: Symbolizer = Symbolizer.none): FwRunResult {
   const engines: FwEngineResult[] = [];
-  for (let i = 0; i < dev.engines; i++) engines.push({ ...dev.engine(i), console: dev.console(i), consoleDropped: dev.consoleDropped(i) });
+  for (let i = 0; i < dev.engines; i++) {
+    const e: FwEngineResult = { ...dev.engine(i), console: dev.console(i), consoleDropped: dev.consoleDropped(i) };
+    if (e.state === "faulted" || e.state === "running" || e.state === "sleeping") e.where = symbols.locate(e.pc);
+    if (e.state === "faulted")
+      e.fault = explainFault({ engine: i, mcause: e.mcause!, mtval: e.mtval!, sp: dev.reg(i, 2), nullGuardBytes: dev.nullGuardBytes });
+    engines.push(e);
+  }
   return {
     timePs: Number(t),
     ok: engines.every((e) => e.state === "exited" && e.exitCode === 0),

@@ -1,6 +1,6 @@
 // The `menic` command (Node). Subcommands:
 //   menic run <scenario.json> [--seed N] [--json] [--pcap out.pcapng] [--trace out.json] [--set path=value ...]
-//   menic fw build <file.c|.S ...> -o <out.elf> [-O <level>]
+//   menic fw build <file.c|.S ...> -o <out.elf> [-O <level>] [-g] [-D NAME[=VALUE]] [-I dir] [-- clang flags]
 //   menic fw run <elf> [--engines N] [--until 10ms] [--json] [--trace out.json] [--config cfg.json] [--set field=value]
 // --json prints one JSON object on stdout and nothing else; without it, console lines go to stdout
 // as they are drained, then a summary table. Progress goes to stderr, only on a terminal. Exit
@@ -9,11 +9,12 @@
 import { readFileSync, writeFileSync, openSync, writeSync, closeSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { runFirmware, DEFAULT_UNTIL_PS, type FwRunResult } from "../fw/run.js";
-import { toPerfetto, causeName } from "../trace/perfetto.js";
+import { toPerfetto } from "../trace/perfetto.js";
+import { formatLocation } from "../debug/symbolize.js";
 import { parseTime, formatTime } from "../units.js";
 import { ConfigError } from "../config.js";
 import { ElfError } from "../elf.js";
-import { buildFirmware } from "../fw/build.js";
+import { buildFirmware, OPT_LEVELS, type OptLevel } from "../fw/build.js";
 import { runScenario, type ScenarioResult } from "../scenario/run.js";
 import { resolveScenario } from "../scenario/scenario.js";
 import { applySet } from "../scenario/overrides.js";
@@ -27,7 +28,8 @@ import { coreModule } from "./node.js";
 const USAGE = `usage:
   menic run <scenario.json> [--seed N] [--json] [--pcap <out.pcapng>] [--set <path>=<value> ...]
                             [--trace <out.json> [--trace-interval <time>]]
-  menic fw build <file.c|file.S ...> -o <out.elf> [-O 0|1|2|s]
+  menic fw build <file.c|file.S ...> -o <out.elf> [-O 0|1|2|3|s|z|g] [-g] [-D NAME[=VALUE] ...]
+                 [-I <dir> ...] [-- <more clang flags>]
   menic fw run <image.elf> [--engines N] [--until <time>] [--json] [--trace <out.json>]
                            [--config <cfg.json>] [--set <field>=<value> ...]
   menic help
@@ -64,16 +66,40 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
-function fwBuild(args: string[]): number {
-  const { values, positionals } = parseArgs({
-    args, allowPositionals: true,
-    options: { out: { type: "string", short: "o" }, opt: { type: "string", short: "O", default: "2" } },
-  });
+function fwBuild(argv: string[]): number {
+  const dashes = argv.indexOf("--"); // everything after -- goes to clang as it is
+  const args = dashes < 0 ? argv : argv.slice(0, dashes);
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args, allowPositionals: true,
+      options: {
+        out: { type: "string", short: "o" },
+        opt: { type: "string", short: "O", default: "2" },
+        debug: { type: "boolean", short: "g", default: false },
+        define: { type: "string", short: "D", multiple: true, default: [] },
+        include: { type: "string", short: "I", multiple: true, default: [] },
+      },
+    });
+  } catch (e) {
+    throw new UsageError((e as Error).message); // an unknown option, a missing value
+  }
+  const { values, positionals } = parsed;
   if (!values.out) throw new UsageError("fw build needs -o <out.elf>");
   if (positionals.length === 0) throw new UsageError("fw build needs at least one source file");
-  const opt = values.opt as "0" | "1" | "2" | "s";
-  if (!["0", "1", "2", "s"].includes(opt)) throw new UsageError(`-O must be 0, 1, 2 or s, got ${opt}`);
-  const { elf } = buildFirmware({ sources: positionals, out: values.out, optLevel: opt });
+  const opt = values.opt as OptLevel;
+  if (!OPT_LEVELS.includes(opt)) throw new UsageError(`-O must be one of ${OPT_LEVELS.join(", ")}, got ${opt}`);
+  const defines: Record<string, string> = {};
+  for (const d of values.define!) {
+    const eq = d.indexOf("=");
+    const name = eq < 0 ? d : d.slice(0, eq);
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new UsageError(`-D wants NAME or NAME=VALUE, got ${d}`);
+    defines[name] = eq < 0 ? "1" : d.slice(eq + 1); // -DNAME means 1, as in clang
+  }
+  const { elf } = buildFirmware({
+    sources: positionals, out: values.out, optLevel: opt, debug: values.debug, defines, includes: values.include,
+    extra: dashes < 0 ? [] : argv.slice(dashes + 1),
+  });
   console.error(`wrote ${values.out} (${elf.length} bytes)`);
   return 0;
 }
@@ -117,13 +143,15 @@ function printSummary(r: FwRunResult): void {
   const rows = r.engines.map((e) => [
     String(e.id),
     e.state,
-    e.state === "exited" ? String(e.exitCode) : e.state === "faulted" ? `${causeName(e.mcause!)} at pc 0x${e.pc.toString(16)}, mtval 0x${e.mtval!.toString(16)}` : "-",
+    e.state === "exited" ? String(e.exitCode)
+      : e.state === "faulted" ? `${e.fault} at pc ${formatLocation(e.where!)}, mtval 0x${e.mtval!.toString(16)}`
+      : e.where ? `pc ${formatLocation(e.where)}` : "-",
     String(e.instructions),
     String(e.cycles),
     formatTime(e.sleepPs),
     String(e.consoleDropped),
   ]);
-  const head = ["engine", "state", "exit / fault", "instructions", "cycles", "asleep", "console dropped"];
+  const head = ["engine", "state", "exit / fault / pc", "instructions", "cycles", "asleep", "console dropped"];
   const w = head.map((h, k) => Math.max(h.length, ...rows.map((row) => row[k].length)));
   const line = (cells: string[]) => cells.map((c, k) => (k >= 3 ? c.padStart(w[k]) : c.padEnd(w[k]))).join("  ");
   console.log("");

@@ -117,8 +117,11 @@ export function writeElf(entry: number, segs: TestSegment[], opts: { machine?: n
   return out;
 }
 
-/** An ELF whose one text segment at 0 is the assembled program. */
+/** Where test programs are linked: the top of the default NULL guard (config nullGuardBytes), as the SDK's link.ld. */
+export const CODE_BASE = 0x400;
+
+/** An ELF whose one text segment at CODE_BASE is the assembled program. */
 export function programElf(src: string): Uint8Array {
-  const code = assemble(src);
-  return writeElf(0, [{ vaddr: 0, data: new Uint8Array(code.buffer) }]);
+  const code = assemble(src, CODE_BASE);
+  return writeElf(CODE_BASE, [{ vaddr: CODE_BASE, data: new Uint8Array(code.buffer) }]);
 }
