@@ -29,7 +29,7 @@ function source(name: string, text: string): string {
 describe("committed example firmware", () => {
   for (const ex of EXAMPLES) {
     withClang(`${ex.out} is what its sources build to`, () => {
-      const fresh = buildFirmware({ sources: ex.sources.map((s) => join(root, s)), out: join(tmp, `${ex.name}.elf`), optLevel: "2", debug: ex.debug }).elf;
+      const fresh = buildFirmware({ sources: ex.sources.map((s) => join(root, s)), out: join(tmp, `${ex.name}.elf`), optLevel: "2", debug: ex.debug, defines: ex.defines }).elf;
       const committed = readFileSync(join(root, ex.out));
       expect(Buffer.compare(Buffer.from(fresh), committed), `${ex.out} differs from a fresh build of its sources: run npm run fw:examples`).toBe(0);
     });

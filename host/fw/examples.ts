@@ -14,6 +14,7 @@ export interface Example {
   out: string;
   /** Built with -g (DWARF line table), for the examples of symbolised faults. */
   debug?: boolean;
+  defines?: Record<string, string>;
 }
 
 export const EXAMPLES: readonly Example[] = [
@@ -25,6 +26,9 @@ export const EXAMPLES: readonly Example[] = [
   // symbolised faults: a NULL dereference and a stack overflow, with -g
   { name: "list", sources: ["firmware/examples/list.c"], out: "firmware/examples/list.elf", debug: true },
   { name: "recurse", sources: ["firmware/examples/recurse.c"], out: "firmware/examples/recurse.elf", debug: true },
+  // the SDK's unit tests (menic fw test firmware/tests/unit), and the same with two tests that fail on purpose
+  { name: "unit-sdk", sources: ["firmware/tests/unit/sdk.c"], out: "firmware/tests/unit/sdk.elf", debug: true },
+  { name: "unit-demo-fail", sources: ["firmware/tests/unit/sdk.c"], out: "firmware/tests/demo-fail/sdk-fail.elf", debug: true, defines: { MENIC_TEST_DEMO_FAIL: "1" } },
   // benchmark firmware (npm run bench -- engines)
   { name: "compute", sources: ["firmware/bench/compute.c"], out: "firmware/bench/compute.elf" },
   { name: "idle", sources: ["firmware/bench/idle.c"], out: "firmware/bench/idle.elf" },
@@ -36,7 +40,7 @@ export const EXAMPLES: readonly Example[] = [
 export function buildExamples(root: string, outDir: string = root): string[] {
   return EXAMPLES.map((ex) => {
     const out = join(outDir, ex.out);
-    buildFirmware({ sources: ex.sources.map((s) => join(root, s)), out, optLevel: "2", debug: ex.debug });
+    buildFirmware({ sources: ex.sources.map((s) => join(root, s)), out, optLevel: "2", debug: ex.debug, defines: ex.defines });
     return out;
   });
 }

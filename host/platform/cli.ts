@@ -1,12 +1,14 @@
 // The `menic` command (Node). Subcommands:
 //   menic run <scenario.json> [--seed N] [--json] [--pcap out.pcapng] [--trace out.json] [--set path=value ...]
 //   menic fw build <file.c|.S ...> -o <out.elf> [-O <level>] [-g] [-D NAME[=VALUE]] [-I dir] [-- clang flags]
+//   menic fw test <test.elf|dir> [--junit out.xml] [--until 10ms] [--set field=value]
 //   menic fw run <elf> [--engines N] [--until 10ms] [--json] [--trace out.json] [--config cfg.json] [--set field=value]
 // --json prints one JSON object on stdout and nothing else; without it, console lines go to stdout
 // as they are drained, then a summary table. Progress goes to stderr, only on a terminal. Exit
 // status is non-zero on any failure.
 
-import { readFileSync, writeFileSync, openSync, writeSync, closeSync } from "node:fs";
+import { readFileSync, writeFileSync, openSync, writeSync, closeSync, readdirSync, statSync } from "node:fs";
+import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { runFirmware, DEFAULT_UNTIL_PS, type FwRunResult } from "../fw/run.js";
 import { toPerfetto } from "../trace/perfetto.js";
@@ -15,6 +17,7 @@ import { parseTime, formatTime } from "../units.js";
 import { ConfigError } from "../config.js";
 import { ElfError } from "../elf.js";
 import { buildFirmware, OPT_LEVELS, type OptLevel } from "../fw/build.js";
+import { runFirmwareTests, toTap, toJunit, failed, type FwTestSuite } from "../fw/test.js";
 import { runScenario, type ScenarioResult } from "../scenario/run.js";
 import { resolveScenario } from "../scenario/scenario.js";
 import { applySet } from "../scenario/overrides.js";
@@ -30,6 +33,8 @@ const USAGE = `usage:
                             [--trace <out.json> [--trace-interval <time>]]
   menic fw build <file.c|file.S ...> -o <out.elf> [-O 0|1|2|3|s|z|g] [-g] [-D NAME[=VALUE] ...]
                  [-I <dir> ...] [-- <more clang flags>]
+  menic fw test <test.elf|dir> [--junit <out.xml>] [--until <time>] [--set <field>=<value> ...]
+                                   (TAP on stdout; firmware/include/menic/test.h)
   menic fw run <image.elf> [--engines N] [--until <time>] [--json] [--trace <out.json>]
                            [--config <cfg.json>] [--set <field>=<value> ...]
   menic help
@@ -52,6 +57,7 @@ export async function main(argv: string[]): Promise<number> {
     if (cmd === "run") return await scenarioRun(argv.slice(1));
     if (cmd === "fw" && sub === "run") return await fwRun(rest);
     if (cmd === "fw" && sub === "build") return fwBuild(rest);
+    if (cmd === "fw" && sub === "test") return await fwTest(rest);
     throw new UsageError(`unknown command: ${argv.slice(0, 2).join(" ")}`);
   } catch (e) {
     if (e instanceof UsageError) {
@@ -102,6 +108,36 @@ function fwBuild(argv: string[]): number {
   });
   console.error(`wrote ${values.out} (${elf.length} bytes)`);
   return 0;
+}
+
+/** `fw test`: every test image given (an ELF, or the *.elf of a directory), TAP on stdout, JUnit XML on request. */
+async function fwTest(args: string[]): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args, allowPositionals: true,
+      options: { junit: { type: "string" }, until: { type: "string" }, set: { type: "string", multiple: true, default: [] } },
+    });
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+  const { values, positionals } = parsed;
+  if (positionals.length === 0) throw new UsageError("fw test needs test images (ELF files or directories of them)");
+  const images = positionals.flatMap((p) =>
+    statSync(p).isDirectory() ? readdirSync(p).filter((f) => f.endsWith(".elf")).sort().map((f) => join(p, f)) : [p]);
+  if (images.length === 0) throw new UsageError(`no .elf files in ${positionals.join(", ")}`);
+  const config: Record<string, string> = {};
+  for (const kv of values.set!) {
+    const eq = kv.indexOf("=");
+    if (eq < 1) throw new UsageError(`--set wants field=value, got ${kv}`);
+    config[kv.slice(0, eq)] = kv.slice(eq + 1);
+  }
+  const untilPs = values.until ? parseTime(values.until) : DEFAULT_UNTIL_PS;
+  const suites: FwTestSuite[] = [];
+  for (const image of images) suites.push(await runFirmwareTests(image, readFileSync(image), { config, untilPs }));
+  process.stdout.write(toTap(suites));
+  if (values.junit) writeFileSync(values.junit, toJunit(suites));
+  return suites.some(failed) ? 1 : 0;
 }
 
 async function fwRun(args: string[]): Promise<number> {
