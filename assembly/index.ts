@@ -5,7 +5,7 @@
 import { Device, TRACE_BYTES } from "./core/device";
 import { memOf } from "./mem/dma";
 import { createDevice } from "./create";
-import { hartAt } from "./engine/engines";
+import { hartAt, engOf, profileBytes } from "./engine/engines";
 import { csrRead } from "./engine/csr";
 import { nextActivity, step as stepDevice, startEngine as start } from "./run";
 import { mailboxPush, mailboxPop } from "./engine/mailbox";
@@ -74,6 +74,12 @@ export function engineCycles(dev: usize, i: u32): u64 { return hartAt(changetype
 export function engineSleepPs(dev: usize, i: u32): u64 { return hartAt(changetype<Device>(dev), i).sleepPs; }
 export function engineReg(dev: usize, i: u32, r: u32): u32 {
   return load<u32>(hartAt(changetype<Device>(dev), i).regs + (<usize>(r & 31) << 2));
+}
+/** Engine `i`'s profile table (engine/profile.ts: an entry per SRAM word), or 0 when the config's profile is off. */
+export function profilePtr(dev: usize, i: u32): usize {
+  const d = changetype<Device>(dev);
+  const base = engOf(d).profile;
+  return base == 0 ? 0 : base + <usize>i * profileBytes(d.cfg);
 }
 /** CSR `csr` of engine `i` as the engine would read it, or -1 if the engine has no such CSR. */
 export function engineCsr(dev: usize, i: u32, csr: u32): i64 { return csrRead(hartAt(changetype<Device>(dev), i), csr & 0xfff); }

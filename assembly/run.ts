@@ -14,6 +14,7 @@ import { portTx } from "./nic/roce-tx";
 import { mrtPortTx, mrtTimer } from "./metaroce/tx";
 import { rxArrive, nicTimer } from "./nic/roce-rx";
 import { execute } from "./engine/exec";
+import { executeProfiled } from "./engine/profile";
 import { interruptToTake, takeTrap, pendingIrqs } from "./engine/trap";
 import { nextEventTime, popEvent, topKind, topA, topB, EventKind } from "./core/sched";
 import { cyclesCeil, psOfCycle, minU64, NEVER } from "./core/time";
@@ -37,7 +38,8 @@ function runEngine(dev: Device, h: Hart, limit: u64): void {
     // stop early where the timer interrupt would become takeable
     let stop = limit;
     if ((h.mstatus & MSTATUS_MIE) != 0 && (h.mie & MIP_MTIP) != 0 && h.mtimecmp < stop) stop = h.mtimecmp;
-    execute(dev, h, stop);
+    if (dev.cfg.profile != 0) executeProfiled(dev, h, stop);
+    else execute(dev, h, stop);
   }
 }
 

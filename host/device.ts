@@ -6,6 +6,7 @@ import { instantiateCore, type MenicExports } from "./wasm.js";
 import { resolveConfig, packConfig, arenaTooLarge } from "./config.js";
 import { parseElf, checkImage, placeSegment, type ElfImage } from "./elf.js";
 import { EngineConsole } from "./console.js";
+import { PROFILE_ENTRY_BYTES } from "./debug/profile.js";
 import { writeSnapshot, readSnapshot, SnapshotError } from "./snapshot.js";
 import { REGIONS, STAT_NAMES, TRACE_POINTS, LAYOUT_HASH, ENGINE_STATE, FLOW_CLASS, TRACE_RECORD, FATAL, STEP, MRT_PATH, PATH_STATE } from "./generated/layouts.js";
 
@@ -247,6 +248,13 @@ export class Device {
   csr(engine: number, csr: number): number | null {
     const v = this.core.engineCsr(this.handle, this.engineIndex(engine), checkInt("csr", csr, 0, 0xfff));
     return v < 0n ? null : Number(v);
+  }
+
+  /** A copy of engine `i`'s profile table (config `profile`: host/debug/profile.ts), or null when profiling is off. */
+  profileTable(i: number): Uint8Array | null {
+    const at = this.core.profilePtr(this.handle, this.engineIndex(i)) >>> 0;
+    if (at === 0) return null;
+    return this.refreshView().slice(at, at + (this.sramBytes / 4) * PROFILE_ENTRY_BYTES);
   }
 
   /** What engine `i` has printed so far, up to `consoleKeepBytes` (the rest: `consoleDropped`). */

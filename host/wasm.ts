@@ -28,6 +28,7 @@ export interface MenicExports {
   engineSleepPs(dev: number, i: number): bigint;
   engineReg(dev: number, i: number, r: number): number;
   engineCsr(dev: number, i: number, csr: number): bigint;
+  profilePtr(dev: number, i: number): number;
   consoleRead(dev: number, i: number, dst: number, max: number): number;
   traceRead(dev: number, dst: number, max: number): number;
   mboxPush(dev: number, i: number, word: number, atPs: bigint): number;
@@ -114,6 +115,7 @@ export const EXPORT_SIGNATURES: { readonly [K in ExportName]: Signature<MenicExp
   engineSleepPs: [["i32", "i32"], "i64"],
   engineReg: [["i32", "i32", "i32"], "i32"],
   engineCsr: [["i32", "i32", "i32"], "i64"],
+  profilePtr: [["i32", "i32"], "i32"],
   consoleRead: [["i32", "i32", "i32", "i32"], "i32"],
   traceRead: [["i32", "i32", "i32"], "i32"],
   mboxPush: [["i32", "i32", "i32", "i64"], "i32"],

@@ -17,6 +17,15 @@ import { NEVER } from "../core/time";
   mboxTimedHead: u32;
   mboxTimedCount: u32;
   mboxTimedCap: u32; // engines x mailboxDepth: each engine's words in flight fit its FIFO
+  profile: usize; // with cfg.profile: PROFILE_ENTRY_BYTES per SRAM word per engine (profile.ts), else 0
+}
+
+/** A profile entry per SRAM word (engine/profile.ts): cycles u64, instructions u32, calls u32. */
+export const PROFILE_ENTRY_BYTES: usize = 16;
+
+/** Bytes of one engine's profile: an entry per word of its SRAM (0 without cfg.profile). */
+export function profileBytes(c: Config): usize {
+  return c.profile != 0 ? (<usize>c.sramBytes >> 2) * PROFILE_ENTRY_BYTES : 0;
 }
 
 /** A host mailbox word on its way: arrival ps u64, engine u32, word u32. */
@@ -39,7 +48,7 @@ export function enginesBytes(c: Config): usize {
   const n = <usize>c.engines;
   return align16(offsetof<Engines>()) + n * HART_STRIDE + n * 128 + n * 4 * FIFO_STRIDE + n * <usize>NIC_IRQ_DEPTH * 4
     + n * CMD_BYTES + align16(n * <usize>c.consoleRingBytes) + n * <usize>c.mailboxDepth * 8
-    + n * <usize>c.mailboxDepth * MBOX_TIMED_BYTES;
+    + n * <usize>c.mailboxDepth * MBOX_TIMED_BYTES + n * profileBytes(c);
 }
 
 /** Lays the block out at `base` (16-byte aligned, enginesBytes long, zeroed); engine i's SRAM at sram + i x sramBytes. */
@@ -56,7 +65,8 @@ export function enginesInit(dev: Device, base: usize, sram: usize): void {
   const cmds = off; off += n * CMD_BYTES;
   const con = off; off += align16(n * <usize>c.consoleRingBytes);
   const mbox = off; off += n * <usize>c.mailboxDepth * 8;
-  e.mboxTimed = off;
+  e.mboxTimed = off; off += n * <usize>c.mailboxDepth * MBOX_TIMED_BYTES;
+  e.profile = profileBytes(c) != 0 ? off : 0;
   e.mboxTimedCap = c.engines * c.mailboxDepth;
   e.cpiLoadHbmNow = c.cpiLoadHbm;
   e.cpiAmoHbmNow = c.cpiAmoHbm;

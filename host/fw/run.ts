@@ -5,6 +5,7 @@ import { Device, type EngineReport, type TraceRecord } from "../device.js";
 import { coreModule } from "../platform/node.js";
 import { Symbolizer, type Location } from "../debug/symbolize.js";
 import { explainFault } from "../debug/fault.js";
+import { profileByFunction, type ProfileRow } from "../debug/profile.js";
 
 export interface FwRunOptions {
   config?: Record<string, number | bigint | string>;
@@ -13,6 +14,8 @@ export interface FwRunOptions {
   collectTrace?: boolean;
   onConsoleLine?: (engine: number, line: string) => void;
   core?: "release" | "debug";
+  /** Profile cycles per function (config profile = 1; host/debug/profile.ts): `FwRunResult.profile`. */
+  profile?: boolean;
 }
 
 export interface FwEngineResult extends EngineReport {
@@ -33,12 +36,15 @@ export interface FwRunResult {
   engines: FwEngineResult[];
   stats: Record<string, number>;
   trace?: TraceRecord[];
+  /** With `profile`: self cycles per function, summed over engines, most first. */
+  profile?: ProfileRow[];
 }
 
 export const DEFAULT_UNTIL_PS = 1_000_000_000_000n;
 
 export async function runFirmware(elf: Uint8Array, opts: FwRunOptions = {}): Promise<FwRunResult> {
-  const dev = await Device.create(coreModule(opts.core), opts.config ?? {}, {
+  const config = opts.profile ? { ...opts.config, profile: 1 } : opts.config ?? {};
+  const dev = await Device.create(coreModule(opts.core), config, {
     collectTrace: opts.collectTrace,
     onConsoleLine: opts.onConsoleLine,
   });
@@ -46,7 +52,10 @@ export async function runFirmware(elf: Uint8Array, opts: FwRunOptions = {}): Pro
   dev.start(img.entry);
   const t = dev.run(BigInt(opts.untilPs ?? DEFAULT_UNTIL_PS));
   dev.flushConsole();
-  return report(dev, t, Symbolizer.fromElf(elf));
+  const symbols = Symbolizer.fromElf(elf);
+  const r = report(dev, t, symbols);
+  if (opts.profile) r.profile = profileByFunction(Array.from({ length: dev.engines }, (_, i) => dev.profileTable(i)!), symbols);
+  return r;
 }
 
 /** The result of a run so far: each engine's state, and where the ones that did not finish are. */

@@ -2,7 +2,7 @@
 //   menic run <scenario.json> [--seed N] [--json] [--pcap out.pcapng] [--trace out.json] [--set path=value ...]
 //   menic fw build <file.c|.S ...> -o <out.elf> [-O <level>] [-g] [-D NAME[=VALUE]] [-I dir] [-- clang flags]
 //   menic fw test <test.elf|dir> [--junit out.xml] [--until 10ms] [--set field=value]
-//   menic fw run <elf> [--engines N] [--until 10ms] [--json] [--trace out.json] [--config cfg.json] [--set field=value]
+//   menic fw run <elf> [--engines N] [--until 10ms] [--json] [--trace out.json] [--profile] [--config cfg.json] [--set field=value]
 // --json prints one JSON object on stdout and nothing else; without it, console lines go to stdout
 // as they are drained, then a summary table. Progress goes to stderr, only on a terminal. Exit
 // status is non-zero on any failure.
@@ -12,7 +12,8 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { runFirmware, DEFAULT_UNTIL_PS, type FwRunResult } from "../fw/run.js";
 import { toPerfetto } from "../trace/perfetto.js";
-import { formatLocation } from "../debug/symbolize.js";
+import { formatLocation, Symbolizer } from "../debug/symbolize.js";
+import { formatProfile } from "../debug/profile.js";
 import { parseTime, formatTime } from "../units.js";
 import { ConfigError } from "../config.js";
 import { ElfError } from "../elf.js";
@@ -35,7 +36,7 @@ const USAGE = `usage:
                  [-I <dir> ...] [-- <more clang flags>]
   menic fw test <test.elf|dir> [--junit <out.xml>] [--until <time>] [--set <field>=<value> ...]
                                    (TAP on stdout; firmware/include/menic/test.h)
-  menic fw run <image.elf> [--engines N] [--until <time>] [--json] [--trace <out.json>]
+  menic fw run <image.elf> [--engines N] [--until <time>] [--json] [--trace <out.json>] [--profile]
                            [--config <cfg.json>] [--set <field>=<value> ...]
   menic help
 
@@ -150,6 +151,7 @@ async function fwRun(args: string[]): Promise<number> {
       trace: { type: "string" },
       config: { type: "string" },
       set: { type: "string", multiple: true, default: [] },
+      profile: { type: "boolean", default: false },
     },
   });
   if (positionals.length !== 1) throw new UsageError("fw run needs exactly one ELF image");
@@ -164,14 +166,19 @@ async function fwRun(args: string[]): Promise<number> {
   const elf = readFileSync(positionals[0]);
   const json = values.json!;
   const r = await runFirmware(elf, {
-    config, untilPs, collectTrace: !!values.trace,
+    config, untilPs, collectTrace: !!values.trace, profile: values.profile,
     onConsoleLine: json ? undefined : (e, line) => console.log(`[e${String(e).padStart(2, "0")}] ${line}`),
   });
   if (values.trace) {
-    writeFileSync(values.trace, JSON.stringify(toPerfetto(r.trace ?? [], r.engines.length, BigInt(r.timePs))));
+    const symbols = values.profile ? Symbolizer.fromElf(elf) : null;
+    const fn = symbols ? (pc: number) => symbols.functionAt(pc)?.name ?? `0x${pc.toString(16)}` : undefined;
+    writeFileSync(values.trace, JSON.stringify(toPerfetto(r.trace ?? [], r.engines.length, BigInt(r.timePs), fn)));
   }
   if (json) console.log(JSON.stringify({ ...r, trace: undefined })); // the trace goes to its own file
-  else printSummary(r);
+  else {
+    printSummary(r);
+    if (r.profile) process.stdout.write(`\nprofile: self cycles per function, all engines\n${formatProfile(r.profile)}`);
+  }
   return r.ok ? 0 : 1;
 }
 

@@ -6,7 +6,7 @@ import type { TraceRecord } from "../device.js";
 
 export interface TraceEvent {
   name: string;
-  ph: "X" | "i" | "M";
+  ph: "X" | "i" | "M" | "B" | "E";
   ts?: number;
   dur?: number;
   pid: number;
@@ -27,8 +27,15 @@ export function causeName(mcause: number): string {
 
 const us = (ps: bigint) => Number(ps) / 1e6;
 
-/** Builds the trace-event list; `endPs` closes the spans still open when the run stopped. */
-export function toPerfetto(records: readonly TraceRecord[], engines: number, endPs: bigint): { traceEvents: TraceEvent[]; displayTimeUnit: "ns" } {
+/** Track (tid) of engine e's function spans: beside its state track. */
+export const FUNCTION_TRACK = 1000;
+
+/**
+ * Builds the trace-event list; `endPs` closes the spans still open when the run stopped. With
+ * `functionName` (a profiled run's engine.call / engine.ret records and the image's symbols),
+ * each engine also gets a track of nested function spans, from its entry point on.
+ */
+export function toPerfetto(records: readonly TraceRecord[], engines: number, endPs: bigint, functionName?: (pc: number) => string): { traceEvents: TraceEvent[]; displayTimeUnit: "ns" } {
   const ev: TraceEvent[] = [{ name: "process_name", ph: "M", pid: 0, tid: 0, args: { name: "menic device" } }];
   for (let e = 0; e < engines; e++) ev.push({ name: "thread_name", ph: "M", pid: 0, tid: e, args: { name: `engine ${e}` } });
   const open: ({ name: string; since: bigint; args?: Record<string, unknown> } | null)[] = new Array(engines).fill(null);
@@ -85,5 +92,35 @@ export function toPerfetto(records: readonly TraceRecord[], engines: number, end
     }
   }
   for (let e = 0; e < engines; e++) close(e, endPs);
+  if (functionName) ev.push(...functionSpans(records, engines, endPs, functionName));
   return { traceEvents: ev, displayTimeUnit: "ns" };
+}
+
+/** Nested B/E spans per engine from engine.start (the entry function), engine.call and engine.ret; a stop closes them all. */
+function functionSpans(records: readonly TraceRecord[], engines: number, endPs: bigint, name: (pc: number) => string): TraceEvent[] {
+  const ev: TraceEvent[] = [];
+  const depth: number[] = new Array(engines).fill(0);
+  const tid = (e: number) => FUNCTION_TRACK + e;
+  const closeAll = (e: number, t: bigint) => { for (; depth[e]! > 0; depth[e]!--) ev.push({ name: "", ph: "E", ts: us(t), pid: 0, tid: tid(e) }); };
+  for (let e = 0; e < engines; e++) ev.push({ name: "thread_name", ph: "M", pid: 0, tid: tid(e), args: { name: `engine ${e}: functions` } });
+  for (const r of records) {
+    const e = r.engine;
+    if (e >= engines) continue;
+    switch (r.point) {
+      case "engine.start":
+      case "engine.call":
+        ev.push({ name: name(r.arg), ph: "B", ts: us(r.timePs), pid: 0, tid: tid(e), args: { pc: `0x${r.arg.toString(16)}` } });
+        depth[e]!++;
+        break;
+      case "engine.ret":
+        if (depth[e]! > 1) { ev.push({ name: "", ph: "E", ts: us(r.timePs), pid: 0, tid: tid(e) }); depth[e]!--; } // the entry function stays open
+        break;
+      case "engine.exit":
+      case "engine.fault":
+        closeAll(e, r.timePs);
+        break;
+    }
+  }
+  for (let e = 0; e < engines; e++) closeAll(e, endPs);
+  return ev;
 }
