@@ -131,11 +131,14 @@ export function buildFirmware(opts: BuildOptions): BuildResult {
   const clang = opts.clang ?? findClang();
   if (clang === null) throw new Error(CLANG_MISSING);
 
+  // clang runs in the package root and names the SDK's files relative to it, so a -g build
+  // records no path of this checkout (the assembler's DWARF for crt0.S would otherwise keep the
+  // absolute one, which -ffile-prefix-map does not rewrite)
   const root = sdkRoot();
-  const sdk = join(root, "firmware", "sdk");
+  const sdk = join("firmware", "sdk");
   const libcDir = join(sdk, "libc");
   // Sorted so the link order, and so the ELF, does not depend on directory order.
-  const libc = readdirSync(libcDir)
+  const libc = readdirSync(join(root, libcDir))
     .filter((f) => /\.(c|S|s)$/.test(f))
     .sort()
     .map((f) => join(libcDir, f));
@@ -149,10 +152,10 @@ export function buildFirmware(opts: BuildOptions): BuildResult {
     clang,
     ...TARGET_FLAGS,
     `-O${opts.optLevel ?? "2"}`,
-    ...(opts.debug ? ["-g", `-fdebug-prefix-map=${root}=.`] : []), // the compilation directory too, for reproducible -g builds
+    ...(opts.debug ? ["-g", `-fdebug-prefix-map=${root}=.`, "-fdebug-compilation-dir=."] : []), // the compilation directory too (the assembler's as well), for reproducible -g builds
     `-ffile-prefix-map=${root}/=`,
     ...(opts.includes ?? []).map((d) => `-I${resolve(d)}`),
-    `-I${join(root, "firmware", "include")}`,
+    `-I${join("firmware", "include")}`,
     ...defines,
     ...(opts.extra ?? []),
     `-Wl,-T,${join(sdk, "link.ld")}`,
@@ -164,7 +167,7 @@ export function buildFirmware(opts: BuildOptions): BuildResult {
   ];
 
   mkdirSync(dirname(out), { recursive: true });
-  const run = spawnSync(command[0]!, command.slice(1), { encoding: "utf8" });
+  const run = spawnSync(command[0]!, command.slice(1), { encoding: "utf8", cwd: root });
   if (run.error !== undefined) {
     const code = (run.error as NodeJS.ErrnoException).code;
     if (code === "ENOENT" || code === "EACCES") throw new Error(`${CLANG_MISSING} (tried ${clang})`);
