@@ -1,5 +1,5 @@
 import { describe, it, expect } from "vitest";
-import { cabled, type CableFate } from "./helpers/cable.js";
+import { connectedPair, settle as settleCq, type cabled, type CableFate, type CableHooks } from "./helpers/cable.js";
 import type { Context, Cq } from "../host/verbs.js";
 import type { TxFrameRef } from "../host/ports.js";
 
@@ -19,33 +19,9 @@ function look(f: TxFrameRef) {
 }
 
 /** A connected pair of QPs over the MetaRoCE-like transport: a on device 0, b on device 1. */
-async function pair(fate?: CableFate, config: Record<string, number> = {}, hooks = {}) {
-  const net = await cabled({ ...MRT, ...config }, 1_000_000n, fate, hooks);
-  const [A, B] = net.ctxs as [Context, Context];
-  const mk = (ctx: Context) => {
-    const pd = ctx.allocPd();
-    const cq = ctx.createCq(64);
-    const qp = ctx.createQp(pd, { sendCq: cq, recvCq: cq, maxSendWr: 16, maxRecvWr: 16 });
-    return { ctx, pd, cq, qp };
-  };
-  const a = mk(A), b = mk(B);
-  for (const [x, y, dev] of [[a, b, 1], [b, a, 0]] as const) {
-    x.ctx.modifyQp(x.qp, { state: "INIT" });
-    x.ctx.modifyQp(x.qp, { state: "RTR", destQpNum: y.qp.qpn, destDevice: dev });
-    x.ctx.modifyQp(x.qp, { state: "RTS" });
-  }
-  return { net, a, b };
-}
+const pair = (fate?: CableFate, config: Record<string, number> = {}, hooks: CableHooks = {}) => connectedPair({ ...MRT, ...config }, fate, hooks);
 
-function settle(net: Awaited<ReturnType<typeof cabled>>, ctx: Context, cq: Cq, n: number, limitPs = 200_000_000n) {
-  const out = [];
-  const t0 = ctx.nowPs;
-  while (out.length < n && ctx.nowPs < t0 + limitPs) {
-    net.run(ctx.nowPs + 1_000_000n);
-    out.push(...ctx.pollCq(cq, 64));
-  }
-  return out;
-}
+const settle = (net: Awaited<ReturnType<typeof cabled>>, ctx: Context, cq: Cq, n: number) => settleCq(net, ctx, cq, n, 200_000_000n);
 
 /** Device 0 WRITEs `bytes` to device 1 (one message); what the tap saw, both ways. */
 async function write(bytes: number, fate?: CableFate, config: Record<string, number> = {}) {

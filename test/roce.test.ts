@@ -1,37 +1,11 @@
 import { describe, it, expect } from "vitest";
-import { cabled } from "./helpers/cable.js";
+import { cabled, connectedPair, settle } from "./helpers/cable.js";
 import type { Context, Qp, Cq } from "../host/verbs.js";
 
 const pattern = (n: number, seed: number) => Uint8Array.from({ length: n }, (_, i) => (i * 31 + seed) & 0xff);
 
 /** A connected RC pair: QP a on device 0, QP b on device 1. */
-async function pair(config: Record<string, number> = {}) {
-  const net = await cabled(config);
-  const [A, B] = net.ctxs as [Context, Context];
-  const mk = (ctx: Context) => {
-    const pd = ctx.allocPd();
-    const cq = ctx.createCq(64);
-    const qp = ctx.createQp(pd, { sendCq: cq, recvCq: cq, maxSendWr: 16, maxRecvWr: 16 });
-    return { ctx, pd, cq, qp };
-  };
-  const a = mk(A), b = mk(B);
-  for (const [x, y, dev] of [[a, b, 1], [b, a, 0]] as const) {
-    x.ctx.modifyQp(x.qp, { state: "INIT" });
-    x.ctx.modifyQp(x.qp, { state: "RTR", destQpNum: y.qp.qpn, destDevice: dev });
-    x.ctx.modifyQp(x.qp, { state: "RTS" });
-  }
-  return { net, a, b };
-}
-
-function settle(net: Awaited<ReturnType<typeof cabled>>, ctx: Context, cq: Cq, n: number, limitPs = 100_000_000n) {
-  const out = [];
-  const t0 = ctx.nowPs;
-  while (out.length < n && ctx.nowPs < t0 + limitPs) {
-    net.run(ctx.nowPs + 1_000_000n);
-    out.push(...ctx.pollCq(cq, 64));
-  }
-  return out;
-}
+const pair = (config: Record<string, number> = {}) => connectedPair(config);
 
 describe("RoCEv2 between two devices", () => {
   it("an RDMA WRITE of 64 KiB lands in the other device's HBM and completes once", async () => {

@@ -1,6 +1,6 @@
 // Two devices joined port to port by cables of one latency, driven in windows no longer than
 // it (the fabric and its runner do this for real topologies; this is the smallest harness).
-import { Context } from "../../host/verbs.js";
+import { Context, type Cq } from "../../host/verbs.js";
 import { DevicePorts, type TxFrameRef } from "../../host/ports.js";
 import { coreModule } from "../../host/platform/node.js";
 
@@ -54,4 +54,34 @@ export async function cabled(config: Record<string, number> = {}, latencyPs = 1_
     }
   };
   return { ctxs, ports, run, frames: () => frames };
+}
+
+/** Two devices cabled (cabled's arguments), each with a PD, a CQ of 64 and one RC QP connected to the other's: a on device 0, b on device 1. */
+export async function connectedPair(config: Record<string, number> = {}, fate?: CableFate, hooks: CableHooks = {}) {
+  const net = await cabled(config, 1_000_000n, fate, hooks);
+  const [A, B] = net.ctxs as [Context, Context];
+  const mk = (ctx: Context) => {
+    const pd = ctx.allocPd();
+    const cq = ctx.createCq(64);
+    const qp = ctx.createQp(pd, { sendCq: cq, recvCq: cq, maxSendWr: 16, maxRecvWr: 16 });
+    return { ctx, pd, cq, qp };
+  };
+  const a = mk(A), b = mk(B);
+  for (const [x, y, dev] of [[a, b, 1], [b, a, 0]] as const) {
+    x.ctx.modifyQp(x.qp, { state: "INIT" });
+    x.ctx.modifyQp(x.qp, { state: "RTR", destQpNum: y.qp.qpn, destDevice: dev });
+    x.ctx.modifyQp(x.qp, { state: "RTS" });
+  }
+  return { net, a, b };
+}
+
+/** Runs `net` a microsecond at a time until `n` completions are polled from `cq` of `ctx`, or `limitPs` passed; the completions. */
+export function settle(net: Awaited<ReturnType<typeof cabled>>, ctx: Context, cq: Cq, n: number, limitPs = 100_000_000n) {
+  const out = [];
+  const t0 = ctx.nowPs;
+  while (out.length < n && ctx.nowPs < t0 + limitPs) {
+    net.run(ctx.nowPs + 1_000_000n);
+    out.push(...ctx.pollCq(cq, 64));
+  }
+  return out;
 }
