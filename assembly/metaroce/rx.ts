@@ -17,7 +17,7 @@ import {
 import { psnAdd, psnDiff, packetsOf } from "../nic/psn";
 import { crc32 } from "../wire/icrc";
 import {
-  Path, RxPath, mrtOf, connAt, pathAt, rxPathAt, sentAt, ackedByte, placedByte, recvAt, portSeenAt, pdiff,
+  Path, RxPath, mrtOf, connAt, pathAt, rxPathAt, sentAt, ackedBitmap, placedBitmap, ssnHas, ssnMark, ssnAdvance, recvAt, portSeenAt, pdiff,
   PATH_ACTIVE, PATH_FAILED, SENT_NONE, SENT_OUT, SENT_PROBE, RECV_RING,
 } from "./state";
 import { owesAck, queueRtx, pathWant, streamReady, wantTimer, armPath } from "./tx";
@@ -170,7 +170,7 @@ function dataIn(dev: Device, c: u32, g: u32, h: usize, pl: usize, payload: u32, 
   if (!pathAdmit(dev, g, h)) return;
   statAdd(dev, STAT_MRT_RX_DATA, 1);
   const now = (flags & MRT_FLAG_ACK_REQ) != 0;
-  if (ds < 0 || (load<u8>(placedByte(dev, qpn, ssn)) & (1 << (ssn & 7))) != 0) {
+  if (ds < 0 || ssnHas(placedBitmap(dev, qpn), ssn)) {
     // placed before: a copy sent again while the first was on its way
     statAdd(dev, STAT_MRT_RX_DUPLICATE, 1);
     pathRecord(dev, g, h, ce, t);
@@ -228,14 +228,9 @@ function dataIn(dev: Device, c: u32, g: u32, h: usize, pl: usize, payload: u32, 
 
 /** SSN `ssn` of stream `q` is placed: the cumulative SSN moves over what is placed, and receives and READs whose messages are whole complete. */
 function streamPlaced(dev: Device, q: Qp, qpn: u32, ssn: u32, t: u64): void {
-  const b = placedByte(dev, qpn, ssn);
-  store<u8>(b, load<u8>(b) | <u8>(1 << <u8>(ssn & 7)));
-  while (true) {
-    const pb = placedByte(dev, qpn, q.mtRcum), bit = <u8>(1 << <u8>(q.mtRcum & 7));
-    if ((load<u8>(pb) & bit) == 0) break;
-    store<u8>(pb, load<u8>(pb) & ~bit);
-    q.mtRcum = psnAdd(q.mtRcum, 1);
-  }
+  const map = placedBitmap(dev, qpn);
+  ssnMark(map, ssn);
+  q.mtRcum = ssnAdvance(map, q.mtRcum);
   completeReceives(dev, q, qpn, t);
   readsDone(dev, q, qpn, t);
 }
@@ -426,15 +421,10 @@ function acked(dev: Device, c: u32, qpn: u32, ssn: u32, t: u64): void {
   if (!q.valid || !q.remote || q.mtConn != c) return;
   const d = psnDiff(ssn, q.mtUna);
   if (d < 0 || d >= <i32>MRT_STREAM_WINDOW) return;
-  const b = ackedByte(dev, qpn, ssn);
-  store<u8>(b, load<u8>(b) | <u8>(1 << <u8>(ssn & 7)));
+  const map = ackedBitmap(dev, qpn);
+  ssnMark(map, ssn);
   if (d != 0) return;
-  while (true) {
-    const ab = ackedByte(dev, qpn, q.mtUna), bit = <u8>(1 << <u8>(q.mtUna & 7));
-    if ((load<u8>(ab) & bit) == 0) break;
-    store<u8>(ab, load<u8>(ab) & ~bit);
-    q.mtUna = psnAdd(q.mtUna, 1);
-  }
+  q.mtUna = ssnAdvance(map, q.mtUna);
   outAck(dev, q, qpn, psnAdd(q.mtUna, 0xffffff), t);
   if (q.rtxActive) streamReady(dev, q, qpn, t); // its window moved on
 }

@@ -5,6 +5,7 @@
 
 import { Device, Config } from "../core/device";
 import { MRT_PATH_WINDOW, MRT_STREAM_WINDOW } from "../generated/headers";
+import { psnAdd } from "../nic/psn";
 import {
   PATH_STATE_ACTIVE, PATH_STATE_SUSPECT, PATH_STATE_FAILED, MRT_PATH_PEER, MRT_PATH_PATH, MRT_PATH_PORT, MRT_PATH_STATE,
   MRT_PATH_CWND, MRT_PATH_SRTT, MRT_PATH_HINT_GBPS, MRT_PATH_RTO_PS, MRT_PATH_INFLIGHT, MRT_PATH_RTOS, MRT_PATH_EPOCH, MRT_PATH_CONN,
@@ -127,10 +128,31 @@ export const STREAM_BYTES: usize = 2 * BITMAP_BYTES + <usize>RECV_RING * RECV_BY
   return mrtOf(dev).rtx + (<usize>c * <usize>cap + <usize>((conn.rtxHead + k) % cap)) * RTX_BYTES;
 }
 @inline function streamOf(dev: Device, qpn: u32): usize { return mrtOf(dev).streams + <usize>qpn * STREAM_BYTES; }
-/** Byte of the sender's acknowledged bitmap holding SSN `ssn`'s bit. */
-@inline export function ackedByte(dev: Device, qpn: u32, ssn: u32): usize { return streamOf(dev, qpn) + <usize>((ssn % MRT_STREAM_WINDOW) >> 3); }
-/** Byte of the receiver's placed bitmap holding SSN `ssn`'s bit. */
-@inline export function placedByte(dev: Device, qpn: u32, ssn: u32): usize { return streamOf(dev, qpn) + BITMAP_BYTES + <usize>((ssn % MRT_STREAM_WINDOW) >> 3); }
+/** The sender's bitmap of stream `qpn`'s acknowledged SSNs (MRT_STREAM_WINDOW bits, by SSN mod the window). */
+@inline export function ackedBitmap(dev: Device, qpn: u32): usize { return streamOf(dev, qpn); }
+/** The receiver's bitmap of stream `qpn`'s placed SSNs. */
+@inline export function placedBitmap(dev: Device, qpn: u32): usize { return streamOf(dev, qpn) + BITMAP_BYTES; }
+/** Empties an SSN bitmap. */
+@inline export function ssnClear(map: usize): void { memory.fill(map, 0, BITMAP_BYTES); }
+/** Is SSN `ssn`'s bit set in `map`? */
+@inline export function ssnHas(map: usize, ssn: u32): bool {
+  return (load<u8>(map + <usize>((ssn % MRT_STREAM_WINDOW) >> 3)) & <u8>(1 << <u8>(ssn & 7))) != 0;
+}
+/** Sets SSN `ssn`'s bit in `map`. */
+@inline export function ssnMark(map: usize, ssn: u32): void {
+  const b = map + <usize>((ssn % MRT_STREAM_WINDOW) >> 3);
+  store<u8>(b, load<u8>(b) | <u8>(1 << <u8>(ssn & 7)));
+}
+/** The first SSN from `from` on whose bit is not set in `map`, clearing the bits it passes (they leave the window). */
+export function ssnAdvance(map: usize, from: u32): u32 {
+  let s = from;
+  while (ssnHas(map, s)) {
+    const b = map + <usize>((s % MRT_STREAM_WINDOW) >> 3);
+    store<u8>(b, load<u8>(b) & ~<u8>(1 << <u8>(s & 7)));
+    s = psnAdd(s, 1);
+  }
+  return s;
+}
 @inline export function recvAt(dev: Device, qpn: u32, index: u32): usize {
   return streamOf(dev, qpn) + 2 * BITMAP_BYTES + <usize>(index % RECV_RING) * RECV_BYTES;
 }

@@ -16,7 +16,7 @@ import { outAt, outFirstPsn, outLastPsn, outMsn, outFlags, outDrain, outComplete
 import { qpError } from "../nic/queues";
 import { crc32 } from "../wire/icrc";
 import {
-  Conn, Path, RxPath, mrtOf, connAt, pathAt, rxPathAt, sentAt, rtxAt, rtxCap, ackedByte, placedByte, portLists, portSeenAt, portPathsAt,
+  Conn, Path, RxPath, mrtOf, connAt, pathAt, rxPathAt, sentAt, rtxAt, rtxCap, ackedBitmap, placedBitmap, ssnClear, ssnHas, portLists, portSeenAt, portPathsAt,
   pdiff, PATH_ACTIVE, PATH_SUSPECT, PATH_FAILED, SENT_NONE, SENT_OUT, SENT_PROBE,
 } from "./state";
 import { ccInit, ccOnRto, ccPaceRate } from "./cc";
@@ -78,8 +78,8 @@ export function streamOpen(dev: Device, q: Qp, qpn: u32, c: u32): void {
   q.mtMsn = 0;
   q.mtRecvBase = q.rqCi;
   q.mtRnrAt = 0;
-  memory.fill(ackedByte(dev, qpn, 0), 0, <usize>MRT_STREAM_WINDOW / 8);
-  memory.fill(placedByte(dev, qpn, 0), 0, <usize>MRT_STREAM_WINDOW / 8);
+  ssnClear(ackedBitmap(dev, qpn));
+  ssnClear(placedBitmap(dev, qpn));
 }
 
 /** Stream `q` has new packets (a message joined its outstanding ones): its connection has work. */
@@ -374,7 +374,7 @@ export function isAcked(dev: Device, q: Qp, qpn: u32, ssn: u32): bool {
   const d = psnDiff(ssn, q.mtUna);
   if (d < 0) return true;
   if (d >= <i32>MRT_STREAM_WINDOW) return false;
-  return (load<u8>(ackedByte(dev, qpn, ssn)) & (1 << (ssn & 7))) != 0;
+  return ssnHas(ackedBitmap(dev, qpn), ssn);
 }
 
 /** The outstanding message of stream `q` holding SSN `ssn`, or 0. */
