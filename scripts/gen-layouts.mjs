@@ -18,14 +18,20 @@ const stats = read("stats.json");
 const trace = read("trace.json");
 const verbs = read("verbs.json");
 const device = read("device.json");
-/** Enumerations for the core and the host; firmware sees only the verbs ones (C view). */
-const ENUMS = [...verbs.enums, ...device.enums];
-/** Binary layouts for the core and the host; firmware sees only the verbs ones (C view). */
-const STRUCTS = [...verbs.structs, trace.record, ...(device.structs ?? [])];
+const graph = read("graph.json");
+/** Enumerations for the core and the host; firmware sees the verbs and graph ones (C view). */
+const ENUMS = [...verbs.enums, ...device.enums, ...graph.enums];
+/** Binary layouts for the core and the host; firmware sees the verbs and graph ones (C view). */
+const STRUCTS = [...verbs.structs, trace.record, ...(device.structs ?? []), ...graph.structs];
+/** Constants for every view. */
+const CONSTANTS = [...verbs.constants, ...graph.constants];
+/** What firmware sees (C view). */
+const C_ENUMS = [...verbs.enums, ...graph.enums];
+const C_STRUCTS = [...verbs.structs, ...graph.structs];
 
 // FNV-1a over every layout file: the core and the host both carry it, and the host refuses a
 // core built from other layouts (a stale build/menic.wasm would misread the config slots).
-const LAYOUT_HASH = ["memmap.json", "config.json", "stats.json", "trace.json", "verbs.json", "device.json"]
+const LAYOUT_HASH = ["memmap.json", "config.json", "stats.json", "trace.json", "verbs.json", "device.json", "graph.json"]
   .map((f) => readFileSync(join(root, "layouts", f), "utf8"))
   .join("\0")
   .split("")
@@ -78,7 +84,7 @@ function validate() {
       if (f.offset % SIZES[f.type]) throw new Error(`${st.name}.${f.name} is not naturally aligned`);
     }
   }
-  for (const c of verbs.constants) {
+  for (const c of CONSTANTS) {
     if (!(Number.isInteger(num(c.value)) && num(c.value) >= 0 && num(c.value) <= 0xffffffff)) throw new Error(`constant ${c.name}: not a u32`);
   }
   const names = new Set();
@@ -111,8 +117,8 @@ function asView() {
     }
   }
   for (const r of memmap.dma.regions) L.push(`/** ${r.doc} */`, `export const ${r.name}_BASE: u64 = ${hex(num(r.base))};`);
-  L.push("", "// ---- verbs (layouts/verbs.json), device (layouts/device.json), trace record (layouts/trace.json)");
-  for (const c of verbs.constants) L.push(`/** ${c.doc} */`, `export const ${c.name}: u32 = ${c.value};`);
+  L.push("", "// ---- verbs (layouts/verbs.json), device (layouts/device.json), trace record (layouts/trace.json), graph (layouts/graph.json)");
+  for (const c of CONSTANTS) L.push(`/** ${c.doc} */`, `export const ${c.name}: u32 = ${c.value};`);
   for (const e of ENUMS) {
     const type = e.values.some((v) => v.value < 0) ? "i32" : "u32";
     for (const v of e.values) L.push(`/** ${e.doc}: ${v.doc} */`, `export const ${e.name}_${v.name}: ${type} = ${v.value};`);
@@ -157,7 +163,7 @@ function tsView() {
   L.push("export const DMA = {");
   for (const r of memmap.dma.regions) L.push(`  ${r.name}: ${num(r.base)},`);
   L.push("} as const;", "");
-  for (const c of verbs.constants) L.push(`/** ${c.doc} */`, `export const ${c.name} = ${c.value};`);
+  for (const c of CONSTANTS) L.push(`/** ${c.doc} */`, `export const ${c.name} = ${c.value};`);
   for (const e of ENUMS) {
     L.push(`/** ${e.doc} */`, `export const ${e.name} = {`);
     for (const v of e.values) L.push(`  ${v.name}: ${v.value},`);
@@ -202,15 +208,15 @@ function cView() {
   }
   L.push("");
   for (const r of memmap.dma.regions) L.push(`/* ${r.doc} */`, `#define MENIC_${r.name}_BASE 0x${num(r.base).toString(16)}ull`);
-  L.push("", "/* ---- verbs (layouts/verbs.json) */");
-  for (const c of verbs.constants) L.push(`/* ${c.doc} */`, `#define MENIC_${c.name} MENIC_U(${c.value})`);
-  for (const e of verbs.enums) {
+  L.push("", "/* ---- verbs (layouts/verbs.json), graph (layouts/graph.json) */");
+  for (const c of CONSTANTS) L.push(`/* ${c.doc} */`, `#define MENIC_${c.name} MENIC_U(${c.value})`);
+  for (const e of C_ENUMS) {
     L.push(`/* ${e.doc} */`);
     for (const v of e.values) L.push(`#define MENIC_${e.name}_${v.name} ${v.value < 0 ? `(${v.value})` : v.value} /* ${v.doc} */`);
   }
   L.push("", "#ifndef __ASSEMBLER__");
   const ctype = { u8: "uint8_t", u16: "uint16_t", u32: "uint32_t", u64: "uint64_t" };
-  for (const st of verbs.structs) {
+  for (const st of C_STRUCTS) {
     const lower = st.name.toLowerCase();
     for (const f of st.fields.filter((f) => f.fields)) {
       L.push(`struct menic_${lower}_${f.name} {`);
@@ -260,6 +266,11 @@ function mdView() {
   verbs.enums.forEach(enumeration);
   L.push("", "# Device enumerations", "", device.doc);
   device.enums.forEach(enumeration);
+  L.push("", "# Graph layouts", "", graph.doc, "", "See docs/graph.md for what the graph means.");
+  L.push("", "## Constants", "", "| name | value | what |", "|---|---|---|");
+  for (const c of graph.constants) L.push(`| ${c.name} | \`${c.value}\` | ${c.doc} |`);
+  graph.structs.forEach(struct);
+  graph.enums.forEach(enumeration);
   L.push("", "# Device configuration", "", config.doc, "", "| field | default | range | unit | why |", "|---|---|---|---|---|");
   for (const f of config.fields) L.push(`| ${f.name} | ${f.default} | [${f.min}, ${f.max}]${f.multipleOf ? `, multiple of ${f.multipleOf}` : ""} | ${f.unit} | ${f.doc} |`);
   L.push("", "# Statistics counters", "", "| counter | what |", "|---|---|");

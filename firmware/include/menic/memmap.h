@@ -101,7 +101,7 @@
 /* engine SRAMs: engine e's SRAM at DMA_SRAM_BASE + e x SRAM_WINDOW (the NIC interface reaches each engine's local store) */
 #define MENIC_DMA_SRAM_BASE 0x200000000ull
 
-/* ---- verbs (layouts/verbs.json) */
+/* ---- verbs (layouts/verbs.json), graph (layouts/graph.json) */
 /* owner of host-owned PDs, CQs and QPs and ringer of host doorbells (engines are 0 to engines - 1) */
 #define MENIC_OWNER_HOST MENIC_U(0xffff)
 /* set in an rkey, clear in an lkey (rkey = lkey | REMOTE_KEY_BIT): a key used on the wrong side fails its check */
@@ -110,6 +110,16 @@
 #define MENIC_MAX_CQ_DEPTH MENIC_U(65536)
 /* most entries of a send or receive queue: 16-bit producer indices in doorbells stay unambiguous */
 #define MENIC_MAX_QUEUE_DEPTH MENIC_U(32768)
+/* the header's first word: the bytes 'M', 'G', 'R', 'F' */
+#define MENIC_GRAPH_MAGIC MENIC_U(0x4652474d)
+/* the layout's version; a reader refuses another */
+#define MENIC_GRAPH_VERSION MENIC_U(1)
+/* most sources of a reduce node (the reduction block's WQE takes 2 to 8) */
+#define MENIC_GRAPH_MAX_SOURCES MENIC_U(8)
+/* peer of a node that talks to no other device (reduce, copy, wait, signal) */
+#define MENIC_GRAPH_NO_PEER MENIC_U(0xffff)
+/* name of a node without one */
+#define MENIC_GRAPH_NO_NAME MENIC_U(0xffffffff)
 /* work request opcodes */
 #define MENIC_OPCODE_RDMA_WRITE 0 /* write local bytes to remote memory (raddr, rkey) */
 #define MENIC_OPCODE_RDMA_WRITE_WITH_IMM 1 /* RDMA WRITE, then a receive completion carrying imm at the target (consumes a posted receive) */
@@ -172,6 +182,17 @@
 /* port groups a QP can be bound to (scaleUpPorts splits the ports) */
 #define MENIC_PORT_GROUP_SCALE_UP 0 /* ports 0 .. scaleUpPorts - 1 */
 #define MENIC_PORT_GROUP_SCALE_OUT 1 /* ports scaleUpPorts .. ports - 1 */
+/* what a graph node does */
+#define MENIC_GRAPH_OP_SEND 0 /* send bytes [src, src + bytes) to peer's next receive on stream (an RDMA SEND) */
+#define MENIC_GRAPH_OP_RECV 1 /* take the next message from peer on stream into [dst, dst + bytes): a SEND, or a write with notify (bytes 0, no dst); done when it has arrived */
+#define MENIC_GRAPH_OP_WRITE 2 /* write local [src, src + bytes) into peer's buffer at dst (an RDMA WRITE); with flag NOTIFY it also consumes peer's next receive on stream (WRITE_WITH_IMM) */
+#define MENIC_GRAPH_OP_READ 3 /* read peer's [src, src + bytes) into local dst (an RDMA READ) */
+#define MENIC_GRAPH_OP_REDUCE 4 /* dst = op over the nsrc sources, element-wise in dtype, on the engine's near-memory reduction block */
+#define MENIC_GRAPH_OP_COPY 5 /* copy local [src, src + bytes) to dst */
+#define MENIC_GRAPH_OP_WAIT 6 /* done when semaphore sem of this device has reached value (signal nodes and the host add to it) */
+#define MENIC_GRAPH_OP_SIGNAL 7 /* add value to semaphore sem of this device */
+/* node flags (bit values) */
+#define MENIC_GRAPH_FLAG_NOTIFY 1 /* write: the peer learns of it, by a receive it consumes (WRITE_WITH_IMM) */
 
 #ifndef __ASSEMBLER__
 struct menic_wqe_src {
@@ -233,6 +254,94 @@ _Static_assert(__builtin_offsetof(struct menic_cqe, opcode) == 21, "CQE.opcode")
 _Static_assert(__builtin_offsetof(struct menic_cqe, flags) == 22, "CQE.flags");
 _Static_assert(__builtin_offsetof(struct menic_cqe, owner) == 23, "CQE.owner");
 _Static_assert(__builtin_offsetof(struct menic_cqe, timestamp) == 24, "CQE.timestamp");
+/* the graph's first 64 bytes */
+struct menic_graph_header {
+  uint32_t magic; /* GRAPH_MAGIC */
+  uint16_t version; /* GRAPH_VERSION */
+  uint16_t engines; /* engines the graph runs on: every node's engine is below it */
+  uint16_t device; /* this device's rank in the communicator */
+  uint16_t devices; /* devices in the communicator: every peer is below it */
+  uint32_t nodes; /* nodes */
+  uint32_t node_off; /* offset of the node array (GRAPH_NODE_SIZE bytes each, node i at node_off + i x GRAPH_NODE_SIZE) */
+  uint32_t deps; /* entries of the dependency array */
+  uint32_t dep_off; /* offset of the dependency array: u32 node indices, each node's [deps, deps + ndeps) */
+  uint32_t buffers; /* entries of the buffer table */
+  uint32_t buf_off; /* offset of the buffer table (GRAPH_BUFFER_SIZE bytes each) */
+  uint32_t str_off; /* offset of the names: NUL-terminated UTF-8, the first one the graph's own name */
+  uint32_t str_bytes; /* bytes of the names */
+  uint32_t semaphores; /* semaphores the graph's wait and signal nodes use: every sem is below it */
+  uint32_t bytes; /* bytes of the whole graph, header to the last name */
+  uint8_t _reserved0[12];
+};
+_Static_assert(sizeof(struct menic_graph_header) == 64, "GRAPH_HEADER layout");
+_Static_assert(__builtin_offsetof(struct menic_graph_header, magic) == 0, "GRAPH_HEADER.magic");
+_Static_assert(__builtin_offsetof(struct menic_graph_header, version) == 4, "GRAPH_HEADER.version");
+_Static_assert(__builtin_offsetof(struct menic_graph_header, engines) == 6, "GRAPH_HEADER.engines");
+_Static_assert(__builtin_offsetof(struct menic_graph_header, device) == 8, "GRAPH_HEADER.device");
+_Static_assert(__builtin_offsetof(struct menic_graph_header, devices) == 10, "GRAPH_HEADER.devices");
+_Static_assert(__builtin_offsetof(struct menic_graph_header, nodes) == 12, "GRAPH_HEADER.nodes");
+_Static_assert(__builtin_offsetof(struct menic_graph_header, node_off) == 16, "GRAPH_HEADER.node_off");
+_Static_assert(__builtin_offsetof(struct menic_graph_header, deps) == 20, "GRAPH_HEADER.deps");
+_Static_assert(__builtin_offsetof(struct menic_graph_header, dep_off) == 24, "GRAPH_HEADER.dep_off");
+_Static_assert(__builtin_offsetof(struct menic_graph_header, buffers) == 28, "GRAPH_HEADER.buffers");
+_Static_assert(__builtin_offsetof(struct menic_graph_header, buf_off) == 32, "GRAPH_HEADER.buf_off");
+_Static_assert(__builtin_offsetof(struct menic_graph_header, str_off) == 36, "GRAPH_HEADER.str_off");
+_Static_assert(__builtin_offsetof(struct menic_graph_header, str_bytes) == 40, "GRAPH_HEADER.str_bytes");
+_Static_assert(__builtin_offsetof(struct menic_graph_header, semaphores) == 44, "GRAPH_HEADER.semaphores");
+_Static_assert(__builtin_offsetof(struct menic_graph_header, bytes) == 48, "GRAPH_HEADER.bytes");
+struct menic_graph_node_dst {
+  uint32_t buf; /* buffer index */
+  uint32_t off; /* byte offset in it */
+};
+struct menic_graph_node_src {
+  uint32_t buf; /* buffer index */
+  uint32_t off; /* byte offset in it */
+};
+/* one node: what it does, on which engine, and after which nodes */
+struct menic_graph_node {
+  uint8_t op; /* GRAPH_OP */
+  uint8_t engine; /* the engine that runs it */
+  uint8_t dtype; /* reduce: DTYPE */
+  uint8_t redop; /* reduce: REDUCE_OP */
+  uint8_t flags; /* GRAPH_FLAG bits */
+  uint8_t nsrc; /* sources in src (reduce: 2 to GRAPH_MAX_SOURCES; send, write, read, copy: 1; else 0) */
+  uint16_t peer; /* send, recv, write, read: the other device's rank; else GRAPH_NO_PEER */
+  uint16_t stream; /* send, recv, write, read: the stream (messages of one stream between two devices are matched in order) */
+  uint16_t ndeps; /* nodes it waits for */
+  uint32_t deps; /* index of its first dependency in the dependency array */
+  uint32_t bytes; /* bytes moved, reduced or received at most */
+  uint32_t sem; /* wait, signal: the semaphore */
+  uint32_t value; /* wait: the value to reach; signal: the value to add */
+  uint32_t name; /* offset of its name in the names, GRAPH_NO_NAME when it has none */
+  struct menic_graph_node_dst dst; /* the destination (write: in the peer's buffer of that name) */
+  uint8_t _reserved0[24];
+  struct menic_graph_node_src src[8]; /* the sources, nsrc of them (read: in the peer's buffer of that name) */
+};
+_Static_assert(sizeof(struct menic_graph_node) == 128, "GRAPH_NODE layout");
+_Static_assert(__builtin_offsetof(struct menic_graph_node, op) == 0, "GRAPH_NODE.op");
+_Static_assert(__builtin_offsetof(struct menic_graph_node, engine) == 1, "GRAPH_NODE.engine");
+_Static_assert(__builtin_offsetof(struct menic_graph_node, dtype) == 2, "GRAPH_NODE.dtype");
+_Static_assert(__builtin_offsetof(struct menic_graph_node, redop) == 3, "GRAPH_NODE.redop");
+_Static_assert(__builtin_offsetof(struct menic_graph_node, flags) == 4, "GRAPH_NODE.flags");
+_Static_assert(__builtin_offsetof(struct menic_graph_node, nsrc) == 5, "GRAPH_NODE.nsrc");
+_Static_assert(__builtin_offsetof(struct menic_graph_node, peer) == 6, "GRAPH_NODE.peer");
+_Static_assert(__builtin_offsetof(struct menic_graph_node, stream) == 8, "GRAPH_NODE.stream");
+_Static_assert(__builtin_offsetof(struct menic_graph_node, ndeps) == 10, "GRAPH_NODE.ndeps");
+_Static_assert(__builtin_offsetof(struct menic_graph_node, deps) == 12, "GRAPH_NODE.deps");
+_Static_assert(__builtin_offsetof(struct menic_graph_node, bytes) == 16, "GRAPH_NODE.bytes");
+_Static_assert(__builtin_offsetof(struct menic_graph_node, sem) == 20, "GRAPH_NODE.sem");
+_Static_assert(__builtin_offsetof(struct menic_graph_node, value) == 24, "GRAPH_NODE.value");
+_Static_assert(__builtin_offsetof(struct menic_graph_node, name) == 28, "GRAPH_NODE.name");
+_Static_assert(__builtin_offsetof(struct menic_graph_node, dst) == 32, "GRAPH_NODE.dst");
+_Static_assert(__builtin_offsetof(struct menic_graph_node, src) == 64, "GRAPH_NODE.src");
+/* a buffer of the graph: every device of the communicator has one of that name and size (symmetric buffers), so a node names a peer's buffer as it names its own; where it lies on each device is the runtime's choice, not the graph's */
+struct menic_graph_buffer {
+  uint32_t name; /* offset of its name in the names */
+  uint32_t bytes; /* its size */
+};
+_Static_assert(sizeof(struct menic_graph_buffer) == 8, "GRAPH_BUFFER layout");
+_Static_assert(__builtin_offsetof(struct menic_graph_buffer, name) == 0, "GRAPH_BUFFER.name");
+_Static_assert(__builtin_offsetof(struct menic_graph_buffer, bytes) == 4, "GRAPH_BUFFER.bytes");
 #endif
 
 #ifndef __ASSEMBLER__

@@ -1,0 +1,5 @@
+// Collectives as work-queue graphs (docs/graph.md): the model, its JSON and binary forms, and validation.
+export * from "./types.js";
+export { readGraphJson, graphJson, writeGraphText, GRAPH_FORMAT, GRAPH_JSON_VERSION } from "./json.js";
+export { validateProgram, type ValidateOptions, type Matching, type MatchedMessage } from "./validate.js";
+export { encodeGraph, decodeGraph, programOf } from "./binary.js";
