@@ -210,14 +210,21 @@ function push(m: Map<string, number[]>, k: string, v: number): void {
 }
 
 /**
- * Deadlock across devices. Each node has two events, posted (P: its dependencies are done and
- * the node before it on its queue was posted) and done (C). Edges: C(dep) -> P(n); P(n) ->
- * C(n); on one queue, P(prev) -> P(next) and, on a send queue (which runs its requests one at
- * a time), C(prev) -> C(next); for a message m and its receive r, P(r) -> C(m) (a send is done
- * only once the receive is posted) and P(m) -> C(r). A cycle means no order of events can run
- * the graphs to the end.
+ * The events of a program's nodes and what orders them. Each node has two events, posted
+ * (P = 2v: its dependencies are done and the node before it on its queue was posted) and done
+ * (C = 2v + 1), where v numbers the nodes of all ranks in order (rank 0's first). Edges:
+ * C(dep) -> P(n); P(n) -> C(n); on one queue, P(prev) -> P(next) and, on a send queue (which
+ * runs its requests one at a time), C(prev) -> C(next); for a message m and its receive r,
+ * P(r) -> C(m) (a send is done only once the receive is posted) and P(m) -> C(r).
  */
-function checkDeadlock(p: GraphProgram, m: Matching): void {
+export interface EventGraph {
+  /** rank r's node i is node base[r] + i */
+  base: number[];
+  /** out[e]: the events that come after event e */
+  out: number[][];
+}
+
+export function eventGraph(p: GraphProgram, m: Matching): EventGraph {
   const base: number[] = [];
   let n = 0;
   for (const r of p.ranks) {
@@ -245,21 +252,29 @@ function checkDeadlock(p: GraphProgram, m: Matching): void {
     out[P(x.to, x.recv)].push(C(x.from, x.message));
     out[P(x.from, x.message)].push(C(x.to, x.recv));
   }
-  const cycle = findCycle(2 * n, (v) => out[v], () => true);
+  return { base, out };
+}
+
+/** Rank and node index of event e. */
+export function eventNode(g: EventGraph, e: number): { rank: number; i: number } {
+  const v = e >> 1;
+  let rank = g.base.length - 1;
+  while (g.base[rank] > v) rank--;
+  return { rank, i: v - g.base[rank] };
+}
+
+/** Deadlock across devices: a cycle among the events means no order of them can run the graphs to the end. */
+function checkDeadlock(p: GraphProgram, m: Matching): void {
+  const g = eventGraph(p, m);
+  const cycle = findCycle(g.out.length, (v) => g.out[v], () => true);
   if (cycle.length === 0) return;
-  const who = (v: number) => {
-    const g = v >> 1;
-    let rank = base.length - 1;
-    while (base[rank] > g) rank--;
-    return { rank, i: g - base[rank] };
-  };
   const names: string[] = [];
   for (const v of cycle) {
-    const { rank, i } = who(v);
+    const { rank, i } = eventNode(g, v);
     const label = `${v & 1 ? "done" : "posted"} ${nodeLabel(rank, i, p.ranks[rank].nodes[i])}`;
     if (names[names.length - 1] !== label) names.push(label);
   }
-  const first = who(cycle[0]);
+  const first = eventNode(g, cycle[0]);
   throw new GraphError(nodeLabel(first.rank, first.i, p.ranks[first.rank].nodes[first.i]),
     `deadlock: the graphs wait on each other in a cycle: ${names.slice(0, 12).join(" -> ")}${names.length > 12 ? ` -> ... (${names.length} events)` : ""}`);
 }
