@@ -3,3 +3,7 @@ export * from "./types.js";
 export { readGraphJson, graphJson, writeGraphText, GRAPH_FORMAT, GRAPH_JSON_VERSION } from "./json.js";
 export { validateProgram, type ValidateOptions, type Matching, type MatchedMessage } from "./validate.js";
 export { encodeGraph, decodeGraph, programOf } from "./binary.js";
+export { eventGraph, eventNode, type EventGraph } from "./validate.js";
+export { runReference, type ReferenceOptions, type ReferenceResult } from "./reference.js";
+export { allReduceRing, split, type CollectiveOptions, type AllReduceOptions } from "./collectives.js";
+export { findRace, checkRaces } from "./races.js";

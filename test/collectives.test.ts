@@ -1,0 +1,124 @@
+// The collective compiler and the reference executor (issue 9): the graphs it writes are
+// valid, and run by the reference they compute the collective, checked against plain
+// arithmetic here (not against the graphs' own reductions).
+import { describe, it, expect } from "vitest";
+import { readFileSync } from "node:fs";
+import { allReduceRing, runReference, readGraphJson, validateProgram, checkRaces, split, GraphError, type GraphProgram } from "../host/graph/index.js";
+import { f32Bits } from "../host/reduce/reference.js";
+
+/** Deterministic pseudo-random i32 inputs per device (a small LCG, seeded by device). */
+function inputsI32(devices: number, elems: number): Int32Array[] {
+  return Array.from({ length: devices }, (_, d) => {
+    let x = 0x9e3779b9 ^ (d * 0x85ebca6b);
+    return Int32Array.from({ length: elems }, () => (x = (Math.imul(x, 1664525) + 1013904223) | 0));
+  });
+}
+
+const bytesOf = (a: Int32Array | Float32Array) => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+
+function run(p: GraphProgram, inputs: (Int32Array | Float32Array)[]) {
+  checkRaces(p); // every order of the graphs' events computes these bytes
+  return runReference(p, (rank, name) => (name === "in" ? bytesOf(inputs[rank]) : undefined));
+}
+
+describe("ring all-reduce, run by the reference executor", () => {
+  for (const [devices, engines, elems] of [[2, 4, 1000], [3, 4, 7], [5, 16, 4099], [8, 16, 2048], [1, 16, 64]] as const) {
+    it(`i32 sum on ${devices} devices, ${engines} engines, ${elems} elements: every device gets the wrapped sum`, () => {
+      const ins = inputsI32(devices, elems);
+      const want = Int32Array.from({ length: elems }, (_, i) => ins.reduce((a, v) => (a + v[i]) | 0, 0));
+      const r = run(allReduceRing({ devices, engines, bytes: elems * 4, dtype: "i32" }), ins);
+      for (let d = 0; d < devices; d++) expect(new Int32Array(r.buffers[d].get("out")!.slice().buffer)).toEqual(want);
+      expect([...r.semaphores.map((s) => s[0])]).toEqual(Array(devices).fill(1));
+    });
+  }
+
+  it("i32 max and min are exact on 6 devices", () => {
+    const ins = inputsI32(6, 300);
+    for (const redop of ["max", "min"] as const) {
+      const want = Int32Array.from({ length: 300 }, (_, i) => (redop === "max" ? Math.max : Math.min)(...ins.map((v) => v[i])));
+      const r = run(allReduceRing({ devices: 6, engines: 3, bytes: 1200, dtype: "i32", redop }), ins);
+      for (let d = 0; d < 6; d++) expect(new Int32Array(r.buffers[d].get("out")!.slice().buffer)).toEqual(want);
+    }
+  });
+
+  it("f32 sum on 8 devices: every device holds the same bits, within float rounding of the exact sum", () => {
+    const elems = 1024;
+    const ins = inputsI32(8, elems).map((v) => Float32Array.from(v, (x) => x / 2 ** 24));
+    const r = run(allReduceRing({ devices: 8, engines: 16, bytes: elems * 4, dtype: "f32" }), ins);
+    const out0 = r.buffers[0].get("out")!;
+    for (let d = 1; d < 8; d++) expect(r.buffers[d].get("out")).toEqual(out0);
+    const got = new Float32Array(out0.slice().buffer);
+    let worst = 0;
+    for (let i = 0; i < elems; i++) worst = Math.max(worst, Math.abs(got[i] - ins.reduce((a, v) => a + v[i], 0)));
+    // inputs lie in [-128, 128): partial sums stay below 1024, where an f32 step is 2^-13; 7
+    // additions round by half a step each at most
+    expect(worst).toBeLessThanOrEqual(7 * 2 ** -14);
+    expect(worst).toBeGreaterThan(0); // the ring's order of additions is not float64's: not a copy of the exact sum
+    expect(f32Bits(got[0])).toBe(new Uint32Array(out0.slice(0, 4).buffer)[0]);
+  });
+
+  it("writes 5 (N - 1) nodes per engine and one final signal, valid, with its messages matched", () => {
+    const p = allReduceRing({ devices: 8, engines: 16, bytes: 1 << 20, dtype: "bf16" });
+    expect(p.ranks.map((r) => r.nodes.length)).toEqual(Array(8).fill(16 * 5 * 7 + 1));
+    expect(validateProgram(p).messages.length).toBe(8 * 16 * 2 * 7);
+    const done = p.ranks[3].nodes.at(-1)!;
+    expect(done).toMatchObject({ op: "signal", sem: 0, value: 1, engine: 0 });
+    // it waits for every node nothing else waits for: per engine the first reduce-scatter send,
+    // every all-gather send and the last all-gather receive
+    const names = done.deps.map((d) => `${p.ranks[3].nodes[d].engine}:${p.ranks[3].nodes[d].name}`);
+    const want = Array.from({ length: 16 }, (_, e) => [`${e}:rs0.send`, ...Array.from({ length: 7 }, (_, k) => `${e}:ag${k}.send`), `${e}:ag6.recv`]).flat();
+    expect(names.sort()).toEqual(want.sort());
+  });
+
+  it("refuses sizes that are not whole elements", () => {
+    expect(() => allReduceRing({ devices: 2, bytes: 6, dtype: "f32" })).toThrow(GraphError);
+    expect(() => allReduceRing({ devices: 2, bytes: 6, dtype: "f32" })).toThrow("bytes: must be a positive multiple of the f32 element size 4, got 6");
+  });
+
+  it("split hands out the remainder to the first parts", () => {
+    expect([0, 1, 2].map((k) => split(7, 3, k))).toEqual([[0, 3], [3, 2], [5, 2]]);
+    expect([0, 1, 2, 3].map((k) => split(2, 4, k))).toEqual([[0, 1], [1, 1], [2, 0], [2, 0]]);
+  });
+});
+
+describe("data races", () => {
+  it("a copy into bytes a reduce still reads, with no order between them, is a race naming both", () => {
+    const p = readGraphJson(readFileSync("examples/graphs/exchange-sum.json", "utf8"));
+    // device 0 scribbles on tmp after the receive into it, while its reduce may still read it
+    p.ranks[0].nodes.push({ op: "copy", name: "scribble", engine: 0, src: { buffer: "in", offset: 0 }, dst: { buffer: "tmp", offset: 1024 }, bytes: 16, deps: [0] });
+    expect(() => checkRaces(p)).toThrow('ranks[0].nodes[2] (reduce "sum" on engine 1): data race on device 0\'s buffer "tmp" bytes [1024, 1040): it reads srcs[1] and ranks[0].nodes[4] (copy "scribble" on engine 0) writes dst, and neither is done before the other is posted');
+    p.ranks[0].nodes[4].deps = [2]; // after the reduce (itself after the receive): no race
+    expect(() => checkRaces(p)).not.toThrow();
+  });
+
+  it("two receives of one queue into the same bytes race: a sprayed transport places messages in any order", () => {
+    const p = readGraphJson(readFileSync("examples/graphs/exchange-sum.json", "utf8"));
+    p.ranks[0].nodes.push({ op: "recv", name: "again", engine: 0, peer: 1, stream: 0, dst: { buffer: "tmp", offset: 1024 }, bytes: 16, deps: [] });
+    p.ranks[1].nodes.push({ op: "send", name: "more", engine: 0, peer: 0, stream: 0, src: { buffer: "out", offset: 0 }, bytes: 16, deps: [2] });
+    expect(() => checkRaces(p)).toThrow('ranks[0].nodes[0] (recv "take" on engine 0): data race on device 0\'s buffer "tmp" bytes [1024, 1040): it writes dst and ranks[0].nodes[4] (recv "again" on engine 0) writes dst');
+  });
+});
+
+describe("the reference executor", () => {
+  it("runs the worked example: each device ends with in0 + in1 and semaphore 0 at 1", () => {
+    const p = readGraphJson(readFileSync("examples/graphs/exchange-sum.json", "utf8"));
+    const ins = [Float32Array.from({ length: 1024 }, (_, i) => i * 0.5), Float32Array.from({ length: 1024 }, (_, i) => 1000 - i)];
+    const r = run(p, ins);
+    const want = Float32Array.from({ length: 1024 }, (_, i) => Math.fround(i * 0.5 + (1000 - i)));
+    for (let d = 0; d < 2; d++) {
+      expect(new Float32Array(r.buffers[d].get("out")!.slice().buffer)).toEqual(want);
+      expect(new Float32Array(r.buffers[d].get("tmp")!.slice().buffer)).toEqual(ins[1 - d]);
+    }
+    expect([r.semaphores[0][0], r.semaphores[1][0]]).toEqual([1, 1]);
+  });
+
+  it("a wait no signal reaches is an error naming it; the host's initial value satisfies it", () => {
+    const p = readGraphJson(readFileSync("examples/graphs/exchange-sum.json", "utf8"));
+    p.semaphores = 2;
+    p.ranks[1].nodes.push({ op: "wait", name: "gate", engine: 1, sem: 1, value: 3, deps: [] });
+    p.ranks[1].nodes.push({ op: "signal", engine: 1, sem: 1, value: 2, deps: [] });
+    expect(() => runReference(p)).toThrow('ranks[1].nodes[4] (wait "gate" on engine 1): waits for semaphore 1 to reach 3, and it ends at 2: no signal is left to raise it');
+    const r = runReference(p, undefined, { semaphores: [[], [0, 1]] });
+    expect(r.semaphores[1][1]).toBe(3);
+  });
+});
