@@ -128,6 +128,61 @@ describe("wfi, timer and mailbox", () => {
   });
 });
 
+describe("software interrupts between engines", () => {
+  const SWI_MSIP = 0x10004000, SWI_RAISE = 0x10004004;
+  // engine 0 counts to 1000, raises engine 2, then engine 9 (there is none), and exits; the
+  // others sleep with MSIE; a woken engine exits with 16 x (mip & MSIP) + 10 x SWI.MSIP + SWI.MSIP
+  // after clearing it: 128 + 10 + 0
+  const SRC = `
+    csrr a0, mhartid
+    bne a0, zero, sleeper
+    li t1, 0
+    li t2, 1000
+  spin:
+    addi t1, t1, 1
+    bne t1, t2, spin
+    li t0, ${SWI_RAISE}
+    li t3, 2
+    sw t3, 0(t0)
+    li t3, 9
+    sw t3, 0(t0)
+    li t0, ${EXIT}
+    sw zero, 0(t0)
+  sleeper:
+    li t3, 8
+    csrw mie, t3
+    wfi
+    csrr t6, mip
+    andi t6, t6, 8
+    li t0, ${SWI_MSIP}
+    lw t4, 0(t0)
+    sw zero, 0(t0)
+    lw t5, 0(t0)
+    li t1, 10
+    mul t4, t4, t1
+    add t4, t4, t5
+    slli t6, t6, 4
+    add t4, t4, t6
+    li t0, ${EXIT}
+    sw t4, 0(t0)
+  `;
+  it("wakes only the engine raised, at the raiser's time; a number that is no engine is counted", async () => {
+    const r = await runFirmware(programElf(SRC), { config: { engines: 4 } });
+    expect(r.engines.map((e) => e.state)).toEqual(["exited", "sleeping", "exited", "sleeping"]);
+    expect(r.engines[2].exitCode).toBe(138);
+    expect(r.stats["engine.wakeups"]).toBe(1);
+    expect(r.stats["engine.bad_raise"]).toBe(1);
+    // engine 0's store to RAISE executes at cycle 4009: csrr (2) + bne not taken (1) + 2 li (4)
+    // + 1000 x (addi 1 + taken bne 3) - 2 (the last bne falls through) + 2 li (4). Engine 2
+    // wakes at that time, which is cycle 4010 on its clock (cycle c lies at ceil(c x 10^9 / kHz)
+    // ps, a little past c: the wake takes the cycle at or after it), then runs csrr 2, andi 1,
+    // li 2, lw/sw/lw to MMIO 3 x 8, li 2, mul 3, add 1, slli 1, add 1, li 2, sw 8 = 47
+    expect(r.engines[2].cycles).toBe(4010 + 47);
+    // engine 0: the raise (8), li (2), the bad raise (8), li (2), exit (8)
+    expect(r.engines[0].cycles).toBe(4009 + 28);
+  });
+});
+
 // Engines race on one HBM counter with amoadd and print; the result depends on interleaving.
 const RACE = `
   li s0, 0x80000000

@@ -91,5 +91,6 @@ export function enginesInit(dev: Device, base: usize, sram: usize): void {
     h.mstatus = MSTATUS_MPP;
     h.mtimecmp = NEVER;
     h.resvAddr = NO_RESERVATION;
+    h.msip = 0;
   }
 }

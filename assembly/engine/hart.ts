@@ -24,6 +24,7 @@ export const CAUSE_MISALIGNED_STORE: u32 = 6;
 export const CAUSE_STORE_ACCESS: u32 = 7;
 export const CAUSE_ECALL_M: u32 = 11;
 export const CAUSE_INTERRUPT: u32 = 0x80000000;
+export const IRQ_SOFTWARE: u32 = 3;
 export const IRQ_TIMER: u32 = 7;
 export const IRQ_EXTERNAL: u32 = 11;
 
@@ -33,7 +34,8 @@ export const MSTATUS_MPIE: u32 = 1 << 7;
 export const MSTATUS_MPP: u32 = 3 << 11; // always M
 export const MIP_MTIP: u32 = 1 << IRQ_TIMER;
 export const MIP_MEIP: u32 = 1 << IRQ_EXTERNAL;
-export const MIE_MASK: u32 = MIP_MTIP | MIP_MEIP;
+export const MIP_MSIP: u32 = 1 << IRQ_SOFTWARE;
+export const MIE_MASK: u32 = MIP_MSIP | MIP_MTIP | MIP_MEIP;
 
 // misa: MXL = 1 (RV32), extensions A (bit 0), I (bit 8), M (bit 12)
 export const MISA: u32 = 0x40000000 | (1 << 0) | (1 << 8) | (1 << 12);
@@ -73,6 +75,7 @@ export const NO_RESERVATION: u32 = 0xffffffff;
   mcause: u32;
   mtval: u32;
   resvAddr: u32; // LR reservation (engine address of an aligned word) or NO_RESERVATION
+  msip: u32; // machine software interrupt pending (SWI.MSIP: another engine raised it)
 }
 
 /** Completion interrupts an engine can have pending. */

@@ -1,5 +1,5 @@
-// The engine MMIO window (layouts/memmap.json): console, exit, device facts, machine timer
-// and the host mailbox. Accesses must hit a register's address exactly; anything else is an
+// The engine MMIO window (layouts/memmap.json): console, exit, device facts, machine timer,
+// the host mailbox, the NIC interface and software interrupts between engines. Accesses must hit a register's address exactly; anything else is an
 // access fault. Loads return MMIO_FAULT for a fault. A byte or halfword store to a register
 // writes the low bytes of the value; the express window takes stores of any width at any
 // (aligned) offset and writes exactly those bytes.
@@ -7,6 +7,8 @@
 import { nicOf } from "../nic/state";
 import { Device, statAdd, tracePoint } from "../core/device";
 import { Hart, EngineState } from "./hart";
+import { hartAt } from "./engines";
+import { interruptEngine } from "./wake";
 import { psOfCycle, cyclesCeil } from "../core/time";
 import { fifoPush, fifoPop } from "../core/fifo";
 import { cqSetCi, cqAt } from "../nic/verbs";
@@ -15,7 +17,7 @@ import { nicCommand, cmdArg, cmdResult, ownsCq } from "../nic/commands";
 import {
   SYS_BASE, SYS_CONSOLE_TX, SYS_EXIT, SYS_NUM_ENGINES, SYS_SRAM_BYTES, SYS_HBM_BYTES, SYS_CLOCK_KHZ,
   TIMER_BASE, TIMER_MTIME_LO, TIMER_MTIME_HI, TIMER_MTIMECMP_LO, TIMER_MTIMECMP_HI,
-  MBOX_BASE, MBOX_OUT_DATA, MBOX_OUT_FREE, MBOX_IN_DATA, MBOX_IN_COUNT,
+  MBOX_BASE, MBOX_OUT_DATA, MBOX_OUT_FREE, MBOX_IN_DATA, MBOX_IN_COUNT, SWI_BASE, SWI_MSIP, SWI_RAISE, STAT_ENGINE_BAD_RAISE,
   STAT_CONSOLE_DROPPED, STAT_MBOX_OUT_OVERFLOW, TP_ENGINE_EXIT, STAT_NIC_BAD_DOORBELL,
   NIC_BASE, NIC_CMD, NIC_CMD_ARG0, NIC_CMD_RESULT, NIC_SQ_DB, NIC_RQ_DB, NIC_CQ_CI, NIC_CQ_ARM, NIC_IRQ_COUNT, NIC_IRQ_CQN, NIC_EXPRESS, NIC_EXPRESS_SIZE, WQE_SIZE, WQE_QPN,
 } from "../generated/layouts";
@@ -41,6 +43,7 @@ export function mmioLoad(dev: Device, h: Hart, addr: u32): i64 {
     case NIC_BASE + NIC_IRQ_COUNT: return <i64>h.nicIrq.count;
     case NIC_BASE + NIC_IRQ_CQN: return h.nicIrq.count == 0 ? <i64>0xffffffff : <i64>fifoPop(h.nicIrq);
     case NIC_BASE + NIC_CMD_RESULT: return <i64>cmdResult(h);
+    case SWI_BASE + SWI_MSIP: return <i64>h.msip;
     default: return MMIO_FAULT;
   }
 }
@@ -69,6 +72,12 @@ export function mmioStore(dev: Device, h: Hart, addr: u32, v: u32, bytes: u32): 
     case TIMER_BASE + TIMER_MTIMECMP_HI: h.mtimecmp = (h.mtimecmp & 0xffffffff) | (<u64>v << 32); return cost;
     case MBOX_BASE + MBOX_OUT_DATA:
       if (!fifoPush(h.mboxOut, v)) statAdd(dev, STAT_MBOX_OUT_OVERFLOW, 1);
+      return cost;
+    case SWI_BASE + SWI_MSIP: h.msip = v & 1; return cost;
+    case SWI_BASE + SWI_RAISE:
+      if (v >= dev.cfg.engines) { statAdd(dev, STAT_ENGINE_BAD_RAISE, 1); return cost; }
+      hartAt(dev, v).msip = 1;
+      interruptEngine(dev, v, psOfCycle(h.cycle, dev.cfg.engineClockKhz));
       return cost;
     case NIC_BASE + NIC_SQ_DB: case NIC_BASE + NIC_RQ_DB: {
       const kind = addr == NIC_BASE + NIC_SQ_DB ? DbKind.Sq : DbKind.Rq;

@@ -1,7 +1,7 @@
 // Trap entry and interrupt state (privileged spec 3.1.6, 3.1.7, 3.1.9, 3.3.2).
 
 import { Device, statAdd, tracePoint } from "../core/device";
-import { Hart, EngineState, CAUSE_INTERRUPT, MSTATUS_MIE, MSTATUS_MPIE, MSTATUS_MPP, MIP_MTIP, MIP_MEIP, IRQ_EXTERNAL, IRQ_TIMER } from "./hart";
+import { Hart, EngineState, CAUSE_INTERRUPT, MSTATUS_MIE, MSTATUS_MPIE, MSTATUS_MPP, MIP_MTIP, MIP_MEIP, MIP_MSIP, IRQ_EXTERNAL, IRQ_TIMER, IRQ_SOFTWARE } from "./hart";
 import { psOfCycle } from "../core/time";
 import {
   STAT_ENGINE_TRAPS, STAT_ENGINE_INTERRUPTS, STAT_ENGINE_FAULTS, TP_ENGINE_TRAP, TP_ENGINE_FAULT, TP_ENGINE_MRET,
@@ -12,14 +12,16 @@ import {
   let mip: u32 = 0;
   if (h.cycle >= h.mtimecmp) mip |= MIP_MTIP;
   if (h.mboxIn.count != 0 || h.nicIrq.count != 0) mip |= MIP_MEIP;
+  if (h.msip != 0) mip |= MIP_MSIP;
   return mip;
 }
 
-/** Highest-priority interrupt pending and enabled (external before timer), or 0. */
+/** Highest-priority interrupt pending and enabled (external, then software, then timer, as the privileged spec orders them), or 0. */
 @inline export function interruptToTake(h: Hart): u32 {
   if ((h.mstatus & MSTATUS_MIE) == 0) return 0;
   const p = pendingIrqs(h) & h.mie;
   if (p & MIP_MEIP) return CAUSE_INTERRUPT | IRQ_EXTERNAL;
+  if (p & MIP_MSIP) return CAUSE_INTERRUPT | IRQ_SOFTWARE;
   if (p & MIP_MTIP) return CAUSE_INTERRUPT | IRQ_TIMER;
   return 0;
 }

@@ -154,6 +154,21 @@ static inline void menic_set_trap_vector(void (*handler)(void), uint32_t mode) {
   csr_write(CSR_MTVEC, (uint32_t)(uintptr_t)handler | mode);
 }
 
+/* ---- software interrupts between engines (MENIC_SWI_*)
+ * An engine raises another's machine software interrupt (mip.MSIP), which wakes it from wfi
+ * when its mie.MSIE is set, like RISC-V ACLINT's MSWI. The interrupt stays pending until the
+ * engine clears it: clear first, then look at what changed, then sleep, so that a raise that
+ * comes in between is not lost. */
+static inline void menic_swi_enable(void) { csr_set(CSR_MIE, MIE_MSIE); }
+static inline void menic_swi_disable(void) { csr_clear(CSR_MIE, MIE_MSIE); }
+
+/* Raise engine `e`'s software interrupt (a number that is not an engine is ignored and counted, engine.bad_raise). */
+static inline void menic_swi_raise(uint32_t e) { MENIC_REG32(MENIC_SWI_RAISE) = e; }
+
+/* This engine's pending software interrupt, and clearing it. */
+static inline bool menic_swi_pending(void) { return (MENIC_REG32(MENIC_SWI_MSIP) & 1u) != 0; }
+static inline void menic_swi_clear(void) { MENIC_REG32(MENIC_SWI_MSIP) = 0; }
+
 /* ---- mailbox between this engine and the host (MENIC_MBOX_*) */
 
 /* Words from the host waiting in this engine's inbox. */

@@ -41,8 +41,10 @@
 
 /* ---- mie / mip bits (section 3.1.9): machine timer and machine external interrupts.
  * External = "the host's mailbox to this engine is not empty". */
+#define MIE_MSIE      (1u << 3)
 #define MIE_MTIE      (1u << 7)
 #define MIE_MEIE      (1u << 11)
+#define MIP_MSIP      (1u << 3)
 #define MIP_MTIP      (1u << 7)
 #define MIP_MEIP      (1u << 11)
 

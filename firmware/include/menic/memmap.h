@@ -94,6 +94,13 @@
 #define MENIC_NIC_EXPRESS (MENIC_NIC_BASE + MENIC_U(0x100))
 #define MENIC_NIC_EXPRESS_SIZE 128
 
+/* software interrupts between engines (like RISC-V ACLINT's MSWI): an engine raises another's machine software interrupt, mip.MSIP, which wakes it from wfi when mie.MSIE is set (and traps to it when mstatus.MIE is set too); the graph executor wakes the engines whose nodes wait on one just done */
+#define MENIC_SWI_BASE MENIC_U(0x10004000)
+/* rw: this engine's pending software interrupt (bit 0): read it; write 0 to clear it (1 sets it) */
+#define MENIC_SWI_MSIP (MENIC_SWI_BASE + MENIC_U(0x0))
+/* w: write an engine number: sets that engine's MSIP at the writer's time; a number that is not an engine is ignored and counted (engine.bad_raise) */
+#define MENIC_SWI_RAISE (MENIC_SWI_BASE + MENIC_U(0x4))
+
 /* device HBM, at the same addresses engines use */
 #define MENIC_DMA_HBM_BASE 0x80000000ull
 /* host memory reached over PCIe (hostMemBytes of it) */
