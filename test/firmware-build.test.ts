@@ -40,7 +40,7 @@ describe("committed example firmware", () => {
       expect(img.entry).toBe(0x400 + 16 * 1024);
       // One SRAM segment above the stack (code first), plus one HBM segment for the images with shared data.
       expect(img.segments[0]!.vaddr).toBe(0x400 + 16 * 1024);
-      const shared = ex.name === "psum" || ex.name === "nic" || ex.name === "pingpong";
+      const shared = ex.name === "psum" || ex.name === "nic" || ex.name === "pingpong" || ex.name === "graph-executor";
       expect(img.segments.map((s) => s.vaddr >= 0x80000000)).toEqual(shared ? [false, true] : [false]);
     });
   }

@@ -29,6 +29,8 @@ export const EXAMPLES: readonly Example[] = [
   // the SDK's unit tests (menic fw test firmware/tests/unit), and the same with two tests that fail on purpose
   { name: "unit-sdk", sources: ["firmware/tests/unit/sdk.c"], out: "firmware/tests/unit/sdk.elf", debug: true },
   { name: "unit-demo-fail", sources: ["firmware/tests/unit/sdk.c"], out: "firmware/tests/demo-fail/sdk-fail.elf", debug: true, defines: { MENIC_TEST_DEMO_FAIL: "1" } },
+  // the graph executor: every engine of a device running a collective's graph (docs/graph.md)
+  { name: "graph-executor", sources: ["firmware/graph/executor.c"], out: "firmware/graph/executor.elf" },
   // benchmark firmware (npm run bench -- engines)
   { name: "compute", sources: ["firmware/bench/compute.c"], out: "firmware/bench/compute.elf" },
   { name: "idle", sources: ["firmware/bench/idle.c"], out: "firmware/bench/idle.elf" },

@@ -127,6 +127,16 @@
 #define MENIC_GRAPH_NO_PEER MENIC_U(0xffff)
 /* name of a node without one */
 #define MENIC_GRAPH_NO_NAME MENIC_U(0xffffffff)
+/* a run block's first word: the bytes 'M', 'G', 'R', 'N' */
+#define MENIC_GRAPH_RUN_MARK MENIC_U(0x4e52474d)
+/* GRAPH_BIND.qp of a node that uses no queue pair (wait, signal) */
+#define MENIC_GRAPH_NO_QP MENIC_U(0xffffffff)
+/* mailbox word an engine sends the host when a signal node raises semaphore 0: GRAPH_MSG_SIGNAL | the semaphore's new value (low 28 bits) */
+#define MENIC_GRAPH_MSG_SIGNAL MENIC_U(0x10000000)
+/* mailbox word an engine sends the host when a node fails: GRAPH_MSG_ERROR | the node (low 28 bits); the run block says more */
+#define MENIC_GRAPH_MSG_ERROR MENIC_U(0x20000000)
+/* the kind bits of a mailbox word from the graph executor */
+#define MENIC_GRAPH_MSG_KIND_MASK MENIC_U(0xf0000000)
 /* work request opcodes */
 #define MENIC_OPCODE_RDMA_WRITE 0 /* write local bytes to remote memory (raddr, rkey) */
 #define MENIC_OPCODE_RDMA_WRITE_WITH_IMM 1 /* RDMA WRITE, then a receive completion carrying imm at the target (consumes a posted receive) */
@@ -349,6 +359,86 @@ struct menic_graph_buffer {
 _Static_assert(sizeof(struct menic_graph_buffer) == 8, "GRAPH_BUFFER layout");
 _Static_assert(__builtin_offsetof(struct menic_graph_buffer, name) == 0, "GRAPH_BUFFER.name");
 _Static_assert(__builtin_offsetof(struct menic_graph_buffer, bytes) == 4, "GRAPH_BUFFER.bytes");
+/* a run block: what the host binds a graph to on one device (queue pairs, keys, buffer addresses) and where the engines keep its state; the host rings engine 0's mailbox with its address (docs/graph.md, 'Running a graph') */
+struct menic_graph_run {
+  uint32_t magic; /* GRAPH_RUN_MARK */
+  uint32_t graph; /* HBM address of the graph (GRAPH_HEADER) */
+  uint32_t engines; /* HBM address of the engine table: GRAPH_ENGINE per engine of the graph */
+  uint32_t qps; /* HBM address of the queue-pair table (GRAPH_QP each) */
+  uint32_t bind; /* HBM address of the node bindings: GRAPH_BIND per node */
+  uint32_t done; /* HBM address of the done flags: a u32 per node, 0 until the node is done (the host zeroes them) */
+  uint32_t sems; /* HBM address of the semaphores: a u32 each */
+  uint32_t bufs; /* HBM address of the buffers' addresses: a u32 per buffer, the same on every device of the communicator */
+  uint32_t rkeys; /* HBM address of the devices' remote keys for their buffers: a u32 per device */
+  uint32_t lkey; /* this device's local key for its buffers */
+  uint32_t error_node; /* the first node that failed, 0xffffffff while none has */
+  uint32_t error_status; /* its completion's STATUS */
+  uint32_t error_engine; /* the engine that ran it */
+  uint32_t finished; /* engines that have run all their nodes */
+  uint8_t _reserved0[8];
+};
+_Static_assert(sizeof(struct menic_graph_run) == 64, "GRAPH_RUN layout");
+_Static_assert(__builtin_offsetof(struct menic_graph_run, magic) == 0, "GRAPH_RUN.magic");
+_Static_assert(__builtin_offsetof(struct menic_graph_run, graph) == 4, "GRAPH_RUN.graph");
+_Static_assert(__builtin_offsetof(struct menic_graph_run, engines) == 8, "GRAPH_RUN.engines");
+_Static_assert(__builtin_offsetof(struct menic_graph_run, qps) == 12, "GRAPH_RUN.qps");
+_Static_assert(__builtin_offsetof(struct menic_graph_run, bind) == 16, "GRAPH_RUN.bind");
+_Static_assert(__builtin_offsetof(struct menic_graph_run, done) == 20, "GRAPH_RUN.done");
+_Static_assert(__builtin_offsetof(struct menic_graph_run, sems) == 24, "GRAPH_RUN.sems");
+_Static_assert(__builtin_offsetof(struct menic_graph_run, bufs) == 28, "GRAPH_RUN.bufs");
+_Static_assert(__builtin_offsetof(struct menic_graph_run, rkeys) == 32, "GRAPH_RUN.rkeys");
+_Static_assert(__builtin_offsetof(struct menic_graph_run, lkey) == 36, "GRAPH_RUN.lkey");
+_Static_assert(__builtin_offsetof(struct menic_graph_run, error_node) == 40, "GRAPH_RUN.error_node");
+_Static_assert(__builtin_offsetof(struct menic_graph_run, error_status) == 44, "GRAPH_RUN.error_status");
+_Static_assert(__builtin_offsetof(struct menic_graph_run, error_engine) == 48, "GRAPH_RUN.error_engine");
+_Static_assert(__builtin_offsetof(struct menic_graph_run, finished) == 52, "GRAPH_RUN.finished");
+/* one engine's part of a run: its completion queue and its nodes in order */
+struct menic_graph_engine {
+  uint32_t cqn; /* its CQ (every queue pair of the engine completes there) */
+  uint32_t cq_ring; /* HBM address of the CQ's ring */
+  uint32_t cq_depth; /* entries of the CQ's ring */
+  uint32_t local_qp; /* index in the QP table of its queue pair for reduce and copy (connected to itself) */
+  uint32_t list; /* HBM address of its nodes: u32 node indices, in the order it posts them */
+  uint32_t nodes; /* entries of the list */
+  uint32_t first_qp; /* index in the QP table of its first queue pair: its queue pairs are [first_qp, first_qp + qps) */
+  uint32_t qps; /* queue pairs it owns, its local one included */
+};
+_Static_assert(sizeof(struct menic_graph_engine) == 32, "GRAPH_ENGINE layout");
+_Static_assert(__builtin_offsetof(struct menic_graph_engine, cqn) == 0, "GRAPH_ENGINE.cqn");
+_Static_assert(__builtin_offsetof(struct menic_graph_engine, cq_ring) == 4, "GRAPH_ENGINE.cq_ring");
+_Static_assert(__builtin_offsetof(struct menic_graph_engine, cq_depth) == 8, "GRAPH_ENGINE.cq_depth");
+_Static_assert(__builtin_offsetof(struct menic_graph_engine, local_qp) == 12, "GRAPH_ENGINE.local_qp");
+_Static_assert(__builtin_offsetof(struct menic_graph_engine, list) == 16, "GRAPH_ENGINE.list");
+_Static_assert(__builtin_offsetof(struct menic_graph_engine, nodes) == 20, "GRAPH_ENGINE.nodes");
+_Static_assert(__builtin_offsetof(struct menic_graph_engine, first_qp) == 24, "GRAPH_ENGINE.first_qp");
+_Static_assert(__builtin_offsetof(struct menic_graph_engine, qps) == 28, "GRAPH_ENGINE.qps");
+/* a queue pair of an engine: to one peer for one stream, or to itself for local work */
+struct menic_graph_qp {
+  uint32_t qpn; /* its number */
+  uint16_t peer; /* the device it is connected to */
+  uint16_t stream; /* the stream it carries */
+  uint32_t sq_ring; /* HBM address of its send ring (express doorbells place their entries there) */
+  uint32_t sq_depth; /* entries of its send ring */
+  uint32_t rq_ring; /* HBM address of its receive ring */
+  uint32_t rq_depth; /* entries of its receive ring */
+  uint8_t _reserved0[8];
+};
+_Static_assert(sizeof(struct menic_graph_qp) == 32, "GRAPH_QP layout");
+_Static_assert(__builtin_offsetof(struct menic_graph_qp, qpn) == 0, "GRAPH_QP.qpn");
+_Static_assert(__builtin_offsetof(struct menic_graph_qp, peer) == 4, "GRAPH_QP.peer");
+_Static_assert(__builtin_offsetof(struct menic_graph_qp, stream) == 6, "GRAPH_QP.stream");
+_Static_assert(__builtin_offsetof(struct menic_graph_qp, sq_ring) == 8, "GRAPH_QP.sq_ring");
+_Static_assert(__builtin_offsetof(struct menic_graph_qp, sq_depth) == 12, "GRAPH_QP.sq_depth");
+_Static_assert(__builtin_offsetof(struct menic_graph_qp, rq_ring) == 16, "GRAPH_QP.rq_ring");
+_Static_assert(__builtin_offsetof(struct menic_graph_qp, rq_depth) == 20, "GRAPH_QP.rq_depth");
+/* what the host works out for each node once, so that engines need not */
+struct menic_graph_bind {
+  uint32_t qp; /* index in the QP table of the queue pair it is posted on, GRAPH_NO_QP for none */
+  uint32_t notify; /* engines to wake when it is done (bit e: engine e; those with a node that depends on it, or waits on the semaphore it signals) */
+};
+_Static_assert(sizeof(struct menic_graph_bind) == 8, "GRAPH_BIND layout");
+_Static_assert(__builtin_offsetof(struct menic_graph_bind, qp) == 0, "GRAPH_BIND.qp");
+_Static_assert(__builtin_offsetof(struct menic_graph_bind, notify) == 4, "GRAPH_BIND.notify");
 #endif
 
 #ifndef __ASSEMBLER__

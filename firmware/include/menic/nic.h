@@ -40,11 +40,16 @@ struct menic_cq {
   uint32_t ci; /* entries consumed (free-running) */
 };
 
+/* A 32-bit word that may alias any object: the helpers below copy a WQE (whose fields are u8,
+ * u32 and u64) a word at a time, which plain uint32_t pointers would make undefined behaviour
+ * under C's aliasing rules (clang -O2 then drops the stores to the u8 and u64 fields as dead). */
+typedef uint32_t __attribute__((__may_alias__)) menic_word_t;
+
 /* Express doorbell: the WQE (with its qpn field set) goes straight into the doorbell window,
  * word by word in ascending order; the store to the last word rings the doorbell. The NIC
  * fetches nothing. */
 static inline void menic_post_express(const struct menic_wqe *w) {
-  const uint32_t *src = (const uint32_t *)w;
+  const menic_word_t *src = (const menic_word_t *)w;
   volatile uint32_t *win = (volatile uint32_t *)(uintptr_t)MENIC_NIC_EXPRESS;
   for (uint32_t i = 0; i < MENIC_NIC_EXPRESS_SIZE / 4; i++) win[i] = src[i];
 }
@@ -52,8 +57,8 @@ static inline void menic_post_express(const struct menic_wqe *w) {
 /* Classic doorbell, step 1: copy a WQE into the next ring slot (no doorbell yet, so several
  * can be batched behind one). */
 static inline void menic_queue_put(struct menic_queue *q, const struct menic_wqe *w) {
-  volatile uint32_t *dst = (volatile uint32_t *)&q->ring[q->pi % q->depth];
-  const uint32_t *src = (const uint32_t *)w;
+  volatile menic_word_t *dst = (volatile menic_word_t *)&q->ring[q->pi % q->depth];
+  const menic_word_t *src = (const menic_word_t *)w;
   for (uint32_t i = 0; i < sizeof(struct menic_wqe) / 4; i++) dst[i] = src[i];
   q->pi++;
 }
