@@ -3,7 +3,7 @@
 // arithmetic here (not against the graphs' own reductions).
 import { describe, it, expect } from "vitest";
 import { readFileSync } from "node:fs";
-import { allReduceRing, runReference, readGraphJson, validateProgram, checkRaces, split, GraphError, type GraphProgram } from "../host/graph/index.js";
+import { allReduceRing, allReduceHalvingDoubling, reduceScatterRing, allGatherRing, broadcastRing, allToAll, runReference, readGraphJson, validateProgram, checkRaces, split, GraphError, type GraphProgram } from "../host/graph/index.js";
 import { f32Bits } from "../host/reduce/reference.js";
 
 /** Deterministic pseudo-random i32 inputs per device (a small LCG, seeded by device). */
@@ -120,5 +120,70 @@ describe("the reference executor", () => {
     expect(() => runReference(p)).toThrow('ranks[1].nodes[4] (wait "gate" on engine 1): waits for semaphore 1 to reach 3, and it ends at 2: no signal is left to raise it');
     const r = runReference(p, undefined, { semaphores: [[], [0, 1]] });
     expect(r.semaphores[1][1]).toBe(3);
+  });
+});
+
+describe("the other collectives, run by the reference executor", () => {
+  const i32 = (b: Uint8Array) => new Int32Array(b.slice().buffer);
+  const block = (a: Int32Array, k: number, n: number) => a.subarray(k * n, (k + 1) * n);
+
+  for (const devices of [2, 4, 8]) {
+    it(`halving-doubling all-reduce on ${devices} devices: the wrapped sum everywhere, race-free`, () => {
+      const elems = 1000 + devices;
+      const ins = inputsI32(devices, elems);
+      const want = Int32Array.from({ length: elems }, (_, i) => ins.reduce((a, v) => (a + v[i]) | 0, 0));
+      const r = run(allReduceHalvingDoubling({ devices, engines: 4, bytes: elems * 4, dtype: "i32" }), ins);
+      for (let d = 0; d < devices; d++) expect(i32(r.buffers[d].get("out")!)).toEqual(want);
+    });
+  }
+
+  it("halving-doubling exchanges with log2 N partners, the ring with one: on 8 devices 14 sends each, to devices 4, 2 and 1", () => {
+    const hd = allReduceHalvingDoubling({ devices: 8, engines: 1, bytes: 8 * 1024, dtype: "i32" });
+    const ring = allReduceRing({ devices: 8, engines: 1, bytes: 8 * 1024, dtype: "i32" });
+    const sends = (p: GraphProgram) => p.ranks[0].nodes.filter((n) => n.op === "send");
+    // reduce-scatter sends 4 + 2 + 1 segments, all-gather 1 + 2 + 4: the same bytes as the ring, to 3 partners
+    expect(sends(hd).length).toBe(14);
+    expect(new Set(sends(hd).map((n) => (n as { peer: number }).peer))).toEqual(new Set([4, 2, 1]));
+    expect(new Set(sends(ring).map((n) => (n as { peer: number }).peer))).toEqual(new Set([1]));
+    expect(() => allReduceHalvingDoubling({ devices: 6, bytes: 64, dtype: "i32" })).toThrow("devices: halving-doubling needs a power of two, got 6 (use the ring)");
+  });
+
+  it("reduce-scatter on 5 devices: device r holds block r of the sum", () => {
+    const elems = 301, N = 5;
+    const ins = inputsI32(N, N * elems);
+    const r = run(reduceScatterRing({ devices: N, engines: 3, bytes: elems * 4, dtype: "i32" }), ins);
+    for (let d = 0; d < N; d++) {
+      const want = Int32Array.from({ length: elems }, (_, i) => ins.reduce((a, v) => (a + block(v, d, elems)[i]) | 0, 0));
+      expect(i32(r.buffers[d].get("out")!)).toEqual(want);
+    }
+  });
+
+  it("all-gather on 5 devices: every device holds every device's input, in device order", () => {
+    const elems = 77, N = 5;
+    const ins = inputsI32(N, elems);
+    const r = run(allGatherRing({ devices: N, engines: 4, bytes: elems * 4, dtype: "i32" }), ins);
+    const want = new Int32Array(N * elems);
+    ins.forEach((v, d) => want.set(v, d * elems));
+    for (let d = 0; d < N; d++) expect(i32(r.buffers[d].get("out")!)).toEqual(want);
+  });
+
+  it("broadcast from device 2 of 6, pipelined in chunks: every device holds the root's input", () => {
+    const ins = inputsI32(6, 1000);
+    const p = broadcastRing({ devices: 6, engines: 4, bytes: 4000, dtype: "i32", root: 2, chunks: 3 });
+    const r = run(p, ins);
+    for (let d = 0; d < 6; d++) expect(i32(r.buffers[d].get("out")!)).toEqual(ins[2]);
+    // the root only sends, the one before it only receives, the others pass each chunk on
+    const count = (d: number, op: string) => p.ranks[d].nodes.filter((n) => n.op === op).length;
+    expect([count(2, "send"), count(2, "recv"), count(1, "send"), count(1, "recv"), count(4, "send")]).toEqual([12, 0, 0, 12, 12]);
+  });
+
+  it("all-to-all on 4 devices: device r's block p lands in device p's block r", () => {
+    const elems = 50, N = 4;
+    const ins = inputsI32(N, N * elems);
+    const r = run(allToAll({ devices: N, engines: 2, bytes: elems * 4, dtype: "i32" }), ins);
+    for (let p = 0; p < N; p++) {
+      const out = i32(r.buffers[p].get("out")!);
+      for (let src = 0; src < N; src++) expect(block(out, src, elems)).toEqual(block(ins[src], p, elems));
+    }
   });
 });

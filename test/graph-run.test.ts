@@ -7,7 +7,7 @@ import { Context } from "../host/verbs.js";
 import { coreModule } from "../host/platform/node.js";
 import { Fabric, ClusterRunner, singleSwitch } from "../host/fabric/index.js";
 import { DeviceEndpoint } from "../host/cluster/endpoint.js";
-import { readGraphJson, runReference, allReduceRing, bindProgram, graphDeviceConfig, type GraphProgram } from "../host/graph/index.js";
+import { readGraphJson, runReference, allReduceRing, allReduceHalvingDoubling, allToAll, allGatherRing, bindProgram, graphDeviceConfig, type GraphProgram } from "../host/graph/index.js";
 
 const EXECUTOR = readFileSync("firmware/graph/executor.elf");
 
@@ -93,6 +93,22 @@ describe("graphs run by the engines", () => {
       const ref = runReference(p, (rank, name) => (name === "in" ? ins[rank] : undefined));
       for (let d = 0; d < 8; d++) expect(firstDiff(c.run.read(d, "out"), ref.buffers[d].get("out"))).toBe(-1);
     }, 120_000);
+  }
+
+  for (const [name, make] of [
+    ["halving-doubling all-reduce (bf16 sum)", () => allReduceHalvingDoubling({ devices: 8, engines: 8, bytes: 64 * 1024, dtype: "bf16" })],
+    ["all-to-all", () => allToAll({ devices: 8, engines: 8, bytes: 16 * 1024, dtype: "i32" })],
+    ["all-gather", () => allGatherRing({ devices: 6, engines: 4, bytes: 16 * 1024, dtype: "i32" })],
+  ] as const) {
+    it(`${name} on the engines, bit for bit the reference's`, async () => {
+      const p = make();
+      const ins = inputs(p, 4);
+      const c = await cluster(p, { transport: 1 });
+      ins.forEach((b, d) => c.run.write(d, "in", b));
+      expect(finish(c).s).toEqual({ state: "done", devices: p.devices });
+      const ref = runReference(p, (rank, b) => (b === "in" ? ins[rank] : undefined));
+      for (let d = 0; d < p.devices; d++) expect(firstDiff(c.run.read(d, "out"), ref.buffers[d].get("out"))).toBe(-1);
+    }, 60_000);
   }
 
   it("a device whose links all fail ends the run with an error naming the node, not a hang", async () => {

@@ -116,3 +116,201 @@ export function allReduceRing(o: AllReduceOptions): GraphProgram {
     semaphores: 1, ranks,
   };
 }
+
+/** Engine e's slice of block s (each block `elems` elements) of `buffer`: [place, bytes], bytes 0 when the slice is empty. */
+function blockSlice(elems: number, engines: number, esize: number) {
+  return (buffer: string, s: number, e: number): [BufferRef, number] => {
+    const [e0, en] = split(elems, engines, e);
+    return [{ buffer, offset: (s * elems + e0) * esize }, en * esize];
+  };
+}
+
+/** A program of N ranks from per-rank node builders, each ending with the final signal. */
+function program(name: string, o: CollectiveOptions, engines: number, buffers: { name: string; bytes: number }[], build: (r: number, add: (n: GraphNode) => number) => void): GraphProgram {
+  const ranks = Array.from({ length: o.devices }, (_, r) => {
+    const nodes: GraphNode[] = [];
+    build(r, (n) => nodes.push(n) - 1);
+    finish(nodes);
+    return { nodes };
+  });
+  return { name: o.name ?? name, devices: o.devices, engines, buffers, semaphores: 1, ranks };
+}
+
+/**
+ * Ring all-gather: device r contributes `in` (bytes) and every device ends with all of them in
+ * `out` (devices x bytes), device d's at block d. Step k sends block r - k of `out` (block r
+ * straight from `in` at k = 0) to the next device and receives block r - k - 1 from the
+ * previous one; a copy puts the device's own block in place.
+ */
+export function allGatherRing(o: CollectiveOptions): GraphProgram {
+  const { engines, elems, esize, stream } = check(o);
+  const N = o.devices, block = blockSlice(elems, engines, esize);
+  return program(`allgather-ring-${N}x${o.bytes}`, o, engines, [{ name: "in", bytes: o.bytes }, { name: "out", bytes: N * o.bytes }], (r, add) => {
+    const next = (r + 1) % N, prev = mod(r - 1, N);
+    for (let e = 0; e < engines; e++) {
+      const [mine, bytes] = block("in", 0, e);
+      if (bytes === 0) continue;
+      add({ op: "copy", name: "own", engine: e, src: mine, dst: block("out", r, e)[0], bytes, deps: [] });
+      const recvs: number[] = [];
+      for (let k = 0; k < N - 1; k++) recvs.push(add({ op: "recv", name: `ag${k}.recv`, engine: e, peer: prev, stream, dst: block("out", mod(r - k - 1, N), e)[0], bytes, deps: [] }));
+      for (let k = 0; k < N - 1; k++)
+        add({ op: "send", name: `ag${k}.send`, engine: e, peer: next, stream, src: k === 0 ? mine : block("out", mod(r - k, N), e)[0], bytes, deps: k === 0 ? [] : [recvs[k - 1]] });
+    }
+  });
+}
+
+/**
+ * Ring reduce-scatter: device r contributes `in` (devices x bytes) and ends with block r of the
+ * reduction over all devices in `out` (bytes). Step k sends block r - k - 1 (from `in` at k = 0,
+ * then from `acc`) and receives block r - k - 2 into `tmp`, reducing it with its own `in` into
+ * `acc` — into `out` at the last step, when the block is r.
+ */
+export function reduceScatterRing(o: AllReduceOptions): GraphProgram {
+  const { engines, elems, esize, stream } = check(o);
+  const N = o.devices, redop = o.redop ?? "sum", block = blockSlice(elems, engines, esize);
+  const big = N * o.bytes;
+  return program(`reducescatter-ring-${N}x${o.bytes}`, o, engines, [{ name: "in", bytes: big }, { name: "out", bytes: o.bytes }, { name: "tmp", bytes: big }, { name: "acc", bytes: big }], (r, add) => {
+    const next = (r + 1) % N, prev = mod(r - 1, N);
+    for (let e = 0; e < engines; e++) {
+      const bytes = block("in", 0, e)[1];
+      if (bytes === 0) continue;
+      if (N === 1) {
+        add({ op: "copy", name: "own", engine: e, src: block("in", 0, e)[0], dst: block("out", 0, e)[0], bytes, deps: [] });
+        continue;
+      }
+      const recvs: number[] = [], reduces: number[] = [];
+      for (let k = 0; k < N - 1; k++) recvs.push(add({ op: "recv", name: `rs${k}.recv`, engine: e, peer: prev, stream, dst: block("tmp", mod(r - k - 2, N), e)[0], bytes, deps: [] }));
+      for (let k = 0; k < N - 1; k++) {
+        add({ op: "send", name: `rs${k}.send`, engine: e, peer: next, stream, src: block(k === 0 ? "in" : "acc", mod(r - k - 1, N), e)[0], bytes, deps: k === 0 ? [] : [reduces[k - 1]] });
+        const s = mod(r - k - 2, N), last = k === N - 2;
+        reduces.push(add({ op: "reduce", name: `rs${k}.reduce`, engine: e, dtype: o.dtype, redop, srcs: [block("in", s, e)[0], block("tmp", s, e)[0]], dst: last ? block("out", 0, e)[0] : block("acc", s, e)[0], bytes, deps: [recvs[k]] }));
+      }
+    }
+  });
+}
+
+/**
+ * Ring broadcast from `root`: every device ends with the root's `in` in `out`. The data moves
+ * along the ring root -> root + 1 -> ... in `chunks` pieces per engine slice (default 4), each
+ * device passing a piece on as soon as it has it, so the ring is a pipeline.
+ */
+export function broadcastRing(o: CollectiveOptions & { root?: number; chunks?: number }): GraphProgram {
+  const { engines, elems, esize, stream } = check(o);
+  const N = o.devices, root = o.root ?? 0, chunks = o.chunks ?? 4;
+  if (!Number.isInteger(root) || root < 0 || root >= N) throw new GraphError("root", `must be a device of the communicator (0 to ${N - 1}), got ${root}`);
+  if (!Number.isInteger(chunks) || chunks < 1) throw new GraphError("chunks", `must be a positive integer, got ${chunks}`);
+  return program(`broadcast-ring-${N}x${o.bytes}`, o, engines, [{ name: "in", bytes: o.bytes }, { name: "out", bytes: o.bytes }], (r, add) => {
+    const next = (r + 1) % N, prev = mod(r - 1, N), last = mod(root - 1, N) === r;
+    for (let e = 0; e < engines; e++) {
+      const [e0, en] = split(elems, engines, e);
+      for (let c = 0; c < chunks; c++) {
+        const [c0, cn] = split(en, chunks, c);
+        if (cn === 0) continue;
+        const at = (buffer: string): BufferRef => ({ buffer, offset: (e0 + c0) * esize }), bytes = cn * esize;
+        if (r === root) {
+          add({ op: "copy", name: `c${c}.own`, engine: e, src: at("in"), dst: at("out"), bytes, deps: [] });
+          if (N > 1) add({ op: "send", name: `c${c}.send`, engine: e, peer: next, stream, src: at("in"), bytes, deps: [] });
+          continue;
+        }
+        const got = add({ op: "recv", name: `c${c}.recv`, engine: e, peer: prev, stream, dst: at("out"), bytes, deps: [] });
+        if (!last) add({ op: "send", name: `c${c}.send`, engine: e, peer: next, stream, src: at("out"), bytes, deps: [got] });
+      }
+    }
+  });
+}
+
+/**
+ * All-to-all: device r's block p of `in` (devices x bytes) ends in device p's block r of `out`.
+ * Every engine sends its slice of each block straight to its device and takes its slice of
+ * each block from the others; a copy moves the device's own block.
+ */
+export function allToAll(o: CollectiveOptions): GraphProgram {
+  const { engines, elems, esize, stream } = check(o);
+  const N = o.devices, block = blockSlice(elems, engines, esize);
+  return program(`alltoall-${N}x${o.bytes}`, o, engines, [{ name: "in", bytes: N * o.bytes }, { name: "out", bytes: N * o.bytes }], (r, add) => {
+    for (let e = 0; e < engines; e++) {
+      const bytes = block("in", 0, e)[1];
+      if (bytes === 0) continue;
+      // receives first, from every peer in ring order, then the sends in the same order
+      for (let k = 1; k < N; k++) {
+        const p = mod(r - k, N);
+        add({ op: "recv", name: `from${p}`, engine: e, peer: p, stream, dst: block("out", p, e)[0], bytes, deps: [] });
+      }
+      add({ op: "copy", name: "own", engine: e, src: block("in", r, e)[0], dst: block("out", r, e)[0], bytes, deps: [] });
+      for (let k = 1; k < N; k++) {
+        const p = (r + k) % N;
+        add({ op: "send", name: `to${p}`, engine: e, peer: p, stream, src: block("in", p, e)[0], bytes, deps: [] });
+      }
+    }
+  });
+}
+
+/**
+ * All-reduce by recursive halving and doubling (devices a power of two): log2 N steps of
+ * reduce-scatter, each exchanging half of what a device still holds with the partner whose
+ * rank differs in one bit (the highest first), then log2 N steps of all-gather in reverse.
+ * Fewer steps than the ring (2 log2 N against 2 (N - 1)), with larger messages early on.
+ */
+export function allReduceHalvingDoubling(o: AllReduceOptions): GraphProgram {
+  const { engines, elems, esize, stream } = check(o);
+  const N = o.devices, redop = o.redop ?? "sum";
+  if ((N & (N - 1)) !== 0) throw new GraphError("devices", `halving-doubling needs a power of two, got ${N} (use the ring)`);
+  const steps = Math.log2(N);
+  const seg = (buffer: string, s: number, e: number): [BufferRef, number] => {
+    const [s0, sn] = split(elems, N, s);
+    const [e0, en] = split(sn, engines, e);
+    return [{ buffer, offset: (s0 + e0) * esize }, en * esize];
+  };
+  return program(`allreduce-hd-${N}x${o.bytes}`, o, engines, [{ name: "in", bytes: o.bytes }, { name: "out", bytes: o.bytes }, { name: "tmp", bytes: o.bytes }, { name: "acc", bytes: o.bytes }], (r, add) => {
+    for (let e = 0; e < engines; e++) {
+      if (seg("in", 0, e)[1] === 0) continue;
+      if (N === 1) {
+        add({ op: "copy", name: "copy", engine: e, src: seg("in", 0, e)[0], dst: seg("out", 0, e)[0], bytes: seg("in", 0, e)[1], deps: [] });
+        continue;
+      }
+      /** per segment: the node that last wrote its acc (or out), and the last reader of its tmp */
+      const wrote = new Map<number, number>(), readTmp = new Map<number, number>();
+      let lo = 0, hi = N;
+      for (let k = 0; k < steps; k++) {
+        const d = N >> (k + 1), partner = r ^ d, mid = (lo + hi) / 2;
+        const keepLo = (r & d) === 0;
+        const [klo, khi] = keepLo ? [lo, mid] : [mid, hi], [slo, shi] = keepLo ? [mid, hi] : [lo, mid];
+        const recvs = new Map<number, number>();
+        for (let s = klo; s < khi; s++) {
+          const [dst, bytes] = seg("tmp", s, e);
+          if (bytes) recvs.set(s, add({ op: "recv", name: `rs${k}.recv${s}`, engine: e, peer: partner, stream, dst, bytes, deps: readTmp.has(s) ? [readTmp.get(s)!] : [] }));
+        }
+        for (let s = slo; s < shi; s++) {
+          const [src, bytes] = seg(k === 0 ? "in" : "acc", s, e);
+          if (bytes) add({ op: "send", name: `rs${k}.send${s}`, engine: e, peer: partner, stream, src, bytes, deps: wrote.has(s) ? [wrote.get(s)!] : [] });
+        }
+        for (let s = klo; s < khi; s++) {
+          const [mine, bytes] = seg(k === 0 ? "in" : "acc", s, e);
+          if (!bytes) continue;
+          const last = k === steps - 1;
+          const n = add({ op: "reduce", name: `rs${k}.reduce${s}`, engine: e, dtype: o.dtype, redop, srcs: [mine, seg("tmp", s, e)[0]], dst: seg(last ? "out" : "acc", s, e)[0], bytes, deps: [recvs.get(s)!, ...(wrote.has(s) ? [wrote.get(s)!] : [])] });
+          wrote.set(s, n);
+          readTmp.set(s, n);
+        }
+        [lo, hi] = [klo, khi];
+      }
+      // all-gather: the range doubles back, each step sending what is held to the partner
+      for (let k = steps - 1; k >= 0; k--) {
+        const d = N >> (k + 1), partner = r ^ d, size = hi - lo;
+        // the partner holds the other half of what the two held before reduce-scatter step k
+        const plo = (r & d) === 0 ? lo + size : lo - size;
+        const recvs: number[] = [];
+        for (let s = plo; s < plo + size; s++) {
+          const [dst, bytes] = seg("out", s, e);
+          if (bytes) recvs.push(add({ op: "recv", name: `ag${k}.recv${s}`, engine: e, peer: partner, stream, dst, bytes, deps: [] }));
+          if (bytes) wrote.set(s, recvs[recvs.length - 1]);
+        }
+        for (let s = lo; s < hi; s++) {
+          const [src, bytes] = seg("out", s, e);
+          if (bytes) add({ op: "send", name: `ag${k}.send${s}`, engine: e, peer: partner, stream, src, bytes, deps: wrote.has(s) ? [wrote.get(s)!] : [] });
+        }
+        [lo, hi] = [Math.min(lo, plo), Math.max(hi, plo + size)];
+      }
+    }
+  });
+}

@@ -5,6 +5,6 @@ export { validateProgram, type ValidateOptions, type Matching, type MatchedMessa
 export { encodeGraph, decodeGraph, programOf } from "./binary.js";
 export { eventGraph, eventNode, type EventGraph } from "./validate.js";
 export { runReference, type ReferenceOptions, type ReferenceResult } from "./reference.js";
-export { allReduceRing, split, type CollectiveOptions, type AllReduceOptions } from "./collectives.js";
+export { allReduceRing, allReduceHalvingDoubling, reduceScatterRing, allGatherRing, broadcastRing, allToAll, split, type CollectiveOptions, type AllReduceOptions } from "./collectives.js";
 export { findRace, checkRaces } from "./races.js";
 export { bindProgram, graphDeviceConfig, GraphRun, type BindOptions, type RunState } from "./runtime.js";
