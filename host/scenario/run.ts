@@ -9,11 +9,10 @@ import type { Device } from "../device.js";
 import { DeviceEndpoint } from "../cluster/endpoint.js";
 import { Fabric, type FabricStats } from "../fabric/fabric.js";
 import { ClusterRunner } from "../fabric/runner.js";
-import { leafSpine, singleSwitch, type Topology } from "../fabric/topology.js";
 import { RandomStreams } from "../fabric/rng.js";
-import { ConfigError } from "../config.js";
 import type { Scenario, Flow } from "./scenario.js";
 import { resolveScenario } from "./scenario.js";
+import { buildTopology, applyFaults } from "./cluster.js";
 
 export interface FlowResult {
   src: number;
@@ -308,32 +307,6 @@ export async function runScenario(coreModule: WebAssembly.Module, input: unknown
 }
 
 const roundUp = (x: number, a: number) => Math.ceil(x / a) * a;
-
-function buildTopology(sc: Scenario): Topology {
-  const t = sc.fabric.topology;
-  const ports = Number(sc.devices.config.ports ?? 12);
-  if (t.kind === "single-switch") return singleSwitch({ devices: sc.devices.count, ports, link: sc.fabric.hostLink });
-  return leafSpine({
-    devices: sc.devices.count, ports, planes: t.planes, spines: t.spines, devicesPerLeaf: t.devicesPerLeaf,
-    hostLink: sc.fabric.hostLink, fabricLink: sc.fabric.fabricLink,
-  });
-}
-
-function applyFaults(sc: Scenario, fabric: Fabric, topo: Topology): void {
-  sc.faults.forEach((f, i) => {
-    if (f.kind === "plane-down") {
-      if (f.plane >= topo.planes) throw new ConfigError(`scenario.faults[${i}].plane`, `plane ${f.plane} does not exist (the topology has ${topo.planes})`);
-      fabric.failPlane(f.plane, f.atPs, f.untilPs ?? Infinity);
-      return;
-    }
-    const links = f.links === "all" ? topo.links.map((_, k) => k) : f.links === "fabric" ? topo.links.flatMap((l, k) => (l.tier === "fabric" ? [k] : [])) : f.links;
-    for (const l of links) {
-      if (!(l >= 0 && l < topo.links.length)) throw new ConfigError(`scenario.faults[${i}].links`, `link ${l} does not exist (the topology has ${topo.links.length})`);
-    }
-    if (f.kind === "loss") for (const l of links) fabric.setLoss(l, { random: f.random, gilbertElliott: f.gilbertElliott ?? null });
-    else for (const l of links) fabric.failLink(l, f.atPs, f.untilPs ?? Infinity);
-  });
-}
 
 /** The flows of the scenario's traffic pattern: (source device, destination device) pairs. */
 export function trafficFlows(sc: Scenario): Flow[] {

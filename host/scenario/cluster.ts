@@ -1,0 +1,34 @@
+// A scenario's fabric: its topology (single switch or leaf/spine, with the devices' port count)
+// and its faults (loss, link and plane outages) applied to the fabric before the run.
+
+import { Fabric } from "../fabric/fabric.js";
+import { leafSpine, singleSwitch, type Topology } from "../fabric/topology.js";
+import { ConfigError } from "../config.js";
+import type { Scenario } from "./scenario.js";
+
+/** The topology of the scenario's fabric, with the devices' port count. */
+export function buildTopology(sc: Scenario): Topology {
+  const t = sc.fabric.topology;
+  const ports = Number(sc.devices.config.ports ?? 12);
+  if (t.kind === "single-switch") return singleSwitch({ devices: sc.devices.count, ports, link: sc.fabric.hostLink });
+  return leafSpine({
+    devices: sc.devices.count, ports, planes: t.planes, spines: t.spines, devicesPerLeaf: t.devicesPerLeaf,
+    hostLink: sc.fabric.hostLink, fabricLink: sc.fabric.fabricLink,
+  });
+}
+
+export function applyFaults(sc: Scenario, fabric: Fabric, topo: Topology): void {
+  sc.faults.forEach((f, i) => {
+    if (f.kind === "plane-down") {
+      if (f.plane >= topo.planes) throw new ConfigError(`scenario.faults[${i}].plane`, `plane ${f.plane} does not exist (the topology has ${topo.planes})`);
+      fabric.failPlane(f.plane, f.atPs, f.untilPs ?? Infinity);
+      return;
+    }
+    const links = f.links === "all" ? topo.links.map((_, k) => k) : f.links === "fabric" ? topo.links.flatMap((l, k) => (l.tier === "fabric" ? [k] : [])) : f.links;
+    for (const l of links) {
+      if (!(l >= 0 && l < topo.links.length)) throw new ConfigError(`scenario.faults[${i}].links`, `link ${l} does not exist (the topology has ${topo.links.length})`);
+    }
+    if (f.kind === "loss") for (const l of links) fabric.setLoss(l, { random: f.random, gilbertElliott: f.gilbertElliott ?? null });
+    else for (const l of links) fabric.failLink(l, f.atPs, f.untilPs ?? Infinity);
+  });
+}
