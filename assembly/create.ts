@@ -6,6 +6,7 @@
 import { Device, Config, EVENT_BYTES, TRACE_BYTES } from "./core/device";
 import { rngSeed, rngOf, rngStreamOf, RNG_BLOCKS, RNG_STRIDE } from "./core/rng";
 import { enginesBytes, enginesInit } from "./engine/engines";
+import { debugBytes, debugInit } from "./engine/debug";
 import { Memories, MEMORIES_BYTES } from "./mem/dma";
 import { hbmModelBytes, hbmModelInit, FLOW_SLOTS } from "./mem/hbm";
 import { PCIE_BYTES } from "./mem/pcie";
@@ -45,6 +46,7 @@ export function createDevice(cfgIn: usize): Device {
   let off: usize = align16(offsetof<Device>());
   const oCfg = off; off = align16(off + offsetof<Config>());
   const oEng = off; off = align16(off + enginesBytes(c));
+  const oDebug = off; off = align16(off + debugBytes());
   const oMem = off; off += MEMORIES_BYTES;
   const oHbmModel = off; off = align16(off + hbmModelBytes());
   const oPcie = off; off += PCIE_BYTES;
@@ -87,6 +89,8 @@ export function createDevice(cfgIn: usize): Device {
   dev.trCap = dev.cfg.traceRingEntries;
 
   enginesInit(dev, arena + oEng, arena + oSram);
+  dev.debug = arena + oDebug;
+  debugInit(dev.debug);
   dev.mem = arena + oMem;
   const m = changetype<Memories>(dev.mem);
   m.hbm = arena + oHbm;

@@ -7,6 +7,7 @@ import { memOf } from "./mem/dma";
 import { createDevice } from "./create";
 import { hartAt, engOf, profileBytes } from "./engine/engines";
 import { csrRead } from "./engine/csr";
+import { debugOf, debugAttach as attach, debugBreak as brk, debugWatch as watch, debugStep as stepOne, debugResume as resume } from "./engine/debug";
 import { nextActivity, step as stepDevice, startEngine as start } from "./run";
 import { mailboxPush, mailboxPop } from "./engine/mailbox";
 import { rngNext, rngSeed, rngOf, Rng, RNG_BLOCKS } from "./core/rng";
@@ -83,6 +84,25 @@ export function profilePtr(dev: usize, i: u32): usize {
 }
 /** CSR `csr` of engine `i` as the engine would read it, or -1 if the engine has no such CSR. */
 export function engineCsr(dev: usize, i: u32, csr: u32): i64 { return csrRead(hartAt(changetype<Device>(dev), i), csr & 0xfff); }
+
+// ---- a debugger (host/debug/gdb.ts through host/debug/target.ts; engine/debug.ts)
+export function debugAttach(dev: usize, on: u32): void { attach(changetype<Device>(dev), on); }
+/** Sets (set 1) or clears a breakpoint; false when the table is full or holds no such one. */
+export function debugBreak(dev: usize, addr: u32, set: u32): bool { return brk(changetype<Device>(dev), addr, set != 0); }
+/** Sets or clears a watchpoint (kind 0 write, 1 read, 2 access) on [addr, addr + len). */
+export function debugWatch(dev: usize, addr: u32, len: u32, kind: u32, set: u32): bool { return watch(changetype<Device>(dev), addr, len, kind, set != 0); }
+/** Stops the device once engine `i` has executed one instruction (0xffffffff: no step). */
+export function debugStep(dev: usize, i: u32): void { stepOne(changetype<Device>(dev), i); }
+export function debugResume(dev: usize): void { resume(changetype<Device>(dev)); }
+/** Why the device is stopped for the debugger (engine/debug.ts DebugStop; 0: it is not). */
+export function debugStopReason(dev: usize): u32 { return debugOf(changetype<Device>(dev)).stop; }
+export function debugStopEngine(dev: usize): u32 { return debugOf(changetype<Device>(dev)).stopEngine; }
+export function debugStopAddr(dev: usize): u32 { return debugOf(changetype<Device>(dev)).stopAddr; }
+/** Writes register `r` (1..31; x0 stays 0) of engine `i`. */
+export function engineSetReg(dev: usize, i: u32, r: u32, v: u32): void {
+  if ((r & 31) != 0) store<u32>(hartAt(changetype<Device>(dev), i).regs + (<usize>(r & 31) << 2), v);
+}
+export function engineSetPc(dev: usize, i: u32, pc: u32): void { hartAt(changetype<Device>(dev), i).pc = pc; }
 
 /** Moves up to `max` console bytes of engine `i` to `dst`; returns how many. */
 export function consoleRead(dev: usize, i: u32, dst: usize, max: u32): u32 {

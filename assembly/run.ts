@@ -15,6 +15,7 @@ import { mrtPortTx, mrtTimer } from "./metaroce/tx";
 import { rxArrive, nicTimer } from "./nic/roce-rx";
 import { execute } from "./engine/exec";
 import { executeProfiled } from "./engine/profile";
+import { debugOf, runEngineDebug, DebugStop } from "./engine/debug";
 import { interruptToTake, takeTrap, pendingIrqs } from "./engine/trap";
 import { nextEventTime, popEvent, topKind, topA, topB, EventKind } from "./core/sched";
 import { cyclesCeil, psOfCycle, minU64, NEVER } from "./core/time";
@@ -94,9 +95,14 @@ function hostShouldDrain(dev: Device): bool {
  * nothing can ever happen again (the clock then stays where the last thing happened).
  * An engine runs every instruction that starts before a window's end, so its own clock may
  * pass the end by less than one instruction's cost.
+ * While a debugger has the device stopped (engine/debug.ts) it returns at once; after its stop
+ * the first step finishes the interrupted window, to the end that window had.
  */
 export function step(dev: Device, until: u64, flags: u32): u64 {
   const q = dev.cfg.interleaveQuantumPs;
+  const d = debugOf(dev);
+  if (d.stop != DebugStop.None) return dev.now; // a debugger holds the device: time stands still
+  if (d.pausedEnd != 0 && (!finishPausedWindow(dev) || hostShouldDrain(dev))) return dev.now;
   while (dev.now < until && dev.fatal == 0) {
     runEvents(dev);
     if (dev.fatal != 0) break;
@@ -109,16 +115,41 @@ export function step(dev: Device, until: u64, flags: u32): u64 {
     }
     const grid = (dev.now / q + 1) * q;
     const end = minU64(minU64(grid, tNext), until);
-    const limit = cyclesCeil(end, dev.cfg.engineClockKhz);
-    for (let i: u32 = 0; i < dev.cfg.engines; i++) {
-      const h = hartAt(dev, i);
-      if (h.state == EngineState.Running) runEngine(dev, h, limit);
-    }
-    dev.now = end;
-    statAdd(dev, STAT_SCHED_WINDOWS, 1);
+    if (!runWindow(dev, 0, end)) break;
     if (hostShouldDrain(dev)) break;
   }
   return dev.now;
+}
+
+/**
+ * Runs the running engines from engine `first` on, in engine order, up to `end`, and moves the
+ * device there. Returns false when a debugger's stop interrupted the window (engine/debug.ts):
+ * time stays at the window's start and the next step goes on with the engine that stopped.
+ */
+function runWindow(dev: Device, first: u32, end: u64): bool {
+  const limit = cyclesCeil(end, dev.cfg.engineClockKhz);
+  const d = debugOf(dev);
+  for (let i: u32 = first; i < dev.cfg.engines; i++) {
+    const h = hartAt(dev, i);
+    if (h.state != EngineState.Running) continue;
+    if (d.on == 0) runEngine(dev, h, limit);
+    else if (runEngineDebug(dev, h, limit)) {
+      d.pausedEnd = end;
+      d.pausedNext = i;
+      return false;
+    }
+  }
+  dev.now = end;
+  statAdd(dev, STAT_SCHED_WINDOWS, 1);
+  return true;
+}
+
+/** The rest of a window a debugger's stop interrupted; false when it stopped again. */
+function finishPausedWindow(dev: Device): bool {
+  const d = debugOf(dev);
+  const end = d.pausedEnd;
+  d.pausedEnd = 0;
+  return runWindow(dev, d.pausedNext, end);
 }
 
 /** When something next happens in the device: now while an engine runs, else its next event (NEVER: nothing ever will). */

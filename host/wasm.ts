@@ -29,6 +29,16 @@ export interface MenicExports {
   engineReg(dev: number, i: number, r: number): number;
   engineCsr(dev: number, i: number, csr: number): bigint;
   profilePtr(dev: number, i: number): number;
+  debugAttach(dev: number, on: number): void;
+  debugBreak(dev: number, addr: number, set: number): number;
+  debugWatch(dev: number, addr: number, len: number, kind: number, set: number): number;
+  debugStep(dev: number, i: number): void;
+  debugResume(dev: number): void;
+  debugStopReason(dev: number): number;
+  debugStopEngine(dev: number): number;
+  debugStopAddr(dev: number): number;
+  engineSetReg(dev: number, i: number, r: number, v: number): void;
+  engineSetPc(dev: number, i: number, pc: number): void;
   consoleRead(dev: number, i: number, dst: number, max: number): number;
   traceRead(dev: number, dst: number, max: number): number;
   mboxPush(dev: number, i: number, word: number, atPs: bigint): number;
@@ -116,6 +126,16 @@ export const EXPORT_SIGNATURES: { readonly [K in ExportName]: Signature<MenicExp
   engineReg: [["i32", "i32", "i32"], "i32"],
   engineCsr: [["i32", "i32", "i32"], "i64"],
   profilePtr: [["i32", "i32"], "i32"],
+  debugAttach: [["i32", "i32"], "void"],
+  debugBreak: [["i32", "i32", "i32"], "i32"],
+  debugWatch: [["i32", "i32", "i32", "i32", "i32"], "i32"],
+  debugStep: [["i32", "i32"], "void"],
+  debugResume: [["i32"], "void"],
+  debugStopReason: [["i32"], "i32"],
+  debugStopEngine: [["i32"], "i32"],
+  debugStopAddr: [["i32"], "i32"],
+  engineSetReg: [["i32", "i32", "i32", "i32"], "void"],
+  engineSetPc: [["i32", "i32", "i32"], "void"],
   consoleRead: [["i32", "i32", "i32", "i32"], "i32"],
   traceRead: [["i32", "i32", "i32"], "i32"],
   mboxPush: [["i32", "i32", "i32", "i64"], "i32"],

@@ -32,7 +32,7 @@ export const TRACE_BYTES: usize = TRACE_RECORD_SIZE;
 
   // each block's own state, laid out by create.ts from the block's sizing function; core/
   // knows them only as addresses (engine/engines.ts engOf, mem/dma.ts memOf, mem/hbm.ts
-  // hbmOf, mem/pcie.ts pcieOf, nic/state.ts nicOf)
+  // hbmOf, mem/pcie.ts pcieOf, nic/state.ts nicOf, engine/debug.ts debugOf)
   eng: usize;
   mem: usize;
   hbmModel: usize;
@@ -40,6 +40,7 @@ export const TRACE_BYTES: usize = TRACE_RECORD_SIZE;
   nic: usize;
   ports: usize; // nic/ports.ts portsOf
   mrt: usize; // metaroce/state.ts mrtOf (0 on a device running RoCEv2)
+  debug: usize; // engine/debug.ts debugOf: a debugger's breakpoints, watchpoints and stop
 }
 
 export { Config, FATAL_EVENT_OVERFLOW };

@@ -1,0 +1,212 @@
+// What a debugger attached to the engines (host/debug/gdb.ts) asks of the core: breakpoints,
+// watchpoints and single steps, checked one instruction at a time, and the device stopping
+// between two instructions of one engine when one of them hits. A stop ends the step loop's
+// window where it is (run.ts keeps where to go on); nothing runs until the host resumes, so
+// simulated time of the whole device is frozen while a debugger looks at it.
+// Same results as a run without a debugger: engines execute one instruction per call into the
+// interpreter, with interrupts checked before each (as engine/profile.ts, whose argument holds
+// here too), and a check only reads state. The state is plain data in the arena (create.ts).
+
+import { Device } from "../core/device";
+import { Hart, EngineState } from "./hart";
+import { execute } from "./exec";
+import { executeProfiled } from "./profile";
+import { interruptToTake, takeTrap } from "./trap";
+import { MIP_MTIP, MSTATUS_MIE } from "./hart";
+
+export const MAX_BREAKPOINTS: u32 = 64;
+export const MAX_WATCHPOINTS: u32 = 16;
+const WATCH_BYTES: usize = 12; // address u32, length u32, kind u32
+
+/** Why the device stopped for the debugger (0: it did not). */
+export const enum DebugStop {
+  None = 0,
+  Breakpoint = 1, // the engine is at a breakpoint, its instruction not yet executed
+  Step = 2, // the engine being stepped has executed one instruction (or taken an interrupt)
+  WatchWrite = 3, // the instruction at pc (not yet executed) writes a watched address
+  WatchRead = 4, // ... reads one
+  WatchAccess = 5, // ... reads or writes one (an access watchpoint)
+  Fault = 6, // the engine faulted (trapped with no handler)
+}
+
+/** Watchpoint kinds, as the GDB remote protocol numbers them minus 2 (Z2 write, Z3 read, Z4 access). */
+export const WATCH_WRITE: u32 = 0;
+export const WATCH_READ: u32 = 1;
+export const WATCH_ACCESS: u32 = 2;
+
+const NO_ENGINE: u32 = 0xffffffff;
+
+@unmanaged export class Debug {
+  on: u32; // a debugger is attached: engines run through runEngineDebug
+  stop: u32; // DebugStop: the device is stopped (step() returns at once) until debugResume
+  stopEngine: u32;
+  stopAddr: u32; // the watched address that was accessed (watch stops)
+  stepEngine: u32; // the engine to stop after one instruction, or NO_ENGINE
+  markEngine: u32; // the engine and the point (pc, instret) of the last breakpoint or watch stop:
+  markPc: u32; //     that instruction is not checked again when it runs on resume (nor when an MMIO store runs again)
+  markInstret: u64;
+  pausedEnd: u64; // ps: the end of the window a stop interrupted (0: none), to go on from
+  pausedNext: u32; // the engine that window goes on with
+  nBreak: u32;
+  nWatch: u32;
+  breaks: usize; // MAX_BREAKPOINTS addresses
+  watches: usize; // MAX_WATCHPOINTS records of WATCH_BYTES
+}
+
+/** Arena bytes of the debug state. */
+export function debugBytes(): usize {
+  return ((offsetof<Debug>() + 15) & ~(<usize>15)) + <usize>MAX_BREAKPOINTS * 4 + <usize>MAX_WATCHPOINTS * WATCH_BYTES;
+}
+
+/** Lays the debug state out at `base` (zeroed, debugBytes long). */
+export function debugInit(base: usize): void {
+  const d = changetype<Debug>(base);
+  d.breaks = base + ((offsetof<Debug>() + 15) & ~(<usize>15));
+  d.watches = d.breaks + <usize>MAX_BREAKPOINTS * 4;
+  d.stepEngine = NO_ENGINE;
+  d.markEngine = NO_ENGINE;
+}
+
+@inline export function debugOf(dev: Device): Debug { return changetype<Debug>(dev.debug); }
+
+/** Attaches (1) or detaches (0) the debugger; detaching forgets breakpoints, watchpoints and a step. */
+export function debugAttach(dev: Device, on: u32): void {
+  const d = debugOf(dev);
+  d.on = on != 0 ? 1 : 0;
+  if (on == 0) {
+    d.nBreak = 0;
+    d.nWatch = 0;
+    d.stepEngine = NO_ENGINE;
+    d.stop = DebugStop.None;
+  }
+}
+
+/** Sets or clears a breakpoint at `addr`. False when the table is full (set) or holds no such breakpoint (clear). */
+export function debugBreak(dev: Device, addr: u32, set: bool): bool {
+  const d = debugOf(dev);
+  for (let i: u32 = 0; i < d.nBreak; i++) {
+    const p = d.breaks + (<usize>i << 2);
+    if (load<u32>(p) != addr) continue;
+    if (set) return true;
+    d.nBreak--;
+    store<u32>(p, load<u32>(d.breaks + (<usize>d.nBreak << 2)));
+    return true;
+  }
+  if (!set || d.nBreak >= MAX_BREAKPOINTS) return false;
+  store<u32>(d.breaks + (<usize>d.nBreak << 2), addr);
+  d.nBreak++;
+  return true;
+}
+
+/** Sets or clears a watchpoint of `kind` (WATCH_*) on [addr, addr + len). False when full, not found or len is 0. */
+export function debugWatch(dev: Device, addr: u32, len: u32, kind: u32, set: bool): bool {
+  const d = debugOf(dev);
+  if (len == 0 || kind > WATCH_ACCESS) return false;
+  for (let i: u32 = 0; i < d.nWatch; i++) {
+    const p = d.watches + <usize>i * WATCH_BYTES;
+    if (load<u32>(p) != addr || load<u32>(p, 4) != len || load<u32>(p, 8) != kind) continue;
+    if (set) return true;
+    d.nWatch--;
+    memory.copy(p, d.watches + <usize>d.nWatch * WATCH_BYTES, WATCH_BYTES);
+    return true;
+  }
+  if (!set || d.nWatch >= MAX_WATCHPOINTS) return false;
+  const p = d.watches + <usize>d.nWatch * WATCH_BYTES;
+  store<u32>(p, addr);
+  store<u32>(p, len, 4);
+  store<u32>(p, kind, 8);
+  d.nWatch++;
+  return true;
+}
+
+/** Stops the device after engine `engine` has executed one instruction (NO_ENGINE: no step). */
+export function debugStep(dev: Device, engine: u32): void {
+  debugOf(dev).stepEngine = engine;
+}
+
+/** Lets a stopped device run on (from where its window was interrupted). */
+export function debugResume(dev: Device): void {
+  debugOf(dev).stop = DebugStop.None;
+}
+
+function stopAt(d: Debug, h: Hart, why: DebugStop, addr: u32): void {
+  d.stop = why;
+  d.stopEngine = h.id;
+  d.stopAddr = addr;
+  if (why == DebugStop.Step) d.stepEngine = NO_ENGINE;
+  if (why == DebugStop.Step || why == DebugStop.Fault) return;
+  // a step's stop leaves no mark: the next instruction may well be the one a watchpoint is for
+  d.markEngine = h.id;
+  d.markPc = h.pc;
+  d.markInstret = h.instret;
+}
+
+/** The watch stop the instruction `ir` at h.pc causes, or None: its address and width decoded as exec.ts does. */
+function watchHit(d: Debug, h: Hart, ir: u32): DebugStop {
+  const op = ir & 0x7f;
+  let addr: u32, size: u32, reads: bool, writes: bool;
+  const base = load<u32>(h.regs + (<usize>((ir >> 15) & 31) << 2));
+  if (op == 0x03) { // LOAD
+    addr = base + <u32>(<i32>ir >> 20); size = 1 << ((ir >> 12) & 3); reads = true; writes = false;
+  } else if (op == 0x23) { // STORE
+    addr = base + (<u32>((<i32>ir >> 25) << 5) | ((ir >> 7) & 31)); size = 1 << ((ir >> 12) & 3); reads = false; writes = true;
+  } else if (op == 0x2f) { // AMO: LR reads, SC writes, the others both
+    const f5 = ir >> 27;
+    addr = base; size = 4; reads = f5 != 0x03; writes = f5 != 0x02;
+  } else return DebugStop.None;
+  for (let i: u32 = 0; i < d.nWatch; i++) {
+    const p = d.watches + <usize>i * WATCH_BYTES;
+    const wa = load<u32>(p), wl = load<u32>(p, 4), kind = load<u32>(p, 8);
+    if (addr - wa >= wl && wa - addr >= size) continue; // [addr, addr+size) and [wa, wa+wl) do not overlap
+    let why = DebugStop.None;
+    if (kind == WATCH_WRITE && writes) why = DebugStop.WatchWrite;
+    else if (kind == WATCH_READ && reads) why = DebugStop.WatchRead;
+    else if (kind == WATCH_ACCESS) why = DebugStop.WatchAccess;
+    if (why != DebugStop.None) {
+      d.stopAddr = addr > wa ? addr : wa; // an address inside both: the client finds its watchpoint by it
+      return why;
+    }
+  }
+  return DebugStop.None;
+}
+
+/** Stops before the instruction at h.pc when it is at a breakpoint or touches a watched address. */
+function checkBefore(dev: Device, d: Debug, h: Hart): bool {
+  if (d.markEngine == h.id && d.markPc == h.pc && d.markInstret == h.instret) return false; // stopped here already
+  for (let i: u32 = 0; i < d.nBreak; i++) {
+    if (load<u32>(d.breaks + (<usize>i << 2)) == h.pc) { stopAt(d, h, DebugStop.Breakpoint, 0); return true; }
+  }
+  if (d.nWatch == 0 || h.pc >= dev.cfg.sramBytes || h.pc < dev.cfg.nullGuardBytes) return false; // no watch, or the fetch faults
+  const why = watchHit(d, h, load<u32>(h.sram + <usize>h.pc));
+  if (why == DebugStop.None) return false;
+  stopAt(d, h, why, d.stopAddr);
+  return true;
+}
+
+/**
+ * run.ts's runEngine with a debugger attached: one instruction at a time, each checked first.
+ * Returns true when the device stopped (the engine may have cycles of the window left).
+ */
+export function runEngineDebug(dev: Device, h: Hart, limit: u64): bool {
+  const d = debugOf(dev);
+  while (h.state == EngineState.Running && h.cycle < limit) {
+    const stepping = d.stepEngine == h.id;
+    const irq = interruptToTake(h);
+    if (irq != 0) {
+      takeTrap(dev, h, irq, 0);
+      if (h.state == EngineState.Faulted) { stopAt(d, h, DebugStop.Fault, 0); return true; }
+      if (stepping) { stopAt(d, h, DebugStop.Step, 0); return true; }
+      continue;
+    }
+    if (checkBefore(dev, d, h)) return true;
+    let stop = limit;
+    if ((h.mstatus & MSTATUS_MIE) != 0 && (h.mie & MIP_MTIP) != 0 && h.mtimecmp < stop) stop = h.mtimecmp;
+    const pc = h.pc, instret = h.instret;
+    if (dev.cfg.profile != 0) executeProfiled(dev, h, stop);
+    else execute(dev, h, stop < h.cycle + 1 ? stop : h.cycle + 1); // one instruction: each costs at least a cycle
+    if (h.state == EngineState.Faulted) { stopAt(d, h, DebugStop.Fault, 0); return true; }
+    // a step is done once the instruction retired or trapped (an MMIO store told to wait runs again)
+    if (stepping && (h.pc != pc || h.instret != instret || h.state != EngineState.Running)) { stopAt(d, h, DebugStop.Step, 0); return true; }
+  }
+  return false;
+}
