@@ -43,6 +43,13 @@ export interface FwRunResult {
 export const DEFAULT_UNTIL_PS = 1_000_000_000_000n;
 
 export async function runFirmware(elf: Uint8Array, opts: FwRunOptions = {}): Promise<FwRunResult> {
+  const dev = await startFirmware(elf, opts);
+  const t = dev.run(BigInt(opts.untilPs ?? DEFAULT_UNTIL_PS));
+  return finishFirmware(dev, elf, t, opts);
+}
+
+/** A device as `opts` configures it, with `elf` loaded into every engine and the engines started. */
+export async function startFirmware(elf: Uint8Array, opts: FwRunOptions): Promise<Device> {
   const config = opts.profile ? { ...opts.config, profile: 1 } : opts.config ?? {};
   const dev = await Device.create(coreModule(opts.core), config, {
     collectTrace: opts.collectTrace,
@@ -50,7 +57,11 @@ export async function runFirmware(elf: Uint8Array, opts: FwRunOptions = {}): Pro
   });
   const img = dev.loadElf(elf);
   dev.start(img.entry);
-  const t = dev.run(BigInt(opts.untilPs ?? DEFAULT_UNTIL_PS));
+  return dev;
+}
+
+/** The result of a run of `elf` that ended at `t`: the report, with the profile when asked. */
+export function finishFirmware(dev: Device, elf: Uint8Array, t: bigint, opts: FwRunOptions): FwRunResult {
   dev.flushConsole();
   const symbols = Symbolizer.fromElf(elf);
   const r = report(dev, t, symbols);
