@@ -80,6 +80,17 @@ export class EngineDebugger {
     return regs;
   }
 
+  /** CSR `csr` of `engine` as the engine would read it; null for one it does not have. */
+  csr(engine: number, csr: number): number | null {
+    return this.dev.csr(engine, csr);
+  }
+
+  /** One line about `engine` for a thread list: its state (and exit code). */
+  describe(engine: number): string {
+    const e = this.dev.engine(engine);
+    return `engine ${engine} ${e.state}${e.state === "exited" ? ` (${e.exitCode})` : ""}`;
+  }
+
   /** Writes register `r` (0..31, PC_REGNUM); x0 stays 0 as in the engine. */
   setRegister(engine: number, r: number, value: number): void {
     const e = this.engineIndex(engine);

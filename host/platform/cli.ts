@@ -3,6 +3,7 @@
 //   menic fw build <file.c|.S ...> -o <out.elf> [-O <level>] [-g] [-D NAME[=VALUE]] [-I dir] [-- clang flags]
 //   menic fw test <test.elf|dir> [--junit out.xml] [--until 10ms] [--set field=value]
 //   menic fw run <elf> [--engines N] [--until 10ms] [--json] [--trace out.json] [--profile] [--config cfg.json] [--set field=value]
+//                  [--gdb port]
 // --json prints one JSON object on stdout and nothing else; without it, console lines go to stdout
 // as they are drained, then a summary table. Progress goes to stderr, only on a terminal. Exit
 // status is non-zero on any failure.
@@ -10,7 +11,8 @@
 import { readFileSync, writeFileSync, openSync, writeSync, closeSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { runFirmware, DEFAULT_UNTIL_PS, type FwRunResult } from "../fw/run.js";
+import { runFirmware, DEFAULT_UNTIL_PS, type FwRunResult, type FwRunOptions } from "../fw/run.js";
+import { runFirmwareListening } from "./gdb-server.js";
 import { toPerfetto } from "../trace/perfetto.js";
 import { formatLocation, Symbolizer } from "../debug/symbolize.js";
 import { formatProfile } from "../debug/profile.js";
@@ -38,6 +40,7 @@ const USAGE = `usage:
                                    (TAP on stdout; firmware/include/menic/test.h)
   menic fw run <image.elf> [--engines N] [--until <time>] [--json] [--trace <out.json>] [--profile]
                            [--config <cfg.json>] [--set <field>=<value> ...]
+                           [--gdb <port>]   (a GDB stub on 127.0.0.1:port, 0: any free port; docs/engine.md)
   menic help
 
 times are like 10ms, 2.5us, 750ns, 1s; config fields are listed in docs/memory-map.md;
@@ -152,9 +155,12 @@ async function fwRun(args: string[]): Promise<number> {
       config: { type: "string" },
       set: { type: "string", multiple: true, default: [] },
       profile: { type: "boolean", default: false },
+      gdb: { type: "string" },
     },
   });
   if (positionals.length !== 1) throw new UsageError("fw run needs exactly one ELF image");
+  const gdbPort = values.gdb === undefined ? null : Number(values.gdb);
+  if (gdbPort !== null && !(/^\d+$/.test(values.gdb!) && gdbPort <= 65535)) throw new UsageError(`--gdb wants a TCP port 0..65535, got ${values.gdb}`);
   const config: Record<string, number | string> = values.config ? JSON.parse(readFileSync(values.config, "utf8")) : {};
   for (const kv of values.set!) {
     const eq = kv.indexOf("=");
@@ -165,10 +171,11 @@ async function fwRun(args: string[]): Promise<number> {
   const untilPs = values.until ? parseTime(values.until) : DEFAULT_UNTIL_PS;
   const elf = readFileSync(positionals[0]);
   const json = values.json!;
-  const r = await runFirmware(elf, {
+  const runOpts: FwRunOptions = {
     config, untilPs, collectTrace: !!values.trace, profile: values.profile,
     onConsoleLine: json ? undefined : (e, line) => console.log(`[e${String(e).padStart(2, "0")}] ${line}`),
-  });
+  };
+  const r = gdbPort === null ? await runFirmware(elf, runOpts) : await runFirmwareListening(elf, gdbPort, runOpts);
   if (values.trace) {
     const symbols = values.profile ? Symbolizer.fromElf(elf) : null;
     const fn = symbols ? (pc: number) => symbols.functionAt(pc)?.name ?? `0x${pc.toString(16)}` : undefined;
