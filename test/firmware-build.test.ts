@@ -3,6 +3,7 @@
 // against the SDK's own helpers. Tests that need clang are skipped, with the reason in their
 // name, on machines without it; the committed ELFs are checked either way.
 import { afterAll, describe, expect, it } from "vitest";
+import { executorElf } from "../host/generated/executor-elf.js";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -25,6 +26,13 @@ function source(name: string, text: string): string {
   writeFileSync(path, text);
   return path;
 }
+
+describe("the graph executor the host carries", () => {
+  it("host/generated/executor-elf.ts holds the bytes of firmware/graph/executor.elf", () => {
+    const committed = readFileSync(join(root, "firmware", "graph", "executor.elf"));
+    expect(Buffer.compare(Buffer.from(executorElf()), committed), "host/generated/executor-elf.ts is stale: run npm run fw:examples").toBe(0);
+  });
+});
 
 describe("committed example firmware", () => {
   for (const ex of EXAMPLES) {

@@ -83,7 +83,12 @@ static int post(struct ctx *c, uint32_t i) {
   uint32_t op = n->op;
   if (op == MENIC_GRAPH_OP_SIGNAL) {
     uint32_t v = __atomic_add_fetch(&c->sems[n->sem], n->value, __ATOMIC_ACQ_REL);
-    if (n->sem == 0) menic_mbox_send(MENIC_GRAPH_MSG_SIGNAL | (v & ~MENIC_GRAPH_MSG_KIND_MASK));
+    if (n->sem == 0) {
+      uint64_t now = menic_mtime();
+      c->run->end_lo = (uint32_t)now;
+      c->run->end_hi = (uint32_t)(now >> 32);
+      menic_mbox_send(MENIC_GRAPH_MSG_SIGNAL | (v & ~MENIC_GRAPH_MSG_KIND_MASK));
+    }
     return DONE;
   }
   if (op == MENIC_GRAPH_OP_WAIT) return __atomic_load_n(&c->sems[n->sem], __ATOMIC_ACQUIRE) >= n->value ? DONE : BLOCKED;

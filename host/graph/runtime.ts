@@ -113,6 +113,12 @@ export class GraphRun {
     return this.finishedDevices.size === this.contexts.length ? { state: "done", devices: this.contexts.length } : { state: "running" };
   }
 
+  /** Engine cycles (mtime) when device `d`'s last signal raised semaphore 0 (0 before). */
+  endCycles(d: number): number {
+    const v = new DataView(this.contexts[d].read(this.runs[d].run, GRAPH_RUN.SIZE).buffer);
+    return v.getUint32(GRAPH_RUN.end_lo, true) + v.getUint32(GRAPH_RUN.end_hi, true) * 2 ** 32;
+  }
+
   /** The nodes of device `d` not done yet (for a run that did not end: what it waits for). */
   pending(d: number): number[] {
     const r = this.runs[d];

@@ -33,9 +33,28 @@ function counts(o: Record<string, number>): string {
   return nz.length ? nz.map(([k, n]) => `${k} ${n}`).join(", ") : "none";
 }
 
+/** A collective scenario's table, in the style of NCCL's tests: a row per size. */
+function formatCollective(r: ScenarioResult): string[] {
+  const c = r.collective!;
+  const out = [`${c.op} (${c.algorithm}), ${c.dtype} ${c.redop}, ${c.devices} devices x ${c.engines} engines, ${r.transport}`, ""];
+  const rows = [["size (B)", "count", "time", "algbw GB/s", "busbw GB/s", "engines busy", "check", "status"]];
+  for (const x of c.rows) rows.push([
+    String(x.bytes), String(x.count), formatTime(x.timePs), x.algbwGBps.toFixed(2), x.busbwGBps.toFixed(2), `${(100 * x.engineUtil).toFixed(1)}%`, x.check,
+    x.error ? `${x.status}: ${x.error}` : x.status,
+  ]);
+  out.push(...columns(rows, [true, true, true, true, true, true, false, false]));
+  out.push("", `drops: fabric ${counts(r.fabric.drops)}; retransmissions ${r.retransmits}, timeouts ${r.timeouts}, NAKs ${r.naksSent}, ECN marks ${r.fabric.ecnMarks}`);
+  out.push("busbw = algbw x 2(n-1)/n for all-reduce, (n-1)/n for reduce-scatter, all-gather and all-to-all, 1 for broadcast (NCCL's convention)");
+  return out;
+}
+
 /** The results table, lines ending in "\n". */
 export function formatResult(r: ScenarioResult): string {
   const out: string[] = [];
+  if (r.collective) {
+    out.push(`${r.name} (seed ${r.seed}): ${ENDED[r.ended]} after ${formatTime(r.endPs)} of simulated time (limit ${formatTime(r.untilPs)} per size)`, "", ...formatCollective(r));
+    return out.map((l) => `${l}\n`).join("");
+  }
   out.push(`${r.name} (seed ${r.seed}): ${ENDED[r.ended]} at ${formatTime(r.endPs)} of simulated time (limit ${formatTime(r.untilPs)})`, "");
   const rows = [["flow", "src → dst", "messages", "bytes", "goodput Gb/s", "status"]];
   r.flows.slice(0, TABLE_FLOWS_MAX).forEach((f, i) => rows.push([

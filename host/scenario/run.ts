@@ -13,6 +13,7 @@ import { RandomStreams } from "../fabric/rng.js";
 import type { Scenario, Flow } from "./scenario.js";
 import { resolveScenario } from "./scenario.js";
 import { buildTopology, applyFaults } from "./cluster.js";
+import { runCollectiveScenario, type CollectiveReport } from "./collective.js";
 
 export interface FlowResult {
   src: number;
@@ -68,6 +69,8 @@ export interface ScenarioResult {
   metaroce?: MetaroceCounts;
   /** the MetaRoCE-like paths of every device at the end of the run */
   paths?: PathSummary;
+  /** a collective scenario's results, one row per size (its traffic fields are empty) */
+  collective?: CollectiveReport;
 }
 
 /** What the MetaRoCE-like paths looked like at the end: how many in each state, and the spread of their windows, RTTs and hints. */
@@ -163,6 +166,7 @@ export interface RunOptions {
 /** Builds and runs scenario `input` (validated by resolveScenario) with `coreModule`. */
 export async function runScenario(coreModule: WebAssembly.Module, input: unknown, opts: RunOptions = {}): Promise<ScenarioResult> {
   const sc: Scenario = resolveScenario(input);
+  if (sc.collective) return runCollectiveScenario(coreModule, sc, opts);
   const n = sc.devices.count;
   const flows = trafficFlows(sc);
   // per device: one QP per flow end, a CQ, and one region that is both source and destination

@@ -45,8 +45,26 @@ export interface Scenario {
     /** flow k starts at startPs + k × staggerPs */
     staggerPs: number;
   };
+  /** a collective the engines run instead of the traffic (the traffic is then its defaults, unused) */
+  collective?: CollectiveSpec;
   faults: Fault[];
 }
+
+/** A collective run by the engines (schemas/scenario.schema.json `collective`). */
+export interface CollectiveSpec {
+  op: "all-reduce" | "reduce-scatter" | "all-gather" | "broadcast" | "all-to-all";
+  algorithm: "ring" | "halving-doubling";
+  sizes: number[];
+  dtype: "f32" | "f16" | "bf16" | "i32";
+  redop: "sum" | "max" | "min" | "prod";
+  engines: number;
+  root: number;
+  portGroup: "SCALE_UP" | "SCALE_OUT";
+  check: boolean;
+}
+
+/** The traffic of a scenario that has a collective instead (nothing reads it). */
+const NO_TRAFFIC: NonNullable<ScenarioInput["traffic"]> = { pattern: "pairs", messageBytes: 1, messages: 1, flowsPerPair: 1, portGroup: "SCALE_UP", start: 0, stagger: 0 };
 
 
 /** A time as the schema allows it: "10us", "2.5 ms", or whole ps. */
@@ -71,7 +89,8 @@ interface ScenarioInput {
     fabricLink: LinkInput;
     switch: Omit<NonNullable<FabricOptions["switch"]>, "latencyPs"> & { latency: TimeInput };
   };
-  traffic: Omit<Scenario["traffic"], "startPs" | "staggerPs" | "incastSenders"> & { incastSenders?: number; start: TimeInput; stagger: TimeInput };
+  traffic?: Omit<Scenario["traffic"], "startPs" | "staggerPs" | "incastSenders"> & { incastSenders?: number; start: TimeInput; stagger: TimeInput };
+  collective?: CollectiveSpec;
   faults: FaultInput[];
 }
 
@@ -87,6 +106,11 @@ export function resolveScenario(input: unknown, path = "scenario"): Scenario {
     try { return Number(parseTime(v)); } catch (e) { throw new ConfigError(at, (e as Error).message); }
   };
   const count = o.devices.count;
+  if (!o.traffic && !o.collective) throw new ConfigError(path, "needs traffic (QP pairs writing in a pattern) or collective (a collective the engines run)");
+  if (o.traffic && o.collective) throw new ConfigError(path, "has both traffic and collective: a scenario runs one of them");
+  const c = o.collective;
+  if (c?.op === "broadcast" && c.root >= count) throw new ConfigError(`${path}.collective.root`, `device ${c.root} is not one of the ${count} devices`);
+  if (c?.algorithm === "halving-doubling" && (c.op !== "all-reduce" || (count & (count - 1)) !== 0)) throw new ConfigError(`${path}.collective.algorithm`, "halving-doubling is an all-reduce for a power-of-two number of devices");
   resolveConfig({ engines: 1, ...o.devices.config }, `${path}.devices.config`);
   const link = (l: LinkInput, at: string): Partial<LinkSpec> => ({
     ...(l.gbps !== undefined ? { gbps: l.gbps } : {}),
@@ -96,7 +120,7 @@ export function resolveScenario(input: unknown, path = "scenario"): Scenario {
   const switchOpts: FabricOptions["switch"] = { ...sw, latencyPs: time(latency, `${path}.fabric.switch.latency`) };
   prefixed(`${path}.fabric`, () => resolveFabricConfig({ switch: switchOpts }));
   const topo = o.fabric.topology;
-  const { start, stagger, ...traffic } = o.traffic;
+  const { start, stagger, ...traffic } = o.traffic ?? NO_TRAFFIC;
   return {
     name: o.name,
     seed: o.seed,
@@ -110,6 +134,7 @@ export function resolveScenario(input: unknown, path = "scenario"): Scenario {
       fabricLink: link(o.fabric.fabricLink, `${path}.fabric.fabricLink`),
       switch: switchOpts,
     },
+    ...(o.collective ? { collective: o.collective } : {}),
     traffic: { ...traffic, incastSenders: traffic.incastSenders ?? Math.max(1, count - 1), startPs: time(start, `${path}.traffic.start`), staggerPs: time(stagger, `${path}.traffic.stagger`) },
     faults: o.faults.map((f, i): Fault => {
       const at = `${path}.faults[${i}]`;

@@ -53,9 +53,10 @@ export async function runSweep(coreModule: WebAssembly.Module, input: unknown, o
   return out;
 }
 
-/** The comparison table: one row per run, the values it set, then what it reached. */
+/** The comparison table: one row per run, the values it set, then what it reached (a collective: one row per run and size). */
 export function formatSweep(name: string, runs: readonly SweepRun[]): string {
   const keys = Object.keys(runs[0]?.set ?? {});
+  if (runs[0]?.result.collective) return formatCollectiveSweep(name, keys, runs);
   const head = [...keys, "goodput Gb/s", "FCT p50", "FCT p99", "retransmits", "timeouts", "drops", "ended"];
   const rows = runs.map(({ set, result: r }) => [
     ...keys.map((k) => (typeof set[k] === "string" ? String(set[k]) : JSON.stringify(set[k]))),
@@ -68,4 +69,16 @@ export function formatSweep(name: string, runs: readonly SweepRun[]): string {
   const line = (cells: string[]) => cells.map((c, i) => (right(i) ? c.padStart(w[i]!) : c.padEnd(w[i]!))).join("  ").trimEnd();
   const note = "retransmits: RoCEv2 counts go-back-N restarts, the MetaRoCE-like transport packets sent again; timeouts: RoCEv2 timer expiries, MetaRoCE-like path RTOs";
   return [`${name}: ${runs.length} run${runs.length === 1 ? "" : "s"}`, "", line(head), ...rows.map(line), "", note].map((l) => `${l}\n`).join("");
+}
+
+function formatCollectiveSweep(name: string, keys: string[], runs: readonly SweepRun[]): string {
+  const head = [...keys, "size (B)", "time", "busbw GB/s", "engines busy", "check", "retransmits", "ended"];
+  const rows = runs.flatMap(({ set, result: r }) => r.collective!.rows.map((x) => [
+    ...keys.map((k) => (typeof set[k] === "string" ? String(set[k]) : JSON.stringify(set[k]))),
+    String(x.bytes), formatTime(x.timePs), x.busbwGBps.toFixed(2), `${(100 * x.engineUtil).toFixed(1)}%`, x.check, String(r.retransmits), x.error ? `${x.status}: ${x.error}` : x.status,
+  ]));
+  const w = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
+  const right = (i: number) => i >= keys.length && i < keys.length + 4;
+  const line = (cells: string[]) => cells.map((c, i) => (right(i) ? c.padStart(w[i]!) : c.padEnd(w[i]!))).join("  ").trimEnd();
+  return [`${name}: ${runs.length} run${runs.length === 1 ? "" : "s"}`, "", line(head), ...rows.map(line), "", "retransmits: over all the run's sizes"].map((l) => `${l}\n`).join("");
 }

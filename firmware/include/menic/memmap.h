@@ -375,7 +375,8 @@ struct menic_graph_run {
   uint32_t error_status; /* its completion's STATUS */
   uint32_t error_engine; /* the engine that ran it */
   uint32_t finished; /* engines that have run all their nodes */
-  uint8_t _reserved0[8];
+  uint32_t end_lo; /* mtime (engine cycles) when a signal last raised semaphore 0, bits 31:0 */
+  uint32_t end_hi; /* the same, bits 63:32 */
 };
 _Static_assert(sizeof(struct menic_graph_run) == 64, "GRAPH_RUN layout");
 _Static_assert(__builtin_offsetof(struct menic_graph_run, magic) == 0, "GRAPH_RUN.magic");
@@ -392,6 +393,8 @@ _Static_assert(__builtin_offsetof(struct menic_graph_run, error_node) == 40, "GR
 _Static_assert(__builtin_offsetof(struct menic_graph_run, error_status) == 44, "GRAPH_RUN.error_status");
 _Static_assert(__builtin_offsetof(struct menic_graph_run, error_engine) == 48, "GRAPH_RUN.error_engine");
 _Static_assert(__builtin_offsetof(struct menic_graph_run, finished) == 52, "GRAPH_RUN.finished");
+_Static_assert(__builtin_offsetof(struct menic_graph_run, end_lo) == 56, "GRAPH_RUN.end_lo");
+_Static_assert(__builtin_offsetof(struct menic_graph_run, end_hi) == 60, "GRAPH_RUN.end_hi");
 /* one engine's part of a run: its completion queue and its nodes in order */
 struct menic_graph_engine {
   uint32_t cqn; /* its CQ (every queue pair of the engine completes there) */

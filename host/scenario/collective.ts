@@ -1,0 +1,201 @@
+// Runs a scenario whose devices run a collective (scenario `collective`, docs/graph.md): for each
+// size, the devices boot the graph executor, the host compiles the collective, binds it, writes
+// each device's input, rings one doorbell per device and runs the cluster until every device's
+// final signal (or a failure, or the time limit). Measured per size, in the style of NCCL's
+// tests: the time from the doorbell to the last device's final signal, algorithm bandwidth
+// (bytes / time), bus bandwidth (the algorithm bandwidth times the collective's factor, so that
+// it compares with a link's rate), engine utilisation, and a bit-for-bit check of every device's
+// result against the reference executor. No Node APIs.
+
+import { Context } from "../verbs.js";
+import { DeviceEndpoint } from "../cluster/endpoint.js";
+import { Fabric } from "../fabric/fabric.js";
+import { ClusterRunner } from "../fabric/runner.js";
+import {
+  allReduceRing, allReduceHalvingDoubling, reduceScatterRing, allGatherRing, broadcastRing, allToAll,
+  bindProgram, graphDeviceConfig, runReference, type GraphProgram,
+} from "../graph/index.js";
+import { executorElf } from "../generated/executor-elf.js";
+import { buildTopology, applyFaults } from "./cluster.js";
+import type { Scenario, CollectiveSpec } from "./scenario.js";
+import type { RunOptions, ScenarioResult } from "./run.js";
+
+/** One size of a collective scenario. */
+export interface CollectiveRow {
+  /** NCCL's "size": bytes of the collective's data per device (all-gather, reduce-scatter, all-to-all: all devices' blocks) */
+  bytes: number;
+  /** elements per device */
+  count: number;
+  /** from the doorbell to the last device's final signal, ps */
+  timePs: number;
+  /** bytes / time, GB/s */
+  algbwGBps: number;
+  /** algbw x the collective's bus factor, GB/s */
+  busbwGBps: number;
+  /** engines running (not asleep in wfi) from the doorbell to the first poll after the end, as a fraction of engines x devices x that time */
+  engineUtil: number;
+  /** "ok" when every device's result is the reference's, bit for bit; "skipped" in timing mode or when not asked */
+  check: "ok" | "mismatch" | "skipped";
+  status: "done" | "failed" | "time-limit";
+  /** a failure: which node, on which device, with which status */
+  error?: string;
+}
+
+export interface CollectiveReport {
+  op: CollectiveSpec["op"];
+  /** ring, halving-doubling, or direct (all-to-all) */
+  algorithm: string;
+  dtype: CollectiveSpec["dtype"];
+  redop: CollectiveSpec["redop"];
+  devices: number;
+  engines: number;
+  rows: CollectiveRow[];
+}
+
+const ESIZE = { f32: 4, f16: 2, bf16: 2, i32: 4 } as const;
+
+/** NCCL's bus bandwidth factors: what each device's links carry relative to the algorithm bandwidth. */
+export function busFactor(op: CollectiveSpec["op"], n: number): number {
+  if (op === "all-reduce") return (2 * (n - 1)) / n;
+  if (op === "broadcast") return 1;
+  return (n - 1) / n;
+}
+
+/** The program of `c` for `n` devices at `bytes` per device. */
+export function compileCollective(c: CollectiveSpec, n: number, bytes: number): GraphProgram {
+  const o = { devices: n, engines: c.engines, bytes, dtype: c.dtype, redop: c.redop };
+  switch (c.op) {
+    case "all-reduce": return c.algorithm === "halving-doubling" ? allReduceHalvingDoubling(o) : allReduceRing(o);
+    case "reduce-scatter": return reduceScatterRing(o);
+    case "all-gather": return allGatherRing(o);
+    case "broadcast": return broadcastRing({ ...o, root: c.root });
+    case "all-to-all": return allToAll(o);
+  }
+}
+
+/** Deterministic input bytes for device d: xorshift32 words from (seed, device), valid numbers of every dtype (no NaN, no infinity). */
+function input(bytes: number, seed: number, d: number, dtype: CollectiveSpec["dtype"]): Uint8Array {
+  const out = new Uint8Array(bytes);
+  const v = new DataView(out.buffer);
+  let x = (seed * 0x9e3779b1 + (d + 1) * 0x85ebca6b) | 0 || 1;
+  const next = () => ((x ^= x << 13), (x ^= x >>> 17), (x ^= x << 5), x >>> 0);
+  const e = ESIZE[dtype];
+  for (let i = 0; i + e <= bytes; i += e) {
+    const r = next();
+    // small values with a clear exponent: sums of many stay finite in every type
+    if (dtype === "i32") v.setInt32(i, r | 0, true);
+    else if (dtype === "f32") v.setFloat32(i, ((r & 0xffff) - 0x8000) / 4096, true);
+    else v.setUint16(i, (r & 0x8000) | ((dtype === "bf16" ? 0x3c00 : 0x3000) + (r & 0x3ff)), true);
+  }
+  return out;
+}
+
+/** Runs scenario `sc` (which has a collective) and reports it in a ScenarioResult with `collective`. */
+export async function runCollectiveScenario(coreModule: WebAssembly.Module, sc: Scenario, opts: RunOptions = {}): Promise<ScenarioResult> {
+  const c = sc.collective!;
+  const n = sc.devices.count;
+  const rows: CollectiveRow[] = [];
+  let endPs = 0, stopped = false;
+  // transport and fabric counters, summed over the sizes' runs
+  const sums = { retransmits: 0, timeouts: 0, naksSent: 0, cnpsSent: 0 };
+  const fab = { drops: {} as Record<string, number>, ecnMarks: 0, pfcPauses: 0, hops: 0, delivered: 0 };
+  const elf = executorElf();
+  for (const size of c.sizes) {
+    const p = compileCollective(c, n, size);
+    const need = graphDeviceConfig(p);
+    const contexts: Context[] = [];
+    for (let d = 0; d < n; d++) {
+      const config = {
+        ...sc.devices.config, ...need, deviceId: d, seed: sc.seed,
+        engines: Math.max(need.engines, Number(sc.devices.config.engines ?? 16)),
+        hbmBytes: Math.max(need.hbmBytes, Number(sc.devices.config.hbmBytes ?? 0)),
+        timingMode: sc.fabric.mode === "timing" ? 1 : 0, transport: sc.transport === "metaroce" ? 1 : 0,
+        mrtConnections: Math.max(4, n),
+      };
+      const ctx = await Context.open(coreModule, config);
+      ctx.device.start(ctx.device.loadElf(elf).entry);
+      contexts.push(ctx);
+    }
+    const topo = buildTopology(sc);
+    const fabric = new Fabric(topo, { mode: sc.fabric.mode, seed: sc.seed, ...(sc.fabric.switch ? { switch: sc.fabric.switch } : {}) });
+    applyFaults(sc, fabric, topo);
+    const endpoints = contexts.map((ctx) => new DeviceEndpoint(ctx.device));
+    const runner = new ClusterRunner(fabric, endpoints);
+    opts.onBuilt?.({ fabric, runner, contexts, endpoints });
+    runner.runTo(1_000_000); // the engines boot and sleep, waiting for the doorbell
+    const run = bindProgram(contexts, p, { portGroup: c.portGroup });
+    const inName = "in";
+    const inBytes = p.buffers.find((b) => b.name === inName)!.bytes;
+    const inputs = contexts.map((_, d) => input(inBytes, sc.seed, d, c.dtype));
+    inputs.forEach((b, d) => run.write(d, inName, b));
+    const before = contexts.map((ctx) => Array.from({ length: p.engines }, (_, e) => ctx.device.engine(e)));
+    const t0 = runner.nowPs;
+    run.start();
+    let state = run.poll();
+    const chunk = Math.max(runner.windowPs, 1_000_000);
+    while (state.state === "running" && runner.nowPs < sc.untilPs) {
+      if (opts.shouldStop && (await opts.shouldStop())) { stopped = true; break; }
+      runner.runTo(Math.min(sc.untilPs, runner.nowPs + chunk));
+      state = run.poll();
+      opts.onProgress?.(runner.nowPs, rows.length, c.sizes.length);
+    }
+    const khz = Number(contexts[0].device.config.get("engineClockKhz"));
+    const end = state.state === "done" ? Math.max(...contexts.map((_, d) => Math.ceil((run.endCycles(d) * 1e9) / khz))) : runner.nowPs;
+    const timePs = Math.max(1, end - t0);
+    // busy: each engine's clock advanced less its time asleep; an engine's clock may run a little
+    // past the cluster's (by an instruction, or a stall), so the span ends at the latest of them
+    let busy = 0, last = runner.nowPs;
+    contexts.forEach((ctx, d) => {
+      for (let e = 0; e < p.engines; e++) {
+        const a = before[d][e], b = ctx.device.engine(e);
+        busy += ((b.cycles - a.cycles) * 1e9) / khz - (b.sleepPs - a.sleepPs);
+        last = Math.max(last, (b.cycles * 1e9) / khz);
+      }
+    });
+    let check: CollectiveRow["check"] = "skipped";
+    if (state.state === "done" && c.check && sc.fabric.mode === "full") {
+      const ref = runReference(p, (rank, b) => (b === inName ? inputs[rank] : undefined));
+      check = contexts.every((_, d) => equal(run.read(d, "out"), ref.buffers[d].get("out")!)) ? "ok" : "mismatch";
+    }
+    const nccl = c.op === "all-gather" || c.op === "reduce-scatter" || c.op === "all-to-all" ? n * size : size;
+    const algbw = nccl / (timePs / 1e12) / 1e9;
+    rows.push({
+      bytes: nccl, count: size / ESIZE[c.dtype], timePs, algbwGBps: algbw, busbwGBps: algbw * busFactor(c.op, n),
+      // over the time run (to the poll after the end): engines still finish their bookkeeping after the last signal
+      // (at most 1: every wake rounds the engine's clock up to its next cycle, a fraction of a ns each)
+      engineUtil: Math.min(1, busy / (p.engines * n * Math.max(1, last - t0))), check,
+      status: state.state === "done" ? "done" : state.state === "failed" ? "failed" : "time-limit",
+      ...(state.state === "failed" ? { error: `${state.where}: ${state.status}` } : {}),
+    });
+    endPs += timePs;
+    const stats = contexts.map((ctx) => ctx.device.stats());
+    const sum = (k: string) => stats.reduce((a, x) => a + (x[k] ?? 0), 0);
+    sums.retransmits += sum("roce.retransmits") + sum("mrt.tx_retransmits");
+    sums.timeouts += sum("roce.timeouts") + sum("mrt.rtos");
+    sums.naksSent += sum("roce.naks_sent") + sum("mrt.naks_sent");
+    sums.cnpsSent += sum("roce.cnps_sent");
+    const fs = fabric.stats();
+    for (const [k, v] of Object.entries(fs.drops)) fab.drops[k] = (fab.drops[k] ?? 0) + v;
+    fab.ecnMarks += fs.ecnMarks;
+    fab.pfcPauses += fs.pfcPauses;
+    fab.hops += fs.hops;
+    fab.delivered += fs.delivered;
+    if (stopped || state.state !== "done") break;
+  }
+  const failed = rows.filter((r) => r.status !== "done" || r.check === "mismatch").length;
+  const finished = rows.length === c.sizes.length && failed === 0;
+  return {
+    name: sc.name, seed: sc.seed, endPs, untilPs: sc.untilPs, finished,
+    ended: finished ? "finished" : stopped ? "stopped" : rows.some((r) => r.status === "time-limit") ? "time-limit" : "failed",
+    messages: { total: c.sizes.length, completed: rows.length, failed }, flows: [], totalBytes: rows.reduce((a, r) => a + r.bytes, 0),
+    totalGoodputGbps: 0, fctPs: { p50: 0, p99: 0, max: 0 }, transport: sc.transport, ...sums,
+    fabric: { ...fab, drops: fab.drops as ScenarioResult["fabric"]["drops"] }, deviceDrops: {},
+    collective: { op: c.op, algorithm: c.op === "all-reduce" ? c.algorithm : c.op === "all-to-all" ? "direct" : "ring", dtype: c.dtype, redop: c.redop, devices: n, engines: c.engines, rows },
+  };
+}
+
+function equal(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
