@@ -131,6 +131,7 @@ export async function runCollectiveScenario(coreModule: WebAssembly.Module, sc: 
     const before = contexts.map((ctx) => Array.from({ length: p.engines }, (_, e) => ctx.device.engine(e)));
     const t0 = runner.nowPs;
     run.start();
+    opts.onStart?.(size);
     let state = run.poll();
     const chunk = Math.max(runner.windowPs, 1_000_000);
     while (state.state === "running" && runner.nowPs < sc.untilPs) {

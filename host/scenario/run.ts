@@ -161,6 +161,8 @@ export interface RunOptions {
   /** a hook that sees the built cluster before it runs (pcap capture: endpoints[d].tap, tests) */
   onBuilt?: (c: { fabric: Fabric; runner: ClusterRunner; contexts: Context[]; endpoints: DeviceEndpoint[] }) => void;
   observer?: RunObserver;
+  /** a collective scenario: called when a size's run rings its doorbells (its set-up is done) */
+  onStart?: (size: number) => void;
 }
 
 /** Builds and runs scenario `input` (validated by resolveScenario) with `coreModule`. */

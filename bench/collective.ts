@@ -1,0 +1,89 @@
+// npm run bench -- collective: an 8-device ring all-reduce of 64 MiB per device (f32 sum), run by
+// the engines' graph executor with 16 engines each, over the MetaRoCE-like transport on one
+// switch, full mode (every byte moves):
+//   collective.allreduce8.sim_s       simulated time from the doorbell to the last final signal
+//   collective.allreduce8.wall_s      host time of the run, from the doorbells (building the devices,
+//                                     binding the graphs and writing the inputs not counted)
+//   collective.allreduce8.slowdown    wall / simulated
+//   collective.allreduce8.share.<engines|transport|fabric>   where the host time went
+// The shares: `fabric` is the time inside the fabric and the hand-over between it and the devices
+// (frames out of a device's rings into the fabric, events, arrivals into a device's stage:
+// measured around those calls); the devices' step is the rest. Of that,
+// `engines` is the engines' instructions at the interpreter's speed measured in the same
+// process just before (compute-bound firmware, 16 engines), and `transport` what remains of the
+// devices' time: the NIC, the transport, HBM and DMA, the event loop. What the three leave is the
+// runner's own loop and the host polling the devices' mailboxes.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { Device } from "../host/device.js";
+import { coreModule, packageRoot } from "../host/platform/node.js";
+import { runScenario } from "../host/scenario/run.js";
+import type { Fabric } from "../host/fabric/fabric.js";
+import type { DeviceEndpoint } from "../host/cluster/endpoint.js";
+import type { Context } from "../host/verbs.js";
+import { figure } from "./report.js";
+
+const MIB = 1 << 20;
+
+/** Host seconds per engine instruction, compute-bound, 16 engines (as bench engines measures it). */
+async function secondsPerInstruction(): Promise<number> {
+  const dev = await Device.create(coreModule(), { engines: 16 });
+  dev.start(dev.loadElf(readFileSync(join(packageRoot(), "firmware/bench/compute.elf"))).entry);
+  for (let e = 0; e < 16; e++) dev.mailboxPush(e, 100);
+  const t0 = performance.now();
+  dev.run(100_000_000_000_000n);
+  const s = (performance.now() - t0) / 1000;
+  let n = 0;
+  for (let e = 0; e < 16; e++) n += dev.engine(e).instructions;
+  return s / n;
+}
+
+export async function run(): Promise<void> {
+  await secondsPerInstruction(); // warm up
+  const perInstr = await secondsPerInstruction();
+  const scenario = {
+    name: "bench-allreduce8", seed: 1, until: "1s", transport: "metaroce",
+    devices: { count: 8 }, fabric: { topology: { kind: "single-switch" } },
+    collective: { op: "all-reduce", algorithm: "ring", sizes: [64 * MIB], dtype: "f32", redop: "sum", engines: 16, check: false },
+  };
+  let fabricS = 0, stepS = 0, t0 = 0;
+  let contexts: Context[] = [];
+  const timed = <T extends object>(o: T, names: (keyof T)[], add: (s: number) => void) => {
+    for (const k of names) {
+      const f = (o[k] as (...a: unknown[]) => unknown).bind(o);
+      (o as Record<keyof T, unknown>)[k] = (...a: unknown[]) => {
+        const s = performance.now();
+        try { return f(...a); } finally { add((performance.now() - s) / 1000); }
+      };
+    }
+  };
+  const r = await runScenario(coreModule(), scenario, {
+    onBuilt: (c) => {
+      contexts = c.contexts;
+      timed(c.fabric as Fabric, ["runTo", "takeArrivals", "releaseDelivered"], (s) => (fabricS += s));
+      for (const ep of c.endpoints as DeviceEndpoint[]) {
+        timed(ep, ["stepTo"], (s) => (stepS += s));
+        // the hand-over both ways (frames out of a device's rings into the fabric, arrivals into its stage)
+        timed(ep, ["drainTx", "deliver"], (s) => (fabricS += s));
+      }
+    },
+    // from the doorbells on: compiling, binding and writing the inputs are not the run
+    onStart: () => {
+      fabricS = stepS = 0;
+      t0 = performance.now();
+    },
+  });
+  const wallS = (performance.now() - t0) / 1000;
+  const row = r.collective!.rows[0]!;
+  if (row.status !== "done") throw new Error(`bench collective: the all-reduce ended ${row.status} ${row.error ?? ""}`);
+  const simS = row.timePs / 1e12;
+  let instructions = 0;
+  for (const ctx of contexts) for (let e = 0; e < 16; e++) instructions += ctx.device.engine(e).instructions;
+  const enginesS = Math.min(stepS, instructions * perInstr);
+  figure("collective.allreduce8.sim_s", simS, "s", { busbwGBps: +row.busbwGBps.toFixed(2), engineUtil: +row.engineUtil.toFixed(3) });
+  figure("collective.allreduce8.wall_s", wallS, "s", { instructions });
+  figure("collective.allreduce8.slowdown", wallS / simS, "x");
+  figure("collective.allreduce8.share.engines", enginesS / wallS, "of host time", { nsPerInstruction: +(perInstr * 1e9).toFixed(2) });
+  figure("collective.allreduce8.share.transport", (stepS - enginesS) / wallS, "of host time");
+  figure("collective.allreduce8.share.fabric", fabricS / wallS, "of host time");
+}
