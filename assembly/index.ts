@@ -7,7 +7,7 @@ import { memOf } from "./mem/dma";
 import { createDevice } from "./create";
 import { hartAt, engOf, profileBytes } from "./engine/engines";
 import { csrRead } from "./engine/csr";
-import { debugOf, debugAttach as attach, debugBreak as brk, debugWatch as watch, debugStep as stepOne, debugResume as resume } from "./engine/debug";
+import { debugOf, debugAttach as attach, debugBreak as brk, debugWatch as watch, debugStep as stepOne, debugOnly as only, debugResume as resume } from "./engine/debug";
 import { nextActivity, step as stepDevice, startEngine as start } from "./run";
 import { mailboxPush, mailboxPop } from "./engine/mailbox";
 import { rngNext, rngSeed, rngOf, Rng, RNG_BLOCKS } from "./core/rng";
@@ -93,6 +93,8 @@ export function debugBreak(dev: usize, addr: u32, set: u32): bool { return brk(c
 export function debugWatch(dev: usize, addr: u32, len: u32, kind: u32, set: u32): bool { return watch(changetype<Device>(dev), addr, len, kind, set != 0); }
 /** Stops the device once engine `i` has executed one instruction (0xffffffff: no step). */
 export function debugStep(dev: usize, i: u32): void { stepOne(changetype<Device>(dev), i); }
+/** Resumes only the engines of `mask` (bit i: engine i; engine/debug.ts debugOnly); all ones: every engine. */
+export function debugOnly(dev: usize, mask: u64): void { only(changetype<Device>(dev), mask); }
 export function debugResume(dev: usize): void { resume(changetype<Device>(dev)); }
 /** Why the device is stopped for the debugger (engine/debug.ts DebugStop; 0: it is not). */
 export function debugStopReason(dev: usize): u32 { return debugOf(changetype<Device>(dev)).stop; }

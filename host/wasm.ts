@@ -33,6 +33,7 @@ export interface MenicExports {
   debugBreak(dev: number, addr: number, set: number): number;
   debugWatch(dev: number, addr: number, len: number, kind: number, set: number): number;
   debugStep(dev: number, i: number): void;
+  debugOnly(dev: number, mask: bigint): void;
   debugResume(dev: number): void;
   debugStopReason(dev: number): number;
   debugStopEngine(dev: number): number;
@@ -130,6 +131,7 @@ export const EXPORT_SIGNATURES: { readonly [K in ExportName]: Signature<MenicExp
   debugBreak: [["i32", "i32", "i32"], "i32"],
   debugWatch: [["i32", "i32", "i32", "i32", "i32"], "i32"],
   debugStep: [["i32", "i32"], "void"],
+  debugOnly: [["i32", "i64"], "void"],
   debugResume: [["i32"], "void"],
   debugStopReason: [["i32"], "i32"],
   debugStopEngine: [["i32"], "i32"],

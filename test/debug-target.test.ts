@@ -150,6 +150,50 @@ describe("the engines under a debugger", () => {
     expect(outcome(dev)).toEqual(outcome(plain));
   });
 
+  it("resuming some engines: they run alone as far as the device's order allows, the rest unseen, and the end is unchanged", async () => {
+    const plain = await device({ engines: 4 });
+    plain.run(UNTIL);
+    const dev = await device({ engines: 4 });
+    const d = new EngineDebugger(dev);
+    const instret = () => Array.from({ length: 4 }, (_, e) => dev.engine(e).instructions);
+    d.setBreakpoint(MAIN, true);
+    expect(d.run(UNTIL)).toMatchObject({ kind: "stopped", stop: { engine: 0, reason: "breakpoint" } });
+    // GDB's single step over a breakpoint: a breakpoint on the next instruction, engine 0 alone
+    d.setBreakpoint(MAIN, false);
+    d.setBreakpoint(MAIN + 4, true);
+    d.only([0]);
+    expect(d.run(UNTIL)).toMatchObject({ kind: "stopped", stop: { engine: 0, reason: "breakpoint" } });
+    expect(dev.engine(0).pc).toBe(MAIN + 4);
+    d.setBreakpoint(MAIN + 4, false);
+    // engine 0 alone again: it runs to the end of its turn in the window, then the device holds
+    let before = instret();
+    expect(d.run(UNTIL)).toMatchObject({ kind: "stopped", stop: { engine: 0, reason: "held" } });
+    let after = instret();
+    expect(after[0]).toBeGreaterThan(before[0]!);
+    expect(after.slice(1)).toEqual(before.slice(1));
+    // engine 2 alone: engine 1 comes first in the window and runs unseen (the breakpoint at main
+    // does not stop it), then engine 2 runs and stops there
+    d.setBreakpoint(MAIN, true);
+    d.only([2]);
+    before = instret();
+    expect(d.run(UNTIL)).toMatchObject({ kind: "stopped", stop: { engine: 2, reason: "breakpoint" } });
+    after = instret();
+    expect(after[1]).toBeGreaterThan(before[1]!);
+    expect(dev.engine(1).pc).not.toBe(MAIN);
+    expect(after[3]).toBe(before[3]);
+    // and alone again, the device holds before engine 3's turn
+    d.setBreakpoint(MAIN, false);
+    expect(d.run(UNTIL)).toMatchObject({ kind: "stopped", stop: { engine: 2, reason: "held" } });
+    expect(dev.engine(2).instructions).toBeGreaterThan(after[2]!);
+    expect(dev.engine(3).instructions).toBe(before[3]);
+    expect(() => d.only([4])).toThrow(/engines 0..3/);
+    // every engine again, to the end: the same as a run without a debugger
+    d.only(null);
+    let r;
+    while ((r = d.run(UNTIL)).kind !== "ended") expect(r.kind).toBe("slice");
+    expect(outcome(dev)).toEqual(outcome(plain));
+  });
+
   it("reads and writes registers and memory through an engine's map only", async () => {
     const dev = await device({ engines: 2 });
     const d = new EngineDebugger(dev);

@@ -151,13 +151,25 @@ describe("the GDB stub", () => {
     expect(await client.ask(`Z0,${MAIN.toString(16)},4`)).toBe("OK");
     expect(await client.ask("vCont;c")).toBe("T05thread:1;swbreak:;");
     expect(await client.ask("p20")).toBe(le32(MAIN));
-    // step engine 0 over its breakpoint as GDB does: remove, step, put back
+    // step engine 0 over its breakpoint as GDB does on RISC-V: remove it, a breakpoint on the
+    // next instruction, engine 0 alone (the others stay stopped), put it back
     expect(await client.ask(`z0,${MAIN.toString(16)},4`)).toBe("OK");
-    expect(await client.ask("vCont;s:1;c")).toBe("T05thread:1;");
+    expect(await client.ask(`Z0,${(MAIN + 4).toString(16)},4`)).toBe("OK");
+    expect(await client.ask("vCont;c:1")).toBe("T05thread:1;swbreak:;");
     expect(await client.ask("p20")).toBe(le32(MAIN + 4));
+    expect(await client.ask(`z0,${(MAIN + 4).toString(16)},4`)).toBe("OK");
+    expect(await client.ask("vCont;t:1")).toBe("E01"); // resumes nothing
+    // engine 0 alone with nothing to stop it: the device holds when engine 1 is next to run
+    expect(await client.ask("vCont;c:1")).toBe("T05thread:1;");
+    expect(await client.ask("Hg2")).toBe("OK");
+    expect(await client.ask("p20")).toBe(le32(ENTRY)); // engine 1 has not run
+    // a step of engine 0 with the others running: engine 1, next in the window, reaches main first
     expect(await client.ask(`Z0,${MAIN.toString(16)},4`)).toBe("OK");
-    expect(await client.ask("vCont;c")).toBe("T05thread:2;swbreak:;"); // engine 1 reaches main next
+    expect(await client.ask("vCont;s:1;c")).toBe("T05thread:2;swbreak:;");
     expect(await client.ask(`z0,${MAIN.toString(16)},4`)).toBe("OK");
+    const pc0 = await client.ask("Hg1").then(() => client.ask("p20"));
+    expect(await client.ask("vCont;s:1;c")).toBe("T05thread:1;"); // the step still asked for
+    expect(await client.ask("p20")).not.toBe(pc0);
     // a write watchpoint on total_lo: the first amoadd on it stops before it runs
     expect(await client.ask(`Z2,${TOTAL_LO.toString(16)},4`)).toBe("OK");
     const w = await client.ask("vCont;c");

@@ -27,6 +27,7 @@ export const enum DebugStop {
   WatchRead = 4, // ... reads one
   WatchAccess = 5, // ... reads or writes one (an access watchpoint)
   Fault = 6, // the engine faulted (trapped with no handler)
+  Held = 7, // an engine the debugger did not resume was next to run, after one it did resume ran (debugOnly)
 }
 
 /** Watchpoint kinds, as the GDB remote protocol numbers them minus 2 (Z2 write, Z3 read, Z4 access). */
@@ -47,6 +48,9 @@ const NO_ENGINE: u32 = 0xffffffff;
   markInstret: u64;
   pausedEnd: u64; // ps: the end of the window a stop interrupted (0: none), to go on from
   pausedNext: u32; // the engine that window goes on with
+  only: u64; // engines the debugger resumed (bit per engine; all ones: every engine), debugOnly
+  ranOnly: u32; // one of them has executed an instruction since the resume
+  lastRan: u32; // ... and this one last
   nBreak: u32;
   nWatch: u32;
   breaks: usize; // MAX_BREAKPOINTS addresses
@@ -65,6 +69,7 @@ export function debugInit(base: usize): void {
   d.watches = d.breaks + <usize>MAX_BREAKPOINTS * 4;
   d.stepEngine = NO_ENGINE;
   d.markEngine = NO_ENGINE;
+  d.only = U64.MAX_VALUE;
 }
 
 @inline export function debugOf(dev: Device): Debug { return changetype<Debug>(dev.debug); }
@@ -77,6 +82,7 @@ export function debugAttach(dev: Device, on: u32): void {
     d.nBreak = 0;
     d.nWatch = 0;
     d.stepEngine = NO_ENGINE;
+    d.only = U64.MAX_VALUE;
     d.stop = DebugStop.None;
   }
 }
@@ -124,9 +130,23 @@ export function debugStep(dev: Device, engine: u32): void {
   debugOf(dev).stepEngine = engine;
 }
 
+/**
+ * Resumes only the engines of `mask` (bit i: engine i), as a debugger does to step one engine
+ * over a breakpoint. Engines still run in the device's order, which debugging must not change:
+ * the device stops (DebugStop.Held, on the resumed engine that ran last) when, after a resumed
+ * engine has executed an instruction, another engine is next to run; engines that come before
+ * any resumed one run as they would, unseen: no breakpoint, watchpoint or fault of theirs
+ * stops the device, since to the debugger they are stopped.
+ */
+export function debugOnly(dev: Device, mask: u64): void {
+  debugOf(dev).only = mask;
+}
+
 /** Lets a stopped device run on (from where its window was interrupted). */
 export function debugResume(dev: Device): void {
-  debugOf(dev).stop = DebugStop.None;
+  const d = debugOf(dev);
+  d.stop = DebugStop.None;
+  d.ranOnly = 0;
 }
 
 function stopAt(d: Debug, h: Hart, why: DebugStop, addr: u32): void {
@@ -190,21 +210,30 @@ function checkBefore(dev: Device, d: Debug, h: Hart): bool {
 export function runEngineDebug(dev: Device, h: Hart, limit: u64): bool {
   const d = debugOf(dev);
   while (h.state == EngineState.Running && h.cycle < limit) {
+    const resumed = ((d.only >> <u64>h.id) & 1) != 0;
+    if (!resumed && d.ranOnly != 0) {
+      d.stop = DebugStop.Held;
+      d.stopEngine = d.lastRan;
+      d.stopAddr = 0;
+      return true;
+    }
     const stepping = d.stepEngine == h.id;
     const irq = interruptToTake(h);
     if (irq != 0) {
       takeTrap(dev, h, irq, 0);
-      if (h.state == EngineState.Faulted) { stopAt(d, h, DebugStop.Fault, 0); return true; }
+      if (h.state == EngineState.Faulted && resumed) { stopAt(d, h, DebugStop.Fault, 0); return true; }
       if (stepping) { stopAt(d, h, DebugStop.Step, 0); return true; }
       continue;
     }
-    if (checkBefore(dev, d, h)) return true;
+    // an engine the debugger did not resume runs unseen: to the debugger it is stopped
+    if (resumed && checkBefore(dev, d, h)) return true;
     let stop = limit;
     if ((h.mstatus & MSTATUS_MIE) != 0 && (h.mie & MIP_MTIP) != 0 && h.mtimecmp < stop) stop = h.mtimecmp;
     const pc = h.pc, instret = h.instret;
     if (dev.cfg.profile != 0) executeProfiled(dev, h, stop);
     else execute(dev, h, stop < h.cycle + 1 ? stop : h.cycle + 1); // one instruction: each costs at least a cycle
-    if (h.state == EngineState.Faulted) { stopAt(d, h, DebugStop.Fault, 0); return true; }
+    if (resumed && d.only != U64.MAX_VALUE) { d.ranOnly = 1; d.lastRan = h.id; }
+    if (h.state == EngineState.Faulted && resumed) { stopAt(d, h, DebugStop.Fault, 0); return true; }
     // a step is done once the instruction retired or trapped (an MMIO store told to wait runs again)
     if (stepping && (h.pc != pc || h.instret != instret || h.state != EngineState.Running)) { stopAt(d, h, DebugStop.Step, 0); return true; }
   }

@@ -16,8 +16,11 @@ import { PC_REGNUM, type EngineDebugger, type DebugStopEvent, type WatchKind } f
 /** What the stub asks of the host that runs the device. */
 export interface GdbHost {
   send(bytes: Uint8Array): void;
-  /** Run until the debugger's checks stop the device (step: stop once that engine has executed one instruction). */
-  resume(step: number | null): void;
+  /**
+   * Run until the debugger's checks stop the device (step: stop once that engine has executed
+   * one instruction; only: the engines resumed, null for all: EngineDebugger.only).
+   */
+  resume(step: number | null, only: number[] | null): void;
   /** ^C while running: stop as soon as possible and call `stopped` with signal SIGINT. */
   interrupt(): void;
   /** Forget breakpoints and the client; the run goes on to its end. */
@@ -102,6 +105,7 @@ export class GdbStub {
   private gThread = 0; // engine that g/G/p/P/m/M act on
   private cThread = 0; // engine legacy c/s act on
   private readonly xml = latin1(targetXml());
+  private readonly breakpoints = new Set<number>(); // Z0/Z1 addresses set
   /** Protocol errors seen: the client's bad packets (checksums, overlong, stray bytes). */
   readonly errors = { badChecksum: 0, overlong: 0, garbage: 0, dropped: 0 };
 
@@ -164,7 +168,8 @@ export class GdbStub {
   private stopReply(s: GdbStop): string {
     let r = `T${s.signal.toString(16).padStart(2, "0")}thread:${(s.engine + 1).toString(16)};`;
     const ev = s.event;
-    if (ev?.reason === "breakpoint") r += "swbreak:;";
+    // held: the resumed engine stopped where GDB's single-step breakpoint usually is: say so
+    if (ev?.reason === "breakpoint" || (ev?.reason === "held" && this.breakpoints.has(this.target.registers(s.engine)[PC_REGNUM]!))) r += "swbreak:;";
     else if (ev && STOP_KEYS[ev.reason]) r += `${STOP_KEYS[ev.reason]}:${ev.addr.toString(16)};`;
     return r;
   }
@@ -174,9 +179,9 @@ export class GdbStub {
     this.host.send(this.lastSent);
   }
 
-  private run(step: number | null): void {
+  private run(step: number | null, only: number[] | null = null): void {
     this.running = true;
-    this.host.resume(step);
+    this.host.resume(step, only);
   }
 
   private handle(payload: Uint8Array): void {
@@ -299,6 +304,10 @@ export class GdbStub {
     const isBreak = m[1] === "0" || m[1] === "1";
     if (!isBreak && kind === 0) return E_SYNTAX; // a watchpoint of no bytes
     const ok = isBreak ? this.target.setBreakpoint(addr, set) : this.target.setWatchpoint(WATCH_KINDS[m[1]!]!, addr, kind, set);
+    if (isBreak && ok) {
+      if (set) this.breakpoints.add(addr);
+      else this.breakpoints.delete(addr);
+    }
     return ok ? "OK" : set ? E_FULL : "OK"; // removing what is not there is no error
   }
 
@@ -324,17 +333,23 @@ export class GdbStub {
       return null;
     }
     if (p.startsWith("vCont;")) {
-      // all-stop, all engines together: the first step action names the engine to step; any
-      // other action lets the rest run as they would (no engine runs alone: docs/engine.md)
+      // the first step action names the engine to step; the engines that any c/s action names
+      // are resumed (an action without a thread: all), the others stay stopped as far as the
+      // device's order allows (EngineDebugger.only; docs/engine.md)
       let step: number | null = null;
+      let only: number[] | null = [];
       for (const action of p.slice(6).split(";")) {
         const m = /^([cCsSt])(?:[0-9a-fA-F]{2})?(?::(.+))?$/.exec(action);
         if (!m) return E_SYNTAX;
         const t = m[2] === undefined ? -1 : this.thread(m[2], true);
         if (t === null) return E_THREAD;
+        if (m[1] === "t") continue;
         if ((m[1] === "s" || m[1] === "S") && step === null) step = t >= 0 ? t : this.cThread;
+        if (t < 0) only = null;
+        else only?.push(t);
       }
-      this.run(step);
+      if (only?.length === 0) return E_SYNTAX; // nothing to resume
+      this.run(step, only);
       return null;
     }
     return ""; // vMustReplyEmpty, vFile, vRun, ...: not supported

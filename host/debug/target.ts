@@ -12,9 +12,10 @@
 import type { Device } from "../device.js";
 import { REGIONS, STEP } from "../generated/layouts.js";
 
-export type StopReason = "breakpoint" | "step" | "watch-write" | "watch-read" | "watch-access" | "fault";
+/** held: `only` resumed some engines, one of them ran, and another was next to run (the stop names the one that ran). */
+export type StopReason = "breakpoint" | "step" | "watch-write" | "watch-read" | "watch-access" | "fault" | "held";
 /** The core's DebugStop numbers (engine/debug.ts), 1-based. */
-const STOP_REASONS: readonly StopReason[] = ["breakpoint", "step", "watch-write", "watch-read", "watch-access", "fault"];
+const STOP_REASONS: readonly StopReason[] = ["breakpoint", "step", "watch-write", "watch-read", "watch-access", "fault", "held"];
 
 export interface DebugStopEvent {
   engine: number;
@@ -63,6 +64,17 @@ export class EngineDebugger {
   /** The next run stops once `engine` has executed one instruction (null: no step). */
   step(engine: number | null): void {
     this.dev.core.debugStep(this.dev.handle, engine === null ? NO_ENGINE : this.engineIndex(engine));
+  }
+
+  /**
+   * The next runs resume only `engines` (null: all), as a debugger steps one engine over a
+   * breakpoint: engines keep the device's order, the others run unseen only until one of these
+   * has run, and the device stops ("held") when another engine is next (engine/debug.ts debugOnly).
+   */
+  only(engines: readonly number[] | null): void {
+    let mask = engines === null ? (1n << 64n) - 1n : 0n;
+    for (const e of engines ?? []) mask |= 1n << BigInt(this.engineIndex(e));
+    this.dev.core.debugOnly(this.dev.handle, mask);
   }
 
   /** Why the device is stopped for the debugger, or null. */

@@ -70,8 +70,9 @@ export async function runFirmwareGdb(elf: Uint8Array, opts: FwGdbOptions): Promi
 
     const stub = new GdbStub(dbg, {
       send: (bytes) => conn.write(bytes),
-      resume: (step) => {
+      resume: (step, only) => {
         dbg.step(step);
+        dbg.only(only);
         state = "running";
         schedule();
       },
