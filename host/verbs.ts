@@ -330,12 +330,18 @@ export class Context {
     this.release("MR", mr);
   }
 
-  createCq(depth: number, opts: { engine?: number } = {}): Cq {
+  /**
+   * A CQ of `depth` entries, owned by the host or by engine `opts.engine`. Its ring is allocated
+   * (host memory for the host's, HBM for an engine's) unless `opts.ring` places it: a DMA address
+   * of depth x 32 bytes, e.g. in the owner engine's SRAM (DMA.SRAM_BASE + engine x 0x0100_0000 +
+   * offset), which is the cheap ring for firmware to poll. The ring is zeroed.
+   */
+  createCq(depth: number, opts: { engine?: number; ring?: number } = {}): Cq {
     checkInt("createCq: depth", depth, 1, MAX_CQ_DEPTH);
     const owner = this.checkEngine("createCq: opts.engine", opts.engine);
     return this.allocating(() => {
       const bytes = depth * CQE.SIZE;
-      const ring = owner === OWNER_HOST ? this.allocHostMemory(bytes) : this.allocHbm(bytes);
+      const ring = opts.ring !== undefined ? Number(checkU64("createCq: opts.ring", opts.ring)) : owner === OWNER_HOST ? this.allocHostMemory(bytes) : this.allocHbm(bytes);
       const cqn = this.core.cqCreate(this.h, BigInt(ring), depth, owner);
       if (cqn < 0) throw new VerbsError(`createCq: no free CQ (maxCqs)`);
       this.view(ring, bytes).fill(0); // no time has passed: the NIC has written nothing yet

@@ -12,7 +12,7 @@ import { resolveScenario } from "../host/scenario/scenario.js";
 const shipped = JSON.parse(readFileSync("examples/scenarios/allreduce-ring.json", "utf8"));
 
 describe("collective scenarios", () => {
-  it("the shipped all-reduce: every run checks out; 1% loss costs MetaRoCE-like < 10%, RoCEv2 > 1.5x", async () => {
+  it("the shipped all-reduce: every run checks out; under 1% loss the MetaRoCE-like transport finishes in under half RoCEv2's time", async () => {
     const runs = await runSweep(coreModule(), shipped);
     expect(runs.length).toBe(8);
     const time = (transport: string, dtype: string, loss: number, k: number) => {
@@ -21,9 +21,12 @@ describe("collective scenarios", () => {
       expect(r.collective!.rows.map((x) => x.check)).toEqual(["ok", "ok"]);
       return r.collective!.rows[k]!.timePs;
     };
+    // a step's messages are a few packets per engine: a lost one is often a tail loss, found by
+    // the MetaRoCE-like tail probe (mrtProbeMinPs) or RoCEv2's timer (65.5 us here), step after step
     for (const dtype of ["f32", "bf16"]) for (const k of [0, 1]) {
-      expect(time("metaroce", dtype, 0.01, k) / time("metaroce", dtype, 0, k)).toBeLessThan(1.1);
-      expect(time("rocev2", dtype, 0.01, k) / time("rocev2", dtype, 0, k)).toBeGreaterThan(1.5);
+      expect(time("metaroce", dtype, 0.01, k) / time("metaroce", dtype, 0, k)).toBeLessThan(2.5);
+      expect(time("rocev2", dtype, 0.01, k) / time("rocev2", dtype, 0, k)).toBeGreaterThan(3);
+      expect(time("rocev2", dtype, 0.01, k) / time("metaroce", dtype, 0.01, k)).toBeGreaterThan(1.8);
     }
     const table = formatSweep(shipped.name, runs);
     expect(table).toMatch(/^metaroce +bf16 +0\.01 +1048576 +\d+\.\d+ us +\d+\.\d\d +\d+\.\d% +ok +\d+ +done$/m);
@@ -61,6 +64,40 @@ describe("collective scenarios", () => {
     expect(row.error).toMatch(/^ranks\[\d\]\.nodes\[\d+\] \((send|recv) "(rs|ag)\d+\.(send|recv)" on engine [01]\): RETRY_EXC_ERR$/);
     expect(row.timePs).toBeLessThan(1_000_000_000);
   }, 120_000);
+
+  it("all-to-all over 8 planes: every block lands where it belongs", async () => {
+    const r = await runScenario(coreModule(), JSON.parse(readFileSync("examples/scenarios/alltoall-planes.json", "utf8")));
+    expect(r.finished).toBe(true);
+    expect(r.collective!.rows.map((x) => [x.status, x.check])).toEqual([["done", "ok"], ["done", "ok"]]);
+  }, 120_000);
+
+  it("a plane failing for good mid-all-reduce: the MetaRoCE-like transport moves its packets to the other planes, and the result checks out", async () => {
+    const sc = JSON.parse(readFileSync("examples/scenarios/allreduce-plane-failure.json", "utf8"));
+    const r = await runScenario(coreModule(), sc);
+    expect(r.finished).toBe(true);
+    const row = r.collective!.rows[0]!;
+    expect([row.status, row.check]).toEqual(["done", "ok"]);
+    expect(r.fabric.drops.link_down).toBeGreaterThan(0);
+    expect(r.retransmits).toBeGreaterThan(0);
+    // against the same collective with every plane up: longer by less than three minimum RTOs
+    // (mrtRtoMinPs, 20 us): the failed paths time out, their packets go again elsewhere
+    const healthy = await runScenario(coreModule(), { ...sc, faults: [] });
+    expect(row.timePs - healthy.collective!.rows[0]!.timePs).toBeLessThan(3 * 20_000_000);
+    expect(row.timePs).toBeGreaterThan(healthy.collective!.rows[0]!.timePs);
+    // RoCEv2 binds a queue pair to one port: one on the failed plane gives up, naming its node
+    const roce = await runScenario(coreModule(), { ...sc, transport: "rocev2", devices: { ...sc.devices, config: { ...sc.devices.config, transportTimeoutPs: 65536000 } } });
+    expect(roce.collective!.rows[0]!.status).toBe("failed");
+    expect(roce.collective!.rows[0]!.error).toMatch(/\(send "(rs|ag)\d+\.send" on engine \d+\): RETRY_EXC_ERR$/);
+  }, 180_000);
+
+  it("64 devices in timing mode: the all-reduce runs to its end (no bytes move, so no check)", async () => {
+    const r = await runScenario(coreModule(), JSON.parse(readFileSync("examples/scenarios/allreduce-64.json", "utf8")));
+    expect(r.finished).toBe(true);
+    const row = r.collective!.rows[0]!;
+    expect([row.status, row.check, r.collective!.devices]).toEqual(["done", "skipped", 64]);
+    // 2 x 63 steps of 1 MiB / 64 / 16 bytes per engine
+    expect(row.busbwGBps).toBeGreaterThan(0.5);
+  }, 300_000);
 
   it("refuses a scenario with neither traffic nor collective, or both, and a halving-doubling on 6 devices", () => {
     const base = { devices: { count: 6 } };

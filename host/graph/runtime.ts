@@ -3,22 +3,29 @@
 // part once, before the run: on every device it places the buffers (at the same HBM address on
 // every device), registers them, makes each engine's CQ and queue pairs (one per peer and
 // stream it talks on, and one to itself for reduce and copy), connects every queue pair to its
-// partner on the peer (same engine, same stream), and writes the graph and its run block
-// (layouts/graph.json GRAPH_RUN) into HBM. Then start() rings engine 0's mailbox of each device
-// with the run block's address — one doorbell — and poll() reads the one word each device sends
-// back when its final signal is done, or an error naming the failed node.
+// partner on the peer (same engine, same stream), writes each engine's part of the graph into
+// the executor's stage in that engine's SRAM (its tasks, their work requests, dependencies,
+// queue pairs, its CQ's ring) and the receive work requests into the receive rings, and writes
+// the graph and a run block (layouts/graph.json GRAPH_RUN) into HBM. Then start() rings engine
+// 0's mailbox of each device with the run block's address — one doorbell — and poll() reads the
+// one word each device sends back when its final signal is done, or an error naming the node.
 
-import { MAX_QUEUE_DEPTH, MAX_CQ_DEPTH, PORT_GROUP, GRAPH_RUN, GRAPH_ENGINE, GRAPH_QP, GRAPH_BIND, GRAPH_RUN_MARK, GRAPH_NO_QP, GRAPH_MSG_SIGNAL, GRAPH_MSG_ERROR, GRAPH_MSG_KIND_MASK, STATUS } from "../generated/layouts.js";
-import type { Context, Qp } from "../verbs.js";
+import {
+  MAX_QUEUE_DEPTH, MAX_CQ_DEPTH, PORT_GROUP, DMA, REGIONS, CQE, WQE, GRAPH_RUN, GRAPH_RUN_MARK, GRAPH_MSG_SIGNAL, GRAPH_MSG_ERROR, GRAPH_MSG_KIND_MASK, STATUS,
+  GRAPH_STAGE, GRAPH_STAGE_MARK, GRAPH_TASK, GRAPH_TASK_KIND, GRAPH_STAGE_QP, GRAPH_DEP_REMOTE, REDUCE_OP, DTYPE,
+} from "../generated/layouts.js";
+import { encodeWqe, type Context, type Qp, type SendWr } from "../verbs.js";
+import { readSections, readSymbols } from "../elf.js";
+import { executorElf } from "../generated/executor-elf.js";
 import { encodeGraph } from "./binary.js";
 import { validateProgram } from "./validate.js";
-import { GraphError, nodeLabel, isRemote, type GraphProgram } from "./types.js";
+import { GraphError, nodeLabel, isRemote, type GraphProgram, type GraphNode, type BufferRef } from "./types.js";
 
 export interface BindOptions {
   /** ports the queue pairs use (default the scale-up group) */
   portGroup?: keyof typeof PORT_GROUP;
-  /** entries of each send ring (default 64) */
-  sqDepth?: number;
+  /** the executor the engines run (its `stage` symbol says where their parts go); default the one the host carries */
+  executor?: Uint8Array;
 }
 
 /** What one device's run looks like once bound. */
@@ -36,16 +43,14 @@ const STATUS_NAME = Object.fromEntries(Object.entries(STATUS).map(([k, v]) => [v
 const align = (n: number, a: number) => Math.ceil(n / a) * a;
 
 /** The config fields a device needs to run `p` (merge them into its config). */
-export function graphDeviceConfig(p: GraphProgram, o: BindOptions = {}): Record<string, number> {
+export function graphDeviceConfig(p: GraphProgram): Record<string, number> {
   const qps = Math.max(...p.ranks.map((r) => queuePairsOf(p, r.nodes).reduce((a, e) => a + e.length, 0)));
   const buffers = p.buffers.reduce((a, b) => a + align(b.bytes, 64), 0);
-  const sq = o.sqDepth ?? 64;
-  // send and receive rings (128 bytes an entry; receive rings sized by their receives), CQs (32 bytes an entry)
-  const recvs = Math.max(...p.ranks.map((r) => r.nodes.filter((n) => n.op === "recv").length));
-  const rings = (qps * (sq + 1) + recvs) * (128 + 32);
-  // the graph, its node bindings, done flags and engine lists, and the small tables
-  const graph = Math.max(...p.ranks.map((r) => 64 + r.nodes.length * (128 + 8 + 4 + 4) + r.nodes.reduce((a, n) => a + 4 * n.deps.length, 0))) + 64 * 1024;
-  return { engines: Math.max(p.engines, 1), maxQps: qps + 8, maxCqs: p.engines + 4, maxMrs: 8, maxPds: 4, hbmBytes: align(buffers + rings + graph + (1 << 20), 1 << 20) };
+  // send and receive rings (a 128-byte entry per node that uses one), the graph and its tables
+  const nodes = Math.max(...p.ranks.map((r) => r.nodes.length));
+  const deps = Math.max(...p.ranks.map((r) => r.nodes.reduce((a, n) => a + n.deps.length, 0)));
+  const graph = 64 + nodes * (128 + 4 + 128 + 4) + 4 * deps + (qps + p.engines) * 256 + 64 * 1024;
+  return { engines: Math.max(p.engines, 1), maxQps: qps + 8, maxCqs: p.engines + 4, maxMrs: 8, maxPds: 4, hbmBytes: align(buffers + graph + (1 << 20), 1 << 20) };
 }
 
 /** Per engine, its queue pairs: [peer, stream] pairs in first-use order (the local one first, as [-1, 0]). */
@@ -129,9 +134,27 @@ export class GraphRun {
   }
 }
 
+/** Where the executor's stage is in an engine's SRAM, from its symbol table. */
+function stageOf(elf: Uint8Array): { addr: number; bytes: number } {
+  const sym = readSymbols(readSections(elf)).find((x) => x.name === "stage");
+  if (!sym || sym.size === 0) throw new GraphError("executor", "has no `stage` symbol: not the graph executor (firmware/graph/executor.c)");
+  return { addr: sym.value, bytes: sym.size };
+}
+
+const SQ_OPS = new Set(["send", "write", "read", "reduce", "copy"]);
+
 /**
- * Binds `p` to `contexts` (device d runs rank d), whose engines run the graph executor. The
- * devices need the config graphDeviceConfig gives, and a fabric (or cables) between them.
+ * Whether every engine of `contexts` has booted the executor and sleeps waiting for a doorbell
+ * (its start-up zeroes the stage: bind only after it). Run the devices until it is true.
+ */
+export function executorsReady(contexts: readonly Context[]): boolean {
+  return contexts.every((ctx) => Array.from({ length: ctx.device.engines }, (_, e) => ctx.device.engine(e).state).every((s) => s === "sleeping"));
+}
+
+/**
+ * Binds `p` to `contexts` (device d runs rank d), whose engines run the graph executor and have
+ * booted it (executorsReady). The devices need the config graphDeviceConfig gives, and a fabric
+ * (or cables) between them.
  */
 export function bindProgram(contexts: readonly Context[], p: GraphProgram, o: BindOptions = {}): GraphRun {
   validateProgram(p);
@@ -140,7 +163,13 @@ export function bindProgram(contexts: readonly Context[], p: GraphProgram, o: Bi
   contexts.forEach((ctx, d) => {
     if (ctx.device.engines < p.engines) throw new GraphError(`device ${d}`, `has ${ctx.device.engines} engines, the program uses ${p.engines}`);
   });
-  const sqDepth = o.sqDepth ?? 64;
+  contexts.forEach((ctx, d) => {
+    for (let e = 0; e < ctx.device.engines; e++) {
+      const st = ctx.device.engine(e).state;
+      if (st !== "sleeping") throw new GraphError(`device ${d}, engine ${e}`, `is ${st}, not asleep waiting for a doorbell: run the devices until the executor has booted (executorsReady) before binding`);
+    }
+  });
+  const stage = stageOf(o.executor ?? executorElf());
   // the buffers first, in one block, on every device alike: they land at the same address
   const offsets: number[] = [];
   let total = 0;
@@ -150,24 +179,32 @@ export function bindProgram(contexts: readonly Context[], p: GraphProgram, o: Bi
   }
   const bases = contexts.map((ctx) => ctx.allocHbm(total, 4096));
   if (bases.some((b) => b !== bases[0])) throw new GraphError("buffers", `do not lie at the same HBM address on every device (${bases.map((b) => `0x${b.toString(16)}`).join(", ")}): bind the program on devices with the same allocations`);
+  const addr = (r: BufferRef) => bases[0] + offsets[p.buffers.findIndex((b) => b.name === r.buffer)] + r.offset;
   const per = contexts.map((ctx, d) => {
     const pd = ctx.allocPd();
     const mr = ctx.regMr(pd, bases[d], total, ["LOCAL_WRITE", "REMOTE_WRITE", "REMOTE_READ"]);
     const nodes = p.ranks[d].nodes;
-    const qpsOf = queuePairsOf(p, nodes);
-    const recvs = new Map<string, number>();
-    for (const n of nodes) if (n.op === "recv") recvs.set(`${n.engine}/${n.peer}/${n.stream}`, (recvs.get(`${n.engine}/${n.peer}/${n.stream}`) ?? 0) + 1);
-    const engines = qpsOf.map((list, e) => {
-      const rqDepths = list.map(([peer, s]) => Math.min(MAX_QUEUE_DEPTH, Math.max(1, recvs.get(`${e}/${peer}/${s}`) ?? 0)));
-      const cqDepth = Math.min(MAX_CQ_DEPTH, list.length * sqDepth + rqDepths.reduce((a, x) => a + x, 0));
-      const cq = ctx.createCq(cqDepth, { engine: e });
-      const qps = list.map(([peer, stream], k) => ({ peer, stream, qp: ctx.createQp(pd, { sendCq: cq, recvCq: cq, maxSendWr: sqDepth, maxRecvWr: rqDepths[k], engine: e }) }));
+    const engines = queuePairsOf(p, nodes).map((list, e) => {
+      const mine = nodes.map((n, i) => ({ n, i })).filter((x) => x.n.engine === e);
+      const on = (k: number) => mine.filter(({ n }) => (k === 0 ? n.op === "reduce" || n.op === "copy" : isRemote(n) && n.peer === list[k][0] && n.stream === list[k][1]));
+      const depths = list.map((_, k) => {
+        const q = on(k);
+        const sq = q.filter(({ n }) => SQ_OPS.has(n.op)).length, rq = q.filter(({ n }) => n.op === "recv").length;
+        if (sq > MAX_QUEUE_DEPTH || rq > MAX_QUEUE_DEPTH) throw new GraphError(`device ${d}, engine ${e}`, `posts ${Math.max(sq, rq)} work requests on one queue pair, more than a ring holds (${MAX_QUEUE_DEPTH})`);
+        return { sq: Math.max(1, sq), rq: Math.max(1, rq) };
+      });
+      const completions = mine.filter(({ n }) => SQ_OPS.has(n.op) || n.op === "recv").length;
+      const layout = stageLayout(mine.length, mine.reduce((a, x) => a + x.n.deps.length, 0), list.length, nodes.length, mine.filter(({ n }) => SQ_OPS.has(n.op)).length, Math.max(1, completions));
+      if (layout.bytes > stage.bytes) throw new GraphError(`device ${d}, engine ${e}`, `its part of the graph needs ${layout.bytes} bytes of stage in its SRAM (${mine.length} nodes), the executor has ${stage.bytes}: spread the work over more engines or fewer, larger nodes`);
+      const sramDma = DMA.DMA_SRAM + e * REGIONS.SRAM.window + stage.addr;
+      const cq = ctx.createCq(layout.cqDepth, { engine: e, ring: sramDma + layout.cq });
+      const qps = list.map(([peer, stream], k) => ({ peer, stream, qp: ctx.createQp(pd, { sendCq: cq, recvCq: cq, maxSendWr: depths[k].sq, maxRecvWr: depths[k].rq, engine: e }) }));
       // the local queue pair talks to itself (reduce and copy never leave the device)
       const local = qps[0].qp;
       ctx.modifyQp(local, { state: "INIT" });
       ctx.modifyQp(local, { state: "RTR", destQpNum: local.qpn });
       ctx.modifyQp(local, { state: "RTS" });
-      return { cq, qps };
+      return { cq, qps, mine, layout, sramDma };
     });
     return { pd, mr, engines };
   });
@@ -183,43 +220,59 @@ export function bindProgram(contexts: readonly Context[], p: GraphProgram, o: Bi
       ctx.modifyQp(qp, { state: "RTS" });
     }
   }));
+  // engines with no part in this run: no stage (a stage left from an earlier run would run again)
+  contexts.forEach((ctx, d) => {
+    for (let e = p.engines; e < ctx.device.engines; e++) ctx.write(DMA.DMA_SRAM + e * REGIONS.SRAM.window + stage.addr, new Uint8Array(GRAPH_STAGE.SIZE));
+  });
   const rkeys = per.map((x) => x.mr.rkey);
-  const runs = contexts.map((ctx, d) => writeRun(ctx, p, d, per[d], bases[d], offsets, rkeys));
+  const runs = contexts.map((ctx, d) => writeRun(ctx, p, d, per[d], addr, rkeys));
   return new GraphRun(contexts, p, runs);
 }
 
-/** Writes device d's graph, tables and run block into its HBM; returns the run. */
-function writeRun(ctx: Context, p: GraphProgram, d: number, dev: { mr: { lkey: number }; engines: { cq: { cqn: number; ring: number; depth: number }; qps: { peer: number; stream: number; qp: Qp }[] }[] }, base: number, offsets: number[], rkeys: number[]): DeviceRun {
+interface StageLayout { tasks: number; deps: number; qps: number; bitmap: number; wqes: number; cq: number; cqDepth: number; bytes: number }
+
+/** Offsets of an engine's stage: header, tasks, dependency entries, queue pairs, done bitmap, work requests, CQ ring. */
+function stageLayout(tasks: number, deps: number, qps: number, nodes: number, wqes: number, cqDepth: number): StageLayout {
+  const t = GRAPH_STAGE.SIZE, dp = t + tasks * GRAPH_TASK.SIZE, q = dp + 4 * deps, bm = q + qps * GRAPH_STAGE_QP.SIZE;
+  const w = align(bm + 4 * Math.ceil(nodes / 32), 64), c = align(w + wqes * WQE.SIZE, 64);
+  return { tasks: t, deps: dp, qps: q, bitmap: bm, wqes: w, cq: c, cqDepth, bytes: c + cqDepth * CQE.SIZE };
+}
+
+/** The work request of node n (task k of its engine), posted on queue pair qpn. */
+function wqeOf(n: GraphNode, i: number, k: number, lkey: number, rkeys: number[], addr: (r: BufferRef) => number): SendWr {
+  const wrId = BigInt(i) | (BigInt(k) << 32n);
+  switch (n.op) {
+    case "send": return { wrId, opcode: "SEND", signaled: true, localAddr: addr(n.src), length: n.bytes, lkey };
+    case "write": return { wrId, opcode: n.notify ? "RDMA_WRITE_WITH_IMM" : "RDMA_WRITE", signaled: true, localAddr: addr(n.src), length: n.bytes, lkey, remoteAddr: addr(n.dst), rkey: rkeys[n.peer], imm: i };
+    case "read": return { wrId, opcode: "RDMA_READ", signaled: true, localAddr: addr(n.dst), length: n.bytes, lkey, remoteAddr: addr(n.src), rkey: rkeys[n.peer] };
+    case "copy": return { wrId, opcode: "COPY", signaled: true, localAddr: addr(n.dst), length: n.bytes, lkey, remoteAddr: addr(n.src), rkey: lkey };
+    case "reduce": return {
+      wrId, opcode: "REDUCE", signaled: true, localAddr: addr(n.dst), length: n.bytes, lkey,
+      reduce: { op: n.redop.toUpperCase() as keyof typeof REDUCE_OP, dtype: n.dtype.toUpperCase() as keyof typeof DTYPE, sources: n.srcs.map((s) => ({ addr: addr(s), lkey })) },
+    };
+    default: throw new GraphError(`node ${i}`, `${n.op} has no work request`);
+  }
+}
+
+/** Writes device d's stages (one per engine, into its SRAM), receive rings, graph and run block; returns the run. */
+function writeRun(ctx: Context, p: GraphProgram, d: number, dev: { mr: { lkey: number }; engines: { cq: { cqn: number }; qps: { peer: number; stream: number; qp: Qp }[]; mine: { n: GraphNode; i: number }[]; layout: StageLayout; sramDma: number }[] }, addr: (r: BufferRef) => number, rkeys: number[]): DeviceRun {
   const nodes = p.ranks[d].nodes;
-  const graph = encodeGraph(p, d);
   const put = (bytes: Uint8Array) => {
     const a = ctx.allocHbm(Math.max(bytes.length, 4), 64);
     ctx.write(a, bytes);
     return a;
   };
-  const table = (n: number, size: number, fill: (v: DataView, at: number, i: number) => void) => {
-    const b = new Uint8Array(Math.max(n * size, 4));
-    const v = new DataView(b.buffer);
-    for (let i = 0; i < n; i++) fill(v, i * size, i);
-    return put(b);
-  };
-  // the QP table: each engine's queue pairs together, the local one first
-  const qpIndex = new Map<string, number>();
-  const flat: { e: number; peer: number; stream: number; qp: Qp }[] = [];
-  dev.engines.forEach((eng, e) => eng.qps.forEach((x) => {
-    qpIndex.set(`${e}/${x.peer}/${x.stream}`, flat.length);
-    flat.push({ e, ...x });
-  }));
-  const qps = table(flat.length, GRAPH_QP.SIZE, (v, at, i) => {
-    const { peer, stream, qp } = flat[i];
-    v.setUint32(at + GRAPH_QP.qpn, qp.qpn, true);
-    v.setUint16(at + GRAPH_QP.peer, peer < 0 ? d : peer, true);
-    v.setUint16(at + GRAPH_QP.stream, stream, true);
-    v.setUint32(at + GRAPH_QP.sq_ring, qp.sqRing, true);
-    v.setUint32(at + GRAPH_QP.sq_depth, qp.sqDepth, true);
-    v.setUint32(at + GRAPH_QP.rq_ring, qp.rqRing, true);
-    v.setUint32(at + GRAPH_QP.rq_depth, qp.rqDepth, true);
-  });
+  const graphAddr = put(encodeGraph(p, d));
+  const done = put(new Uint8Array(4 * nodes.length));
+  const sems = put(new Uint8Array(4 * Math.max(1, p.semaphores)));
+  const runBytes = new Uint8Array(GRAPH_RUN.SIZE);
+  const rv = new DataView(runBytes.buffer);
+  rv.setUint32(GRAPH_RUN.magic, GRAPH_RUN_MARK, true);
+  rv.setUint32(GRAPH_RUN.graph, graphAddr, true);
+  rv.setUint32(GRAPH_RUN.done, done, true);
+  rv.setUint32(GRAPH_RUN.sems, sems, true);
+  rv.setUint32(GRAPH_RUN.error_node, 0xffffffff, true);
+  const run = put(runBytes);
   // who waits on whom: the engines of a node's dependents, and of the waits on a signal's semaphore
   const notify = new Uint32Array(nodes.length);
   const waiters = new Map<number, number>();
@@ -228,42 +281,57 @@ function writeRun(ctx: Context, p: GraphProgram, d: number, dev: { mr: { lkey: n
   nodes.forEach((n, i) => {
     if (n.op === "signal") notify[i] |= waiters.get(n.sem) ?? 0;
   });
-  const bind = table(nodes.length, GRAPH_BIND.SIZE, (v, at, i) => {
-    const n = nodes[i];
-    const q = isRemote(n) ? qpIndex.get(`${n.engine}/${n.peer}/${n.stream}`)! : n.op === "reduce" || n.op === "copy" ? qpIndex.get(`${n.engine}/-1/0`)! : GRAPH_NO_QP;
-    v.setUint32(at + GRAPH_BIND.qp, q >>> 0, true);
-    v.setUint32(at + GRAPH_BIND.notify, notify[i] >>> 0, true);
+  dev.engines.forEach((eng, e) => {
+    const L = eng.layout;
+    const b = new Uint8Array(L.bytes);
+    const v = new DataView(b.buffer);
+    const H = GRAPH_STAGE;
+    v.setUint32(H.magic, GRAPH_STAGE_MARK, true);
+    v.setUint32(H.run, run, true);
+    v.setUint32(H.tasks, eng.mine.length, true);
+    v.setUint32(H.task_off, L.tasks, true);
+    v.setUint32(H.dep_off, L.deps, true);
+    v.setUint32(H.qps, eng.qps.length, true);
+    v.setUint32(H.qp_off, L.qps, true);
+    v.setUint32(H.bitmap_off, L.bitmap, true);
+    v.setUint32(H.cqn, eng.cq.cqn, true);
+    v.setUint32(H.cq_off, L.cq, true);
+    v.setUint32(H.cq_depth, L.cqDepth, true);
+    v.setUint32(H.bytes, L.bytes, true);
+    eng.qps.forEach((q, k) => v.setUint32(L.qps + k * GRAPH_STAGE_QP.SIZE + GRAPH_STAGE_QP.qpn, q.qp.qpn, true));
+    const qpIndex = (n: GraphNode) => (isRemote(n) ? eng.qps.findIndex((q) => q.peer === n.peer && q.stream === n.stream) : 0);
+    const rqSlot = new Map<number, number>();
+    let dep = 0, wqe = 0;
+    eng.mine.forEach(({ n, i }, k) => {
+      const T = L.tasks + k * GRAPH_TASK.SIZE;
+      const kind = n.op === "recv" ? GRAPH_TASK_KIND.RECV : n.op === "signal" ? GRAPH_TASK_KIND.SIGNAL : n.op === "wait" ? GRAPH_TASK_KIND.WAIT : GRAPH_TASK_KIND.EXPRESS;
+      v.setUint32(T + GRAPH_TASK.node, i, true);
+      v.setUint8(T + GRAPH_TASK.kind, kind);
+      v.setUint32(T + GRAPH_TASK.ndeps, n.deps.length, true);
+      v.setUint32(T + GRAPH_TASK.deps, dep, true);
+      v.setUint32(T + GRAPH_TASK.notify, notify[i] >>> 0, true);
+      for (const x of n.deps) v.setUint32(L.deps + 4 * dep++, (nodes[x].engine === e ? x : (x | GRAPH_DEP_REMOTE)) >>> 0, true);
+      if (n.op === "signal" || n.op === "wait") {
+        v.setUint32(T + GRAPH_TASK.sem, n.sem, true);
+        v.setUint32(T + GRAPH_TASK.value, n.value, true);
+        return;
+      }
+      const q = eng.qps[qpIndex(n)];
+      v.setUint16(T + GRAPH_TASK.qp, qpIndex(n), true);
+      if (n.op === "recv") {
+        // the receive's WQE goes into its ring now, in the order the engine will announce it
+        const slot = rqSlot.get(q.qp.qpn) ?? 0;
+        rqSlot.set(q.qp.qpn, slot + 1);
+        const w = new DataView(new ArrayBuffer(WQE.SIZE));
+        encodeWqe(w, 0, { opcode: "RECV", wrId: BigInt(i) | (BigInt(k) << 32n), localAddr: n.dst ? addr(n.dst) : 0, length: n.bytes, lkey: dev.mr.lkey }, q.qp.qpn, `node ${i}`);
+        ctx.write(q.qp.rqRing + (slot % q.qp.rqDepth) * WQE.SIZE, new Uint8Array(w.buffer));
+        return;
+      }
+      const at = L.wqes + wqe++ * WQE.SIZE;
+      v.setUint32(T + GRAPH_TASK.wqe, at, true);
+      encodeWqe(v, at, wqeOf(n, i, k, dev.mr.lkey, rkeys, addr), q.qp.qpn, `node ${i}`);
+    });
+    ctx.write(eng.sramDma, b);
   });
-  const lists = Array.from({ length: p.engines }, (_, e) => nodes.map((n, i) => (n.engine === e ? i : -1)).filter((i) => i >= 0));
-  const listAddr = lists.map((l) => table(l.length, 4, (v, at, i) => v.setUint32(at, l[i], true)));
-  const engines = table(p.engines, GRAPH_ENGINE.SIZE, (v, at, e) => {
-    const eng = dev.engines[e];
-    v.setUint32(at + GRAPH_ENGINE.cqn, eng.cq.cqn, true);
-    v.setUint32(at + GRAPH_ENGINE.cq_ring, eng.cq.ring, true);
-    v.setUint32(at + GRAPH_ENGINE.cq_depth, eng.cq.depth, true);
-    v.setUint32(at + GRAPH_ENGINE.local_qp, qpIndex.get(`${e}/-1/0`)!, true);
-    v.setUint32(at + GRAPH_ENGINE.list, listAddr[e], true);
-    v.setUint32(at + GRAPH_ENGINE.nodes, lists[e].length, true);
-    v.setUint32(at + GRAPH_ENGINE.first_qp, qpIndex.get(`${e}/-1/0`)!, true);
-    v.setUint32(at + GRAPH_ENGINE.qps, eng.qps.length, true);
-  });
-  const done = table(nodes.length, 4, () => {});
-  const sems = table(Math.max(1, p.semaphores), 4, () => {});
-  const bufs = table(p.buffers.length, 4, (v, at, i) => v.setUint32(at, base + offsets[i], true));
-  const keys = table(rkeys.length, 4, (v, at, i) => v.setUint32(at, rkeys[i], true));
-  const graphAddr = put(graph);
-  const run = table(1, GRAPH_RUN.SIZE, (v, at) => {
-    v.setUint32(at + GRAPH_RUN.magic, GRAPH_RUN_MARK, true);
-    v.setUint32(at + GRAPH_RUN.graph, graphAddr, true);
-    v.setUint32(at + GRAPH_RUN.engines, engines, true);
-    v.setUint32(at + GRAPH_RUN.qps, qps, true);
-    v.setUint32(at + GRAPH_RUN.bind, bind, true);
-    v.setUint32(at + GRAPH_RUN.done, done, true);
-    v.setUint32(at + GRAPH_RUN.sems, sems, true);
-    v.setUint32(at + GRAPH_RUN.bufs, bufs, true);
-    v.setUint32(at + GRAPH_RUN.rkeys, keys, true);
-    v.setUint32(at + GRAPH_RUN.lkey, dev.mr.lkey, true);
-    v.setUint32(at + GRAPH_RUN.error_node, 0xffffffff, true);
-  });
-  return { run, buffers: new Map(p.buffers.map((b, i) => [b.name, base + offsets[i]])), nodes: nodes.length, done };
+  return { run, buffers: new Map(p.buffers.map((b) => [b.name, addr({ buffer: b.name, offset: 0 })])), nodes: nodes.length, done };
 }

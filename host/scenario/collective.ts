@@ -13,7 +13,7 @@ import { Fabric } from "../fabric/fabric.js";
 import { ClusterRunner } from "../fabric/runner.js";
 import {
   allReduceRing, allReduceHalvingDoubling, reduceScatterRing, allGatherRing, broadcastRing, allToAll,
-  bindProgram, graphDeviceConfig, runReference, type GraphProgram,
+  bindProgram, executorsReady, graphDeviceConfig, runReference, type GraphProgram,
 } from "../graph/index.js";
 import { executorElf } from "../generated/executor-elf.js";
 import { buildTopology, applyFaults } from "./cluster.js";
@@ -122,7 +122,8 @@ export async function runCollectiveScenario(coreModule: WebAssembly.Module, sc: 
     const endpoints = contexts.map((ctx) => new DeviceEndpoint(ctx.device));
     const runner = new ClusterRunner(fabric, endpoints);
     opts.onBuilt?.({ fabric, runner, contexts, endpoints });
-    runner.runTo(1_000_000); // the engines boot and sleep, waiting for the doorbell
+    // the engines boot the executor (zeroing its stage) and sleep, waiting for the doorbell
+    while (!executorsReady(contexts) && runner.nowPs < sc.untilPs) runner.runTo(runner.nowPs + 10_000_000);
     const run = bindProgram(contexts, p, { portGroup: c.portGroup });
     const inName = "in";
     const inBytes = p.buffers.find((b) => b.name === inName)!.bytes;

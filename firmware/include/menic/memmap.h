@@ -129,14 +129,16 @@
 #define MENIC_GRAPH_NO_NAME MENIC_U(0xffffffff)
 /* a run block's first word: the bytes 'M', 'G', 'R', 'N' */
 #define MENIC_GRAPH_RUN_MARK MENIC_U(0x4e52474d)
-/* GRAPH_BIND.qp of a node that uses no queue pair (wait, signal) */
-#define MENIC_GRAPH_NO_QP MENIC_U(0xffffffff)
 /* mailbox word an engine sends the host when a signal node raises semaphore 0: GRAPH_MSG_SIGNAL | the semaphore's new value (low 28 bits) */
 #define MENIC_GRAPH_MSG_SIGNAL MENIC_U(0x10000000)
 /* mailbox word an engine sends the host when a node fails: GRAPH_MSG_ERROR | the node (low 28 bits); the run block says more */
 #define MENIC_GRAPH_MSG_ERROR MENIC_U(0x20000000)
 /* the kind bits of a mailbox word from the graph executor */
 #define MENIC_GRAPH_MSG_KIND_MASK MENIC_U(0xf0000000)
+/* a stage's first word: the bytes 'M', 'G', 'R', 'S' */
+#define MENIC_GRAPH_STAGE_MARK MENIC_U(0x5352474d)
+/* set in a stage's dependency entry when the node runs on another engine (its done flag is read from HBM; an engine's own nodes are looked up in its stage's bitmap) */
+#define MENIC_GRAPH_DEP_REMOTE MENIC_U(0x80000000)
 /* work request opcodes */
 #define MENIC_OPCODE_RDMA_WRITE 0 /* write local bytes to remote memory (raddr, rkey) */
 #define MENIC_OPCODE_RDMA_WRITE_WITH_IMM 1 /* RDMA WRITE, then a receive completion carrying imm at the target (consumes a posted receive) */
@@ -210,6 +212,11 @@
 #define MENIC_GRAPH_OP_SIGNAL 7 /* add value to semaphore sem of this device */
 /* node flags (bit values) */
 #define MENIC_GRAPH_FLAG_NOTIFY 1 /* write: the peer learns of it, by a receive it consumes (WRITE_WITH_IMM) */
+/* what an engine does to post a task */
+#define MENIC_GRAPH_TASK_KIND_EXPRESS 0 /* store its WQE (in the stage) into the express doorbell window */
+#define MENIC_GRAPH_TASK_KIND_RECV 1 /* ring the receive doorbell of its queue pair (the host wrote its WQE into the receive ring) */
+#define MENIC_GRAPH_TASK_KIND_SIGNAL 2 /* add value to semaphore sem */
+#define MENIC_GRAPH_TASK_KIND_WAIT 3 /* done once semaphore sem has reached value */
 
 #ifndef __ASSEMBLER__
 struct menic_wqe_src {
@@ -359,18 +366,13 @@ struct menic_graph_buffer {
 _Static_assert(sizeof(struct menic_graph_buffer) == 8, "GRAPH_BUFFER layout");
 _Static_assert(__builtin_offsetof(struct menic_graph_buffer, name) == 0, "GRAPH_BUFFER.name");
 _Static_assert(__builtin_offsetof(struct menic_graph_buffer, bytes) == 4, "GRAPH_BUFFER.bytes");
-/* a run block: what the host binds a graph to on one device (queue pairs, keys, buffer addresses) and where the engines keep its state; the host rings engine 0's mailbox with its address (docs/graph.md, 'Running a graph') */
+/* a run block: where the engines of one device keep a run's shared state (done flags, semaphores, the first failure, the end time); the host rings engine 0's mailbox with its address (docs/graph.md, 'Running a graph') */
 struct menic_graph_run {
   uint32_t magic; /* GRAPH_RUN_MARK */
-  uint32_t graph; /* HBM address of the graph (GRAPH_HEADER) */
-  uint32_t engines; /* HBM address of the engine table: GRAPH_ENGINE per engine of the graph */
-  uint32_t qps; /* HBM address of the queue-pair table (GRAPH_QP each) */
-  uint32_t bind; /* HBM address of the node bindings: GRAPH_BIND per node */
+  uint32_t graph; /* HBM address of the graph (GRAPH_HEADER), for tools: the engines run from their stages */
   uint32_t done; /* HBM address of the done flags: a u32 per node, 0 until the node is done (the host zeroes them) */
   uint32_t sems; /* HBM address of the semaphores: a u32 each */
-  uint32_t bufs; /* HBM address of the buffers' addresses: a u32 per buffer, the same on every device of the communicator */
-  uint32_t rkeys; /* HBM address of the devices' remote keys for their buffers: a u32 per device */
-  uint32_t lkey; /* this device's local key for its buffers */
+  uint8_t _reserved0[24];
   uint32_t error_node; /* the first node that failed, 0xffffffff while none has */
   uint32_t error_status; /* its completion's STATUS */
   uint32_t error_engine; /* the engine that ran it */
@@ -381,67 +383,74 @@ struct menic_graph_run {
 _Static_assert(sizeof(struct menic_graph_run) == 64, "GRAPH_RUN layout");
 _Static_assert(__builtin_offsetof(struct menic_graph_run, magic) == 0, "GRAPH_RUN.magic");
 _Static_assert(__builtin_offsetof(struct menic_graph_run, graph) == 4, "GRAPH_RUN.graph");
-_Static_assert(__builtin_offsetof(struct menic_graph_run, engines) == 8, "GRAPH_RUN.engines");
-_Static_assert(__builtin_offsetof(struct menic_graph_run, qps) == 12, "GRAPH_RUN.qps");
-_Static_assert(__builtin_offsetof(struct menic_graph_run, bind) == 16, "GRAPH_RUN.bind");
-_Static_assert(__builtin_offsetof(struct menic_graph_run, done) == 20, "GRAPH_RUN.done");
-_Static_assert(__builtin_offsetof(struct menic_graph_run, sems) == 24, "GRAPH_RUN.sems");
-_Static_assert(__builtin_offsetof(struct menic_graph_run, bufs) == 28, "GRAPH_RUN.bufs");
-_Static_assert(__builtin_offsetof(struct menic_graph_run, rkeys) == 32, "GRAPH_RUN.rkeys");
-_Static_assert(__builtin_offsetof(struct menic_graph_run, lkey) == 36, "GRAPH_RUN.lkey");
+_Static_assert(__builtin_offsetof(struct menic_graph_run, done) == 8, "GRAPH_RUN.done");
+_Static_assert(__builtin_offsetof(struct menic_graph_run, sems) == 12, "GRAPH_RUN.sems");
 _Static_assert(__builtin_offsetof(struct menic_graph_run, error_node) == 40, "GRAPH_RUN.error_node");
 _Static_assert(__builtin_offsetof(struct menic_graph_run, error_status) == 44, "GRAPH_RUN.error_status");
 _Static_assert(__builtin_offsetof(struct menic_graph_run, error_engine) == 48, "GRAPH_RUN.error_engine");
 _Static_assert(__builtin_offsetof(struct menic_graph_run, finished) == 52, "GRAPH_RUN.finished");
 _Static_assert(__builtin_offsetof(struct menic_graph_run, end_lo) == 56, "GRAPH_RUN.end_lo");
 _Static_assert(__builtin_offsetof(struct menic_graph_run, end_hi) == 60, "GRAPH_RUN.end_hi");
-/* one engine's part of a run: its completion queue and its nodes in order */
-struct menic_graph_engine {
-  uint32_t cqn; /* its CQ (every queue pair of the engine completes there) */
-  uint32_t cq_ring; /* HBM address of the CQ's ring */
-  uint32_t cq_depth; /* entries of the CQ's ring */
-  uint32_t local_qp; /* index in the QP table of its queue pair for reduce and copy (connected to itself) */
-  uint32_t list; /* HBM address of its nodes: u32 node indices, in the order it posts them */
-  uint32_t nodes; /* entries of the list */
-  uint32_t first_qp; /* index in the QP table of its first queue pair: its queue pairs are [first_qp, first_qp + qps) */
-  uint32_t qps; /* queue pairs it owns, its local one included */
+/* an engine's part of a run, which the host writes into the engine's SRAM (the executor's `stage` area) before the run, so that posting a node costs the engine no HBM load: its tasks in order, their work requests, dependencies, queue pairs, a bitmap of its own nodes done, and its CQ's ring */
+struct menic_graph_stage {
+  uint32_t magic; /* GRAPH_STAGE_MARK (anything else: the engine has no part in the run) */
+  uint32_t run; /* HBM address of the run block */
+  uint32_t tasks; /* tasks (GRAPH_TASK each, in posting order) */
+  uint32_t task_off; /* offset of the tasks in the stage */
+  uint32_t dep_off; /* offset of the dependency entries: u32 node indices, GRAPH_DEP_REMOTE set for another engine's */
+  uint32_t qps; /* queue pairs (GRAPH_STAGE_QP each) */
+  uint32_t qp_off; /* offset of the queue pairs */
+  uint32_t bitmap_off; /* offset of the bitmap of this engine's nodes done (bit i: node i), zeroed */
+  uint32_t cqn; /* the engine's CQ */
+  uint32_t cq_off; /* offset of its ring in the stage (the CQ's ring is in the engine's SRAM: cheap to poll) */
+  uint32_t cq_depth; /* entries of its ring */
+  uint32_t bytes; /* bytes of the stage the host wrote */
+  uint8_t _reserved0[16];
 };
-_Static_assert(sizeof(struct menic_graph_engine) == 32, "GRAPH_ENGINE layout");
-_Static_assert(__builtin_offsetof(struct menic_graph_engine, cqn) == 0, "GRAPH_ENGINE.cqn");
-_Static_assert(__builtin_offsetof(struct menic_graph_engine, cq_ring) == 4, "GRAPH_ENGINE.cq_ring");
-_Static_assert(__builtin_offsetof(struct menic_graph_engine, cq_depth) == 8, "GRAPH_ENGINE.cq_depth");
-_Static_assert(__builtin_offsetof(struct menic_graph_engine, local_qp) == 12, "GRAPH_ENGINE.local_qp");
-_Static_assert(__builtin_offsetof(struct menic_graph_engine, list) == 16, "GRAPH_ENGINE.list");
-_Static_assert(__builtin_offsetof(struct menic_graph_engine, nodes) == 20, "GRAPH_ENGINE.nodes");
-_Static_assert(__builtin_offsetof(struct menic_graph_engine, first_qp) == 24, "GRAPH_ENGINE.first_qp");
-_Static_assert(__builtin_offsetof(struct menic_graph_engine, qps) == 28, "GRAPH_ENGINE.qps");
-/* a queue pair of an engine: to one peer for one stream, or to itself for local work */
-struct menic_graph_qp {
+_Static_assert(sizeof(struct menic_graph_stage) == 64, "GRAPH_STAGE layout");
+_Static_assert(__builtin_offsetof(struct menic_graph_stage, magic) == 0, "GRAPH_STAGE.magic");
+_Static_assert(__builtin_offsetof(struct menic_graph_stage, run) == 4, "GRAPH_STAGE.run");
+_Static_assert(__builtin_offsetof(struct menic_graph_stage, tasks) == 8, "GRAPH_STAGE.tasks");
+_Static_assert(__builtin_offsetof(struct menic_graph_stage, task_off) == 12, "GRAPH_STAGE.task_off");
+_Static_assert(__builtin_offsetof(struct menic_graph_stage, dep_off) == 16, "GRAPH_STAGE.dep_off");
+_Static_assert(__builtin_offsetof(struct menic_graph_stage, qps) == 20, "GRAPH_STAGE.qps");
+_Static_assert(__builtin_offsetof(struct menic_graph_stage, qp_off) == 24, "GRAPH_STAGE.qp_off");
+_Static_assert(__builtin_offsetof(struct menic_graph_stage, bitmap_off) == 28, "GRAPH_STAGE.bitmap_off");
+_Static_assert(__builtin_offsetof(struct menic_graph_stage, cqn) == 32, "GRAPH_STAGE.cqn");
+_Static_assert(__builtin_offsetof(struct menic_graph_stage, cq_off) == 36, "GRAPH_STAGE.cq_off");
+_Static_assert(__builtin_offsetof(struct menic_graph_stage, cq_depth) == 40, "GRAPH_STAGE.cq_depth");
+_Static_assert(__builtin_offsetof(struct menic_graph_stage, bytes) == 44, "GRAPH_STAGE.bytes");
+/* one node as the engine that runs it posts it */
+struct menic_graph_task {
+  uint32_t node; /* the node (its done flag; wr_id's low word) */
+  uint8_t kind; /* GRAPH_TASK_KIND */
+  uint8_t _reserved0[1];
+  uint16_t qp; /* EXPRESS, RECV: its queue pair (index in the stage's) */
+  uint32_t ndeps; /* dependency entries */
+  uint32_t deps; /* index of its first dependency entry */
+  uint32_t notify; /* engines to wake when it is done (bit e: engine e) */
+  uint32_t sem; /* SIGNAL, WAIT: the semaphore */
+  uint32_t value; /* SIGNAL: added; WAIT: to reach */
+  uint32_t wqe; /* EXPRESS: offset of its WQE in the stage (its wr_id: the node, and the task index in the high word) */
+};
+_Static_assert(sizeof(struct menic_graph_task) == 32, "GRAPH_TASK layout");
+_Static_assert(__builtin_offsetof(struct menic_graph_task, node) == 0, "GRAPH_TASK.node");
+_Static_assert(__builtin_offsetof(struct menic_graph_task, kind) == 4, "GRAPH_TASK.kind");
+_Static_assert(__builtin_offsetof(struct menic_graph_task, qp) == 6, "GRAPH_TASK.qp");
+_Static_assert(__builtin_offsetof(struct menic_graph_task, ndeps) == 8, "GRAPH_TASK.ndeps");
+_Static_assert(__builtin_offsetof(struct menic_graph_task, deps) == 12, "GRAPH_TASK.deps");
+_Static_assert(__builtin_offsetof(struct menic_graph_task, notify) == 16, "GRAPH_TASK.notify");
+_Static_assert(__builtin_offsetof(struct menic_graph_task, sem) == 20, "GRAPH_TASK.sem");
+_Static_assert(__builtin_offsetof(struct menic_graph_task, value) == 24, "GRAPH_TASK.value");
+_Static_assert(__builtin_offsetof(struct menic_graph_task, wqe) == 28, "GRAPH_TASK.wqe");
+/* a queue pair of the engine */
+struct menic_graph_stage_qp {
   uint32_t qpn; /* its number */
-  uint16_t peer; /* the device it is connected to */
-  uint16_t stream; /* the stream it carries */
-  uint32_t sq_ring; /* HBM address of its send ring (express doorbells place their entries there) */
-  uint32_t sq_depth; /* entries of its send ring */
-  uint32_t rq_ring; /* HBM address of its receive ring */
-  uint32_t rq_depth; /* entries of its receive ring */
-  uint8_t _reserved0[8];
+  uint32_t rq_posted; /* receives announced so far (the engine counts; the host writes 0) */
 };
-_Static_assert(sizeof(struct menic_graph_qp) == 32, "GRAPH_QP layout");
-_Static_assert(__builtin_offsetof(struct menic_graph_qp, qpn) == 0, "GRAPH_QP.qpn");
-_Static_assert(__builtin_offsetof(struct menic_graph_qp, peer) == 4, "GRAPH_QP.peer");
-_Static_assert(__builtin_offsetof(struct menic_graph_qp, stream) == 6, "GRAPH_QP.stream");
-_Static_assert(__builtin_offsetof(struct menic_graph_qp, sq_ring) == 8, "GRAPH_QP.sq_ring");
-_Static_assert(__builtin_offsetof(struct menic_graph_qp, sq_depth) == 12, "GRAPH_QP.sq_depth");
-_Static_assert(__builtin_offsetof(struct menic_graph_qp, rq_ring) == 16, "GRAPH_QP.rq_ring");
-_Static_assert(__builtin_offsetof(struct menic_graph_qp, rq_depth) == 20, "GRAPH_QP.rq_depth");
-/* what the host works out for each node once, so that engines need not */
-struct menic_graph_bind {
-  uint32_t qp; /* index in the QP table of the queue pair it is posted on, GRAPH_NO_QP for none */
-  uint32_t notify; /* engines to wake when it is done (bit e: engine e; those with a node that depends on it, or waits on the semaphore it signals) */
-};
-_Static_assert(sizeof(struct menic_graph_bind) == 8, "GRAPH_BIND layout");
-_Static_assert(__builtin_offsetof(struct menic_graph_bind, qp) == 0, "GRAPH_BIND.qp");
-_Static_assert(__builtin_offsetof(struct menic_graph_bind, notify) == 4, "GRAPH_BIND.notify");
+_Static_assert(sizeof(struct menic_graph_stage_qp) == 8, "GRAPH_STAGE_QP layout");
+_Static_assert(__builtin_offsetof(struct menic_graph_stage_qp, qpn) == 0, "GRAPH_STAGE_QP.qpn");
+_Static_assert(__builtin_offsetof(struct menic_graph_stage_qp, rq_posted) == 4, "GRAPH_STAGE_QP.rq_posted");
 #endif
 
 #ifndef __ASSEMBLER__
