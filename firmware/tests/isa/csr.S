@@ -144,13 +144,13 @@ isa_group_csr:
 	CHECK a4, 0
 	CASE_END
 
-	/* mie: MTIE (bit 7) and MEIE (bit 11) only (mstatus.MIE = 0: no interrupt) */
+	/* mie: MSIE (bit 3), MTIE (bit 7) and MEIE (bit 11) only (mstatus.MIE = 0: no interrupt) */
 	CASE_BEGIN 1504
 	li a3, -1
 	csrw mie, a3
 	csrr a4, mie
 	csrw mie, zero
-	CHECK a4, MIP_MTIP | MIP_MEIP
+	CHECK a4, MIP_MSIP | MIP_MTIP | MIP_MEIP
 	csrr a4, mie
 	CHECK a4, 0
 	CASE_END

@@ -36,6 +36,7 @@
 #define MSTATUS_MPIE 0x80
 #define MSTATUS_MPP 0x1800
 /* mie / mip bits (privileged spec 3.1.9) */
+#define MIP_MSIP 0x8
 #define MIP_MTIP 0x80
 #define MIP_MEIP 0x800
 /* mcause values (docs/engine.md, traps table) */
