@@ -8,6 +8,7 @@ import { runScenario } from "../host/scenario/run.js";
 import { runSweep, formatSweep } from "../host/scenario/sweep.js";
 import { formatResult } from "../host/scenario/report.js";
 import { resolveScenario } from "../host/scenario/scenario.js";
+import { ScenarioTracer } from "../host/scenario/trace.js";
 
 const shipped = JSON.parse(readFileSync("examples/scenarios/allreduce-ring.json", "utf8"));
 
@@ -98,6 +99,39 @@ describe("collective scenarios", () => {
     // 2 x 63 steps of 1 MiB / 64 / 16 bytes per engine
     expect(row.busbwGBps).toBeGreaterThan(0.5);
   }, 300_000);
+
+  it("--trace shows every node as a slice on its engine's track, after every node it depends on, with an arrow per dependency", async () => {
+    const sc = { name: "traced", seed: 2, transport: "metaroce", devices: { count: 4 }, fabric: { topology: { kind: "single-switch" } }, collective: { op: "all-reduce", sizes: [32768], engines: 4, dtype: "f32" } };
+    const tracer = new ScenarioTracer();
+    const r = await runScenario(coreModule(), sc, { observer: tracer });
+    expect(r.finished).toBe(true);
+    const slices = tracer.events.filter((e) => e.ph === "X" && e.cat === "graph");
+    // 4 devices x (4 engines x 5 x 3 nodes + the final signal)
+    expect(slices.length).toBe(4 * (4 * 15 + 1));
+    const byDevice = new Map<number, Map<number, { ts: number; end: number; tid: number }>>();
+    for (const e of slices) {
+      const m = byDevice.get(e.pid) ?? new Map();
+      m.set((e.args as { node: number }).node, { ts: e.ts!, end: e.ts! + e.dur!, tid: e.tid });
+      byDevice.set(e.pid, m);
+    }
+    expect(byDevice.size).toBe(4);
+    // the executor posts a node only once every node it depends on is done
+    const { compileCollective } = await import("../host/scenario/collective.js");
+    const p = compileCollective({ op: "all-reduce", algorithm: "ring", sizes: [32768], dtype: "f32", redop: "sum", engines: 4, root: 0, portGroup: "SCALE_UP", check: true }, 4, 32768);
+    let edges = 0;
+    [...byDevice.values()].forEach((m, d) => p.ranks[d]!.nodes.forEach((n, i) => {
+      for (const dep of n.deps) {
+        edges++;
+        expect(m.get(i)!.ts).toBeGreaterThanOrEqual(m.get(dep)!.end);
+      }
+      expect(m.get(i)!.tid).toBe(n.engine + 1);
+    }));
+    expect(tracer.events.filter((e) => e.ph === "s").length).toBe(edges);
+    expect(tracer.events.filter((e) => e.ph === "f").length).toBe(edges);
+    // the final signal ends at the measured time (from the doorbell) on some device
+    const ends = [...byDevice.values()].map((m) => m.get(p.ranks[0]!.nodes.length - 1)!.end);
+    expect(Math.max(...ends) * 1e6).toBeGreaterThan(r.collective!.rows[0]!.timePs);
+  }, 120_000);
 
   it("refuses a scenario with neither traffic nor collective, or both, and a halving-doubling on 6 devices", () => {
     const base = { devices: { count: 6 } };

@@ -47,6 +47,7 @@ struct ctx {
   task_t *tasks;
   uint32_t *deps, *bitmap;
   qp_t *qps;
+  uint64_t *times; /* per task: mtime when posted, when done */
   struct menic_cq cq;
 };
 
@@ -68,6 +69,7 @@ static bool deps_done(struct ctx *c, const task_t *t) {
 /* Task t's node is done: its bit, its flag for the other engines, then wake those waiting on it. */
 static void mark_done(struct ctx *c, const task_t *t) {
   uint32_t n = t->node;
+  c->times[2 * (uint32_t)(t - c->tasks) + 1] = menic_mtime();
   c->bitmap[n >> 5] |= 1u << (n & 31);
   __atomic_store_n(&c->done[n], 1u, __ATOMIC_RELEASE);
   uint32_t mask = t->notify & ~(1u << c->me);
@@ -127,6 +129,7 @@ static void execute(uint32_t me) {
   c.deps = (uint32_t *)&stage[S->dep_off];
   c.bitmap = (uint32_t *)&stage[S->bitmap_off];
   c.qps = (qp_t *)&stage[S->qp_off];
+  c.times = (uint64_t *)&stage[S->times_off];
   c.cq.cqn = S->cqn;
   c.cq.ring = (volatile struct menic_cqe *)&stage[S->cq_off];
   c.cq.depth = S->cq_depth;
@@ -142,6 +145,7 @@ static void execute(uint32_t me) {
       const task_t *t = &c.tasks[cursor];
       if (!deps_done(&c, t)) break;
       bool blocked = false;
+      c.times[2 * cursor] = menic_mtime();
       if (post(&c, t, &blocked)) {
         mark_done(&c, t);
         finished++;

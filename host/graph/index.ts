@@ -7,4 +7,4 @@ export { eventGraph, eventNode, type EventGraph } from "./validate.js";
 export { runReference, type ReferenceOptions, type ReferenceResult } from "./reference.js";
 export { allReduceRing, allReduceHalvingDoubling, reduceScatterRing, allGatherRing, broadcastRing, allToAll, split, type CollectiveOptions, type AllReduceOptions } from "./collectives.js";
 export { findRace, checkRaces } from "./races.js";
-export { bindProgram, executorsReady, graphDeviceConfig, GraphRun, type BindOptions, type RunState } from "./runtime.js";
+export { bindProgram, executorsReady, graphDeviceConfig, GraphRun, type BindOptions, type RunState, type NodeSpan } from "./runtime.js";

@@ -35,6 +35,16 @@ interface DeviceRun {
   /** node count, for reading done flags */
   nodes: number;
   done: number;
+  /** per engine: where its tasks' times are (a DMA address in its SRAM) and its nodes, in task order */
+  stages: { at: number; nodes: number[] }[];
+}
+
+/** A node as it ran: on which engine, when it was posted and when it was done (engine cycles; 0: not yet). */
+export interface NodeSpan {
+  node: number;
+  engine: number;
+  postedCycles: number;
+  doneCycles: number;
 }
 
 export type RunState = { state: "running" } | { state: "done"; devices: number } | { state: "failed"; device: number; node: number; engine: number; status: string; where: string };
@@ -116,6 +126,17 @@ export class GraphRun {
     });
     if (this.failure) return this.failure;
     return this.finishedDevices.size === this.contexts.length ? { state: "done", devices: this.contexts.length } : { state: "running" };
+  }
+
+  /** Device `d`'s nodes as they ran (the executor writes the times into its stage), in node order. */
+  spans(d: number): NodeSpan[] {
+    const out: NodeSpan[] = [];
+    this.runs[d].stages.forEach((st, e) => {
+      const v = new DataView(this.contexts[d].read(st.at, 16 * st.nodes.length || 4).buffer);
+      const u64 = (at: number) => v.getUint32(at, true) + v.getUint32(at + 4, true) * 2 ** 32;
+      st.nodes.forEach((node, k) => out.push({ node, engine: e, postedCycles: u64(16 * k), doneCycles: u64(16 * k + 8) }));
+    });
+    return out.sort((a, b) => a.node - b.node);
   }
 
   /** Engine cycles (mtime) when device `d`'s last signal raised semaphore 0 (0 before). */
@@ -229,13 +250,13 @@ export function bindProgram(contexts: readonly Context[], p: GraphProgram, o: Bi
   return new GraphRun(contexts, p, runs);
 }
 
-interface StageLayout { tasks: number; deps: number; qps: number; bitmap: number; wqes: number; cq: number; cqDepth: number; bytes: number }
+interface StageLayout { tasks: number; deps: number; qps: number; bitmap: number; wqes: number; cq: number; cqDepth: number; times: number; bytes: number }
 
-/** Offsets of an engine's stage: header, tasks, dependency entries, queue pairs, done bitmap, work requests, CQ ring. */
+/** Offsets of an engine's stage: header, tasks, dependency entries, queue pairs, done bitmap, work requests, CQ ring, the tasks' times. */
 function stageLayout(tasks: number, deps: number, qps: number, nodes: number, wqes: number, cqDepth: number): StageLayout {
   const t = GRAPH_STAGE.SIZE, dp = t + tasks * GRAPH_TASK.SIZE, q = dp + 4 * deps, bm = q + qps * GRAPH_STAGE_QP.SIZE;
-  const w = align(bm + 4 * Math.ceil(nodes / 32), 64), c = align(w + wqes * WQE.SIZE, 64);
-  return { tasks: t, deps: dp, qps: q, bitmap: bm, wqes: w, cq: c, cqDepth, bytes: c + cqDepth * CQE.SIZE };
+  const w = align(bm + 4 * Math.ceil(nodes / 32), 64), c = align(w + wqes * WQE.SIZE, 64), tm = align(c + cqDepth * CQE.SIZE, 8);
+  return { tasks: t, deps: dp, qps: q, bitmap: bm, wqes: w, cq: c, cqDepth, times: tm, bytes: tm + 16 * tasks };
 }
 
 /** The work request of node n (task k of its engine), posted on queue pair qpn. */
@@ -298,6 +319,7 @@ function writeRun(ctx: Context, p: GraphProgram, d: number, dev: { mr: { lkey: n
     v.setUint32(H.cq_off, L.cq, true);
     v.setUint32(H.cq_depth, L.cqDepth, true);
     v.setUint32(H.bytes, L.bytes, true);
+    v.setUint32(H.times_off, L.times, true);
     eng.qps.forEach((q, k) => v.setUint32(L.qps + k * GRAPH_STAGE_QP.SIZE + GRAPH_STAGE_QP.qpn, q.qp.qpn, true));
     const qpIndex = (n: GraphNode) => (isRemote(n) ? eng.qps.findIndex((q) => q.peer === n.peer && q.stream === n.stream) : 0);
     const rqSlot = new Map<number, number>();
@@ -333,5 +355,6 @@ function writeRun(ctx: Context, p: GraphProgram, d: number, dev: { mr: { lkey: n
     });
     ctx.write(eng.sramDma, b);
   });
-  return { run, buffers: new Map(p.buffers.map((b) => [b.name, addr({ buffer: b.name, offset: 0 })])), nodes: nodes.length, done };
+  const stages = dev.engines.map((eng) => ({ at: eng.sramDma + eng.layout.times, nodes: eng.mine.map((x) => x.i) }));
+  return { run, buffers: new Map(p.buffers.map((b) => [b.name, addr({ buffer: b.name, offset: 0 })])), nodes: nodes.length, done, stages };
 }

@@ -142,6 +142,11 @@ export async function runCollectiveScenario(coreModule: WebAssembly.Module, sc: 
       opts.onProgress?.(runner.nowPs, rows.length, c.sizes.length);
     }
     const khz = Number(contexts[0].device.config.get("engineClockKhz"));
+    const ps = (c: number) => Math.ceil((c * 1e9) / khz);
+    opts.observer?.graph?.({
+      index: rows.length, size, program: p,
+      spans: contexts.map((_, d) => run.spans(d).map((x) => ({ node: x.node, engine: x.engine, postedPs: ps(x.postedCycles), donePs: ps(x.doneCycles) }))),
+    });
     const end = state.state === "done" ? Math.max(...contexts.map((_, d) => Math.ceil((run.endCycles(d) * 1e9) / khz))) : runner.nowPs;
     const timePs = Math.max(1, end - t0);
     // busy: each engine's clock advanced less its time asleep; an engine's clock may run a little

@@ -14,6 +14,7 @@ import type { Scenario, Flow } from "./scenario.js";
 import { resolveScenario } from "./scenario.js";
 import { buildTopology, applyFaults } from "./cluster.js";
 import { runCollectiveScenario, type CollectiveReport } from "./collective.js";
+import type { GraphProgram } from "../graph/types.js";
 
 export interface FlowResult {
   src: number;
@@ -148,6 +149,18 @@ export interface RunObserver {
   posted(flow: number, wrId: number, atPs: number): void;
   completed(flow: number, wrId: number, atPs: number, status: string): void;
   sample(nowPs: number): void;
+  /** a collective scenario: one size's run is over; its graphs' nodes as they ran on the engines */
+  graph?(g: GraphTrace): void;
+}
+
+/** A collective's nodes as they ran (RunObserver.graph): per device, in node order. */
+export interface GraphTrace {
+  /** which of the scenario's sizes (0-based) and its bytes */
+  index: number;
+  size: number;
+  program: GraphProgram;
+  /** per device: its nodes' spans, times in ps from the start of the simulation */
+  spans: { node: number; engine: number; postedPs: number; donePs: number }[][];
 }
 
 export interface RunOptions {

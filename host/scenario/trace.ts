@@ -5,16 +5,19 @@
 // counter per switch output queue that ever held a byte; with the MetaRoCE-like transport, per
 // path of the senders' connections, its congestion window, rate hint and state (when there are
 // at most PATH_TRACKS_MAX paths in all). Counters are sampled every `intervalPs` of simulated
-// time and written only when they change.
+// time and written only when they change. A collective scenario gives instead its graphs: a slice
+// per node on its engine's track, from posted to done, and a flow arrow per dependency.
 
 import type { TraceEvent } from "../trace/perfetto.js";
-import type { RunObserver, BuiltRun } from "./run.js";
+import type { RunObserver, BuiltRun, GraphTrace } from "./run.js";
 
 /** Chrome trace events as this file writes them: metadata, counters and async slices. */
 export interface ScenarioTraceEvent extends Omit<TraceEvent, "ph"> {
-  ph: TraceEvent["ph"] | "C" | "b" | "e";
+  ph: TraceEvent["ph"] | "C" | "b" | "e" | "s" | "f";
   cat?: string;
   id?: number;
+  /** a flow's end binds to the slice enclosing it ("e") */
+  bp?: "e";
 }
 
 const us = (ps: number) => ps / 1e6;
@@ -34,6 +37,7 @@ export class ScenarioTracer implements RunObserver {
   private sent: number[] = [];
   private placed: number[] = [];
   private lastSamplePs = 0;
+  private flowId = 0;
   private queueChannels: { c: number; name: string }[] = [];
   /** the sending devices whose paths get counters */
   private pathDevices: number[] = [];
@@ -102,6 +106,36 @@ export class ScenarioTracer implements RunObserver {
   }
 
   /** The trace as ui.perfetto.dev and chrome://tracing open it. */
+  /**
+   * A collective's graphs (a collective scenario): per size and device a process, per engine a
+   * thread, every node a slice from posted to done, and a flow arrow along every dependency
+   * (from the start of the node depended on to the node that waited), so that the critical path
+   * shows. Nodes not done (a failed run) end where the run stopped.
+   */
+  graph(g: GraphTrace): void {
+    g.spans.forEach((spans, d) => {
+      const pid = 1000 * (g.index + 1) + d;
+      this.events.push({ name: "process_name", ph: "M", pid, tid: 0, args: { name: `${g.program.name}: device ${d}` } });
+      const engines = new Set(spans.map((x) => x.engine));
+      for (const e of engines) this.events.push({ name: "thread_name", ph: "M", pid, tid: e + 1, args: { name: `engine ${e}` } });
+      const end = Math.max(0, ...spans.map((x) => x.donePs));
+      const byNode = new Map(spans.map((x) => [x.node, x]));
+      for (const x of spans) {
+        const n = g.program.ranks[d]!.nodes[x.node]!;
+        if (x.postedPs === 0) continue; // never posted
+        const done = x.donePs || end;
+        this.events.push({ name: n.name ?? n.op, cat: "graph", ph: "X", ts: us(x.postedPs), dur: us(Math.max(0, done - x.postedPs)), pid, tid: x.engine + 1, args: { node: x.node, op: n.op, ...("bytes" in n ? { bytes: n.bytes } : {}), ...(x.donePs ? {} : { done: false }) } });
+        for (const dep of n.deps) {
+          const a = byNode.get(dep);
+          if (!a || a.postedPs === 0) continue;
+          const id = ++this.flowId;
+          this.events.push({ name: "dep", cat: "graph", ph: "s", id, ts: us(a.postedPs), pid, tid: a.engine + 1 });
+          this.events.push({ name: "dep", cat: "graph", ph: "f", bp: "e", id, ts: us(x.postedPs), pid, tid: x.engine + 1 });
+        }
+      }
+    });
+  }
+
   toJSON(): { traceEvents: ScenarioTraceEvent[]; displayTimeUnit: "ns" } {
     return { traceEvents: this.events, displayTimeUnit: "ns" };
   }

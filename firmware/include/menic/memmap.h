@@ -405,7 +405,8 @@ struct menic_graph_stage {
   uint32_t cq_off; /* offset of its ring in the stage (the CQ's ring is in the engine's SRAM: cheap to poll) */
   uint32_t cq_depth; /* entries of its ring */
   uint32_t bytes; /* bytes of the stage the host wrote */
-  uint8_t _reserved0[16];
+  uint32_t times_off; /* offset of the tasks' times, which the engine writes: per task its mtime when posted and when done (two u64), for traces */
+  uint8_t _reserved0[12];
 };
 _Static_assert(sizeof(struct menic_graph_stage) == 64, "GRAPH_STAGE layout");
 _Static_assert(__builtin_offsetof(struct menic_graph_stage, magic) == 0, "GRAPH_STAGE.magic");
@@ -420,6 +421,7 @@ _Static_assert(__builtin_offsetof(struct menic_graph_stage, cqn) == 32, "GRAPH_S
 _Static_assert(__builtin_offsetof(struct menic_graph_stage, cq_off) == 36, "GRAPH_STAGE.cq_off");
 _Static_assert(__builtin_offsetof(struct menic_graph_stage, cq_depth) == 40, "GRAPH_STAGE.cq_depth");
 _Static_assert(__builtin_offsetof(struct menic_graph_stage, bytes) == 44, "GRAPH_STAGE.bytes");
+_Static_assert(__builtin_offsetof(struct menic_graph_stage, times_off) == 48, "GRAPH_STAGE.times_off");
 /* one node as the engine that runs it posts it */
 struct menic_graph_task {
   uint32_t node; /* the node (its done flag; wr_id's low word) */
