@@ -20,7 +20,7 @@ import {
   Path, RxPath, mrtOf, connAt, pathAt, rxPathAt, sentAt, ackedBitmap, placedBitmap, ssnHas, ssnMark, ssnAdvance, recvAt, portSeenAt, pdiff,
   PATH_ACTIVE, PATH_FAILED, SENT_NONE, SENT_OUT, SENT_PROBE, RECV_RING,
 } from "./state";
-import { owesAck, queueRtx, pathWant, streamReady, wantTimer, armPath } from "./tx";
+import { owesAck, queueRtx, pathWant, pathResync, streamReady, wantTimer, armPath } from "./tx";
 import { ccOnAck, ccInit } from "./cc";
 import {
   ETH_SIZE, IPV4_SIZE, UDP_SIZE, IPV4_ECN_CE, getIpv4Ecn, getIpv4Src,
@@ -38,7 +38,7 @@ import {
   OPCODE_RECV, OPCODE_RDMA_WRITE_WITH_IMM, STATUS_SUCCESS, STATUS_REM_ACCESS_ERR, STATUS_REM_INV_REQ_ERR, STATUS_RNR_RETRY_EXC_ERR,
   STAT_MRT_RX_DATA, STAT_MRT_RX_ACKS, STAT_MRT_RX_PROBES, STAT_MRT_RX_MALFORMED, STAT_MRT_RX_BAD_CRC, STAT_MRT_RX_UNKNOWN,
   STAT_MRT_RX_DUPLICATE, STAT_MRT_RX_BEYOND_WINDOW, STAT_MRT_LOSSES_SACK, STAT_MRT_NAKS_SENT, STAT_MRT_RNR_NAKS,
-  STAT_MRT_PATHS_RECOVERED, STAT_NIC_RNR_RETRIES,
+  STAT_MRT_PATHS_RECOVERED, STAT_NIC_RNR_RETRIES, STAT_MRT_RX_FLOOR_ABOVE_PSN, STAT_MRT_ACK_CUM_BEYOND_SENT, STAT_MRT_ACK_SACK_BEYOND_SENT,
 } from "../generated/layouts";
 
 const HDRS: u32 = ETH_SIZE + IPV4_SIZE + UDP_SIZE;
@@ -61,6 +61,12 @@ export function mrtReceive(dev: Device, f: usize, wire: u32, hdrLen: u32, port: 
     return;
   }
   if (full && load<u32>(f + wire - MRC_SIZE) != crc32(h, <usize>(wire - HDRS - MRC_SIZE))) { statAdd(dev, STAT_MRT_RX_BAD_CRC, 1); return; }
+  // a sender's floor is its oldest PSN in flight: never above the PSN it is sending
+  if (!isAck && pdiff(getMrhFloor(h), getMrhPsn(h)) > 0) {
+    statAdd(dev, STAT_MRT_RX_MALFORMED, 1);
+    statAdd(dev, STAT_MRT_RX_FLOOR_ABOVE_PSN, 1);
+    return;
+  }
   // the connection: the peer the source address names, on a port its paths use
   const peer = getIpv4Src(f + ETH_SIZE) & 0xffff;
   const k = getMrhPath(h);
@@ -341,10 +347,16 @@ function ackIn(dev: Device, c: u32, g: u32, h: usize, t: u64): void {
   if (getMraEpoch(h) != (p.epoch & 0xff)) { statAdd(dev, STAT_MRT_RX_UNKNOWN, 1); return; } // from before the path came back
   const cum = getMraCum(h);
   const s0 = getMraSack0(h), s1 = getMraSack1(h), s2 = getMraSack2(h), s3 = getMraSack3(h);
-  // what it covers cannot lie beyond what was sent
-  if (pdiff(cum, p.nxt) > 0 || pdiff(highestCovered(cum, s0, s1, s2, s3), p.nxt) >= 0) { statAdd(dev, STAT_MRT_RX_MALFORMED, 1); return; }
-  statAdd(dev, STAT_MRT_RX_ACKS, 1);
   const high = highestCovered(cum, s0, s1, s2, s3);
+  // what it covers cannot lie beyond what was sent: dropped, and the path resynchronised past it
+  const cumBeyond = pdiff(cum, p.nxt) > 0;
+  if (cumBeyond || pdiff(high, p.nxt) >= 0) {
+    statAdd(dev, STAT_MRT_RX_MALFORMED, 1);
+    statAdd(dev, cumBeyond ? STAT_MRT_ACK_CUM_BEYOND_SENT : STAT_MRT_ACK_SACK_BEYOND_SENT, 1);
+    pathResync(dev, c, g, high + 1, t);
+    return;
+  }
+  statAdd(dev, STAT_MRT_RX_ACKS, 1);
   let pkts: u32 = 0, bytes: u32 = 0, heard = false;
   let sample: f64 = -1;
   // PSNs above the highest it covers are neither acknowledged nor lost yet

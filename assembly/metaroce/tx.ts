@@ -33,7 +33,7 @@ import {
   OPCODE_RDMA_WRITE, OPCODE_RDMA_WRITE_WITH_IMM, OPCODE_SEND, OPCODE_SEND_WITH_IMM, OPCODE_RDMA_READ,
   WQE_OPCODE, WQE_LENGTH, WQE_LADDR, WQE_RADDR, WQE_RKEY, WQE_IMM,
   STAT_MRT_TX_DATA, STAT_MRT_TX_RETRANSMITS, STAT_MRT_TX_PROBES, STAT_MRT_TX_ACKS, STAT_MRT_RTOS, STAT_MRT_LOSSES_RTO,
-  STAT_MRT_PATHS_FAILED, STATUS_RETRY_EXC_ERR,
+  STAT_MRT_PATHS_FAILED, STAT_MRT_LOSSES_RESYNC, STATUS_RETRY_EXC_ERR,
 } from "../generated/layouts";
 
 // ---- connections and streams
@@ -641,7 +641,7 @@ function pathTimer(dev: Device, c: u32, g: u32, p: Path, t: u64): void {
   }
   // the RTO: everything in flight on the path is lost and goes to the others
   statAdd(dev, STAT_MRT_RTOS, 1);
-  declareAllLost(dev, c, g, p, t);
+  declareAllLost(dev, c, g, p, STAT_MRT_LOSSES_RTO, t);
   p.rtos++;
   p.rto = p.rto * 2 > 1000000000000 ? 1000000000000 : p.rto * 2;
   p.lastHeard = t;
@@ -664,14 +664,32 @@ function forceList(dev: Device, g: u32, t: u64): void {
   wakePort(dev, p.port, t);
 }
 
-/** Every PSN in flight on path `g` is declared lost: its packets queue to be sent again, the floor moves up. */
-function declareAllLost(dev: Device, c: u32, g: u32, p: Path, t: u64): void {
+/**
+ * An ACK of path `g` covered PSNs from `to` - 1 down that the path never sent: the receiver's
+ * window was moved there by a forged packet (or the ACK is forged). Nothing it says of this
+ * path's packets can be trusted, and every later ACK would say the same, so the path starts
+ * afresh beyond it: what is in flight is sent again, and its next PSN (and floor) is `to`.
+ * Its window and timers stay: this is no sign of congestion nor of a dead path.
+ */
+export function pathResync(dev: Device, c: u32, g: u32, to: u32, t: u64): void {
+  const p = pathAt(dev, g);
+  declareAllLost(dev, c, g, p, STAT_MRT_LOSSES_RESYNC, t);
+  p.una = to;
+  p.nxt = to;
+  if (p.state == PATH_ACTIVE) { p.probing = 0; pathWant(dev, g, t); return; }
+  // a suspect or failed path's probe was in flight: another, in the new PSNs, brings it back
+  p.probing = 1;
+  forceList(dev, g, t);
+}
+
+/** Every PSN in flight on path `g` is declared lost (counted in `stat`): its packets queue to be sent again, the floor moves up. */
+function declareAllLost(dev: Device, c: u32, g: u32, p: Path, stat: u32, t: u64): void {
   for (let psn = p.una; pdiff(psn, p.nxt) < 0; psn++) {
     const s = sentAt(dev, g, psn);
     const st = load<u32>(s, 20);
     if (st == SENT_OUT) {
       p.inflight -= load<u32>(s, 16);
-      statAdd(dev, STAT_MRT_LOSSES_RTO, 1);
+      statAdd(dev, stat, 1);
       queueRtx(dev, c, load<u32>(s), load<u32>(s, 4), t);
     }
     store<u32>(s, SENT_NONE, 20);
