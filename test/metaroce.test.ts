@@ -183,3 +183,72 @@ describe("the MetaRoCE-like transport between two devices", () => {
     expect(settle(net, a.ctx, a.cq, 1).map((w) => [Number(w.wrId), w.status])).toEqual([[4, "REM_ACCESS_ERR"]]);
   });
 });
+
+// Every path of a connection dead (docs/protocol.md "Giving up"): after mrtGiveUpPs of all of them
+// failed, the connection gives up as a RoCEv2 QP does when its retries run out; one path back before
+// then, and nothing fails.
+describe("the MetaRoCE-like transport when every path of a connection is dead", () => {
+  const GIVE_UP = 100_000_000; // 100 us
+  const CONFIG = { mrtRtoInitPs: 2_000_000, mrtRtoMinPs: 2_000_000, mrtFailAfter: 3, mrtGiveUpPs: GIVE_UP };
+
+  /** A pair whose device 0 frames are dropped on the ports `dead()` names; a first WRITE done before any dies (RTT samples). */
+  async function deadPaths(dead: () => Set<number>) {
+    const { net, a, b } = await pair((from, _n, f) => (from === 0 && dead().has(f.port) ? "drop" : "pass"), CONFIG);
+    const src = a.ctx.allocHbm(65536), dst = b.ctx.allocHbm(65536);
+    a.ctx.write(src, pattern(65536, 4));
+    const smr = a.ctx.regMr(a.pd, src, 65536), dmr = b.ctx.regMr(b.pd, dst, 65536, ["REMOTE_WRITE"]);
+    const post = (...ids: number[]) => a.ctx.postSend(a.qp, ids.map((id) => ({ wrId: id, opcode: "RDMA_WRITE" as const, signaled: true, localAddr: src, length: 16384, lkey: smr.lkey, remoteAddr: dst, rkey: dmr.rkey })));
+    post(1);
+    expect(settle(net, a.ctx, a.cq, 1).map((w) => w.status)).toEqual(["SUCCESS"]);
+    /** Runs a microsecond at a time until every path of device 0 is failed; when (the end of that microsecond). */
+    const allFailed = () => {
+      const t0 = a.ctx.nowPs;
+      while (a.ctx.device.metarocePaths().some((p) => p.state !== "failed")) {
+        if (a.ctx.nowPs > t0 + 1_000_000_000n) throw new Error("the paths never all failed");
+        net.run(a.ctx.nowPs + 1_000_000n);
+      }
+      return a.ctx.nowPs;
+    };
+    return { net, a, b, post, allFailed, dst };
+  }
+
+  it("all fail for good: after mrtGiveUpPs the QP is in ERR, its oldest WRITE ends RETRY_EXC_ERR, the others are flushed, each once", async () => {
+    let down = new Set<number>();
+    const { net, a, post, allFailed } = await deadPaths(() => down);
+    down = new Set([0, 1, 2, 3, 4, 5, 6, 7]);
+    post(2, 3, 4);
+    const failedAt = allFailed();
+    expect(a.ctx.pollCq(a.cq, 8)).toEqual([]);
+    const wcs = settleCq(net, a.ctx, a.cq, 3, 2n * BigInt(GIVE_UP));
+    expect(wcs.map((w) => [Number(w.wrId), w.status])).toEqual([[2, "RETRY_EXC_ERR"], [3, "WR_FLUSH_ERR"], [4, "WR_FLUSH_ERR"]]);
+    // at the bound: the last path failed within the microsecond before failedAt
+    for (const w of wcs) {
+      expect(Number(w.timePs - failedAt)).toBeGreaterThan(GIVE_UP - 1_000_000);
+      expect(Number(w.timePs - failedAt)).toBeLessThanOrEqual(GIVE_UP);
+    }
+    expect(a.ctx.qpState(a.qp)).toBe("ERR");
+    const st = a.ctx.device.stats();
+    expect([st["mrt.conns_given_up"], st["mrt.paths_failed"], st["mrt.paths_recovered"]]).toEqual([1, 8, 0]);
+    // once: nothing more comes, however long it stays dead
+    net.run(a.ctx.nowPs + 3n * BigInt(GIVE_UP));
+    expect(a.ctx.pollCq(a.cq, 8)).toEqual([]);
+  });
+
+  it("one path back before the bound: the WRITEs complete with success over it, and nothing gives up", async () => {
+    let down = new Set<number>();
+    const { net, a, b, post, allFailed, dst } = await deadPaths(() => down);
+    down = new Set([0, 1, 2, 3, 4, 5, 6, 7]);
+    post(2, 3, 4);
+    const failedAt = allFailed();
+    net.run(failedAt + BigInt(GIVE_UP / 2));
+    down = new Set([0, 1, 2, 4, 5, 6, 7]); // port 3 (path 3) comes back; its next probe finds it
+    const wcs = settleCq(net, a.ctx, a.cq, 3, 2n * BigInt(GIVE_UP));
+    expect(wcs.map((w) => [Number(w.wrId), w.status])).toEqual([[2, "SUCCESS"], [3, "SUCCESS"], [4, "SUCCESS"]]);
+    expect(b.ctx.read(dst, 16384)).toEqual(pattern(65536, 4).subarray(0, 16384));
+    net.run(failedAt + 2n * BigInt(GIVE_UP));
+    expect(a.ctx.qpState(a.qp)).toBe("RTS");
+    const st = a.ctx.device.stats();
+    expect([st["mrt.conns_given_up"], st["mrt.paths_recovered"]]).toEqual([0, 1]);
+    expect(a.ctx.device.metarocePaths().map((p) => p.state)).toEqual(["failed", "failed", "failed", "active", "failed", "failed", "failed", "failed"]);
+  });
+});

@@ -396,6 +396,7 @@ function ackIn(dev: Device, c: u32, g: u32, h: usize, t: u64): void {
     if (p.state != PATH_ACTIVE) {
       if (p.state == PATH_FAILED) {
         statAdd(dev, STAT_MRT_PATHS_RECOVERED, 1);
+        connAt(dev, c).deadSince = NEVER; // one path is back: no give-up
         ccInit(dev, p);
         p.epoch = (p.epoch + 1) & 0xff;
       }

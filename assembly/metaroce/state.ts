@@ -29,6 +29,7 @@ export const PATH_FAILED: u32 = PATH_STATE_FAILED; // mrtFailAfter RTOs in a row
   timerPending: u32; // one MrtTimer event at most, re-armed lazily
   timerEventAt: u64;
   holdWake: u64; // the earliest time a held stream may send again (NEVER: none held)
+  deadSince: u64; // since when every path has been failed (NEVER: one is not); the give-up bound runs from it
 }
 
 /** A path, sender side. */

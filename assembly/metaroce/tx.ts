@@ -33,7 +33,7 @@ import {
   OPCODE_RDMA_WRITE, OPCODE_RDMA_WRITE_WITH_IMM, OPCODE_SEND, OPCODE_SEND_WITH_IMM, OPCODE_RDMA_READ,
   WQE_OPCODE, WQE_LENGTH, WQE_LADDR, WQE_RADDR, WQE_RKEY, WQE_IMM,
   STAT_MRT_TX_DATA, STAT_MRT_TX_RETRANSMITS, STAT_MRT_TX_PROBES, STAT_MRT_TX_ACKS, STAT_MRT_RTOS, STAT_MRT_LOSSES_RTO,
-  STAT_MRT_PATHS_FAILED, STAT_MRT_LOSSES_RESYNC, STATUS_RETRY_EXC_ERR,
+  STAT_MRT_PATHS_FAILED, STAT_MRT_LOSSES_RESYNC, STAT_MRT_CONNS_GIVEN_UP, STATUS_RETRY_EXC_ERR, QP_STATE_RTR, QP_STATE_RTS,
 } from "../generated/layouts";
 
 // ---- connections and streams
@@ -53,6 +53,7 @@ export function connOpen(dev: Device, peer: u32, portFirst: u32, portCount: u32)
   k.portFirst = portFirst;
   k.portCount = portCount;
   k.holdWake = NEVER;
+  k.deadSince = NEVER;
   for (let i: u32 = 0; i < dev.cfg.mrtPaths; i++) {
     const g = c * dev.cfg.mrtPaths + i;
     const p = pathAt(dev, g);
@@ -343,7 +344,7 @@ function rtxCompact(dev: Device, c: u32): void {
   k.rtxCount = kept;
 }
 
-/** A stream whose lost packet cannot even be queued: its messages end with RETRY_EXC_ERR and the QP goes to error. */
+/** A stream whose lost packet cannot even be queued, or whose connection gave up: its messages end with RETRY_EXC_ERR and the QP goes to error. */
 function giveUp(dev: Device, q: Qp, qpn: u32, t: u64): void {
   outDrain(dev, q, qpn, t, true);
   if (q.outCount > 0) outComplete(dev, q, qpn, STATUS_RETRY_EXC_ERR, t);
@@ -601,9 +602,13 @@ export function mrtTimer(dev: Device, c: u32, t: u64): void {
   const k = connAt(dev, c);
   k.timerPending = 0;
   let next = NEVER;
+  if (k.deadSince != NEVER) {
+    if (k.deadSince + dev.cfg.mrtGiveUpPs <= t) connGiveUp(dev, c, t);
+    next = k.deadSince + dev.cfg.mrtGiveUpPs;
+  }
   if (k.holdWake != NEVER) {
     if (k.holdWake <= t) { k.holdWake = NEVER; connWant(dev, c, t); }
-    else next = k.holdWake;
+    else if (k.holdWake < next) next = k.holdWake;
   }
   for (let i: u32 = 0; i < dev.cfg.mrtPaths; i++) {
     const g = c * dev.cfg.mrtPaths + i;
@@ -650,8 +655,37 @@ function pathTimer(dev: Device, c: u32, g: u32, p: Path, t: u64): void {
   if (p.rtos >= dev.cfg.mrtFailAfter) {
     if (p.state != PATH_FAILED) statAdd(dev, STAT_MRT_PATHS_FAILED, 1);
     p.state = PATH_FAILED;
+    connMaybeDead(dev, c, t);
   } else p.state = PATH_SUSPECT;
   forceList(dev, g, t);
+}
+
+/** Path of connection `c` failed at `t`: when it was the last one, the give-up bound starts. */
+function connMaybeDead(dev: Device, c: u32, t: u64): void {
+  const k = connAt(dev, c);
+  if (k.deadSince != NEVER) return;
+  for (let i: u32 = 0; i < dev.cfg.mrtPaths; i++) if (pathAt(dev, c * dev.cfg.mrtPaths + i).state != PATH_FAILED) return;
+  k.deadSince = t;
+  wantTimer(dev, c, t + dev.cfg.mrtGiveUpPs);
+}
+
+/**
+ * Every path of connection `c` has been failed for mrtGiveUpPs: the peer is unreachable. Its
+ * streams end as a RoCEv2 QP does when its retries run out (nic/roce-rx.ts): the oldest
+ * outstanding message with RETRY_EXC_ERR, the rest flushed, the QP in ERR. The failed paths are
+ * still probed (a QP connected later may find them back), and the bound starts again for
+ * QPs that join the connection while it stays dead.
+ */
+function connGiveUp(dev: Device, c: u32, t: u64): void {
+  statAdd(dev, STAT_MRT_CONNS_GIVEN_UP, 1);
+  for (let qpn: u32 = 0; qpn < dev.cfg.maxQps; qpn++) {
+    const q = qpAt(dev, qpn);
+    if (!streamLive(dev, q, c) || (q.state != QP_STATE_RTR && q.state != QP_STATE_RTS)) continue;
+    streamClose(dev, q, qpn);
+    giveUp(dev, q, qpn, t);
+  }
+  rtxCompact(dev, c);
+  connAt(dev, c).deadSince = t;
 }
 
 /** Puts path `g` on its port's list whatever its state (it has a probe to send). */
