@@ -336,7 +336,8 @@ function fuzzer(w: World) {
         { bodyLen: w.rx.rxBodyBytes + 1 + rnd(1 << 20) }, { bodyOff: w.rx.rxBodyBytes - rnd(Math.max(1, body)) }, { bodyOff: 0xffffffff - rnd(64) }]);
     }
     const port = chance(3) ? rnd(16) : base.port;
-    return { a: { timePs, port, wire: wire ?? b.length, hdrLen, bytes: b }, lie };
+    // timing mode: a record carries the headers alone, its length the frame's (the body that is not there counted in)
+    return { a: { timePs, port, wire: wire ?? b.length + base.wire - base.bytes.length, hdrLen, bytes: b }, lie };
   };
 }
 
