@@ -1,6 +1,6 @@
 import { describe, it, expect } from "vitest";
 import { cabled, frameCopy } from "./helpers/cable.js";
-import { stageLie, fixIpv4, fixLengths, guard, fuzzObjects, writableOf, type Arrival, type Lie, type Seen } from "./helpers/fuzz.js";
+import { stageLie, fixLengths, guard, fuzzObjects, writableOf, mutate, type Arrival, type Lie, type Seen, type Mutation, type Field } from "./helpers/fuzz.js";
 import { xorshift32 } from "./helpers/xorshift.js";
 import { independentIcrc } from "./helpers/tshark.js";
 import { buildFrame, ipv4Checksum } from "../host/wire/rocev2.js";
@@ -243,7 +243,6 @@ function fuzzer(w: World) {
   const chance = (pct: number) => rnd(100) < pct;
   const u64 = () => (BigInt(next()) << 32n) | BigInt(next());
   const bytesOf = (n: number) => Uint8Array.from({ length: n }, () => next() & 0xff);
-  const be = (b: Uint8Array, at: number, n: number, v: bigint) => { for (let i = n - 1; i >= 0; i--, v >>= 8n) b[at + i] = Number(v & 0xffn); };
   const getBe = (b: Uint8Array, at: number, n: number) => { let v = 0; for (let i = 0; i < n; i++) v = v * 256 + b[at + i]!; return v; };
   const streams = () => [...t.qps.map((q) => q.qpn), t.idle.qpn];
   const qpns = () => pick([...streams(), ...streams(), w.initQp.qpn, w.loopQp.qpn, CONFIG.maxQps - 1, CONFIG.maxQps, MRT.PROBE_QP, next() & 0xffffff]);
@@ -259,7 +258,7 @@ function fuzzer(w: World) {
   const fields = (b: Uint8Array) => {
     const len = b.length;
     const type = (b[ENV] ?? 0) & 15, k = b[ENV + 2] ?? 0;
-    const L: { at: number; n: number; v?: () => number | bigint }[] = [
+    const L: Field[] = [
       { at: 12, n: 2, v: () => pick([0x0800, 0x86dd, 0]) }, { at: 14, n: 1, v: () => pick([0x45, 0x46, 0x55]) },
       { at: 16, n: 2, v: () => pick([0, len - 13, len - 15, 0xffff]) }, { at: 23, n: 1, v: () => pick([6, 17, 0]) }, { at: 24, n: 2 },
       { at: 26, n: 4, v: () => pick([ipOf(0, rnd(PORTS)), ipOf(2, 0), ipOf(1, 0), 0]) },
@@ -362,6 +361,11 @@ function fuzzer(w: World) {
     if (chance(20)) f[f.length - 1 - rnd(4)]! ^= 1 << rnd(8); // a wrong ICRC
     return f;
   };
+  const mutation: Mutation = {
+    next, cuts: [40, 70, 76, 80, 86, 89, 92, 93, 95], fieldModes: [3, 4], fields, fixTrailer: fixCrc, hdrMax: HDR_MAX, frameMax: FRAME_MAX,
+    lies: (body, hdrLen) => [{ hdrLen: HDR_MAX + 1 + rnd(0xffff - HDR_MAX) }, { hdrLen: rnd(hdrLen) }, { bodyLen: body + 1 + rnd(64) },
+      { bodyLen: w.rx.rxBodyBytes + 1 + rnd(1 << 20) }, { bodyOff: w.rx.rxBodyBytes - rnd(Math.max(1, body)) }, { bodyOff: 0xffffffff - rnd(64) }],
+  };
   const portOf = (b: Uint8Array) => (b.length >= 34 ? b[31]! : 0);
   const hdrOf = (b: Uint8Array) => (b.length > 42 && new DataView(b.buffer).getUint16(36) === 4791 ? MIN_HDR + (OPCODE_EXT.get(b[42]!)?.ext ?? 0) : ((b[ENV] ?? 0) & 15) === MRT.TYPE_ACK ? ACK_HDR : DATA_HDR);
 
@@ -372,58 +376,7 @@ function fuzzer(w: World) {
       const b = k < 16 ? data() : k < 24 ? ack() : k < 27 ? probe() : roce();
       return { a: { timePs, port: portOf(b), wire: b.length, hdrLen: hdrOf(b), bytes: b } };
     }
-    const base = pick(corpus);
-    let b = base.bytes.slice();
-    let hdrLen = base.hdrLen;
-    let wire: number | undefined;
-    let lie: Lie | undefined;
-    if (k < 40) {
-      // replayed as it was: a duplicate, perhaps long after
-    } else if (k < 70) {
-      const f = pick(fields(b));
-      const mode = rnd(10);
-      if (mode < 3 || !f.v) b[f.at + rnd(f.n)]! ^= 1 << rnd(8);
-      else if (mode < 4) b.set(bytesOf(f.n), f.at);
-      else be(b, f.at, f.n, BigInt(f.v()));
-      if (chance(90)) {
-        if (f.at !== 24) fixIpv4(b);
-        fixCrc(b);
-      }
-    } else if (k < 76) {
-      b[rnd(hdrLen)]! ^= 1 << rnd(8); // a bit anywhere in the headers
-      if (chance(50)) fixCrc(b);
-    } else if (k < 80) {
-      b[b.length > hdrLen ? hdrLen + rnd(b.length - hdrLen) : rnd(hdrLen)]! ^= 1 << rnd(8); // in the payload or CRC (timing mode: the headers)
-    } else if (k < 86) {
-      b = b.slice(0, rnd(b.length)); // truncated, the lengths saying so or not
-      hdrLen = Math.min(hdrLen, b.length);
-      if (chance(50)) { fixLengths(b); fixCrc(b); }
-    } else if (k < 89) {
-      wire = pick([b.length + 1 + rnd(8), b.length - 1 - rnd(8), 0, next(), FRAME_MAX + 1]) >>> 0; // the record's length lies
-      if (wire === b.length) wire++;
-    } else if (k < 92) {
-      b = bytesOf(rnd(200));
-      hdrLen = Math.min(b.length, rnd(HDR_MAX + 1));
-    } else if (k < 93) {
-      b = new Uint8Array(0);
-      hdrLen = 0;
-    } else if (k < 95) {
-      // longer than the largest frame (or exactly as long), lengths and CRC agreeing
-      const to = chance(30) ? FRAME_MAX : FRAME_MAX + 1 + rnd(2000);
-      const longer = new Uint8Array(to);
-      longer.set(b.subarray(0, b.length - 4));
-      longer.set(bytesOf(to - b.length), b.length - 4);
-      b = longer;
-      fixLengths(b);
-      fixCrc(b);
-    } else {
-      const body = b.length - hdrLen;
-      lie = pick<Lie>([{ hdrLen: HDR_MAX + 1 + rnd(0xffff - HDR_MAX) }, { hdrLen: rnd(hdrLen) }, { bodyLen: body + 1 + rnd(64) },
-        { bodyLen: w.rx.rxBodyBytes + 1 + rnd(1 << 20) }, { bodyOff: w.rx.rxBodyBytes - rnd(Math.max(1, body)) }, { bodyOff: 0xffffffff - rnd(64) }]);
-    }
-    const port = chance(3) ? rnd(16) : base.port;
-    // timing mode: a record carries the headers alone, its length the frame's (the body that is not there counted in)
-    return { a: { timePs, port, wire: wire ?? b.length + base.wire - base.bytes.length, hdrLen, bytes: b }, lie };
+    return mutate(mutation, pick(corpus), k, timePs);
   };
 }
 

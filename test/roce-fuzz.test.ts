@@ -1,6 +1,6 @@
 import { describe, it, expect } from "vitest";
 import { cabled, frameCopy } from "./helpers/cable.js";
-import { stageLie as stageRecord, fixIpv4, fixLengths, guard as guardMemory, fuzzObjects, writableOf, type Arrival, type Lie } from "./helpers/fuzz.js";
+import { stageLie as stageRecord, fixLengths, guard as guardMemory, fuzzObjects, writableOf, mutate, type Arrival, type Lie, type Mutation, type Field } from "./helpers/fuzz.js";
 import { xorshift32 } from "./helpers/xorshift.js";
 import { independentIcrc } from "./helpers/tshark.js";
 import { buildFrame, ipv4Checksum } from "../host/wire/rocev2.js";
@@ -176,7 +176,6 @@ function fuzzer(w: World) {
   // mostly ACKs, sequence and RNR NAKs: the other NAKs end the request and put the QP in error, which leaves little to fuzz
   const syndromes = () => (chance(80) ? pick([0x1f, 0x00, 0x1f, 0x20, 0x21, 0x60]) : pick([0x3f, 0x61, 0x62, 0x63, 0x64, 0x7f, 0x80, 0x9f, 0xff, next() & 0xff]));
   const opcodes = [...OPCODES.keys()];
-  const be = (b: Uint8Array, at: number, n: number, v: bigint) => { for (let i = n - 1; i >= 0; i--, v >>= 8n) b[at + i] = Number(v & 0xffn); };
   const getBe = (b: Uint8Array, at: number, n: number) => { let v = 0; for (let i = 0; i < n; i++) v = v * 256 + b[at + i]!; return v; };
   /** A PSN near the one the peer last used towards `qpn` (so near the one expected), or far from it. */
   const psnFor = (qpn: number, near: boolean) => {
@@ -190,7 +189,7 @@ function fuzzer(w: World) {
     const info = OPCODES.get(b[42] ?? -1);
     const len = b.length;
     const psn = getBe(b, 51, 3);
-    const L: { at: number; n: number; v?: () => number | bigint }[] = [
+    const L: Field[] = [
       { at: 0, n: 6 }, { at: 6, n: 6 }, { at: 12, n: 2, v: () => pick([0x0800, 0x86dd, 0x8100, 0]) },
       { at: 14, n: 1, v: () => pick([0x45, 0x46, 0x4f, 0x55, 0x44, 0x65]) }, { at: 15, n: 1 },
       { at: 16, n: 2, v: () => pick([0, len - 13, len - 15, len - 10, 0xffff, 20]) }, { at: 18, n: 2 }, { at: 20, n: 2, v: () => pick([0x4000, 0x2000, 0x0001, 0xffff]) },
@@ -274,6 +273,11 @@ function fuzzer(w: World) {
     return { frames: [frame(opcode, destQp, port, exact ? e : psnFor(destQp, chance(50)), payloadLen, reth)], port };
   };
   const pending: { bytes: Uint8Array; port: number }[] = [];
+  const mutation: Mutation = {
+    next, cuts: [7, 32, 39, 44, 50, 54, 58, 60, 63], fieldModes: [4, 6], fields, fixTrailer: fixIcrc, hdrMax: HDR_MAX, frameMax: FRAME_MAX,
+    lies: (body) => [{ hdrLen: HDR_MAX + 1 + rnd(0xffff - HDR_MAX) }, { bodyLen: body + 1 + rnd(64) }, { bodyLen: body > 64 ? body - 1 - rnd(64) : body + 65 },
+      { bodyLen: w.rx.rxBodyBytes + 1 + rnd(1 << 20) }, { bodyOff: w.rx.rxBodyBytes - rnd(Math.max(1, body)) }, { bodyOff: 0xffffffff - rnd(64) }],
+  };
 
   return (end: bigint): { a: Arrival; lie?: Lie } => {
     const timePs = Number(end) + (chance(5) ? -Math.min(Number(end), 1 + rnd(3_000_000)) : rnd(Number(LATENCY)));
@@ -286,58 +290,7 @@ function fuzzer(w: World) {
       const { bytes, port } = pending.shift()!;
       return { a: { timePs, port, wire: bytes.length, hdrLen: MIN_HDR + OPCODES.get(bytes[42]!)!.extBytes, bytes } };
     }
-    const base = pick(corpus);
-    let b = base.bytes.slice();
-    let hdrLen = base.hdrLen;
-    let wire: number | undefined;
-    let lie: Lie | undefined;
-    if (k < 7) {
-      // a duplicate of one the peer sent, perhaps long after (reordered)
-    } else if (k < 32) {
-      const f = pick(fields(b, hdrLen));
-      const mode = rnd(10);
-      if (mode < 4 || !f.v) b[f.at + rnd(f.n)]! ^= 1 << rnd(8);
-      else if (mode < 6) b.set(bytesOf(f.n), f.at);
-      else be(b, f.at, f.n, BigInt(f.v()));
-      if (chance(90)) {
-        if (f.at !== 24) fixIpv4(b); // a changed IPv4 field, its checksum agreeing (unless the checksum is the field)
-        fixIcrc(b);
-      }
-    } else if (k < 39) {
-      b[rnd(hdrLen)]! ^= 1 << rnd(8); // a bit anywhere in the headers
-      if (chance(50)) fixIcrc(b);
-    } else if (k < 44) {
-      b[b.length > hdrLen ? hdrLen + rnd(b.length - hdrLen) : rnd(hdrLen)]! ^= 1 << rnd(8); // in the payload, pad or ICRC (timing mode: the headers)
-    } else if (k < 50) {
-      b = b.slice(0, rnd(b.length)); // truncated, the lengths saying so or not
-      hdrLen = Math.min(hdrLen, b.length);
-      if (chance(50)) { fixLengths(b); fixIcrc(b); }
-    } else if (k < 54) {
-      wire = pick([b.length + 1 + rnd(8), b.length - 1 - rnd(8), 0, next(), FRAME_MAX + 1]) >>> 0; // the record's length lies
-      if (wire === b.length) wire++;
-    } else if (k < 58) {
-      b = bytesOf(rnd(200)); // random bytes
-      hdrLen = Math.min(b.length, rnd(HDR_MAX + 1));
-    } else if (k < 60) {
-      b = new Uint8Array(0); // an empty record
-      hdrLen = 0;
-    } else if (k < 63) {
-      // longer than the largest frame (or exactly as long), the lengths and ICRC agreeing
-      const to = chance(30) ? FRAME_MAX : FRAME_MAX + 1 + rnd(2000);
-      const longer = new Uint8Array(to);
-      longer.set(b.subarray(0, b.length - 4));
-      longer.set(bytesOf(to - b.length), b.length - 4);
-      b = longer;
-      fixLengths(b);
-      fixIcrc(b);
-    } else {
-      const body = b.length - hdrLen;
-      lie = pick<Lie>([{ hdrLen: HDR_MAX + 1 + rnd(0xffff - HDR_MAX) }, { bodyLen: body + 1 + rnd(64) }, { bodyLen: body > 64 ? body - 1 - rnd(64) : body + 65 },
-        { bodyLen: w.rx.rxBodyBytes + 1 + rnd(1 << 20) }, { bodyOff: w.rx.rxBodyBytes - rnd(Math.max(1, body)) }, { bodyOff: 0xffffffff - rnd(64) }]);
-    }
-    const port = chance(3) ? rnd(16) : base.port;
-    // timing mode: a record carries the headers alone, its length the frame's (the body that is not there counted in)
-    return { a: { timePs, port, wire: wire ?? b.length + base.wire - base.bytes.length, hdrLen, bytes: b }, lie };
+    return mutate(mutation, pick(corpus), k, timePs);
   };
 }
 

@@ -1,5 +1,6 @@
 // What the bad-input fuzz tests of both transports share: staging a record whose descriptor lies,
-// the IPv4 fields a mutation must keep agreeing, and the guard over memory no frame may write.
+// the IPv4 fields a mutation must keep agreeing, the mutations of recorded frames (each test its
+// own weights and fields), and the guard over memory no frame may write.
 import { xorshift32 } from "./xorshift.js";
 import { ipv4Checksum } from "../../host/wire/rocev2.js";
 import { PKT, WQE, CQE } from "../../host/generated/layouts.js";
@@ -179,4 +180,89 @@ export function writableOf(e: End, qps: Qp[], timing = false): [number, number][
     [e.cq.ring, e.cq.depth * CQE.SIZE],
     ...qps.flatMap((q): [number, number][] => [[q.sqRing, q.sqDepth * WQE.SIZE], [q.rqRing, q.rqDepth * WQE.SIZE]]),
   ];
+}
+
+/** A header field a mutation may change: its offset and bytes, and values that hurt (without them, its bits are flipped or replaced). */
+export interface Field { at: number; n: number; v?: () => number | bigint }
+
+/**
+ * How a fuzz test mutates a recorded frame: its random stream, and what differs between the
+ * transports. `cuts` are the upper bounds of the test's draw k (0..99) for each kind, in order:
+ * replayed as it was, a field changed, a header bit flipped, a body bit flipped, truncated, the
+ * record's length lying, random bytes, an empty record, longer than the largest frame; above
+ * the last: the descriptor lying (one of `lies`). A changed field's bits are flipped when the
+ * draw of 10 is below `fieldModes[0]`, replaced by random bytes below `fieldModes[1]`, else given
+ * one of its values.
+ */
+export interface Mutation {
+  next: () => number;
+  cuts: readonly [number, number, number, number, number, number, number, number, number];
+  fieldModes: readonly [number, number];
+  fields: (b: Uint8Array, hdrLen: number) => Field[];
+  /** the transport's trailer (RoCEv2's ICRC, the MetaRoCE-like CRC-32) written again */
+  fixTrailer: (b: Uint8Array) => void;
+  lies: (body: number, hdrLen: number) => Lie[];
+  hdrMax: number;
+  frameMax: number;
+}
+
+/** Recorded frame `base` mutated as draw `k` says, arriving at `timePs` (on another port now and then). */
+export function mutate(m: Mutation, base: Arrival, k: number, timePs: number): { a: Arrival; lie?: Lie } {
+  const { next, cuts, fieldModes, frameMax } = m;
+  const rnd = (n: number) => next() % n;
+  const chance = (pct: number) => rnd(100) < pct;
+  const pick = <T>(a: readonly T[]) => a[next() % a.length]!;
+  const bytesOf = (n: number) => Uint8Array.from({ length: n }, () => next() & 0xff);
+  let b = base.bytes.slice();
+  let hdrLen = base.hdrLen;
+  let wire: number | undefined;
+  let lie: Lie | undefined;
+  if (k < cuts[0]) {
+    // replayed as it was: a duplicate, perhaps long after (reordered)
+  } else if (k < cuts[1]) {
+    const f = pick(m.fields(b, hdrLen));
+    const mode = rnd(10);
+    if (mode < fieldModes[0] || !f.v) b[f.at + rnd(f.n)]! ^= 1 << rnd(8);
+    else if (mode < fieldModes[1]) b.set(bytesOf(f.n), f.at);
+    else {
+      let v = BigInt(f.v());
+      for (let i = f.n - 1; i >= 0; i--, v >>= 8n) b[f.at + i] = Number(v & 0xffn);
+    }
+    if (chance(90)) {
+      if (f.at !== 24) fixIpv4(b); // a changed IPv4 field, its checksum agreeing (unless the checksum is the field)
+      m.fixTrailer(b);
+    }
+  } else if (k < cuts[2]) {
+    b[rnd(hdrLen)]! ^= 1 << rnd(8); // a bit anywhere in the headers
+    if (chance(50)) m.fixTrailer(b);
+  } else if (k < cuts[3]) {
+    b[b.length > hdrLen ? hdrLen + rnd(b.length - hdrLen) : rnd(hdrLen)]! ^= 1 << rnd(8); // in the payload or trailer (timing mode: the headers)
+  } else if (k < cuts[4]) {
+    b = b.slice(0, rnd(b.length)); // truncated, the lengths saying so or not
+    hdrLen = Math.min(hdrLen, b.length);
+    if (chance(50)) { fixLengths(b); m.fixTrailer(b); }
+  } else if (k < cuts[5]) {
+    wire = pick([b.length + 1 + rnd(8), b.length - 1 - rnd(8), 0, next(), frameMax + 1]) >>> 0; // the record's length lies
+    if (wire === b.length) wire++;
+  } else if (k < cuts[6]) {
+    b = bytesOf(rnd(200)); // random bytes
+    hdrLen = Math.min(b.length, rnd(m.hdrMax + 1));
+  } else if (k < cuts[7]) {
+    b = new Uint8Array(0); // an empty record
+    hdrLen = 0;
+  } else if (k < cuts[8]) {
+    // longer than the largest frame (or exactly as long), the lengths and trailer agreeing
+    const to = chance(30) ? frameMax : frameMax + 1 + rnd(2000);
+    const longer = new Uint8Array(to);
+    longer.set(b.subarray(0, b.length - 4));
+    longer.set(bytesOf(to - b.length), b.length - 4);
+    b = longer;
+    fixLengths(b);
+    m.fixTrailer(b);
+  } else {
+    lie = pick(m.lies(b.length - hdrLen, hdrLen));
+  }
+  const port = chance(3) ? rnd(16) : base.port;
+  // timing mode: a record carries the headers alone, its length the frame's (the body that is not there counted in)
+  return { a: { timePs, port, wire: wire ?? b.length + base.wire - base.bytes.length, hdrLen, bytes: b }, lie };
 }
