@@ -163,6 +163,12 @@ export function ssnAdvance(map: usize, from: u32): u32 {
 @inline export function portPathsAt(dev: Device, p: u32): usize { return mrtOf(dev).portPaths + <usize>p * 4; }
 @inline export function portSeenAt(dev: Device, p: u32, c: u32): usize { return mrtOf(dev).portSeen + (<usize>p * <usize>dev.cfg.mrtConnections + <usize>c) * 8; }
 
+/** Path `p`'s share of mrtInitCwndBytes, the initial window of its port: shared by every path (of every connection) that leaves on it. */
+@inline export function initialWindow(dev: Device, p: Path): f64 {
+  const n = load<u32>(portPathsAt(dev, p.port));
+  return <f64>dev.cfg.mrtInitCwndBytes / <f64>(n > 0 ? n : 1);
+}
+
 /** a - b between two path PSNs (32 bits, wrapping), as a signed distance. */
 @inline export function pdiff(a: u32, b: u32): i32 { return <i32>(a - b); }
 
