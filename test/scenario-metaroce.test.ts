@@ -98,6 +98,70 @@ describe("N-to-1 incast, N = 8 to 256 (examples/scenarios/metaroce-incast.json)"
   );
 });
 
+/** Every flow's bytes placed, and the bytes queued in front of device 0's port 0, sampled every microsecond. */
+class Queued extends Placed {
+  private channel = -1;
+  queue: number[] = [];
+  override begin(run: BuiltRun) {
+    super.begin(run);
+    // the switch's output queue towards device 0: the second channel of its link
+    run.fabric.topology.links.forEach((L, l) => { if (L.aSwitch < 0 && L.device === 0 && L.port === 0) this.channel = 2 * l + 1; });
+    this.fabric = run.fabric;
+  }
+  private fabric!: BuiltRun["fabric"];
+  override sample(t: number) {
+    super.sample(t);
+    this.queue.push(this.fabric.queueBytes(this.channel));
+  }
+  /** When the queue first fell below `bytes` after `fromPs` (ps). */
+  below(bytes: number, fromPs: number): number {
+    const k = this.samples.findIndex((s, i) => s.t > fromPs && this.queue[i]! < bytes);
+    return k < 0 ? Infinity : this.samples[k]!.t;
+  }
+}
+
+describe("the congestion controllers under an 8-to-1 incast (examples/scenarios/metaroce-cc.json)", () => {
+  it("NSCC takes the first flight's queue down in one round trip from the delay it measures, DCTCP over several as alpha learns; both then keep the port full and fair", async () => {
+    const runs = expandSweep(load("metaroce-cc"));
+    expect(runs.map((r) => r.set["devices.congestionControl"])).toEqual(["dctcp", "nscc"]);
+    const us = 1_000_000;
+    const out: Record<string, { drainedPs: number; marks: number; cuts: number; goodput: number; peak: number }> = {};
+    for (const { set, scenario } of runs) {
+      const probe = new Queued();
+      const r = await runScenario(coreModule(), scenario, { observer: probe });
+      expect(r.finished).toBe(true);
+      expect(r.metaroce!.tx_retransmits).toBe(0);
+      // the first flight: 8 senders x 512 KiB, less what the port sent meanwhile
+      const peak = Math.max(...probe.queue);
+      // drained: under the ECN marking's upper threshold (200 KB)
+      const drainedPs = probe.below(200_000, 5 * us);
+      // from then on the port stays full and the senders share it evenly
+      const g = probe.goodput(drainedPs, r.endPs - 20 * us);
+      const total = g.reduce((a, v) => a + v, 0);
+      expect(total, String(set["devices.congestionControl"])).toBeGreaterThan(0.93 * LINE);
+      for (const v of g) expect(Math.abs(v - total / 8) / (total / 8)).toBeLessThan(0.02);
+      out[set["devices.congestionControl"] as string] = { drainedPs, marks: r.fabric.ecnMarks, cuts: r.metaroce!.cwnd_cuts, goodput: r.totalGoodputGbps, peak };
+    }
+    const { dctcp, nscc } = out as Record<"dctcp" | "nscc", (typeof out)[string]>;
+    // the same first flight queues the same
+    expect(dctcp.peak).toBeGreaterThan(3_000_000);
+    expect(nscc.peak).toBeGreaterThan(3_000_000);
+    // measured (seed 1): DCTCP drained at 145 us, NSCC at 68 us. DCTCP's first cut is half the
+    // fraction of marks (alpha starts at 0, g = 1/16), each later one alpha / 2, once per round
+    // trip, and the round trip is ~20 us long behind that queue; NSCC cuts each path to
+    // cwnd x (base RTT + target) / RTT once, which brings what is in flight down to the pipe
+    // plus 2 us of queue, and the port drains at its line rate
+    expect(nscc.drainedPs).toBeLessThan(80 * us);
+    expect(dctcp.drainedPs).toBeGreaterThan(130 * us);
+    expect(dctcp.drainedPs / nscc.drainedPs).toBeGreaterThan(1.8);
+    // fewer marks and fewer cuts for it: one cut per path where DCTCP needs several
+    expect(nscc.marks).toBeLessThan(0.6 * dctcp.marks);
+    expect(nscc.cuts).toBeLessThan(0.5 * dctcp.cuts);
+    // and no goodput lost for it
+    expect(nscc.goodput).toBeGreaterThan(0.99 * dctcp.goodput);
+  }, 120_000);
+});
+
 describe("a plane fails mid-transfer and comes back (examples/scenarios/metaroce-plane-failure.json)", () => {
   it("every message completes with no application action; 3/4 of the throughput within 5 RTOs, all of it once the plane is back", async () => {
     const probe = new Placed();

@@ -1,33 +1,44 @@
 // The MetaRoCE-like transport's congestion control, per path (docs/protocol.md, "Congestion
 // control"): the interface the sender calls — a path starts, an ACK comes, an RTO expires, the
-// rate it may send at — and the controller behind it. The controller is dctcp.ts; another is a
-// file with the same three functions, called from here.
+// rate it may send at — and the controller behind it, which the config field mrtCc chooses:
+// dctcp.ts (MRT_CC_DCTCP, the default) or nscc.ts (MRT_CC_NSCC). Another is a file with the same
+// three functions and a value of mrtCc, called from here.
 //
-// Every controller paces a path the same way: at min(cwnd / SRTT, the receiver's hint for it).
+// Every controller paces a path at min(cwnd / RTT, the receiver's hint for it); the RTT is the
+// controller's (DCTCP: the smoothed RTT; NSCC: the RTT its window is sized for).
 
 import { Device } from "../core/device";
 import { Path } from "./state";
 import { dctcpInit, dctcpOnAck, dctcpOnRto } from "./dctcp";
+import { nsccInit, nsccOnAck, nsccOnRto, nsccPaceRtt } from "./nscc";
+
+/** Values of the config field mrtCc. */
+export const MRT_CC_DCTCP: u32 = 0;
+export const MRT_CC_NSCC: u32 = 1;
 
 /** A path starts (at its first packet, or back from failure): its window and the controller's state. */
 export function ccInit(dev: Device, p: Path): void {
-  dctcpInit(dev, p);
+  if (dev.cfg.mrtCc == MRT_CC_NSCC) nsccInit(dev, p);
+  else dctcpInit(dev, p);
 }
 
-/** An ACK of path `p` newly covered `pkts` packets of `bytes` bytes, `ce` of them marked. */
-export function ccOnAck(dev: Device, p: Path, pkts: u32, bytes: u32, ce: u32): void {
-  dctcpOnAck(dev, p, pkts, bytes, ce);
+/** An ACK of path `p` newly covered `pkts` packets of `bytes` bytes, `ce` of them marked; `rtt` the RTT of the newest PSN it covered (ps; < 0: none). */
+export function ccOnAck(dev: Device, p: Path, pkts: u32, bytes: u32, ce: u32, rtt: f64): void {
+  if (dev.cfg.mrtCc == MRT_CC_NSCC) nsccOnAck(dev, p, pkts, bytes, ce, rtt);
+  else dctcpOnAck(dev, p, pkts, bytes, ce);
 }
 
 /** The path's RTO expired. */
 export function ccOnRto(dev: Device, p: Path): void {
-  dctcpOnRto(dev, p);
+  if (dev.cfg.mrtCc == MRT_CC_NSCC) nsccOnRto(dev, p);
+  else dctcpOnRto(dev, p);
 }
 
 /** Bytes per ps the path may send at (0: not paced), from its window, RTT and the receiver's hint. */
 export function ccPaceRate(dev: Device, p: Path): f64 {
   let r: f64 = 0;
-  if (p.srtt > 0) r = p.cwnd / p.srtt;
+  const rtt = dev.cfg.mrtCc == MRT_CC_NSCC ? nsccPaceRtt(dev, p) : p.srtt;
+  if (rtt > 0) r = p.cwnd / rtt;
   if (p.hintGbps > 0) {
     const h = p.hintGbps / 8000;
     if (r == 0 || h < r) r = h;

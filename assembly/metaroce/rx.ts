@@ -388,7 +388,7 @@ function ackIn(dev: Device, c: u32, g: u32, h: usize, t: u64): void {
   // the receiver's fair share on this port, split over the connection's paths there
   const hint = getMraHint(h);
   p.hintGbps = hint == 0 ? 0 : <f64>hint / 65535 * <f64>dev.cfg.portGbps / <f64>pathsOnPort(dev, c, p.port);
-  ccOnAck(dev, p, pkts, bytes, getMraCe(h));
+  ccOnAck(dev, p, pkts, bytes, getMraCe(h), sample);
   if (heard) {
     p.lastHeard = t;
     p.rtos = 0;

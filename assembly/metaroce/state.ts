@@ -59,6 +59,8 @@ export const PATH_FAILED: u32 = PATH_STATE_FAILED; // mrtFailAfter RTOs in a row
   hintGbps: f64; // the receiver's hint for the connection on this port, per path (0: none yet)
   inited: u32; // 1 once its window was set at its first packet (ccInit)
   slowStart: u32; // 1 until its first CE mark: the window grows by what each ACK acknowledges
+  baseRtt: f64; // NSCC: the smallest RTT sample (ps; 0: none yet)
+  cleanBytes: f64; // NSCC: bytes acknowledged since the last sign of congestion (a mark or a delay above the target)
 }
 
 /** A path, receiver side. */

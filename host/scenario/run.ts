@@ -199,7 +199,7 @@ export async function runScenario(coreModule: WebAssembly.Module, input: unknown
     const config = {
       engines: 1, ...sc.devices.config, deviceId: d, seed: sc.seed, maxQps, maxCqs: 4,
       timingMode: sc.fabric.mode === "timing" ? 1 : 0,
-      transport: sc.transport === "metaroce" ? 1 : 0, mrtConnections: connections,
+      transport: sc.transport === "metaroce" ? 1 : 0, mrtConnections: connections, mrtCc: sc.devices.congestionControl === "nscc" ? 1 : 0,
       hbmBytes: Math.max(1 << 20, roundUp(region + cqDepth * 32 + 2 * maxQps * messagesPerFlow * 128 + (1 << 16), 1 << 16)),
       ...(sc.fabric.mode === "timing" ? { txBodyBytes: 65536, rxBodyBytes: 65536 } : {}),
     };

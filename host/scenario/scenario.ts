@@ -25,7 +25,7 @@ export interface Scenario {
   seed: number;
   /** simulated time the run may take at most, ps */
   untilPs: number;
-  devices: { count: number; config: Record<string, number> };
+  devices: { count: number; config: Record<string, number>; congestionControl: "dctcp" | "nscc" };
   transport: "rocev2" | "metaroce";
   fabric: {
     mode: "full" | "timing";
@@ -80,7 +80,7 @@ interface ScenarioInput {
   name: string;
   seed: number;
   until: TimeInput;
-  devices: { count: number; config: Record<string, number> };
+  devices: { count: number; config: Record<string, number>; congestionControl: "dctcp" | "nscc" };
   transport: "rocev2" | "metaroce";
   fabric: {
     mode: "full" | "timing";
@@ -125,7 +125,7 @@ export function resolveScenario(input: unknown, path = "scenario"): Scenario {
     name: o.name,
     seed: o.seed,
     untilPs: time(o.until, `${path}.until`),
-    devices: { count, config: o.devices.config },
+    devices: { count, config: o.devices.config, congestionControl: o.devices.congestionControl },
     transport: o.transport,
     fabric: {
       mode: o.fabric.mode,
