@@ -282,6 +282,6 @@ describe("menic fw run --gdb over TCP", () => {
   it("refuses a bad port", () => {
     const r = spawnSync("node", ["bin/menic.js", "fw", "run", "firmware/examples/psum.elf", "--gdb", "70000"], { encoding: "utf8" });
     expect(r.status).toBe(2);
-    expect(r.stderr).toContain("--gdb wants a TCP port 0..65535, got 70000");
+    expect(r.stderr).toContain("menic: --gdb 70000: must be in [0, 65535]\n");
   });
 });

@@ -1,6 +1,6 @@
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runScenario, type ScenarioResult } from "../host/scenario/run.js";
@@ -90,10 +90,14 @@ describe("menic run --trace", () => {
   it("refuses a bad interval, or one without --trace, before running", () => {
     const a = spawnSync("node", ["bin/menic.js", "run", "examples/scenarios/dcqcn-converge.json", "--trace-interval", "5us"], { encoding: "utf8" });
     expect(a.status).toBe(2);
-    expect(a.stderr).toMatch(/--trace-interval: needs --trace/);
+    expect(a.stderr).toMatch(/^menic: --trace-interval needs --trace\n/);
     const b = spawnSync("node", ["bin/menic.js", "run", "examples/scenarios/dcqcn-converge.json", "--trace", join(tmp, "u.json"), "--trace-interval", "0.5ps"], { encoding: "utf8" });
     expect(b.status).toBe(2);
-    expect(b.stderr).toMatch(/--trace-interval/);
+    expect(b.stderr).toMatch(/^menic: --trace-interval 0\.5ps: time 0\.5ps is finer than 1 ps\n/);
+    const c = spawnSync("node", ["bin/menic.js", "run", "examples/scenarios/dcqcn-converge.json", "--trace", join(tmp, "u.json"), "--trace-interval", "500ps"], { encoding: "utf8" });
+    expect(c.status).toBe(2);
+    expect(c.stderr).toMatch(/^menic: --trace-interval must be at least 1ns, got 500 ps\n/);
+    expect(existsSync(join(tmp, "u.json"))).toBe(false); // the path was checked, not created
   });
 });
 

@@ -1,22 +1,18 @@
-// The `menic` command (Node). Subcommands:
-//   menic run <scenario.json> [--seed N] [--json] [--pcap out.pcapng] [--trace out.json] [--set path=value ...]
-//   menic fw build <file.c|.S ...> -o <out.elf> [-O <level>] [-g] [-D NAME[=VALUE]] [-I dir] [-- clang flags]
-//   menic fw test <test.elf|dir> [--junit out.xml] [--until 10ms] [--set field=value]
-//   menic fw run <elf> [--engines N] [--until 10ms] [--json] [--trace out.json] [--profile] [--config cfg.json] [--set field=value]
-//                  [--gdb port]
-// --json prints one JSON object on stdout and nothing else; without it, console lines go to stdout
-// as they are drained, then a summary table. Progress goes to stderr, only on a terminal. Exit
-// status is non-zero on any failure.
+// The `menic` command (Node): `menic run`, `menic fw build|test|run`. Each command's options
+// are declared once (host/platform/cli-support.ts parses them and writes their --help);
+// --json prints one JSON object on stdout and nothing else; without it, console lines go to
+// stdout as they are drained, then a summary table. Progress goes to stderr, only on a
+// terminal. Exit statuses are cli-support's EXIT: 0 ok, 1 the run failed, 2 bad usage or
+// input, 130 stopped by Ctrl-C.
 
 import { readFileSync, writeFileSync, openSync, writeSync, closeSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { parseArgs } from "node:util";
-import { runFirmware, DEFAULT_UNTIL_PS, type FwRunResult, type FwRunOptions } from "../fw/run.js";
+import { runFirmware, type FwRunResult, type FwRunOptions } from "../fw/run.js";
 import { runFirmwareListening } from "./gdb-server.js";
 import { toPerfetto } from "../trace/perfetto.js";
 import { formatLocation, Symbolizer } from "../debug/symbolize.js";
 import { formatProfile } from "../debug/profile.js";
-import { parseTime, formatTime } from "../units.js";
+import { formatTime } from "../units.js";
 import { ConfigError } from "../config.js";
 import { ElfError } from "../elf.js";
 import { buildFirmware, OPT_LEVELS, type OptLevel } from "../fw/build.js";
@@ -29,153 +25,235 @@ import { ScenarioTracer } from "../scenario/trace.js";
 import { expandSweep, runSweep, formatSweep, type SweepRun } from "../scenario/sweep.js";
 import { ClusterCapture } from "../cluster/capture.js";
 import { PcapngWriter } from "../wire/pcapng.js";
-import { coreModule } from "./node.js";
+import { coreModule, packageRoot } from "./node.js";
+import { EXIT, EXIT_HELP, UsageError, commandHelp, parseCommand, type CommandSpec } from "./cli-support.js";
 
-const USAGE = `usage:
-  menic run <scenario.json> [--seed N] [--json] [--pcap <out.pcapng>] [--set <path>=<value> ...]
-                            [--trace <out.json> [--trace-interval <time>]]
-  menic fw build <file.c|file.S ...> -o <out.elf> [-O 0|1|2|3|s|z|g] [-g] [-D NAME[=VALUE] ...]
-                 [-I <dir> ...] [-- <more clang flags>]
-  menic fw test <test.elf|dir> [--junit <out.xml>] [--until <time>] [--set <field>=<value> ...]
-                                   (TAP on stdout; firmware/include/menic/test.h)
-  menic fw run <image.elf> [--engines N] [--until <time>] [--json] [--trace <out.json>] [--profile]
-                           [--config <cfg.json>] [--set <field>=<value> ...]
-                           [--gdb <port>]   (a GDB stub on 127.0.0.1:port, 0: any free port; docs/engine.md)
-  menic help
+const TIMES = "times need a unit: ps, ns, us, ms or s (10ms, 2.5us, 750ns)";
 
-times are like 10ms, 2.5us, 750ns, 1s; config fields are listed in docs/memory-map.md;
-scenario fields in schemas/scenario.schema.json (--set faults[0].random=0.05, --set until=20us)
-menic run exits 0 when every message completed, 1 when one failed or time ran out,
-2 on bad input, 130 when stopped by Ctrl-C (it still prints and writes what was reached);
-a scenario with a "sweep" runs once per combination and prints one table (exit 0 unless stopped)`;
+const RUN = {
+  name: "run",
+  args: "<scenario.json>",
+  summary: "run a scenario: devices, fabric, traffic, faults",
+  about: `Runs a scenario (devices, fabric, traffic, faults: schemas/scenario.schema.json) and prints
+its results: goodput per flow, completion times, drops, retransmissions. A scenario with a
+"sweep" runs once per combination of values and prints one table.`,
+  options: {
+    seed: { kind: "int", value: "<n>", min: 0, max: 0xffffffff, help: "the seed of every random stream", default: "(the scenario's seed, 1 when it has none)" },
+    until: { kind: "time", value: "<time>", help: "simulated-time limit (the same as --set until=<time>)", default: "(the scenario's until, 1s when it has none)" },
+    set: { kind: "strings", value: "<path>=<value>", help: "set a scenario field before it is checked: --set traffic.messages=4, --set 'faults[0].random=0.05'", default: "(none)" },
+    json: { kind: "flag", help: "print the result as one JSON object on stdout, nothing else", default: "(off: a results table)" },
+    pcap: { kind: "out", value: "<out.pcapng>", help: "write every frame at every device port (pcapng, Wireshark)", default: "(no capture)" },
+    trace: { kind: "out", value: "<out.json>", help: "write a Perfetto trace: per-flow rates, switch queues, message slices", default: "(no trace)" },
+    "trace-interval": { kind: "time", value: "<time>", help: "how often --trace samples rates and queues (at least 1ns)", default: "(1us)" },
+  },
+  notes: `${TIMES}.
+exit status: 0 every message completed; 1 one failed or time ran out; 2 bad usage or input;
+130 stopped by Ctrl-C (it still prints and writes what was reached). A sweep exits 0 unless stopped.`,
+} satisfies CommandSpec;
 
-class UsageError extends Error {}
+const FW_BUILD = {
+  name: "fw build",
+  args: "<file.c|file.S ...>",
+  summary: "compile firmware for the message engines (clang, lld)",
+  about: "Compiles and links firmware for the message engines (RV32IMA) against the SDK, with clang and lld.",
+  passThrough: "<more clang flags>",
+  options: {
+    out: { kind: "out", short: "o", value: "<out.elf>", help: "the ELF image to write", default: "(required)" },
+    opt: { kind: "string", short: "O", value: "<level>", choices: OPT_LEVELS, help: `optimisation level, one of ${OPT_LEVELS.join(", ")}`, default: "2" },
+    debug: { kind: "flag", short: "g", help: "DWARF debug info: file:line in faults, profiles and traces", default: "(off)" },
+    define: { kind: "strings", short: "D", value: "<NAME[=VALUE]>", help: "define a preprocessor macro (-DNAME means NAME=1)", default: "(none)" },
+    include: { kind: "strings", short: "I", value: "<dir>", help: "add a header directory", default: "(the SDK's firmware/include only)" },
+  },
+  notes: "exit status: 0 built; 1 clang or lld failed; 2 bad usage or input.",
+} satisfies CommandSpec;
 
+const FW_TEST = {
+  name: "fw test",
+  args: "<test.elf|dir ...>",
+  summary: "run firmware unit tests: TAP, JUnit XML",
+  about: `Runs firmware unit tests (firmware/include/menic/test.h) on one engine each, every ELF given
+or every *.elf of a directory given, and prints TAP on stdout.`,
+  options: {
+    junit: { kind: "out", value: "<out.xml>", help: "also write the results as JUnit XML", default: "(no JUnit file)" },
+    until: { kind: "time", value: "<time>", help: "simulated-time limit per test image", default: "1s" },
+    set: { kind: "strings", value: "<field>=<value>", help: "set a device config field (docs/memory-map.md)", default: "(none: the defaults, engines 1)" },
+  },
+  notes: `${TIMES}.\nexit status: 0 every test passed; 1 a test failed; 2 bad usage or input.`,
+} satisfies CommandSpec;
+
+const FW_RUN = {
+  name: "fw run",
+  args: "<image.elf>",
+  summary: "run firmware on every engine of a device",
+  about: `Loads one RV32 ELF image into every engine of a device and runs it until every engine has
+exited or faulted, or until the time limit; prints the console lines as they come and a summary
+per engine.`,
+  options: {
+    engines: { kind: "int", value: "<n>", min: 1, max: 64, help: "message engines of the device (config engines)", default: "(the config's, 16)" },
+    until: { kind: "time", value: "<time>", help: "simulated-time limit: the run stops at exactly this time", default: "1s" },
+    json: { kind: "flag", help: "print the result as one JSON object on stdout, nothing else", default: "(off: console lines and a table)" },
+    trace: { kind: "out", value: "<out.json>", help: "write a Perfetto trace, one track per engine (ui.perfetto.dev)", default: "(no trace)" },
+    profile: { kind: "flag", help: "count cycles per function (and name the trace's spans by function)", default: "(off)" },
+    config: { kind: "string", value: "<cfg.json>", help: "device config fields from a JSON file (docs/memory-map.md)", default: "(the defaults)" },
+    set: { kind: "strings", value: "<field>=<value>", help: "set one device config field, after --config", default: "(none)" },
+    gdb: { kind: "int", value: "<port>", min: 0, max: 65535, help: "a GDB stub on 127.0.0.1:<port>, 0 any free port (docs/engine.md)", default: "(no GDB stub)" },
+  },
+  notes: `${TIMES}.
+exit status: 0 every engine exited 0; 1 an engine faulted, exited non-zero or still ran at the
+limit; 2 bad usage or input; 130 stopped by Ctrl-C (it still prints and writes what was reached).`,
+} satisfies CommandSpec;
+
+const FW_COMMANDS = [FW_BUILD, FW_TEST, FW_RUN];
+
+/** A command's line in a list of commands: how it is called, what it does. */
+const commandLine = (c: CommandSpec) => `  ${`menic ${c.name} ${c.args}`.padEnd(36)} ${c.summary}`;
+
+const HELP = `usage: menic <command> [options]
+
+menic emulates an AI accelerator's network side: NIC, transports, RISC-V message engines, fabric.
+
+commands:
+${[RUN, ...FW_COMMANDS].map(commandLine).join("\n")}
+  ${"menic help [command]".padEnd(36)} this help, or a command's (also: menic <command> --help)
+  ${"menic --version".padEnd(36)} print the version
+
+${TIMES}.
+config fields: docs/memory-map.md; scenario fields: schemas/scenario.schema.json.
+${EXIT_HELP}
+`;
+
+const FW_HELP = `usage: menic fw <build|test|run> [options]
+
+${FW_COMMANDS.map(commandLine).join("\n")}
+
+menic fw <command> --help describes a command and its options.
+`;
+
+function version(): string {
+  return String(JSON.parse(readFileSync(join(packageRoot(), "package.json"), "utf8")).version);
+}
+
+/** Runs one `menic` command line; gives its exit status. */
 export async function main(argv: string[]): Promise<number> {
+  const [cmd, sub] = argv;
   try {
-    const [cmd, sub, ...rest] = argv;
-    if (!cmd || cmd === "help" || cmd === "--help" || cmd === "-h") {
-      console.log(USAGE);
-      return cmd ? 0 : 2;
-    }
+    if (cmd === "--version" || cmd === "-V") { console.log(`menic ${version()}`); return EXIT.ok; }
+    if (cmd === undefined) { process.stderr.write(HELP); return EXIT.usage; }
+    if (cmd === "--help" || cmd === "-h") { process.stdout.write(HELP); return EXIT.ok; }
+    if (cmd === "help") return help(argv.slice(1));
     if (cmd === "run") return await scenarioRun(argv.slice(1));
-    if (cmd === "fw" && sub === "run") return await fwRun(rest);
-    if (cmd === "fw" && sub === "build") return fwBuild(rest);
-    if (cmd === "fw" && sub === "test") return await fwTest(rest);
-    throw new UsageError(`unknown command: ${argv.slice(0, 2).join(" ")}`);
+    if (cmd === "fw") {
+      if (sub === undefined) { process.stderr.write(FW_HELP); return EXIT.usage; }
+      if (sub === "--help" || sub === "-h") { process.stdout.write(FW_HELP); return EXIT.ok; }
+      if (sub === "run") return await fwRun(argv.slice(2));
+      if (sub === "build") return fwBuild(argv.slice(2));
+      if (sub === "test") return await fwTest(argv.slice(2));
+      throw new UsageError(`unknown command: fw ${sub} (fw build, fw test or fw run)`, "fw");
+    }
+    throw new UsageError(`unknown command: ${cmd} (run or fw; menic --help lists them)`);
   } catch (e) {
     if (e instanceof UsageError) {
-      console.error(`menic: ${e.message}\n${USAGE}`);
-      return 2;
+      console.error(`menic: ${e.message}\n(menic ${e.command ? `${e.command} ` : ""}--help says how to use it)`);
+      return EXIT.usage;
     }
-    if (e instanceof ConfigError || e instanceof ElfError || e instanceof Error) {
+    if (e instanceof ConfigError || e instanceof ElfError) {
       console.error(`menic: ${e.message}`);
-      return 1;
+      return EXIT.usage;
+    }
+    if (e instanceof Error) {
+      console.error(`menic: ${e.message}`);
+      return EXIT.failed;
     }
     throw e;
   }
 }
 
-function fwBuild(argv: string[]): number {
-  const dashes = argv.indexOf("--"); // everything after -- goes to clang as it is
-  const args = dashes < 0 ? argv : argv.slice(0, dashes);
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args, allowPositionals: true,
-      options: {
-        out: { type: "string", short: "o" },
-        opt: { type: "string", short: "O", default: "2" },
-        debug: { type: "boolean", short: "g", default: false },
-        define: { type: "string", short: "D", multiple: true, default: [] },
-        include: { type: "string", short: "I", multiple: true, default: [] },
-      },
-    });
-  } catch (e) {
-    throw new UsageError((e as Error).message); // an unknown option, a missing value
+/** `menic help [command]`. */
+function help(words: string[]): number {
+  const name = words.join(" ");
+  if (name === "") { process.stdout.write(HELP); return EXIT.ok; }
+  if (name === "fw") { process.stdout.write(FW_HELP); return EXIT.ok; }
+  const spec = [RUN, ...FW_COMMANDS].find((c) => c.name === name);
+  if (!spec) throw new UsageError(`no such command: ${name}`);
+  process.stdout.write(commandHelp(spec));
+  return EXIT.ok;
+}
+
+/** Reads an input file; a missing or unreadable one is bad input (exit 2), named with the option that gave it. */
+function readInput(path: string, what: string): Buffer {
+  try { return readFileSync(path); } catch (e) { throw new ConfigError(what, (e as Error).message); }
+}
+
+/** `--set field=value` assignments as a config object. */
+function configSets(sets: string[], into: Record<string, number | string>): Record<string, number | string> {
+  for (const kv of sets) {
+    const eq = kv.indexOf("=");
+    if (eq < 1) throw new UsageError(`--set wants field=value, got ${kv}`);
+    into[kv.slice(0, eq)] = kv.slice(eq + 1);
   }
-  const { values, positionals } = parsed;
-  if (!values.out) throw new UsageError("fw build needs -o <out.elf>");
-  if (positionals.length === 0) throw new UsageError("fw build needs at least one source file");
-  const opt = values.opt as OptLevel;
-  if (!OPT_LEVELS.includes(opt)) throw new UsageError(`-O must be one of ${OPT_LEVELS.join(", ")}, got ${opt}`);
+  return into;
+}
+
+function fwBuild(argv: string[]): number {
+  const parsed = parseCommand(FW_BUILD, argv);
+  if (!parsed) { process.stdout.write(commandHelp(FW_BUILD)); return EXIT.ok; }
+  const { values, positionals, passed } = parsed;
+  if (!values.out) throw new UsageError("fw build needs -o <out.elf>", FW_BUILD.name);
+  if (positionals.length === 0) throw new UsageError("fw build needs at least one source file", FW_BUILD.name);
   const defines: Record<string, string> = {};
-  for (const d of values.define!) {
+  for (const d of values.define) {
     const eq = d.indexOf("=");
     const name = eq < 0 ? d : d.slice(0, eq);
-    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new UsageError(`-D wants NAME or NAME=VALUE, got ${d}`);
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new UsageError(`-D wants NAME or NAME=VALUE, got ${d}`, FW_BUILD.name);
     defines[name] = eq < 0 ? "1" : d.slice(eq + 1); // -DNAME means 1, as in clang
   }
   const { elf } = buildFirmware({
-    sources: positionals, out: values.out, optLevel: opt, debug: values.debug, defines, includes: values.include,
-    extra: dashes < 0 ? [] : argv.slice(dashes + 1),
+    sources: positionals, out: values.out, optLevel: values.opt as OptLevel, debug: values.debug, defines, includes: values.include, extra: passed,
   });
   console.error(`wrote ${values.out} (${elf.length} bytes)`);
-  return 0;
+  return EXIT.ok;
 }
 
 /** `fw test`: every test image given (an ELF, or the *.elf of a directory), TAP on stdout, JUnit XML on request. */
 async function fwTest(args: string[]): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args, allowPositionals: true,
-      options: { junit: { type: "string" }, until: { type: "string" }, set: { type: "string", multiple: true, default: [] } },
-    });
-  } catch (e) {
-    throw new UsageError((e as Error).message);
-  }
+  const parsed = parseCommand(FW_TEST, args);
+  if (!parsed) { process.stdout.write(commandHelp(FW_TEST)); return EXIT.ok; }
   const { values, positionals } = parsed;
-  if (positionals.length === 0) throw new UsageError("fw test needs test images (ELF files or directories of them)");
-  const images = positionals.flatMap((p) =>
-    statSync(p).isDirectory() ? readdirSync(p).filter((f) => f.endsWith(".elf")).sort().map((f) => join(p, f)) : [p]);
-  if (images.length === 0) throw new UsageError(`no .elf files in ${positionals.join(", ")}`);
-  const config: Record<string, string> = {};
-  for (const kv of values.set!) {
-    const eq = kv.indexOf("=");
-    if (eq < 1) throw new UsageError(`--set wants field=value, got ${kv}`);
-    config[kv.slice(0, eq)] = kv.slice(eq + 1);
-  }
-  const untilPs = values.until ? parseTime(values.until) : DEFAULT_UNTIL_PS;
+  if (positionals.length === 0) throw new UsageError("fw test needs test images (ELF files or directories of them)", FW_TEST.name);
+  const images = positionals.flatMap((p) => {
+    let dir: boolean;
+    try { dir = statSync(p).isDirectory(); } catch (e) { throw new ConfigError(p, (e as Error).message); }
+    return dir ? readdirSync(p).filter((f) => f.endsWith(".elf")).sort().map((f) => join(p, f)) : [p];
+  });
+  if (images.length === 0) throw new UsageError(`no .elf files in ${positionals.join(", ")}`, FW_TEST.name);
+  const config = configSets(values.set, {});
   const suites: FwTestSuite[] = [];
-  for (const image of images) suites.push(await runFirmwareTests(image, readFileSync(image), { config, untilPs }));
+  for (const image of images) suites.push(await runFirmwareTests(image, readInput(image, image), { config, untilPs: values.until }));
   process.stdout.write(toTap(suites));
   if (values.junit) writeFileSync(values.junit, toJunit(suites));
-  return suites.some(failed) ? 1 : 0;
+  return suites.some(failed) ? EXIT.failed : EXIT.ok;
 }
 
 async function fwRun(args: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args, allowPositionals: true,
-    options: {
-      engines: { type: "string" },
-      until: { type: "string" },
-      json: { type: "boolean", default: false },
-      trace: { type: "string" },
-      config: { type: "string" },
-      set: { type: "string", multiple: true, default: [] },
-      profile: { type: "boolean", default: false },
-      gdb: { type: "string" },
-    },
-  });
-  if (positionals.length !== 1) throw new UsageError("fw run needs exactly one ELF image");
-  const gdbPort = values.gdb === undefined ? null : Number(values.gdb);
-  if (gdbPort !== null && !(/^\d+$/.test(values.gdb!) && gdbPort <= 65535)) throw new UsageError(`--gdb wants a TCP port 0..65535, got ${values.gdb}`);
-  const config: Record<string, number | string> = values.config ? JSON.parse(readFileSync(values.config, "utf8")) : {};
-  for (const kv of values.set!) {
-    const eq = kv.indexOf("=");
-    if (eq < 1) throw new UsageError(`--set wants field=value, got ${kv}`);
-    config[kv.slice(0, eq)] = kv.slice(eq + 1);
+  const parsed = parseCommand(FW_RUN, args);
+  if (!parsed) { process.stdout.write(commandHelp(FW_RUN)); return EXIT.ok; }
+  const { values, positionals } = parsed;
+  if (positionals.length !== 1) throw new UsageError("fw run needs exactly one ELF image", FW_RUN.name);
+  let config: Record<string, number | string> = {};
+  if (values.config) {
+    try { config = JSON.parse(readInput(values.config, `--config ${values.config}`).toString("utf8")); } catch (e) {
+      throw e instanceof ConfigError ? e : new ConfigError(`--config ${values.config}`, `not JSON: ${(e as Error).message}`);
+    }
   }
+  configSets(values.set, config);
   if (values.engines !== undefined) config.engines = values.engines;
-  const untilPs = values.until ? parseTime(values.until) : DEFAULT_UNTIL_PS;
-  const elf = readFileSync(positionals[0]);
-  const json = values.json!;
+  const elf = readInput(positionals[0]!, positionals[0]!);
+  const json = values.json;
   const runOpts: FwRunOptions = {
-    config, untilPs, collectTrace: !!values.trace, profile: values.profile,
+    config, untilPs: values.until, collectTrace: !!values.trace, profile: values.profile,
     onConsoleLine: json ? undefined : (e, line) => console.log(`[e${String(e).padStart(2, "0")}] ${line}`),
   };
-  const r = gdbPort === null ? await runFirmware(elf, runOpts) : await runFirmwareListening(elf, gdbPort, runOpts);
+  const r = values.gdb === undefined ? await runFirmware(elf, runOpts) : await runFirmwareListening(elf, values.gdb, runOpts);
   if (values.trace) {
     const symbols = values.profile ? Symbolizer.fromElf(elf) : null;
     const fn = symbols ? (pc: number) => symbols.functionAt(pc)?.name ?? `0x${pc.toString(16)}` : undefined;
@@ -186,7 +264,7 @@ async function fwRun(args: string[]): Promise<number> {
     printSummary(r);
     if (r.profile) process.stdout.write(`\nprofile: self cycles per function, all engines\n${formatProfile(r.profile)}`);
   }
-  return r.ok ? 0 : 1;
+  return r.ok ? EXIT.ok : EXIT.failed;
 }
 
 function printSummary(r: FwRunResult): void {
@@ -212,50 +290,32 @@ function printSummary(r: FwRunResult): void {
 }
 
 /** Exit status of `menic run` for each way a run ends (0: every message completed). */
-const RUN_EXIT = { finished: 0, failed: 1, "time-limit": 1, stopped: 130 } as const;
-const EXIT_BAD_INPUT = 2;
-
-function runArgs(args: string[]) {
-  try {
-    return parseArgs({
-      args, allowPositionals: true,
-      options: {
-        seed: { type: "string" },
-        json: { type: "boolean", default: false },
-        pcap: { type: "string" },
-        trace: { type: "string" },
-        "trace-interval": { type: "string" },
-        set: { type: "string", multiple: true, default: [] },
-      },
-    });
-  } catch (e) {
-    throw new UsageError((e as Error).message); // an unknown option, a missing value
-  }
-}
+const RUN_EXIT = { finished: EXIT.ok, failed: EXIT.failed, "time-limit": EXIT.failed, stopped: EXIT.stopped } as const;
 
 async function scenarioRun(args: string[]): Promise<number> {
-  const { values, positionals } = runArgs(args);
-  if (positionals.length !== 1) throw new UsageError("run needs exactly one scenario file");
+  const parsed = parseCommand(RUN, args);
+  if (!parsed) { process.stdout.write(commandHelp(RUN)); return EXIT.ok; }
+  const { values, positionals } = parsed;
+  if (positionals.length !== 1) throw new UsageError("run needs exactly one scenario file", RUN.name);
   let scenario: Record<string, unknown>;
   let tracer: ScenarioTracer | null;
   try {
     const file = positionals[0]!;
-    let text: string;
-    try { text = readFileSync(file, "utf8"); } catch (e) { throw new ConfigError(file, (e as Error).message); }
+    const text = readInput(file, file).toString("utf8");
     try { scenario = JSON.parse(text); } catch (e) { throw new ConfigError(file, `not JSON: ${(e as Error).message}`); }
     if (typeof scenario !== "object" || scenario === null || Array.isArray(scenario)) throw new ConfigError(file, "must hold a JSON object");
-    for (const kv of values.set!) applySet(scenario, kv);
+    for (const kv of values.set) applySet(scenario, kv);
     if (values.seed !== undefined) applySet(scenario, `seed=${values.seed}`);
+    if (values.until !== undefined) applySet(scenario, `until=${values.until}`);
     resolveScenario(scenario); // refuse bad input before building anything
     if (scenario.sweep !== undefined) {
-      if (values.pcap || values.trace) throw new ConfigError(values.pcap ? "--pcap" : "--trace", "is for one run, not a sweep (--set sweep= null runs the scenario once)");
+      if (values.pcap || values.trace) throw new UsageError(`${values.pcap ? "--pcap" : "--trace"} is for one run, not a sweep (--set sweep=null runs the scenario once)`, RUN.name);
       expandSweep(scenario); // every combination checked before the first runs
     }
-    if (values["trace-interval"] !== undefined && !values.trace) throw new ConfigError("--trace-interval", "needs --trace");
-    tracer = values.trace ? new ScenarioTracer(values["trace-interval"] !== undefined ? traceInterval(values["trace-interval"]) : undefined) : null;
-    if (values.trace) {
-      try { closeSync(openSync(values.trace, "w")); } catch (e) { throw new ConfigError(`--trace ${values.trace}`, (e as Error).message); }
-    }
+    if (values["trace-interval"] !== undefined && !values.trace) throw new UsageError("--trace-interval needs --trace", RUN.name);
+    const interval = values["trace-interval"];
+    if (interval !== undefined && interval < 1000n) throw new UsageError(`--trace-interval must be at least 1ns, got ${formatTime(interval)}`, RUN.name);
+    tracer = values.trace ? new ScenarioTracer(interval !== undefined ? Number(interval) : undefined) : null;
   } catch (e) {
     return refuse(e);
   }
@@ -285,7 +345,7 @@ async function scenarioRun(args: string[]): Promise<number> {
     if (values.json) console.log(JSON.stringify({ name, runs }));
     else process.stdout.write(formatSweep(name, runs));
     // a sweep is a study: a run that failed or ran out of time is one of its results
-    return runs.some((r) => r.result.ended === "stopped") ? RUN_EXIT.stopped : 0;
+    return runs.some((r) => r.result.ended === "stopped") ? EXIT.stopped : EXIT.ok;
   }
   let pcapFd: number | null = null;
   let capture: ClusterCapture | null = null;
@@ -322,19 +382,11 @@ async function scenarioRun(args: string[]): Promise<number> {
   return RUN_EXIT[r.ended];
 }
 
-/** --trace-interval: a time of at least 1 ns. */
-function traceInterval(text: string): number {
-  let ps: number;
-  try { ps = Number(parseTime(text)); } catch (e) { throw new ConfigError("--trace-interval", (e as Error).message); }
-  if (!(ps >= 1000)) throw new ConfigError("--trace-interval", `must be at least 1ns, got ${text}`);
-  return ps;
-}
-
 /** Says what is wrong with the input (a ConfigError) and gives its exit status; anything else is rethrown. */
 function refuse(e: unknown): number {
   if (!(e instanceof ConfigError)) throw e;
   console.error(`menic: ${e.message}`);
-  return EXIT_BAD_INPUT;
+  return EXIT.usage;
 }
 
 /** One line on stderr (a terminal), rewritten at most every 100 ms: simulated time, messages, wall time. */

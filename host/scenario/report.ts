@@ -55,7 +55,10 @@ export function formatResult(r: ScenarioResult): string {
     out.push(`${r.name} (seed ${r.seed}): ${ENDED[r.ended]} after ${formatTime(r.endPs)} of simulated time (limit ${formatTime(r.untilPs)} per size)`, "", ...formatCollective(r));
     return out.map((l) => `${l}\n`).join("");
   }
-  out.push(`${r.name} (seed ${r.seed}): ${ENDED[r.ended]} at ${formatTime(r.endPs)} of simulated time (limit ${formatTime(r.untilPs)})`, "");
+  // the cluster runner advances in whole windows (docs/fabric.md): a limit between two window
+  // boundaries is reached at the next one, and the line says so
+  const rounded = r.endPs > r.untilPs ? ", rounded up to the end of the runner's window" : "";
+  out.push(`${r.name} (seed ${r.seed}): ${ENDED[r.ended]} at ${formatTime(r.endPs)} of simulated time (limit ${formatTime(r.untilPs)}${rounded})`, "");
   const rows = [["flow", "src → dst", "messages", "bytes", "goodput Gb/s", "status"]];
   r.flows.slice(0, TABLE_FLOWS_MAX).forEach((f, i) => rows.push([
     String(i), `${f.src} → ${f.dst}`, `${f.completed}/${f.messages}`, String(f.bytes), f.goodputGbps.toFixed(2), flowStatus(f),
