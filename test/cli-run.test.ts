@@ -75,12 +75,27 @@ describe("menic run examples/scenarios/roce-pair.json", () => {
 const hasScript = spawnSync("script", ["--version"], { stdio: "ignore" }).status === 0;
 
 describe("menic run: progress", () => {
-  it.skipIf(!hasScript)("shows a progress line on stderr when it is a terminal, and clears it", () => {
-    const r = spawnSync("script", ["-qec", "node bin/menic.js run examples/scenarios/roce-pair.json", "/dev/null"], { encoding: "utf8" });
-    expect(r.status).toBe(0);
-    // the line is rewritten in place (carriage return, erase line): simulated time, messages, wall time
-    expect(r.stdout).toMatch(/^\r\x1b\[Ksimulated 10\.000 us, messages 0\/16, wall \d+\.\d s/);
-    expect(r.stdout).toMatch(/\r\x1b\[Kroce-pair \(seed 1\): finished at /); // cleared before the table
+  it.skipIf(!hasScript)("shows a progress line on stderr once the run has taken a second on a terminal; Ctrl-C there clears it and stops", async () => {
+    // Ctrl-C typed into the terminal once the line has been drawn twice: the terminal sends SIGINT
+    const child = spawn("script", ["-qec", "node bin/menic.js run examples/scenarios/roce-pair.json --set traffic.messages=4096", "/dev/null"], { stdio: ["pipe", "pipe", "pipe"] });
+    let out = "", sent = false;
+    child.stdout.on("data", (d) => {
+      out += d;
+      if (!sent && (out.match(/\r\x1b\[Ksimulated /g) ?? []).length >= 2) { sent = true; child.stdin.write("\x03"); }
+    });
+    const status = await new Promise<number | null>((resolve) => child.on("exit", resolve));
+    expect(status).toBe(130);
+    // rewritten in place (carriage return, erase line): simulated time of the limit, messages,
+    // packet-hops per host second, wall time, ETA
+    const lines = [...out.matchAll(/\r\x1b\[K(simulated [^\r\n]*)/g)].map((m) => m[1]!);
+    expect(lines.length).toBeGreaterThanOrEqual(2);
+    for (const l of lines) expect(l).toMatch(/^simulated \d+\.\d{3} (us|ms) of 1\.000 s, messages \d+\/4096, [\d.]+ (k |M )?hops\/s, wall \d+\.\d s, ETA ≤ \d+( min \d+)? s(\^C)?$/);
+    expect(out).toMatch(/roce-pair \(seed 1\): stopped at /);
+  }, 120_000);
+
+  it.skipIf(!hasScript)("shows nothing when the run is short", () => {
+    const r = spawnSync("script", ["-qec", "node bin/menic.js run examples/scenarios/roce-pair.json --set traffic.messages=2", "/dev/null"], { encoding: "utf8" });
+    expect(r.stdout).not.toContain("\x1b[K");
   });
 });
 
@@ -144,8 +159,8 @@ describe("menic run --set and --seed", () => {
 
 describe("menic run: Ctrl-C", () => {
   it("stops at the next step, prints what was reached, writes the capture so far, exits 130", async () => {
-    const pcap = join(tmp, "stopped.pcapng");
-    const child = spawn("node", ["bin/menic.js", "run", "examples/scenarios/roce-pair.json", "--set", "traffic.messages=4096", "--json", "--pcap", pcap], { stdio: ["ignore", "pipe", "pipe"] });
+    const pcap = join(tmp, "stopped.pcapng"), trace = join(tmp, "stopped.json");
+    const child = spawn("node", ["bin/menic.js", "run", "examples/scenarios/roce-pair.json", "--set", "traffic.messages=4096", "--json", "--pcap", pcap, "--trace", trace], { stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "", stderr = "";
     child.stdout.on("data", (d) => (stdout += d));
     child.stderr.on("data", (d) => (stderr += d));
@@ -162,6 +177,13 @@ describe("menic run: Ctrl-C", () => {
     const frames = Number(/wrote .* \((\d+) frames\)/.exec(stderr)?.[1]);
     expect(frames).toBeGreaterThan(0);
     expect(readPcapng(readFileSync(pcap)).packets).toHaveLength(frames);
+    // the trace so far: rate samples up to the time the run stopped, none after
+    const events = Number(/wrote .*stopped\.json \((\d+) trace events\)/.exec(stderr)?.[1]);
+    const t = JSON.parse(readFileSync(trace, "utf8"));
+    expect(t.traceEvents.length).toBe(events);
+    const samples = t.traceEvents.filter((e: { ph: string }) => e.ph === "C").map((e: { ts: number }) => e.ts);
+    expect(samples.length).toBeGreaterThan(0);
+    expect(Math.max(...samples)).toBeLessThanOrEqual(j.endPs / 1e6);
   });
 });
 

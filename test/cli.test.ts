@@ -1,8 +1,11 @@
 import { describe, it, expect } from "vitest";
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { runFirmware } from "../host/fw/run.js";
+import { progressLine, progressText, PROGRESS_AFTER_MS } from "../host/platform/progress.js";
+import { programElf } from "./helpers/rv.js";
 
 const menic = (...args: string[]) => {
   const r = spawnSync("node", ["bin/menic.js", ...args], { encoding: "utf8" });
@@ -159,5 +162,142 @@ describe("menic --until", () => {
       "roce-pair (seed 1): ran out of time at 200.000 ns of simulated time (limit 10.000 ns, rounded up to the end of the runner's window)");
     expect(menic("run", "examples/scenarios/roce-pair.json", "--until", "400ns").stdout.split("\n")[0]).toBe(
       "roce-pair (seed 1): ran out of time at 400.000 ns of simulated time (limit 400.000 ns)");
+  });
+});
+
+// an engine that prints "go" and then runs forever: a long run for progress and Ctrl-C
+const spinElf = join(tmp, "spin.elf");
+writeFileSync(spinElf, programElf(`
+  li t0, 0x10000000
+  li t1, 103
+  sw t1, 0(t0)
+  li t1, 111
+  sw t1, 0(t0)
+  li t1, 10
+  sw t1, 0(t0)
+loop:
+  addi t2, t2, 1
+  j loop
+`));
+
+describe("menic fw run: a long run", () => {
+  it("cut into slices for progress and Ctrl-C, gives the result of one uninterrupted run", async () => {
+    for (const image of ["psum", "nic", "pingpong"]) {
+      const elf = readFileSync(`firmware/examples/${image}.elf`);
+      let slices = 0;
+      const sliced = await runFirmware(elf, { onProgress: () => slices++, shouldStop: () => false });
+      const whole = await runFirmware(elf);
+      expect(slices, image).toBeGreaterThan(2);
+      expect(sliced, image).toEqual(whole);
+      expect(JSON.parse(menic("fw", "run", `firmware/examples/${image}.elf`, "--json").stdout)).toEqual(JSON.parse(JSON.stringify({ ...whole, trace: undefined })));
+    }
+  });
+
+  it("Ctrl-C stops it, prints the summary, writes the trace so far and exits 130", async () => {
+    const trace = join(tmp, "stopped.json");
+    const child = spawn("node", ["bin/menic.js", "fw", "run", spinElf, "--engines", "2", "--trace", trace], { stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "", stderr = "";
+    const started = new Promise<void>((resolve) => child.stdout.on("data", (d) => { stdout += d; if (stdout.includes("[e01] go\n")) resolve(); }));
+    child.stderr.on("data", (d) => (stderr += d));
+    const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+    await started; // the console line is printed after the first slice: the run is on
+    child.kill("SIGINT");
+    expect(await exited).toBe(130);
+    expect(stderr).toBe("\nmenic: stopping (Ctrl-C again to quit now)\n");
+    const end = /\nstopped by Ctrl-C: simulated (\d+\.\d+) (us|ms); 0\/2 engines exited 0\n$/.exec(stdout);
+    expect(end, stdout).not.toBeNull();
+    expect(stdout).toMatch(/\n0 +running +pc 0x[0-9a-f]+ +\d+/);
+    const t = JSON.parse(readFileSync(trace, "utf8"));
+    const names = t.traceEvents.filter((e: { name: string }) => e.name === "thread_name").map((e: { args: { name: string } }) => e.args.name);
+    expect(names).toEqual(["engine 0", "engine 1"]);
+    // engine 0 ran from 0 to where it stopped: its spans end at the time the summary gives (us in the trace)
+    const spans = t.traceEvents.filter((e: { name: string; tid: number }) => e.name === "running" && e.tid === 0);
+    const last = Math.max(...spans.map((e: { ts: number; dur: number }) => e.ts + e.dur));
+    expect(last).toBeCloseTo(Number(end![1]) * (end![2] === "ms" ? 1000 : 1), 0);
+  });
+
+  it("the JSON result says stopped", async () => {
+    const child = spawn("node", ["bin/menic.js", "fw", "run", spinElf, "--engines", "1", "--json"], { stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    child.stdout.on("data", (d) => (stdout += d));
+    const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+    await new Promise((r) => setTimeout(r, 1500)); // no console lines with --json: wait for the run
+    child.kill("SIGINT");
+    expect(await exited).toBe(130);
+    const j = JSON.parse(stdout);
+    expect([j.stopped, j.ok, j.engines[0].state]).toEqual([true, false, "running"]);
+    expect(j.timePs).toBeGreaterThan(0);
+    expect(j.timePs).toBeLessThan(1e12);
+  });
+});
+
+// util-linux `script` runs a command on a pseudo-terminal (Debian: bsdutils, always there)
+const hasScript = spawnSync("script", ["--version"], { stdio: "ignore" }).status === 0;
+
+/**
+ * Runs `command` on a pseudo-terminal (util-linux `script`), and once the progress line has been
+ * drawn `lines` times types Ctrl-C into the terminal, as a user would: the terminal sends the
+ * command SIGINT. Resolves with the exit status and everything the terminal showed.
+ */
+function ctrlCOnTerminal(command: string, lines = 2): Promise<{ status: number | null; out: string }> {
+  const child = spawn("script", ["-qec", command, "/dev/null"], { stdio: ["pipe", "pipe", "pipe"] });
+  let out = "", sent = false;
+  child.stdout.on("data", (d) => {
+    out += d;
+    if (!sent && (out.match(/\r\x1b\[Ksimulated /g) ?? []).length >= lines) { sent = true; child.stdin.write("\x03"); }
+  });
+  return new Promise((resolve) => child.on("exit", (status) => resolve({ status, out })));
+}
+
+describe("menic fw run: progress on a terminal", () => {
+  it.skipIf(!hasScript)("shows simulated time, MIPS, wall time and ETA on stderr once the run has taken a second; Ctrl-C clears it and stops the run", async () => {
+    const { status, out } = await ctrlCOnTerminal(`node bin/menic.js fw run ${spinElf} --engines 1 --until 100s`);
+    expect(status).toBe(130);
+    const lines = [...out.matchAll(/\r\x1b\[K(simulated [^\r\n]*)/g)].map((m) => m[1]!);
+    expect(lines.length).toBeGreaterThanOrEqual(2);
+    for (const l of lines) expect(l).toMatch(/^simulated \d+\.\d{3} (us|ms|s) of 100\.000 s, \d+\.\d MIPS, wall \d+\.\d s, ETA ≤ \d+( min \d+)? s(\^C)?$|^simulated .* ETA ≤ \d+ h \d+ min(\^C)?$/); // the terminal echoes ^C
+    expect(out).toMatch(/\r\x1b\[K[^]*menic: stopping \(Ctrl-C again to quit now\)/); // cleared, then the stop
+    expect(out).toMatch(/stopped by Ctrl-C: simulated \d+\.\d{3} (us|ms|s); 0\/1 engines exited 0/);
+  }, 120_000);
+});
+
+describe("the progress line", () => {
+  /** A fake terminal and clock: what the line writes, when. */
+  const fake = () => {
+    const writes: string[] = [];
+    let ms = 0;
+    const stream = { isTTY: true, write: (s: string) => { writes.push(s); return true; } } as unknown as NodeJS.WriteStream;
+    return { writes, stream, clock: () => ms, advance: (d: number) => { ms += d; } };
+  };
+
+  it("shows nothing for the first second, then simulated time, speed, wall time and ETA; clears itself", () => {
+    const f = fake();
+    const line = progressLine(f.stream, f.clock);
+    const at = (wallMs: number, nowPs: number, instructions: number) => {
+      f.advance(wallMs);
+      line.update({ nowPs, untilPs: 1e12, work: () => ({ count: instructions, unit: "MIPS" }) });
+    };
+    at(500, 1e9, 50e6);
+    at(PROGRESS_AFTER_MS - 600, 1.8e9, 90e6);
+    expect(f.writes).toEqual([]);
+    at(200, 2e9, 100e6); // 1.1 s: 2 ms simulated of 1 s, 100 M instructions
+    expect(f.writes).toEqual(["\r\x1b[Ksimulated 2.000 ms of 1.000 s, 90.9 MIPS, wall 1.1 s, ETA ≤ 9 min 9 s"]);
+    at(100, 2.1e9, 105e6); // redrawn at most every 250 ms
+    expect(f.writes).toHaveLength(1);
+    line.clear();
+    expect(f.writes.at(-1)).toBe("\r\x1b[K");
+  });
+
+  it("takes the sooner ETA of the work done and the time limit, and prints nothing off a terminal", () => {
+    // half the messages in 10 s: 10 s more, though the limit is 1000 s away at this rate
+    expect(progressText({ nowPs: 1e6, untilPs: 1e9, detail: "messages 8/16", done: 0.5, work: () => ({ count: 2.5e6, unit: "hops/s" }) }, 10, 1e6))
+      .toBe("simulated 1.000 us of 1.000 ms, messages 8/16, 250.0 k hops/s, wall 10.0 s, ETA ≤ 10 s");
+    expect(progressText({ nowPs: 0, untilPs: 1e9 }, 1, 0)).toBe("simulated 0 ps of 1.000 ms, wall 1.0 s, ETA unknown");
+    const f = fake();
+    const line = progressLine({ ...f.stream, isTTY: false } as unknown as NodeJS.WriteStream, f.clock);
+    f.advance(5000);
+    line.update({ nowPs: 1, untilPs: 2 });
+    line.clear();
+    expect(f.writes).toEqual([]);
   });
 });

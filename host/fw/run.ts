@@ -16,6 +16,13 @@ export interface FwRunOptions {
   core?: "release" | "debug";
   /** Profile cycles per function (config profile = 1; host/debug/profile.ts): `FwRunResult.profile`. */
   profile?: boolean;
+  /** Called between slices of the run with the time reached and the instructions all engines have run. */
+  onProgress?: (nowPs: bigint, instructions: number) => void;
+  /**
+   * Awaited between slices of the run: when it gives true the run stops where it is
+   * (`FwRunResult.stopped`). The run yields to the caller's event loop only here.
+   */
+  shouldStop?: () => boolean | Promise<boolean>;
 }
 
 export interface FwEngineResult extends EngineReport {
@@ -38,14 +45,19 @@ export interface FwRunResult {
   trace?: TraceRecord[];
   /** With `profile`: self cycles per function, summed over engines, most first. */
   profile?: ProfileRow[];
+  /** True when `shouldStop` ended the run early (absent otherwise). */
+  stopped?: true;
 }
 
 export const DEFAULT_UNTIL_PS = 1_000_000_000_000n;
 
 export async function runFirmware(elf: Uint8Array, opts: FwRunOptions = {}): Promise<FwRunResult> {
   const dev = await startFirmware(elf, opts);
-  const t = dev.run(BigInt(opts.untilPs ?? DEFAULT_UNTIL_PS));
-  return finishFirmware(dev, elf, t, opts);
+  const untilPs = BigInt(opts.untilPs ?? DEFAULT_UNTIL_PS);
+  const { t, stopped } = opts.onProgress || opts.shouldStop ? await runInSlices(dev, untilPs, opts) : { t: dev.run(untilPs), stopped: false };
+  const r = finishFirmware(dev, elf, t, opts);
+  if (stopped) r.stopped = true;
+  return r;
 }
 
 /** A device as `opts` configures it, with `elf` loaded into every engine and the engines started. */
@@ -67,6 +79,35 @@ export function finishFirmware(dev: Device, elf: Uint8Array, t: bigint, opts: Fw
   const r = report(dev, t, symbols);
   if (opts.profile) r.profile = profileByFunction(Array.from({ length: dev.engines }, (_, i) => dev.profileTable(i)!), symbols);
   return r;
+}
+
+/** Host time a slice of a sliced run aims at: the caller sees progress and Ctrl-C this often. */
+const SLICE_WALL_MS = 50;
+
+/**
+ * `dev.run(untilPs)` cut into slices that end on multiples of the interleave quantum, which
+ * leaves the run identical to an uninterrupted one (ARCHITECTURE.md, time model), with the
+ * caller asked between slices whether to stop. A slice's length follows the host time the
+ * last one took, so where the cuts fall depends on the host, and nothing else does.
+ */
+async function runInSlices(dev: Device, untilPs: bigint, opts: FwRunOptions): Promise<{ t: bigint; stopped: boolean }> {
+  const quantumPs = dev.config.get("interleaveQuantumPs")!;
+  let quanta = 16;
+  let t = dev.nowPs;
+  while (t < untilPs && !dev.allStopped()) {
+    if (opts.shouldStop && (await opts.shouldStop())) return { t, stopped: true };
+    const end = (t / quantumPs + BigInt(quanta)) * quantumPs;
+    const w0 = performance.now();
+    t = dev.run(end < untilPs ? end : untilPs);
+    const ms = performance.now() - w0;
+    quanta = Math.max(1, Math.min(quanta * 4, Math.round((quanta * SLICE_WALL_MS) / Math.max(ms, 1))));
+    if (opts.onProgress) {
+      let instructions = 0;
+      for (let i = 0; i < dev.engines; i++) instructions += dev.engine(i).instructions;
+      opts.onProgress(t, instructions);
+    }
+  }
+  return { t, stopped: false };
 }
 
 /** The result of a run so far: each engine's state, and where the ones that did not finish are. */

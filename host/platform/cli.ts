@@ -27,6 +27,8 @@ import { ClusterCapture } from "../cluster/capture.js";
 import { PcapngWriter } from "../wire/pcapng.js";
 import { coreModule, packageRoot } from "./node.js";
 import { EXIT, EXIT_HELP, UsageError, commandHelp, parseCommand, type CommandSpec } from "./cli-support.js";
+import { catchInterrupt, progressLine, type ProgressSample } from "./progress.js";
+import type { Fabric } from "../fabric/fabric.js";
 
 const TIMES = "times need a unit: ps, ns, us, ms or s (10ms, 2.5us, 750ns)";
 
@@ -249,11 +251,28 @@ async function fwRun(args: string[]): Promise<number> {
   if (values.engines !== undefined) config.engines = values.engines;
   const elf = readInput(positionals[0]!, positionals[0]!);
   const json = values.json;
+  const untilPs = values.until!; // it has a default
   const runOpts: FwRunOptions = {
-    config, untilPs: values.until, collectTrace: !!values.trace, profile: values.profile,
+    config, untilPs, collectTrace: !!values.trace, profile: values.profile,
     onConsoleLine: json ? undefined : (e, line) => console.log(`[e${String(e).padStart(2, "0")}] ${line}`),
   };
-  const r = values.gdb === undefined ? await runFirmware(elf, runOpts) : await runFirmwareListening(elf, values.gdb, runOpts);
+  let r: FwRunResult;
+  if (values.gdb !== undefined) r = await runFirmwareListening(elf, values.gdb, runOpts); // the debugger stops and continues it
+  else {
+    // Ctrl-C stops the run at its next slice; the summary and the trace still get what was reached
+    const interrupt = catchInterrupt();
+    const progress = progressLine();
+    try {
+      r = await runFirmware(elf, {
+        ...runOpts,
+        onProgress: (nowPs, instructions) => progress.update({ nowPs: Number(nowPs), untilPs: Number(untilPs), work: () => ({ count: instructions, unit: "MIPS" }) }),
+        shouldStop: interrupt.shouldStop,
+      });
+    } finally {
+      interrupt.dispose();
+      progress.clear();
+    }
+  }
   if (values.trace) {
     const symbols = values.profile ? Symbolizer.fromElf(elf) : null;
     const fn = symbols ? (pc: number) => symbols.functionAt(pc)?.name ?? `0x${pc.toString(16)}` : undefined;
@@ -264,7 +283,7 @@ async function fwRun(args: string[]): Promise<number> {
     printSummary(r);
     if (r.profile) process.stdout.write(`\nprofile: self cycles per function, all engines\n${formatProfile(r.profile)}`);
   }
-  return r.ok ? EXIT.ok : EXIT.failed;
+  return r.stopped ? EXIT.stopped : r.ok ? EXIT.ok : EXIT.failed;
 }
 
 function printSummary(r: FwRunResult): void {
@@ -286,7 +305,7 @@ function printSummary(r: FwRunResult): void {
   console.log(line(head));
   for (const row of rows) console.log(line(row));
   const bad = r.engines.filter((e) => !(e.state === "exited" && e.exitCode === 0));
-  console.log(`\nsimulated ${formatTime(r.timePs)}; ${r.engines.length - bad.length}/${r.engines.length} engines exited 0`);
+  console.log(`\n${r.stopped ? "stopped by Ctrl-C: " : ""}simulated ${formatTime(r.timePs)}; ${r.engines.length - bad.length}/${r.engines.length} engines exited 0`);
 }
 
 /** Exit status of `menic run` for each way a run ends (0: every message completed). */
@@ -320,26 +339,29 @@ async function scenarioRun(args: string[]): Promise<number> {
     return refuse(e);
   }
 
-  // Ctrl-C: stop at the next step and report what was reached; a second one quits at once
-  let interrupted = false;
-  const onSigint = () => {
-    if (interrupted) process.exit(RUN_EXIT.stopped);
-    interrupted = true;
-    process.stderr.write("\nmenic: stopping (Ctrl-C again to quit now)\n");
-  };
-  process.on("SIGINT", onSigint);
-  const progress = process.stderr.isTTY ? progressLine() : null;
+  // Ctrl-C stops the run at its next step; the table and the files still get what was reached
+  const interrupt = catchInterrupt();
+  const progress = progressLine();
+  let fabric: Fabric | null = null; // of the run going on: its packet-hops are the host's speed
+  const onBuilt = (c: { fabric: Fabric }) => { fabric = c.fabric; };
+  const sample = (nowPs: number, untilPs: number, done: number, total: number): ProgressSample => ({
+    nowPs, untilPs, detail: `messages ${done}/${total}`, done: total > 0 ? done / total : undefined,
+    work: () => ({ count: fabric?.stats().hops ?? 0, unit: "hops/s" }),
+  });
   if (scenario.sweep !== undefined) {
+    const untils = expandSweep(scenario).map((c) => resolveScenario(c.scenario).untilPs);
+    let runUntilPs = 0;
     let runs: SweepRun[];
     try {
       runs = await runSweep(coreModule(), scenario, {
-        onRun: (k, n, set) => progress?.label(`run ${k + 1}/${n} ${JSON.stringify(set)}: `),
-        onProgress: (nowPs, done, total) => progress?.update(nowPs, done, total),
-        shouldStop: () => new Promise((resolve) => setImmediate(() => resolve(interrupted))),
+        onRun: (k, n, set) => { runUntilPs = untils[k]!; progress.label(`run ${k + 1}/${n} ${JSON.stringify(set)}: `); },
+        onBuilt,
+        onProgress: (nowPs, done, total) => progress.update(sample(nowPs, runUntilPs, done, total)),
+        shouldStop: interrupt.shouldStop,
       });
     } finally {
-      process.off("SIGINT", onSigint);
-      progress?.clear();
+      interrupt.dispose();
+      progress.clear();
     }
     const name = String(scenario.name ?? "scenario");
     if (values.json) console.log(JSON.stringify({ name, runs }));
@@ -347,6 +369,7 @@ async function scenarioRun(args: string[]): Promise<number> {
     // a sweep is a study: a run that failed or ran out of time is one of its results
     return runs.some((r) => r.result.ended === "stopped") ? EXIT.stopped : EXIT.ok;
   }
+  const untilPs = resolveScenario(scenario).untilPs;
   let pcapFd: number | null = null;
   let capture: ClusterCapture | null = null;
   let r: ScenarioResult;
@@ -357,20 +380,19 @@ async function scenarioRun(args: string[]): Promise<number> {
       capture = new ClusterCapture(new PcapngWriter((chunk) => writeSync(fd, chunk), "menic run"));
     }
     r = await runScenario(coreModule(), scenario, {
-      onBuilt: (c) => capture?.attach(c.endpoints),
+      onBuilt: (c) => { onBuilt(c); capture?.attach(c.endpoints); },
       ...(tracer ? { observer: tracer } : {}),
       onProgress: (nowPs, done, total) => {
         capture?.flush(nowPs);
-        progress?.update(nowPs, done, total);
+        progress.update(sample(nowPs, untilPs, done, total));
       },
-      // wait for the event loop here, so that a Ctrl-C is seen
-      shouldStop: () => new Promise((resolve) => setImmediate(() => resolve(interrupted))),
+      shouldStop: interrupt.shouldStop,
     });
   } catch (e) {
     return refuse(e); // what only the built cluster can check: a fault's link or plane
   } finally {
-    process.off("SIGINT", onSigint);
-    progress?.clear();
+    interrupt.dispose();
+    progress.clear();
     if (capture) capture.flush();
     if (pcapFd !== null) closeSync(pcapFd);
     if (tracer) writeFileSync(values.trace!, JSON.stringify(tracer.toJSON()));
@@ -387,22 +409,4 @@ function refuse(e: unknown): number {
   if (!(e instanceof ConfigError)) throw e;
   console.error(`menic: ${e.message}`);
   return EXIT.usage;
-}
-
-/** One line on stderr (a terminal), rewritten at most every 100 ms: simulated time, messages, wall time. */
-function progressLine() {
-  const t0 = performance.now();
-  let last = -Infinity, prefix = "";
-  return {
-    label(text: string) { prefix = text; last = -Infinity; },
-    update(nowPs: number, done: number, total: number) {
-      const t = performance.now();
-      if (t - last < 100) return;
-      last = t;
-      process.stderr.write(`\r\x1b[K${prefix}simulated ${formatTime(nowPs)}, messages ${done}/${total}, wall ${((t - t0) / 1000).toFixed(1)} s`);
-    },
-    clear() {
-      if (last > -Infinity) process.stderr.write("\r\x1b[K");
-    },
-  };
 }
