@@ -21,7 +21,7 @@ import { runScenario } from "../host/scenario/run.js";
 import type { Fabric } from "../host/fabric/fabric.js";
 import type { DeviceEndpoint } from "../host/cluster/endpoint.js";
 import type { Context } from "../host/verbs.js";
-import { figure } from "./report.js";
+import { figure } from "./lib/report.js";
 
 const MIB = 1 << 20;
 

@@ -4,7 +4,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { coreModule, packageRoot } from "../host/platform/node.js";
 import { hostDoorbell, engineDoorbell } from "../host/scenarios/doorbell.js";
-import { figure } from "./report.js";
+import { figure } from "./lib/report.js";
 
 export async function run(): Promise<void> {
   const host = await hostDoorbell(coreModule());

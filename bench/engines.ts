@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Device } from "../host/device.js";
 import { coreModule, packageRoot } from "../host/platform/node.js";
-import { figure, median } from "./report.js";
+import { figure, median } from "./lib/report.js";
 
 const root = packageRoot();
 const compute = readFileSync(join(root, "firmware/bench/compute.elf"));

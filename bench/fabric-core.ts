@@ -9,7 +9,7 @@
 // ~20 % slower while V8 compiles it). Env: FABRIC_ROUNDS (default 60), FABRIC_SEED.
 import { Fabric, ClusterRunner, SyntheticEndpoint, leafSpine, type SyntheticFlow } from "../host/fabric/index.js";
 import { RandomStreams } from "../host/fabric/rng.js";
-import { figure } from "./report.js";
+import { figure } from "./lib/report.js";
 
 const DEVICES = 64, PORTS = 12, FRAME_PAYLOAD = 4096, FLOW_BYTES = 1 << 20, PATHS = 16;
 

@@ -15,7 +15,7 @@ import { runScenario } from "../host/scenario/run.js";
 import { expandSweep } from "../host/scenario/sweep.js";
 import { coreModule } from "../host/platform/node.js";
 import type { Fabric } from "../host/fabric/fabric.js";
-import { figure } from "./report.js";
+import { figure } from "./lib/report.js";
 
 type Transport = "rocev2" | "metaroce";
 

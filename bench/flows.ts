@@ -4,7 +4,7 @@
 // for a slot every nanosecond once made explode (1,000 QPs x 1 MiB: 33.6 s, 85 M events).
 import { Context } from "../host/verbs.js";
 import { coreModule } from "../host/platform/node.js";
-import { figure } from "./report.js";
+import { figure } from "./lib/report.js";
 
 export async function run(): Promise<void> {
   const qps = 1000, bytes = 1 << 20;

@@ -13,7 +13,7 @@
 import { instantiateCore, type MenicExports } from "../host/wasm.js";
 import { coreModule } from "../host/platform/node.js";
 import { ReduceOp, ReduceType, reduceReference } from "../host/reduce/reference.js";
-import { figure, median } from "./report.js";
+import { figure, median } from "./lib/report.js";
 
 const BUF = 32 << 20;
 const SAMPLES = 31;

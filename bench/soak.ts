@@ -7,7 +7,7 @@
 import fc from "fast-check";
 import { coreModule } from "../host/platform/node.js";
 import { hostScenario, HostHarness } from "../test/helpers/verbs-harness.js";
-import { figure } from "./report.js";
+import { figure } from "./lib/report.js";
 
 /** Scenarios per fast-check run: the seed of batch b is SOAK_SEED + b. */
 const BATCH = 500;
