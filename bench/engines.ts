@@ -35,7 +35,7 @@ export async function run(): Promise<void> {
     const runs = [];
     for (let k = 0; k < 3; k++) runs.push(await computeRun(engines, passes));
     const mips = median(runs.map((r) => r.instructions / r.hostS / 1e6));
-    figure(`engines.mips.${engines}`, mips, "MIPS", { instructions: runs[0].instructions });
+    figure(`engines.mips.${engines}`, mips, "MIPS", `emulated instructions per host second, compute-bound firmware on ${engines} engine${engines === 1 ? "" : "s"} (median of 3)`, { instructions: runs[0].instructions });
   }
 
   const dev = await Device.create(coreModule(), { engines: 16 });
@@ -45,5 +45,5 @@ export async function run(): Promise<void> {
   const hostS = (performance.now() - t0) / 1000;
   const wakeups = dev.stats()["engine.wakeups"];
   if (wakeups < 16 * 999) throw new Error(`bench: idle engines woke ${wakeups} times, want ~16000`);
-  figure("engines.wfi.host_s_per_sim_s", hostS / (Number(sim) / 1e12), "s/s", { wakeups });
+  figure("engines.wfi.host_s_per_sim_s", hostS / (Number(sim) / 1e12), "s/s", "host seconds per simulated second, 16 engines asleep in wfi between 1 kHz timer ticks (lower is better)", { wakeups });
 }

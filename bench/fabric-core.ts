@@ -57,6 +57,6 @@ export async function run(): Promise<void> {
   const sent = endpoints.reduce((a, e) => a + e.sentFrames, 0);
   const got = endpoints.reduce((a, e) => a + e.receivedFrames, 0);
   if (got !== sent) throw new Error(`fabric-core: ${sent} frames sent, ${got} received (drops ${JSON.stringify(s.drops)})`);
-  figure("fabric.core.hops_per_s", s.hops / wallS, "hops/s", { hops: s.hops, frames: got, wallS: Number(wallS.toFixed(3)), packetsPeak: s.packetsPeak });
-  figure("fabric.core.sim_per_wall", s.nowPs / 1e12 / wallS, "s/s", { simulatedUs: s.nowPs / 1e6 });
+  figure("fabric.core.hops_per_s", s.hops / wallS, "hops/s", "packet-hops (a frame onto one link) per host second: fabric and runner alone, 64 synthetic devices, 8 planes", { hops: s.hops, frames: got, wallS: Number(wallS.toFixed(3)), packetsPeak: s.packetsPeak });
+  figure("fabric.core.sim_per_wall", s.nowPs / 1e12 / wallS, "s/s", "simulated seconds per host second of the same run", { simulatedUs: s.nowPs / 1e6 });
 }

@@ -51,15 +51,15 @@ export async function run(): Promise<void> {
       const cold = await measure(64, mode, 1, transport);
       const { r, wallS, hops } = await measure(64, mode, 1, transport);
       if (hops !== cold.hops) throw new Error(`bench fabric: two runs of one scenario made ${cold.hops} and ${hops} hops`);
-      figure(`${name}.${mode}.hops_per_s`, hops / wallS, "hops/s", { hops, wallS: +wallS.toFixed(3), cold: Math.round(hops / cold.wallS), goodputGbps: +r.totalGoodputGbps.toFixed(1) });
-      figure(`${name}.${mode}.sim_per_wall`, r.endPs / 1e12 / wallS, "s/s", { simulatedUs: r.endPs / 1e6 });
+      figure(`${name}.${mode}.hops_per_s`, hops / wallS, "hops/s", `packet-hops per host second, 64 devices on 8 planes, a permutation of 1 MiB WRITEs over ${transport}, ${mode} mode (steady state; cold: the first run)`, { hops, wallS: +wallS.toFixed(3), cold: Math.round(hops / cold.wallS), goodputGbps: +r.totalGoodputGbps.toFixed(1) });
+      figure(`${name}.${mode}.sim_per_wall`, r.endPs / 1e12 / wallS, "s/s", "simulated seconds per host second of the same run", { simulatedUs: r.endPs / 1e6 });
     }
   }
   const loss = JSON.parse(readFileSync("examples/scenarios/metaroce-loss.json", "utf8"));
   loss.sweep = { transport: ["metaroce"], "faults[0].random": [0.01] };
   const [one] = expandSweep(loss);
   const r = await runScenario(coreModule(), one!.scenario);
-  figure("transport.metaroce.goodput.loss1pct", r.totalGoodputGbps / 800, "of line rate", { goodputGbps: +r.totalGoodputGbps.toFixed(1), retransmits: r.retransmits });
+  figure("transport.metaroce.goodput.loss1pct", r.totalGoodputGbps / 800, "of line rate", "MetaRoCE-like goodput at 1% random loss (examples/scenarios/metaroce-loss.json) over the 800 Gb/s line rate", { goodputGbps: +r.totalGoodputGbps.toFixed(1), retransmits: r.retransmits });
   const { wallS } = await measure(1024, "timing", 1);
-  figure("fabric.devices1024.rss_mib", process.memoryUsage().rss / 2 ** 20, "MiB", { wallS: +wallS.toFixed(1) });
+  figure("fabric.devices1024.rss_mib", process.memoryUsage().rss / 2 ** 20, "MiB", "resident memory of the process after running 1,024 devices in timing mode", { wallS: +wallS.toFixed(1) });
 }

@@ -45,6 +45,6 @@ export async function run(): Promise<void> {
     }
   }
   const s = (performance.now() - t0) / 1000;
-  figure("soak.ops_per_s", ops / s, "ops/s", { seed, ops, scenarios, seconds: Number(s.toFixed(1)) });
-  figure("soak.completions", completions, "completions", { seed, maxSearchNodes: maxNodes });
+  figure("soak.ops_per_s", ops / s, "ops/s", "random verbs operations and time steps checked against the reference model per host second", { seed, ops, scenarios, seconds: Number(s.toFixed(1)) });
+  figure("soak.completions", completions, "completions", "completions the model explained (every one must be)", { seed, maxSearchNodes: maxNodes });
 }

@@ -1,6 +1,26 @@
-// One benchmark figure per line, in the fixed form other tools read.
-export function figure(bench: string, value: number, unit: string, extra: Record<string, unknown> = {}): void {
-  console.log(JSON.stringify({ bench, value: Number(value.toPrecision(6)), unit, ...extra }));
+// How a benchmark suite reports a figure. Without --pretty (and whenever stdout is not a
+// terminal) one JSON object per line in the fixed form other tools read: {bench, value, unit,
+// ...extra}; with `npm run bench -- <suite> --pretty`, or on a terminal, a table row instead:
+// the figure, its value and unit, and what it means. scripts/bench.mjs chooses the form and
+// says it in MENIC_BENCH_FORMAT ("json" when unset).
+
+const pretty = process.env.MENIC_BENCH_FORMAT === "pretty";
+const NAME_W = 40, VALUE_W = 22;
+let headerShown = false;
+
+/** One figure: its name, value and unit, what it means (shown in the table only), and extra fields (JSON, and after the meaning). */
+export function figure(bench: string, value: number, unit: string, meaning: string, extra: Record<string, unknown> = {}): void {
+  const v = Number(value.toPrecision(6));
+  if (!pretty) {
+    console.log(JSON.stringify({ bench, value: v, unit, ...extra }));
+    return;
+  }
+  if (!headerShown) {
+    headerShown = true;
+    console.log(`${"figure".padEnd(NAME_W)} ${"value".padStart(VALUE_W)}  what it means`);
+  }
+  const more = Object.entries(extra).map(([k, x]) => `${k} ${typeof x === "number" ? Number(x.toPrecision(6)) : JSON.stringify(x)}`).join(", ");
+  console.log(`${bench.padEnd(NAME_W)} ${`${v.toLocaleString("en-US", { maximumFractionDigits: 3 })} ${unit}`.padStart(VALUE_W)}  ${meaning}${more ? ` (${more})` : ""}`);
 }
 
 export function median(xs: number[]): number {
