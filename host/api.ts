@@ -1,16 +1,25 @@
 // The public API both entry points share (host/index.ts for Node, host/browser.ts for browser
 // bundlers): everything here runs unchanged on either platform. Each entry adds only how it
 // finds the compiled core (`coreModule`, async in both) and what needs Node (`runFirmware`).
-export { Device, DeviceFailedError, SnapshotError, type EngineReport, type EngineStateName, type TraceRecord, type DeviceOptions } from "./device.js";
+export { Device, DeviceFailedError, SnapshotError, type EngineReport, type EngineStateName, type TraceRecord, type DeviceOptions, type HbmServed, type MetarocePath } from "./device.js";
 export { ConfigError, resolveConfig, type DeviceConfig } from "./config.js";
 export { ElfError, parseElf, checkImage, type ElfImage, type Segment } from "./elf.js";
-export { toPerfetto, type TraceEvent } from "./trace/perfetto.js";
+export { toPerfetto, type TraceEvent, type PerfettoTrace } from "./trace/perfetto.js";
 export {
   Context, VerbsError, encodeWqe,
-  type Pd, type Mr, type Cq, type Qp, type QpInit, type SendWr, type RecvWr, type Wc, type Opcode, type QpStateName,
+  type Pd, type Mr, type Cq, type Qp, type QpInit, type QpAttr, type QpBytes, type SendWr, type RecvWr, type Wc, type Opcode, type QpStateName,
+  type AccessFlag, type WcStatus, type ReduceOp, type ReduceDtype, type ReduceSource, type PortGroup, type PostSendOptions, type PostRecvOptions,
 } from "./verbs.js";
-export { runScenario, type ScenarioResult, type FlowResult, type RunOptions, type RunEnd } from "./scenario/run.js";
-export { resolveScenario, type Scenario, type Flow, type Fault } from "./scenario/scenario.js";
+export {
+  runScenario, type ScenarioResult, type FlowResult, type RunOptions, type RunEnd, type MessageCounts, type Percentiles, type PathSummary, type MetaroceCounts, type FabricCounts,
+} from "./scenario/run.js";
+export {
+  resolveScenario, type Scenario, type CollectiveSpec, type Flow, type Fault, type LossFault, type LinkDownFault, type PlaneDownFault, type LinkSelection, type Topology, type SingleSwitch, type LeafSpine,
+} from "./scenario/scenario.js";
+export type { CollectiveReport, CollectiveRow } from "./scenario/collective.js";
+export type { GilbertElliott } from "./fabric/fabric.js";
+export type { LinkSpec } from "./fabric/topology.js";
+export type { SwitchConfig, SwitchOptions, EcnConfig, PfcConfig } from "./fabric/config.js";
 export { formatResult } from "./scenario/report.js";
 export { ClusterCapture } from "./cluster/capture.js";
 export { PcapngWriter, type Direction, type InterfaceOptions } from "./wire/pcapng.js";

@@ -3,10 +3,16 @@
 
 import { CONFIG_FIELDS, type ConfigField } from "./generated/layouts.js";
 
+/** Device config fields by name (docs/memory-map.md lists each with its default and range). */
 export type DeviceConfig = { [name: string]: number | bigint };
 
+/** A config or scenario field (or an input file) is bad: the message starts with its path (`config.engines: must be in [1, 64], got 99`). */
 export class ConfigError extends Error {
-  constructor(readonly path: string, message: string) {
+  constructor(
+    /** Where: `config.engines`, `scenario.faults[0].links`, a file's name. */
+    readonly path: string,
+    message: string,
+  ) {
     super(`${path}: ${message}`);
     this.name = "ConfigError";
   }

@@ -12,47 +12,86 @@ import { REGIONS, STAT_NAMES, TRACE_POINTS, LAYOUT_HASH, ENGINE_STATE, FLOW_CLAS
 
 export { SnapshotError } from "./snapshot.js";
 
+/**
+ * What a message engine is doing: `idle` (never started), `running`, `sleeping` (in `wfi`,
+ * until an interrupt), `exited` (wrote its exit code) or `faulted` (took a trap with no handler).
+ */
 export type EngineStateName = Lowercase<keyof typeof ENGINE_STATE>;
 
 /** One path of a MetaRoCE-like connection now (layouts/device.json MRT_PATH; docs/protocol.md). */
 export interface MetarocePath {
-  /** the connection's index on this device, and its peer device */
+  /** the connection's index on this device */
   conn: number;
+  /** the device at the other end */
   peer: number;
+  /** the path's index within its connection */
   path: number;
+  /** the port of this device it leaves by */
   port: number;
+  /** active, suspect (after a timeout) or failed (probed until it answers) */
   state: Lowercase<keyof typeof PATH_STATE>;
+  /** congestion window, bytes */
   cwndBytes: number;
+  /** bytes sent on it and not yet acknowledged */
   inflightBytes: number;
   /** smoothed RTT, ps (0: no sample yet) */
   srttPs: number;
+  /** retransmission timeout now, ps */
   rtoPs: number;
   /** the receiver's rate hint for this path, Gb/s (0: none yet) */
   hintGbps: number;
+  /** retransmission timeouts it has taken */
   rtos: number;
+  /** how many times it has been brought back after failing (its packets carry it) */
   epoch: number;
 }
 const STATE_NAMES = Object.fromEntries(Object.entries(ENGINE_STATE).map(([k, v]) => [v, k.toLowerCase()])) as Record<number, EngineStateName>;
 
+/** One message engine as it is now ({@link Device.engine}). */
 export interface EngineReport {
+  /** Its index, 0..engines-1. */
   id: number;
+  /** What it is doing. */
   state: EngineStateName;
+  /** The code it exited with (`exited` only; else null). */
   exitCode: number | null;
+  /** Its program counter. */
   pc: number;
+  /** The trap cause of its fault (`faulted` only; else null): RISC-V mcause. */
   mcause: number | null;
+  /** The faulting address or instruction (`faulted` only; else null): RISC-V mtval. */
   mtval: number | null;
+  /** Instructions it has retired. */
   instructions: number;
+  /** Engine clock cycles it has spent, asleep included (its mcycle). */
   cycles: number;
+  /** Simulated time it has spent asleep in `wfi`, ps. */
   sleepPs: number;
 }
 
+/** One trace point the core recorded ({@link DeviceOptions.collectTrace}; layouts/device.json TRACE_POINTS). */
 export interface TraceRecord {
+  /** When, ps of device time. */
   timePs: bigint;
+  /** Which point: `engine.start`, `engine.sleep`, `engine.wake`, `engine.trap`, `engine.mret`, `engine.exit`, `engine.fault`, `engine.call`, `engine.ret`, `nic.doorbell`, `nic.wqe_start`, `nic.wqe_done` or `nic.cqe`. */
   point: string;
+  /** The engine it concerns (for NIC points, the QP's owner). */
   engine: number;
+  /** The point's argument: an exit code, a trap cause, a pc, a QP number (see layouts/device.json). */
   arg: number;
 }
 
+/** HBM bytes served so far to each class of traffic ({@link Device.hbmServed}). */
+export interface HbmServed {
+  /** NIC DMA: request sources and destinations in HBM. */
+  nic: number;
+  /** The reduction blocks: REDUCE sources and destinations. */
+  reduce: number;
+  /** The compute-load generator ({@link Device.setComputeLoad}). */
+  compute: number;
+}
+
+/** How a {@link Device} (or a verbs Context) treats what the core reports. */
 export interface DeviceOptions {
   /** Keep trace records (drained from the core after every step) in `traceRecords`. */
   collectTrace?: boolean;
@@ -82,18 +121,35 @@ const NEVER_PS = (1n << 64n) - 1n;
 
 /** The device failed inside the core and runs no more (FATAL in layouts/device.json). */
 export class DeviceFailedError extends Error {
-  constructor(readonly code: number, readonly atPs: bigint) {
+  constructor(
+    /** The core's reason (FATAL): 1 the event queue overflowed. */
+    readonly code: number,
+    /** When, ps of device time. */
+    readonly atPs: bigint,
+  ) {
     const why = Object.entries(FATAL).find(([, v]) => v === code)?.[0] ?? `code ${code}`;
     super(`the device failed at ${atPs} ps: ${why === "EVENT_OVERFLOW" ? "its event queue overflowed (an event was lost; sched.overflow counts it)" : why}`);
     this.name = "DeviceFailedError";
   }
 }
 
+/**
+ * One emulated accelerator: its message engines, NIC, memories and their clock, in a wasm
+ * instance of the core. Load an image ({@link loadElf}), {@link start} the engines and
+ * {@link run}; read what they did ({@link engine}, {@link console}, {@link stats}); save the
+ * whole state as bytes and restore it ({@link save}, {@link Device.restore}). Verbs: a
+ * `Context` on it ({@link Context.of}, or `openDevice`).
+ */
 export class Device {
+  /** Message engines (config `engines`). */
   readonly engines: number;
+  /** SRAM bytes of each engine (config `sramBytes`). */
   readonly sramBytes: number;
+  /** HBM bytes (config `hbmBytes`). */
   readonly hbmBytes: number;
+  /** Bytes at address 0 of every engine that fault when touched, to catch NULL pointers (config `nullGuardBytes`). */
   readonly nullGuardBytes: number;
+  /** The trace records drained so far, with {@link DeviceOptions.collectTrace}. */
   readonly traceRecords: TraceRecord[] = [];
   private readonly consoles: EngineConsole[] = [];
   private u8!: Uint8Array;
@@ -104,6 +160,7 @@ export class Device {
     /** @internal this device's handle in the core */
     readonly handle: number,
     private readonly scratch: number,
+    /** Every config field's value, defaults filled in (docs/memory-map.md). */
     readonly config: Map<string, bigint>,
     private readonly options: DeviceOptions,
   ) {
@@ -141,6 +198,7 @@ export class Device {
     return this.u8;
   }
 
+  /** The device time, ps. */
   get nowPs(): bigint {
     return this.core.now(this.handle);
   }
@@ -215,6 +273,7 @@ export class Device {
     return t;
   }
 
+  /** True when no engine is running or asleep (each is idle, exited or faulted). */
   allStopped(): boolean {
     for (let i = 0; i < this.engines; i++) {
       const s = this.core.engineState(this.handle, i);
@@ -223,6 +282,7 @@ export class Device {
     return true;
   }
 
+  /** Engine `i` as it is now; a RangeError for an index outside 0..engines-1. */
   engine(i: number): EngineReport {
     this.engineIndex(i);
     const c = this.core, h = this.handle;
@@ -240,6 +300,7 @@ export class Device {
     };
   }
 
+  /** Integer register `x<r>` (0..31) of engine `engine`, as an unsigned 32-bit value. */
   reg(engine: number, r: number): number {
     return this.core.engineReg(this.handle, this.engineIndex(engine), checkInt("r", r, 0, 31)) >>> 0;
   }
@@ -267,6 +328,7 @@ export class Device {
     return this.consoles[this.engineIndex(i)].dropped;
   }
 
+  /** Every statistic the core counts, by name (`nic.wqe_done`, `hbm.flow_full`, ...: docs/memory-map.md lists them). */
   stats(): Record<string, number> {
     const n = this.core.statCount();
     const v = new BigUint64Array(this.core.memory.buffer, this.core.statsPtr(this.handle), n);
@@ -309,6 +371,7 @@ export class Device {
     return atPs;
   }
 
+  /** The next word engine `engine` pushed to the host through its mailbox (MBOX.OUT_DATA), or null when there is none. */
   mailboxPop(engine: number): number | null {
     const v = this.core.mboxPop(this.handle, this.engineIndex(engine));
     return v < 0n ? null : Number(v);
@@ -324,7 +387,7 @@ export class Device {
   }
 
   /** HBM bytes served so far to NIC DMA, reductions and the compute load. */
-  hbmServed(): { nic: number; reduce: number; compute: number } {
+  hbmServed(): HbmServed {
     const c = this.core, h = this.handle;
     return { nic: c.hbmServed(h, FLOW_CLASS.NIC), reduce: c.hbmServed(h, FLOW_CLASS.REDUCE), compute: c.hbmServed(h, FLOW_CLASS.COMPUTE) };
   }

@@ -5,6 +5,7 @@
 
 import { REGIONS } from "./generated/layouts.js";
 
+/** An ELF file is not a loadable RV32 executable, or does not fit the device: the message says what and where. */
 export class ElfError extends Error {
   constructor(message: string) {
     super(message);
@@ -12,15 +13,23 @@ export class ElfError extends Error {
   }
 }
 
+/** One loadable segment (PT_LOAD) of an image. */
 export interface Segment {
+  /** Where it loads: an engine's SRAM address (every engine gets a copy) or an HBM address. */
   vaddr: number;
+  /** Its size in memory, bytes. */
   memsz: number;
-  data: Uint8Array; // filesz bytes; the rest of memsz is zero
-  flags: number; // PF_X = 1, PF_W = 2, PF_R = 4
+  /** Its file bytes (filesz of them); the rest of memsz is zero. */
+  data: Uint8Array;
+  /** ELF p_flags: PF_X = 1, PF_W = 2, PF_R = 4. */
+  flags: number;
 }
 
+/** The loadable part of an ELF file ({@link parseElf}). */
 export interface ElfImage {
+  /** The entry point, where {@link Device.start} starts the engines. */
   entry: number;
+  /** The PT_LOAD segments, in file order. */
   segments: Segment[];
 }
 

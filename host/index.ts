@@ -1,12 +1,38 @@
 // The Node entry point of the menic library (package "menic" under the "node" and default
 // conditions). Same shape as host/browser.ts: the shared API, an async `coreModule()` and
 // `openDevice`; plus `runFirmware`, which reads the core from the package folder.
+
+/**
+ * The menic host API: an emulated accelerator's NIC, message engines and fabric, driven from
+ * TypeScript. `import { ... } from "menic"` in Node; a browser bundler picks `menic/browser`,
+ * which has the same API (the core embedded) except {@link runFirmware}.
+ *
+ * - **Verbs** (ibverbs' names): {@link openDevice} gives a {@link Context}; buffers come from
+ *   {@link Context.allocHostMemory} and {@link Context.allocHbm}, their bytes through
+ *   {@link Context.write} and {@link Context.read}; then protection domains, memory regions
+ *   (with {@link AccessFlag} rights), CQs and QPs, {@link Context.postSend} of
+ *   {@link SendWr} (RDMA WRITE, SEND, READ, and REDUCE with {@link SendWr.reduce}),
+ *   {@link Context.postRecv}, {@link Context.pollCq}, and {@link Context.run} to advance time.
+ *   Whole programs: `examples/verbs/` of the package (write.ts, send-recv.ts, read.ts, reduce.ts).
+ * - **Devices and firmware**: {@link Device} (load an ELF, run the engines, save and restore),
+ *   {@link runFirmware}, {@link toPerfetto} for traces.
+ * - **Scenarios**: {@link runScenario} runs devices on a fabric with traffic and faults
+ *   ({@link Scenario}; schemas/scenario.schema.json), {@link ClusterCapture} writes pcapng.
+ *
+ * Times are picoseconds of simulated time (bigint where they may pass 2^53). Bad arguments
+ * throw an error naming them ({@link VerbsError}, {@link ConfigError}, {@link ElfError},
+ * {@link SnapshotError}) before anything changes.
+ *
+ * @packageDocumentation
+ */
 import { Context } from "./verbs.js";
 import { coreModule as loadCore } from "./platform/node.js";
 import type { DeviceOptions } from "./device.js";
 
 export * from "./api.js";
 export { runFirmware, type FwRunResult, type FwRunOptions, type FwEngineResult } from "./fw/run.js";
+export type { Location } from "./debug/symbolize.js";
+export type { ProfileRow } from "./debug/profile.js";
 
 /**
  * The compiled device core (`build/menic.wasm` of the package, or its debug build), compiled

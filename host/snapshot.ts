@@ -20,6 +20,7 @@ const VERSION = 2;
 const HEADER_BYTES = 32;
 const CHECKSUM_AT = 24;
 
+/** A snapshot given to `Device.restore` is damaged, truncated or of another build: the message says which. */
 export class SnapshotError extends Error {
   constructor(message: string) {
     super(`snapshot: ${message}`);

@@ -14,15 +14,57 @@ import {
   OWNER_HOST, REMOTE_KEY_BIT, MAX_CQ_DEPTH, MAX_QUEUE_DEPTH, PORT_GROUP,
 } from "./generated/layouts.js";
 
+/**
+ * A verbs call refused its arguments or found a handle it does not own: the message names the
+ * call, the argument and the object (`postSend: QP 3: wrs[2].length must be an integer
+ * 0..4294967295, got 4294967296`). A call that throws it has changed nothing.
+ */
 export class VerbsError extends Error {
+  /** @param message what is wrong, where */
   constructor(message: string) {
     super(message);
     this.name = "VerbsError";
   }
 }
 
+/**
+ * What a work request does (ibv_wr_opcode, plus two local operations):
+ * - `RDMA_WRITE`: copy `length` bytes from `localAddr` (under `lkey`) to `remoteAddr` of the
+ *   destination QP's device (under `rkey`, which needs `REMOTE_WRITE`);
+ * - `RDMA_WRITE_WITH_IMM`: the same, then consume a receive at the destination, whose
+ *   completion carries `imm`;
+ * - `SEND`, `SEND_WITH_IMM`: deliver `length` bytes from `localAddr` into the buffer of the
+ *   destination QP's next posted receive;
+ * - `RDMA_READ`: copy `length` bytes from `remoteAddr` (under `rkey`, which needs
+ *   `REMOTE_READ`) into `localAddr` (under `lkey`, which needs `LOCAL_WRITE`);
+ * - `REDUCE`: combine 2 to 8 HBM sources element by element into `localAddr` on a reduction
+ *   block of this device ({@link SendWr.reduce});
+ * - `COPY`: copy `length` bytes between two regions of this device, from `remoteAddr` under
+ *   `rkey` (a local key of the QP's protection domain) to `localAddr` under `lkey`;
+ * - `RECV`: a receive work request ({@link RecvWr}); only in completions.
+ */
 export type Opcode = keyof typeof OPCODE;
+/** A queue pair's state (ibv_qp_state): `RESET` → `INIT` → `RTR` → `RTS`; any state → `ERR`. Entries run only in `RTS`. */
 export type QpStateName = keyof typeof QP_STATE;
+/**
+ * A memory region's access right (ibv_access_flags): `LOCAL_WRITE` lets the NIC write the
+ * region for this side (a READ's or RECV's destination, a COPY's or REDUCE's destination);
+ * `REMOTE_WRITE` lets a peer's RDMA WRITE place bytes in it; `REMOTE_READ` lets a peer's RDMA
+ * READ take bytes from it. Reading a region for a local source needs no right.
+ */
+export type AccessFlag = keyof typeof ACCESS;
+/** A completion's status (ibv_wc_status, with ibverbs' numbers): `SUCCESS` or what went wrong (docs/nic.md lists which request gets which). */
+export type WcStatus = keyof typeof STATUS;
+/** A REDUCE's operation on each element: `SUM`, `MAX`, `MIN` or `PROD`. */
+export type ReduceOp = keyof typeof REDUCE_OP;
+/**
+ * A REDUCE's element type, little-endian: `F32` (4 bytes), `F16`, `BF16` (2 bytes; combined in
+ * f32, rounded once to the type, to nearest even) or `I32` (4 bytes; sums and products wrap
+ * modulo 2^32). docs/reduce.md gives the numerics.
+ */
+export type ReduceDtype = keyof typeof DTYPE;
+/** Which of a device's port groups a QP to another device uses: `SCALE_UP` or `SCALE_OUT`. */
+export type PortGroup = keyof typeof PORT_GROUP;
 /** Sources a WQE has room for (src_addr x 8). */
 const WQE_SOURCES = (WQE.SIZE - WQE.src_addr) / WQE_STRIDE.src_addr;
 /** The WQE's nsrc field is one byte: a larger count saturates, so it still reaches the NIC as an invalid count. */
@@ -34,52 +76,196 @@ const MAX_ALIGNMENT = 2 ** 30;
 const STATUS_NAMES = Object.fromEntries(Object.entries(STATUS).map(([k, v]) => [v, k])) as Record<number, keyof typeof STATUS>;
 const OPCODE_NAMES = Object.fromEntries(Object.entries(OPCODE).map(([k, v]) => [v, k])) as Record<number, Opcode>;
 
-export interface Pd { readonly handle: number }
-export interface Mr { readonly addr: number; readonly length: number; readonly lkey: number; readonly rkey: number; readonly pd: Pd }
-export interface Cq { readonly cqn: number; readonly depth: number; readonly ring: number; readonly owner: number; consumed: number }
+/** A protection domain ({@link Context.allocPd}): a key works only for QPs of its PD. */
+export interface Pd {
+  /** The NIC's number for it. */
+  readonly handle: number;
+}
+/** A registered memory region ({@link Context.regMr}): `[addr, addr + length)` of DMA memory. */
+export interface Mr {
+  /** First DMA address of the region. */
+  readonly addr: number;
+  /** Its size in bytes. */
+  readonly length: number;
+  /** The local key: work requests of this side name the region by it (`lkey` fields). */
+  readonly lkey: number;
+  /** The remote key: a peer's RDMA WRITE or READ names the region by it (`rkey`); `lkey | 0x80000000`. */
+  readonly rkey: number;
+  /** The protection domain it was registered in. */
+  readonly pd: Pd;
+}
+/** A completion queue ({@link Context.createCq}). */
+export interface Cq {
+  /** The NIC's number for it. */
+  readonly cqn: number;
+  /** How many completions its ring holds. */
+  readonly depth: number;
+  /** DMA address of its ring of 32-byte entries (host memory for a host CQ, HBM for an engine's). */
+  readonly ring: number;
+  /** Who polls it: an engine's index, or the host's owner number. */
+  readonly owner: number;
+  /** Completions read so far (free-running; {@link Context.pollCq} advances it). */
+  consumed: number;
+}
+/** A queue pair ({@link Context.createQp}): a send and a receive ring of 128-byte entries. */
 export interface Qp {
-  readonly qpn: number; readonly pd: Pd; readonly sendCq: Cq; readonly recvCq: Cq; readonly owner: number;
-  readonly sqDepth: number; readonly rqDepth: number; readonly sqRing: number; readonly rqRing: number;
-  /** Entries posted so far, free-running u32 counts (the NIC's numbering of the ring slots). */
-  sqPosted: number; rqPosted: number;
+  /** The QP number, which a peer names at RTR (`destQpNum`) and completions carry (`qpNum`). */
+  readonly qpn: number;
+  /** The protection domain its keys must belong to. */
+  readonly pd: Pd;
+  /** Where its send requests complete. */
+  readonly sendCq: Cq;
+  /** Where its receives complete. */
+  readonly recvCq: Cq;
+  /** Who posts to it: an engine's index, or the host's owner number. */
+  readonly owner: number;
+  /** Entries of the send ring (`maxSendWr`). */
+  readonly sqDepth: number;
+  /** Entries of the receive ring (`maxRecvWr`). */
+  readonly rqDepth: number;
+  /** DMA address of the send ring. */
+  readonly sqRing: number;
+  /** DMA address of the receive ring. */
+  readonly rqRing: number;
+  /** Send entries posted so far, a free-running u32 count (the NIC's numbering of the ring slots). */
+  sqPosted: number;
+  /** Receive entries posted so far, a free-running u32 count. */
+  rqPosted: number;
 }
 
+/**
+ * A send work request (ibv_send_wr) for {@link Context.postSend}. Which fields matter depends
+ * on the {@link Opcode}; an absent number is 0. The host checks each field's type and range
+ * (a VerbsError names the bad one); keys, bounds and rights are the NIC's to judge, and a bad
+ * one completes the request with an error status.
+ */
 export interface SendWr {
+  /** The caller's id for the request, returned in its completion: a bigint below 2^64 or a safe integer ≥ 0. */
   wrId: bigint | number;
+  /** What the request does. */
   opcode: Opcode;
+  /** Write a completion when it succeeds (a failed request always completes). Default false, unless the QP has `sqSigAll`. */
   signaled?: boolean;
+  /** ibverbs' IBV_SEND_FENCE: written into the entry's flags; the NIC does not act on it yet. Default false. */
   fence?: boolean;
+  /** DMA address of this side's buffer: the source of a WRITE or SEND, the destination of a READ, COPY or REDUCE. */
   localAddr?: number;
+  /** Bytes to move; for a REDUCE, the bytes of each source and of the destination (a multiple of the element size). */
   length?: number;
+  /** Local key of a region covering `[localAddr, localAddr + length)`. */
   lkey?: number;
+  /** DMA address on the destination QP's device (WRITE, READ), or the source of a COPY. */
   remoteAddr?: number;
+  /** Remote key of the region at `remoteAddr` (WRITE, READ); for a COPY, a local key of its source. */
   rkey?: number;
+  /** The 32-bit immediate of `RDMA_WRITE_WITH_IMM` and `SEND_WITH_IMM`, delivered in the receiver's completion. */
   imm?: number;
-  /** REDUCE: sources (2 to 8, in HBM), operation and element type; localAddr/lkey is the destination. */
-  reduce?: { op: keyof typeof REDUCE_OP; dtype: keyof typeof DTYPE; sources: { addr: number; lkey: number }[] };
+  /**
+   * The REDUCE request: `localAddr`/`lkey` is the destination (in HBM, its region with
+   * `LOCAL_WRITE`), `length` the bytes of each operand; every source is in HBM, under the
+   * `lkey` of a region of the QP's protection domain. A count of sources outside 2..8, or an
+   * unknown op or type, completes with `LOC_QP_OP_ERR`.
+   */
+  reduce?: {
+    /** How elements combine. */
+    op: ReduceOp;
+    /** The element type. */
+    dtype: ReduceDtype;
+    /** The operands, 2 to 8, each `length` bytes. */
+    sources: ReduceSource[];
+  };
 }
 
-export interface RecvWr { wrId: bigint | number; localAddr: number; length: number; lkey: number }
+/** One operand of a REDUCE. */
+export interface ReduceSource {
+  /** Its DMA address, in HBM (below 2^32). */
+  addr: number;
+  /** The local key of a region of the QP's protection domain covering it. */
+  lkey: number;
+}
 
+/** The RoCEv2 payload bytes a QP has moved ({@link Context.qpBytes}). */
+export interface QpBytes {
+  /** Sent in request packets, retransmissions included. */
+  tx: number;
+  /** Accepted in order as a responder. */
+  rx: number;
+}
+
+/** A receive work request (ibv_recv_wr) for {@link Context.postRecv}: where an incoming SEND (or WRITE_WITH_IMM's completion) lands. */
+export interface RecvWr {
+  /** The caller's id, returned in the receive's completion: a bigint below 2^64 or a safe integer ≥ 0. */
+  wrId: bigint | number;
+  /** DMA address of the buffer. */
+  localAddr: number;
+  /** Its size: a larger SEND fails (`LOC_LEN_ERR` here, `REM_INV_REQ_ERR` at the sender). */
+  length: number;
+  /** Local key of a region covering the buffer, with `LOCAL_WRITE`. */
+  lkey: number;
+}
+
+/** A work completion (ibv_wc), from {@link Context.pollCq}. */
 export interface Wc {
+  /** The request's `wrId`. */
   wrId: bigint;
-  status: keyof typeof STATUS;
+  /** `SUCCESS`, or what went wrong. */
+  status: WcStatus;
+  /** What completed (`RECV` for a receive). */
   opcode: Opcode;
+  /** Bytes moved (for a receive, the bytes the SEND delivered). */
   byteLen: number;
+  /** The immediate of a WRITE_WITH_IMM or SEND_WITH_IMM, on the receiver's completion. */
   imm?: number;
+  /** The QP number the completion belongs to. */
   qpNum: number;
-  /** when the NIC wrote the completion (ps of device time) */
+  /** When the NIC wrote the completion (ps of device time). */
   timePs: bigint;
 }
 
+/** What {@link Context.createQp} makes (ibv_qp_init_attr). */
 export interface QpInit {
+  /** The CQ its send requests complete on. */
   sendCq: Cq;
+  /** The CQ its receives complete on. */
   recvCq: Cq;
+  /** Entries of the send ring, 1..32768. */
   maxSendWr: number;
+  /** Entries of the receive ring, 1..32768. */
   maxRecvWr: number;
-  /** Engine that owns the QP (posts to it and rings its doorbells); the host when absent. */
+  /** Engine that owns the QP (posts to it and rings its doorbells; its rings in HBM); the host when absent. */
   engine?: number;
+  /** Every send request completes, signaled or not (ibverbs' sq_sig_all). Default false. */
   sqSigAll?: boolean;
+}
+
+/** The attributes {@link Context.modifyQp} sets (ibv_qp_attr). */
+export interface QpAttr {
+  /** The state to move to. */
+  state: QpStateName;
+  /** At RTR, required: the QP number of the destination (0..maxQps-1). */
+  destQpNum?: number;
+  /** At RTR: the device the destination QP is on (default: this device, a loopback QP); another device makes the QP speak RoCEv2 (or the MetaRoCE-like transport) through its ports. */
+  destDevice?: number;
+  /** Which port group carries it to another device. Default `SCALE_UP`. */
+  portGroup?: PortGroup;
+}
+
+/** Options of {@link Context.postSend}. */
+export interface PostSendOptions {
+  /**
+   * `classic` (default): the entries go into the ring and one doorbell announces them all; the
+   * NIC then fetches them (over PCIe for a host QP). `express`: each entry is itself written to
+   * the NIC's express window, with no fetch.
+   */
+  doorbell?: "classic" | "express";
+  /** When the doorbell writes leave the host (ps of device time; default now, not before now). */
+  atPs?: bigint;
+}
+
+/** Options of {@link Context.postRecv}. */
+export interface PostRecvOptions {
+  /** When the doorbell leaves the host (ps of device time; default now, not before now). */
+  atPs?: bigint;
 }
 
 // ---- argument checks: each returns the value or throws VerbsError naming `what`
@@ -215,7 +401,13 @@ function emitWqe(dv: DataView, off: number, f: WqeFields, qpn: number): void {
 type Kind = "PD" | "MR" | "CQ" | "QP";
 const GONE: Record<Kind, string> = { PD: "was deallocated", MR: "is not registered: it was deregistered", CQ: "was destroyed", QP: "was destroyed" };
 
-/** The verbs context of one device (ibv_open_device). */
+/**
+ * The verbs context of one device (ibv_open_device), with ibverbs' names: buffers
+ * ({@link allocHostMemory}, {@link allocHbm}, {@link write}, {@link read}), protection
+ * domains, memory regions, completion queues, queue pairs, posting and polling, and
+ * {@link run} to advance simulated time. Every argument is checked before anything happens: a
+ * call that throws {@link VerbsError} has changed nothing.
+ */
 export class Context {
   private hostTop = 0;
   private hbmLow: number;
@@ -224,11 +416,20 @@ export class Context {
   private readonly live = new WeakMap<object, Kind>();
   private readonly released = new WeakMap<object, Kind>();
 
-  private constructor(readonly device: Device) {
+  private constructor(
+    /** The device this context drives (its engines, statistics, save and restore). */
+    readonly device: Device,
+  ) {
     this.hbmLow = device.hbmBytes;
     this.scratch = device.core.scratchAlloc(WQE.SIZE);
   }
 
+  /**
+   * A new device and its context (what `openDevice` does with the package's core).
+   * @param module the compiled core (`await coreModule()`)
+   * @param config device config fields (docs/memory-map.md); a bad one throws ConfigError
+   * @param options console and trace collection
+   */
   static async open(module: WebAssembly.Module, config: unknown = {}, options: DeviceOptions = {}): Promise<Context> {
     return new Context(await Device.create(module, config, options));
   }
@@ -262,7 +463,13 @@ export class Context {
     return engine === undefined ? OWNER_HOST : checkInt(what, engine, 0, this.device.engines - 1);
   }
 
-  /** DMA address of `bytes` of host memory (a bump allocator: the host's pinned buffers). */
+  /**
+   * Host memory for buffers, rings or CQs: the host's pinned memory, which the NIC reaches over
+   * PCIe. A bump allocator (nothing is freed); throws VerbsError when `hostMemBytes` is used up.
+   * @param bytes how many, at least 1
+   * @param alignment a power of two up to 2^30 (default 64)
+   * @returns the DMA address of the first byte (host memory starts at 0x1_0000_0000)
+   */
   allocHostMemory(bytes: number, alignment = 64): number {
     checkAlloc("allocHostMemory", bytes, alignment);
     const at = align(this.hostTop, alignment);
@@ -272,7 +479,14 @@ export class Context {
     return DMA.DMA_HOST + at;
   }
 
-  /** DMA address of `bytes` of HBM, taken from the top down (firmware's .hbm data sits at the bottom). */
+  /**
+   * Device memory (HBM) for buffers: what REDUCE operands and engines' data use. Taken from the
+   * top of HBM down (a firmware image's HBM data sits at the bottom: the allocator does not
+   * know how much of it there is), never freed; throws VerbsError when HBM is used up.
+   * @param bytes how many, at least 1
+   * @param alignment a power of two up to 2^30 (default 64)
+   * @returns the DMA address of the first byte (HBM starts at 0x8000_0000, as engines see it)
+   */
   allocHbm(bytes: number, alignment = 64): number {
     checkAlloc("allocHbm", bytes, alignment);
     const at = Math.floor((this.hbmLow - bytes) / alignment) * alignment;
@@ -293,29 +507,46 @@ export class Context {
     }
   }
 
-  /** A live view of DMA memory (host memory or HBM): the CPU's or a debugger's access. */
+  /**
+   * A live view of DMA memory (host memory, HBM or an engine's SRAM): the CPU's or a debugger's
+   * access, costing no simulated time. It goes stale when the core's memory grows: use it at
+   * once, or use {@link read} and {@link write}. Throws VerbsError for a range outside them.
+   */
   view(addr: number, length: number): Uint8Array {
     const p = this.core.dmaAddr(this.h, checkU64("view: addr", addr), BigInt(checkInt("view: length", length, 0, Number.MAX_SAFE_INTEGER)));
     if (p === 0) throw new VerbsError(`view: [0x${addr.toString(16)}, +${length}) is not in host memory, HBM or engine SRAM`);
     return new Uint8Array(this.core.memory.buffer, p, length);
   }
 
+  /** Writes `bytes` at DMA address `addr` (host memory, HBM or an engine's SRAM), as the CPU would: no simulated time, no region needed. */
   write(addr: number, bytes: Uint8Array): void { this.view(addr, bytes.length).set(bytes); }
+  /** A copy of `length` bytes at DMA address `addr` (host memory, HBM or an engine's SRAM), read as the CPU would: no simulated time. */
   read(addr: number, length: number): Uint8Array { return this.view(addr, length).slice(); }
 
+  /** ibv_alloc_pd: a new protection domain; throws VerbsError when all `maxPds` are in use. */
   allocPd(): Pd {
     const pd = this.core.pdAlloc(this.h);
     if (pd < 0) throw new VerbsError("allocPd: no free protection domain (maxPds)");
     return this.issue("PD", { handle: pd });
   }
 
+  /** ibv_dealloc_pd; the handle is dead afterwards. */
   deallocPd(pd: Pd): void {
     this.own("PD", pd, "deallocPd: pd");
     if (!this.core.pdFree(this.h, pd.handle)) throw new VerbsError(`deallocPd: PD ${pd.handle} is in use by a region or QP`);
     this.release("PD", pd);
   }
 
-  regMr(pd: Pd, addr: number, length: number, access: (keyof typeof ACCESS)[] = []): Mr {
+  /**
+   * ibv_reg_mr: registers `[addr, addr + length)` of DMA memory (host memory, HBM or an
+   * engine's SRAM) in `pd`; throws VerbsError when all `maxMrs` are in use.
+   * @param pd the protection domain whose QPs may use it
+   * @param addr its first DMA address
+   * @param length its size, bytes (at least 1)
+   * @param access the rights the NIC grants on it (default none: a local source only)
+   * @returns the region with its `lkey` and `rkey`
+   */
+  regMr(pd: Pd, addr: number, length: number, access: AccessFlag[] = []): Mr {
     this.own("PD", pd, "regMr: pd");
     const base = checkU64("regMr: addr", addr), len = checkInt("regMr: length", length, 1, Number.MAX_SAFE_INTEGER);
     const flags = checkArray("regMr: access", access).reduce<number>((a, k, i) => a | checkName(`regMr: access[${i}]`, ACCESS, k), 0);
@@ -324,6 +555,7 @@ export class Context {
     return this.issue("MR", { addr, length, lkey, rkey: (lkey | REMOTE_KEY_BIT) >>> 0, pd });
   }
 
+  /** ibv_dereg_mr; a request still using it fails when it completes, with nothing placed. */
   deregMr(mr: Mr): void {
     this.own("MR", mr, "deregMr: mr");
     if (!this.core.mrDereg(this.h, mr.lkey)) throw new VerbsError(`deregMr: MR with lkey 0x${mr.lkey.toString(16)} is not registered`);
@@ -331,10 +563,11 @@ export class Context {
   }
 
   /**
-   * A CQ of `depth` entries, owned by the host or by engine `opts.engine`. Its ring is allocated
-   * (host memory for the host's, HBM for an engine's) unless `opts.ring` places it: a DMA address
-   * of depth x 32 bytes, e.g. in the owner engine's SRAM (DMA.SRAM_BASE + engine x 0x0100_0000 +
-   * offset), which is the cheap ring for firmware to poll. The ring is zeroed.
+   * ibv_create_cq: a CQ of `depth` entries (1..65536), owned by the host or by engine
+   * `opts.engine`. Its ring is allocated (host memory for the host's, HBM for an engine's)
+   * unless `opts.ring` places it: a DMA address of depth x 32 bytes, e.g. in the owner engine's
+   * SRAM (DMA.SRAM_BASE + engine x 0x0100_0000 + offset), which is the cheap ring for firmware
+   * to poll. The ring is zeroed.
    */
   createCq(depth: number, opts: { engine?: number; ring?: number } = {}): Cq {
     checkInt("createCq: depth", depth, 1, MAX_CQ_DEPTH);
@@ -349,6 +582,7 @@ export class Context {
     });
   }
 
+  /** ibv_destroy_cq. */
   destroyCq(cq: Cq): void {
     this.own("CQ", cq, "destroyCq: cq");
     const r = this.core.cqDestroy(this.h, cq.cqn);
@@ -356,6 +590,7 @@ export class Context {
     this.release("CQ", cq);
   }
 
+  /** ibv_create_qp: a queue pair in RESET, its rings allocated where its owner reaches them. */
   createQp(pd: Pd, init: QpInit): Qp {
     this.own("PD", pd, "createQp: pd");
     if (typeof init !== "object" || init === null) throw new VerbsError(`createQp: init must be an object, got ${show(init)}`);
@@ -377,9 +612,10 @@ export class Context {
   /**
    * ibv_modify_qp. At RTR, `destQpNum` names the destination QP; `destDevice` (default: this
    * device) the device it is on — another device makes the QP talk RoCEv2 through a port of
-   * `portGroup` ("SCALE_UP", the default, or "SCALE_OUT").
+   * `portGroup` ("SCALE_UP", the default, or "SCALE_OUT"). Moving to RESET discards posted
+   * entries; to ERR flushes them (`WR_FLUSH_ERR`).
    */
-  modifyQp(qp: Qp, attr: { state: QpStateName; destQpNum?: number; destDevice?: number; portGroup?: keyof typeof PORT_GROUP }): void {
+  modifyQp(qp: Qp, attr: QpAttr): void {
     this.own("QP", qp, "modifyQp: qp");
     if (typeof attr !== "object" || attr === null) throw new VerbsError(`modifyQp: attr must be an object, got ${show(attr)}`);
     const state = checkName(`modifyQp: QP ${qp.qpn}: attr.state`, QP_STATE, attr.state);
@@ -396,6 +632,7 @@ export class Context {
     if (r !== 0) throw new VerbsError(`modifyQp: QP ${qp.qpn}: modify to ${attr.state} failed (${r})`);
   }
 
+  /** ibv_query_qp's state: the QP's state now (the NIC moves it to ERR on an error). */
   qpState(qp: Qp): QpStateName {
     this.own("QP", qp, "qpState: qp");
     const v = this.core.qpState(this.h, qp.qpn);
@@ -409,12 +646,13 @@ export class Context {
     return mbps > 0 ? mbps / 1000 : Number(this.device.config.get("portGbps"));
   }
 
-  /** RoCEv2 payload bytes QP `qp` has moved: request packets sent (retransmissions included), and accepted in order as a responder. */
-  qpBytes(qp: Qp): { tx: number; rx: number } {
+  /** The RoCEv2 payload bytes QP `qp` has moved. */
+  qpBytes(qp: Qp): QpBytes {
     this.own("QP", qp, "qpBytes: qp");
     return { tx: this.core.qpTxBytes(this.h, qp.qpn), rx: this.core.qpRxBytes(this.h, qp.qpn) };
   }
 
+  /** ibv_destroy_qp: a request in flight and everything posted complete with `WR_FLUSH_ERR`. */
   destroyQp(qp: Qp): void {
     this.own("QP", qp, "destroyQp: qp");
     if (this.core.qpDestroy(this.h, qp.qpn) !== 0) throw new VerbsError(`destroyQp: QP ${qp.qpn} does not exist`);
@@ -465,9 +703,10 @@ export class Context {
   /**
    * ibv_post_send: entries go into the ring and one classic doorbell announces them all, or each
    * goes through the express window. The doorbell writes leave the host at `opts.atPs` (default
-   * now; not before now).
+   * now; not before now). The whole batch is checked first, including room in the ring and in
+   * the host's doorbell queue (`hostDoorbellQueue`): a VerbsError then, and nothing posted.
    */
-  postSend(qp: Qp, wrs: SendWr[], opts: { doorbell?: "classic" | "express"; atPs?: bigint } = {}): void {
+  postSend(qp: Qp, wrs: SendWr[], opts: PostSendOptions = {}): void {
     const express = checkName("postSend: opts.doorbell", { classic: 0, express: 1 }, opts.doorbell ?? "classic") === 1;
     const at = this.device.inputTime("postSend: opts", opts.atPs);
     const entries = this.encodeBatch("postSend", qp, wrs, "send");
@@ -489,7 +728,7 @@ export class Context {
   }
 
   /** ibv_post_recv; the doorbell leaves the host at `opts.atPs` (default now; not before now). */
-  postRecv(qp: Qp, wrs: RecvWr[], opts: { atPs?: bigint } = {}): void {
+  postRecv(qp: Qp, wrs: RecvWr[], opts: PostRecvOptions = {}): void {
     const at = this.device.inputTime("postRecv: opts", opts.atPs);
     const entries = this.encodeBatch("postRecv", qp, wrs, "recv");
     const n = entries.length / WQE.SIZE;
@@ -530,11 +769,12 @@ export class Context {
     return out;
   }
 
-  /** Advances simulated time (ps); returns the device time. */
+  /** Advances simulated time to `untilPs` (ps of device time), whatever the engines do; returns the device time. */
   run(untilPs: bigint): bigint {
     return this.device.advance(untilPs);
   }
 
+  /** The device time, in ps. */
   get nowPs(): bigint { return this.device.nowPs; }
 }
 

@@ -18,6 +18,12 @@ import type { DeviceEndpoint } from "./endpoint.js";
 
 const OUT = 0, IN = 1;
 
+/**
+ * A packet capture of a scenario run (`menic run --pcap`): every frame at every device port, in
+ * and out, as Ethernet frames, one interface per port (`dev<d>.port<p>`), written in time
+ * order through a {@link PcapngWriter}. Attach it in {@link RunOptions.onBuilt}, flush it as the
+ * run goes (`onProgress`) and at the end.
+ */
 export class ClusterCapture {
   /** frames written so far */
   written = 0;

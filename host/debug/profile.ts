@@ -7,11 +7,13 @@ import type { Symbolizer } from "./symbolize.js";
 /** One engine's profile table as the core keeps it: per SRAM word, cycles u64, instructions u32, calls u32. */
 export const PROFILE_ENTRY_BYTES = 16;
 
+/** One function's share of a profiled run (`runFirmware` with `profile`). */
 export interface ProfileRow {
   /** The function, or `0x<address>` for code no symbol covers. */
   function: string;
   /** Cycles spent in the function's own instructions (not in its callees). */
   cycles: number;
+  /** Instructions of its own it ran. */
   instructions: number;
   /** Calls into the function's first instruction. */
   calls: number;

@@ -6,13 +6,17 @@
 import { readSections, readSymbols, STT_FUNC, STT_OBJECT, type ElfSymbol } from "../elf.js";
 import { readLineTable, lineFor, type LineRow } from "./dwarf-line.js";
 
+/** Where a pc is in an image: its function and offset, and for a -g build its file and line. */
 export interface Location {
+  /** The address. */
   pc: number;
   /** The function (or object) holding pc, and pc's offset in it; absent when no symbol covers pc. */
   symbol?: string;
+  /** pc's offset in `symbol`. */
   offset?: number;
   /** From the line table of a -g build. */
   file?: string;
+  /** The line in `file`. */
   line?: number;
 }
 

@@ -8,7 +8,9 @@ import { PAYLOAD_SLOT_BYTES_DEFAULT } from "./packets.js";
 export type PayloadMode = "timing" | "full";
 
 /** RED-style marking on the instantaneous output queue (RFC 3168 CE; DCQCN's switch side). */
+/** RED-style ECN marking on a switch's instantaneous output queue (RFC 3168 CE; DCQCN's switch side). */
 export interface EcnConfig {
+  /** mark ECN-capable frames */
   enabled: boolean;
   /** at or below: never mark */
   kminBytes: number;
@@ -19,7 +21,9 @@ export interface EcnConfig {
 }
 
 /** IEEE 802.1Qbb priority flow control, one class, per ingress port. */
+/** IEEE 802.1Qbb priority flow control, one class, per ingress port. */
 export interface PfcConfig {
+  /** pause senders when an ingress holds too much */
   enabled: boolean;
   /** bytes from one ingress held in the switch at which it pauses the sender */
   xoffBytes: number;
@@ -27,6 +31,7 @@ export interface PfcConfig {
   xonBytes: number;
 }
 
+/** Every switch's parameters. */
 export interface SwitchConfig {
   /** store-and-forward pipeline: from the last bit in to eligible for the output queue */
   latencyPs: number;
@@ -34,8 +39,11 @@ export interface SwitchConfig {
   bufferBytesPerPort: number;
   /** a port's queue may hold at most min(portCapFraction × buffer, portCapBytes) */
   portCapFraction: number;
+  /** a port's queue may hold at most this many bytes (Infinity: no cap but the fraction) */
   portCapBytes: number;
+  /** ECN marking */
   ecn: EcnConfig;
+  /** priority flow control */
   pfc: PfcConfig;
 }
 
@@ -53,8 +61,16 @@ export interface FabricConfig {
   switch: SwitchConfig;
 }
 
+/** Switch parameters as given: any subset, the defaults for the rest. */
+export type SwitchOptions = Partial<Omit<SwitchConfig, "ecn" | "pfc">> & {
+  /** ECN marking, any subset of its fields */
+  ecn?: Partial<EcnConfig>;
+  /** priority flow control, any subset of its fields */
+  pfc?: Partial<PfcConfig>;
+};
+
 export type FabricOptions = Partial<Omit<FabricConfig, "switch">> & {
-  switch?: Partial<Omit<SwitchConfig, "ecn" | "pfc">> & { ecn?: Partial<EcnConfig>; pfc?: Partial<PfcConfig> };
+  switch?: SwitchOptions;
 };
 
 export const FABRIC_DEFAULTS: FabricConfig = {

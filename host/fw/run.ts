@@ -7,12 +7,17 @@ import { Symbolizer, type Location } from "../debug/symbolize.js";
 import { explainFault } from "../debug/fault.js";
 import { profileByFunction, type ProfileRow } from "../debug/profile.js";
 
+/** How {@link runFirmware} builds the device and runs it. */
 export interface FwRunOptions {
+  /** Device config fields (docs/memory-map.md); the defaults for the rest (16 engines). */
   config?: Record<string, number | bigint | string>;
   /** Simulated-time limit in ps (default 1 s). */
   untilPs?: number | bigint;
+  /** Keep the core's trace records (`FwRunResult.trace`, for `toPerfetto`). */
   collectTrace?: boolean;
+  /** Called with each complete console line of an engine as it is printed. */
   onConsoleLine?: (engine: number, line: string) => void;
+  /** Which build of the core: `release` (default) or `debug` (assertions on). */
   core?: "release" | "debug";
   /** Profile cycles per function (config profile = 1; host/debug/profile.ts): `FwRunResult.profile`. */
   profile?: boolean;
@@ -25,6 +30,7 @@ export interface FwRunOptions {
   shouldStop?: () => boolean | Promise<boolean>;
 }
 
+/** One engine at the end of a firmware run: its report, console and, when it did not exit, where it is. */
 export interface FwEngineResult extends EngineReport {
   /** What the engine printed, up to the device's console cap (1 MiB by default). */
   console: string;
@@ -36,12 +42,17 @@ export interface FwEngineResult extends EngineReport {
   fault?: string;
 }
 
+/** What a firmware run did ({@link runFirmware}; `menic fw run --json` prints it). */
 export interface FwRunResult {
+  /** The device time at the end, ps: when the last engine stopped, or the limit. */
   timePs: number;
   /** True when every engine exited with code 0. */
   ok: boolean;
+  /** Every engine, by index. */
   engines: FwEngineResult[];
+  /** The device's statistics ({@link Device.stats}). */
   stats: Record<string, number>;
+  /** With `collectTrace`: the trace records. */
   trace?: TraceRecord[];
   /** With `profile`: self cycles per function, summed over engines, most first. */
   profile?: ProfileRow[];
@@ -51,6 +62,11 @@ export interface FwRunResult {
 
 export const DEFAULT_UNTIL_PS = 1_000_000_000_000n;
 
+/**
+ * Loads one RV32 ELF image into every engine of a new device (Node: the package's core), starts
+ * them all at its entry and runs until every engine has exited or faulted, or until the limit.
+ * A bad image throws ElfError, a bad config ConfigError, before anything runs.
+ */
 export async function runFirmware(elf: Uint8Array, opts: FwRunOptions = {}): Promise<FwRunResult> {
   const dev = await startFirmware(elf, opts);
   const untilPs = BigInt(opts.untilPs ?? DEFAULT_UNTIL_PS);

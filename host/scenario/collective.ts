@@ -36,19 +36,27 @@ export interface CollectiveRow {
   engineUtil: number;
   /** "ok" when every device's result is the reference's, bit for bit; "skipped" in timing mode or when not asked */
   check: "ok" | "mismatch" | "skipped";
+  /** how the run of this size ended */
   status: "done" | "failed" | "time-limit";
   /** a failure: which node, on which device, with which status */
   error?: string;
 }
 
+/** What a collective scenario did ({@link ScenarioResult.collective}): one row per size. */
 export interface CollectiveReport {
+  /** The collective. */
   op: CollectiveSpec["op"];
   /** ring, halving-doubling, or direct (all-to-all) */
   algorithm: string;
+  /** Element type. */
   dtype: CollectiveSpec["dtype"];
+  /** Reduction. */
   redop: CollectiveSpec["redop"];
+  /** Devices taking part. */
   devices: number;
+  /** Engines per device running it. */
   engines: number;
+  /** One per size, in the order of `sizes`. */
   rows: CollectiveRow[];
 }
 

@@ -7,7 +7,7 @@
 import { Context, type Qp, type Cq } from "../verbs.js";
 import type { Device } from "../device.js";
 import { DeviceEndpoint } from "../cluster/endpoint.js";
-import { Fabric, type FabricStats } from "../fabric/fabric.js";
+import { Fabric, type DropReason, type FabricStats } from "../fabric/fabric.js";
 import { ClusterRunner } from "../fabric/runner.js";
 import { RandomStreams } from "../fabric/rng.js";
 import type { Scenario, Flow } from "./scenario.js";
@@ -16,11 +16,17 @@ import { buildTopology, applyFaults } from "./cluster.js";
 import { runCollectiveScenario, type CollectiveReport } from "./collective.js";
 import type { GraphProgram } from "../graph/types.js";
 
+/** What one flow (a QP pair of the traffic pattern) did in a scenario run. */
 export interface FlowResult {
+  /** The sending device. */
   src: number;
+  /** The receiving device. */
   dst: number;
+  /** Payload bytes of the messages that completed successfully. */
   bytes: number;
+  /** Messages it posted. */
   messages: number;
+  /** Messages that completed successfully. */
   completed: number;
   /** messages that completed with an error (WR_FLUSH_ERR behind the first) */
   failed: number;
@@ -28,6 +34,7 @@ export interface FlowResult {
   status: string;
   /** from the first post to the last completion, ps */
   durationPs: number;
+  /** `bytes` over `durationPs`, Gb/s. */
   goodputGbps: number;
 }
 
@@ -38,8 +45,11 @@ export type RunEnd = "finished" | "failed" | "time-limit" | "stopped";
 export const DEVICE_DROP_COUNTERS = ["port.tx_ring_full", "port.rx_ring_full", "roce.rx_malformed", "roce.rx_bad_icrc", "roce.rx_not_mine", "roce.rx_unknown_qp", "roce.rx_out_of_order", "roce.rx_duplicate",
   "mrt.rx_malformed", "mrt.rx_bad_crc", "mrt.rx_unknown", "mrt.rx_beyond_window"] as const;
 
+/** What a scenario run did ({@link runScenario}; `menic run --json` prints it). */
 export interface ScenarioResult {
+  /** The scenario's name. */
   name: string;
+  /** The seed every random stream derived from. */
   seed: number;
   /** simulated time of the last completion when every message completed, else the time reached, ps */
   endPs: number;
@@ -47,23 +57,30 @@ export interface ScenarioResult {
   untilPs: number;
   /** true when every message completed successfully */
   finished: boolean;
+  /** How the run ended. */
   ended: RunEnd;
-  /** messages over all flows: posted, completed (successfully or not), failed */
-  messages: { total: number; completed: number; failed: number };
+  /** Messages over all flows. */
+  messages: MessageCounts;
+  /** Every flow, in the order of the traffic pattern. */
   flows: FlowResult[];
+  /** Payload bytes delivered over all flows. */
   totalBytes: number;
+  /** `totalBytes` over the time from the first post to the last completion, Gb/s. */
   totalGoodputGbps: number;
-  /** per-message completion time (post to completion), ps: p50, p99, max */
-  fctPs: { p50: number; p99: number; max: number };
+  /** Per-message completion time (post to completion), ps. */
+  fctPs: Percentiles;
   /** the transport QPs between devices ran */
   transport: "rocev2" | "metaroce";
   /** RoCEv2: go-back-N restarts (each sends again from a PSN); MetaRoCE-like: packets sent again */
   retransmits: number;
   /** RoCEv2: transport timer expiries; MetaRoCE-like: path RTOs */
   timeouts: number;
+  /** RoCEv2 NAKs the responders sent (sequence errors, RNR, access errors). */
   naksSent: number;
+  /** DCQCN congestion notification packets the receivers sent (answers to ECN marks). */
   cnpsSent: number;
-  fabric: Pick<FabricStats, "drops" | "ecnMarks" | "pfcPauses" | "hops" | "delivered">;
+  /** What the fabric did. */
+  fabric: FabricCounts;
   /** frames the devices dropped, by reason (DEVICE_DROP_COUNTERS, and rx_stage_full) */
   deviceDrops: Record<string, number>;
   /** the MetaRoCE-like transport's own counters, summed over the devices (layouts/stats.json mrt.*) */
@@ -74,11 +91,49 @@ export interface ScenarioResult {
   collective?: CollectiveReport;
 }
 
+/** What the fabric did in a run. */
+export interface FabricCounts {
+  /** Frames dropped, by reason: `buffer_full`, `port_cap`, `no_route`, `link_down`, `random_loss`, `ge_loss` (bursty loss), `bad_frame`. */
+  drops: Record<DropReason, number>;
+  /** Frames a switch marked with ECN CE. */
+  ecnMarks: number;
+  /** PFC pause frames the switches sent. */
+  pfcPauses: number;
+  /** Frames serialised onto a link (a frame crossing 4 links makes 4 hops). */
+  hops: number;
+  /** Frames delivered to a device. */
+  delivered: number;
+}
+
+/** Messages over all flows of a run. */
+export interface MessageCounts {
+  /** Posted. */
+  total: number;
+  /** Completed, successfully or not. */
+  completed: number;
+  /** Completed with an error. */
+  failed: number;
+}
+
+/** A distribution's median, 99th percentile and maximum. */
+export interface Percentiles {
+  /** The median. */
+  p50: number;
+  /** The 99th percentile. */
+  p99: number;
+  /** The largest. */
+  max: number;
+}
+
 /** What the MetaRoCE-like paths looked like at the end: how many in each state, and the spread of their windows, RTTs and hints. */
 export interface PathSummary {
+  /** Paths over all devices. */
   count: number;
+  /** Paths in the active state. */
   active: number;
+  /** Paths suspect after a timeout. */
   suspect: number;
+  /** Paths failed (probed until they answer). */
   failed: number;
   /** min, median, max over the paths */
   cwndBytes: [number, number, number];
@@ -112,6 +167,7 @@ export const METAROCE_COUNTERS = [
   "mrt.tx_data", "mrt.tx_retransmits", "mrt.losses_sack", "mrt.losses_rto", "mrt.tx_probes", "mrt.rtos", "mrt.paths_failed",
   "mrt.paths_recovered", "mrt.cwnd_cuts", "mrt.rx_duplicate", "mrt.rnr_naks",
 ] as const;
+/** The MetaRoCE-like transport's counters, summed over the devices, by their names without `mrt.` (layouts/stats.json). */
 export type MetaroceCounts = Record<(typeof METAROCE_COUNTERS)[number] extends `mrt.${infer K}` ? K : never, number>;
 
 interface FlowState {
@@ -163,6 +219,7 @@ export interface GraphTrace {
   spans: { node: number; engine: number; postedPs: number; donePs: number }[][];
 }
 
+/** How {@link runScenario} reports and may be stopped. */
 export interface RunOptions {
   /** called now and then with the simulated time reached and the messages completed so far */
   onProgress?: (nowPs: number, completed: number, total: number) => void;
@@ -173,12 +230,20 @@ export interface RunOptions {
   shouldStop?: () => boolean | Promise<boolean>;
   /** a hook that sees the built cluster before it runs (pcap capture: endpoints[d].tap, tests) */
   onBuilt?: (c: { fabric: Fabric; runner: ClusterRunner; contexts: Context[]; endpoints: DeviceEndpoint[] }) => void;
+  /** watches every message posted and completed, and time passing (what `--trace` writes) */
   observer?: RunObserver;
   /** a collective scenario: called when a size's run rings its doorbells (its set-up is done) */
   onStart?: (size: number) => void;
 }
 
-/** Builds and runs scenario `input` (validated by resolveScenario) with `coreModule`. */
+/**
+ * Builds and runs a scenario: devices on one fabric, QP pairs posting RDMA WRITEs in its
+ * traffic pattern, its faults; measures what it did.
+ * @param coreModule the compiled core (`await coreModule()`)
+ * @param input the scenario as parsed JSON (schemas/scenario.schema.json); checked by
+ *   {@link resolveScenario} first, which throws ConfigError naming a bad field
+ * @param opts progress, stopping, observers
+ */
 export async function runScenario(coreModule: WebAssembly.Module, input: unknown, opts: RunOptions = {}): Promise<ScenarioResult> {
   const sc: Scenario = resolveScenario(input);
   if (sc.collective) return runCollectiveScenario(coreModule, sc, opts);

@@ -8,58 +8,164 @@
 import { ConfigError, resolveConfig } from "../config.js";
 import type { LinkSpec } from "../fabric/topology.js";
 import type { GilbertElliott } from "../fabric/fabric.js";
-import { resolveFabricConfig, type FabricOptions } from "../fabric/config.js";
+import { resolveFabricConfig, type FabricOptions, type SwitchOptions } from "../fabric/config.js";
 import { parseTime } from "../units.js";
 import { validate, schema } from "../generated/scenario-validate.js";
 import { schemaError } from "./schema-errors.js";
 
-export interface Flow { src: number; dst: number }
+/** One flow of a traffic pattern: a QP pair from device `src` to device `dst`. */
+export interface Flow {
+  /** The sending device. */
+  src: number;
+  /** The receiving device. */
+  dst: number;
+}
 
-export type Fault =
-  | { kind: "loss"; links: number[] | "all" | "fabric"; random: number; gilbertElliott?: GilbertElliott }
-  | { kind: "link-down"; links: number[] | "all" | "fabric"; atPs: number; untilPs?: number }
-  | { kind: "plane-down"; plane: number; atPs: number; untilPs?: number; links?: undefined };
+/** Which links a fault hits: `"all"`, `"fabric"` (leaf-spine links only) or link numbers (host links first, in (device, port) order, then fabric links). */
+export type LinkSelection = number[] | "all" | "fabric";
 
+/** Per-frame loss on links, both directions: independent and/or bursty. */
+export interface LossFault {
+  /** The kind of fault. */
+  kind: "loss";
+  /** The links that lose frames. */
+  links: LinkSelection;
+  /** Independent loss probability per frame. */
+  random: number;
+  /** Bursty loss (a two-state Gilbert-Elliott channel). */
+  gilbertElliott?: GilbertElliott;
+}
+
+/** Links fail at `atPs` and recover at `untilPs` (never, if absent); frames on or for them are lost. */
+export interface LinkDownFault {
+  /** The kind of fault. */
+  kind: "link-down";
+  /** The links that fail. */
+  links: LinkSelection;
+  /** When they fail, ps. */
+  atPs: number;
+  /** When they recover, ps (default: never). */
+  untilPs?: number;
+}
+
+/** Every link of one plane fails at `atPs` and recovers at `untilPs` (never, if absent). */
+export interface PlaneDownFault {
+  /** The kind of fault. */
+  kind: "plane-down";
+  /** The plane, below the topology's planes. */
+  plane: number;
+  /** When it fails, ps. */
+  atPs: number;
+  /** When it recovers, ps (default: never). */
+  untilPs?: number;
+  /** A plane fault names no links. */
+  links?: undefined;
+}
+
+/** Loss and failures, applied in order ({@link Scenario.faults}). */
+export type Fault = LossFault | LinkDownFault | PlaneDownFault;
+
+/** Every port of every device on one switch. */
+export interface SingleSwitch {
+  /** The kind of topology. */
+  kind: "single-switch";
+}
+
+/** Leaf/spine (Clos), every leaf linked to every spine of its plane; port p of a device is on plane p % planes. */
+export interface LeafSpine {
+  /** The kind of topology. */
+  kind: "leaf-spine";
+  /** Independent leaf/spine networks, 1 to 8. */
+  planes: number;
+  /** Spines per plane. */
+  spines: number;
+  /** Devices under each leaf. */
+  devicesPerLeaf: number;
+}
+
+/** How a scenario's ports connect: every port on one switch, or a multi-plane two-tier leaf/spine. */
+export type Topology = SingleSwitch | LeafSpine;
+
+/**
+ * A scenario as {@link resolveScenario} returns it: checked against
+ * schemas/scenario.schema.json (whose descriptions say more about every field), defaults filled
+ * in, times in ps. What {@link runScenario} runs.
+ */
 export interface Scenario {
+  /** A short name, repeated in the results. */
   name: string;
+  /** The seed every random stream derives from (devices, fabric, the permutation pattern). */
   seed: number;
   /** simulated time the run may take at most, ps */
   untilPs: number;
-  devices: { count: number; config: Record<string, number>; congestionControl: "dctcp" | "nscc" };
-  transport: "rocev2" | "metaroce";
-  fabric: {
-    mode: "full" | "timing";
-    topology: { kind: "single-switch" } | { kind: "leaf-spine"; planes: number; spines: number; devicesPerLeaf: number };
-    hostLink?: Partial<LinkSpec>;
-    fabricLink?: Partial<LinkSpec>;
-    switch?: FabricOptions["switch"];
+  /** The devices, all alike, numbered 0 to count - 1. */
+  devices: {
+    /** How many. */
+    count: number;
+    /** Device config fields (docs/memory-map.md), the same for every device. */
+    config: Record<string, number>;
+    /** The MetaRoCE-like transport's congestion controller. */
+    congestionControl: "dctcp" | "nscc";
   };
+  /** The transport every QP between two devices runs: wire-exact RoCEv2 with DCQCN, or the MetaRoCE-like transport. */
+  transport: "rocev2" | "metaroce";
+  /** The Ethernet fabric joining the devices' ports (docs/fabric.md). */
+  fabric: {
+    /** `full`: payload bytes travel and land in memory; `timing`: headers and lengths only. */
+    mode: "full" | "timing";
+    /** How ports connect. */
+    topology: Topology;
+    /** Links between a device port and its switch (and every link of a single switch). */
+    hostLink?: Partial<LinkSpec>;
+    /** Links between leaves and spines. */
+    fabricLink?: Partial<LinkSpec>;
+    /** Every switch's parameters. */
+    switch?: SwitchOptions;
+  };
+  /** Who sends to whom: QP pairs (flows) in a pattern, each posting `messages` RDMA WRITEs of `messageBytes` at `startPs`. */
   traffic: {
+    /** `pairs`: device 2k to 2k + 1; `permutation`: a derangement drawn from the seed; `incast`: devices 1..incastSenders to device 0; `all-to-all`: every device to every other. */
     pattern: "pairs" | "permutation" | "incast" | "all-to-all";
+    /** Bytes per message (RDMA WRITE). */
     messageBytes: number;
+    /** Messages per flow. */
     messages: number;
+    /** QP pairs per (source, destination) of the pattern. */
     flowsPerPair: number;
+    /** `incast`: how many devices send to device 0. */
     incastSenders: number;
+    /** The port group the QPs use. */
     portGroup: "SCALE_UP" | "SCALE_OUT";
+    /** When the first flow's messages are posted, ps. */
     startPs: number;
     /** flow k starts at startPs + k × staggerPs */
     staggerPs: number;
   };
-  /** a collective the engines run instead of the traffic (the traffic is then its defaults, unused) */
+  /** A collective the engines run instead of the traffic (the traffic is then its defaults, unused). */
   collective?: CollectiveSpec;
+  /** Loss and failures, applied in order. */
   faults: Fault[];
 }
 
 /** A collective run by the engines (schemas/scenario.schema.json `collective`). */
 export interface CollectiveSpec {
+  /** The collective. */
   op: "all-reduce" | "reduce-scatter" | "all-gather" | "broadcast" | "all-to-all";
+  /** all-reduce: `ring`, or `halving-doubling` (devices a power of two); the others have one each. */
   algorithm: "ring" | "halving-doubling";
+  /** Bytes per device of each run, one run per size (all-reduce and broadcast: the vector; reduce-scatter: each result; all-gather: each input; all-to-all: each block). */
   sizes: number[];
+  /** Element type. */
   dtype: "f32" | "f16" | "bf16" | "i32";
+  /** Reduction (all-reduce, reduce-scatter). */
   redop: "sum" | "max" | "min" | "prod";
+  /** Engines per device that run it. */
   engines: number;
+  /** broadcast: the device whose data every device ends with. */
   root: number;
+  /** The port group its queue pairs use. */
   portGroup: "SCALE_UP" | "SCALE_OUT";
+  /** Compare every device's result with the reference executor's, bit for bit (full mode). */
   check: boolean;
 }
 

@@ -4,15 +4,32 @@
 
 import type { TraceRecord } from "../device.js";
 
+/** One event of the Chrome trace-event format, which ui.perfetto.dev opens. */
 export interface TraceEvent {
+  /** What it shows: `running`, `exit 0`, `request`, a function's name, or `thread_name` (metadata); the rest of the names are in host/trace/perfetto.ts. */
   name: string;
+  /** Its phase: `X` a complete span, `i` an instant, `M` metadata, `B`/`E` a span's begin and end. */
   ph: "X" | "i" | "M" | "B" | "E";
+  /** When, µs. */
   ts?: number;
+  /** A span's length, µs. */
   dur?: number;
+  /** The process: 0 the engines, 1 the NIC's queue pairs. */
   pid: number;
+  /** The track: an engine, or a QP number. */
   tid: number;
+  /** An instant's scope: `t`, its track. */
   s?: "t";
+  /** What else it says (a track's name, a trap's cause). */
   args?: Record<string, unknown>;
+}
+
+/** A whole trace, as `JSON.stringify` writes it to a file. */
+export interface PerfettoTrace {
+  /** Every event, tracks' names first. */
+  traceEvents: TraceEvent[];
+  /** How the viewer shows times. */
+  displayTimeUnit: "ns";
 }
 
 const CAUSES: Record<number, string> = {
@@ -35,7 +52,7 @@ export const FUNCTION_TRACK = 1000;
  * `functionName` (a profiled run's engine.call / engine.ret records and the image's symbols),
  * each engine also gets a track of nested function spans, from its entry point on.
  */
-export function toPerfetto(records: readonly TraceRecord[], engines: number, endPs: bigint, functionName?: (pc: number) => string): { traceEvents: TraceEvent[]; displayTimeUnit: "ns" } {
+export function toPerfetto(records: readonly TraceRecord[], engines: number, endPs: bigint, functionName?: (pc: number) => string): PerfettoTrace {
   const ev: TraceEvent[] = [{ name: "process_name", ph: "M", pid: 0, tid: 0, args: { name: "menic device" } }];
   for (let e = 0; e < engines; e++) ev.push({ name: "thread_name", ph: "M", pid: 0, tid: e, args: { name: `engine ${e}` } });
   const open: ({ name: string; since: bigint; args?: Record<string, unknown> } | null)[] = new Array(engines).fill(null);

@@ -31,6 +31,7 @@ const EPB_FLAGS = 2;
 /** Where a frame was going at its capture point (epb_flags bits 1:0, inbound 01, outbound 10). */
 export type Direction = "in" | "out";
 
+/** What {@link PcapngWriter.addInterface} records about a capture point (its IDB options). */
 export interface InterfaceOptions {
   /** what the capture point is, e.g. "leaf0 port 3 (plane 1)" */
   description?: string;
@@ -46,6 +47,11 @@ const encoder = new TextEncoder();
 interface Option { code: number; value: Uint8Array }
 const optionsBytes = (opts: Option[]) => opts.reduce((n, o) => n + 4 + pad4(o.value.length), 0) + (opts.length ? 4 : 0);
 
+/**
+ * Writes a pcapng file (Wireshark, tshark) as it goes: a section header, an interface per
+ * capture point, then one packet block per frame with its time (ns) and direction; bytes go to
+ * a sink in buffered chunks, so a long capture costs bounded memory.
+ */
 export class PcapngWriter {
   private buf: Uint8Array;
   private view: DataView;
