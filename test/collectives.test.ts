@@ -29,6 +29,10 @@ describe("ring all-reduce, run by the reference executor", () => {
       const r = run(allReduceRing({ devices, engines, bytes: elems * 4, dtype: "i32" }), ins);
       for (let d = 0; d < devices; d++) expect(new Int32Array(r.buffers[d].get("out")!.slice().buffer)).toEqual(want);
       expect([...r.semaphores.map((s) => s[0])]).toEqual(Array(devices).fill(1));
+      // semaphore 1 counted each engine with work: 7 elements in 3 segments (3, 2, 2) leave engine 3
+      // nothing; one device copies on engine 0 alone
+      const working = devices === 1 ? 1 : elems === 7 ? 3 : engines;
+      for (const s of r.semaphores) expect(s[1]).toBe(working);
     });
   }
 
@@ -57,17 +61,22 @@ describe("ring all-reduce, run by the reference executor", () => {
     expect(f32Bits(got[0])).toBe(new Uint32Array(out0.slice(0, 4).buffer)[0]);
   });
 
-  it("writes 5 (N - 1) nodes per engine and one final signal, valid, with its messages matched", () => {
+  it("writes 5 (N - 1) nodes per engine, a signal per engine when it is done, and engine 0's wait for them and final signal", () => {
     const p = allReduceRing({ devices: 8, engines: 16, bytes: 1 << 20, dtype: "bf16" });
-    expect(p.ranks.map((r) => r.nodes.length)).toEqual(Array(8).fill(16 * 5 * 7 + 1));
+    expect(p.ranks.map((r) => r.nodes.length)).toEqual(Array(8).fill(16 * (5 * 7 + 1) + 2));
     expect(validateProgram(p).messages.length).toBe(8 * 16 * 2 * 7);
-    const done = p.ranks[3].nodes.at(-1)!;
-    expect(done).toMatchObject({ op: "signal", sem: 0, value: 1, engine: 0 });
-    // it waits for every node nothing else waits for: per engine the first reduce-scatter send,
-    // every all-gather send and the last all-gather receive
-    const names = done.deps.map((d) => `${p.ranks[3].nodes[d].engine}:${p.ranks[3].nodes[d].name}`);
-    const want = Array.from({ length: 16 }, (_, e) => [`${e}:rs0.send`, ...Array.from({ length: 7 }, (_, k) => `${e}:ag${k}.send`), `${e}:ag6.recv`]).flat();
-    expect(names.sort()).toEqual(want.sort());
+    const nodes = p.ranks[3].nodes, n = nodes.length;
+    expect(nodes[n - 1]).toMatchObject({ op: "signal", name: "done", sem: 0, value: 1, engine: 0, deps: [n - 2] });
+    expect(nodes[n - 2]).toMatchObject({ op: "wait", sem: 1, value: 16, engine: 0, deps: [] });
+    // engine e signals semaphore 1 after every node of its own nothing else waits for: every
+    // send of both phases and the last all-gather receive
+    for (let e = 0; e < 16; e++) {
+      const sig = nodes.find((x) => x.name === `engine${e}.done`)!;
+      expect(sig).toMatchObject({ op: "signal", sem: 1, value: 1, engine: e });
+      const names = sig.deps.map((d) => nodes[d]!.engine === e && nodes[d]!.name);
+      const want = [...Array.from({ length: 7 }, (_, k) => `rs${k}.send`), ...Array.from({ length: 7 }, (_, k) => `ag${k}.send`), "ag6.recv"];
+      expect([...names].sort()).toEqual(want.sort());
+    }
   });
 
   it("refuses sizes that are not whole elements", () => {

@@ -106,8 +106,8 @@ describe("collective scenarios", () => {
     const r = await runScenario(coreModule(), sc, { observer: tracer });
     expect(r.finished).toBe(true);
     const slices = tracer.events.filter((e) => e.ph === "X" && e.cat === "graph");
-    // 4 devices x (4 engines x 5 x 3 nodes + the final signal)
-    expect(slices.length).toBe(4 * (4 * 15 + 1));
+    // 4 devices x (4 engines x (5 x 3 nodes + a signal when done) + engine 0's wait and final signal)
+    expect(slices.length).toBe(4 * (4 * 16 + 2));
     const byDevice = new Map<number, Map<number, { ts: number; end: number; tid: number }>>();
     for (const e of slices) {
       const m = byDevice.get(e.pid) ?? new Map();
@@ -130,6 +130,11 @@ describe("collective scenarios", () => {
     expect(tracer.events.filter((e) => e.ph === "f").length).toBe(edges);
     // the final signal ends at the measured time (from the doorbell) on some device
     const ends = [...byDevice.values()].map((m) => m.get(p.ranks[0]!.nodes.length - 1)!.end);
+    // each engine's signal waits for that engine's last nodes; engine 0's wait is done only after all of them
+    [...byDevice.values()].forEach((m) => {
+      const n = p.ranks[0]!.nodes.length;
+      for (let e = 0; e < 4; e++) expect(m.get(n - 2)!.end).toBeGreaterThanOrEqual(m.get(n - 6 + e)!.end);
+    });
     expect(Math.max(...ends) * 1e6).toBeGreaterThan(r.collective!.rows[0]!.timePs);
   }, 120_000);
 

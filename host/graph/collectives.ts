@@ -43,23 +43,33 @@ function check(o: CollectiveOptions): { engines: number; elems: number; esize: n
   return { engines, elems: o.bytes / esize, esize, stream: o.stream ?? 0 };
 }
 
-/** Adds a final signal (semaphore 0, +1) on engine 0 after every node nothing else waits for: the host waits for it. */
+/**
+ * Ends a device's graph: each engine signals semaphore 1 once every node of its own that nothing
+ * else waits for is done (its own nodes: cheap to check), and engine 0 waits for all of those
+ * signals, then signals semaphore 0 (+1): the host waits for that one. (One signal depending on
+ * every engine's last nodes directly would read each of them from another engine's flags.)
+ */
 function finish(nodes: GraphNode[]): void {
   const waited = new Uint8Array(nodes.length);
   for (const n of nodes) for (const d of n.deps) waited[d] = 1;
   const sinks = nodes.map((_, i) => i).filter((i) => waited[i] === 0);
-  nodes.push({ op: "signal", name: "done", engine: 0, sem: 0, value: 1, deps: sinks });
+  const engines = [...new Set(sinks.map((i) => nodes[i]!.engine))].sort((a, b) => a - b);
+  for (const e of engines) nodes.push({ op: "signal", name: `engine${e}.done`, engine: e, sem: 1, value: 1, deps: sinks.filter((i) => nodes[i]!.engine === e) });
+  const all = nodes.push({ op: "wait", name: "all.done", engine: 0, sem: 1, value: engines.length, deps: [] }) - 1;
+  nodes.push({ op: "signal", name: "done", engine: 0, sem: 0, value: 1, deps: [all] });
 }
 
 /**
  * Ring all-reduce: every device ends with op over all devices' `in`, in `out`. Reduce-scatter
  * then all-gather around the ring 0 -> 1 -> ... -> N-1 -> 0, N - 1 steps each. Step k of the
- * reduce-scatter sends segment r - k (from `in` at k = 0, then from `out`) to the next device and
+ * reduce-scatter sends segment r - k (from `in` at k = 0, then from `acc`) to the next device and
  * receives segment r - k - 1 from the previous one into `tmp`, which it reduces with its own
- * `in` into `out`; after it, device r holds segment r + 1 reduced over all devices. Step k of
- * the all-gather sends segment r + 1 - k of `out` on and receives segment r - k into `out`.
- * Buffers: in, out, tmp (bytes each). Dependencies keep every buffer's readers and writers in
- * order (a receive into `out` waits for the send that read the same bytes).
+ * `in` into `acc` (into `out` at the last step); after it, device r holds segment r + 1 reduced
+ * over all devices. Step k of the all-gather sends segment r + 1 - k of `out` on and receives
+ * segment r - k into `out`. Buffers: in, out, tmp, acc (bytes each). The partial sums live apart
+ * from `out`, so no receive waits for a send to be done before it is posted: every receive of
+ * both phases is posted at once, and a message never finds its receive missing (receiver not
+ * ready), however far ahead its sender runs.
  */
 export function allReduceRing(o: AllReduceOptions): GraphProgram {
   const { engines, elems, esize, stream } = check(o);
@@ -89,22 +99,23 @@ export function allReduceRing(o: AllReduceOptions): GraphProgram {
         rsRecv.push(bytes ? add({ op: "recv", name: `rs${k}.recv`, ...remote, peer: prev, dst, bytes, deps: [] }) : -1);
       }
       for (let k = 0; k < N - 1; k++) {
-        const [src, sbytes] = slice(k === 0 ? "in" : "out", mod(r - k, N));
+        const [src, sbytes] = slice(k === 0 ? "in" : "acc", mod(r - k, N));
         if (sbytes) rsSend.push(add({ op: "send", name: `rs${k}.send`, ...remote, peer: next, src, bytes: sbytes, deps: k > 0 && rsReduce[k - 1] >= 0 ? [rsReduce[k - 1]] : [] }));
         else rsSend.push(-1);
         const s = mod(r - k - 1, N);
         const [mine, bytes] = slice("in", s);
-        rsReduce.push(bytes ? add({ op: "reduce", name: `rs${k}.reduce`, engine: e, dtype: o.dtype, redop, srcs: [mine, slice("tmp", s)[0]], dst: slice("out", s)[0], bytes, deps: [rsRecv[k]] }) : -1);
+        rsReduce.push(bytes ? add({ op: "reduce", name: `rs${k}.reduce`, engine: e, dtype: o.dtype, redop, srcs: [mine, slice("tmp", s)[0]], dst: slice(k === N - 2 ? "out" : "acc", s)[0], bytes, deps: [rsRecv[k]] }) : -1);
       }
-      // all-gather
-      let lastRecv = -1;
+      // all-gather: its receives go to segments of `out` nothing else touches, so they are posted at once
+      const agRecv: number[] = [];
       for (let k = 0; k < N - 1; k++) {
         const [dst, rbytes] = slice("out", mod(r - k, N));
-        const recv = rbytes ? add({ op: "recv", name: `ag${k}.recv`, ...remote, peer: prev, dst, bytes: rbytes, deps: k > 0 && rsSend[k] >= 0 ? [rsSend[k]] : [] }) : -1;
+        agRecv.push(rbytes ? add({ op: "recv", name: `ag${k}.recv`, ...remote, peer: prev, dst, bytes: rbytes, deps: [] }) : -1);
+      }
+      for (let k = 0; k < N - 1; k++) {
         const [src, sbytes] = slice("out", mod(r + 1 - k, N));
-        const after = k === 0 ? rsReduce[N - 2] : lastRecv;
+        const after = k === 0 ? rsReduce[N - 2] : agRecv[k - 1];
         if (sbytes) add({ op: "send", name: `ag${k}.send`, ...remote, peer: next, src, bytes: sbytes, deps: after >= 0 ? [after] : [] });
-        lastRecv = recv;
       }
     }
     finish(nodes);
@@ -112,8 +123,8 @@ export function allReduceRing(o: AllReduceOptions): GraphProgram {
   });
   return {
     name: o.name ?? `allreduce-ring-${N}x${o.bytes}`, devices: N, engines,
-    buffers: [{ name: "in", bytes: o.bytes }, { name: "out", bytes: o.bytes }, { name: "tmp", bytes: o.bytes }],
-    semaphores: 1, ranks,
+    buffers: [{ name: "in", bytes: o.bytes }, { name: "out", bytes: o.bytes }, { name: "tmp", bytes: o.bytes }, { name: "acc", bytes: o.bytes }],
+    semaphores: 2, ranks,
   };
 }
 
@@ -133,7 +144,7 @@ function program(name: string, o: CollectiveOptions, engines: number, buffers: {
     finish(nodes);
     return { nodes };
   });
-  return { name: o.name ?? name, devices: o.devices, engines, buffers, semaphores: 1, ranks };
+  return { name: o.name ?? name, devices: o.devices, engines, buffers, semaphores: 2, ranks };
 }
 
 /**
