@@ -11,7 +11,7 @@ import { debugOf, debugAttach as attach, debugBreak as brk, debugWatch as watch,
 import { nextActivity, step as stepDevice, startEngine as start } from "./run";
 import { mailboxPush, mailboxPop } from "./engine/mailbox";
 import { rngNext, rngSeed, rngOf, Rng, RNG_BLOCKS } from "./core/rng";
-import { fifoPop } from "./core/fifo";
+import { fifoPop, fifoPop64 } from "./core/fifo";
 import { reduceKernel as reduce } from "./mem/reduce";
 import { pdAlloc as pdAllocV, pdFree as pdFreeV, mrReg as mrRegV, mrDereg as mrDeregV, cqCreate as cqCreateV, cqSetCi, cqAt, qpAt, OWNER_HOST } from "./nic/verbs";
 import { dmaPtr } from "./mem/dma";
@@ -116,6 +116,20 @@ export function consoleRead(dev: usize, i: u32, dst: usize, max: u32): u32 {
   }
   return n;
 }
+
+/** Moves up to `max` line times (u64 ps, when each line engine `i` printed began) to `dst`; returns how many. */
+export function consoleLinesRead(dev: usize, i: u32, dst: usize, max: u32): u32 {
+  const h = hartAt(changetype<Device>(dev), i);
+  let n: u32 = 0;
+  while (n < max && h.consoleLines.count != 0) {
+    store<u64>(dst + (<usize>n << 3), fifoPop64(h.consoleLines));
+    n++;
+  }
+  return n;
+}
+
+/** When the console line engine `i` is printing began (its newline not yet printed); u64 max when none is. */
+export function consoleOpenLinePs(dev: usize, i: u32): u64 { return hartAt(changetype<Device>(dev), i).consoleLinePs; }
 
 /** Moves up to `max` trace records (16 B each) to `dst`; returns how many. */
 export function traceRead(dev: usize, dst: usize, max: u32): u32 {

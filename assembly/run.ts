@@ -7,6 +7,7 @@
 
 import { Device, statAdd, tracePoint } from "./core/device";
 import { hartAt } from "./engine/engines";
+import { consoleWantsDrain } from "./engine/console";
 import { Hart, EngineState, MIP_MTIP, MSTATUS_MIE } from "./engine/hart";
 import { wake, interruptEngine } from "./engine/wake";
 import { mailboxArrive } from "./engine/mailbox";
@@ -80,10 +81,7 @@ function countInState(dev: Device, state: EngineState): u32 {
 /** True when a ring the host drains is half full: the host should drain before more runs. */
 function hostShouldDrain(dev: Device): bool {
   if (dev.trCount * 2 >= dev.trCap) return true;
-  for (let i: u32 = 0; i < dev.cfg.engines; i++) {
-    const con = hartAt(dev, i).console;
-    if (con.count * 2 >= con.cap) return true;
-  }
+  for (let i: u32 = 0; i < dev.cfg.engines; i++) if (consoleWantsDrain(hartAt(dev, i))) return true;
   return false;
 }
 

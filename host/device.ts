@@ -5,7 +5,7 @@
 import { instantiateCore, type MenicExports } from "./wasm.js";
 import { resolveConfig, packConfig, arenaTooLarge } from "./config.js";
 import { parseElf, checkImage, placeSegment, type ElfImage } from "./elf.js";
-import { EngineConsole } from "./console.js";
+import { EngineConsole, TimeOrderedLines } from "./console.js";
 import { PROFILE_ENTRY_BYTES } from "./debug/profile.js";
 import { writeSnapshot, readSnapshot, SnapshotError } from "./snapshot.js";
 import { REGIONS, STAT_NAMES, TRACE_POINTS, LAYOUT_HASH, ENGINE_STATE, FLOW_CLASS, TRACE_RECORD, FATAL, STEP, MRT_PATH, PATH_STATE } from "./generated/layouts.js";
@@ -96,10 +96,17 @@ export interface DeviceOptions {
   /** Keep trace records (drained from the core after every step) in `traceRecords`. */
   collectTrace?: boolean;
   /**
-   * Called with each complete console line of an engine, as it is drained: every line, however
-   * much the device keeps for `console(i)`; a line over 64 Ki characters arrives in pieces.
+   * Called with each complete console line of an engine and the simulated time (ps) its first
+   * byte was printed: every line, however much the device keeps for `console(i)`; a line over
+   * 64 Ki characters arrives in pieces (each with the line's time).
    */
-  onConsoleLine?: (engine: number, line: string) => void;
+  onConsoleLine?: (engine: number, line: string, timePs: bigint) => void;
+  /**
+   * The order onConsoleLine sees lines in: "engine" (default) as drained after each step, all
+   * of engine 0's, then engine 1's, ...; "time" in simulated-time order across engines (ties:
+   * engine, then order printed), each line given once nothing still to come can precede it.
+   */
+  consoleOrder?: "engine" | "time";
   /**
    * Console bytes kept per engine for `console(i)` (default 1 MiB); later bytes are dropped
    * and counted (`consoleDropped(i)`), so a firmware print loop cannot exhaust host memory.
@@ -152,6 +159,8 @@ export class Device {
   /** The trace records drained so far, with {@link DeviceOptions.collectTrace}. */
   readonly traceRecords: TraceRecord[] = [];
   private readonly consoles: EngineConsole[] = [];
+  /** With consoleOrder "time": the lines drained and not yet given to onConsoleLine. */
+  private readonly ordered: TimeOrderedLines | null = null;
   private u8!: Uint8Array;
 
   private constructor(
@@ -170,7 +179,15 @@ export class Device {
     this.nullGuardBytes = Number(config.get("nullGuardBytes"));
     const keep = checkInt("consoleKeepBytes", options.consoleKeepBytes ?? CONSOLE_KEEP_BYTES, 0, 2 ** 31);
     const onLine = options.onConsoleLine;
-    for (let i = 0; i < this.engines; i++) this.consoles.push(new EngineConsole(keep, onLine && ((line) => onLine(i, line))));
+    if (options.consoleOrder !== undefined && options.consoleOrder !== "engine" && options.consoleOrder !== "time")
+      throw new RangeError(`consoleOrder must be "engine" or "time", got ${String(options.consoleOrder)}`);
+    const ordered = onLine && options.consoleOrder === "time" ? new TimeOrderedLines((l) => onLine(l.engine, l.text, l.timePs)) : null;
+    this.ordered = ordered;
+    for (let i = 0; i < this.engines; i++) {
+      const toReader = ordered ? (text: string, timePs: bigint) => ordered.add({ engine: i, timePs, text })
+        : onLine && ((text: string, timePs: bigint) => onLine(i, text, timePs));
+      this.consoles.push(new EngineConsole(keep, toReader));
+    }
     this.refreshView();
   }
 
@@ -323,6 +340,11 @@ export class Device {
     return this.consoles[this.engineIndex(i)].text();
   }
 
+  /** The kept console text of engine `i` as lines, each with the simulated time (ps) its first byte was printed. */
+  consoleLines(i: number): { timePs: bigint; text: string }[] {
+    return this.consoles[this.engineIndex(i)].lines();
+  }
+
   /** Console bytes of engine `i` printed after `consoleKeepBytes` were kept, and not kept. */
   consoleDropped(i: number): number {
     return this.consoles[this.engineIndex(i)].dropped;
@@ -403,12 +425,29 @@ export class Device {
     const c = this.core, h = this.handle;
     let mem = this.refreshView();
     for (let i = 0; i < this.engines; i++) {
+      // the line times first: the rings are drained whole, so the bytes read next begin exactly these lines
+      const times: bigint[] = [];
+      for (;;) {
+        const n = c.consoleLinesRead(h, i, this.scratch, SCRATCH_BYTES / 8);
+        if (n === 0) break;
+        times.push(...new BigUint64Array(c.memory.buffer, this.scratch, n));
+      }
+      let t = 0;
       for (;;) {
         const n = c.consoleRead(h, i, this.scratch, SCRATCH_BYTES);
         if (n === 0) break;
         mem = this.refreshView();
-        this.consoles[i].write(mem.subarray(this.scratch, this.scratch + n));
+        t = this.consoles[i].write(mem.subarray(this.scratch, this.scratch + n), times, t);
       }
+      if (t !== times.length) throw new Error(`engine ${i}'s console: the core gave ${times.length} line times for ${t} lines begun`);
+    }
+    if (this.ordered) {
+      let horizon = this.nowPs;
+      for (const con of this.consoles) {
+        const open = con.openLineSincePs;
+        if (open !== null && open < horizon) horizon = open;
+      }
+      this.ordered.release(horizon);
     }
     for (;;) {
       const n = c.traceRead(h, this.scratch, SCRATCH_BYTES / TRACE_RECORD.SIZE);
@@ -429,6 +468,7 @@ export class Device {
   /** Flushes console text that did not end with a newline to onConsoleLine. */
   flushConsole(): void {
     for (const c of this.consoles) c.flush();
+    this.ordered?.release(null);
   }
 
   /**
@@ -454,6 +494,11 @@ export class Device {
         `arena layout mismatch: ${snap.arena.length} bytes at 0x${snap.arenaBase.toString(16)}, ` +
         `this build lays the device out in ${size} bytes at 0x${base.toString(16)}`);
     dev.refreshView().set(snap.arena, base);
+    // an engine may have been mid-line: its next bytes continue a line that began before
+    for (let i = 0; i < dev.engines; i++) {
+      const t = BigInt.asUintN(64, dev.core.consoleOpenLinePs(dev.handle, i));
+      if (t !== NEVER_PS) dev.consoles[i]!.continueLine(t);
+    }
     return dev;
   }
 }

@@ -41,6 +41,8 @@ export interface MenicExports {
   engineSetReg(dev: number, i: number, r: number, v: number): void;
   engineSetPc(dev: number, i: number, pc: number): void;
   consoleRead(dev: number, i: number, dst: number, max: number): number;
+  consoleLinesRead(dev: number, i: number, dst: number, max: number): number;
+  consoleOpenLinePs(dev: number, i: number): bigint;
   traceRead(dev: number, dst: number, max: number): number;
   mboxPush(dev: number, i: number, word: number, atPs: bigint): number;
   mboxPop(dev: number, i: number): bigint;
@@ -139,6 +141,8 @@ export const EXPORT_SIGNATURES: { readonly [K in ExportName]: Signature<MenicExp
   engineSetReg: [["i32", "i32", "i32", "i32"], "void"],
   engineSetPc: [["i32", "i32", "i32"], "void"],
   consoleRead: [["i32", "i32", "i32", "i32"], "i32"],
+  consoleLinesRead: [["i32", "i32", "i32", "i32"], "i32"],
+  consoleOpenLinePs: [["i32", "i32"], "i64"],
   traceRead: [["i32", "i32", "i32"], "i32"],
   mboxPush: [["i32", "i32", "i32", "i64"], "i32"],
   mboxPop: [["i32", "i32"], "i64"],

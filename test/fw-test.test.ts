@@ -50,7 +50,7 @@ describe("menic fw test", () => {
 });
 
 describe("reading the console protocol", () => {
-  const exited = (code: number): FwEngineResult => ({ id: 0, state: "exited", exitCode: code, pc: 0x4400, mcause: null, mtval: null, instructions: 1, cycles: 1, sleepPs: 0, console: "", consoleDropped: 0 });
+  const exited = (code: number): FwEngineResult => ({ id: 0, state: "exited", exitCode: code, pc: 0x4400, mcause: null, mtval: null, instructions: 1, cycles: 1, sleepPs: 0, console: "", consoleLines: [], consoleDropped: 0 });
   const running: FwEngineResult = { ...exited(0), state: "running", exitCode: null, where: { pc: 0x4410, symbol: "spin", offset: 0x10 } };
   const con = (...l: string[]) => l.map((x) => `menic-test: ${x}`).join("\n") + "\n";
 

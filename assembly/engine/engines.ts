@@ -1,11 +1,12 @@
 // The engines block's own state: the Hart records and register files, and what the block keeps
 // for all engines (LR reservations held, HBM access costs under the current load). Each
-// engine's console, mailboxes, command area and completion-interrupt FIFO are carved here too.
+// engine's console (bytes and line times), mailboxes, command area and completion-interrupt FIFO are carved here too.
 
 import { Device, Config } from "../core/device";
 import { Fifo, fifoInit } from "../core/fifo";
 import { Hart, EngineState, NO_RESERVATION, MSTATUS_MPP, HART_STRIDE, NIC_IRQ_DEPTH } from "./hart";
 import { NEVER } from "../core/time";
+import { consoleLineSlots } from "./console";
 
 @unmanaged export class Engines {
   harts: usize; // cfg.engines Hart records, HART_STRIDE apart
@@ -46,8 +47,8 @@ const CMD_BYTES: usize = 48;
 /** Arena bytes the block needs besides the engines' SRAM (placed by create.ts). */
 export function enginesBytes(c: Config): usize {
   const n = <usize>c.engines;
-  return align16(offsetof<Engines>()) + n * HART_STRIDE + n * 128 + n * 4 * FIFO_STRIDE + n * <usize>NIC_IRQ_DEPTH * 4
-    + n * CMD_BYTES + align16(n * <usize>c.consoleRingBytes) + n * <usize>c.mailboxDepth * 8
+  return align16(offsetof<Engines>()) + n * HART_STRIDE + n * 128 + n * 5 * FIFO_STRIDE + n * <usize>NIC_IRQ_DEPTH * 4
+    + n * CMD_BYTES + align16(n * <usize>c.consoleRingBytes) + n * <usize>consoleLineSlots(c.consoleRingBytes) * 8 + n * <usize>c.mailboxDepth * 8
     + n * <usize>c.mailboxDepth * MBOX_TIMED_BYTES + n * profileBytes(c);
 }
 
@@ -60,10 +61,12 @@ export function enginesInit(dev: Device, base: usize, sram: usize): void {
   let off = base + align16(offsetof<Engines>());
   e.harts = off; off += n * HART_STRIDE;
   e.regs = off; off += n * 128;
-  const fifos = off; off += n * 4 * FIFO_STRIDE;
+  const fifos = off; off += n * 5 * FIFO_STRIDE;
   const irqs = off; off += n * <usize>NIC_IRQ_DEPTH * 4;
   const cmds = off; off += n * CMD_BYTES;
   const con = off; off += align16(n * <usize>c.consoleRingBytes);
+  const lineSlots = consoleLineSlots(c.consoleRingBytes);
+  const conLines = off; off += n * <usize>lineSlots * 8;
   const mbox = off; off += n * <usize>c.mailboxDepth * 8;
   e.mboxTimed = off; off += n * <usize>c.mailboxDepth * MBOX_TIMED_BYTES;
   e.profile = profileBytes(c) != 0 ? off : 0;
@@ -76,12 +79,14 @@ export function enginesInit(dev: Device, base: usize, sram: usize): void {
     h.id = i;
     h.regs = e.regs + <usize>i * 128;
     h.sram = sram + <usize>i * <usize>c.sramBytes;
-    const f = fifos + <usize>i * 4 * FIFO_STRIDE;
+    const f = fifos + <usize>i * 5 * FIFO_STRIDE;
     h.console = changetype<Fifo>(f);
     h.mboxIn = changetype<Fifo>(f + FIFO_STRIDE);
     h.mboxOut = changetype<Fifo>(f + 2 * FIFO_STRIDE);
     h.nicIrq = changetype<Fifo>(f + 3 * FIFO_STRIDE);
+    h.consoleLines = changetype<Fifo>(f + 4 * FIFO_STRIDE);
     fifoInit(h.console, con + <usize>i * <usize>c.consoleRingBytes, c.consoleRingBytes, 0);
+    fifoInit(h.consoleLines, conLines + <usize>i * <usize>lineSlots * 8, lineSlots, 3);
     const mb = mbox + <usize>i * depth * 8;
     fifoInit(h.mboxIn, mb, <u32>depth, 2);
     fifoInit(h.mboxOut, mb + depth * 4, <u32>depth, 2);
@@ -90,6 +95,7 @@ export function enginesInit(dev: Device, base: usize, sram: usize): void {
     h.state = EngineState.Idle;
     h.mstatus = MSTATUS_MPP;
     h.mtimecmp = NEVER;
+    h.consoleLinePs = NEVER;
     h.resvAddr = NO_RESERVATION;
     h.msip = 0;
   }

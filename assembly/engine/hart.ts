@@ -47,6 +47,7 @@ export const NO_RESERVATION: u32 = 0xffffffff;
   regs: usize;
   sram: usize; // host address of this engine's private SRAM
   console: Fifo; // bytes printed, drained by the host
+  consoleLines: Fifo; // u64 ps: when each line in `console` began (engine/console.ts)
   mboxIn: Fifo; // host -> engine words
   mboxInflight: u32; // host words given for a later time, not yet in mboxIn (engine/mailbox.ts)
   mboxOut: Fifo; // engine -> host words
@@ -63,6 +64,7 @@ export const NO_RESERVATION: u32 = 0xffffffff;
   mtimecmp: u64;
   sleepPs: u64; // total time asleep in wfi
   sleepStart: u64; // when the current sleep began
+  consoleLinePs: u64; // when the console line being printed began; NEVER after a newline (engine/console.ts)
   wakeGen: u32; // invalidates timer events of earlier sleeps
   timerPending: u32; // a Timer event of this engine is in the event queue
   cmd: usize; // NIC command arguments (8 words) and result (1 word)

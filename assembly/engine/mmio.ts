@@ -11,6 +11,7 @@ import { hartAt } from "./engines";
 import { interruptEngine } from "./wake";
 import { psOfCycle, cyclesCeil } from "../core/time";
 import { fifoPush, fifoPop } from "../core/fifo";
+import { consoleWrite } from "./console";
 import { cqSetCi, cqAt } from "../nic/verbs";
 import { DbKind, dbqAt, dbqRoom, dbqPush, dbqHeadArrival, dbqStall } from "../nic/doorbells";
 import { nicCommand, cmdArg, cmdResult, ownsCq } from "../nic/commands";
@@ -18,7 +19,7 @@ import {
   SYS_BASE, SYS_CONSOLE_TX, SYS_EXIT, SYS_NUM_ENGINES, SYS_SRAM_BYTES, SYS_HBM_BYTES, SYS_CLOCK_KHZ,
   TIMER_BASE, TIMER_MTIME_LO, TIMER_MTIME_HI, TIMER_MTIMECMP_LO, TIMER_MTIMECMP_HI,
   MBOX_BASE, MBOX_OUT_DATA, MBOX_OUT_FREE, MBOX_IN_DATA, MBOX_IN_COUNT, SWI_BASE, SWI_MSIP, SWI_RAISE, STAT_ENGINE_BAD_RAISE,
-  STAT_CONSOLE_DROPPED, STAT_MBOX_OUT_OVERFLOW, TP_ENGINE_EXIT, STAT_NIC_BAD_DOORBELL,
+  STAT_MBOX_OUT_OVERFLOW, TP_ENGINE_EXIT, STAT_NIC_BAD_DOORBELL,
   NIC_BASE, NIC_CMD, NIC_CMD_ARG0, NIC_CMD_RESULT, NIC_SQ_DB, NIC_RQ_DB, NIC_CQ_CI, NIC_CQ_ARM, NIC_IRQ_COUNT, NIC_IRQ_CQN, NIC_EXPRESS, NIC_EXPRESS_SIZE, WQE_SIZE, WQE_QPN,
 } from "../generated/layouts";
 
@@ -60,7 +61,7 @@ export function mmioStore(dev: Device, h: Hart, addr: u32, v: u32, bytes: u32): 
   if (bytes < 4) v &= (1 << (bytes << 3)) - 1;
   switch (addr) {
     case SYS_BASE + SYS_CONSOLE_TX:
-      if (!fifoPush(h.console, v)) statAdd(dev, STAT_CONSOLE_DROPPED, 1);
+      consoleWrite(dev, h, v);
       return cost;
     case SYS_BASE + SYS_EXIT: {
       h.exitCode = v;

@@ -15,8 +15,10 @@ export interface FwRunOptions {
   untilPs?: number | bigint;
   /** Keep the core's trace records (`FwRunResult.trace`, for `toPerfetto`). */
   collectTrace?: boolean;
-  /** Called with each complete console line of an engine as it is printed. */
-  onConsoleLine?: (engine: number, line: string) => void;
+  /** Each console line as drained, with the simulated time (ps) its first byte was printed. */
+  onConsoleLine?: (engine: number, line: string, timePs: bigint) => void;
+  /** The order onConsoleLine sees lines in: "engine" (default: per engine, per drain) or "time" (DeviceOptions). */
+  consoleOrder?: "engine" | "time";
   /** Which build of the core: `release` (default) or `debug` (assertions on). */
   core?: "release" | "debug";
   /** Profile cycles per function (config profile = 1; host/debug/profile.ts): `FwRunResult.profile`. */
@@ -34,6 +36,8 @@ export interface FwRunOptions {
 export interface FwEngineResult extends EngineReport {
   /** What the engine printed, up to the device's console cap (1 MiB by default). */
   console: string;
+  /** `console` as lines, each with the simulated time (ps) its first byte was printed. */
+  consoleLines: { timePs: number; text: string }[];
   /** Console bytes printed beyond the cap: not in `console` (onConsoleLine saw them). */
   consoleDropped: number;
   /** Where a faulted, running or sleeping engine is: its pc with function and (for -g images) file and line. */
@@ -82,6 +86,7 @@ export async function startFirmware(elf: Uint8Array, opts: FwRunOptions): Promis
   const dev = await Device.create(coreModule(opts.core), config, {
     collectTrace: opts.collectTrace,
     onConsoleLine: opts.onConsoleLine,
+    consoleOrder: opts.consoleOrder,
   });
   const img = dev.loadElf(elf);
   dev.start(img.entry);
@@ -130,7 +135,10 @@ async function runInSlices(dev: Device, untilPs: bigint, opts: FwRunOptions): Pr
 export function report(dev: Device, t: bigint, symbols: Symbolizer = Symbolizer.none): FwRunResult {
   const engines: FwEngineResult[] = [];
   for (let i = 0; i < dev.engines; i++) {
-    const e: FwEngineResult = { ...dev.engine(i), console: dev.console(i), consoleDropped: dev.consoleDropped(i) };
+    const e: FwEngineResult = {
+      ...dev.engine(i), console: dev.console(i),
+      consoleLines: dev.consoleLines(i).map((l) => ({ timePs: Number(l.timePs), text: l.text })), consoleDropped: dev.consoleDropped(i),
+    };
     if (e.state === "faulted" || e.state === "running" || e.state === "sleeping") e.where = symbols.locate(e.pc);
     if (e.state === "faulted")
       e.fault = explainFault({ engine: i, mcause: e.mcause!, mtval: e.mtval!, sp: dev.reg(i, 2), nullGuardBytes: dev.nullGuardBytes });

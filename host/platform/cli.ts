@@ -99,6 +99,7 @@ per engine.`,
     config: { kind: "string", value: "<cfg.json>", help: "device config fields from a JSON file (docs/memory-map.md)", default: "(the defaults)" },
     set: { kind: "strings", value: "<field>=<value>", help: "set one device config field, after --config", default: "(none)" },
     gdb: { kind: "int", value: "<port>", min: 0, max: 65535, help: "a GDB stub on 127.0.0.1:<port>, 0 any free port (docs/engine.md)", default: "(no GDB stub)" },
+    console: { kind: "string", value: "<order>", choices: ["engine", "merged"], help: "merged: every engine's console lines in simulated-time order, with their times", default: "engine" },
   },
   notes: `${TIMES}.
 exit status: 0 every engine exited 0; 1 an engine faulted, exited non-zero or still ran at the
@@ -252,9 +253,13 @@ async function fwRun(args: string[]): Promise<number> {
   const elf = readInput(positionals[0]!, positionals[0]!);
   const json = values.json;
   const untilPs = values.until!; // it has a default
+  const merged = values.console === "merged";
   const runOpts: FwRunOptions = {
     config, untilPs, collectTrace: !!values.trace, profile: values.profile,
-    onConsoleLine: json ? undefined : (e, line) => console.log(`[e${String(e).padStart(2, "0")}] ${line}`),
+    consoleOrder: merged ? "time" : "engine",
+    onConsoleLine: json ? undefined
+      : merged ? (e, line, timePs) => console.log(`[${formatTime(timePs).padStart(12)} e${String(e).padStart(2, "0")}] ${line}`)
+      : (e, line) => console.log(`[e${String(e).padStart(2, "0")}] ${line}`),
   };
   let r: FwRunResult;
   if (values.gdb !== undefined) r = await runFirmwareListening(elf, values.gdb, runOpts); // the debugger stops and continues it
