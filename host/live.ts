@@ -1,0 +1,162 @@
+// What a live view of a run plots (the page, web/): series sampled as simulated time passes,
+// computed here, platform-free, so a Node run of the same scenario gives the very same numbers
+// (test/web-page.test.ts compares them). A sampler declares its plots once (`plots`), then
+// gives one frame per sample: the time, and per plot one value per series.
+//  - firmware (FirmwareSampler): engine occupancy (the share of each interval an engine ran,
+//    not asleep), HBM bandwidth by client;
+//  - scenarios (ScenarioSampler, a RunObserver): goodput per flow and in total, HBM bandwidth
+//    summed over the devices, and with the MetaRoCE-like transport the congestion window of
+//    every path of the sending devices (their spread when there are too many to draw).
+
+import type { Device } from "./device.js";
+import type { RunObserver, BuiltRun } from "./scenario/run.js";
+
+export interface PlotSpec {
+  id: string;
+  title: string;
+  unit: string;
+  series: string[];
+}
+
+export interface LiveFrame {
+  tPs: number;
+  /** per plot id, one value per series */
+  values: Record<string, number[]>;
+}
+
+/** Paths beyond this many get min / median / max lines instead of one line each. */
+export const PATH_LINES_MAX = 16;
+/** Engines beyond this many get min / mean / max occupancy instead of one line each. */
+export const ENGINE_LINES_MAX = 16;
+
+const HBM_PLOT = (): PlotSpec => ({ id: "hbm", title: "HBM bandwidth", unit: "Gb/s", series: ["NIC DMA", "reduce", "compute"] });
+
+/** Gb/s of `bytes` over `dtPs` ps. */
+const gbps = (bytes: number, dtPs: number) => (bytes * 8000) / dtPs;
+
+function spread(v: number[]): number[] {
+  const s = [...v].sort((a, b) => a - b);
+  return s.length === 0 ? [0, 0, 0] : [s[0]!, s[(s.length - 1) >> 1]!, s[s.length - 1]!];
+}
+
+/** HBM bytes served per client, summed over devices, as a running total with rates over the last interval. */
+class HbmRate {
+  private last = [0, 0, 0];
+  rates(devices: readonly Device[], dtPs: number): number[] {
+    const now = [0, 0, 0];
+    for (const d of devices) {
+      const s = d.hbmServed();
+      now[0]! += s.nic; now[1]! += s.reduce; now[2]! += s.compute;
+    }
+    const out = now.map((v, k) => gbps(v - this.last[k]!, dtPs));
+    this.last = now;
+    return out;
+  }
+}
+
+/** A firmware run's plots: each engine's occupancy in the interval just ended, and HBM bandwidth. */
+export class FirmwareSampler {
+  readonly plots: PlotSpec[];
+  private lastPs = 0;
+  private lastBusyPs: number[];
+  private readonly hbm = new HbmRate();
+  private readonly psPerCycle: number;
+
+  constructor(private readonly dev: Device) {
+    const n = dev.engines;
+    this.psPerCycle = 1e9 / Number(dev.config.get("engineClockKhz"));
+    this.lastBusyPs = new Array<number>(n).fill(0);
+    const series = n <= ENGINE_LINES_MAX ? Array.from({ length: n }, (_, i) => `engine ${i}`) : ["min", "mean", "max"];
+    this.plots = [{ id: "occupancy", title: "Engine occupancy", unit: "%", series }, HBM_PLOT()];
+  }
+
+  /** Time an engine has spent running (its clock less its time asleep), ps. */
+  private busyPs(i: number): number {
+    const e = this.dev.engine(i);
+    return e.cycles * this.psPerCycle - e.sleepPs;
+  }
+
+  /** The frame for the interval from the last sample to `nowPs`; null when no time passed. */
+  sample(nowPs: number): LiveFrame | null {
+    const dt = nowPs - this.lastPs;
+    if (dt <= 0) return null;
+    const busy: number[] = [];
+    for (let i = 0; i < this.dev.engines; i++) {
+      const b = this.busyPs(i);
+      // an engine's clock may pass the interval's end by less than an instruction: at most 100%
+      busy.push(Math.min(100, Math.max(0, (100 * (b - this.lastBusyPs[i]!)) / dt)));
+      this.lastBusyPs[i] = b;
+    }
+    const occupancy = busy.length <= ENGINE_LINES_MAX ? busy : (() => { const [lo, , hi] = spread(busy); return [lo!, busy.reduce((s, x) => s + x, 0) / busy.length, hi!]; })();
+    const frame = { tPs: nowPs, values: { occupancy, hbm: this.hbm.rates([this.dev], dt) } };
+    this.lastPs = nowPs;
+    return frame;
+  }
+}
+
+/** A scenario run's plots, sampled as the run goes (pass it as RunOptions.observer, or fan out to it). */
+export class ScenarioSampler implements RunObserver {
+  plots: PlotSpec[] = [];
+  readonly frames: LiveFrame[] = [];
+  private run: BuiltRun | null = null;
+  private lastPs = 0;
+  private placed: number[] = [];
+  private readonly hbm = new HbmRate();
+  /** sending devices whose paths are plotted */
+  private pathDevices: number[] = [];
+  private pathLines = false;
+
+  /** `onFrame` sees each frame as it is taken (the page posts it to the tab). */
+  constructor(readonly intervalPs: number, private readonly onFrame?: (f: LiveFrame) => void) {
+    if (!(intervalPs >= 1000)) throw new RangeError(`sample interval must be at least 1 ns, got ${intervalPs} ps`);
+  }
+
+  begin(run: BuiltRun): void {
+    this.run = run;
+    this.placed = run.flows.map(() => 0);
+    const flows = run.flows.map((f, i) => `flow ${i}: ${f.src}→${f.dst}`);
+    this.plots = [{ id: "goodput", title: "Goodput", unit: "Gb/s", series: [...flows, "total"] }, HBM_PLOT()];
+    if (run.transport === "metaroce") {
+      this.pathDevices = [...new Set(run.flows.map((f) => f.src))].sort((a, b) => a - b);
+      const names = this.pathDevices.flatMap((d) => run.devices[d]!.metarocePaths().map((p) => `dev ${d}→${p.peer} path ${p.path}`));
+      this.pathLines = names.length <= PATH_LINES_MAX;
+      this.plots.push({ id: "cwnd", title: "Congestion window per path", unit: "KB", series: this.pathLines ? names : ["min", "median", "max"] });
+    }
+  }
+
+  posted(): void {}
+  completed(): void {}
+
+  sample(nowPs: number): void {
+    const run = this.run!;
+    const dt = nowPs - this.lastPs;
+    if (dt <= 0) return;
+    const goodput = run.flows.map((f, i) => {
+      const placed = f.placedBytes(), g = gbps(placed - this.placed[i]!, dt);
+      this.placed[i] = placed;
+      return g;
+    });
+    goodput.push(goodput.reduce((s, x) => s + x, 0));
+    const values: Record<string, number[]> = { goodput, hbm: this.hbm.rates(run.devices, dt) };
+    if (run.transport === "metaroce") {
+      const cwnd = this.pathDevices.flatMap((d) => run.devices[d]!.metarocePaths().map((p) => p.cwndBytes / 1000));
+      values.cwnd = this.pathLines ? cwnd : spread(cwnd);
+    }
+    const frame = { tPs: nowPs, values };
+    this.frames.push(frame);
+    this.onFrame?.(frame);
+    this.lastPs = nowPs;
+  }
+}
+
+/** Several observers of one run as one (the page: the live plots and the Perfetto trace). */
+export class Observers implements RunObserver {
+  readonly intervalPs: number;
+  constructor(private readonly all: RunObserver[]) {
+    this.intervalPs = Math.min(...all.map((o) => o.intervalPs));
+  }
+  begin(run: BuiltRun): void { for (const o of this.all) o.begin(run); }
+  posted(flow: number, wrId: number, atPs: number): void { for (const o of this.all) o.posted(flow, wrId, atPs); }
+  completed(flow: number, wrId: number, atPs: number, status: string): void { for (const o of this.all) o.completed(flow, wrId, atPs, status); }
+  sample(nowPs: number): void { for (const o of this.all) o.sample(nowPs); }
+}

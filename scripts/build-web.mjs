@@ -1,0 +1,30 @@
+#!/usr/bin/env node
+// npm run build:web (and part of npm run build): the page (web/) as static files in build/web/:
+// index.html, page.css, uPlot's stylesheet, main.js (the page, an ES module) and worker.js
+// (the Web Worker, with the core and the firmware examples embedded). No server-side code: any
+// static file server serves the folder (npm run serve). Needs build/menic.wasm.
+import { build } from "esbuild";
+import { copyFileSync, existsSync, mkdirSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+export const WEB_OUT = join(root, "build", "web");
+
+export async function buildWeb() {
+  if (!existsSync(join(root, "build", "menic.wasm"))) throw new Error("build/menic.wasm is missing: run npm run build");
+  mkdirSync(WEB_OUT, { recursive: true });
+  const common = { bundle: true, target: "es2022", platform: "browser", logLevel: "warning", sourcemap: true, absWorkingDir: root };
+  await build({ ...common, format: "esm", entryPoints: { main: "web/main.ts" }, outdir: WEB_OUT });
+  await build({ ...common, format: "iife", entryPoints: { worker: "web/worker.ts" }, outdir: WEB_OUT, loader: { ".wasm": "binary", ".elf": "binary" } });
+  copyFileSync(join(root, "web", "index.html"), join(WEB_OUT, "index.html"));
+  copyFileSync(join(root, "web", "page.css"), join(WEB_OUT, "page.css"));
+  const uplotCss = join(dirname(createRequire(import.meta.url).resolve("uplot")), "uPlot.min.css");
+  copyFileSync(uplotCss, join(WEB_OUT, "uPlot.min.css"));
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  await buildWeb();
+  console.error("built build/web/ (the page: npm run serve)");
+}

@@ -1,0 +1,43 @@
+// The messages between the page (main.ts) and the worker that runs a scenario (worker.ts).
+// Everything is plain data (structured clone); bytes travel as Uint8Array.
+
+import type { LiveFrame, PlotSpec } from "../host/live.js";
+
+/** What a visitor runs, as the editor holds it and the URL encodes it: a firmware example with a device config, or a fabric/transport scenario (schemas/scenario.schema.json). */
+export type ScenarioDoc = FirmwareDoc | Record<string, unknown>;
+
+export interface FirmwareDoc {
+  /** one of the firmware examples (web/catalog.ts) */
+  firmware: string;
+  /** device config fields (docs/memory-map.md) */
+  config?: Record<string, number | string>;
+  /** simulated-time limit, e.g. "1ms" (default 1 s) */
+  until?: string;
+}
+
+export const isFirmwareDoc = (d: ScenarioDoc): d is FirmwareDoc => typeof (d as FirmwareDoc).firmware === "string";
+
+export type ToWorker = { type: "run"; doc: ScenarioDoc } | { type: "stop" };
+
+export interface ConsoleLineMsg {
+  engine: number;
+  timePs: number;
+  text: string;
+}
+
+export type FromWorker =
+  | { type: "begin"; kind: "firmware" | "scenario"; plots: PlotSpec[]; engines: number }
+  /** frames, console lines and engine states since the last update */
+  | { type: "update"; frames: LiveFrame[]; console: ConsoleLineMsg[]; engineStates: string[]; nowPs: number; progress?: { done: number; total: number } }
+  | {
+      type: "done"; kind: "firmware" | "scenario";
+      /** the result as `menic fw run --json` or `menic run --json` prints it */
+      resultJson: string;
+      /** the summary as text */
+      summary: string;
+      /** Chrome trace-event JSON (ui.perfetto.dev) */
+      trace: string;
+      /** the scenario's frames as pcapng */
+      pcap: Uint8Array | null;
+    }
+  | { type: "error"; message: string };

@@ -1,0 +1,129 @@
+// The page's Web Worker: runs one scenario (a firmware example or a fabric/transport scenario)
+// with the core embedded in this bundle, and posts what the page shows as it goes: the live
+// plots' frames (host/live.ts), console lines in simulated-time order, engine states; at the
+// end the result exactly as the CLI prints it with --json, the Perfetto trace and the pcapng.
+// Updates are batched (about every 50 ms of wall time), which changes only how often the tab
+// hears, never a number: every sample point is fixed by simulated time.
+
+import { coreModule } from "../host/browser.js";
+import { FirmwareSession, type FwRunResult } from "../host/fw/session.js";
+import { runScenario } from "../host/scenario/run.js";
+import { formatResult } from "../host/scenario/report.js";
+import { ScenarioTracer, TRACE_INTERVAL_DEFAULT_PS } from "../host/scenario/trace.js";
+import { ClusterCapture } from "../host/cluster/capture.js";
+import { PcapngWriter } from "../host/wire/pcapng.js";
+import { toPerfetto } from "../host/trace/perfetto.js";
+import { parseTime, formatTime } from "../host/units.js";
+import { FirmwareSampler, ScenarioSampler, Observers, type LiveFrame } from "../host/live.js";
+import { FIRMWARE } from "./firmware.js";
+import { isFirmwareDoc, type ConsoleLineMsg, type FirmwareDoc, type FromWorker, type ToWorker, type ScenarioDoc } from "./protocol.js";
+import { runInSlices } from "./slices.js";
+
+const post = (m: FromWorker, transfer: Transferable[] = []) => (self as unknown as Worker).postMessage(m, transfer);
+
+let stopRequested = false;
+self.onmessage = (ev: MessageEvent<ToWorker>) => {
+  const m = ev.data;
+  if (m.type === "stop") stopRequested = true;
+  else run(m.doc).catch((e: unknown) => post({ type: "error", message: e instanceof Error ? e.message : String(e) }));
+};
+
+/** Lets queued messages (a stop) in: a macrotask through a MessageChannel, without setTimeout's clamping. */
+function yieldToEvents(): Promise<void> {
+  return new Promise((resolve) => {
+    const ch = new MessageChannel();
+    ch.port1.onmessage = () => resolve();
+    ch.port2.postMessage(null);
+  });
+}
+
+/** Collects what the tab has not seen yet and posts it about every 50 ms. */
+class Outbox {
+  frames: LiveFrame[] = [];
+  console: ConsoleLineMsg[] = [];
+  private lastPost = 0;
+  flush(engineStates: string[], nowPs: number, progress?: { done: number; total: number }, force = false): boolean {
+    const now = performance.now();
+    if (!force && now - this.lastPost < 50) return false;
+    post({ type: "update", frames: this.frames, console: this.console, engineStates, nowPs, ...(progress ? { progress } : {}) });
+    this.frames = [];
+    this.console = [];
+    this.lastPost = now;
+    return true;
+  }
+}
+
+async function run(doc: ScenarioDoc): Promise<void> {
+  stopRequested = false;
+  if (isFirmwareDoc(doc)) await runFirmwareDoc(doc);
+  else await runScenarioDoc(doc);
+}
+
+async function runFirmwareDoc(doc: FirmwareDoc): Promise<void> {
+  const elf = FIRMWARE[doc.firmware];
+  if (!elf) throw new Error(`firmware: no example named ${JSON.stringify(doc.firmware)} (there are ${Object.keys(FIRMWARE).join(", ")})`);
+  const untilPs = doc.until === undefined ? undefined : parseTime(doc.until);
+  const out = new Outbox();
+  const session = await FirmwareSession.open(await coreModule(), elf, {
+    config: doc.config ?? {}, untilPs, collectTrace: true, consoleOrder: "time",
+    onConsoleLine: (engine, text, timePs) => out.console.push({ engine, timePs: Number(timePs), text }),
+  });
+  const dev = session.device;
+  const sampler = new FirmwareSampler(dev);
+  post({ type: "begin", kind: "firmware", plots: sampler.plots, engines: dev.engines });
+  const states = () => Array.from({ length: dev.engines }, (_, i) => dev.engine(i).state as string);
+  await runInSlices(session, sampler, async (f) => {
+    if (f) out.frames.push(f);
+    if (!out.flush(states(), Number(session.nowPs))) return false;
+    await yieldToEvents();
+    return stopRequested;
+  });
+  const r: FwRunResult = session.finish();
+  out.flush(states(), Number(session.nowPs), undefined, true);
+  post({
+    type: "done", kind: "firmware",
+    resultJson: JSON.stringify({ ...r, trace: undefined }), // as `menic fw run --json` prints it
+    summary: firmwareSummary(r), trace: JSON.stringify(toPerfetto(r.trace ?? [], dev.engines, BigInt(r.timePs))), pcap: null,
+  });
+}
+
+function firmwareSummary(r: FwRunResult): string {
+  const ok = r.engines.filter((e) => e.state === "exited" && e.exitCode === 0).length;
+  const rows = r.engines.map((e) => {
+    const what = e.state === "exited" ? `exit ${e.exitCode}` : e.state === "faulted" ? `${e.fault} at pc 0x${e.pc.toString(16)}` : `pc 0x${e.pc.toString(16)}`;
+    return `engine ${String(e.id).padStart(2)}  ${e.state.padEnd(8)} ${what.padEnd(12)} ${String(e.instructions).padStart(10)} instructions ${String(e.cycles).padStart(10)} cycles  asleep ${formatTime(e.sleepPs)}`;
+  });
+  return `${rows.join("\n")}\n\nsimulated ${formatTime(r.timePs)}; ${ok}/${r.engines.length} engines exited 0\n`;
+}
+
+async function runScenarioDoc(doc: Record<string, unknown>): Promise<void> {
+  if (doc.sweep !== undefined && doc.sweep !== null)
+    throw new Error("this scenario is a sweep (one run per combination of values): the page runs one scenario; delete \"sweep\" to run it once here, or run the sweep with menic run");
+  const out = new Outbox();
+  const sampler = new ScenarioSampler(TRACE_INTERVAL_DEFAULT_PS, (f) => out.frames.push(f));
+  const tracer = new ScenarioTracer(TRACE_INTERVAL_DEFAULT_PS);
+  const chunks: Uint8Array[] = [];
+  const capture = new ClusterCapture(new PcapngWriter((c) => chunks.push(c), "menic page"));
+  let begun = false, progress = { done: 0, total: 0 }, nowPs = 0;
+  const r = await runScenario(await coreModule(), doc, {
+    observer: new Observers([sampler, tracer]),
+    onBuilt: (c) => capture.attach(c.endpoints),
+    onProgress: (t, done, total) => {
+      if (!begun) { post({ type: "begin", kind: "scenario", plots: sampler.plots, engines: 0 }); begun = true; }
+      capture.flush(t);
+      progress = { done, total };
+      nowPs = t;
+    },
+    shouldStop: async () => {
+      if (!begun || !out.flush([], nowPs, progress)) return false;
+      await yieldToEvents();
+      return stopRequested;
+    },
+  });
+  capture.flush();
+  if (!begun) post({ type: "begin", kind: "scenario", plots: sampler.plots, engines: 0 });
+  out.flush([], r.endPs, progress, true);
+  const pcap = new Uint8Array(chunks.reduce((s, c) => s + c.length, 0));
+  chunks.reduce((at, c) => (pcap.set(c, at), at + c.length), 0);
+  post({ type: "done", kind: "scenario", resultJson: JSON.stringify(r), summary: formatResult(r), trace: JSON.stringify(tracer.toJSON()), pcap }, [pcap.buffer]);
+}
