@@ -1,0 +1,138 @@
+// The page (web/, built into build/web/) in a real browser: Debian's chromium driven by
+// playwright-core (.ci/run installs both; no browser download). The test serves build/web/ with
+// scripts/serve.mjs, loads the page, runs a firmware example (given in the URL, as a shared
+// link carries it) and a small MetaRoCE-like scenario (picked from the list), reads back what
+// the page printed and plotted, and compares it with Node runs of the same scenarios: the
+// results byte for byte with `menic ... --json`, the console with `--console merged`, the
+// Perfetto trace with `menic run --trace`, and the plotted numbers with the same samplers run
+// in Node. Screenshots go to build/web-page/ (git-ignored), a test artifact.
+//
+// Chromium runs with --no-sandbox: its sandbox needs user namespaces or a setuid helper, which
+// this container (and CI running as root) does not give; the page is our own, loaded from
+// localhost.
+import { describe, it, expect, beforeAll, afterAll } from "vitest";
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { deflateRawSync } from "node:zlib";
+import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { FirmwareSession } from "../host/fw/session.js";
+import { FirmwareSampler, ScenarioSampler, type LiveFrame, type PlotSpec } from "../host/live.js";
+import { runScenario } from "../host/scenario/run.js";
+import { TRACE_INTERVAL_DEFAULT_PS } from "../host/scenario/trace.js";
+import { coreModule } from "../host/platform/node.js";
+import { runInSlices } from "../web/slices.js";
+
+const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
+const hasChromium = existsSync(CHROMIUM);
+if (!hasChromium) console.warn(`test/web-page: ${CHROMIUM} is missing (apt-get install chromium): the browser checks are skipped`);
+
+const ARTIFACTS = join("build", "web-page");
+const menic = (...args: string[]) => {
+  const r = spawnSync("node", ["bin/menic.js", ...args], { encoding: "utf8", maxBuffer: 1 << 28 });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+};
+
+/** The plots as the page keeps them: per plot, [x in us, ...one array per series]. */
+function plotted(specs: PlotSpec[], frames: LiveFrame[]): Record<string, number[][]> {
+  return Object.fromEntries(specs.map((s) => [s.id, [frames.map((f) => f.tPs / 1e6), ...s.series.map((_, k) => frames.map((f) => f.values[s.id]![k]!))]]));
+}
+
+async function runToDone(page: Page): Promise<void> {
+  await page.click("#run");
+  await page.waitForFunction(() => document.body.dataset.state === "done" || document.body.dataset.state === "error", null, { timeout: 60_000 });
+  const state = await page.evaluate(() => document.body.dataset.state);
+  if (state !== "done") throw new Error(`the page says: ${await page.textContent("#status")}`);
+}
+
+describe.skipIf(!hasChromium)("the page, in chromium", () => {
+  let server: Server, browser: Browser, base: string;
+
+  beforeAll(async () => {
+    if (!existsSync("build/web/index.html")) throw new Error("build/web/ is missing: run npm run build");
+    mkdirSync(ARTIFACTS, { recursive: true });
+    const { webServer } = (await import("../scripts/serve.mjs" as string)) as { webServer: () => Server };
+    server = webServer();
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await new Promise((resolve) => server?.close(resolve));
+  });
+
+  it("runs a firmware example from a shared link: the same result, console and plots as Node", async () => {
+    const doc = { firmware: "pingpong", config: { engines: 8 }, until: "10ms" };
+    const hash = `#s=${deflateRawSync(Buffer.from(JSON.stringify(doc))).toString("base64url")}`;
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const errors: string[] = [];
+    page.on("pageerror", (e) => errors.push(e.message));
+    await page.goto(base + hash);
+    expect(JSON.parse(await page.inputValue("#editor"))).toEqual(doc); // the link's scenario is in the editor
+    await runToDone(page);
+    await page.screenshot({ path: join(ARTIFACTS, "firmware-pingpong.png"), fullPage: true });
+
+    const elf = "firmware/examples/pingpong.elf", args = ["fw", "run", elf, "--set", "engines=8", "--until", "10ms"];
+    const json = menic(...args, "--json");
+    expect(json.status).toBe(0);
+    expect(await page.textContent("#result")).toBe(json.stdout.trimEnd());
+    // the console, in simulated-time order, as --console merged prints it (the lines before the summary)
+    const merged = menic(...args, "--console", "merged").stdout.split("\n\n")[0]! + "\n";
+    expect(merged.split("\n").length).toBe(5); // 4 pairs report
+    expect(await page.textContent("#console")).toBe(merged);
+
+    // the plotted numbers: the same sampler over the same slices in Node
+    const session = await FirmwareSession.open(coreModule(), readFileSync(elf), { config: doc.config, untilPs: 10_000_000_000n });
+    const sampler = new FirmwareSampler(session.device);
+    const frames: LiveFrame[] = [];
+    await runInSlices(session, sampler, (f) => { if (f) frames.push(f); return false; });
+    const onPage = JSON.parse((await page.getAttribute("#plots", "data-plotted"))!);
+    expect(onPage).toEqual(plotted(sampler.plots, frames));
+    // the last sample is where the run ended; occupancy is a share of each interval
+    expect(onPage.occupancy[0].at(-1)).toBe(JSON.parse(json.stdout).timePs / 1e6);
+    for (const s of onPage.occupancy.slice(1)) for (const v of s) expect(v >= 0 && v <= 100).toBe(true);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it("runs a MetaRoCE-like scenario picked from the list: the same result, trace and plots as Node", async () => {
+    const file = "examples/scenarios/metaroce-plane-failure.json";
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    await page.goto(base);
+    await page.selectOption("#pick", "sc:metaroce-plane-failure");
+    await runToDone(page);
+    await page.screenshot({ path: join(ARTIFACTS, "scenario-metaroce-plane-failure.png"), fullPage: true });
+
+    const dir = mkdtempSync(join(tmpdir(), "menic-web-"));
+    const node = menic("run", file, "--json", "--trace", join(dir, "trace.json"));
+    expect(node.status).toBe(0);
+    expect(await page.textContent("#result")).toBe(node.stdout.trimEnd());
+    // the downloads, read in the page (the capture is tens of MB: only its size and first block cross over)
+    const blob = (sel: string) => page.evaluate(async (q) => {
+      const b = await (await fetch((document.querySelector(q) as HTMLAnchorElement).href)).blob();
+      return { bytes: b.size, head: Array.from(new Uint8Array(await b.slice(0, 4).arrayBuffer())), text: b.size < 64 << 20 && q === "#dl-trace" ? await b.text() : "" };
+    }, sel);
+    expect((await blob("#dl-trace")).text).toBe(readFileSync(join(dir, "trace.json"), "utf8"));
+    const pcap = await blob("#dl-pcap");
+    expect(Buffer.from(pcap.head).readUInt32LE(0)).toBe(0x0a0d0d0a); // a pcapng section header block
+    expect(pcap.bytes).toBeGreaterThan(100_000);
+
+    // the plotted numbers: the same sampler in Node
+    const sampler = new ScenarioSampler(TRACE_INTERVAL_DEFAULT_PS);
+    const result = await runScenario(coreModule(), JSON.parse(readFileSync(file, "utf8")), { observer: sampler });
+    const onPage = JSON.parse((await page.getAttribute("#plots", "data-plotted"))!);
+    expect(onPage).toEqual(plotted(sampler.plots, sampler.frames));
+    expect(Object.keys(onPage)).toEqual(["goodput", "hbm", "cwnd"]);
+    expect(sampler.plots[2]!.series).toHaveLength(16); // 2 connections x 8 paths
+    // goodput integrated over the plotted intervals is every byte the scenario moved
+    const [t, ...series] = onPage.goodput as number[][];
+    const total = series.at(-1)!;
+    const bytes = total.reduce((s, g, k) => s + (g * ((t[k]! - (k ? t[k - 1]! : 0)) * 1e6)) / 8000, 0);
+    expect(Math.round(bytes)).toBe(result.totalBytes);
+    await page.close();
+  });
+});
