@@ -126,6 +126,14 @@ function checkInt(name: string, v: number, lo: number, hi: number): number {
 /** The core's "nothing will ever happen": u64 max. */
 const NEVER_PS = (1n << 64n) - 1n;
 
+/** A line an engine printed (Device.consoleLines). */
+export interface DeviceConsoleLine {
+  /** when its first byte was printed, ps */
+  timePs: bigint;
+  /** the line, without its newline */
+  text: string;
+}
+
 /** The device failed inside the core and runs no more (FATAL in layouts/device.json). */
 export class DeviceFailedError extends Error {
   constructor(
@@ -340,8 +348,11 @@ export class Device {
     return this.consoles[this.engineIndex(i)].text();
   }
 
-  /** The kept console text of engine `i` as lines, each with the simulated time (ps) its first byte was printed. */
-  consoleLines(i: number): { timePs: bigint; text: string }[] {
+  /**
+   * The kept console text of engine `i` as lines: each one's text (without its newline) and
+   * `timePs`, the simulated time (ps) its first byte was printed.
+   */
+  consoleLines(i: number): DeviceConsoleLine[] {
     return this.consoles[this.engineIndex(i)].lines();
   }
 

@@ -30,7 +30,7 @@ import { coreModule as loadCore } from "./platform/node.js";
 import type { DeviceOptions } from "./device.js";
 
 export * from "./api.js";
-export { runFirmware, type FwRunResult, type FwRunOptions, type FwEngineResult } from "./fw/run.js";
+export { runFirmware, type FwRunResult, type FwRunOptions, type FwEngineResult, type ConsoleLine } from "./fw/run.js";
 export type { Location } from "./debug/symbolize.js";
 export type { ProfileRow } from "./debug/profile.js";
 

@@ -7,7 +7,7 @@ import type { Device } from "../device.js";
 import { coreModule } from "../platform/node.js";
 import { runFirmwareOn, startFirmwareOn, type FwRunOptions, type FwRunResult } from "./session.js";
 
-export { report, finishFirmware, DEFAULT_UNTIL_PS, type FwRunOptions, type FwRunResult, type FwEngineResult } from "./session.js";
+export { report, finishFirmware, DEFAULT_UNTIL_PS, type FwRunOptions, type FwRunResult, type FwEngineResult, type ConsoleLine } from "./session.js";
 
 /**
  * Loads one RV32 ELF image into every engine of a new device (Node: the package's core), starts

@@ -9,7 +9,7 @@ import { Symbolizer, type Location } from "../debug/symbolize.js";
 import { explainFault } from "../debug/fault.js";
 import { profileByFunction, type ProfileRow } from "../debug/profile.js";
 
-/** How {@link runFirmwareOn} builds the device and runs it. */
+/** How a firmware run (`runFirmware`, `menic fw run`) builds the device and runs it. */
 export interface FwRunOptions {
   /** Device config fields (docs/memory-map.md); the defaults for the rest (16 engines). */
   config?: Record<string, number | bigint | string>;
@@ -35,11 +35,19 @@ export interface FwRunOptions {
 }
 
 /** One engine at the end of a firmware run: its report, console and, when it did not exit, where it is. */
+/** A line an engine printed, and the simulated time its first byte was printed. */
+export interface ConsoleLine {
+  /** when its first byte was printed, ps (a bigint from Device.consoleLines) */
+  timePs: number;
+  /** the line, without its newline */
+  text: string;
+}
+
 export interface FwEngineResult extends EngineReport {
   /** What the engine printed, up to the device's console cap (1 MiB by default). */
   console: string;
   /** `console` as lines, each with the simulated time (ps) its first byte was printed. */
-  consoleLines: { timePs: number; text: string }[];
+  consoleLines: ConsoleLine[];
   /** Console bytes printed beyond the cap: not in `console` (onConsoleLine saw them). */
   consoleDropped: number;
   /** Where a faulted, running or sleeping engine is: its pc with function and (for -g images) file and line. */
@@ -48,7 +56,7 @@ export interface FwEngineResult extends EngineReport {
   fault?: string;
 }
 
-/** What a firmware run did ({@link runFirmwareOn}; `menic fw run --json` prints it). */
+/** What a firmware run did (`runFirmware`; `menic fw run --json` prints it). */
 export interface FwRunResult {
   /** The device time at the end, ps: when the last engine stopped, or the limit. */
   timePs: number;
