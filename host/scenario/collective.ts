@@ -130,7 +130,7 @@ export async function runCollectiveScenario(coreModule: WebAssembly.Module, sc: 
     const endpoints = contexts.map((ctx) => new DeviceEndpoint(ctx.device));
     const runner = new ClusterRunner(fabric, endpoints);
     opts.onBuilt?.({ fabric, runner, contexts, endpoints });
-    // the engines boot the executor (zeroing its stage) and sleep, waiting for the doorbell
+    // the engines boot the executor and sleep, waiting for the doorbell (bindProgram refuses them before)
     while (!executorsReady(contexts) && runner.nowPs < sc.untilPs) runner.runTo(runner.nowPs + 10_000_000);
     const run = bindProgram(contexts, p, { portGroup: c.portGroup });
     const inName = "in";
