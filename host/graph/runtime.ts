@@ -11,7 +11,7 @@
 // one word each device sends back when its final signal is done, or an error naming the node.
 
 import {
-  MAX_QUEUE_DEPTH, MAX_CQ_DEPTH, PORT_GROUP, DMA, REGIONS, CQE, WQE, GRAPH_RUN, GRAPH_RUN_MARK, GRAPH_MSG_SIGNAL, GRAPH_MSG_ERROR, GRAPH_MSG_KIND_MASK, STATUS,
+  MAX_QUEUE_DEPTH, PORT_GROUP, DMA, REGIONS, CQE, WQE, GRAPH_RUN, GRAPH_RUN_MARK, GRAPH_MSG_SIGNAL, GRAPH_MSG_ERROR, GRAPH_MSG_KIND_MASK, STATUS,
   GRAPH_STAGE, GRAPH_STAGE_MARK, GRAPH_TASK, GRAPH_TASK_KIND, GRAPH_STAGE_QP, GRAPH_DEP_REMOTE, REDUCE_OP, DTYPE,
 } from "../generated/layouts.js";
 import { encodeWqe, type Context, type Qp, type SendWr } from "../verbs.js";

@@ -1,7 +1,11 @@
 // A scenario's fabric: its topology (single switch or leaf/spine, with the devices' port count)
-// and its faults (loss, link and plane outages) applied to the fabric before the run.
+// and its faults (loss, link and plane outages) applied to the fabric before the run; and the
+// cluster of the scenario's devices on it, with the runner that drives them.
 
 import { Fabric } from "../fabric/fabric.js";
+import { ClusterRunner } from "../fabric/runner.js";
+import { DeviceEndpoint } from "../cluster/endpoint.js";
+import type { Context } from "../verbs.js";
 import { leafSpine, singleSwitch, type Topology } from "../fabric/topology.js";
 import { ConfigError } from "../config.js";
 import type { Scenario } from "./scenario.js";
@@ -31,4 +35,13 @@ export function applyFaults(sc: Scenario, fabric: Fabric, topo: Topology): void 
     if (f.kind === "loss") for (const l of links) fabric.setLoss(l, { random: f.random, gilbertElliott: f.gilbertElliott ?? null });
     else for (const l of links) fabric.failLink(l, f.atPs, f.untilPs ?? Infinity);
   });
+}
+
+/** The scenario's fabric with its faults, `contexts`' devices as its endpoints, and the runner over them. */
+export function buildCluster(sc: Scenario, contexts: readonly Context[]): { fabric: Fabric; endpoints: DeviceEndpoint[]; runner: ClusterRunner } {
+  const topo = buildTopology(sc);
+  const fabric = new Fabric(topo, { mode: sc.fabric.mode, seed: sc.seed, ...(sc.fabric.switch ? { switch: sc.fabric.switch } : {}) });
+  applyFaults(sc, fabric, topo);
+  const endpoints = contexts.map((c) => new DeviceEndpoint(c.device));
+  return { fabric, endpoints, runner: new ClusterRunner(fabric, endpoints) };
 }

@@ -8,15 +8,12 @@
 // result against the reference executor. No Node APIs.
 
 import { Context } from "../verbs.js";
-import { DeviceEndpoint } from "../cluster/endpoint.js";
-import { Fabric } from "../fabric/fabric.js";
-import { ClusterRunner } from "../fabric/runner.js";
 import {
   allReduceRing, allReduceHalvingDoubling, reduceScatterRing, allGatherRing, broadcastRing, allToAll,
   bindProgram, executorsReady, graphDeviceConfig, runReference, type GraphProgram,
 } from "../graph/index.js";
 import { executorElf } from "../generated/executor-elf.js";
-import { buildTopology, applyFaults } from "./cluster.js";
+import { buildCluster } from "./cluster.js";
 import type { Scenario, CollectiveSpec } from "./scenario.js";
 import type { RunOptions, ScenarioResult } from "./run.js";
 
@@ -124,11 +121,7 @@ export async function runCollectiveScenario(coreModule: WebAssembly.Module, sc: 
       ctx.device.start(ctx.device.loadElf(elf).entry);
       contexts.push(ctx);
     }
-    const topo = buildTopology(sc);
-    const fabric = new Fabric(topo, { mode: sc.fabric.mode, seed: sc.seed, ...(sc.fabric.switch ? { switch: sc.fabric.switch } : {}) });
-    applyFaults(sc, fabric, topo);
-    const endpoints = contexts.map((ctx) => new DeviceEndpoint(ctx.device));
-    const runner = new ClusterRunner(fabric, endpoints);
+    const { fabric, endpoints, runner } = buildCluster(sc, contexts);
     opts.onBuilt?.({ fabric, runner, contexts, endpoints });
     // the engines boot the executor and sleep, waiting for the doorbell (bindProgram refuses them before)
     while (!executorsReady(contexts) && runner.nowPs < sc.untilPs) runner.runTo(runner.nowPs + 10_000_000);

@@ -12,7 +12,7 @@ import { ClusterRunner } from "../fabric/runner.js";
 import { RandomStreams } from "../fabric/rng.js";
 import type { Scenario, Flow } from "./scenario.js";
 import { resolveScenario } from "./scenario.js";
-import { buildTopology, applyFaults } from "./cluster.js";
+import { buildCluster } from "./cluster.js";
 import { runCollectiveScenario, type CollectiveReport } from "./collective.js";
 import type { GraphProgram } from "../graph/types.js";
 
@@ -270,11 +270,7 @@ export async function runScenario(coreModule: WebAssembly.Module, input: unknown
     };
     contexts.push(await Context.open(coreModule, config));
   }
-  const topo = buildTopology(sc);
-  const fabric = new Fabric(topo, { mode: sc.fabric.mode, seed: sc.seed, ...(sc.fabric.switch ? { switch: sc.fabric.switch } : {}) });
-  applyFaults(sc, fabric, topo);
-  const endpoints = contexts.map((c) => new DeviceEndpoint(c.device));
-  const runner = new ClusterRunner(fabric, endpoints);
+  const { fabric, endpoints, runner } = buildCluster(sc, contexts);
   opts.onBuilt?.({ fabric, runner, contexts, endpoints });
 
   // the memory and the QPs
