@@ -130,8 +130,11 @@ export async function runCollectiveScenario(coreModule: WebAssembly.Module, sc: 
     const inBytes = p.buffers.find((b) => b.name === inName)!.bytes;
     const inputs = contexts.map((_, d) => input(inBytes, sc.seed, d, c.dtype));
     inputs.forEach((b, d) => run.write(d, inName, b));
-    const before = contexts.map((ctx) => Array.from({ length: p.engines }, (_, e) => ctx.device.engine(e)));
+    // the runner leaves idle devices where they last acted (the executors asleep since their
+    // boot): bring them to its time, so that the doorbells ring at t0 and not in their past
     const t0 = runner.nowPs;
+    for (const ctx of contexts) ctx.run(BigInt(t0));
+    const before = contexts.map((ctx) => Array.from({ length: p.engines }, (_, e) => ctx.device.engine(e)));
     run.start();
     opts.onStart?.(size);
     let state = run.poll();
