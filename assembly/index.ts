@@ -19,6 +19,7 @@ import { qpCreate as qpCreateV, qpModify as qpModifyV, qpDestroy as qpDestroyV, 
 import { DbKind, dbqPush, dbqRoom, hostDbq } from "./nic/doorbells";
 import { pcieWrite, PcieDir } from "./mem/pcie";
 import { hbmSetCompute, hbmServed as served } from "./mem/hbm";
+import { jitNewEpoch, jitCacheIfAny } from "./engine/jit-cache";
 import { CFG_SLOTS, STAT_COUNT, LAYOUT_HASH } from "./generated/layouts";
 
 /** Allocates the block of CFG_SLOTS u64 the host fills before create(). */
@@ -40,6 +41,7 @@ export function create(cfg: usize): usize {
 
 /** Advances device `dev` to `untilPs` (see run.ts; flags: STEP_STOP_WHEN_QUIESCENT = 1). */
 export function step(dev: usize, untilPs: u64, flags: u32): u64 {
+  jitNewEpoch(changetype<Device>(dev)); // the host may have written SRAM since the last step
   return stepDevice(changetype<Device>(dev), untilPs, flags);
 }
 
@@ -282,3 +284,21 @@ export function rxStage(dev: usize): usize { return portsOf(changetype<Device>(d
 export function rxStageBodies(dev: usize): usize { return portsOf(changetype<Device>(dev)).stageBody; }
 /** Takes `n` staged arrivals (sorted by time) into the receive ring; returns how many fitted. */
 export function rxPut(dev: usize, n: u32): u32 { return rxPutV(changetype<Device>(dev), n); }
+
+/**
+ * The JIT's counters for device `dev` into `dst` (4 u64: blocks translated, cache flushes,
+ * invalidations by stores into translated code, wasm bytes emitted); all 0 without a cache.
+ */
+export function jitStats(dev: usize, dst: usize): void {
+  const c = jitCacheIfAny(changetype<Device>(dev));
+  const any = changetype<usize>(c) != 0;
+  store<u64>(dst, any ? <u64>c.translated : 0);
+  store<u64>(dst, any ? <u64>c.flushes : 0, 8);
+  store<u64>(dst, any ? <u64>c.invalidations : 0, 16);
+  store<u64>(dst, any ? c.emittedBytes : 0, 24);
+}
+
+/** Sets device `dev`'s `jit` config field (Device.restore: a snapshot taken in one mode continues in the other). */
+export function configSetJit(dev: usize, on: u32): void {
+  changetype<Device>(dev).cfg.jit = on != 0 ? 1 : 0;
+}

@@ -16,6 +16,7 @@ import { mrtPortTx, mrtTimer } from "./metaroce/tx";
 import { rxArrive, nicTimer } from "./nic/roce-rx";
 import { execute } from "./engine/exec";
 import { executeProfiled } from "./engine/profile";
+import { executeJit } from "./engine/jit";
 import { debugOf, runEngineDebug, DebugStop } from "./engine/debug";
 import { interruptToTake, takeTrap, pendingIrqs } from "./engine/trap";
 import { nextEventTime, popEvent, topKind, topA, topB, EventKind } from "./core/sched";
@@ -41,6 +42,7 @@ function runEngine(dev: Device, h: Hart, limit: u64): void {
     let stop = limit;
     if ((h.mstatus & MSTATUS_MIE) != 0 && (h.mie & MIP_MTIP) != 0 && h.mtimecmp < stop) stop = h.mtimecmp;
     if (dev.cfg.profile != 0) executeProfiled(dev, h, stop);
+    else if (dev.cfg.jit != 0) executeJit(dev, h, stop);
     else execute(dev, h, stop);
   }
 }

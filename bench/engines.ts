@@ -1,6 +1,9 @@
 // npm run bench -- engines
 //   engines.mips.1, engines.mips.16: emulated instructions per host second running the
-//     compute-bound firmware/bench/compute.elf on 1 and on 16 engines (median of 3 runs);
+//     compute-bound firmware/bench/compute.elf on 1 and on 16 engines with the JIT (config
+//     field jit = 1; median of 3 runs), and engines.mips.1.interp, engines.mips.16.interp: the
+//     same with the interpreter, measured in the same run, alternating with the JIT's runs;
+//   engines.jit.compile_ms: host milliseconds spent compiling translations in one 16-engine run;
 //   engines.wfi.host_s_per_sim_s: host seconds per simulated second with 16 engines asleep in
 //     wfi between 1 kHz timer ticks (firmware/bench/idle.elf).
 import { readFileSync } from "node:fs";
@@ -13,8 +16,8 @@ const root = packageRoot();
 const compute = readFileSync(join(root, "firmware/bench/compute.elf"));
 const idle = readFileSync(join(root, "firmware/bench/idle.elf"));
 
-async function computeRun(engines: number, passes: number): Promise<{ instructions: number; hostS: number; simPs: bigint }> {
-  const dev = await Device.create(coreModule(), { engines });
+async function computeRun(engines: number, passes: number, jit = 1): Promise<{ instructions: number; hostS: number; simPs: bigint; compileMs: number }> {
+  const dev = await Device.create(coreModule(), { engines, jit });
   dev.start(dev.loadElf(compute).entry);
   for (let e = 0; e < engines; e++) dev.mailboxPush(e, passes);
   const t0 = performance.now();
@@ -26,16 +29,23 @@ async function computeRun(engines: number, passes: number): Promise<{ instructio
     if (r.state !== "exited" || r.exitCode !== 0) throw new Error(`bench: engine ${e} ended ${r.state}`);
     instructions += r.instructions;
   }
-  return { instructions, hostS, simPs };
+  return { instructions, hostS, simPs, compileMs: dev.jitStats().compileMs };
 }
 
 export async function run(): Promise<void> {
-  await computeRun(16, 20); // warm up the JIT
+  await computeRun(16, 20, 0); // warm up V8's JIT for the core
+  await computeRun(16, 20, 1);
   for (const [engines, passes] of [[1, 3000], [16, 200]] as const) {
-    const runs = [];
-    for (let k = 0; k < 3; k++) runs.push(await computeRun(engines, passes));
-    const mips = median(runs.map((r) => r.instructions / r.hostS / 1e6));
-    figure(`engines.mips.${engines}`, mips, "MIPS", `emulated instructions per host second, compute-bound firmware on ${engines} engine${engines === 1 ? "" : "s"} (median of 3)`, { instructions: runs[0].instructions });
+    const jit: Awaited<ReturnType<typeof computeRun>>[] = [], interp: Awaited<ReturnType<typeof computeRun>>[] = [];
+    for (let k = 0; k < 3; k++) {
+      jit.push(await computeRun(engines, passes, 1));
+      interp.push(await computeRun(engines, passes, 0));
+    }
+    const mips = (r: { instructions: number; hostS: number }) => r.instructions / r.hostS / 1e6;
+    if (jit.some((r, k) => r.instructions !== interp[k].instructions || r.simPs !== interp[k].simPs)) throw new Error("bench: the JIT's run differs from the interpreter's");
+    figure(`engines.mips.${engines}`, median(jit.map(mips)), "MIPS", `emulated instructions per host second, compute-bound firmware on ${engines} engine${engines === 1 ? "" : "s"}, JIT on (median of 3)`, { instructions: jit[0].instructions });
+    figure(`engines.mips.${engines}.interp`, median(interp.map(mips)), "MIPS", `the same with the interpreter only (jit = 0), measured alternately in the same run (median of 3)`, { instructions: interp[0].instructions });
+    if (engines === 16) figure("engines.jit.compile_ms", median(jit.map((r) => r.compileMs)), "ms", "host milliseconds compiling translated code in one 16-engine run (median of 3)", { hostS: +median(jit.map((r) => r.hostS)).toFixed(3) });
   }
 
   const dev = await Device.create(coreModule(), { engines: 16 });

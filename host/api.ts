@@ -1,7 +1,7 @@
 // The public API both entry points share (host/index.ts for Node, host/browser.ts for browser
 // bundlers): everything here runs unchanged on either platform. Each entry adds only how it
 // finds the compiled core (`coreModule`, async in both) and what needs Node (`runFirmware`).
-export { Device, DeviceFailedError, SnapshotError, type EngineReport, type EngineStateName, type TraceRecord, type DeviceOptions, type HbmServed, type MetarocePath, type DeviceConsoleLine } from "./device.js";
+export { Device, DeviceFailedError, SnapshotError, type EngineReport, type EngineStateName, type TraceRecord, type DeviceOptions, type HbmServed, type MetarocePath, type DeviceConsoleLine, type RestoreOptions, type JitStats } from "./device.js";
 export { ConfigError, resolveConfig, type DeviceConfig } from "./config.js";
 export { ElfError, parseElf, checkImage, type ElfImage, type Segment } from "./elf.js";
 export { toPerfetto, type TraceEvent, type PerfettoTrace } from "./trace/perfetto.js";

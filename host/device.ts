@@ -2,7 +2,7 @@
 // images, advances time, drains the rings the core fills (console, trace), and saves/restores
 // the whole device state as bytes. Platform-neutral: the wasm module is handed in.
 
-import { instantiateCore, type MenicExports } from "./wasm.js";
+import { instantiateCore, jitCompileMs, type MenicExports } from "./wasm.js";
 import { resolveConfig, packConfig, arenaTooLarge } from "./config.js";
 import { parseElf, checkImage, placeSegment, type ElfImage } from "./elf.js";
 import { EngineConsole, TimeOrderedLines } from "./console.js";
@@ -92,6 +92,26 @@ export interface HbmServed {
 }
 
 /** How a {@link Device} (or a verbs Context) treats what the core reports. */
+/** Device.restore's options: a device's, and the engines' execution mode to continue in. */
+export interface RestoreOptions extends DeviceOptions {
+  /** 0: interpret, 1: translate hot code (config field `jit`); default: as the snapshot was taken */
+  jit?: number;
+}
+
+/** What the engines' JIT (config field `jit`) has done on a device: Device.jitStats(). */
+export interface JitStats {
+  /** regions of hot code translated into wasm functions */
+  translated: number;
+  /** times the translation cache was full and emptied */
+  flushes: number;
+  /** times an engine's translations were dropped because its SRAM changed under them */
+  invalidations: number;
+  /** wasm bytes generated */
+  bytes: number;
+  /** host milliseconds spent compiling them (all devices of this core instance) */
+  compileMs: number;
+}
+
 export interface DeviceOptions {
   /** Keep trace records (drained from the core after every step) in `traceRecords`. */
   collectTrace?: boolean;
@@ -486,6 +506,13 @@ export class Device {
    * The whole device state as bytes: a header, the config, and the device arena (engines,
    * memories, event queue, rings, statistics). Host-side console text is not part of it.
    */
+  /** What the engines' JIT has done (all zero with config field `jit` 0). */
+  jitStats(): JitStats {
+    this.core.jitStats(this.handle, this.scratch);
+    const v = new BigUint64Array(this.core.memory.buffer, this.scratch, 4);
+    return { translated: Number(v[0]), flushes: Number(v[1]), invalidations: Number(v[2]), bytes: Number(v[3]), compileMs: jitCompileMs(this.core.memory) };
+  }
+
   save(): Uint8Array {
     this.drain();
     const base = this.core.arenaBase(this.handle) >>> 0, size = this.core.arenaBytes(this.handle) >>> 0;
@@ -496,15 +523,19 @@ export class Device {
    * A new device in exactly the state `save()` captured. A damaged or foreign snapshot throws
    * SnapshotError (or ConfigError for config values this build refuses) before anything runs.
    */
-  static async restore(module: WebAssembly.Module, snapshot: Uint8Array, options: DeviceOptions = {}): Promise<Device> {
+  static async restore(module: WebAssembly.Module, snapshot: Uint8Array, options: RestoreOptions = {}): Promise<Device> {
     const snap = readSnapshot(snapshot);
-    const dev = await Device.open(module, resolveConfig(snap.config, "snapshot.config"), options);
+    const config = { ...snap.config };
+    if (options.jit !== undefined) config.jit = BigInt(checkInt("jit", options.jit, 0, 1));
+    const dev = await Device.open(module, resolveConfig(config, "snapshot.config"), options);
     const base = dev.core.arenaBase(dev.handle) >>> 0, size = dev.core.arenaBytes(dev.handle) >>> 0;
     if (base !== snap.arenaBase || size !== snap.arena.length)
       throw new SnapshotError(
         `arena layout mismatch: ${snap.arena.length} bytes at 0x${snap.arenaBase.toString(16)}, ` +
         `this build lays the device out in ${size} bytes at 0x${base.toString(16)}`);
     dev.refreshView().set(snap.arena, base);
+    // the arena holds the config it was saved with; the JIT's translations are a cache, not state
+    if (options.jit !== undefined) dev.core.configSetJit(dev.handle, options.jit);
     // an engine may have been mid-line: its next bytes continue a line that began before
     for (let i = 0; i < dev.engines; i++) {
       const t = BigInt.asUintN(64, dev.core.consoleOpenLinePs(dev.handle, i));

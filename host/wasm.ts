@@ -3,6 +3,8 @@
 
 export interface MenicExports {
   memory: WebAssembly.Memory;
+  /** the core's function table: the JIT's translated blocks are added to it (assembly/engine/jit.ts) */
+  table: WebAssembly.Table;
   layoutHash(): number;
   configAlloc(): number;
   scratchAlloc(bytes: number): number;
@@ -86,10 +88,12 @@ export interface MenicExports {
   rxStage(dev: number): number;
   rxStageBodies(dev: number): number;
   rxPut(dev: number, n: number): number;
+  jitStats(dev: number, dst: number): void;
+  configSetJit(dev: number, on: number): void;
 }
 
-/** Every export but `memory`: the core's functions. */
-export type ExportName = Exclude<keyof MenicExports, "memory">;
+/** Every export but `memory` and `table`: the core's functions. */
+export type ExportName = Exclude<keyof MenicExports, "memory" | "table">;
 /** A wasm value type as the host sees it: an i64 is a BigInt, an i32 or f64 a number. */
 type WasmType<T> = T extends bigint ? "i64" : T extends number ? "i32" | "f64" : never;
 /** [parameter types, result type] of an export, held to its MenicExports signature by the compiler. */
@@ -186,17 +190,48 @@ export const EXPORT_SIGNATURES: { readonly [K in ExportName]: Signature<MenicExp
   rxStage: [["i32"], "i32"],
   rxStageBodies: [["i32"], "i32"],
   rxPut: [["i32", "i32"], "i32"],
+  jitStats: [["i32", "i32"], "void"],
+  configSetJit: [["i32", "i32"], "void"],
 };
 
-/** Instantiates the device core. The core imports only `env.abort` (never called: no asserts in release). */
+/** Host time spent compiling the JIT's translations, per core instance (see jitCompileMs). */
+const compileMs = new WeakMap<WebAssembly.Memory, number>();
+
+/** Milliseconds of host time the core whose memory is `memory` has spent compiling translated blocks. */
+export function jitCompileMs(memory: WebAssembly.Memory): number {
+  return compileMs.get(memory) ?? 0;
+}
+
+/**
+ * Instantiates the device core. It imports `env.abort` (never called: no asserts in release)
+ * and `env.jitCompile`: the engines' JIT (config field `jit`) hands over a translated block as
+ * the bytes of a small wasm module over the core's memory, exporting one function `f`; it is
+ * compiled here (synchronously: `new WebAssembly.Module` from bytes, in Node and in a worker;
+ * a page's Content-Security-Policy must allow 'wasm-unsafe-eval', as it must for the core) and
+ * put into the core's function table, at index `slot` or a new one (slot -1).
+ */
 export async function instantiateCore(module: WebAssembly.Module): Promise<MenicExports> {
+  let exports: MenicExports | undefined;
   const imports = {
     env: {
       abort(_msg: number, _file: number, line: number, col: number): never {
         throw new Error(`menic core aborted at ${line}:${col}`);
       },
+      jitCompile(ptr: number, len: number, slot: number): number {
+        const core = exports!;
+        const t0 = performance.now();
+        const bytes = new Uint8Array(core.memory.buffer, ptr >>> 0, len >>> 0).slice();
+        if ((globalThis as any).JITDUMP) (globalThis as any).JITDUMP.push(bytes);
+        const f = new WebAssembly.Instance(new WebAssembly.Module(bytes), { env: { memory: core.memory } }).exports.f;
+        const table = core.table;
+        const at = slot === -1 ? table.grow(1) : slot;
+        table.set(at, f);
+        compileMs.set(core.memory, (compileMs.get(core.memory) ?? 0) + performance.now() - t0);
+        return at;
+      },
     },
   };
   const instance = await WebAssembly.instantiate(module, imports);
-  return instance.exports as unknown as MenicExports;
+  exports = instance.exports as unknown as MenicExports;
+  return exports;
 }

@@ -13,6 +13,8 @@ import { mmioLoad, mmioStore, MMIO_FAULT, MMIO_RETRY } from "./mmio";
 import { takeTrap, mret, pendingIrqs } from "./trap";
 import { schedule, unschedule, EventKind } from "../core/sched";
 import { psOfCycle, NEVER } from "../core/time";
+import { immI, immS, immB, immJ } from "./decode";
+import { jitCacheIfAny, jitCodePages, jitInvalidate, jitStored, JIT_PAGE_SHIFT } from "./jit-cache";
 import { HBM_BASE, STAT_AMO_SC_FAIL, STAT_AMO_RESV_BROKEN, TP_ENGINE_SLEEP } from "../generated/layouts";
 
 @inline function rget(regs: usize, ir: u32, shift: u32): u32 {
@@ -21,15 +23,6 @@ import { HBM_BASE, STAT_AMO_SC_FAIL, STAT_AMO_RESV_BROKEN, TP_ENGINE_SLEEP } fro
 
 @inline function rset(regs: usize, ir: u32, v: u32): void {
   store<u32>(regs + (((ir >> 7) & 31) << 2), v);
-}
-
-@inline function immI(ir: u32): u32 { return <u32>(<i32>ir >> 20); }
-@inline function immS(ir: u32): u32 { return <u32>((<i32>ir >> 25) << 5) | ((ir >> 7) & 31); }
-@inline function immB(ir: u32): u32 {
-  return <u32>((<i32>ir >> 31) << 12) | ((ir << 4) & 0x800) | ((ir >> 20) & 0x7e0) | ((ir >> 7) & 0x1e);
-}
-@inline function immJ(ir: u32): u32 {
-  return <u32>((<i32>ir >> 31) << 20) | (ir & 0xff000) | ((ir >> 9) & 0x800) | ((ir >> 20) & 0x7fe);
 }
 
 /** A store by engine `self` to HBM word `addr` breaks every other engine's reservation on it. */
@@ -75,7 +68,12 @@ function sleep(dev: Device, h: Hart): void {
   takeTrap(dev, h, cause, tval);
 }
 
-export function execute(dev: Device, h: Hart, stop: u64): void {
+/**
+ * Executes engine `h` until its cycle count reaches `stop` or an instruction the run loop must
+ * look at; with `jumps` (the JIT's dispatcher, jit.ts) also right after a taken jump or branch,
+ * returning true then.
+ */
+export function execute(dev: Device, h: Hart, stop: u64, jumps: bool = false): bool {
   const regs = h.regs;
   const sram = h.sram;
   // The engine's SRAM is mapped from the NULL guard's top (docs/engine.md, "Guards"). Loads and
@@ -97,24 +95,27 @@ export function execute(dev: Device, h: Hart, stop: u64): void {
   const cStS = <u64>dev.cfg.cpiStoreSram;
   const cLdH = <u64>engOf(dev).cpiLoadHbmNow;
   const cStH = <u64>dev.cfg.cpiStoreHbm;
+  // with the JIT on: this engine's code pages (jit-cache.ts), to see a store into translated code
+  const codes: usize = dev.cfg.jit != 0 ? jitCodePages(dev, h.id) : 0;
+  let codeWritten = false;
   let pc = h.pc;
   let cycle = h.cycle;
   let instret = h.instret;
   if (pc < guard && cycle < stop) {
     raise(dev, h, pc, cycle, instret, CAUSE_FETCH_ACCESS, pc);
-    return;
+    return false;
   }
 
   while (cycle < stop) {
     if (pc >= sramBytes) {
       raise(dev, h, pc, cycle, instret, CAUSE_FETCH_ACCESS, pc);
-      return;
+      return false;
     }
     const ir = load<u32>(sram + <usize>pc);
     store<u32>(regs, 0); // x0
     if ((ir & 3) != 3) {
       raise(dev, h, pc, cycle, instret, CAUSE_ILLEGAL, ir);
-      return;
+      return false;
     }
     switch ((ir >> 2) & 31) {
       case 0x0d: { // LUI
@@ -131,23 +132,25 @@ export function execute(dev: Device, h: Hart, stop: u64): void {
         const target = pc + immJ(ir);
         if (target & 3) {
           raise(dev, h, pc, cycle, instret, CAUSE_MISALIGNED_FETCH, target);
-          return;
+          return false;
         }
         rset(regs, ir, pc + 4);
         pc = target; cycle += cJump;
-        if (target < guard) { raise(dev, h, pc, cycle, instret + 1, CAUSE_FETCH_ACCESS, pc); return; } // its fetch faults
+        if (target < guard) { raise(dev, h, pc, cycle, instret + 1, CAUSE_FETCH_ACCESS, pc); return false; } // its fetch faults
+        if (jumps) { h.pc = pc; h.cycle = cycle; h.instret = instret + 1; return true; }
         break;
       }
       case 0x19: { // JALR
-        if (((ir >> 12) & 7) != 0) { raise(dev, h, pc, cycle, instret, CAUSE_ILLEGAL, ir); return; }
+        if (((ir >> 12) & 7) != 0) { raise(dev, h, pc, cycle, instret, CAUSE_ILLEGAL, ir); return false; }
         const target = (rget(regs, ir, 15) + immI(ir)) & ~(<u32>1);
         if (target & 3) {
           raise(dev, h, pc, cycle, instret, CAUSE_MISALIGNED_FETCH, target);
-          return;
+          return false;
         }
         rset(regs, ir, pc + 4);
         pc = target; cycle += cJump;
-        if (target < guard) { raise(dev, h, pc, cycle, instret + 1, CAUSE_FETCH_ACCESS, pc); return; } // e.g. a NULL function pointer
+        if (target < guard) { raise(dev, h, pc, cycle, instret + 1, CAUSE_FETCH_ACCESS, pc); return false; } // e.g. a NULL function pointer
+        if (jumps) { h.pc = pc; h.cycle = cycle; h.instret = instret + 1; return true; }
         break;
       }
       case 0x18: { // BRANCH: BEQ BNE BLT BGE BLTU BGEU
@@ -161,15 +164,16 @@ export function execute(dev: Device, h: Hart, stop: u64): void {
           case 5: taken = <i32>a >= <i32>b; break;
           case 6: taken = a < b; break;
           case 7: taken = a >= b; break;
-          default: { raise(dev, h, pc, cycle, instret, CAUSE_ILLEGAL, ir); return; }
+          default: { raise(dev, h, pc, cycle, instret, CAUSE_ILLEGAL, ir); return false; }
         }
         if (taken) {
           const target = pc + immB(ir);
           if (target & 3) {
             raise(dev, h, pc, cycle, instret, CAUSE_MISALIGNED_FETCH, target);
-            return;
+            return false;
           }
           pc = target; cycle += cTaken;
+          if (jumps) { h.pc = pc; h.cycle = cycle; h.instret = instret + 1; return true; }
         } else {
           pc += 4; cycle += cAlu;
         }
@@ -179,15 +183,15 @@ export function execute(dev: Device, h: Hart, stop: u64): void {
         const f3 = (ir >> 12) & 7;
         const addr = rget(regs, ir, 15) + immI(ir);
         const mask: u32 = (1 << (f3 & 3)) - 1;
-        if ((f3 & 3) == 3 || f3 >= 6) { raise(dev, h, pc, cycle, instret, CAUSE_ILLEGAL, ir); return; }
-        if (addr & mask) { raise(dev, h, pc, cycle, instret, CAUSE_MISALIGNED_LOAD, addr); return; }
+        if ((f3 & 3) == 3 || f3 >= 6) { raise(dev, h, pc, cycle, instret, CAUSE_ILLEGAL, ir); return false; }
+        if (addr & mask) { raise(dev, h, pc, cycle, instret, CAUSE_MISALIGNED_LOAD, addr); return false; }
         let p: usize;
         if (addr - guard < span) { p = sram + <usize>addr; cycle += cLdS; }
         else if (addr - HBM_BASE < hbmBytes) { p = hbm + <usize>(addr - HBM_BASE); cycle += cLdH; }
         else {
           h.pc = pc; h.cycle = cycle; h.instret = instret;
           const r = mmioLoad(dev, h, addr);
-          if (r == MMIO_FAULT) { takeTrap(dev, h, CAUSE_LOAD_ACCESS, addr); return; }
+          if (r == MMIO_FAULT) { takeTrap(dev, h, CAUSE_LOAD_ACCESS, addr); return false; }
           let v = <u32>r;
           switch (f3) {
             case 0: v = <u32>(<i32>(<i8>v)); break;
@@ -199,7 +203,7 @@ export function execute(dev: Device, h: Hart, stop: u64): void {
           rset(regs, ir, v);
           store<u32>(regs, 0);
           h.pc = pc + 4; h.cycle = cycle + <u64>dev.cfg.cpiMmio; h.instret = instret + 1;
-          return;
+          return false;
         }
         let v: u32;
         switch (f3) {
@@ -217,28 +221,35 @@ export function execute(dev: Device, h: Hart, stop: u64): void {
         const f3 = (ir >> 12) & 7;
         const addr = rget(regs, ir, 15) + immS(ir);
         const v = rget(regs, ir, 20);
-        if (f3 > 2) { raise(dev, h, pc, cycle, instret, CAUSE_ILLEGAL, ir); return; }
-        if (addr & ((1 << f3) - 1)) { raise(dev, h, pc, cycle, instret, CAUSE_MISALIGNED_STORE, addr); return; }
+        if (f3 > 2) { raise(dev, h, pc, cycle, instret, CAUSE_ILLEGAL, ir); return false; }
+        if (addr & ((1 << f3) - 1)) { raise(dev, h, pc, cycle, instret, CAUSE_MISALIGNED_STORE, addr); return false; }
         let p: usize;
-        if (addr - guard < span) { p = sram + <usize>addr; cycle += cStS; }
-        else if (addr - HBM_BASE < hbmBytes) {
+        if (addr - guard < span) {
+          p = sram + <usize>addr; cycle += cStS;
+          if (codes != 0 && load<u8>(codes + <usize>(addr >> JIT_PAGE_SHIFT)) != 0) codeWritten = true;
+        } else if (addr - HBM_BASE < hbmBytes) {
           p = hbm + <usize>(addr - HBM_BASE); cycle += cStH;
           if (engOf(dev).resvCount != 0) breakReservations(dev, h.id, addr);
         } else {
           h.pc = pc; h.cycle = cycle; h.instret = instret;
           const cost = mmioStore(dev, h, addr, v, 1 << f3);
-          if (cost == MMIO_FAULT) { takeTrap(dev, h, CAUSE_STORE_ACCESS, addr); return; }
+          if (cost == MMIO_FAULT) { takeTrap(dev, h, CAUSE_STORE_ACCESS, addr); return false; }
           // the device cannot take the store yet: wait, then execute it again
-          if (cost & MMIO_RETRY) { h.cycle = cycle + <u64>(cost & (MMIO_RETRY - 1)); return; }
+          if (cost & MMIO_RETRY) { h.cycle = cycle + <u64>(cost & (MMIO_RETRY - 1)); return false; }
           // an exit write leaves the engine stopped at the store; anything else retires it
           if (h.state == EngineState.Running) h.pc = pc + 4;
           h.cycle = cycle + <u64>cost; h.instret = instret + 1;
-          return;
+          return false;
         }
         if (f3 == 0) store<u8>(p, <u8>v);
         else if (f3 == 1) store<u16>(p, <u16>v);
         else store<u32>(p, v);
         pc += 4;
+        if (codeWritten) { // into translated code: the translations go, and the JIT looks again
+          jitInvalidate(jitCacheIfAny(dev), h.id);
+          h.pc = pc; h.cycle = cycle; h.instret = instret + 1;
+          return false;
+        }
         break;
       }
       case 0x04: { // OP-IMM: ADDI SLTI SLTIU XORI ORI ANDI SLLI SRLI SRAI
@@ -253,14 +264,14 @@ export function execute(dev: Device, h: Hart, stop: u64): void {
           case 6: v = a | imm; break;
           case 7: v = a & imm; break;
           case 1: {
-            if ((ir >> 25) != 0) { raise(dev, h, pc, cycle, instret, CAUSE_ILLEGAL, ir); return; }
+            if ((ir >> 25) != 0) { raise(dev, h, pc, cycle, instret, CAUSE_ILLEGAL, ir); return false; }
             v = a << (imm & 31); break;
           }
           default: { // 5
             const f7 = ir >> 25;
             if (f7 == 0) v = a >>> (imm & 31);
             else if (f7 == 0x20) v = <u32>(<i32>a >> (imm & 31));
-            else { raise(dev, h, pc, cycle, instret, CAUSE_ILLEGAL, ir); return; }
+            else { raise(dev, h, pc, cycle, instret, CAUSE_ILLEGAL, ir); return false; }
             break;
           }
         }
@@ -296,35 +307,36 @@ export function execute(dev: Device, h: Hart, stop: u64): void {
             v = b == 0 ? a : (a == 0x80000000 && b == 0xffffffff ? 0 : <u32>(<i32>a % <i32>b));
             cost = cDiv; break;
           case 0x00f: v = b == 0 ? a : a % b; cost = cDiv; break; // REMU
-          default: { raise(dev, h, pc, cycle, instret, CAUSE_ILLEGAL, ir); return; }
+          default: { raise(dev, h, pc, cycle, instret, CAUSE_ILLEGAL, ir); return false; }
         }
         rset(regs, ir, v);
         pc += 4; cycle += cost;
         break;
       }
       case 0x03: { // MISC-MEM: FENCE, FENCE.I (memory is sequentially consistent here: no-ops)
-        if (((ir >> 12) & 7) > 1) { raise(dev, h, pc, cycle, instret, CAUSE_ILLEGAL, ir); return; }
+        if (((ir >> 12) & 7) > 1) { raise(dev, h, pc, cycle, instret, CAUSE_ILLEGAL, ir); return false; }
         pc += 4; cycle += cAlu;
         break;
       }
       case 0x0b: { // AMO: LR.W SC.W AMO*.W
         h.pc = pc; h.cycle = cycle; h.instret = instret;
         amo(dev, h, ir);
-        return;
+        return false;
       }
       case 0x1c: { // SYSTEM
         h.pc = pc; h.cycle = cycle; h.instret = instret;
         system(dev, h, ir);
-        return;
+        return false;
       }
       default: {
         raise(dev, h, pc, cycle, instret, CAUSE_ILLEGAL, ir);
-        return;
+        return false;
       }
     }
     instret++;
   }
   h.pc = pc; h.cycle = cycle; h.instret = instret;
+  return false;
 }
 
 /** Retires the instruction at h.pc: next pc, its cost, one more instruction. */
@@ -364,6 +376,7 @@ function amo(dev: Device, h: Hart, ir: u32): void {
     clearReservation(dev, h);
     if (ok) {
       store<u32>(p, b);
+      if (!inHbm) jitStored(dev, h.id, addr);
       if (inHbm && engOf(dev).resvCount != 0) breakReservations(dev, h.id, addr);
     } else {
       statAdd(dev, STAT_AMO_SC_FAIL, 1);
@@ -389,6 +402,7 @@ function amo(dev: Device, h: Hart, ir: u32): void {
   }
   store<u32>(p, v);
   if (inHbm && engOf(dev).resvCount != 0) breakReservations(dev, h.id, addr);
+  if (!inHbm) jitStored(dev, h.id, addr);
   rset(regs, ir, a);
   store<u32>(regs, 0);
   retire(h, cost);

@@ -5,6 +5,7 @@
 import { nicOf } from "../nic/state";
 import { Device } from "../core/device";
 import { hartAt } from "../engine/engines";
+import { jitSramWrite } from "../engine/jit-cache";
 
 /** Where the device's memories are in the arena (create.ts places them last, 64-byte aligned). */
 @unmanaged export class Memories {
@@ -39,7 +40,10 @@ export function dmaPtr(dev: Device, addr: u64, len: u64): usize {
   if (dmaIsHost(dev, addr, len)) return memOf(dev).host + <usize>(addr - DMA_HOST_BASE);
   if (dmaIsSram(dev, addr, len)) {
     const rel = addr - DMA_SRAM_BASE;
-    return hartAt(dev, <u32>(rel / <u64>SRAM_WINDOW)).sram + <usize>(rel % <u64>SRAM_WINDOW);
+    const e = <u32>(rel / <u64>SRAM_WINDOW), off = <u32>(rel % <u64>SRAM_WINDOW);
+    // the caller may write: translated code read from there is dropped (engine/jit-cache.ts)
+    if (dev.cfg.jit != 0) jitSramWrite(dev, e, off, <u32>len);
+    return hartAt(dev, e).sram + <usize>off;
   }
   return 0;
 }

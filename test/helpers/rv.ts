@@ -46,6 +46,7 @@ export function assemble(src: string, base = 0): Uint32Array {
       case "li": { const v = num(a[1]) | 0; const lo = (v << 20) >> 20; const hi = (v - lo) >>> 0;
         out.push(((hi & 0xfffff000) | (r(0) << 7) | 0x37) >>> 0, I(lo, r(0), 0, r(0), 0x13)); break; }
       case "lui": out.push(((num(a[1]) << 12) | (r(0) << 7) | 0x37) >>> 0); break;
+      case "auipc": out.push(((num(a[1]) << 12) | (r(0) << 7) | 0x17) >>> 0); break;
       case "addi": out.push(I(num(a[2]), r(1), 0, r(0), 0x13)); break;
       case "andi": out.push(I(num(a[2]), r(1), 7, r(0), 0x13)); break;
       case "slli": out.push(I(num(a[2]) & 31, r(1), 1, r(0), 0x13)); break;

@@ -1,0 +1,192 @@
+// The translation cache of the engines' JIT (config field `jit`; the translator is jit.ts): per
+// device, which SRAM word of which engine starts a translated block, how hot the untranslated
+// ones are, the block records, and which SRAM pages hold translated code. It is a cache, never
+// state: it lives outside the device's arena (a snapshot holds none of it; a device restored
+// into a new instance starts with an empty cache), in a small registry keyed by the device.
+//
+// Keeping translations true to SRAM. Between two calls into the core the host may write any
+// SRAM byte (loading an image, a debugger, a view of a DMA buffer): every step begins a new
+// epoch, and a block is checked word by word against SRAM on its first use in an epoch. During
+// a step, SRAM changes only by the engine's own stores (the interpreter tells the cache after
+// a store into a page holding translated code; translated code leaves to the interpreter
+// before such a store) and by the NIC's DMA (mem/dma.ts asks here before it hands out an SRAM
+// address). Either drops every translation of that engine: self-modifying code is rare, and
+// hot code comes back after JIT_HOT more runs.
+
+import { Device } from "../core/device";
+
+/** A translated block's record. */
+@unmanaged export class Block {
+  /** the host's function table index of its wasm function */
+  table: u32;
+  engine: u32;
+  pc: u32;
+  /** blocks in the translation (their pc, length and words are kept at `words` for checking) */
+  n: u32;
+  /** cycles of its entry block's first segment before that segment's last instruction (jit.ts segmentCycles) */
+  firstCycles: u32;
+  reserved: u32;
+  reserved2: u32;
+  /** what it was translated from: (pc, n) per block, then their words (JIT_RECORD_BYTES) */
+  words: usize;
+}
+
+export const BLOCK_BYTES: usize = 32;
+/** Instructions per translation (region of blocks, jit.ts) at most. */
+export const JIT_MAX_INSNS: u32 = 256;
+/** Bytes kept per translation for checking it against SRAM: (pc, n) per block (16 at most), then the words. */
+export const JIT_RECORD_BYTES: usize = 16 * 8 + <usize>JIT_MAX_INSNS * 4;
+/** Runs of an untranslated block start (a jump or branch target) before it is translated. */
+export const JIT_HOT: u32 = 48;
+/**
+ * SRAM bytes per code page (log2): the grain of "does this store hit translated code". A word:
+ * firmware keeps data next to code (a 256-byte page held both in the compute benchmark, and
+ * every store to that data dropped the engine's translations).
+ */
+export const JIT_PAGE_SHIFT: u32 = 2;
+/** blockOf: no block starts here (yet). */
+export const NO_BLOCK: i32 = -1;
+/** blockOf: the instruction here cannot start a block (the interpreter runs it). */
+export const NOT_TRANSLATABLE: i32 = -2;
+
+@unmanaged export class JitCache {
+  dev: usize;
+  engines: u32;
+  words: u32; // SRAM words per engine
+  cap: u32; // block records (cfg.jitBlocks)
+  count: u32; // records in use
+  epoch: u32;
+  blockOf: usize; // i32 per SRAM word per engine: a block id, NO_BLOCK or NOT_TRANSLATABLE
+  heat: usize; // u8 per SRAM word per engine: runs of an untranslated block start
+  codePages: usize; // u8 per code page per engine: 1 while a translation reads that page
+  blocks: usize; // cap Block records
+  wordStore: usize; // cap x JIT_RECORD_BYTES: what each translation was translated from
+  tables: usize; // u32 per record slot: its function table index (kept across flushes), or NO_TABLE
+  checked: usize; // u32 per engine per record: the epoch in which it was last checked against that engine's SRAM
+  buf: usize; // the module being emitted
+  bufCap: u32;
+  // counters (host/device.ts reads them as stats)
+  translated: u32;
+  flushes: u32;
+  invalidations: u32;
+  emittedBytes: u64;
+}
+
+export const NO_TABLE: u32 = 0xffffffff;
+/** Bytes of the emit buffer: the largest block's module fits many times over. */
+export const JIT_BUF_BYTES: u32 = 65536;
+
+// The registry: a handful of devices per instance (the host makes one instance per device).
+const MAX_DEVICES: i32 = 64;
+const registry = new StaticArray<usize>(MAX_DEVICES);
+let registered: i32 = 0;
+let lastDev: usize = 0;
+let lastCache: usize = 0;
+
+/** Device `dev`'s cache, made on first use; 0 when the registry is full (the engines are then interpreted). */
+export function jitCacheOf(dev: Device): JitCache {
+  const found = jitCacheIfAny(dev);
+  if (changetype<usize>(found) != 0 || registered == MAX_DEVICES) return found;
+  const c = changetype<JitCache>(heap.alloc(offsetof<JitCache>()));
+  memory.fill(changetype<usize>(c), 0, offsetof<JitCache>());
+  c.dev = changetype<usize>(dev);
+  c.engines = dev.cfg.engines;
+  c.words = dev.cfg.sramBytes >> 2;
+  c.cap = dev.cfg.jitBlocks;
+  const all = <usize>c.engines * <usize>c.words;
+  c.blockOf = heap.alloc(all * 4);
+  memory.fill(c.blockOf, 0xff, all * 4); // NO_BLOCK
+  c.heat = heap.alloc(all);
+  memory.fill(c.heat, 0, all);
+  const pages = <usize>c.engines * (<usize>dev.cfg.sramBytes >> JIT_PAGE_SHIFT);
+  c.codePages = heap.alloc(pages);
+  memory.fill(c.codePages, 0, pages);
+  c.blocks = heap.alloc(<usize>c.cap * BLOCK_BYTES);
+  c.wordStore = heap.alloc(<usize>c.cap * JIT_RECORD_BYTES);
+  c.tables = heap.alloc(<usize>c.cap * 4);
+  memory.fill(c.tables, 0xff, <usize>c.cap * 4);
+  c.checked = heap.alloc(<usize>c.engines * <usize>c.cap * 4);
+  memory.fill(c.checked, 0, <usize>c.engines * <usize>c.cap * 4);
+  c.buf = heap.alloc(<usize>JIT_BUF_BYTES);
+  c.bufCap = JIT_BUF_BYTES;
+  c.epoch = 1;
+  unchecked(registry[registered++] = changetype<usize>(c));
+  lastDev = c.dev;
+  lastCache = changetype<usize>(c);
+  return c;
+}
+
+/** The cache of `dev` if it has one already (0 otherwise): for the hooks, which must not make one. */
+export function jitCacheIfAny(dev: Device): JitCache {
+  const d = changetype<usize>(dev);
+  if (d == lastDev) return changetype<JitCache>(lastCache);
+  for (let i = 0; i < registered; i++) {
+    const c = unchecked(registry[i]);
+    if (changetype<JitCache>(c).dev == d) { lastDev = d; lastCache = c; return changetype<JitCache>(c); }
+  }
+  return changetype<JitCache>(0);
+}
+
+@inline export function blockAt(c: JitCache, id: i32): Block {
+  return changetype<Block>(c.blocks + <usize>id * BLOCK_BYTES);
+}
+
+/** Where the epoch in which record `id` was last checked against engine `engine`'s SRAM is kept. */
+@inline export function checkedAt(c: JitCache, engine: u32, id: i32): usize {
+  return c.checked + (<usize>engine * <usize>c.cap + <usize>id) * 4;
+}
+
+/** Engine `engine`'s code-page bytes (one per 2^JIT_PAGE_SHIFT bytes of SRAM). */
+@inline export function codePagesOf(c: JitCache, engine: u32): usize {
+  return c.codePages + <usize>engine * (<usize>c.words >> (JIT_PAGE_SHIFT - 2));
+}
+
+/** A new epoch: the host may have written SRAM since the last step. */
+export function jitNewEpoch(dev: Device): void {
+  if (dev.cfg.jit == 0) return;
+  const c = jitCacheIfAny(dev);
+  if (changetype<usize>(c) != 0) c.epoch++;
+}
+
+/** Drops every translation of engine `engine` (its SRAM changed under translated code). */
+export function jitInvalidate(c: JitCache, engine: u32): void {
+  const words = <usize>c.words;
+  memory.fill(c.blockOf + <usize>engine * words * 4, 0xff, words * 4);
+  memory.fill(c.heat + <usize>engine * words, 0, words);
+  memory.fill(codePagesOf(c, engine), 0, words >> (JIT_PAGE_SHIFT - 2));
+  c.invalidations++;
+}
+
+/** Drops every translation of every engine: the record slots are reused (with their table indices). */
+export function jitFlush(c: JitCache): void {
+  const all = <usize>c.engines * <usize>c.words;
+  memory.fill(c.blockOf, 0xff, all * 4);
+  memory.fill(c.heat, 0, all);
+  memory.fill(c.codePages, 0, <usize>c.engines * (<usize>c.words >> (JIT_PAGE_SHIFT - 2)));
+  c.count = 0;
+  c.flushes++;
+}
+
+/** Engine `engine`'s SRAM bytes [off, off + len) may be written by the NIC: translations reading them go. */
+export function jitSramWrite(dev: Device, engine: u32, off: u32, len: u32): void {
+  const c = jitCacheIfAny(dev);
+  if (changetype<usize>(c) == 0 || len == 0) return;
+  const pages = codePagesOf(c, engine);
+  const last = (off + len - 1) >> JIT_PAGE_SHIFT;
+  for (let p = off >> JIT_PAGE_SHIFT; p <= last; p++) {
+    if (load<u8>(pages + <usize>p) != 0) { jitInvalidate(c, engine); return; }
+  }
+}
+
+/** Engine `engine`'s code-page bytes, or 0 while the device has no cache (the interpreter's store check). */
+export function jitCodePages(dev: Device, engine: u32): usize {
+  const c = jitCacheIfAny(dev);
+  return changetype<usize>(c) == 0 ? 0 : codePagesOf(c, engine);
+}
+
+/** Engine `engine` stored to its SRAM at `addr` (outside the interpreter's own loop: AMOs). */
+export function jitStored(dev: Device, engine: u32, addr: u32): void {
+  if (dev.cfg.jit == 0) return;
+  const c = jitCacheIfAny(dev);
+  if (changetype<usize>(c) != 0 && load<u8>(codePagesOf(c, engine) + <usize>(addr >> JIT_PAGE_SHIFT)) != 0) jitInvalidate(c, engine);
+}

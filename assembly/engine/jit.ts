@@ -1,0 +1,648 @@
+// The engines' JIT (config field `jit`): hot straight-line code is translated into a WebAssembly
+// function, which the host compiles (env.jitCompile) into the core's function table; the
+// run loop then calls it instead of interpreting. Translations live in jit-cache.ts.
+//
+// A block runs straight on from its first instruction to its first branch or jump (included), to
+// an instruction it does not translate (excluded: SYSTEM, AMO, anything illegal), or to
+// JIT_BLOCK_INSNS instructions. A translation is a region of blocks: the one where the
+// interpreter lands after a jump or taken branch (executeJit counts those landings: JIT_HOT of
+// them translate it) and the blocks its branches and jumps reach, up to JIT_REGION_BLOCKS of
+// them, in one function: a loop that goes from block to block while the next one ends before
+// `stop`, with the registers they touch in locals. It adds each instruction's cycles as the
+// interpreter would (fixed costs summed at translation, a load's or store's by where it
+// goes), and stores pc, cycle and instret back when it leaves: at a JALR, at a block outside
+// the region, or when the next block might not end before `stop`.
+//
+// Identical to the interpreter, instruction for instruction:
+// - a block runs a segment (up to a load or store) only when the interpreter would run all of
+//   it before `stop` (segmentCycles); otherwise the interpreter takes over there;
+// - anything the interpreter does more than compute — an MMIO access, a misaligned or faulting
+//   address, a store into a page of translated code, an HBM store while a reservation is held,
+//   a jump to a bad address — leaves the block before that instruction, with the state as it
+//   was before it, and the interpreter executes it ("side exit");
+// - x0: the interpreter zeroes the x0 slot before each instruction, so an instruction writing
+//   x0 leaves its value there until the next one; a block leaves the same value.
+
+import { Device, Config } from "../core/device";
+import { Hart, EngineState } from "./hart";
+import { engOf, Engines } from "./engines";
+import { execute } from "./exec";
+import { immI, immS, immB, immJ } from "./decode";
+import { memOf } from "../mem/dma";
+import {
+  JitCache, Block, jitCacheOf, blockAt, checkedAt, codePagesOf, jitInvalidate, jitFlush,
+  JIT_MAX_INSNS, JIT_HOT, JIT_PAGE_SHIFT, JIT_RECORD_BYTES, NO_BLOCK, NOT_TRANSLATABLE,
+} from "./jit-cache";
+import { HBM_BASE } from "../generated/layouts";
+
+/** The host compiles `len` bytes at `ptr` (a module exporting `f`) and puts `f` at function table index `table` (NO_TABLE: a new one); returns the index. */
+@external("env", "jitCompile")
+declare function jitCompile(ptr: usize, len: u32, table: u32): u32;
+
+// ---- wasm encoding --------------------------------------------------------------------------
+
+let out: usize = 0; // write position
+
+@inline function byte(b: u32): void { store<u8>(out, <u8>b); out++; }
+
+function uleb(v: u32): void {
+  do {
+    let b = v & 0x7f;
+    v >>= 7;
+    if (v != 0) b |= 0x80;
+    byte(b);
+  } while (v != 0);
+}
+
+function sleb(v: i64): void {
+  for (;;) {
+    const b = <u32>(v & 0x7f);
+    v >>= 7;
+    if ((v == 0 && (b & 0x40) == 0) || (v == -1 && (b & 0x40) != 0)) { byte(b); return; }
+    byte(b | 0x80);
+  }
+}
+
+/** A 5-byte LEB128 placeholder for a size, patched by `patch` (wasm allows padded LEBs). */
+function placeholder(): usize { const at = out; out += 5; return at; }
+
+function patch(at: usize): void {
+  let v = <u32>(out - at - 5);
+  for (let i: usize = 0; i < 5; i++) {
+    store<u8>(at + i, <u8>((v & 0x7f) | (i < 4 ? 0x80 : 0)));
+    v >>= 7;
+  }
+}
+
+// opcodes
+const IF: u32 = 0x04, END: u32 = 0x0b, RETURN: u32 = 0x0f, ELSE: u32 = 0x05, SELECT: u32 = 0x1b;
+const LOCAL_GET: u32 = 0x20, LOCAL_SET: u32 = 0x21, LOCAL_TEE: u32 = 0x22;
+const I32_LOAD: u32 = 0x28, I64_LOAD: u32 = 0x29, I32_LOAD8_S: u32 = 0x2c, I32_LOAD8_U: u32 = 0x2d, I32_LOAD16_S: u32 = 0x2e, I32_LOAD16_U: u32 = 0x2f, I64_LOAD32_U: u32 = 0x35;
+const I32_STORE: u32 = 0x36, I64_STORE: u32 = 0x37, I32_STORE8: u32 = 0x3a, I32_STORE16: u32 = 0x3b;
+const I32_CONST: u32 = 0x41, I64_CONST: u32 = 0x42;
+const BLOCK: u32 = 0x02, LOOP: u32 = 0x03, BR: u32 = 0x0c, BR_TABLE: u32 = 0x0e, I64_LT_U: u32 = 0x54, I64_GE_U: u32 = 0x5a;
+const I32_EQZ: u32 = 0x45, I32_EQ: u32 = 0x46, I32_NE: u32 = 0x47, I32_LT_S: u32 = 0x48, I32_LT_U: u32 = 0x49, I32_GE_S: u32 = 0x4e, I32_GE_U: u32 = 0x4f;
+const I32_ADD: u32 = 0x6a, I32_SUB: u32 = 0x6b, I32_MUL: u32 = 0x6c, I32_DIV_S: u32 = 0x6d, I32_DIV_U: u32 = 0x6e, I32_REM_S: u32 = 0x6f, I32_REM_U: u32 = 0x70;
+const I32_AND: u32 = 0x71, I32_OR: u32 = 0x72, I32_XOR: u32 = 0x73, I32_SHL: u32 = 0x74, I32_SHR_S: u32 = 0x75, I32_SHR_U: u32 = 0x76;
+const I64_ADD: u32 = 0x7c, I64_MUL: u32 = 0x7e, I64_SHR_S: u32 = 0x87, I64_SHR_U: u32 = 0x88;
+const I32_WRAP_I64: u32 = 0xa7, I64_EXTEND_I32_S: u32 = 0xac, I64_EXTEND_I32_U: u32 = 0xad;
+const VOID: u32 = 0x40, T_I32: u32 = 0x7f, T_I64: u32 = 0x7e;
+
+// locals: the parameters h (i32) and stop (i64), a local per register, temporaries, the block
+// to run next; the cycle, and instructions retired since entry
+const L_H: u32 = 0, L_STOP: u32 = 1;
+@inline function lReg(r: u32): u32 { return 2 + r; }
+const L_ADDR: u32 = 34, L_TMP: u32 = 35, L_A: u32 = 36, L_B: u32 = 37, L_X0: u32 = 38, L_PTR: u32 = 39, L_BI: u32 = 40;
+const L_REGS: u32 = 41, L_SRAM: u32 = 42, L_CODES: u32 = 43; // the engine's: a translation serves every engine with the same code
+const I32_LOCALS: u32 = 42; // locals 2..43
+const L_CYC: u32 = 44, L_RET: u32 = 45;
+const I64_LOCALS: u32 = 2; // locals 44..45
+
+@inline function get(l: u32): void { byte(LOCAL_GET); uleb(l); }
+@inline function set(l: u32): void { byte(LOCAL_SET); uleb(l); }
+@inline function i32c(v: u32): void { byte(I32_CONST); sleb(<i64><i32>v); }
+@inline function i64c(v: u64): void { byte(I64_CONST); sleb(<i64>v); }
+@inline function op(o: u32): void { byte(o); }
+/** A memory access at absolute address `offset` + the i32 on the stack. */
+@inline function mem(o: u32, align: u32, offset: u32): void { byte(o); uleb(align); uleb(offset); }
+
+// ---- decoding -------------------------------------------------------------------------------
+
+const K_NONE: u32 = 0, K_ALU: u32 = 1, K_LOAD: u32 = 2, K_STORE: u32 = 3, K_END: u32 = 4;
+
+/** What a block does with instruction `ir` at `pc`: K_NONE (not translated: the block ends before it), K_END (translated, ends the block), or go on. */
+function kindOf(ir: u32, pc: u32, guard: u32): u32 {
+  if ((ir & 3) != 3) return K_NONE;
+  const f3 = (ir >> 12) & 7;
+  switch ((ir >> 2) & 31) {
+    case 0x0d: case 0x05: return K_ALU; // LUI AUIPC
+    case 0x03: return f3 <= 1 ? K_ALU : K_NONE; // FENCE FENCE.I
+    case 0x04: { // OP-IMM
+      if (f3 == 1) return (ir >> 25) == 0 ? K_ALU : K_NONE;
+      if (f3 == 5) return (ir >> 25) == 0 || (ir >> 25) == 0x20 ? K_ALU : K_NONE;
+      return K_ALU;
+    }
+    case 0x0c: { // OP
+      const f7 = ir >> 25;
+      if (f7 == 0 || f7 == 1) return K_ALU;
+      return f7 == 0x20 && (f3 == 0 || f3 == 5) ? K_ALU : K_NONE;
+    }
+    case 0x00: return (f3 & 3) == 3 || f3 >= 6 ? K_NONE : K_LOAD;
+    case 0x08: return f3 > 2 ? K_NONE : K_STORE;
+    case 0x18: { // BRANCH: a bad target is the interpreter's to fault
+      if (f3 == 2 || f3 == 3) return K_NONE;
+      return ((pc + immB(ir)) & 3) != 0 ? K_NONE : K_END;
+    }
+    case 0x1b: { // JAL
+      const t = pc + immJ(ir);
+      return (t & 3) != 0 || t < guard ? K_NONE : K_END;
+    }
+    case 0x19: return f3 == 0 ? K_END : K_NONE; // JALR
+    default: return K_NONE;
+  }
+}
+
+// ---- translation ----------------------------------------------------------------------------
+
+/** Instructions per block at most. */
+const JIT_BLOCK_INSNS: u32 = 64;
+/** Blocks per region (translation) at most. */
+const JIT_REGION_BLOCKS: i32 = 16;
+
+// the region being translated: its blocks' first pc, length, and the cycles before their first
+// segment's last instruction (see segmentCycles)
+const rPc = new StaticArray<u32>(JIT_REGION_BLOCKS);
+const rN = new StaticArray<u32>(JIT_REGION_BLOCKS);
+const rFirst = new StaticArray<u64>(JIT_REGION_BLOCKS);
+let rCount: i32 = 0;
+let rInsns: u32 = 0;
+let rUsed: u32 = 0; // registers any of its instructions reads or writes
+let rWritten: u32 = 0; // registers any of them writes: stored back at every exit
+
+// per instruction being emitted
+let wroteX0: bool = false; // the last instruction emitted wrote x0 (its value is in L_X0)
+let pend: u64 = 0; // fixed cycles of the block's instructions so far, not yet added to L_CYC
+let curBlock: i32 = 0; // the block being emitted
+let ifDepth: u32 = 0; // wasm `if`s open inside the block's code
+
+/** Pushes register r's value. */
+function reg(r: u32): void {
+  if (r == 0) i32c(0);
+  else get(lReg(r));
+}
+
+/** Pops the stack into register r (x0: kept in L_X0 for the exit). */
+function setReg(r: u32): void {
+  if (r == 0) { set(L_X0); wroteX0 = true; return; }
+  set(lReg(r));
+}
+
+/**
+ * Leaves the region: its registers go back, then x0, pc (a constant, or with `pcFromAddr` the
+ * value in L_ADDR), cycle (L_CYC + pend + extra) and instret (+ L_RET + retired).
+ */
+function exit(pc: u32, pcFromAddr: bool, retired: u32, extra: u64, code: u32, x0: bool): void {
+  for (let r: u32 = 1; r < 32; r++) {
+    if ((rWritten & (<u32>1 << r)) == 0) continue;
+    get(L_REGS); get(lReg(r)); mem(I32_STORE, 2, 4 * r);
+  }
+  get(L_REGS);
+  if (x0) get(L_X0); else i32c(0);
+  mem(I32_STORE, 2, 0);
+  get(L_H);
+  if (pcFromAddr) get(L_ADDR); else i32c(pc);
+  mem(I32_STORE, 2, <u32>offsetof<Hart>("pc"));
+  get(L_H); get(L_CYC);
+  const add = pend + extra;
+  if (add != 0) { i64c(add); op(I64_ADD); }
+  mem(I64_STORE, 3, <u32>offsetof<Hart>("cycle"));
+  get(L_H); get(L_H); mem(I64_LOAD, 3, <u32>offsetof<Hart>("instret"));
+  get(L_RET); op(I64_ADD);
+  if (retired != 0) { i64c(<u64>retired); op(I64_ADD); }
+  mem(I64_STORE, 3, <u32>offsetof<Hart>("instret"));
+  i32c(code); op(RETURN);
+}
+
+/** Leaves before instruction `k` of the block at `pc`, for the interpreter to execute it. */
+@inline function sideExit(pc: u32, k: u32): void { exit(pc, false, k, 0, 1, false); }
+
+/** Opens a wasm `if` (no result) on the i32 on the stack. */
+@inline function ifThen(): void { byte(IF); byte(VOID); ifDepth++; }
+@inline function endIf(): void { op(END); ifDepth--; }
+
+/** The region's block starting at `pc`, or -1. */
+function regionBlock(pc: u32): i32 {
+  for (let i = 0; i < rCount; i++) if (unchecked(rPc[i]) == pc) return i;
+  return -1;
+}
+
+/**
+ * A block's instructions run in segments: each ends with a load or store (whose cycles depend on
+ * where it goes) or with the block's last instruction. Within a segment every instruction's
+ * start cycle is known from the segment's, and the interpreter runs the whole segment when its
+ * last instruction starts before `stop` (cycles only grow). So a block checks that before each
+ * segment, and otherwise leaves to the interpreter at the segment's start (which stops where it
+ * must). Returns the cycles of the segment starting at instruction `from` of the block at `pc`
+ * (n instructions) before its last instruction.
+ */
+function segmentCycles(cfg: Config, h: Hart, pc: u32, n: u32, from: u32): u64 {
+  let cycles: u64 = 0;
+  for (let t = from; t < n - 1; t++) {
+    const ir = load<u32>(h.sram + <usize>(pc + 4 * t));
+    const kind = kindOf(ir, pc + 4 * t, cfg.nullGuardBytes);
+    if (kind == K_LOAD || kind == K_STORE) break;
+    cycles += fixedCost(cfg, ir);
+  }
+  return cycles;
+}
+
+/** Leaves at instruction k + 1 of the block at `pc` unless the segment it starts ends before stop. */
+function segmentCheck(cfg: Config, h: Hart, pc: u32, n: u32, k: u32): void {
+  if (k + 1 >= n) return;
+  get(L_CYC); i64c(pend + segmentCycles(cfg, h, pc, n, k + 1)); op(I64_ADD); get(L_STOP); op(I64_GE_U);
+  ifThen(); exit(pc + 4 * (k + 1), false, k + 1, 0, 0, wroteX0); endIf();
+}
+
+/**
+ * The block ends and execution goes on at `next` (its last instruction's cycles `extra`): into
+ * the region's block there when it ends before stop, else out of the region.
+ */
+function blockEnd(next: u32, extra: u64, x0: bool): void {
+  const n = unchecked(rN[curBlock]);
+  const add = pend + extra;
+  if (add != 0) { get(L_CYC); i64c(add); op(I64_ADD); set(L_CYC); }
+  pend = 0;
+  const j = regionBlock(next);
+  if (j >= 0) {
+    get(L_CYC); i64c(unchecked(rFirst[j])); op(I64_ADD); get(L_STOP); op(I64_LT_U);
+    ifThen();
+    get(L_RET); i64c(<u64>n); op(I64_ADD); set(L_RET);
+    i32c(<u32>j); set(L_BI);
+    byte(BR); uleb(<u32>(rCount - 1 - curBlock) + ifDepth); // to the region's loop
+    endIf();
+  }
+  exit(next, false, n, 0, 0, x0);
+}
+
+/**
+ * Pushes the wasm address of the `bytes`-wide access at L_ADDR (already checked for alignment),
+ * adding its cycles to L_CYC; leaves the region when the access is not plain SRAM or HBM (or is
+ * a store the interpreter must see).
+ */
+function address(dev: Device, h: Hart, pc: u32, k: u32, isStore: bool): void {
+  const cfg = dev.cfg, eng = engOf(dev);
+  get(L_ADDR); i32c(cfg.nullGuardBytes); op(I32_SUB); i32c(cfg.sramBytes - cfg.nullGuardBytes); op(I32_LT_U);
+  byte(IF); byte(T_I32); ifDepth++;
+  {
+    if (isStore) { // a store into translated code: the interpreter stores, and drops the translations
+      get(L_ADDR); i32c(JIT_PAGE_SHIFT); op(I32_SHR_U); get(L_CODES); op(I32_ADD);
+      mem(I32_LOAD8_U, 0, 0);
+      ifThen(); sideExit(pc, k); endIf();
+    }
+    get(L_CYC); i64c(isStore ? <u64>cfg.cpiStoreSram : <u64>cfg.cpiLoadSram); op(I64_ADD); set(L_CYC);
+    get(L_ADDR); get(L_SRAM); op(I32_ADD);
+  }
+  op(ELSE);
+  {
+    get(L_ADDR); i32c(HBM_BASE); op(I32_SUB); byte(LOCAL_TEE); uleb(L_TMP); i32c(cfg.hbmBytes); op(I32_GE_U);
+    ifThen(); sideExit(pc, k); endIf(); // MMIO, or nothing: the interpreter's
+    if (isStore) { // reservations to break: the interpreter's
+      i32c(0); mem(I32_LOAD, 2, <u32>(changetype<usize>(eng) + offsetof<Engines>("resvCount")));
+      ifThen(); sideExit(pc, k); endIf();
+      get(L_CYC); i64c(<u64>cfg.cpiStoreHbm); op(I64_ADD); set(L_CYC);
+    } else {
+      get(L_CYC); i32c(0); mem(I64_LOAD32_U, 2, <u32>(changetype<usize>(eng) + offsetof<Engines>("cpiLoadHbmNow"))); op(I64_ADD); set(L_CYC);
+    }
+    get(L_TMP); i32c(<u32>memOf(dev).hbm); op(I32_ADD);
+  }
+  op(END); ifDepth--;
+}
+
+/** Emits instruction `ir`, the k-th of the current block (at `bpc`, n instructions). */
+function emitInsn(dev: Device, h: Hart, ir: u32, bpc: u32, k: u32, n: u32): void {
+  const pc = bpc + 4 * k, last = k == n - 1;
+  const cfg = dev.cfg;
+  const rd = (ir >> 7) & 31, rs1 = (ir >> 15) & 31, rs2 = (ir >> 20) & 31, f3 = (ir >> 12) & 7;
+  const cAlu = <u64>cfg.cpiAlu;
+  wroteX0 = false;
+  switch ((ir >> 2) & 31) {
+    case 0x0d: i32c(ir & 0xfffff000); setReg(rd); pend += cAlu; break; // LUI
+    case 0x05: i32c(pc + (ir & 0xfffff000)); setReg(rd); pend += cAlu; break; // AUIPC
+    case 0x03: pend += cAlu; break; // FENCE, FENCE.I: no-ops (memory is sequentially consistent)
+    case 0x04: { // OP-IMM
+      const imm = immI(ir);
+      reg(rs1);
+      switch (f3) {
+        case 0: i32c(imm); op(I32_ADD); break;
+        case 2: i32c(imm); op(I32_LT_S); break;
+        case 3: i32c(imm); op(I32_LT_U); break;
+        case 4: i32c(imm); op(I32_XOR); break;
+        case 6: i32c(imm); op(I32_OR); break;
+        case 7: i32c(imm); op(I32_AND); break;
+        case 1: i32c(imm & 31); op(I32_SHL); break;
+        default: i32c(imm & 31); op((ir >> 25) == 0 ? I32_SHR_U : I32_SHR_S); break;
+      }
+      setReg(rd); pend += cAlu;
+      break;
+    }
+    case 0x0c: { // OP
+      const sel = ((ir >> 22) & 0x3f8) | f3;
+      let cost = cAlu;
+      if (sel >= 0x008 && sel <= 0x00f) cost = sel >= 0x00c ? <u64>cfg.cpiDiv : <u64>cfg.cpiMul;
+      if (sel >= 0x00c && sel <= 0x00f) { // DIV DIVU REM REMU: the spec's results for x/0 and MIN/-1, which trap in wasm
+        reg(rs1); set(L_A); reg(rs2); set(L_B);
+        const signed = sel == 0x00c || sel == 0x00e, rem = sel >= 0x00e;
+        get(L_A);
+        // a safe divisor: 1 where the spec fixes the result (b == 0; MIN / -1, where a / 1 and a % 1 are it)
+        i32c(1); get(L_B);
+        get(L_B); op(I32_EQZ);
+        if (signed) { get(L_A); i32c(0x80000000); op(I32_EQ); get(L_B); i32c(0xffffffff); op(I32_EQ); op(I32_AND); op(I32_OR); }
+        op(SELECT);
+        op(signed ? (rem ? I32_REM_S : I32_DIV_S) : (rem ? I32_REM_U : I32_DIV_U));
+        // b == 0: -1 for a division, a for a remainder
+        if (rem) get(L_A); else i32c(0xffffffff);
+        get(L_B); op(SELECT);
+      } else if (sel >= 0x009 && sel <= 0x00b) { // MULH MULHSU MULHU
+        reg(rs1); op(sel == 0x00b ? I64_EXTEND_I32_U : I64_EXTEND_I32_S);
+        reg(rs2); op(sel == 0x009 ? I64_EXTEND_I32_S : I64_EXTEND_I32_U);
+        op(I64_MUL); i64c(32); op(sel == 0x00b ? I64_SHR_U : I64_SHR_S); op(I32_WRAP_I64);
+      } else {
+        reg(rs1); reg(rs2);
+        switch (sel) {
+          case 0x000: op(I32_ADD); break;
+          case 0x100: op(I32_SUB); break;
+          case 0x001: op(I32_SHL); break; // wasm takes the shift amount mod 32, as RISC-V does
+          case 0x002: op(I32_LT_S); break;
+          case 0x003: op(I32_LT_U); break;
+          case 0x004: op(I32_XOR); break;
+          case 0x005: op(I32_SHR_U); break;
+          case 0x105: op(I32_SHR_S); break;
+          case 0x006: op(I32_OR); break;
+          case 0x007: op(I32_AND); break;
+          default: op(I32_MUL); break; // 0x008 MUL
+        }
+      }
+      setReg(rd); pend += cost;
+      break;
+    }
+    case 0x00: { // LOAD
+      reg(rs1); i32c(immI(ir)); op(I32_ADD); set(L_ADDR);
+      const mask: u32 = (1 << (f3 & 3)) - 1;
+      if (mask != 0) { get(L_ADDR); i32c(mask); op(I32_AND); ifThen(); sideExit(pc, k); endIf(); }
+      address(dev, h, pc, k, false);
+      switch (f3) {
+        case 0: mem(I32_LOAD8_S, 0, 0); break;
+        case 1: mem(I32_LOAD16_S, 1, 0); break;
+        case 2: mem(I32_LOAD, 2, 0); break;
+        case 4: mem(I32_LOAD8_U, 0, 0); break;
+        default: mem(I32_LOAD16_U, 1, 0); break;
+      }
+      setReg(rd);
+      segmentCheck(cfg, h, bpc, n, k);
+      break;
+    }
+    case 0x08: { // STORE
+      reg(rs1); i32c(immS(ir)); op(I32_ADD); set(L_ADDR);
+      if (f3 != 0) { get(L_ADDR); i32c((1 << f3) - 1); op(I32_AND); ifThen(); sideExit(pc, k); endIf(); }
+      address(dev, h, pc, k, true);
+      set(L_PTR); get(L_PTR); reg(rs2);
+      if (f3 == 0) mem(I32_STORE8, 0, 0);
+      else if (f3 == 1) mem(I32_STORE16, 1, 0);
+      else mem(I32_STORE, 2, 0);
+      segmentCheck(cfg, h, bpc, n, k);
+      break;
+    }
+    case 0x18: { // BRANCH: the block's end
+      reg(rs1); reg(rs2);
+      switch (f3) {
+        case 0: op(I32_EQ); break;
+        case 1: op(I32_NE); break;
+        case 4: op(I32_LT_S); break;
+        case 5: op(I32_GE_S); break;
+        case 6: op(I32_LT_U); break;
+        default: op(I32_GE_U); break;
+      }
+      const p0 = pend;
+      ifThen();
+      blockEnd(pc + immB(ir), <u64>cfg.cpiBranchTaken, false);
+      endIf();
+      pend = p0;
+      blockEnd(pc + 4, cAlu, false);
+      return;
+    }
+    case 0x1b: { // JAL: the block's end
+      i32c(pc + 4); setReg(rd);
+      blockEnd(pc + immJ(ir), <u64>cfg.cpiJump, rd == 0);
+      return;
+    }
+    case 0x19: { // JALR: the block's and the region's end; a bad target is the interpreter's to fault
+      reg(rs1); i32c(immI(ir)); op(I32_ADD); i32c(~(<u32>1)); op(I32_AND); set(L_ADDR);
+      get(L_ADDR); i32c(3); op(I32_AND); get(L_ADDR); i32c(cfg.nullGuardBytes); op(I32_LT_U); op(I32_OR);
+      ifThen(); sideExit(pc, k); endIf();
+      i32c(pc + 4); setReg(rd);
+      exit(0, true, k + 1, <u64>cfg.cpiJump, 0, rd == 0);
+      return;
+    }
+    default: break;
+  }
+  // the block ends after this instruction without a jump (its length, or an instruction it leaves to the interpreter)
+  if (last) blockEnd(pc + 4, 0, wroteX0);
+}
+
+/** Registers an instruction reads (bit r). */
+function regsRead(ir: u32): u32 {
+  const o = (ir >> 2) & 31, rs1 = (ir >> 15) & 31, rs2 = (ir >> 20) & 31;
+  if (o == 0x0d || o == 0x05 || o == 0x1b || o == 0x03) return 0;
+  if (o == 0x04 || o == 0x00 || o == 0x19) return <u32>1 << rs1;
+  return (<u32>1 << rs1) | (<u32>1 << rs2); // OP, STORE, BRANCH
+}
+
+/** The register an instruction writes, 32 for none. */
+function regWritten(ir: u32): u32 {
+  const o = (ir >> 2) & 31;
+  if (o == 0x08 || o == 0x18 || o == 0x03) return 32;
+  return (ir >> 7) & 31;
+}
+
+/** The cycles of an instruction that does not touch memory and is not a block's last (ALU only). */
+function fixedCost(cfg: Config, ir: u32): u64 {
+  if (((ir >> 2) & 31) == 0x0c && (ir >> 25) == 1) return (((ir >> 12) & 7) >= 4 ? <u64>cfg.cpiDiv : <u64>cfg.cpiMul);
+  return <u64>cfg.cpiAlu;
+}
+
+/**
+ * Adds the block of engine `h` at `pc` to the region (when it has room and the block's first
+ * instruction is one a block runs); returns its index or -1.
+ */
+function addBlock(cfg: Config, h: Hart, pc: u32): i32 {
+  if (rCount == JIT_REGION_BLOCKS || pc < cfg.nullGuardBytes || pc >= cfg.sramBytes || (pc & 3) != 0) return -1;
+  let n: u32 = 0;
+  while (n < JIT_BLOCK_INSNS && rInsns + n < JIT_MAX_INSNS && pc + 4 * n + 4 <= cfg.sramBytes) {
+    const at = pc + 4 * n, ir = load<u32>(h.sram + <usize>at);
+    const kind = kindOf(ir, at, cfg.nullGuardBytes);
+    if (kind == K_NONE) break;
+    rUsed |= regsRead(ir);
+    const w = regWritten(ir);
+    if (w < 32) { rUsed |= <u32>1 << w; rWritten |= <u32>1 << w; }
+    n++;
+    if (kind == K_END) break;
+  }
+  if (n == 0) return -1;
+  const i = rCount++;
+  unchecked(rPc[i] = pc);
+  unchecked(rN[i] = n);
+  unchecked(rFirst[i] = segmentCycles(cfg, h, pc, n, 0));
+  rInsns += n;
+  return i;
+}
+
+/** Where block i can go next without leaving through a JALR: its branch's or jump's targets, or the next instruction. */
+function successors(cfg: Config, h: Hart, i: i32): void {
+  const pc = unchecked(rPc[i]), n = unchecked(rN[i]);
+  const lastPc = pc + 4 * (n - 1), ir = load<u32>(h.sram + <usize>lastPc);
+  const o = (ir >> 2) & 31;
+  if (o == 0x19) return; // JALR
+  if (o == 0x1b) { want(cfg, h, lastPc + immJ(ir)); return; }
+  if (o == 0x18) want(cfg, h, lastPc + immB(ir));
+  want(cfg, h, lastPc + 4);
+}
+
+function want(cfg: Config, h: Hart, pc: u32): void {
+  if (regionBlock(pc) < 0) addBlock(cfg, h, pc);
+}
+
+/**
+ * Translates the region of engine `h` entered at `pc` (in SRAM, aligned, above the guard) into
+ * a new record of `c`; returns its id, or NOT_TRANSLATABLE when the instruction at `pc` is not
+ * one a block runs.
+ */
+function translate(dev: Device, c: JitCache, h: Hart, pc: u32): i32 {
+  const cfg = dev.cfg;
+  rCount = 0; rInsns = 0; rUsed = 0; rWritten = 0;
+  if (addBlock(cfg, h, pc) < 0) return NOT_TRANSLATABLE;
+  // another engine running the same code here has translated it already: share (engines
+  // running one image are the common case, and compiling a module costs the host ~1 ms)
+  for (let e: u32 = 0; e < c.engines; e++) {
+    if (e == h.id) continue;
+    const other = load<i32>(c.blockOf + (<usize>e * <usize>c.words + <usize>(pc >> 2)) * 4);
+    if (other >= 0 && stillTrue(blockAt(c, other), h)) {
+      store<u32>(checkedAt(c, h.id, other), c.epoch);
+      markCode(c, h.id, blockAt(c, other));
+      return other;
+    }
+  }
+  for (let i = 0; i < rCount; i++) successors(cfg, h, i); // breadth first: rCount grows as it goes
+  if (c.count == c.cap) jitFlush(c);
+  const id = <i32>c.count;
+  c.count++;
+  const b = blockAt(c, id);
+  b.engine = h.id;
+  b.pc = pc;
+  b.n = <u32>rCount;
+  b.firstCycles = <u32>unchecked(rFirst[0]);
+  store<u32>(checkedAt(c, h.id, id), c.epoch);
+  // what it was translated from: (pc, n) per block, then the words
+  b.words = c.wordStore + <usize>id * JIT_RECORD_BYTES;
+  let w = b.words + <usize>JIT_REGION_BLOCKS * 8;
+  for (let i = 0; i < rCount; i++) {
+    const bpc = unchecked(rPc[i]), n = unchecked(rN[i]);
+    store<u32>(b.words + <usize>i * 8, bpc);
+    store<u32>(b.words + <usize>i * 8 + 4, n);
+    memory.copy(w, h.sram + <usize>bpc, <usize>n * 4);
+    w += <usize>n * 4;
+  }
+
+  // the module: one function f(h: i32, stop: i64) -> i32 over the core's memory
+  out = c.buf;
+  byte(0x00); byte(0x61); byte(0x73); byte(0x6d); byte(1); byte(0); byte(0); byte(0);
+  byte(1); let s = placeholder(); uleb(1); byte(0x60); uleb(2); byte(T_I32); byte(T_I64); uleb(1); byte(T_I32); patch(s); // types
+  byte(2); s = placeholder(); uleb(1); // imports: env.memory
+  uleb(3); byte(0x65); byte(0x6e); byte(0x76);
+  uleb(6); byte(0x6d); byte(0x65); byte(0x6d); byte(0x6f); byte(0x72); byte(0x79);
+  byte(2); byte(0); uleb(0); patch(s);
+  byte(3); s = placeholder(); uleb(1); uleb(0); patch(s); // functions
+  byte(7); s = placeholder(); uleb(1); uleb(1); byte(0x66); byte(0); uleb(0); patch(s); // exports: f
+  byte(10); s = placeholder(); uleb(1);
+  const body = placeholder();
+  uleb(2); uleb(I32_LOCALS); byte(T_I32); uleb(I64_LOCALS); byte(T_I64);
+  // prologue: the engine's register block, SRAM and code pages; the registers the region touches; the cycle
+  get(L_H); mem(I32_LOAD, 2, <u32>offsetof<Hart>("regs")); set(L_REGS);
+  get(L_H); mem(I32_LOAD, 2, <u32>offsetof<Hart>("sram")); set(L_SRAM);
+  get(L_H); mem(I32_LOAD, 2, <u32>offsetof<Hart>("id")); i32c(c.words >> (JIT_PAGE_SHIFT - 2)); op(I32_MUL); i32c(<u32>c.codePages); op(I32_ADD); set(L_CODES);
+  for (let r: u32 = 1; r < 32; r++) {
+    if ((rUsed & (<u32>1 << r)) == 0) continue;
+    get(L_REGS); mem(I32_LOAD, 2, 4 * r); set(lReg(r));
+  }
+  get(L_H); mem(I64_LOAD, 3, <u32>offsetof<Hart>("cycle")); set(L_CYC);
+  // loop { block { ... block { br_table } block 0 } block 1 ... }: L_BI (0 on entry) picks the block
+  byte(LOOP); byte(VOID);
+  for (let i = 0; i < rCount; i++) { byte(BLOCK); byte(VOID); }
+  get(L_BI); byte(BR_TABLE); uleb(<u32>rCount);
+  for (let i = 0; i < rCount; i++) uleb(<u32>i);
+  uleb(<u32>rCount - 1);
+  for (let i = 0; i < rCount; i++) {
+    op(END);
+    curBlock = i;
+    ifDepth = 0;
+    pend = 0;
+    const bpc = unchecked(rPc[i]), n = unchecked(rN[i]);
+    for (let k: u32 = 0; k < n; k++) emitInsn(dev, h, load<u32>(h.sram + <usize>(bpc + 4 * k)), bpc, k, n);
+  }
+  op(END); // the loop: every block leaves by a branch or a return
+  i32c(0); // (unreachable, but the function's type wants a result)
+  op(END);
+  patch(body);
+  patch(s);
+  const len = <u32>(out - c.buf);
+  const slot = load<u32>(c.tables + <usize>id * 4);
+  b.table = jitCompile(c.buf, len, slot);
+  store<u32>(c.tables + <usize>id * 4, b.table);
+  c.translated++;
+  c.emittedBytes += len;
+  markCode(c, h.id, b);
+  return id;
+}
+
+/** Engine `engine` runs translation `b`: a store or DMA into the words it was read from drops the engine's translations. */
+function markCode(c: JitCache, engine: u32, b: Block): void {
+  const pages = codePagesOf(c, engine);
+  for (let i: u32 = 0; i < b.n; i++) {
+    const bpc = load<u32>(b.words + <usize>i * 8), n = load<u32>(b.words + <usize>i * 8 + 4);
+    for (let p = bpc >> JIT_PAGE_SHIFT; p <= (bpc + 4 * n - 1) >> JIT_PAGE_SHIFT; p++) store<u8>(pages + <usize>p, 1);
+  }
+}
+
+/** Does translation `b` still hold the instructions it was translated from? */
+function stillTrue(b: Block, h: Hart): bool {
+  let w = b.words + <usize>JIT_REGION_BLOCKS * 8;
+  for (let i: u32 = 0; i < b.n; i++) {
+    const at = h.sram + <usize>load<u32>(b.words + <usize>i * 8), n = <usize>load<u32>(b.words + <usize>i * 8 + 4);
+    for (let k: usize = 0; k < n; k++) if (load<u32>(at + k * 4) != load<u32>(w + k * 4)) return false;
+    w += n * 4;
+  }
+  return true;
+}
+
+/**
+ * Runs engine `h` to `stop` as `execute` would, through translated blocks where there are
+ * some; returns early (as `execute` may) after an instruction the run loop must look at.
+ */
+export function executeJit(dev: Device, h: Hart, stop: u64): void {
+  const c = jitCacheOf(dev);
+  if (changetype<usize>(c) == 0) { execute(dev, h, stop, false); return; }
+  const cfg = dev.cfg;
+  const map = c.blockOf + <usize>h.id * <usize>c.words * 4;
+  const heat = c.heat + <usize>h.id * <usize>c.words;
+  const guard = cfg.nullGuardBytes, sramBytes = cfg.sramBytes;
+  while (h.state == EngineState.Running && h.cycle < stop) {
+    const pc = h.pc;
+    if (pc >= guard && pc < sramBytes && (pc & 3) == 0) {
+      const slot = map + <usize>(pc >> 2) * 4;
+      let id = load<i32>(slot);
+      if (id == NO_BLOCK) {
+        const hp = heat + <usize>(pc >> 2);
+        const n = <u32>load<u8>(hp) + 1;
+        if (n >= JIT_HOT) {
+          id = translate(dev, c, h, pc);
+          store<i32>(slot, id);
+        } else store<u8>(hp, <u8>n);
+      }
+      if (id >= 0) {
+        const b = blockAt(c, id);
+        const checked = checkedAt(c, h.id, id);
+        if (load<u32>(checked) != c.epoch) {
+          if (stillTrue(b, h)) store<u32>(checked, c.epoch);
+          else { jitInvalidate(c, h.id); id = NO_BLOCK; }
+        }
+        if (id >= 0 && h.cycle + <u64>b.firstCycles < stop) {
+          if (call_indirect<u32>(b.table, changetype<usize>(h), stop) != 0) {
+            execute(dev, h, h.cycle + 1, false); // the instruction the block left to the interpreter
+            return;
+          }
+          continue;
+        }
+      }
+    }
+    if (!execute(dev, h, stop, true)) return;
+  }
+}

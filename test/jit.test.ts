@@ -1,0 +1,289 @@
+// The engines' JIT (config field `jit`, assembly/engine/jit.ts) against the interpreter: the
+// same programs run both ways must end byte for byte the same — registers, pc, cycle and
+// instret counts, trap cause and value, every engine's SRAM, HBM, console, the device's stats —
+// and the JIT must actually have run (translations made, counted).
+import { describe, expect, it } from "vitest";
+import { readFileSync } from "node:fs";
+import { Device } from "../host/device.js";
+import { coreModule } from "../host/platform/node.js";
+import { runFirmware } from "../host/fw/run.js";
+import { writeElf, programElf, R, I, S, B, J, CODE_BASE } from "./helpers/rv.js";
+import { rng, garbage } from "./helpers/garbage.js";
+import { MMIO, REGIONS } from "../host/generated/layouts.js";
+
+type Config = Record<string, number>;
+
+/** Everything an engine run leaves behind that a mode could change. */
+function endState(dev: Device) {
+  const mem = new Uint8Array(dev.core.memory.buffer);
+  const engines = Array.from({ length: dev.engines }, (_, e) => {
+    const sram = dev.core.sramPtr(dev.handle, e) >>> 0;
+    return {
+      report: dev.engine(e),
+      regs: Array.from({ length: 32 }, (_, r) => dev.core.engineReg(dev.handle, e, r) >>> 0),
+      // the x0 slot as the register block holds it: the interpreter leaves an instruction's write there until the next
+      sramHash: hash(mem.subarray(sram, sram + dev.sramBytes)),
+      console: dev.console(e),
+    };
+  });
+  const hbm = dev.core.hbmPtr(dev.handle) >>> 0;
+  return { engines, hbmHash: hash(mem.subarray(hbm, hbm + dev.hbmBytes)), stats: dev.stats(), nowPs: dev.nowPs };
+}
+
+/** FNV-1a over bytes: a cheap fingerprint, so a mismatch reports a number, not megabytes. */
+function hash(b: Uint8Array): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < b.length; i++) h = Math.imul(h ^ b[i], 16777619) >>> 0;
+  return h;
+}
+
+async function garbageRun(seed: number, config: Config, untilPs: bigint) {
+  const next = rng(seed);
+  const dev = await Device.create(coreModule(), { engines: 16, nullGuardBytes: 0, ...config });
+  dev.loadElf(writeElf(0, [{ vaddr: 0, data: new Uint8Array(garbage(next, 4096).buffer), flags: 7 }]));
+  for (let e = 0; e < 16; e++) dev.core.startEngine(dev.handle, e, (next() % 4096) * 4);
+  dev.run(untilPs);
+  return dev;
+}
+
+
+/**
+ * Random hot code: loops (each run 5 to 60 times) whose bodies draw every RV32IM computational
+ * instruction with random registers and immediates, loads and stores of every width to SRAM and
+ * HBM (now and then misaligned, or to MMIO, which a translation leaves to the interpreter),
+ * reads of mcycle and minstret (exact counts mid-run), short forward branches, and calls. Each
+ * engine exits with a checksum of its registers. Code that gets hot is what the JIT translates.
+ */
+function hotCode(seed: number): Uint32Array {
+  const next = rng(seed);
+  const pick = <T>(a: readonly T[]) => a[next() % a.length];
+  const out: number[] = [];
+  const li = (rd: number, v: number) => { const lo = (v << 20) >> 20, hi = (v - lo) >>> 0; out.push(((hi & 0xfffff000) | (rd << 7) | 0x37) >>> 0, I(lo, rd, 0, rd, 0x13)); };
+  const DATA = 0x8000, HBM = REGIONS.HBM.base + 0x1000;
+  const rd = () => (next() % 16 === 0 ? 0 : 2 + (next() % 14)); // x0 now and then; x1 is the link register
+  const rs = () => next() % 16;
+  for (let r = 2; r < 16; r++) li(r, next());
+  li(20, DATA); li(21, HBM);
+  const calls: number[] = []; // where `jal ra, f` was emitted, patched to f at the end
+  const loops = 3 + (next() % 4);
+  for (let l = 0; l < loops; l++) {
+    li(22, 5 + (next() % 56));
+    const top = out.length;
+    const body = 5 + (next() % 25);
+    for (let k = 0; k < body; k++) {
+      const c = next() % 100;
+      if (c < 30) { // OP and M: funct7 0 (all eight), 0x20 (SUB, SRA), 1 (MUL..REMU)
+        const f7 = pick([0, 0, 0x20, 1, 1]), f3 = f7 === 0x20 ? pick([0, 5]) : next() % 8;
+        out.push(R(f7, rs(), rs(), f3, rd(), 0x33));
+      } else if (c < 50) { // OP-IMM, shifts with their funct7
+        const f3 = next() % 8, imm = f3 === 1 ? next() % 32 : f3 === 5 ? (next() % 32) | pick([0, 0x400]) : (next() % 4096) - 2048;
+        out.push(I(imm, rs(), f3, rd(), 0x13));
+      } else if (c < 55) out.push(((next() & 0xfffff000) | (rd() << 7) | pick([0x37, 0x17])) >>> 0); // LUI AUIPC
+      else if (c < 68) { // loads: mostly aligned to SRAM or HBM; misaligned or MMIO 1 in 30
+        const f3 = pick([0, 1, 2, 4, 5]), size = 1 << (f3 & 3), odd = next() % 30 === 0;
+        const base = odd && next() % 2 ? 0 : pick([20, 21]);
+        out.push(I(base === 0 ? pick([0x10, 0x7f0]) : (next() % 64) * size + (odd ? 1 : 0), base, f3, rd(), 0x03));
+      } else if (c < 80) { // stores likewise (x0 as base: the low SRAM words or MMIO)
+        const f3 = next() % 3, size = 1 << f3, odd = next() % 30 === 0;
+        const base = odd && next() % 2 ? 0 : pick([20, 21]);
+        out.push(S(base === 0 ? 0x100 : (next() % 64) * size + (odd ? 1 : 0), rs(), base, f3, 0x23));
+      } else if (c < 85) out.push(I(pick([0xb00, 0xb02, 0xb80, 0xb82]), 0, 2, rd(), 0x73)); // csrr mcycle, minstret (and the high halves)
+      else if (c < 95 && k < body - 3) { // a short forward branch
+        const skip = 1 + (next() % 3);
+        out.push(B(4 * (skip + 1), rs(), rs(), pick([0, 1, 4, 5, 6, 7])));
+      } else { calls.push(out.length); out.push(0); } // jal ra, f
+    }
+    out.push(I(-1, 22, 0, 22, 0x13)); // addi x22, x22, -1
+    out.push(B(4 * (top - out.length), 0, 22, 1)); // bne x22, x0, top
+  }
+  // exit with a checksum of x2..x15
+  out.push(I(0, 0, 0, 23, 0x13));
+  for (let r = 2; r < 16; r++) out.push(R(0, r, 23, 4, 23, 0x33), I(5, 23, 1, 24, 0x13), R(0, 24, 23, 0, 23, 0x33)); // x23 ^= r; x23 += x23 << 5
+  li(25, MMIO.SYS.EXIT);
+  out.push(S(0, 23, 25, 2, 0x23));
+  const f = out.length; // f: two instructions and a return
+  out.push(I(3, 5, 0, 5, 0x13), R(0, 6, 5, 4, 6, 0x33), I(0, 1, 0, 0, 0x67));
+  for (const at of calls) out[at] = J(4 * (f - at), 1);
+  return Uint32Array.from(out);
+}
+
+async function hotRun(seed: number, config: Config) {
+  const dev = await Device.create(coreModule(), { engines: 4, ...config });
+  dev.start(dev.loadElf(writeElf(CODE_BASE, [{ vaddr: CODE_BASE, data: new Uint8Array(hotCode(seed).buffer), flags: 7 }])).entry);
+  dev.run(200_000_000n);
+  return dev;
+}
+
+describe("the JIT runs programs exactly as the interpreter does", () => {
+  it("random code (the fuzz test's generator): every engine, SRAM, HBM and stat alike, with hot code translated", async () => {
+    let translated = 0;
+    for (let seed = 1; seed <= 12; seed++) {
+      // every third seed with a 1 ns interleave quantum: windows end inside blocks all the time
+      const quantum: Config = seed % 3 === 0 ? { interleaveQuantumPs: 1000 } : {};
+      const a = await garbageRun(seed, { jit: 0, ...quantum }, 20_000_000n);
+      const b = await garbageRun(seed, { jit: 1, ...quantum }, 20_000_000n);
+      expect(endState(b), `seed ${seed}`).toEqual(endState(a));
+      expect(a.jitStats().translated).toBe(0);
+      translated += b.jitStats().translated;
+    }
+    expect(translated).toBeGreaterThan(50);
+  });
+
+  it("random hot code (every computational instruction, loads and stores of every width, counters read mid-run): alike", async () => {
+    let translated = 0, exited = 0;
+    for (let seed = 1; seed <= 24; seed++) {
+      const quantum: Config = seed % 4 === 0 ? { interleaveQuantumPs: 1000 } : {};
+      const a = await hotRun(seed, { jit: 0, ...quantum });
+      const b = await hotRun(seed, { jit: 1, ...quantum });
+      expect(endState(b), `seed ${seed}`).toEqual(endState(a));
+      translated += b.jitStats().translated;
+      exited += [0, 1, 2, 3].filter((e) => a.engine(e).state === "exited").length;
+    }
+    // most programs run to their exit (the rest fault on a misaligned or MMIO access, or a store over their code)
+    expect(exited).toBeGreaterThan(48);
+    expect(translated).toBeGreaterThan(60);
+  });
+
+  it("the ISA conformance program, on 16 engines and on 7 with a 1 ns quantum: the same result and console to the byte", async () => {
+    const elf = new Uint8Array(readFileSync(new URL("../firmware/tests/isa/isa.elf", import.meta.url)));
+    for (const config of [{ engines: 16, nullGuardBytes: 0 }, { engines: 7, interleaveQuantumPs: 1000, nullGuardBytes: 0 }] as Config[]) {
+      const interp = await runFirmware(elf, { config: { ...config, jit: 0 }, untilPs: 20e9 });
+      const jit = await runFirmware(elf, { config: { ...config, jit: 1 }, untilPs: 20e9 });
+      expect(JSON.stringify(jit, (_, v) => (typeof v === "bigint" ? v.toString() : v))).toBe(JSON.stringify(interp, (_, v) => (typeof v === "bigint" ? v.toString() : v)));
+      expect(interp.engines.every((e) => e.state === "exited" && e.exitCode === 0)).toBe(true);
+    }
+  });
+
+  it("the compute benchmark firmware: same mailbox answer, cycles and instructions; a run of it is mostly translated code", async () => {
+    const elf = new Uint8Array(readFileSync(new URL("../firmware/bench/compute.elf", import.meta.url)));
+    const run = async (jit: number) => {
+      const dev = await Device.create(coreModule(), { engines: 4, jit });
+      dev.start(dev.loadElf(elf).entry);
+      for (let e = 0; e < 4; e++) dev.mailboxPush(e, 20);
+      dev.run(10_000_000_000n);
+      return { dev, answers: Array.from({ length: 4 }, (_, e) => dev.mailboxPop(e)), state: endState(dev) };
+    };
+    const a = await run(0), b = await run(1);
+    expect(b.answers).toEqual(a.answers);
+    expect(b.state).toEqual(a.state);
+    expect(a.state.engines.every((e) => e.report.state === "exited")).toBe(true);
+    // the engines share the translations of the one image they run
+    const s = b.dev.jitStats();
+    expect(s.translated).toBeGreaterThan(0);
+    expect(s.translated).toBeLessThan(40);
+    expect(s.invalidations).toBe(0);
+  });
+});
+
+describe("translations follow the code", () => {
+  it("a store into translated code drops it: a program that rewrites its hot loop ends as interpreted", async () => {
+    // loop1 runs 1000 times (translated), its addi is rewritten to add 2, and it runs another
+    // 1000 times: 3000; an engine that kept the old translation would end with 2000
+    const src = `
+      li t1, 1000
+      li t0, 0
+      li t3, 0x00228293
+      li t5, 0
+    again:
+    loop1:
+      addi t0, t0, 1
+      addi t1, t1, -1
+      bne t1, zero, loop1
+      bne t5, zero, done
+      li t5, 1
+      auipc t4, 0
+      sw t3, -24(t4)        # over loop1's addi, 24 bytes back
+      li t1, 1000
+      j again
+    done:
+      li t2, ${MMIO.SYS.EXIT}
+      sw t0, 0(t2)
+    `;
+    const run = async (jit: number) => {
+      const dev = await Device.create(coreModule(), { engines: 1, jit });
+      dev.start(dev.loadElf(programElf(src)).entry);
+      dev.run(1_000_000_000n);
+      return dev;
+    };
+    const a = await run(0), b = await run(1);
+    expect(a.engine(0).state).toBe("exited");
+    expect(a.engine(0).exitCode).toBe(3000);
+    expect(endState(b)).toEqual(endState(a));
+    expect(b.jitStats().invalidations).toBeGreaterThanOrEqual(1);
+  });
+
+  it("code the host writes between steps is seen: a new image loaded over translated code runs as the new code", async () => {
+    const prog = (k: number) => programElf(`
+      li t1, 2000
+      li t0, 0
+    loop:
+      addi t0, t0, ${k}
+      addi t1, t1, -1
+      bne t1, zero, loop
+      li t2, ${MMIO.SYS.EXIT}
+      sw t0, 0(t2)
+    `);
+    const run = async (jit: number) => {
+      const dev = await Device.create(coreModule(), { engines: 1, jit });
+      dev.start(dev.loadElf(prog(1)).entry);
+      dev.run(1_000_000_000n);
+      const first = dev.engine(0).exitCode;
+      dev.start(dev.loadElf(prog(3)).entry); // same addresses, another increment
+      dev.run(2_000_000_000n);
+      return { first, second: dev.engine(0).exitCode, state: endState(dev), stats: dev.jitStats() };
+    };
+    const a = await run(0), b = await run(1);
+    expect([a.first, a.second]).toEqual([2000, 6000]);
+    expect([b.first, b.second]).toEqual([2000, 6000]);
+    expect(b.state).toEqual(a.state);
+    expect(b.stats.translated).toBeGreaterThanOrEqual(2);
+  });
+
+  it("a full cache is emptied and hot code translated again (jitBlocks bounds it), with the same results", async () => {
+    const elf = new Uint8Array(readFileSync(new URL("../firmware/tests/isa/isa.elf", import.meta.url)));
+    const run = async (config: Config) => {
+      const dev = await Device.create(coreModule(), { engines: 4, nullGuardBytes: 0, ...config });
+      dev.start(dev.loadElf(elf).entry);
+      dev.run(20_000_000_000n);
+      return dev;
+    };
+    const a = await run({ jit: 0 }), b = await run({ jit: 1, jitBlocks: 16 });
+    expect(endState(b)).toEqual(endState(a));
+    expect(a.engine(0).exitCode).toBe(0);
+    // the program makes about 50 translations: a cache of 16 is emptied a few times
+    expect(b.jitStats().flushes).toBeGreaterThanOrEqual(2);
+  });
+});
+
+describe("translations are a cache, never state", () => {
+  it("a snapshot taken in jit mode restores in interpreter mode (and back) and continues exactly as an interpreted run", async () => {
+    const elf = new Uint8Array(readFileSync(new URL("../firmware/bench/compute.elf", import.meta.url)));
+    const start = async (jit: number) => {
+      const dev = await Device.create(coreModule(), { engines: 2, jit });
+      dev.start(dev.loadElf(elf).entry);
+      dev.mailboxPush(0, 6);
+      dev.mailboxPush(1, 9);
+      return dev;
+    };
+    const ref = await start(0);
+    ref.run(1_000_000_000n);
+    const jit = await start(1);
+    jit.step(40_000_000n); // mid-run: the two engines need about 90 and 130 us
+    expect(jit.jitStats().translated).toBeGreaterThan(0);
+    const interp = await Device.restore(coreModule(), jit.save(), { jit: 0 });
+    interp.run(1_000_000_000n);
+    expect(interp.config.get("jit")).toBe(0n);
+    expect(interp.jitStats().translated).toBe(0);
+    const mid = await start(0);
+    mid.step(40_000_000n);
+    const back = await Device.restore(coreModule(), mid.save(), { jit: 1 });
+    back.run(1_000_000_000n);
+    for (const d of [interp, back]) {
+      const s = endState(d), r = endState(ref);
+      expect(s.engines).toEqual(r.engines);
+      expect([s.hbmHash, s.nowPs]).toEqual([r.hbmHash, r.nowPs]);
+    }
+    expect(back.jitStats().translated).toBeGreaterThan(0);
+  });
+});
+
