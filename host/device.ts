@@ -91,7 +91,6 @@ export interface HbmServed {
   compute: number;
 }
 
-/** How a {@link Device} (or a verbs Context) treats what the core reports. */
 /** Device.restore's options: a device's, and the engines' execution mode to continue in. */
 export interface RestoreOptions extends DeviceOptions {
   /** 0: interpret, 1: translate hot code (config field `jit`); default: as the snapshot was taken */
@@ -112,6 +111,7 @@ export interface JitStats {
   compileMs: number;
 }
 
+/** How a {@link Device} (or a verbs Context) treats what the core reports. */
 export interface DeviceOptions {
   /** Keep trace records (drained from the core after every step) in `traceRecords`. */
   collectTrace?: boolean;
@@ -502,10 +502,6 @@ export class Device {
     this.ordered?.release(null);
   }
 
-  /**
-   * The whole device state as bytes: a header, the config, and the device arena (engines,
-   * memories, event queue, rings, statistics). Host-side console text is not part of it.
-   */
   /** What the engines' JIT has done (all zero with config field `jit` 0). */
   jitStats(): JitStats {
     this.core.jitStats(this.handle, this.scratch);
@@ -513,6 +509,11 @@ export class Device {
     return { translated: Number(v[0]), flushes: Number(v[1]), invalidations: Number(v[2]), bytes: Number(v[3]), compileMs: jitCompileMs(this.core.memory) };
   }
 
+  /**
+   * The whole device state as bytes: a header, the config, and the device arena (engines,
+   * memories, event queue, rings, statistics). Host-side console text is not part of it, nor
+   * are the JIT's translations (a cache).
+   */
   save(): Uint8Array {
     this.drain();
     const base = this.core.arenaBase(this.handle) >>> 0, size = this.core.arenaBytes(this.handle) >>> 0;

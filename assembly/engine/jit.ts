@@ -144,6 +144,10 @@ function kindOf(ir: u32, pc: u32, guard: u32): u32 {
 
 // ---- translation ----------------------------------------------------------------------------
 
+// Why a translation returned: it jumped out of the region (the run loop looks for another), it
+// left an instruction to the interpreter, or the window is nearly over (the interpreter ends it).
+const EXIT_JUMP: u32 = 0, EXIT_INTERP: u32 = 1, EXIT_WINDOW: u32 = 2;
+
 /** Instructions per block at most. */
 const JIT_BLOCK_INSNS: u32 = 64;
 /** Blocks per region (translation) at most. */
@@ -204,7 +208,7 @@ function exit(pc: u32, pcFromAddr: bool, retired: u32, extra: u64, code: u32, x0
 }
 
 /** Leaves before instruction `k` of the block at `pc`, for the interpreter to execute it. */
-@inline function sideExit(pc: u32, k: u32): void { exit(pc, false, k, 0, 1, false); }
+@inline function sideExit(pc: u32, k: u32): void { exit(pc, false, k, 0, EXIT_INTERP, false); }
 
 /** Opens a wasm `if` (no result) on the i32 on the stack. */
 @inline function ifThen(): void { byte(IF); byte(VOID); ifDepth++; }
@@ -240,7 +244,7 @@ function segmentCycles(cfg: Config, h: Hart, pc: u32, n: u32, from: u32): u64 {
 function segmentCheck(cfg: Config, h: Hart, pc: u32, n: u32, k: u32): void {
   if (k + 1 >= n) return;
   get(L_CYC); i64c(pend + segmentCycles(cfg, h, pc, n, k + 1)); op(I64_ADD); get(L_STOP); op(I64_GE_U);
-  ifThen(); exit(pc + 4 * (k + 1), false, k + 1, 0, 0, wroteX0); endIf();
+  ifThen(); exit(pc + 4 * (k + 1), false, k + 1, 0, EXIT_WINDOW, wroteX0); endIf();
 }
 
 /**
@@ -261,7 +265,7 @@ function blockEnd(next: u32, extra: u64, x0: bool): void {
     byte(BR); uleb(<u32>(rCount - 1 - curBlock) + ifDepth); // to the region's loop
     endIf();
   }
-  exit(next, false, n, 0, 0, x0);
+  exit(next, false, n, 0, j >= 0 ? EXIT_WINDOW : EXIT_JUMP, x0);
 }
 
 /**
@@ -420,7 +424,7 @@ function emitInsn(dev: Device, h: Hart, ir: u32, bpc: u32, k: u32, n: u32): void
       get(L_ADDR); i32c(3); op(I32_AND); get(L_ADDR); i32c(cfg.nullGuardBytes); op(I32_LT_U); op(I32_OR);
       ifThen(); sideExit(pc, k); endIf();
       i32c(pc + 4); setReg(rd);
-      exit(0, true, k + 1, <u64>cfg.cpiJump, 0, rd == 0);
+      exit(0, true, k + 1, <u64>cfg.cpiJump, EXIT_JUMP, rd == 0);
       return;
     }
     default: break;
@@ -634,12 +638,13 @@ export function executeJit(dev: Device, h: Hart, stop: u64): void {
           if (stillTrue(b, h)) store<u32>(checked, c.epoch);
           else { jitInvalidate(c, h.id); id = NO_BLOCK; }
         }
-        if (id >= 0 && h.cycle + <u64>b.firstCycles < stop) {
-          if (call_indirect<u32>(b.table, changetype<usize>(h), stop) != 0) {
-            execute(dev, h, h.cycle + 1, false); // the instruction the block left to the interpreter
-            return;
-          }
-          continue;
+        if (id >= 0) {
+          if (h.cycle + <u64>b.firstCycles >= stop) { execute(dev, h, stop, false); return; } // the window's last few cycles
+          const why = call_indirect<u32>(b.table, changetype<usize>(h), stop);
+          if (why == EXIT_JUMP) continue;
+          // the instruction it left to the interpreter, or the rest of the window
+          execute(dev, h, why == EXIT_INTERP ? h.cycle + 1 : stop, false);
+          return;
         }
       }
     }
