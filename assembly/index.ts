@@ -286,8 +286,9 @@ export function rxStageBodies(dev: usize): usize { return portsOf(changetype<Dev
 export function rxPut(dev: usize, n: u32): u32 { return rxPutV(changetype<Device>(dev), n); }
 
 /**
- * The JIT's counters for device `dev` into `dst` (4 u64: blocks translated, cache flushes,
- * invalidations by stores into translated code, wasm bytes emitted); all 0 without a cache.
+ * The JIT's counters for device `dev` into `dst` (5 u64: regions translated, cache flushes,
+ * invalidations by stores into translated code, wasm bytes emitted, translations the host could
+ * not compile); all 0 without a cache.
  */
 export function jitStats(dev: usize, dst: usize): void {
   const c = jitCacheIfAny(changetype<Device>(dev));
@@ -296,6 +297,7 @@ export function jitStats(dev: usize, dst: usize): void {
   store<u64>(dst, any ? <u64>c.flushes : 0, 8);
   store<u64>(dst, any ? <u64>c.invalidations : 0, 16);
   store<u64>(dst, any ? c.emittedBytes : 0, 24);
+  store<u64>(dst, any ? <u64>c.compileFailures : 0, 32);
 }
 
 /** Sets device `dev`'s `jit` config field (Device.restore: a snapshot taken in one mode continues in the other). */

@@ -107,6 +107,8 @@ export interface JitStats {
   invalidations: number;
   /** wasm bytes generated */
   bytes: number;
+  /** translations the host could not compile (a page's main thread compiles at most 4 KiB synchronously): that code is interpreted */
+  compileFailures: number;
   /** host milliseconds spent compiling them (all devices of this core instance) */
   compileMs: number;
 }
@@ -505,8 +507,8 @@ export class Device {
   /** What the engines' JIT has done (all zero with config field `jit` 0). */
   jitStats(): JitStats {
     this.core.jitStats(this.handle, this.scratch);
-    const v = new BigUint64Array(this.core.memory.buffer, this.scratch, 4);
-    return { translated: Number(v[0]), flushes: Number(v[1]), invalidations: Number(v[2]), bytes: Number(v[3]), compileMs: jitCompileMs(this.core.memory) };
+    const v = new BigUint64Array(this.core.memory.buffer, this.scratch, 5);
+    return { translated: Number(v[0]), flushes: Number(v[1]), invalidations: Number(v[2]), bytes: Number(v[3]), compileFailures: Number(v[4]), compileMs: jitCompileMs(this.core.memory) };
   }
 
   /**

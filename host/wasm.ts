@@ -208,7 +208,8 @@ export function jitCompileMs(memory: WebAssembly.Memory): number {
  * the bytes of a small wasm module over the core's memory, exporting one function `f`; it is
  * compiled here (synchronously: `new WebAssembly.Module` from bytes, in Node and in a worker;
  * a page's Content-Security-Policy must allow 'wasm-unsafe-eval', as it must for the core) and
- * put into the core's function table, at index `slot` or a new one (slot -1).
+ * put into the core's function table, at index `slot` or a new one (slot -1); -1 when it cannot
+ * be compiled here (a page's main thread refuses modules over 4 KiB): that code is interpreted.
  */
 export async function instantiateCore(module: WebAssembly.Module): Promise<MenicExports> {
   let exports: MenicExports | undefined;
@@ -221,8 +222,13 @@ export async function instantiateCore(module: WebAssembly.Module): Promise<Menic
         const core = exports!;
         const t0 = performance.now();
         const bytes = new Uint8Array(core.memory.buffer, ptr >>> 0, len >>> 0).slice();
-        if ((globalThis as any).JITDUMP) (globalThis as any).JITDUMP.push(bytes);
-        const f = new WebAssembly.Instance(new WebAssembly.Module(bytes), { env: { memory: core.memory } }).exports.f;
+        let f: WebAssembly.ExportValue;
+        try {
+          f = new WebAssembly.Instance(new WebAssembly.Module(bytes), { env: { memory: core.memory } }).exports.f;
+        } catch {
+          // a browser's main thread compiles at most 4 KiB synchronously: that code stays interpreted
+          return -1;
+        }
         const table = core.table;
         const at = slot === -1 ? table.grow(1) : slot;
         table.set(at, f);

@@ -256,6 +256,28 @@ describe("translations follow the code", () => {
 });
 
 describe("translations are a cache, never state", () => {
+  it("code the host cannot compile (as a page's main thread refuses modules over 4 KiB) is interpreted, with the same results", async () => {
+    const elf = new Uint8Array(readFileSync(new URL("../firmware/bench/compute.elf", import.meta.url)));
+    const run = async (jit: number) => {
+      const dev = await Device.create(coreModule(), { engines: 2, jit });
+      dev.start(dev.loadElf(elf).entry);
+      for (let e = 0; e < 2; e++) dev.mailboxPush(e, 5);
+      dev.run(10_000_000_000n);
+      return dev;
+    };
+    const a = await run(0);
+    const Module = WebAssembly.Module;
+    try {
+      (WebAssembly as { Module: unknown }).Module = function refuse() { throw new RangeError("WebAssembly.Module(): buffer too large for synchronous compilation"); };
+      const b = await run(1);
+      expect(endState(b)).toEqual(endState(a));
+      expect(b.jitStats().translated).toBe(0);
+      expect(b.jitStats().compileFailures).toBeGreaterThan(0);
+    } finally {
+      (WebAssembly as { Module: unknown }).Module = Module;
+    }
+  });
+
   it("a snapshot taken in jit mode restores in interpreter mode (and back) and continues exactly as an interpreted run", async () => {
     const elf = new Uint8Array(readFileSync(new URL("../firmware/bench/compute.elf", import.meta.url)));
     const start = async (jit: number) => {

@@ -69,6 +69,7 @@ export const NOT_TRANSLATABLE: i32 = -2;
   translated: u32;
   flushes: u32;
   invalidations: u32;
+  compileFailures: u32; // translations the host could not compile (their code is interpreted)
   emittedBytes: u64;
 }
 

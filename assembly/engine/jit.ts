@@ -31,11 +31,14 @@ import { immI, immS, immB, immJ } from "./decode";
 import { memOf } from "../mem/dma";
 import {
   JitCache, Block, jitCacheOf, blockAt, checkedAt, codePagesOf, jitInvalidate, jitFlush,
-  JIT_MAX_INSNS, JIT_HOT, JIT_PAGE_SHIFT, JIT_RECORD_BYTES, NO_BLOCK, NOT_TRANSLATABLE,
+  JIT_MAX_INSNS, JIT_HOT, JIT_PAGE_SHIFT, JIT_RECORD_BYTES, NO_BLOCK, NOT_TRANSLATABLE, NO_TABLE,
 } from "./jit-cache";
 import { HBM_BASE } from "../generated/layouts";
 
-/** The host compiles `len` bytes at `ptr` (a module exporting `f`) and puts `f` at function table index `table` (NO_TABLE: a new one); returns the index. */
+/**
+ * The host compiles `len` bytes at `ptr` (a module exporting `f`) and puts `f` at function table
+ * index `table` (NO_TABLE: a new one); returns the index, or NO_TABLE when it cannot compile it.
+ */
 @external("env", "jitCompile")
 declare function jitCompile(ptr: usize, len: u32, table: u32): u32;
 
@@ -579,8 +582,14 @@ function translate(dev: Device, c: JitCache, h: Hart, pc: u32): i32 {
   patch(s);
   const len = <u32>(out - c.buf);
   const slot = load<u32>(c.tables + <usize>id * 4);
-  b.table = jitCompile(c.buf, len, slot);
-  store<u32>(c.tables + <usize>id * 4, b.table);
+  const table = jitCompile(c.buf, len, slot);
+  if (table == NO_TABLE) { // the host could not compile it (a browser's main thread refuses large modules): interpret
+    c.count--;
+    c.compileFailures++;
+    return NOT_TRANSLATABLE;
+  }
+  b.table = table;
+  store<u32>(c.tables + <usize>id * 4, table);
   c.translated++;
   c.emittedBytes += len;
   markCode(c, h.id, b);
