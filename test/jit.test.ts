@@ -3,7 +3,8 @@
 // instret counts, trap cause and value, every engine's SRAM, HBM, console, the device's stats —
 // and the JIT must actually have run (translations made, counted).
 import { describe, expect, it } from "vitest";
-import { readFileSync } from "node:fs";
+import { readFileSync, readdirSync } from "node:fs";
+import { spawnSync } from "node:child_process";
 import { Device } from "../host/device.js";
 import { coreModule } from "../host/platform/node.js";
 import { runFirmware } from "../host/fw/run.js";
@@ -153,6 +154,17 @@ describe("the JIT runs programs exactly as the interpreter does", () => {
       expect(interp.engines.every((e) => e.state === "exited" && e.exitCode === 0)).toBe(true);
     }
   });
+
+  it("every firmware example, run by the CLI with --set jit=1, prints exactly its golden output (test/golden/fw-*.json)", () => {
+    const examples = readdirSync(new URL("../firmware/examples/", import.meta.url)).filter((f) => f.endsWith(".elf")).sort();
+    expect(examples.length).toBeGreaterThanOrEqual(7);
+    for (const elf of examples) {
+      const name = elf.replace(/\.elf$/, "");
+      const golden = JSON.parse(readFileSync(new URL(`golden/fw-${name}.json`, import.meta.url), "utf8"));
+      const r = spawnSync(process.execPath, ["bin/menic.js", "fw", "run", `firmware/examples/${elf}`, "--json", "--set", "jit=1"], { cwd: new URL("..", import.meta.url), encoding: "utf8" });
+      expect({ status: r.status, output: JSON.parse(r.stdout) }, name).toEqual({ status: golden.result.exitStatus, output: golden.result.output });
+    }
+  }, 120_000);
 
   it("the compute benchmark firmware: same mailbox answer, cycles and instructions; a run of it is mostly translated code", async () => {
     const elf = new Uint8Array(readFileSync(new URL("../firmware/bench/compute.elf", import.meta.url)));
