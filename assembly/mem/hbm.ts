@@ -1,7 +1,9 @@
 // HBM bandwidth sharing. Every bulk user of HBM — NIC DMA streams, reduction blocks, the
 // compute-load generator — is a *flow* with bytes to move and a peak rate of its own. The
 // bandwidth (hbmGbps) is shared max-min fairly among the active flows (water-filling: no flow
-// gets more than its peak; what a capped flow leaves is split among the others). Rates change
+// gets more than its peak; what a capped flow leaves is split among the others), weighted: a
+// flow of weight w counts as w requesters (the matmul grid's tile loads weigh one per compute
+// unit taking part, compute/grid.ts; every other flow weighs 1). Rates change
 // only when a flow starts or ends; then every flow is advanced to that time, rates are
 // recomputed and one event is scheduled for the next flow to finish. Engines' own loads and
 // stores move a few bytes per ~100 ns each, far below 0.1 % of HBM: they take no share, but
@@ -28,6 +30,7 @@ export const FLOW_SLOTS: u32 = 512;
   peak: f64; // bytes per ps
   rate: f64; // bytes per ps, as last shared
   total: u64; // bytes asked for (statistics)
+  weight: f64; // requesters this flow stands for (1 but for the matmul grid's loads)
   active: u32;
   cls: u32;
   doneKind: u32; // event scheduled when the flow ends
@@ -46,6 +49,7 @@ export const FLOW_BYTES: usize = (offsetof<Flow>() + 7) & ~(<usize>7);
   hbmServed: usize; // f64 per flow class
   hbmBytesPerPs: f64; // hbmGbps
   hbmQueuing: f64; // hbmQueuingPct / 100
+  slotWaitKind: u32; // an event to schedule when a flow ends, for a user refused a slot (0: none)
 }
 
 @inline export function hbmOf(dev: Device): Hbm { return changetype<Hbm>(dev.hbmModel); }
@@ -90,18 +94,20 @@ function advance(dev: Device, t: u64): void {
 function reshare(dev: Device, t: u64): void {
   let capacity = hbmOf(dev).hbmBytesPerPs;
   let unassigned: u32 = 0;
+  let weights: f64 = 0; // of the flows not yet assigned
   for (let i: u32 = 0; i < hbmOf(dev).flowCap; i++) {
     const f = flowAt(dev, i);
-    if (f.active) { f.rate = -1; unassigned++; }
+    if (f.active) { f.rate = -1; unassigned++; weights += f.weight; }
   }
   while (unassigned > 0) {
-    const share = capacity / <f64>unassigned;
+    const share = capacity / weights; // per unit of weight
     let capped: u32 = 0;
     for (let i: u32 = 0; i < hbmOf(dev).flowCap; i++) {
       const f = flowAt(dev, i);
-      if (f.active && f.rate < 0 && f.peak <= share) {
+      if (f.active && f.rate < 0 && f.peak <= share * f.weight) {
         f.rate = f.peak;
         capacity -= f.peak;
+        weights -= f.weight;
         unassigned--;
         capped++;
       }
@@ -109,7 +115,7 @@ function reshare(dev: Device, t: u64): void {
     if (capped == 0) {
       for (let i: u32 = 0; i < hbmOf(dev).flowCap; i++) {
         const f = flowAt(dev, i);
-        if (f.active && f.rate < 0) f.rate = share;
+        if (f.active && f.rate < 0) f.rate = share * f.weight;
       }
       break;
     }
@@ -140,7 +146,7 @@ function reshare(dev: Device, t: u64): void {
 }
 
 /** Takes a free slot of the flow table for a new flow; false when the table is full. */
-function claim(dev: Device, remaining: f64, total: u64, peak: f64, cls: u32, doneKind: u32, a: u32, b: u32): bool {
+function claim(dev: Device, remaining: f64, total: u64, peak: f64, weight: f64, cls: u32, doneKind: u32, a: u32, b: u32): bool {
   for (let i: u32 = 0; i < hbmOf(dev).flowCap; i++) {
     const f = flowAt(dev, i);
     if (f.active) continue;
@@ -148,6 +154,7 @@ function claim(dev: Device, remaining: f64, total: u64, peak: f64, cls: u32, don
     f.remaining = remaining;
     f.total = total;
     f.peak = peak;
+    f.weight = weight;
     f.cls = cls;
     f.doneKind = doneKind;
     f.doneA = a;
@@ -158,14 +165,33 @@ function claim(dev: Device, remaining: f64, total: u64, peak: f64, cls: u32, don
 }
 
 /**
- * Starts a flow of `bytes` at up to `peakBytesPerPs`; when it has moved them, an event
- * (doneKind, a, b) fires. Returns false when the flow table is full (the caller counts it).
+ * Starts a flow of `bytes` at up to `peakBytesPerPs`, counting as `weight` requesters in the
+ * sharing; when it has moved them, an event (doneKind, a, b) fires. Returns false when the
+ * flow table is full (the caller counts it).
  */
-export function hbmStart(dev: Device, t: u64, bytes: u64, peakBytesPerPs: f64, cls: u32, doneKind: u32, a: u32, b: u32): bool {
+export function hbmStart(dev: Device, t: u64, bytes: u64, peakBytesPerPs: f64, cls: u32, doneKind: u32, a: u32, b: u32, weight: f64 = 1): bool {
   advance(dev, t);
-  if (!claim(dev, <f64>bytes, bytes, peakBytesPerPs, cls, doneKind, a, b)) return false;
+  if (!claim(dev, <f64>bytes, bytes, peakBytesPerPs, weight, cls, doneKind, a, b)) return false;
   reshare(dev, t);
   return true;
+}
+
+/**
+ * Changes the peak and weight of the active flows whose completion event is `doneKind` (the
+ * matmul grid's load when units are taken or given back), from time `t`.
+ */
+export function hbmRetune(dev: Device, t: u64, doneKind: u32, peakBytesPerPs: f64, weight: f64): void {
+  advance(dev, t);
+  for (let i: u32 = 0; i < hbmOf(dev).flowCap; i++) {
+    const f = flowAt(dev, i);
+    if (f.active && f.doneKind == doneKind) { f.peak = peakBytesPerPs; f.weight = weight; }
+  }
+  reshare(dev, t);
+}
+
+/** Asks for event `kind` (a, b = 0) when the next flow ends: a slot is free then (the NIC's requests wait their own way). */
+export function hbmWaitSlot(dev: Device, kind: u32): void {
+  hbmOf(dev).slotWaitKind = kind;
 }
 
 /** The HbmTick event: ends the flows that have finished and reshares. */
@@ -177,7 +203,12 @@ export function hbmTick(dev: Device, t: u64): void {
     // a flow is done when less than a thousandth of a byte is left (f64 rounding)
     if (f.active && f.remaining < 1e-3) {
       f.active = 0;
-      statAdd(dev, f.cls == FlowClass.Nic ? STAT_HBM_BYTES_NIC : STAT_HBM_BYTES_REDUCE, f.total);
+      if (hbmOf(dev).slotWaitKind != 0) {
+        schedule(dev, t, hbmOf(dev).slotWaitKind, 0, 0);
+        hbmOf(dev).slotWaitKind = 0;
+      }
+      if (f.cls == FlowClass.Nic) statAdd(dev, STAT_HBM_BYTES_NIC, f.total);
+      else if (f.cls == FlowClass.Reduce) statAdd(dev, STAT_HBM_BYTES_REDUCE, f.total);
       schedule(dev, t, f.doneKind, f.doneA, f.doneB);
     }
   }
@@ -189,10 +220,10 @@ export function hbmSetCompute(dev: Device, t: u64, bytesPerPs: f64): void {
   advance(dev, t);
   for (let i: u32 = 0; i < hbmOf(dev).flowCap; i++) {
     const f = flowAt(dev, i);
-    if (f.active && f.cls == FlowClass.Compute) f.active = 0;
+    if (f.active && f.cls == FlowClass.Compute && f.remaining == Infinity) f.active = 0;
   }
   // never ends, so no completion event
-  if (bytesPerPs > 0) claim(dev, Infinity, 0, bytesPerPs, FlowClass.Compute, 0, 0, 0);
+  if (bytesPerPs > 0) claim(dev, Infinity, 0, bytesPerPs, 1, FlowClass.Compute, 0, 0, 0);
   reshare(dev, t);
 }
 
