@@ -10,6 +10,7 @@ import { debugBytes, debugInit } from "./engine/debug";
 import { Memories, MEMORIES_BYTES } from "./mem/dma";
 import { hbmModelBytes, hbmModelInit, FLOW_SLOTS } from "./mem/hbm";
 import { PCIE_BYTES } from "./mem/pcie";
+import { gridBytes, gridInit } from "./compute/grid";
 import { nicBytes, nicInit } from "./nic/layout";
 import { portsBytes, portsInit } from "./nic/ports";
 import { mrtBytes, mrtInit } from "./metaroce/state";
@@ -24,10 +25,11 @@ import { BLOCK_MAXSIZE } from "rt/common";
  * Events that can be pending at once (ARCHITECTURE.md, event loop): a timer per engine, a
  * doorbell arrival per ringer (engines and the host), a phase or kick and a transport timer
  * per QP, a completion per HBM flow slot, a transmit per port, the HBM tick, the host mailbox
- * queue's head, the receive ring's head, a timer per MetaRoCE-like connection; with a margin.
+ * queue's head, the receive ring's head, a timer per MetaRoCE-like connection, the matmul
+ * grid's tile end and retry (its load's end is an HBM flow's); with a margin.
  */
 export function eventBound(c: Config): u32 {
-  return 2 * (c.engines + 1) + 2 * c.maxQps + FLOW_SLOTS + c.ports + 3 + (c.transport != 0 ? c.mrtConnections : 0) + 16;
+  return 2 * (c.engines + 1) + 2 * c.maxQps + FLOW_SLOTS + c.ports + 5 + (c.transport != 0 ? c.mrtConnections : 0) + 16;
 }
 
 /**
@@ -50,6 +52,7 @@ export function createDevice(cfgIn: usize): Device {
   const oMem = off; off += MEMORIES_BYTES;
   const oHbmModel = off; off = align16(off + hbmModelBytes());
   const oPcie = off; off += PCIE_BYTES;
+  const oGrid = off; off = align16(off + gridBytes());
   const oNic = off; off = align16(off + nicBytes(c));
   const oPorts = off; off = align16(off + portsBytes(c));
   const oMrt = off; off = align16(off + mrtBytes(c));
@@ -97,6 +100,7 @@ export function createDevice(cfgIn: usize): Device {
   m.host = arena + oHost;
   hbmModelInit(dev, arena + oHbmModel);
   dev.pcie = arena + oPcie;
+  gridInit(dev, arena + oGrid);
   nicInit(dev, arena + oNic);
   portsInit(dev, arena + oPorts);
   mrtInit(dev, arena + oMrt);

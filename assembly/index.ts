@@ -20,6 +20,7 @@ import { DbKind, dbqPush, dbqRoom, hostDbq } from "./nic/doorbells";
 import { pcieWrite, PcieDir } from "./mem/pcie";
 import { hbmSetCompute, hbmServed as served } from "./mem/hbm";
 import { jitNewEpoch, jitCacheIfAny } from "./engine/jit-cache";
+import { gridOf, gridStart, gridReserve } from "./compute/grid";
 import { CFG_SLOTS, STAT_COUNT, LAYOUT_HASH } from "./generated/layouts";
 
 /** Allocates the block of CFG_SLOTS u64 the host fills before create(). */
@@ -244,6 +245,34 @@ function hostDoorbell(d: Device, kind: DbKind, qpn: u32, pi16: u32, wqe: usize, 
 export function setComputeLoad(dev: usize, gbps: f64): void {
   const d = changetype<Device>(dev);
   hbmSetCompute(d, d.now, gbps / 8000);
+}
+/**
+ * Starts the matmul grid's load now (compute/grid.ts): `tiles` tiles of `tileBytes` HBM bytes
+ * and `tileFlops` flops each. False while a load runs, or for an empty load.
+ */
+export function computeStart(dev: usize, tiles: u32, tileBytes: u64, tileFlops: f64): bool {
+  const d = changetype<Device>(dev);
+  return gridStart(d, d.now, tiles, tileBytes, tileFlops);
+}
+/** Takes `units` compute units away from the load from now (0 gives them back); false unless below computeUnits. */
+export function computeReserve(dev: usize, units: u32): bool {
+  const d = changetype<Device>(dev);
+  if (units >= d.cfg.computeUnits) return false;
+  gridReserve(d, d.now, units);
+  return true;
+}
+/** The matmul grid's load: 0 tiles, 1 tiles done, 2 start (ps), 3 end (ps; NEVER while it runs), 4 time computing (ps), 5 time stalled on a load (ps). */
+export function computeState(dev: usize, field: u32): u64 {
+  const g = gridOf(changetype<Device>(dev));
+  switch (field) {
+    case 0: return g.tiles;
+    case 1: return g.done;
+    case 2: return g.startPs;
+    case 3: return g.doneAt;
+    case 4: return g.computePs;
+    case 5: return g.stallPs;
+    default: return 0;
+  }
 }
 /** HBM bytes served so far to flow class `cls` (0 NIC, 1 reduction, 2 compute). */
 export function hbmServed(dev: usize, cls: u32): f64 {

@@ -23,6 +23,7 @@ import { nextEventTime, popEvent, topKind, topA, topB, EventKind } from "./core/
 import { cyclesCeil, psOfCycle, minU64, NEVER } from "./core/time";
 import { fifoPush, fifoPop } from "./core/fifo";
 import { hbmTick } from "./mem/hbm";
+import { gridLoaded, gridComputed, gridRetry } from "./compute/grid";
 import { nicPhase, kick } from "./nic/requester";
 import { dbqArrive } from "./nic/doorbells";
 import { qpAt } from "./nic/verbs";
@@ -69,6 +70,9 @@ function runEvents(dev: Device): void {
       case EventKind.RxArrive: rxArrive(dev, t); break;
       case EventKind.NicTimer: nicTimer(dev, a, t); break;
       case EventKind.MrtTimer: mrtTimer(dev, a, t); break;
+      case EventKind.ComputeLoaded: gridLoaded(dev, t); break;
+      case EventKind.ComputeDone: gridComputed(dev, t, b); break;
+      case EventKind.ComputeRetry: gridRetry(dev, t); break;
       default: break;
     }
   }

@@ -87,8 +87,34 @@ export interface HbmServed {
   nic: number;
   /** The reduction blocks: REDUCE sources and destinations. */
   reduce: number;
-  /** The compute-load generator ({@link Device.setComputeLoad}). */
+  /** Compute: the constant-demand generator ({@link Device.setComputeLoad}) and the matmul grid's tile loads ({@link Device.startMatmul}). */
   compute: number;
+}
+
+/** A matmul-like load for the device's compute grid ({@link Device.startMatmul}, docs/compute.md). */
+export interface MatmulLoad {
+  /** Tiles in the loop. */
+  tiles: number;
+  /** HBM bytes each tile reads and writes. */
+  tileBytes: number;
+  /** Arithmetic intensity: flops per HBM byte (a tile computes tileBytes x intensity flops). */
+  intensity: number;
+}
+
+/** Where the compute grid's load is ({@link Device.matmul}); times in ps. */
+export interface MatmulState {
+  /** Tiles of the load (0: none started). */
+  tiles: number;
+  /** Tiles computed. */
+  tilesDone: number;
+  /** When it started. */
+  startPs: number;
+  /** When its last tile was computed, or null while it runs. */
+  endPs: number | null;
+  /** Time the units spent computing. */
+  computePs: number;
+  /** Time they waited for a tile's load with nothing to compute. */
+  stallPs: number;
 }
 
 /** Device.restore's options: a device's, and the engines' execution mode to continue in. */
@@ -439,6 +465,37 @@ export class Device {
   setComputeLoad(gbps: number): void {
     if (!(gbps >= 0)) throw new Error(`compute load must be >= 0 Gb/s, got ${gbps}`);
     this.core.setComputeLoad(this.handle, gbps);
+  }
+
+  /**
+   * Starts a matmul-like load on the compute grid now (docs/compute.md): a loop of tiles, each
+   * reading and writing `tileBytes` of HBM and computing `tileBytes x intensity` flops, the
+   * next tile loading while one computes. Throws while a load runs.
+   */
+  startMatmul(load: MatmulLoad): void {
+    checkInt("tiles", load.tiles, 1, 0xffffffff);
+    checkInt("tileBytes", load.tileBytes, 1, Number.MAX_SAFE_INTEGER);
+    if (!(load.intensity > 0 && Number.isFinite(load.intensity))) throw new RangeError(`intensity must be a positive number of flops per byte, got ${load.intensity}`);
+    if (!this.core.computeStart(this.handle, load.tiles, BigInt(load.tileBytes), load.tileBytes * load.intensity))
+      throw new Error("the compute grid is running a load already: wait for its end (matmul().endPs)");
+  }
+
+  /** Takes `units` of the compute grid's units away from its load from now, as communication kernels take SMs (0 gives them back). */
+  reserveComputeUnits(units: number): void {
+    const all = Number(this.config.get("computeUnits"));
+    checkInt("units", units, 0, all - 1);
+    this.core.computeReserve(this.handle, units);
+  }
+
+  /** The compute grid's load: tiles done, when it started and ended, time computing and stalled. */
+  matmul(): MatmulState {
+    // the core's u64 arrives as a signed i64: read it back unsigned
+    const f = (k: number) => BigInt.asUintN(64, this.core.computeState(this.handle, k));
+    const end = f(3);
+    return {
+      tiles: Number(f(0)), tilesDone: Number(f(1)), startPs: Number(f(2)),
+      endPs: end === NEVER_PS ? null : Number(end), computePs: Number(f(4)), stallPs: Number(f(5)),
+    };
   }
 
   /** HBM bytes served so far to NIC DMA, reductions and the compute load. */

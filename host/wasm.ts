@@ -80,6 +80,9 @@ export interface MenicExports {
   hostExpress(dev: number, wqe: number, atPs: bigint): number;
   setComputeLoad(dev: number, gbps: number): void;
   hbmServed(dev: number, cls: number): number;
+  computeStart(dev: number, tiles: number, tileBytes: bigint, tileFlops: number): number;
+  computeReserve(dev: number, units: number): number;
+  computeState(dev: number, field: number): bigint;
   txRecords(dev: number): number;
   txBodies(dev: number): number;
   txHead(dev: number): number;
@@ -182,6 +185,9 @@ export const EXPORT_SIGNATURES: { readonly [K in ExportName]: Signature<MenicExp
   hostExpress: [["i32", "i32", "i64"], "i32"],
   setComputeLoad: [["i32", "f64"], "void"],
   hbmServed: [["i32", "i32"], "f64"],
+  computeStart: [["i32", "i32", "i64", "f64"], "i32"],
+  computeReserve: [["i32", "i32"], "i32"],
+  computeState: [["i32", "i32"], "i64"],
   txRecords: [["i32"], "i32"],
   txBodies: [["i32"], "i32"],
   txHead: [["i32"], "i32"],

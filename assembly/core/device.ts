@@ -32,7 +32,7 @@ export const TRACE_BYTES: usize = TRACE_RECORD_SIZE;
 
   // each block's own state, laid out by create.ts from the block's sizing function; core/
   // knows them only as addresses (engine/engines.ts engOf, mem/dma.ts memOf, mem/hbm.ts
-  // hbmOf, mem/pcie.ts pcieOf, nic/state.ts nicOf, engine/debug.ts debugOf)
+  // hbmOf, mem/pcie.ts pcieOf, nic/state.ts nicOf, engine/debug.ts debugOf, compute/grid.ts gridOf)
   eng: usize;
   mem: usize;
   hbmModel: usize;
@@ -41,6 +41,7 @@ export const TRACE_BYTES: usize = TRACE_RECORD_SIZE;
   ports: usize; // nic/ports.ts portsOf
   mrt: usize; // metaroce/state.ts mrtOf (0 on a device running RoCEv2)
   debug: usize; // engine/debug.ts debugOf: a debugger's breakpoints, watchpoints and stop
+  grid: usize; // compute/grid.ts gridOf: the matmul grid's load
 }
 
 export { Config, FATAL_EVENT_OVERFLOW };

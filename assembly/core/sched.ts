@@ -17,6 +17,9 @@ export const enum EventKind {
   RxArrive = 8, // the receive ring's oldest arrival is due (nic/roce-rx.ts; at most one pending)
   NicTimer = 9, // a: qpn: its transport timer (nic/roce-rx.ts; at most one pending per QP, re-armed lazily)
   MrtTimer = 10, // a: connection: its paths' timers (metaroce/tx.ts; at most one pending per connection, re-armed lazily)
+  ComputeLoaded = 11, // the matmul grid's tile load has moved its bytes (compute/grid.ts; an HBM flow's end)
+  ComputeDone = 12, // b: generation: the matmul grid's tile computing is done (at most one pending)
+  ComputeRetry = 13, // a flow has ended: the matmul grid's load, refused a slot, can start (at most one pending)
 }
 
 @inline function rec(dev: Device, i: u32): usize {
