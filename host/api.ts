@@ -1,7 +1,7 @@
 // The public API both entry points share (host/index.ts for Node, host/browser.ts for browser
 // bundlers): everything here runs unchanged on either platform. Each entry adds only how it
 // finds the compiled core (`coreModule`, async in both) and what needs Node (`runFirmware`).
-export { Device, DeviceFailedError, SnapshotError, type EngineReport, type EngineStateName, type TraceRecord, type DeviceOptions, type HbmServed, type MetarocePath, type DeviceConsoleLine, type RestoreOptions, type JitStats } from "./device.js";
+export { Device, DeviceFailedError, SnapshotError, type EngineReport, type EngineStateName, type TraceRecord, type DeviceOptions, type HbmServed, type MatmulLoad, type MatmulState, type MetarocePath, type DeviceConsoleLine, type RestoreOptions, type JitStats } from "./device.js";
 export { ConfigError, resolveConfig, type DeviceConfig } from "./config.js";
 export { ElfError, parseElf, checkImage, type ElfImage, type Segment } from "./elf.js";
 export { toPerfetto, type TraceEvent, type PerfettoTrace } from "./trace/perfetto.js";
@@ -14,9 +14,10 @@ export {
   runScenario, type ScenarioResult, type FlowResult, type RunOptions, type RunEnd, type MessageCounts, type Percentiles, type PathSummary, type MetaroceCounts, type FabricCounts,
 } from "./scenario/run.js";
 export {
-  resolveScenario, type Scenario, type CollectiveSpec, type Flow, type Fault, type LossFault, type LinkDownFault, type PlaneDownFault, type LinkSelection, type Topology, type SingleSwitch, type LeafSpine,
+  resolveScenario, type Scenario, type CollectiveSpec, type InterferenceSpec, type Flow, type Fault, type LossFault, type LinkDownFault, type PlaneDownFault, type LinkSelection, type Topology, type SingleSwitch, type LeafSpine,
 } from "./scenario/scenario.js";
 export type { CollectiveReport, CollectiveRow } from "./scenario/collective.js";
+export type { InterferenceRow } from "./scenario/interference.js";
 export type { GilbertElliott } from "./fabric/fabric.js";
 export type { LinkSpec } from "./fabric/topology.js";
 export type { SwitchConfig, SwitchOptions, EcnConfig, PfcConfig } from "./fabric/config.js";

@@ -14,6 +14,7 @@ import {
 } from "../graph/index.js";
 import { executorElf } from "../generated/executor-elf.js";
 import { buildCluster } from "./cluster.js";
+import { Alongside, matmulAlonePs, type InterferenceRow } from "./interference.js";
 import type { Scenario, CollectiveSpec } from "./scenario.js";
 import type { RunOptions, ScenarioResult } from "./run.js";
 
@@ -37,6 +38,8 @@ export interface CollectiveRow {
   status: "done" | "failed" | "time-limit";
   /** a failure: which node, on which device, with which status */
   error?: string;
+  /** with `interference`: the matmul load run alongside, its slowdown (docs/compute.md) */
+  interference?: InterferenceRow;
 }
 
 /** What a collective scenario did ({@link ScenarioResult.collective}): one row per size. */
@@ -105,10 +108,12 @@ export async function runCollectiveScenario(coreModule: WebAssembly.Module, sc: 
   const sums = { retransmits: 0, timeouts: 0, naksSent: 0, cnpsSent: 0 };
   const fab = { drops: {} as Record<string, number>, ecnMarks: 0, pfcPauses: 0, hops: 0, delivered: 0 };
   const elf = executorElf();
+  let alonePs: number | null = null;
   for (const size of c.sizes) {
     const p = compileCollective(c, n, size);
     const need = graphDeviceConfig(p);
     const contexts: Context[] = [];
+    let config0: Record<string, number> = {};
     for (let d = 0; d < n; d++) {
       const config = {
         ...sc.devices.config, ...need, deviceId: d, seed: sc.seed,
@@ -117,10 +122,13 @@ export async function runCollectiveScenario(coreModule: WebAssembly.Module, sc: 
         timingMode: sc.fabric.mode === "timing" ? 1 : 0, transport: sc.transport === "metaroce" ? 1 : 0,
         mrtConnections: Math.max(4, n),
       };
+      if (d === 0) config0 = config;
       const ctx = await Context.open(coreModule, config);
       ctx.device.start(ctx.device.loadElf(elf).entry);
       contexts.push(ctx);
     }
+    // the matmul alone, once: on a device of the same config (the sizes change only its memory)
+    if (c.interference && alonePs === null) alonePs = await matmulAlonePs(coreModule, config0, c.interference, sc.untilPs);
     const { fabric, endpoints, runner } = buildCluster(sc, contexts);
     opts.onBuilt?.({ fabric, runner, contexts, endpoints });
     // the engines boot the executor and sleep, waiting for the doorbell (bindProgram refuses them before)
@@ -136,13 +144,20 @@ export async function runCollectiveScenario(coreModule: WebAssembly.Module, sc: 
     for (const ctx of contexts) ctx.run(BigInt(t0));
     const before = contexts.map((ctx) => Array.from({ length: p.engines }, (_, e) => ctx.device.engine(e)));
     run.start();
+    const along = c.interference ? new Alongside(contexts.map((x) => x.device), c.interference) : null;
+    along?.start();
+    const ended = (d: number) => run.endCycles(d) > 0;
     opts.onStart?.(size);
     let state = run.poll();
     const chunk = Math.max(runner.windowPs, 1_000_000);
+    // gpu-style: a window at a time, so that a device's compute units are given back within a
+    // window of its final signal
+    const step = c.interference?.mode === "gpu-style" ? runner.windowPs : chunk;
     while (state.state === "running" && runner.nowPs < sc.untilPs) {
       if (opts.shouldStop && (await opts.shouldStop())) { stopped = true; break; }
-      runner.runTo(Math.min(sc.untilPs, runner.nowPs + chunk));
+      runner.runTo(Math.min(sc.untilPs, runner.nowPs + step));
       state = run.poll();
+      along?.poll(ended);
       opts.onProgress?.(runner.nowPs, rows.length, c.sizes.length);
     }
     const khz = Number(contexts[0].device.config.get("engineClockKhz"));
@@ -168,6 +183,18 @@ export async function runCollectiveScenario(coreModule: WebAssembly.Module, sc: 
       const ref = runReference(p, (rank, b) => (b === inName ? inputs[rank] : undefined));
       check = contexts.every((_, d) => equal(run.read(d, "out"), ref.buffers[d].get("out")!)) ? "ok" : "mismatch";
     }
+    // the matmul load may outlast the collective: run on until it ends on every device
+    let interference: InterferenceRow | undefined;
+    let computeLate = false;
+    if (along && state.state === "done" && !stopped) {
+      while (!along.done && runner.nowPs < sc.untilPs) {
+        if (opts.shouldStop && (await opts.shouldStop())) { stopped = true; break; }
+        runner.runTo(Math.min(sc.untilPs, runner.nowPs + chunk));
+        along.poll(ended);
+      }
+      if (along.done) interference = along.row(alonePs!, timePs);
+      else computeLate = !stopped;
+    }
     const nccl = c.op === "all-gather" || c.op === "reduce-scatter" || c.op === "all-to-all" ? n * size : size;
     const algbw = nccl / (timePs / 1e12) / 1e9;
     rows.push({
@@ -175,8 +202,10 @@ export async function runCollectiveScenario(coreModule: WebAssembly.Module, sc: 
       // over the time run (to the poll after the end): engines still finish their bookkeeping after the last signal
       // (at most 1: every wake rounds the engine's clock up to its next cycle, a fraction of a ns each)
       engineUtil: Math.min(1, busy / (p.engines * n * Math.max(1, last - t0))), check,
-      status: state.state === "done" ? "done" : state.state === "failed" ? "failed" : "time-limit",
+      status: state.state === "done" && !computeLate ? "done" : state.state === "failed" ? "failed" : "time-limit",
       ...(state.state === "failed" ? { error: `${state.where}: ${state.status}` } : {}),
+      ...(computeLate ? { error: "the matmul load alongside did not end within the limit" } : {}),
+      ...(interference ? { interference } : {}),
     });
     endPs += timePs;
     const stats = contexts.map((ctx) => ctx.device.stats());
@@ -191,7 +220,7 @@ export async function runCollectiveScenario(coreModule: WebAssembly.Module, sc: 
     fab.pfcPauses += fs.pfcPauses;
     fab.hops += fs.hops;
     fab.delivered += fs.delivered;
-    if (stopped || state.state !== "done") break;
+    if (stopped || state.state !== "done" || computeLate) break;
   }
   const failed = rows.filter((r) => r.status !== "done" || r.check === "mismatch").length;
   const finished = rows.length === c.sizes.length && failed === 0;

@@ -4,6 +4,7 @@
 
 import { formatTime } from "../units.js";
 import type { ScenarioResult, FlowResult, RunEnd } from "./run.js";
+import type { InterferenceRow } from "./interference.js";
 
 /** Flows listed in the table at most; --json lists every one. */
 export const TABLE_FLOWS_MAX = 32;
@@ -45,7 +46,24 @@ function formatCollective(r: ScenarioResult): string[] {
   out.push(...columns(rows, [true, true, true, true, true, true, false, false]));
   out.push("", `drops: fabric ${counts(r.fabric.drops)}; retransmissions ${r.retransmits}, timeouts ${r.timeouts}, NAKs ${r.naksSent}, ECN marks ${r.fabric.ecnMarks}`);
   out.push("busbw = algbw x 2(n-1)/n for all-reduce, (n-1)/n for reduce-scatter, all-gather and all-to-all, 1 for broadcast (NCCL's convention)");
+  const withLoad = c.rows.filter((x) => x.interference);
+  if (withLoad.length) {
+    const m = withLoad[0]!.interference!;
+    out.push("", `compute interference (docs/compute.md): a matmul load on every device's compute grid, ${m.mode === "gpu-style" ? `gpu-style: communication holds ${m.commUnits} compute units while it runs` : "engines: the collective costs it HBM bandwidth only"}`);
+    const t = [["size (B)", ...INTERFERENCE_HEAD]];
+    for (const x of withLoad) t.push([String(x.bytes), ...interferenceCells(x.interference!)]);
+    out.push(...columns(t, t[0]!.map(() => true)));
+    out.push("slowdown = alongside / alone - 1 (the slowest device); lost = (alongside - alone) / the collective's time");
+  }
   return out;
+}
+
+/** The interference columns' heads, for this table and the sweep's. */
+export const INTERFERENCE_HEAD = ["matmul alone", "alongside", "slowdown", "lost", "collective HBM"];
+
+/** A row's interference cells, in INTERFERENCE_HEAD's order. */
+export function interferenceCells(m: InterferenceRow): string[] {
+  return [formatTime(m.alonePs), formatTime(m.alongsidePs), `${(100 * m.slowdown).toFixed(3)}%`, `${(100 * m.lostPerCollectiveTime).toFixed(2)}%`, `${(m.collectiveHbmBytes / 1e6).toFixed(2)} MB`];
 }
 
 /** The results table, lines ending in "\n". */

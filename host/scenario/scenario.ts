@@ -167,6 +167,22 @@ export interface CollectiveSpec {
   portGroup: "SCALE_UP" | "SCALE_OUT";
   /** Compare every device's result with the reference executor's, bit for bit (full mode). */
   check: boolean;
+  /** A matmul-like load run alongside each size, its slowdown reported (docs/compute.md). */
+  interference?: InterferenceSpec;
+}
+
+/** A matmul-like load on every device's compute grid alongside a collective (schemas/scenario.schema.json `collective.interference`, docs/compute.md). */
+export interface InterferenceSpec {
+  /** `engines`: the collective runs on the message engines and competes for HBM only; `gpu-style`: communication kernels also hold `commUnits` compute units while it runs. */
+  mode: "engines" | "gpu-style";
+  /** Tiles in the load's loop. */
+  tiles: number;
+  /** HBM bytes each tile reads and writes. */
+  tileBytes: number;
+  /** Flops per HBM byte. */
+  intensity: number;
+  /** gpu-style: compute units the communication kernels hold (below the device's computeUnits). */
+  commUnits: number;
 }
 
 /** The traffic of a scenario that has a collective instead (nothing reads it). */
@@ -217,7 +233,10 @@ export function resolveScenario(input: unknown, path = "scenario"): Scenario {
   const c = o.collective;
   if (c?.op === "broadcast" && c.root >= count) throw new ConfigError(`${path}.collective.root`, `device ${c.root} is not one of the ${count} devices`);
   if (c?.algorithm === "halving-doubling" && (c.op !== "all-reduce" || (count & (count - 1)) !== 0)) throw new ConfigError(`${path}.collective.algorithm`, "halving-doubling is an all-reduce for a power-of-two number of devices");
-  resolveConfig({ engines: 1, ...o.devices.config }, `${path}.devices.config`);
+  const config = resolveConfig({ engines: 1, ...o.devices.config }, `${path}.devices.config`);
+  const units = Number(config.get("computeUnits"));
+  if (c?.interference?.mode === "gpu-style" && c.interference.commUnits >= units)
+    throw new ConfigError(`${path}.collective.interference.commUnits`, `${c.interference.commUnits} leaves the load none of the devices' ${units} compute units (devices.config.computeUnits)`);
   const link = (l: LinkInput, at: string): Partial<LinkSpec> => ({
     ...(l.gbps !== undefined ? { gbps: l.gbps } : {}),
     ...(l.latency !== undefined ? { latencyPs: time(l.latency, `${at}.latency`) } : {}),

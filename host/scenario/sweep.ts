@@ -8,6 +8,7 @@ import { applySet } from "./overrides.js";
 import { resolveScenario } from "./scenario.js";
 import { runScenario, type RunOptions, type ScenarioResult } from "./run.js";
 import { formatTime } from "../units.js";
+import { INTERFERENCE_HEAD, interferenceCells } from "./report.js";
 
 export interface SweepRun {
   /** the values this run set, by path */
@@ -72,13 +73,19 @@ export function formatSweep(name: string, runs: readonly SweepRun[]): string {
 }
 
 function formatCollectiveSweep(name: string, keys: string[], runs: readonly SweepRun[]): string {
-  const head = [...keys, "size (B)", "time", "busbw GB/s", "engines busy", "check", "retransmits", "ended"];
+  // with a matmul load alongside (docs/compute.md), its columns follow the collective's
+  const load = runs.some(({ result: r }) => r.collective!.rows.some((x) => x.interference));
+  const extra = load ? INTERFERENCE_HEAD : [];
+  const head = [...keys, "size (B)", "time", "busbw GB/s", "engines busy", ...extra, "check", "retransmits", "ended"];
   const rows = runs.flatMap(({ set, result: r }) => r.collective!.rows.map((x) => [
     ...keys.map((k) => (typeof set[k] === "string" ? String(set[k]) : JSON.stringify(set[k]))),
-    String(x.bytes), formatTime(x.timePs), x.busbwGBps.toFixed(2), `${(100 * x.engineUtil).toFixed(1)}%`, x.check, String(r.retransmits), x.error ? `${x.status}: ${x.error}` : x.status,
+    String(x.bytes), formatTime(x.timePs), x.busbwGBps.toFixed(2), `${(100 * x.engineUtil).toFixed(1)}%`,
+    ...(load ? (x.interference ? interferenceCells(x.interference) : extra.map(() => "-")) : []),
+    x.check, String(r.retransmits), x.error ? `${x.status}: ${x.error}` : x.status,
   ]));
   const w = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
-  const right = (i: number) => i >= keys.length && i < keys.length + 4;
+  const right = (i: number) => i >= keys.length && i < keys.length + 4 + extra.length;
   const line = (cells: string[]) => cells.map((c, i) => (right(i) ? c.padStart(w[i]!) : c.padEnd(w[i]!))).join("  ").trimEnd();
-  return [`${name}: ${runs.length} run${runs.length === 1 ? "" : "s"}`, "", line(head), ...rows.map(line), "", "retransmits: over all the run's sizes"].map((l) => `${l}\n`).join("");
+  const notes = ["retransmits: over all the run's sizes", ...(load ? ["matmul load (docs/compute.md): slowdown = alongside / alone - 1 (the slowest device); lost = (alongside - alone) / the collective's time"] : [])];
+  return [`${name}: ${runs.length} run${runs.length === 1 ? "" : "s"}`, "", line(head), ...rows.map(line), "", ...notes].map((l) => `${l}\n`).join("");
 }
