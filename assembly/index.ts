@@ -221,6 +221,15 @@ export function mrtPathCount(dev: usize): u32 { return mrtPathCountV(changetype<
 /** Writes path `g`'s MRT_PATH record at `dst` (MRT_PATH_SIZE bytes); false when there is no such path. */
 export function mrtPathRead(dev: usize, g: u32, dst: usize): bool { return mrtPathReadV(changetype<Device>(dev), g, dst); }
 
+// ---- the split of the ports into scale-up and scale-out groups, changed at run time (nic/port-groups.ts)
+import { portSplit as portSplitV, portSplitBlocker as portSplitBlockerV, portSplitSet as portSplitSetV } from "./nic/port-groups";
+/** Ports 0 .. portSplit - 1 are the scale-up group now, the rest the scale-out group. */
+export function portSplit(dev: usize): u32 { return portSplitV(changetype<Device>(dev)); }
+/** What stops a re-split to `up` scale-up ports now: 0 (nothing), or PORT_SPLIT_BLOCK_* << 56 | peer << 32 | QP number or connection. */
+export function portSplitBlocker(dev: usize, up: u32): u64 { return portSplitBlockerV(changetype<Device>(dev), up); }
+/** Re-splits the ports at the device's time: 0, CMD_ERR_ARGUMENT (more than the ports) or CMD_ERR_IN_USE (not quiescent: portSplitBlocker). */
+export function portSplitSet(dev: usize, up: u32): i32 { return portSplitSetV(changetype<Device>(dev), up); }
+
 /** Host doorbells (classic or express) that may still be written before time advances. */
 export function hostDoorbellRoom(dev: usize): u32 { return dbqRoom(hostDbq(changetype<Device>(dev))); }
 

@@ -8,6 +8,7 @@ import { parseElf, checkImage, placeSegment, type ElfImage } from "./elf.js";
 import { EngineConsole, TimeOrderedLines } from "./console.js";
 import { PROFILE_ENTRY_BYTES } from "./debug/profile.js";
 import { writeSnapshot, readSnapshot, SnapshotError } from "./snapshot.js";
+import { checkSplit, decodeBlocker, PortSplitError, type PortGroups, type PortSplitBlocker } from "./port-groups.js";
 import { REGIONS, STAT_NAMES, TRACE_POINTS, LAYOUT_HASH, ENGINE_STATE, FLOW_CLASS, TRACE_RECORD, FATAL, STEP, MRT_PATH, PATH_STATE } from "./generated/layouts.js";
 
 export { SnapshotError } from "./snapshot.js";
@@ -434,6 +435,44 @@ export class Device {
       });
     }
     return out;
+  }
+
+  /** The split of the ports now: it starts as the config's `scaleUpPorts` and changes with {@link setPortGroups}. */
+  portGroups(): PortGroups {
+    const ports = Number(this.config.get("ports")), up = this.core.portSplit(this.handle);
+    return { scaleUpPorts: up, scaleOutPorts: ports - up };
+  }
+
+  /**
+   * What stops a re-split to `scaleUpPorts` (default: the split now) at this moment: the first
+   * connected QP or MetaRoCE-like connection that is not quiescent, or whose group it would leave
+   * with no ports; null when nothing does. A host drains before a re-split by running until it
+   * is null.
+   */
+  portGroupsBlocker(scaleUpPorts?: number): PortSplitBlocker | null {
+    const up = scaleUpPorts === undefined ? this.core.portSplit(this.handle) : checkSplit({ scaleUpPorts }, Number(this.config.get("ports")));
+    return decodeBlocker(this.core.portSplitBlocker(this.handle, up), up);
+  }
+
+  /**
+   * Re-splits the ports at the device's time ({@link nowPs}; run it to the time wanted first,
+   * between collectives): ports 0 .. scaleUpPorts - 1 become the scale-up group, the rest the
+   * scale-out group. From then on every QP connected to another device sends on its group's new
+   * ports (port (qpn + destQpn) mod the group's size, as at RTR; DCQCN back at line rate), and
+   * every MetaRoCE-like connection's paths are spread again over its group's new ports, starting
+   * over there as new paths do (window, RTT, rate hint, state; PSNs kept). Both ends of a pair
+   * compute their port alike, so re-split every device of a communicator at the same time.
+   * Allowed only while every connected QP and connection is quiescent: otherwise a
+   * {@link PortSplitError} says which is not ({@link portGroupsBlocker}) and nothing changes.
+   * A bad split throws a ConfigError naming `setPortGroups.scaleUpPorts`.
+   */
+  setPortGroups(groups: { scaleUpPorts: number }): void {
+    const up = checkSplit(groups, Number(this.config.get("ports")));
+    const r = this.core.portSplitSet(this.handle, up);
+    if (r === 0) return;
+    const blocker = decodeBlocker(this.core.portSplitBlocker(this.handle, up), up);
+    if (blocker) throw new PortSplitError(blocker, this.nowPs);
+    throw new Error(`setPortGroups: the core refused scaleUpPorts ${up} (${r})`);
   }
 
   /**

@@ -628,7 +628,7 @@ export class Context {
     const r = this.core.qpModify(this.h, qp.qpn, state, dest, destDevice, group);
     if (r === CMD_ERR.TRANSITION) throw new VerbsError(`modifyQp: QP ${qp.qpn}: no transition from ${this.qpState(qp)} to ${attr.state}`);
     if (r === CMD_ERR.IN_USE) throw new VerbsError(`modifyQp: QP ${qp.qpn}: cannot move to ${attr.state} while a request is in flight`);
-    if (r === CMD_ERR.ARGUMENT) throw new VerbsError(`modifyQp: QP ${qp.qpn}: port group ${attr.portGroup ?? "SCALE_UP"} has no ports (scaleUpPorts ${this.device.config.get("scaleUpPorts")} of ${this.device.config.get("ports")})`);
+    if (r === CMD_ERR.ARGUMENT) throw new VerbsError(`modifyQp: QP ${qp.qpn}: port group ${attr.portGroup ?? "SCALE_UP"} has no ports (scaleUpPorts ${this.device.portGroups().scaleUpPorts} of ${this.device.config.get("ports")})`);
     if (r !== 0) throw new VerbsError(`modifyQp: QP ${qp.qpn}: modify to ${attr.state} failed (${r})`);
   }
 

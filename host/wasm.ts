@@ -72,6 +72,9 @@ export interface MenicExports {
   qpRxBytes(dev: number, qpn: number): number;
   mrtPathCount(dev: number): number;
   mrtPathRead(dev: number, g: number, dst: number): number;
+  portSplit(dev: number): number;
+  portSplitBlocker(dev: number, up: number): bigint;
+  portSplitSet(dev: number, up: number): number;
   qpSqDone(dev: number, qpn: number): number;
   qpRqDone(dev: number, qpn: number): number;
   hostDoorbellRoom(dev: number): number;
@@ -177,6 +180,9 @@ export const EXPORT_SIGNATURES: { readonly [K in ExportName]: Signature<MenicExp
   qpRxBytes: [["i32", "i32"], "f64"],
   mrtPathCount: [["i32"], "i32"],
   mrtPathRead: [["i32", "i32", "i32"], "i32"],
+  portSplit: [["i32"], "i32"],
+  portSplitBlocker: [["i32", "i32"], "i64"],
+  portSplitSet: [["i32", "i32"], "i32"],
   qpSqDone: [["i32", "i32"], "i32"],
   qpRqDone: [["i32", "i32"], "i32"],
   hostDoorbellRoom: [["i32"], "i32"],

@@ -20,6 +20,7 @@ import {
   pdiff, PATH_ACTIVE, PATH_SUSPECT, PATH_FAILED, SENT_NONE, SENT_OUT, SENT_PROBE,
 } from "./state";
 import { ccInit, ccOnRto, ccPaceRate } from "./cc";
+import { connSpread } from "./spread";
 import {
   ETH_SIZE, MRT_UDP_PORT, MRT_VERSION, MRT_TYPE_DATA, MRT_TYPE_ACK, MRT_TYPE_PROBE, MRT_FLAG_FIRST, MRT_FLAG_LAST,
   MRT_FLAG_ACK_REQ, MRT_FLAG_RETX, MRT_OP_WRITE, MRT_OP_WRITE_IMM, MRT_OP_SEND, MRT_OP_SEND_IMM, MRT_OP_READ_REQ, MRT_OP_READ_RESP, MRT_PROBE_QP,
@@ -38,35 +39,27 @@ import {
 
 // ---- connections and streams
 
-/** The connection to device `peer` over ports portFirst .. portFirst + portCount - 1, made if there is none; -1 when the table is full. */
-export function connOpen(dev: Device, peer: u32, portFirst: u32, portCount: u32): i32 {
+/**
+ * The connection to device `peer` over port group `group` (PORT_GROUP_*), whose ports are now
+ * portFirst .. portFirst + portCount - 1 (portCount > 0), made if there is none; -1 when the table
+ * is full. One parked by a re-split that left its group without ports is spread again.
+ */
+export function connOpen(dev: Device, peer: u32, group: u32, portFirst: u32, portCount: u32): i32 {
   const m = mrtOf(dev);
   for (let c: u32 = 0; c < m.connCount; c++) {
     const k = connAt(dev, c);
-    if (k.peer == peer && k.portFirst == portFirst && k.portCount == portCount) return <i32>c;
+    if (k.peer != peer || k.group != group) continue;
+    connSpread(dev, c, portFirst, portCount, false);
+    return <i32>c;
   }
   if (m.connCount >= dev.cfg.mrtConnections) return -1;
   const c = m.connCount++;
   const k = connAt(dev, c);
   k.valid = 1;
   k.peer = peer;
-  k.portFirst = portFirst;
-  k.portCount = portCount;
+  k.group = group;
   k.holdWake = NEVER;
-  k.deadSince = NEVER;
-  for (let i: u32 = 0; i < dev.cfg.mrtPaths; i++) {
-    const g = c * dev.cfg.mrtPaths + i;
-    const p = pathAt(dev, g);
-    p.port = portFirst + i % portCount;
-    const n = portPathsAt(dev, p.port);
-    store<u32>(n, load<u32>(n) + 1);
-    p.state = PATH_ACTIVE;
-    p.rto = dev.cfg.mrtRtoInitPs;
-    p.lastHeard = NEVER;
-    ccInit(dev, p);
-    const r = rxPathAt(dev, g);
-    r.ackDue = NEVER;
-  }
+  connSpread(dev, c, portFirst, portCount, true);
   return <i32>c;
 }
 

@@ -146,6 +146,19 @@ export function dbqDeliverFor(dev: Device, qpn: u32, t: u64): void {
   }
 }
 
+/** Is a send-queue doorbell (classic or express) for QP `qpn` still on its way to the NIC? */
+export function dbqSendPendingFor(dev: Device, qpn: u32): bool {
+  for (let r: u32 = 0; r <= dev.cfg.engines; r++) {
+    const q = dbqAt(dev, r);
+    for (let k: u32 = 0; k < q.count; k++) {
+      const p = rec(q, slotOf(q, k));
+      const kind = <u32>load<u16>(p, 12);
+      if ((kind == DbKind.Sq || kind == DbKind.Express) && load<u32>(p, 8) == qpn) return true;
+    }
+  }
+  return false;
+}
+
 /** Counts an engine store that found its doorbell queue full. */
 export function dbqStall(dev: Device): void {
   statAdd(dev, STAT_NIC_DOORBELL_STALLS, 1);

@@ -50,6 +50,8 @@ export function nicInit(dev: Device, base: usize): void {
   s.nicDmaBytesPerPs = <f64>c.nicDmaGbps / 8000;
   // reduceBytesPerCycle at the engine clock: B/cycle x kHz x 1e3 cycles/s / 1e12 ps/s
   s.reduceBytesPerPs = <f64>c.reduceBytesPerCycle * <f64>c.engineClockKhz / 1e9;
+  // a split beyond the ports leaves the scale-out group empty
+  s.scaleUpPorts = c.scaleUpPorts < c.ports ? c.scaleUpPorts : c.ports;
   for (let i: u32 = 0; i < c.maxCqs; i++) changetype<Cq>(s.cqs + <usize>i * CQ_STRIDE).armEngine = NOT_ARMED;
   for (let i: u32 = 0; i < c.maxQps; i++) changetype<Qp>(s.qps + <usize>i * QP_STRIDE).waitBlock = NOT_ARMED;
 }

@@ -21,6 +21,7 @@ import { Device } from "../core/device";
   flowWaitNext: u32; // the QP woken last: waiters are woken round robin from the next
   nicDmaBytesPerPs: f64; // nicDmaGbps
   reduceBytesPerPs: f64; // reduceBytesPerCycle at the engine clock
+  scaleUpPorts: u32; // the split now: ports 0 .. scaleUpPorts - 1 are the scale-up group (port-groups.ts; cfg.scaleUpPorts at creation)
 }
 
 @inline export function nicOf(dev: Device): Nic { return changetype<Nic>(dev.nic); }

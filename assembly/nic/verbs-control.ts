@@ -11,8 +11,9 @@ import { dbqDeliverFor } from "./doorbells";
 import { unlistQp } from "./roce-tx";
 import { connOpen, streamOpen, streamClose } from "../metaroce/tx";
 import { unschedule, EventKind } from "../core/sched";
+import { portSplit, groupFirst, groupCount, qpPortIn } from "./port-groups";
 import {
-  PORT_GROUP_SCALE_UP, PORT_GROUP_SCALE_OUT, CMD_ERR_NO_OBJECT, CMD_ERR_TRANSITION, CMD_ERR_IN_USE, CMD_ERR_ARGUMENT, QP_STATE_RESET, QP_STATE_INIT, QP_STATE_RTR, QP_STATE_RTS, QP_STATE_ERR, WQE_SIZE, MAX_QUEUE_DEPTH,
+  CMD_ERR_NO_OBJECT, CMD_ERR_TRANSITION, CMD_ERR_IN_USE, CMD_ERR_ARGUMENT, QP_STATE_RESET, QP_STATE_INIT, QP_STATE_RTR, QP_STATE_RTS, QP_STATE_ERR, WQE_SIZE, MAX_QUEUE_DEPTH,
 } from "../generated/layouts";
 
 // results: a number, or a negative CMD_ERR (layouts/verbs.json), which firmware reads too
@@ -76,15 +77,16 @@ export function qpModify(dev: Device, qpn: u32, state: u32, destQpn: u32, destDe
     // a remote QP number is the other device's business: any 24-bit number
     if (destQpn >= (remote ? <u32>0x1000000 : dev.cfg.maxQps) || destDevice > 0xffff) return E_ARGUMENT;
     if (remote) {
-      const up = dev.cfg.scaleUpPorts < dev.cfg.ports ? dev.cfg.scaleUpPorts : dev.cfg.ports;
-      const first = portGroup == PORT_GROUP_SCALE_UP ? 0 : up;
-      const count = portGroup == PORT_GROUP_SCALE_UP ? up : portGroup == PORT_GROUP_SCALE_OUT ? dev.cfg.ports - up : 0;
+      const up = portSplit(dev);
+      const first = groupFirst(portGroup, up);
+      const count = groupCount(portGroup, up, dev.cfg.ports);
       if (count == 0) return E_ARGUMENT;
       // both ends of the pair compute the same port (and so the same plane) from the two numbers
-      q.port = first + (qpn + destQpn) % count;
+      q.port = qpPortIn(qpn, destQpn, first, count);
+      q.group = portGroup;
       if (dev.mrt != 0) {
         // the MetaRoCE-like transport: the QP is a stream of the connection to that device
-        const c = connOpen(dev, destDevice, first, count);
+        const c = connOpen(dev, destDevice, portGroup, first, count);
         if (c < 0) return E_ARGUMENT; // the connection table is full (mrtConnections)
         streamOpen(dev, q, qpn, <u32>c);
       }

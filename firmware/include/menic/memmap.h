@@ -201,6 +201,12 @@
 /* port groups a QP can be bound to (scaleUpPorts splits the ports) */
 #define MENIC_PORT_GROUP_SCALE_UP 0 /* ports 0 .. scaleUpPorts - 1 */
 #define MENIC_PORT_GROUP_SCALE_OUT 1 /* ports scaleUpPorts .. ports - 1 */
+/* why the NIC refuses to re-split its ports now (nic/port-groups.ts): the first QP or connection that is not quiescent */
+#define MENIC_PORT_SPLIT_BLOCK_NONE 0 /* nothing: the split may change */
+#define MENIC_PORT_SPLIT_BLOCK_SEND 1 /* a connected QP has send work: posted, executing, or sent and not yet acknowledged */
+#define MENIC_PORT_SPLIT_BLOCK_ANSWER 2 /* a connected QP is receiving a message or owes an answer (ACK, NAK, READ response, CNP) */
+#define MENIC_PORT_SPLIT_BLOCK_PATHS 3 /* a MetaRoCE-like connection has packets in flight, packets to send again, a probe out or ACKs owed */
+#define MENIC_PORT_SPLIT_BLOCK_EMPTY_GROUP 4 /* a connected QP's port group would have no ports */
 /* what a graph node does */
 #define MENIC_GRAPH_OP_SEND 0 /* send bytes [src, src + bytes) to peer's next receive on stream (an RDMA SEND) */
 #define MENIC_GRAPH_OP_RECV 1 /* take the next message from peer on stream into [dst, dst + bytes): a SEND, or a write with notify (bytes 0, no dst); done when it has arrived */

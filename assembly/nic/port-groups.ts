@@ -1,0 +1,115 @@
+// The split of the NIC's ports into the scale-up group (ports 0 .. scaleUpPorts - 1) and the
+// scale-out group (the rest), and changing it at run time (seed 000: the 12 ports are split in
+// software, and re-split between collectives). The split starts as the config's scaleUpPorts and
+// lives in the NIC's state (Nic.scaleUpPorts), so save/restore keeps it.
+//
+// A QP connected to another device is bound to a group, not a port: it sends on port
+// first + (qpn + destQpn) mod count of its group, which both ends of a pair compute alike, and a
+// MetaRoCE-like connection spreads its paths over the group's ports (metaroce/spread.ts). A
+// re-split moves every such QP and connection to the ports its group has now. It is allowed only
+// while every one of them is quiescent — no send work posted, executing or unacknowledged, no
+// message half received, no answer owed, no packet of a connection in flight or owed an ACK —
+// and refused otherwise (CMD_ERR_IN_USE), naming the first that is not (portSplitBlocker): a
+// packet in flight on a port that leaves the group would come back to a path that is no longer
+// there. A host drains first (runs the devices until portSplitBlocker says NONE), then re-splits
+// every device of the communicator at the same time, so the two ends of each pair agree.
+
+import { Device } from "../core/device";
+import { nicOf } from "./state";
+import { Qp, qpAt } from "./verbs";
+import { dbqSendPendingFor } from "./doorbells";
+import { unlistQp, RESP_NONE } from "./roce-tx";
+import { connAt, mrtOf } from "../metaroce/state";
+import { connQuiet, connSpread } from "../metaroce/spread";
+import { NEVER } from "../core/time";
+import {
+  PORT_GROUP_SCALE_UP, PORT_GROUP_SCALE_OUT, PORT_SPLIT_BLOCK_SEND, PORT_SPLIT_BLOCK_ANSWER, PORT_SPLIT_BLOCK_PATHS,
+  PORT_SPLIT_BLOCK_EMPTY_GROUP, CMD_ERR_IN_USE, CMD_ERR_ARGUMENT,
+} from "../generated/layouts";
+
+/** The first port of group `group` (PORT_GROUP_*) when `up` ports are scale-up. */
+@inline export function groupFirst(group: u32, up: u32): u32 {
+  return group == PORT_GROUP_SCALE_UP ? 0 : up;
+}
+
+/** The ports of group `group` when `up` of `ports` are scale-up (0: none, or no such group). */
+@inline export function groupCount(group: u32, up: u32, ports: u32): u32 {
+  return group == PORT_GROUP_SCALE_UP ? up : group == PORT_GROUP_SCALE_OUT ? ports - up : 0;
+}
+
+/** Ports 0 .. portSplit(dev) - 1 are the scale-up group now. */
+@inline export function portSplit(dev: Device): u32 {
+  return nicOf(dev).scaleUpPorts;
+}
+
+/** The port QP `qpn`, connected to QP `destQpn`, sends on in its group: both ends of the pair compute the same. */
+@inline export function qpPortIn(qpn: u32, destQpn: u32, first: u32, count: u32): u32 {
+  return first + (qpn + destQpn) % count;
+}
+
+/**
+ * What stops the split from becoming `up` scale-up ports now: 0 when nothing does, else
+ * PORT_SPLIT_BLOCK_* << 56 | the peer device << 32 | the QP number (SEND, ANSWER, EMPTY_GROUP)
+ * or the connection's index (PATHS). A group left without ports is reported before work in
+ * flight: waiting would not cure it.
+ */
+export function portSplitBlocker(dev: Device, up: u32): u64 {
+  for (let qpn: u32 = 0; qpn < dev.cfg.maxQps; qpn++) {
+    const q = qpAt(dev, qpn);
+    if (q.valid && q.remote && groupCount(q.group, up, dev.cfg.ports) == 0) return blocked(PORT_SPLIT_BLOCK_EMPTY_GROUP, q.destDevice, qpn);
+  }
+  for (let qpn: u32 = 0; qpn < dev.cfg.maxQps; qpn++) {
+    const q = qpAt(dev, qpn);
+    if (!q.valid || !q.remote) continue;
+    if (sendBusy(dev, q, qpn)) return blocked(PORT_SPLIT_BLOCK_SEND, q.destDevice, qpn);
+    if (q.rxOp != 0 || q.respKind != RESP_NONE || q.cnpPending != 0 || q.rdLen != 0) return blocked(PORT_SPLIT_BLOCK_ANSWER, q.destDevice, qpn);
+  }
+  if (dev.mrt != 0) {
+    for (let c: u32 = 0; c < mrtOf(dev).connCount; c++) {
+      if (!connQuiet(dev, c)) return blocked(PORT_SPLIT_BLOCK_PATHS, connAt(dev, c).peer, c);
+    }
+  }
+  return 0;
+}
+
+@inline function blocked(why: u32, peer: u32, id: u32): u64 {
+  return (<u64>why << 56) | (<u64>(peer & 0xffffff) << 32) | <u64>id;
+}
+
+/** Has QP `qpn` send work: a doorbell on its way, entries the NIC knows of and has not completed, messages unacknowledged or being sent again, packets queued? */
+function sendBusy(dev: Device, q: Qp, qpn: u32): bool {
+  return q.busy != 0 || q.announced != q.sqCi || q.outCount != 0 || q.rtxActive != 0 || q.mtListed != 0 || dbqSendPendingFor(dev, qpn);
+}
+
+/**
+ * Re-splits the ports: `up` scale-up, the rest scale-out. CMD_ERR_ARGUMENT when `up` exceeds
+ * the ports, CMD_ERR_IN_USE when something is not quiescent (portSplitBlocker says what), else 0:
+ * every connected QP sends on its group's new port from now on, with DCQCN back at line rate
+ * (its rate was the old path's), and every MetaRoCE-like connection's paths are spread over its
+ * group's new ports (a group left without ports parks its idle connections).
+ */
+export function portSplitSet(dev: Device, up: u32): i32 {
+  if (up > dev.cfg.ports) return CMD_ERR_ARGUMENT;
+  if (portSplitBlocker(dev, up) != 0) return CMD_ERR_IN_USE;
+  nicOf(dev).scaleUpPorts = up;
+  for (let qpn: u32 = 0; qpn < dev.cfg.maxQps; qpn++) {
+    const q = qpAt(dev, qpn);
+    if (!q.valid || !q.remote) continue;
+    unlistQp(dev, q, qpn); // idle entries of its old port's lists
+    q.port = qpPortIn(qpn, q.destQpn, groupFirst(q.group, up), groupCount(q.group, up, dev.cfg.ports));
+    q.rateMbps = 0;
+    q.targetMbps = 0;
+    q.nextTxAt = 0;
+    q.dcqcnAt = NEVER;
+    q.dcqcnStage = 0;
+    q.byteStage = 0;
+    q.bytesSinceStage = 0;
+  }
+  if (dev.mrt != 0) {
+    for (let c: u32 = 0; c < mrtOf(dev).connCount; c++) {
+      const g = connAt(dev, c).group;
+      connSpread(dev, c, groupFirst(g, up), groupCount(g, up, dev.cfg.ports), false);
+    }
+  }
+  return 0;
+}
