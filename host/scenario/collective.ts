@@ -14,6 +14,8 @@ import {
 } from "../graph/index.js";
 import { executorElf } from "../generated/executor-elf.js";
 import { buildCluster } from "./cluster.js";
+import type { Fabric } from "../fabric/fabric.js";
+import type { ClusterRunner } from "../fabric/runner.js";
 import { Alongside, matmulAlonePs, type InterferenceRow } from "./interference.js";
 import type { Scenario, CollectiveSpec } from "./scenario.js";
 import type { RunOptions, ScenarioResult } from "./run.js";
@@ -98,6 +100,145 @@ function input(bytes: number, seed: number, d: number, dtype: CollectiveSpec["dt
   return out;
 }
 
+/** Transport and fabric counters of a collective scenario, summed over its clusters. */
+export interface Totals {
+  sums: { retransmits: number; timeouts: number; naksSent: number; cnpsSent: number };
+  fab: { drops: Record<string, number>; ecnMarks: number; pfcPauses: number; hops: number; delivered: number };
+}
+
+/** Adds what a cluster's devices and fabric counted to `t`. */
+export function addTotals(t: Totals, contexts: readonly Context[], fabric: Fabric): void {
+  const stats = contexts.map((ctx) => ctx.device.stats());
+  const sum = (k: string) => stats.reduce((a, x) => a + (x[k] ?? 0), 0);
+  t.sums.retransmits += sum("roce.retransmits") + sum("mrt.tx_retransmits");
+  t.sums.timeouts += sum("roce.timeouts") + sum("mrt.rtos");
+  t.sums.naksSent += sum("roce.naks_sent") + sum("mrt.naks_sent");
+  t.sums.cnpsSent += sum("roce.cnps_sent");
+  const fs = fabric.stats();
+  for (const [k, v] of Object.entries(fs.drops)) t.fab.drops[k] = (t.fab.drops[k] ?? 0) + v;
+  t.fab.ecnMarks += fs.ecnMarks;
+  t.fab.pfcPauses += fs.pfcPauses;
+  t.fab.hops += fs.hops;
+  t.fab.delivered += fs.delivered;
+}
+
+/** The scenario's devices for programs needing `need` (graphDeviceConfig), each running the executor, on the scenario's fabric, booted; and device 0's config. */
+export async function openCluster(coreModule: WebAssembly.Module, sc: Scenario, need: Record<string, number>, opts: RunOptions) {
+  const n = sc.devices.count;
+  const elf = executorElf();
+  const contexts: Context[] = [];
+  let config0: Record<string, number> = {};
+  for (let d = 0; d < n; d++) {
+    const config = {
+      ...sc.devices.config, ...need, deviceId: d, seed: sc.seed,
+      engines: Math.max(need.engines, Number(sc.devices.config.engines ?? 16)),
+      hbmBytes: Math.max(need.hbmBytes, Number(sc.devices.config.hbmBytes ?? 0)),
+      timingMode: sc.fabric.mode === "timing" ? 1 : 0, transport: sc.transport === "metaroce" ? 1 : 0,
+      mrtConnections: Math.max(4, n),
+    };
+    if (d === 0) config0 = config;
+    const ctx = await Context.open(coreModule, config);
+    ctx.device.start(ctx.device.loadElf(elf).entry);
+    contexts.push(ctx);
+  }
+  return { contexts, config0 };
+}
+
+/** The cluster of `contexts` on the scenario's fabric, its engines booted (asleep, waiting for a doorbell). */
+export function bootCluster(sc: Scenario, contexts: Context[], opts: RunOptions) {
+  const { fabric, endpoints, runner } = buildCluster(sc, contexts);
+  opts.onBuilt?.({ fabric, runner, contexts, endpoints });
+  // the engines boot the executor and sleep, waiting for the doorbell (bindProgram refuses them before)
+  while (!executorsReady(contexts) && runner.nowPs < sc.untilPs) runner.runTo(runner.nowPs + 10_000_000);
+  return { fabric, runner };
+}
+
+/**
+ * Runs program `p` (collective `c` at `size` bytes per device, the `index`th run of `total`)
+ * on the cluster: binds it, writes each device's input, rings the doorbells, runs until every
+ * device's final signal, a failure, the time limit or a stop (with `interference`: the matmul
+ * load alongside, `alonePs` its time alone), and measures it. Its row, and whether it was stopped.
+ */
+export async function runProgram(sc: Scenario, c: CollectiveSpec, p: GraphProgram, size: number, index: number, total: number, contexts: Context[], runner: ClusterRunner, alonePs: number | null, opts: RunOptions) {
+  const n = contexts.length;
+  let stopped = false;
+  const run = bindProgram(contexts, p, { portGroup: c.portGroup });
+  const inName = "in";
+  const inBytes = p.buffers.find((b) => b.name === inName)!.bytes;
+  const inputs = contexts.map((_, d) => input(inBytes, sc.seed, d, c.dtype));
+  inputs.forEach((b, d) => run.write(d, inName, b));
+  // the runner leaves idle devices where they last acted (the executors asleep since their
+  // boot): bring them to its time, so that the doorbells ring at t0 and not in their past
+  const t0 = runner.nowPs;
+  for (const ctx of contexts) ctx.run(BigInt(t0));
+  const before = contexts.map((ctx) => Array.from({ length: p.engines }, (_, e) => ctx.device.engine(e)));
+  run.start();
+  const along = c.interference ? new Alongside(contexts.map((x) => x.device), c.interference) : null;
+  along?.start();
+  const ended = (d: number) => run.endCycles(d) > 0;
+  opts.onStart?.(size);
+  let state = run.poll();
+  const chunk = Math.max(runner.windowPs, 1_000_000);
+  // gpu-style: a window at a time, so that a device's compute units are given back within a
+  // window of its final signal
+  const step = c.interference?.mode === "gpu-style" ? runner.windowPs : chunk;
+  while (state.state === "running" && runner.nowPs < sc.untilPs) {
+    if (opts.shouldStop && (await opts.shouldStop())) { stopped = true; break; }
+    runner.runTo(Math.min(sc.untilPs, runner.nowPs + step));
+    state = run.poll();
+    along?.poll(ended);
+    opts.onProgress?.(runner.nowPs, index, total);
+  }
+  const khz = Number(contexts[0].device.config.get("engineClockKhz"));
+  const ps = (c: number) => Math.ceil((c * 1e9) / khz);
+  opts.observer?.graph?.({
+    index, size, program: p,
+    spans: contexts.map((_, d) => run.spans(d).map((x) => ({ node: x.node, engine: x.engine, postedPs: ps(x.postedCycles), donePs: ps(x.doneCycles) }))),
+  });
+  const end = state.state === "done" ? Math.max(...contexts.map((_, d) => Math.ceil((run.endCycles(d) * 1e9) / khz))) : runner.nowPs;
+  const timePs = Math.max(1, end - t0);
+  // busy: each engine's clock advanced less its time asleep; an engine's clock may run a little
+  // past the cluster's (by an instruction, or a stall), so the span ends at the latest of them
+  let busy = 0, last = runner.nowPs;
+  contexts.forEach((ctx, d) => {
+    for (let e = 0; e < p.engines; e++) {
+      const a = before[d][e], b = ctx.device.engine(e);
+      busy += ((b.cycles - a.cycles) * 1e9) / khz - (b.sleepPs - a.sleepPs);
+      last = Math.max(last, (b.cycles * 1e9) / khz);
+    }
+  });
+  let check: CollectiveRow["check"] = "skipped";
+  if (state.state === "done" && c.check && sc.fabric.mode === "full") {
+    const ref = runReference(p, (rank, b) => (b === inName ? inputs[rank] : undefined));
+    check = contexts.every((_, d) => equal(run.read(d, "out"), ref.buffers[d].get("out")!)) ? "ok" : "mismatch";
+  }
+  // the matmul load may outlast the collective: run on until it ends on every device
+  let interference: InterferenceRow | undefined;
+  let computeLate = false;
+  if (along && state.state === "done" && !stopped) {
+    while (!along.done && runner.nowPs < sc.untilPs) {
+      if (opts.shouldStop && (await opts.shouldStop())) { stopped = true; break; }
+      runner.runTo(Math.min(sc.untilPs, runner.nowPs + chunk));
+      along.poll(ended);
+    }
+    if (along.done) interference = along.row(alonePs!, timePs);
+    else computeLate = !stopped;
+  }
+  const nccl = c.op === "all-gather" || c.op === "reduce-scatter" || c.op === "all-to-all" ? n * size : size;
+  const algbw = nccl / (timePs / 1e12) / 1e9;
+  const row: CollectiveRow = {
+    bytes: nccl, count: size / ESIZE[c.dtype], timePs, algbwGBps: algbw, busbwGBps: algbw * busFactor(c.op, n),
+    // over the time run (to the poll after the end): engines still finish their bookkeeping after the last signal
+    // (at most 1: every wake rounds the engine's clock up to its next cycle, a fraction of a ns each)
+    engineUtil: Math.min(1, busy / (p.engines * n * Math.max(1, last - t0))), check,
+    status: state.state === "done" && !computeLate ? "done" : state.state === "failed" ? "failed" : "time-limit",
+    ...(state.state === "failed" ? { error: `${state.where}: ${state.status}` } : {}),
+    ...(computeLate ? { error: "the matmul load alongside did not end within the limit" } : {}),
+    ...(interference ? { interference } : {}),
+  };
+  return { row, stopped };
+}
+
 /** Runs scenario `sc` (which has a collective) and reports it in a ScenarioResult with `collective`. */
 export async function runCollectiveScenario(coreModule: WebAssembly.Module, sc: Scenario, opts: RunOptions = {}): Promise<ScenarioResult> {
   const c = sc.collective!;
@@ -105,130 +246,29 @@ export async function runCollectiveScenario(coreModule: WebAssembly.Module, sc: 
   const rows: CollectiveRow[] = [];
   let endPs = 0, stopped = false;
   // transport and fabric counters, summed over the sizes' runs
-  const sums = { retransmits: 0, timeouts: 0, naksSent: 0, cnpsSent: 0 };
-  const fab = { drops: {} as Record<string, number>, ecnMarks: 0, pfcPauses: 0, hops: 0, delivered: 0 };
-  const elf = executorElf();
+  const totals: Totals = { sums: { retransmits: 0, timeouts: 0, naksSent: 0, cnpsSent: 0 }, fab: { drops: {}, ecnMarks: 0, pfcPauses: 0, hops: 0, delivered: 0 } };
   let alonePs: number | null = null;
   for (const size of c.sizes) {
     const p = compileCollective(c, n, size);
-    const need = graphDeviceConfig(p);
-    const contexts: Context[] = [];
-    let config0: Record<string, number> = {};
-    for (let d = 0; d < n; d++) {
-      const config = {
-        ...sc.devices.config, ...need, deviceId: d, seed: sc.seed,
-        engines: Math.max(need.engines, Number(sc.devices.config.engines ?? 16)),
-        hbmBytes: Math.max(need.hbmBytes, Number(sc.devices.config.hbmBytes ?? 0)),
-        timingMode: sc.fabric.mode === "timing" ? 1 : 0, transport: sc.transport === "metaroce" ? 1 : 0,
-        mrtConnections: Math.max(4, n),
-      };
-      if (d === 0) config0 = config;
-      const ctx = await Context.open(coreModule, config);
-      ctx.device.start(ctx.device.loadElf(elf).entry);
-      contexts.push(ctx);
-    }
+    const { contexts, config0 } = await openCluster(coreModule, sc, graphDeviceConfig(p), opts);
     // the matmul alone, once: on a device of the same config (the sizes change only its memory)
     if (c.interference && alonePs === null) alonePs = await matmulAlonePs(coreModule, config0, c.interference, sc.untilPs);
-    const { fabric, endpoints, runner } = buildCluster(sc, contexts);
-    opts.onBuilt?.({ fabric, runner, contexts, endpoints });
-    // the engines boot the executor and sleep, waiting for the doorbell (bindProgram refuses them before)
-    while (!executorsReady(contexts) && runner.nowPs < sc.untilPs) runner.runTo(runner.nowPs + 10_000_000);
-    const run = bindProgram(contexts, p, { portGroup: c.portGroup });
-    const inName = "in";
-    const inBytes = p.buffers.find((b) => b.name === inName)!.bytes;
-    const inputs = contexts.map((_, d) => input(inBytes, sc.seed, d, c.dtype));
-    inputs.forEach((b, d) => run.write(d, inName, b));
-    // the runner leaves idle devices where they last acted (the executors asleep since their
-    // boot): bring them to its time, so that the doorbells ring at t0 and not in their past
-    const t0 = runner.nowPs;
-    for (const ctx of contexts) ctx.run(BigInt(t0));
-    const before = contexts.map((ctx) => Array.from({ length: p.engines }, (_, e) => ctx.device.engine(e)));
-    run.start();
-    const along = c.interference ? new Alongside(contexts.map((x) => x.device), c.interference) : null;
-    along?.start();
-    const ended = (d: number) => run.endCycles(d) > 0;
-    opts.onStart?.(size);
-    let state = run.poll();
-    const chunk = Math.max(runner.windowPs, 1_000_000);
-    // gpu-style: a window at a time, so that a device's compute units are given back within a
-    // window of its final signal
-    const step = c.interference?.mode === "gpu-style" ? runner.windowPs : chunk;
-    while (state.state === "running" && runner.nowPs < sc.untilPs) {
-      if (opts.shouldStop && (await opts.shouldStop())) { stopped = true; break; }
-      runner.runTo(Math.min(sc.untilPs, runner.nowPs + step));
-      state = run.poll();
-      along?.poll(ended);
-      opts.onProgress?.(runner.nowPs, rows.length, c.sizes.length);
-    }
-    const khz = Number(contexts[0].device.config.get("engineClockKhz"));
-    const ps = (c: number) => Math.ceil((c * 1e9) / khz);
-    opts.observer?.graph?.({
-      index: rows.length, size, program: p,
-      spans: contexts.map((_, d) => run.spans(d).map((x) => ({ node: x.node, engine: x.engine, postedPs: ps(x.postedCycles), donePs: ps(x.doneCycles) }))),
-    });
-    const end = state.state === "done" ? Math.max(...contexts.map((_, d) => Math.ceil((run.endCycles(d) * 1e9) / khz))) : runner.nowPs;
-    const timePs = Math.max(1, end - t0);
-    // busy: each engine's clock advanced less its time asleep; an engine's clock may run a little
-    // past the cluster's (by an instruction, or a stall), so the span ends at the latest of them
-    let busy = 0, last = runner.nowPs;
-    contexts.forEach((ctx, d) => {
-      for (let e = 0; e < p.engines; e++) {
-        const a = before[d][e], b = ctx.device.engine(e);
-        busy += ((b.cycles - a.cycles) * 1e9) / khz - (b.sleepPs - a.sleepPs);
-        last = Math.max(last, (b.cycles * 1e9) / khz);
-      }
-    });
-    let check: CollectiveRow["check"] = "skipped";
-    if (state.state === "done" && c.check && sc.fabric.mode === "full") {
-      const ref = runReference(p, (rank, b) => (b === inName ? inputs[rank] : undefined));
-      check = contexts.every((_, d) => equal(run.read(d, "out"), ref.buffers[d].get("out")!)) ? "ok" : "mismatch";
-    }
-    // the matmul load may outlast the collective: run on until it ends on every device
-    let interference: InterferenceRow | undefined;
-    let computeLate = false;
-    if (along && state.state === "done" && !stopped) {
-      while (!along.done && runner.nowPs < sc.untilPs) {
-        if (opts.shouldStop && (await opts.shouldStop())) { stopped = true; break; }
-        runner.runTo(Math.min(sc.untilPs, runner.nowPs + chunk));
-        along.poll(ended);
-      }
-      if (along.done) interference = along.row(alonePs!, timePs);
-      else computeLate = !stopped;
-    }
-    const nccl = c.op === "all-gather" || c.op === "reduce-scatter" || c.op === "all-to-all" ? n * size : size;
-    const algbw = nccl / (timePs / 1e12) / 1e9;
-    rows.push({
-      bytes: nccl, count: size / ESIZE[c.dtype], timePs, algbwGBps: algbw, busbwGBps: algbw * busFactor(c.op, n),
-      // over the time run (to the poll after the end): engines still finish their bookkeeping after the last signal
-      // (at most 1: every wake rounds the engine's clock up to its next cycle, a fraction of a ns each)
-      engineUtil: Math.min(1, busy / (p.engines * n * Math.max(1, last - t0))), check,
-      status: state.state === "done" && !computeLate ? "done" : state.state === "failed" ? "failed" : "time-limit",
-      ...(state.state === "failed" ? { error: `${state.where}: ${state.status}` } : {}),
-      ...(computeLate ? { error: "the matmul load alongside did not end within the limit" } : {}),
-      ...(interference ? { interference } : {}),
-    });
-    endPs += timePs;
-    const stats = contexts.map((ctx) => ctx.device.stats());
-    const sum = (k: string) => stats.reduce((a, x) => a + (x[k] ?? 0), 0);
-    sums.retransmits += sum("roce.retransmits") + sum("mrt.tx_retransmits");
-    sums.timeouts += sum("roce.timeouts") + sum("mrt.rtos");
-    sums.naksSent += sum("roce.naks_sent") + sum("mrt.naks_sent");
-    sums.cnpsSent += sum("roce.cnps_sent");
-    const fs = fabric.stats();
-    for (const [k, v] of Object.entries(fs.drops)) fab.drops[k] = (fab.drops[k] ?? 0) + v;
-    fab.ecnMarks += fs.ecnMarks;
-    fab.pfcPauses += fs.pfcPauses;
-    fab.hops += fs.hops;
-    fab.delivered += fs.delivered;
-    if (stopped || state.state !== "done" || computeLate) break;
+    const { fabric, runner } = bootCluster(sc, contexts, opts);
+    const r = await runProgram(sc, c, p, size, rows.length, c.sizes.length, contexts, runner, alonePs, opts);
+    rows.push(r.row);
+    stopped = r.stopped;
+    endPs += r.row.timePs;
+    addTotals(totals, contexts, fabric);
+    if (stopped || r.row.status !== "done") break;
   }
   const failed = rows.filter((r) => r.status !== "done" || r.check === "mismatch").length;
   const finished = rows.length === c.sizes.length && failed === 0;
+  const fab = totals.fab;
   return {
     name: sc.name, seed: sc.seed, endPs, untilPs: sc.untilPs, finished,
     ended: finished ? "finished" : stopped ? "stopped" : rows.some((r) => r.status === "time-limit") ? "time-limit" : "failed",
     messages: { total: c.sizes.length, completed: rows.length, failed }, flows: [], totalBytes: rows.reduce((a, r) => a + r.bytes, 0),
-    totalGoodputGbps: 0, fctPs: { p50: 0, p99: 0, max: 0 }, transport: sc.transport, ...sums,
+    totalGoodputGbps: 0, fctPs: { p50: 0, p99: 0, max: 0 }, transport: sc.transport, ...totals.sums,
     fabric: { ...fab, drops: fab.drops as ScenarioResult["fabric"]["drops"] }, deviceDrops: {},
     collective: { op: c.op, algorithm: c.op === "all-reduce" ? c.algorithm : c.op === "all-to-all" ? "direct" : "ring", dtype: c.dtype, redop: c.redop, devices: n, engines: c.engines, rows },
   };
