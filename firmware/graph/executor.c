@@ -179,6 +179,9 @@ int main(void) {
       for (;;) {
         while (MENIC_REG32(MENIC_NIC_IRQ_COUNT) != 0) (void)MENIC_REG32(MENIC_NIC_IRQ_CQN);
         if (menic_mbox_try_recv(&w)) break;
+        /* a raise from the run before (a dependent's notify landing after this engine was done)
+           would keep wfi from sleeping: clear it; a later one wakes the wfi, and this clears it */
+        menic_swi_clear();
         menic_wfi();
       }
       (void)w; /* the run block's address: each engine's stage holds it too */
