@@ -140,7 +140,7 @@ describe("collective scenarios", () => {
 
   it("refuses a scenario with neither traffic nor collective, or both, and a halving-doubling on 6 devices", () => {
     const base = { devices: { count: 6 } };
-    expect(() => resolveScenario(base)).toThrow("scenario: needs traffic (QP pairs writing in a pattern) or collective (a collective the engines run)");
+    expect(() => resolveScenario(base)).toThrow("scenario: needs traffic (QP pairs writing in a pattern), collective (a collective the engines run) or collectives (several, one after another)");
     expect(() => resolveScenario({ ...base, traffic: { pattern: "pairs" }, collective: { op: "all-reduce" } })).toThrow("has both traffic and collective");
     expect(() => resolveScenario({ ...base, collective: { op: "all-reduce", algorithm: "halving-doubling" } })).toThrow("scenario.collective.algorithm: halving-doubling is an all-reduce for a power-of-two number of devices");
     expect(() => resolveScenario({ ...base, collective: { op: "gather" } })).toThrow("collective.op");

@@ -60,6 +60,21 @@ export interface CollectiveReport {
   engines: number;
   /** One per size, in the order of `sizes`. */
   rows: CollectiveRow[];
+  /** `collectives`: the port group its queue pairs used. */
+  portGroup?: CollectiveSpec["portGroup"];
+  /** `collectives`: the scale-up ports of the split it ran under (the rest were scale-out). */
+  scaleUpPorts?: number;
+  /** `collectives`: when the re-split before it took effect, ps (absent: no re-split). */
+  resplitPs?: number;
+  /** `collectives`: frames each port (by index, summed over the devices) sent into the fabric while it ran. */
+  portFrames?: number[];
+  /** `collectives`: why it did not run (the re-split before it was refused until the time limit). */
+  error?: string;
+}
+
+/** A report's head for collective `c` on `n` devices, its rows to come. */
+export function reportOf(c: CollectiveSpec, n: number): CollectiveReport {
+  return { op: c.op, algorithm: c.op === "all-reduce" ? c.algorithm : c.op === "all-to-all" ? "direct" : "ring", dtype: c.dtype, redop: c.redop, devices: n, engines: c.engines, rows: [] };
 }
 
 const ESIZE = { f32: 4, f16: 2, bf16: 2, i32: 4 } as const;
@@ -122,7 +137,7 @@ export function addTotals(t: Totals, contexts: readonly Context[], fabric: Fabri
   t.fab.delivered += fs.delivered;
 }
 
-/** The scenario's devices for programs needing `need` (graphDeviceConfig), each running the executor, on the scenario's fabric, booted; and device 0's config. */
+/** The scenario's devices for programs needing `need` (graphDeviceConfig), each running the executor, not yet on the fabric (bootCluster); and device 0's config. */
 export async function openCluster(coreModule: WebAssembly.Module, sc: Scenario, need: Record<string, number>, opts: RunOptions) {
   const n = sc.devices.count;
   const elf = executorElf();
@@ -134,7 +149,7 @@ export async function openCluster(coreModule: WebAssembly.Module, sc: Scenario, 
       engines: Math.max(need.engines, Number(sc.devices.config.engines ?? 16)),
       hbmBytes: Math.max(need.hbmBytes, Number(sc.devices.config.hbmBytes ?? 0)),
       timingMode: sc.fabric.mode === "timing" ? 1 : 0, transport: sc.transport === "metaroce" ? 1 : 0,
-      mrtConnections: Math.max(4, n),
+      mrtConnections: need.mrtConnections ?? Math.max(4, n),
     };
     if (d === 0) config0 = config;
     const ctx = await Context.open(coreModule, config);
@@ -254,6 +269,8 @@ export async function runCollectiveScenario(coreModule: WebAssembly.Module, sc: 
     // the matmul alone, once: on a device of the same config (the sizes change only its memory)
     if (c.interference && alonePs === null) alonePs = await matmulAlonePs(coreModule, config0, c.interference, sc.untilPs);
     const { fabric, runner } = bootCluster(sc, contexts, opts);
+    // new devices: nothing is connected yet, so the split changes at once
+    if (c.scaleUpPorts !== undefined) for (const ctx of contexts) ctx.device.setPortGroups({ scaleUpPorts: c.scaleUpPorts });
     const r = await runProgram(sc, c, p, size, rows.length, c.sizes.length, contexts, runner, alonePs, opts);
     rows.push(r.row);
     stopped = r.stopped;
@@ -270,7 +287,7 @@ export async function runCollectiveScenario(coreModule: WebAssembly.Module, sc: 
     messages: { total: c.sizes.length, completed: rows.length, failed }, flows: [], totalBytes: rows.reduce((a, r) => a + r.bytes, 0),
     totalGoodputGbps: 0, fctPs: { p50: 0, p99: 0, max: 0 }, transport: sc.transport, ...totals.sums,
     fabric: { ...fab, drops: fab.drops as ScenarioResult["fabric"]["drops"] }, deviceDrops: {},
-    collective: { op: c.op, algorithm: c.op === "all-reduce" ? c.algorithm : c.op === "all-to-all" ? "direct" : "ring", dtype: c.dtype, redop: c.redop, devices: n, engines: c.engines, rows },
+    collective: { ...reportOf(c, n), rows },
   };
 }
 

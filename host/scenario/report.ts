@@ -5,6 +5,7 @@
 import { formatTime } from "../units.js";
 import type { ScenarioResult, FlowResult, RunEnd } from "./run.js";
 import type { InterferenceRow } from "./interference.js";
+import type { CollectiveReport } from "./collective.js";
 
 /** Flows listed in the table at most; --json lists every one. */
 export const TABLE_FLOWS_MAX = 32;
@@ -34,20 +35,35 @@ function counts(o: Record<string, number>): string {
   return nz.length ? nz.map(([k, n]) => `${k} ${n}`).join(", ") : "none";
 }
 
-/** A collective scenario's table, in the style of NCCL's tests: a row per size. */
-function formatCollective(r: ScenarioResult): string[] {
-  const c = r.collective!;
-  const out = [`${c.op} (${c.algorithm}), ${c.dtype} ${c.redop}, ${c.devices} devices x ${c.engines} engines, ${r.transport}`, ""];
+/** A collective's table, in the style of NCCL's tests: a row per size (of `collectives`: with its split and its frames per port). */
+function formatCollective(r: ScenarioResult, c: CollectiveReport): string[] {
+  const out = [`${c.op} (${c.algorithm}), ${c.dtype} ${c.redop}, ${c.devices} devices x ${c.engines} engines, ${r.transport}`];
+  if (c.scaleUpPorts !== undefined) {
+    const ports = c.portFrames?.length ?? 0;
+    const [lo, hi] = c.portGroup === "SCALE_UP" ? [0, c.scaleUpPorts] : [c.scaleUpPorts, ports];
+    const at = c.resplitPs !== undefined ? `, re-split at ${formatTime(c.resplitPs)}` : "";
+    out.push(`port group ${c.portGroup}: ports ${lo}..${hi - 1} of ${ports} (${c.scaleUpPorts} scale-up${at}); frames sent per port ${c.portFrames!.join(" ")}`);
+  }
+  if (c.error) out.push(`not run: ${c.error}`);
+  out.push("");
   const rows = [["size (B)", "count", "time", "algbw GB/s", "busbw GB/s", "engines busy", "check", "status"]];
+  if (c.error) return out;
   for (const x of c.rows) rows.push([
     String(x.bytes), String(x.count), formatTime(x.timePs), x.algbwGBps.toFixed(2), x.busbwGBps.toFixed(2), `${(100 * x.engineUtil).toFixed(1)}%`, x.check,
     x.error ? `${x.status}: ${x.error}` : x.status,
   ]);
   out.push(...columns(rows, [true, true, true, true, true, true, false, false]));
+  return out;
+}
+
+/** What follows a collective scenario's tables: drops, transport counters, the bus bandwidth convention. */
+function collectiveFooter(r: ScenarioResult): string[] {
+  const out: string[] = [];
   out.push("", `drops: fabric ${counts(r.fabric.drops)}; retransmissions ${r.retransmits}, timeouts ${r.timeouts}, NAKs ${r.naksSent}, ECN marks ${r.fabric.ecnMarks}`);
   out.push("busbw = algbw x 2(n-1)/n for all-reduce, (n-1)/n for reduce-scatter, all-gather and all-to-all, 1 for broadcast (NCCL's convention)");
-  const withLoad = c.rows.filter((x) => x.interference);
-  if (withLoad.length) {
+  for (const c of r.collective ? [r.collective] : r.collectives ?? []) {
+    const withLoad = c.rows.filter((x) => x.interference);
+    if (!withLoad.length) continue;
     const m = withLoad[0]!.interference!;
     out.push("", `compute interference (docs/compute.md): a matmul load on every device's compute grid, ${m.mode === "gpu-style" ? `gpu-style: communication holds ${m.commUnits} compute units while it runs` : "engines: the collective costs it HBM bandwidth only"}`);
     const t = [["size (B)", ...INTERFERENCE_HEAD]];
@@ -70,7 +86,13 @@ export function interferenceCells(m: InterferenceRow): string[] {
 export function formatResult(r: ScenarioResult): string {
   const out: string[] = [];
   if (r.collective) {
-    out.push(`${r.name} (seed ${r.seed}): ${ENDED[r.ended]} after ${formatTime(r.endPs)} of simulated time (limit ${formatTime(r.untilPs)} per size)`, "", ...formatCollective(r));
+    out.push(`${r.name} (seed ${r.seed}): ${ENDED[r.ended]} after ${formatTime(r.endPs)} of simulated time (limit ${formatTime(r.untilPs)} per size)`, "", ...formatCollective(r, r.collective), ...collectiveFooter(r));
+    return out.map((l) => `${l}\n`).join("");
+  }
+  if (r.collectives) {
+    out.push(`${r.name} (seed ${r.seed}): ${ENDED[r.ended]} at ${formatTime(r.endPs)} of simulated time (limit ${formatTime(r.untilPs)} for the whole sequence)`);
+    for (const c of r.collectives) out.push("", ...formatCollective(r, c));
+    out.push(...collectiveFooter(r));
     return out.map((l) => `${l}\n`).join("");
   }
   // the cluster runner advances in whole windows (docs/fabric.md): a limit between two window

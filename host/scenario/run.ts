@@ -14,6 +14,7 @@ import type { Scenario, Flow } from "./scenario.js";
 import { resolveScenario } from "./scenario.js";
 import { buildCluster } from "./cluster.js";
 import { runCollectiveScenario, type CollectiveReport } from "./collective.js";
+import { runCollectiveSequence } from "./sequence.js";
 import type { GraphProgram } from "../graph/types.js";
 
 /** What one flow (a QP pair of the traffic pattern) did in a scenario run. */
@@ -89,6 +90,8 @@ export interface ScenarioResult {
   paths?: PathSummary;
   /** a collective scenario's results, one row per size (its traffic fields are empty) */
   collective?: CollectiveReport;
+  /** a scenario of `collectives`: one report per collective, in order, each with the split it ran under and its frames per port (`endPs`: the whole sequence's end) */
+  collectives?: CollectiveReport[];
 }
 
 /** What the fabric did in a run. */
@@ -247,6 +250,7 @@ export interface RunOptions {
 export async function runScenario(coreModule: WebAssembly.Module, input: unknown, opts: RunOptions = {}): Promise<ScenarioResult> {
   const sc: Scenario = resolveScenario(input);
   if (sc.collective) return runCollectiveScenario(coreModule, sc, opts);
+  if (sc.collectives) return runCollectiveSequence(coreModule, sc, opts);
   const n = sc.devices.count;
   const flows = trafficFlows(sc);
   // per device: one QP per flow end, a CQ, and one region that is both source and destination

@@ -143,6 +143,8 @@ export interface Scenario {
   };
   /** A collective the engines run instead of the traffic (the traffic is then its defaults, unused). */
   collective?: CollectiveSpec;
+  /** Collectives the engines run one after another on the same devices, instead of the traffic; a `scaleUpPorts` re-splits the ports before its collective. */
+  collectives?: CollectiveSpec[];
   /** Loss and failures, applied in order. */
   faults: Fault[];
 }
@@ -165,6 +167,8 @@ export interface CollectiveSpec {
   root: number;
   /** The port group its queue pairs use. */
   portGroup: "SCALE_UP" | "SCALE_OUT";
+  /** Before it runs, re-split every device's ports: this many scale-up, the rest scale-out (absent: the split stays). */
+  scaleUpPorts?: number;
   /** Compare every device's result with the reference executor's, bit for bit (full mode). */
   check: boolean;
   /** A matmul-like load run alongside each size, its slowdown reported (docs/compute.md). */
@@ -213,6 +217,7 @@ interface ScenarioInput {
   };
   traffic?: Omit<Scenario["traffic"], "startPs" | "staggerPs" | "incastSenders"> & { incastSenders?: number; start: TimeInput; stagger: TimeInput };
   collective?: CollectiveSpec;
+  collectives?: CollectiveSpec[];
   faults: FaultInput[];
 }
 
@@ -228,15 +233,35 @@ export function resolveScenario(input: unknown, path = "scenario"): Scenario {
     try { return Number(parseTime(v)); } catch (e) { throw new ConfigError(at, (e as Error).message); }
   };
   const count = o.devices.count;
-  if (!o.traffic && !o.collective) throw new ConfigError(path, "needs traffic (QP pairs writing in a pattern) or collective (a collective the engines run)");
-  if (o.traffic && o.collective) throw new ConfigError(path, "has both traffic and collective: a scenario runs one of them");
-  const c = o.collective;
-  if (c?.op === "broadcast" && c.root >= count) throw new ConfigError(`${path}.collective.root`, `device ${c.root} is not one of the ${count} devices`);
-  if (c?.algorithm === "halving-doubling" && (c.op !== "all-reduce" || (count & (count - 1)) !== 0)) throw new ConfigError(`${path}.collective.algorithm`, "halving-doubling is an all-reduce for a power-of-two number of devices");
-  const config = resolveConfig({ engines: 1, ...o.devices.config }, `${path}.devices.config`);
-  const units = Number(config.get("computeUnits"));
-  if (c?.interference?.mode === "gpu-style" && c.interference.commUnits >= units)
-    throw new ConfigError(`${path}.collective.interference.commUnits`, `${c.interference.commUnits} leaves the load none of the devices' ${units} compute units (devices.config.computeUnits)`);
+  const given = (["traffic", "collective", "collectives"] as const).filter((k) => o[k] !== undefined);
+  if (given.length === 0) throw new ConfigError(path, "needs traffic (QP pairs writing in a pattern), collective (a collective the engines run) or collectives (several, one after another)");
+  if (given.length > 1) throw new ConfigError(path, `has both ${given[0]} and ${given[1]}: a scenario runs one of them`);
+  const cfg = resolveConfig({ engines: 1, ...o.devices.config }, `${path}.devices.config`);
+  const ports = Number(cfg.get("ports"));
+  const list = o.collective ? [{ c: o.collective, at: `${path}.collective` }] : (o.collectives ?? []).map((c, i) => ({ c, at: `${path}.collectives[${i}]` }));
+  // the split each collective runs under: the config's, then each scaleUpPorts in turn; a group
+  // that a collective uses must have ports then, and keep them while its queue pairs stay connected
+  let up = Math.min(ports, Number(cfg.get("scaleUpPorts")));
+  const used: { group: CollectiveSpec["portGroup"]; at: string }[] = [];
+  for (const { c, at } of list) {
+    if (c.op === "broadcast" && c.root >= count) throw new ConfigError(`${at}.root`, `device ${c.root} is not one of the ${count} devices`);
+    if (c.algorithm === "halving-doubling" && (c.op !== "all-reduce" || (count & (count - 1)) !== 0)) throw new ConfigError(`${at}.algorithm`, "halving-doubling is an all-reduce for a power-of-two number of devices");
+    if (c.scaleUpPorts !== undefined) {
+      if (c.scaleUpPorts > ports) throw new ConfigError(`${at}.scaleUpPorts`, `${c.scaleUpPorts} scale-up ports, but the devices have ${ports} (devices.config.ports)`);
+      up = c.scaleUpPorts;
+    }
+    used.push({ group: c.portGroup, at });
+    for (const u of used) {
+      if ((u.group === "SCALE_UP" ? up : ports - up) > 0) continue;
+      const why = u.at === at ? "" : ` (${u.at} uses it, and its queue pairs stay connected)`;
+      throw new ConfigError(`${at}.${c.scaleUpPorts !== undefined ? "scaleUpPorts" : "portGroup"}`, `leaves the ${u.group === "SCALE_UP" ? "scale-up" : "scale-out"} group with no ports: ${up} of the ${ports} ports are scale-up${why}`);
+    }
+  }
+  const units = Number(cfg.get("computeUnits"));
+  for (const { c, at } of list) {
+    if (c.interference?.mode === "gpu-style" && c.interference.commUnits >= units)
+      throw new ConfigError(`${at}.interference.commUnits`, `${c.interference.commUnits} leaves the load none of the devices' ${units} compute units (devices.config.computeUnits)`);
+  }
   const link = (l: LinkInput, at: string): Partial<LinkSpec> => ({
     ...(l.gbps !== undefined ? { gbps: l.gbps } : {}),
     ...(l.latency !== undefined ? { latencyPs: time(l.latency, `${at}.latency`) } : {}),
@@ -260,6 +285,7 @@ export function resolveScenario(input: unknown, path = "scenario"): Scenario {
       switch: switchOpts,
     },
     ...(o.collective ? { collective: o.collective } : {}),
+    ...(o.collectives ? { collectives: o.collectives } : {}),
     traffic: { ...traffic, incastSenders: traffic.incastSenders ?? Math.max(1, count - 1), startPs: time(start, `${path}.traffic.start`), staggerPs: time(stagger, `${path}.traffic.stagger`) },
     faults: o.faults.map((f, i): Fault => {
       const at = `${path}.faults[${i}]`;

@@ -57,7 +57,7 @@ export async function runSweep(coreModule: WebAssembly.Module, input: unknown, o
 /** The comparison table: one row per run, the values it set, then what it reached (a collective: one row per run and size). */
 export function formatSweep(name: string, runs: readonly SweepRun[]): string {
   const keys = Object.keys(runs[0]?.set ?? {});
-  if (runs[0]?.result.collective) return formatCollectiveSweep(name, keys, runs);
+  if (runs[0]?.result.collective || runs[0]?.result.collectives) return formatCollectiveSweep(name, keys, runs);
   const head = [...keys, "goodput Gb/s", "FCT p50", "FCT p99", "retransmits", "timeouts", "drops", "ended"];
   const rows = runs.map(({ set, result: r }) => [
     ...keys.map((k) => (typeof set[k] === "string" ? String(set[k]) : JSON.stringify(set[k]))),
@@ -73,18 +73,23 @@ export function formatSweep(name: string, runs: readonly SweepRun[]): string {
 }
 
 function formatCollectiveSweep(name: string, keys: string[], runs: readonly SweepRun[]): string {
+  // a sequence of collectives: a column says which of them a row is
+  const seq = runs[0]?.result.collectives !== undefined;
+  const reports = (r: SweepRun["result"]) => (r.collective ? [r.collective] : r.collectives ?? []);
   // with a matmul load alongside (docs/compute.md), its columns follow the collective's
-  const load = runs.some(({ result: r }) => r.collective!.rows.some((x) => x.interference));
+  const load = runs.some(({ result: r }) => reports(r).some((c) => c.rows.some((x) => x.interference)));
   const extra = load ? INTERFERENCE_HEAD : [];
-  const head = [...keys, "size (B)", "time", "busbw GB/s", "engines busy", ...extra, "check", "retransmits", "ended"];
-  const rows = runs.flatMap(({ set, result: r }) => r.collective!.rows.map((x) => [
+  const head = [...keys, ...(seq ? ["collective"] : []), "size (B)", "time", "busbw GB/s", "engines busy", ...extra, "check", "retransmits", "ended"];
+  const at = seq ? 1 : 0;
+  const rows = runs.flatMap(({ set, result: r }) => reports(r).flatMap((c, i) => c.rows.map((x) => [
     ...keys.map((k) => (typeof set[k] === "string" ? String(set[k]) : JSON.stringify(set[k]))),
+    ...(seq ? [`${i}: ${c.op} ${c.portGroup ?? ""}`.trimEnd()] : []),
     String(x.bytes), formatTime(x.timePs), x.busbwGBps.toFixed(2), `${(100 * x.engineUtil).toFixed(1)}%`,
     ...(load ? (x.interference ? interferenceCells(x.interference) : extra.map(() => "-")) : []),
     x.check, String(r.retransmits), x.error ? `${x.status}: ${x.error}` : x.status,
-  ]));
+  ])));
   const w = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
-  const right = (i: number) => i >= keys.length && i < keys.length + 4 + extra.length;
+  const right = (i: number) => i >= keys.length + at && i < keys.length + at + 4 + extra.length;
   const line = (cells: string[]) => cells.map((c, i) => (right(i) ? c.padStart(w[i]!) : c.padEnd(w[i]!))).join("  ").trimEnd();
   const notes = ["retransmits: over all the run's sizes", ...(load ? ["matmul load (docs/compute.md): slowdown = alongside / alone - 1 (the slowest device); lost = (alongside - alone) / the collective's time"] : [])];
   return [`${name}: ${runs.length} run${runs.length === 1 ? "" : "s"}`, "", line(head), ...rows.map(line), "", ...notes].map((l) => `${l}\n`).join("");
