@@ -462,7 +462,8 @@ export class Device {
    * every MetaRoCE-like connection's paths are spread again over its group's new ports, starting
    * over there as new paths do (window, RTT, rate hint, state; PSNs kept). Both ends of a pair
    * compute their port alike, so re-split every device of a communicator at the same time.
-   * Allowed only while every connected QP and connection is quiescent: otherwise a
+   * The split the device has already changes nothing (and is never refused). Any other is
+   * allowed only while every connected QP and connection is quiescent: otherwise a
    * {@link PortSplitError} says which is not ({@link portGroupsBlocker}) and nothing changes.
    * A bad split throws a ConfigError naming `setPortGroups.scaleUpPorts`.
    */

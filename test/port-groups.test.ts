@@ -114,6 +114,9 @@ describe.each([["rocev2", 0], ["metaroce", 1]] as const)("re-splitting the ports
     expect(err).toBeInstanceOf(PortSplitError);
     expect((err as PortSplitError).message).toMatch(new RegExp(`QP ${a.qps[3]!.qpn} \\(to device 1\\) has send work`));
     expect(a.ctx.device.portGroups().scaleUpPorts).toBe(7);
+    // the split it has already moves nothing: no refusal
+    expect(a.ctx.device.portGroupsBlocker(7)).toBeNull();
+    a.ctx.device.setPortGroups({ scaleUpPorts: 7 });
     // while the write crosses, the receiving end is busy too: a message half placed or an answer
     // owed (RoCEv2), packets to acknowledge on the connection's paths (MetaRoCE-like)
     const seen = new Set<string>();

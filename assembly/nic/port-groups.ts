@@ -24,7 +24,7 @@ import { connQuiet, connSpread } from "../metaroce/spread";
 import { NEVER } from "../core/time";
 import {
   PORT_GROUP_SCALE_UP, PORT_GROUP_SCALE_OUT, PORT_SPLIT_BLOCK_SEND, PORT_SPLIT_BLOCK_ANSWER, PORT_SPLIT_BLOCK_PATHS,
-  PORT_SPLIT_BLOCK_EMPTY_GROUP, CMD_ERR_IN_USE, CMD_ERR_ARGUMENT,
+  PORT_SPLIT_BLOCK_EMPTY_GROUP, CMD_ERR_IN_USE, CMD_ERR_ARGUMENT, QP_STATE_RTR, QP_STATE_RTS,
 } from "../generated/layouts";
 
 /** The first port of group `group` (PORT_GROUP_*) when `up` ports are scale-up. */
@@ -54,13 +54,14 @@ import {
  * flight: waiting would not cure it.
  */
 export function portSplitBlocker(dev: Device, up: u32): u64 {
+  if (up == portSplit(dev)) return 0; // nothing would move
   for (let qpn: u32 = 0; qpn < dev.cfg.maxQps; qpn++) {
     const q = qpAt(dev, qpn);
-    if (q.valid && q.remote && groupCount(q.group, up, dev.cfg.ports) == 0) return blocked(PORT_SPLIT_BLOCK_EMPTY_GROUP, q.destDevice, qpn);
+    if (connected(q) && groupCount(q.group, up, dev.cfg.ports) == 0) return blocked(PORT_SPLIT_BLOCK_EMPTY_GROUP, q.destDevice, qpn);
   }
   for (let qpn: u32 = 0; qpn < dev.cfg.maxQps; qpn++) {
     const q = qpAt(dev, qpn);
-    if (!q.valid || !q.remote) continue;
+    if (!connected(q)) continue;
     if (sendBusy(dev, q, qpn)) return blocked(PORT_SPLIT_BLOCK_SEND, q.destDevice, qpn);
     if (q.rxOp != 0 || q.respKind != RESP_NONE || q.cnpPending != 0 || q.rdLen != 0) return blocked(PORT_SPLIT_BLOCK_ANSWER, q.destDevice, qpn);
   }
@@ -70,6 +71,11 @@ export function portSplitBlocker(dev: Device, up: u32): u64 {
     }
   }
   return 0;
+}
+
+/** Is QP `q` connected to another device and able to send (RTR or RTS)? One in RESET or INIT picks its port at its next RTR; one in ERR sends nothing and keeps its port until destroyed. */
+@inline function connected(q: Qp): bool {
+  return q.valid != 0 && q.remote != 0 && (q.state == QP_STATE_RTR || q.state == QP_STATE_RTS);
 }
 
 @inline function blocked(why: u32, peer: u32, id: u32): u64 {
@@ -83,20 +89,24 @@ function sendBusy(dev: Device, q: Qp, qpn: u32): bool {
 
 /**
  * Re-splits the ports: `up` scale-up, the rest scale-out. CMD_ERR_ARGUMENT when `up` exceeds
- * the ports, CMD_ERR_IN_USE when something is not quiescent (portSplitBlocker says what), else 0:
- * every connected QP sends on its group's new port from now on, with DCQCN back at line rate
- * (its rate was the old path's), and every MetaRoCE-like connection's paths are spread over its
+ * the ports, CMD_ERR_IN_USE when something is not quiescent (portSplitBlocker says what), else 0
+ * (at once when the split is `up` already): every connected QP sends on its group's new port
+ * from now on, with DCQCN back at line rate when the port changed (its rate was the old
+ * path's), and every MetaRoCE-like connection's paths are spread over its
  * group's new ports (a group left without ports parks its idle connections).
  */
 export function portSplitSet(dev: Device, up: u32): i32 {
   if (up > dev.cfg.ports) return CMD_ERR_ARGUMENT;
+  if (up == portSplit(dev)) return 0;
   if (portSplitBlocker(dev, up) != 0) return CMD_ERR_IN_USE;
   nicOf(dev).scaleUpPorts = up;
   for (let qpn: u32 = 0; qpn < dev.cfg.maxQps; qpn++) {
     const q = qpAt(dev, qpn);
-    if (!q.valid || !q.remote) continue;
+    if (!connected(q)) continue;
+    const port = qpPortIn(qpn, q.destQpn, groupFirst(q.group, up), groupCount(q.group, up, dev.cfg.ports));
+    if (port == q.port) continue; // the same path: its rate stays
     unlistQp(dev, q, qpn); // idle entries of its old port's lists
-    q.port = qpPortIn(qpn, q.destQpn, groupFirst(q.group, up), groupCount(q.group, up, dev.cfg.ports));
+    q.port = port;
     q.rateMbps = 0;
     q.targetMbps = 0;
     q.nextTxAt = 0;
