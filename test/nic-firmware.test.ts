@@ -121,4 +121,35 @@ describe("firmware connects a QP to another device", () => {
     expect(dev.core.qpState(dev.handle, 1)).toBe(QP_STATE.RTR);
     expect(dev.core.qpState(dev.handle, hostQp.qpn)).toBe(QP_STATE.RESET);
   });
+
+  it("SET_PORT_GROUPS re-splits the device's ports: more than the ports is ARGUMENT, emptying a connected QP's group IN_USE", async () => {
+    const { programElf } = await import("./helpers/rv.js");
+    const { Context } = await import("../host/verbs.js");
+    const { coreModule } = await import("../host/platform/node.js");
+    const { CMD_ERR, CMD, MMIO, QP_STATE, PORT_GROUP } = await import("../host/generated/layouts.js");
+    const ctx = await Context.open(coreModule(), { engines: 1, deviceId: 3, ports: 12, scaleUpPorts: 10 });
+    const cmd = (op: number, args: number[]) => [
+      ...args.map((v, i) => `li t1, ${v}\nli t3, ${MMIO.NIC.CMD_ARG0 + 4 * i}\nsw t1, 0(t3)`),
+      `li t1, ${op}`, "sw t1, 0(t0)", "lw a0, 4(t0)", "sw a0, 0(t2)",
+    ].join("\n");
+    // the engine connects its QP 0 to QP 7 of device 5 on the scale-out group, then re-splits
+    const src = [
+      `li t0, ${MMIO.NIC.CMD}`, `li t2, ${MMIO.MBOX.OUT_DATA}`,
+      cmd(CMD.ALLOC_PD, []),
+      cmd(CMD.CREATE_CQ, [0x8000, 8]),
+      cmd(CMD.CREATE_QP, [0, 0, 0, 0x9000, 4, 0xa000, 4, 0]),
+      cmd(CMD.MODIFY_QP, [0, QP_STATE.INIT, 0]),
+      cmd(CMD.MODIFY_QP_REMOTE, [0, 7, 5, PORT_GROUP.SCALE_OUT]),
+      cmd(CMD.SET_PORT_GROUPS, [13]), // more than the 12 ports
+      cmd(CMD.SET_PORT_GROUPS, [12]), // the scale-out group, which QP 0 uses, would have none
+      cmd(CMD.SET_PORT_GROUPS, [4]),
+      `li t0, ${MMIO.SYS.EXIT}`, "sw zero, 0(t0)",
+    ].join("\n");
+    const dev = ctx.device;
+    dev.start(dev.loadElf(programElf(src)).entry);
+    dev.run(1_000_000_000n);
+    const out = Array.from({ length: 8 }, () => dev.mailboxPop(0));
+    expect(out).toEqual([0, 0, 0, 0, 0, CMD_ERR.ARGUMENT >>> 0, CMD_ERR.IN_USE >>> 0, 0]);
+    expect(dev.portGroups()).toEqual({ scaleUpPorts: 4, scaleOutPorts: 8 });
+  });
 });

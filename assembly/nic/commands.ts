@@ -10,9 +10,10 @@ import { pdAlloc, pdFree, pdOwnedBy, mrReg, mrDereg, mrOf, cqCreate, cqAt, qpAt 
 import { engineToDma, dmaIsHbm, dmaIsSram } from "../mem/dma";
 import { qpCreate, qpModify, qpDestroy, cqDestroy, E_OK, E_NO_OBJECT, E_ARGUMENT } from "./verbs-control";
 import { cyclesCeil } from "../core/time";
+import { portSplitSet } from "./port-groups";
 import {
   CMD_ALLOC_PD, CMD_DEALLOC_PD, CMD_REG_MR, CMD_DEREG_MR, CMD_CREATE_CQ, CMD_DESTROY_CQ, CMD_CREATE_QP, CMD_MODIFY_QP,
-  CMD_DESTROY_QP, CMD_MODIFY_QP_REMOTE, QP_STATE_RTR, SRAM_WINDOW,
+  CMD_DESTROY_QP, CMD_MODIFY_QP_REMOTE, CMD_SET_PORT_GROUPS, QP_STATE_RTR, SRAM_WINDOW,
 } from "../generated/layouts";
 
 @inline function arg(h: Hart, k: u32): u32 {
@@ -84,6 +85,8 @@ export function nicCommand(dev: Device, h: Hart, op: u32): u64 {
     case CMD_MODIFY_QP: r = ownsQp(dev, e, arg(h, 0)) ? qpModify(dev, arg(h, 0), arg(h, 1), arg(h, 2), dev.cfg.deviceId, 0) : E_NO_OBJECT; break;
     case CMD_MODIFY_QP_REMOTE: r = ownsQp(dev, e, arg(h, 0)) ? qpModify(dev, arg(h, 0), QP_STATE_RTR, arg(h, 1), arg(h, 2), arg(h, 3)) : E_NO_OBJECT; break;
     case CMD_DESTROY_QP: r = ownsQp(dev, e, arg(h, 0)) ? qpDestroy(dev, arg(h, 0)) : E_NO_OBJECT; break;
+    // the split is the device's, not an engine's object: any engine may change it
+    case CMD_SET_PORT_GROUPS: r = portSplitSet(dev, arg(h, 0)); break;
     default: r = E_ARGUMENT; break;
   }
   store<i32>(h.cmd + 32, r);

@@ -63,6 +63,7 @@ const shape: Record<CmdOp, { obj: ObjKind[]; addr: number; n: number }> = {
   MODIFY_QP: { obj: ["qp", "qp"], addr: 0, n: 1 }, // QP, destination; state
   MODIFY_QP_REMOTE: { obj: ["qp"], addr: 0, n: 2 }, // QP; destination QP, device and port group from the numbers
   DESTROY_QP: { obj: ["qp"], addr: 0, n: 0 },
+  SET_PORT_GROUPS: { obj: [], addr: 0, n: 1 }, // scale-up ports
   CQ_ARM: { obj: ["cq"], addr: 0, n: 0 },
   CQ_CI: { obj: ["cq"], addr: 0, n: 1 }, // consumer index
   UNKNOWN: { obj: [], addr: 0, n: 0 },
@@ -84,7 +85,7 @@ const opArb = weighted<CmdOp>(
   [3, fc.constant("ALLOC_PD")], [1, fc.constant("DEALLOC_PD")], [3, fc.constant("REG_MR")], [2, fc.constant("DEREG_MR")],
   [3, fc.constant("CREATE_CQ")], [1, fc.constant("DESTROY_CQ")], [3, fc.constant("CREATE_QP")], [4, fc.constant("MODIFY_QP")],
   [2, fc.constant("DESTROY_QP")], [2, fc.constant("CQ_ARM")], [2, fc.constant("CQ_CI")], [1, fc.constant("UNKNOWN")],
-  [2, fc.constant("MODIFY_QP_REMOTE")],
+  [2, fc.constant("MODIFY_QP_REMOTE")], [1, fc.constant("SET_PORT_GROUPS")],
 );
 
 export const cmdSpec: fc.Arbitrary<CmdSpec> = fc.record({
@@ -196,6 +197,7 @@ export function resolve(programs: CmdSpec[][], host: HostObjects, cfg: FwConfig)
         break;
       }
       case "CQ_CI": args = [o[0], c(s.n[0] % 4)]; break;
+      case "SET_PORT_GROUPS": args = [c(s.n[0] % 16)]; break; // 13..15: more than the 12 ports
       default: break;
     }
     all.push({ engine: e, index: k, slot: slotOf(e, k), op: s.op, args });
@@ -263,7 +265,7 @@ export interface ModelObjects {
   pds: Map<number, Owner>;
   mrs: Map<number, { pd: number }>; // by lkey
   cqs: Map<number, Owner>;
-  qps: Map<number, { owner: Owner; pd: number; scq: number; rcq: number; state: number }>;
+  qps: Map<number, { owner: Owner; pd: number; scq: number; rcq: number; state: number; remote?: boolean; group?: number }>;
 }
 
 const OK = 0, NO = CMD_ERR.NO_OBJECT, TRANSITION = CMD_ERR.TRANSITION, IN_USE = CMD_ERR.IN_USE, ARGUMENT = CMD_ERR.ARGUMENT;
@@ -292,6 +294,10 @@ export function judge(cmds: Command[], results: Uint32Array, objs: ModelObjects,
   const usedCq = (cq: number) => [...objs.qps.values()].some((q) => q.scq === cq || q.rcq === cq);
   const free = <T>(m: Map<number, T>, max: number) => { for (let i = 0; i < max; i++) if (!m.has(i)) return true; return false; };
 
+  // the split of the device's 12 ports (config defaults: 10 scale-up), which SET_PORT_GROUPS changes
+  const PORTS = 12;
+  let split = 10;
+  const groupPorts = (group: number, up: number) => (group === 0 ? up : group === 1 ? PORTS - up : 0);
   for (const c of cmds) {
     const e = c.engine;
     const a = c.args.map((v) => valueOf(v, results));
@@ -373,6 +379,7 @@ export function judge(cmds: Command[], results: Uint32Array, objs: ModelObjects,
         if (to === S.RTR && dest >= cfg.maxQps) { want([ARGUMENT], "a destination the device does not have"); break; }
         want([OK], `its QP ${q.state} -> ${to}`);
         if (got === OK) q.state = to;
+        if (got === OK && to === S.RTR) q.remote = false; // towards a QP of this device
         break;
       }
       case "MODIFY_QP_REMOTE": {
@@ -383,10 +390,21 @@ export function judge(cmds: Command[], results: Uint32Array, objs: ModelObjects,
         if (q.state !== S.INIT && q.state !== S.RTR) { want([TRANSITION], `no transition ${q.state} -> RTR`); break; }
         // this device is device 0 (deviceId's default): a destination there is a local one
         const remote = device !== 0;
-        const bad = device > 0xffff || dest >= (remote ? 1 << 24 : cfg.maxQps) || (remote && group > 1);
-        if (bad) { want([ARGUMENT], "a destination or port group the device does not have"); break; }
+        const bad = device > 0xffff || dest >= (remote ? 1 << 24 : cfg.maxQps) || (remote && groupPorts(group, split) === 0);
+        if (bad) { want([ARGUMENT], "a destination or port group the device does not have (or with no ports now)"); break; }
         want([OK], `its QP ${q.state} -> RTR towards device ${device}`);
-        if (got === OK) q.state = S.RTR;
+        if (got === OK) Object.assign(q, { state: S.RTR, remote, group });
+        break;
+      }
+      case "SET_PORT_GROUPS": {
+        // the device's split, not an object: any engine may; no QP here has work, so only a
+        // connected QP (RTR, RTS) whose group would have no ports stops it
+        const up = a[0];
+        if (up > PORTS) { want([ARGUMENT], "more scale-up ports than the device has"); break; }
+        const stuck = up !== split && [...objs.qps.values()].some((q) => q.remote && (q.state === QP_STATE.RTR || q.state === QP_STATE.RTS) && groupPorts(q.group!, up) === 0);
+        if (stuck) { want([IN_USE], "a connected QP's group left with no ports"); break; }
+        want([OK], `the split ${split} -> ${up}`);
+        if (got === OK) split = up;
         break;
       }
       case "DESTROY_QP": {

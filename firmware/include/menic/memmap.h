@@ -193,6 +193,7 @@
 #define MENIC_CMD_MODIFY_QP 8 /* arg0 qpn, arg1 QP_STATE, arg2 destination qpn (for RTR) -> 0 */
 #define MENIC_CMD_DESTROY_QP 9 /* arg0 qpn -> 0 */
 #define MENIC_CMD_MODIFY_QP_REMOTE 10 /* arg0 qpn, arg1 destination qpn, arg2 destination device, arg3 PORT_GROUP: moves an INIT QP to RTR towards a QP of another device (RoCEv2 through a port of the group) -> 0 */
+#define MENIC_CMD_SET_PORT_GROUPS 11 /* arg0 scale-up ports: re-splits the device's ports (any engine may; docs/nic.md, Port groups) -> 0, ARGUMENT (more than the ports) or IN_USE (a connected QP or connection is not quiescent, or its group would have no ports) */
 /* negative results of NIC.CMD (as u32: 0xffffffff is -1) */
 #define MENIC_CMD_ERR_NO_OBJECT (-1) /* no such object, none free, or not this engine's */
 #define MENIC_CMD_ERR_TRANSITION (-2) /* the QP cannot go from its state to that one */

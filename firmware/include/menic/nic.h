@@ -185,4 +185,12 @@ static inline int32_t menic_connect_qp_remote(uint32_t qpn, uint32_t dest_qpn, u
   return r;
 }
 
+/* Re-split the device's ports: ports 0 .. scale_up_ports - 1 scale-up, the rest scale-out (every
+ * connected QP and connection must be quiescent: docs/nic.md, "Port groups"). 0,
+ * MENIC_CMD_ERR_ARGUMENT (more than the ports) or MENIC_CMD_ERR_IN_USE. */
+static inline int32_t menic_set_port_groups(uint32_t scale_up_ports) {
+  uint32_t a[1] = { scale_up_ports };
+  return menic_cmd(MENIC_CMD_SET_PORT_GROUPS, a, 1);
+}
+
 #endif
