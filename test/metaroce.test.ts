@@ -95,6 +95,26 @@ describe("the MetaRoCE-like transport between two devices", () => {
     expect(done - probe.f.timePs).toBeLessThan(2 * rtt + 1_000_000);
   });
 
+  it("a path that goes silent with its whole record out (256 PSNs) loses track of none of them: no tail probe overwrites the oldest, the RTO sends them all again", async () => {
+    // two paths (ports 0 and 1), a 2 MiB initial window per port: a path may have 256 PSNs out.
+    // Path 1 goes dead after its 40th packet and keeps sending until it has 256 out (~10 us at
+    // line rate); its tail probe comes 15 us after it last heard, before its RTO (20 us)
+    let port1 = 0;
+    const fate: CableFate = (from, _n, f) => (from === 0 && f.port === 1 && ++port1 > 40 ? "drop" : "pass");
+    const r = await write(3 << 20, fate, { mrtPaths: 2, mrtInitCwndBytes: 2 << 20, mrtProbeMinPs: 15_000_000 });
+    expect(r.wcs.map((w) => w.status)).toEqual(["SUCCESS"]);
+    expect(Buffer.compare(r.landed, pattern(3 << 20, 3))).toBe(0); // (toEqual on 3 MiB takes seconds)
+    const path1 = r.seen.filter((s) => s.from === 0 && s.f.path === 1);
+    // it did fill its record: PSN 40 + 255 went out before it heard of anything lost
+    expect(Math.max(...path1.map((s) => s.f.psn))).toBeGreaterThanOrEqual(295);
+    // every data packet dropped on it went again, on path 0
+    const dropped = new Set(path1.filter((s) => s.fate === "drop" && s.f.type === 1).map((s) => s.f.ssn));
+    const again = new Set(r.seen.filter((s) => s.from === 0 && s.f.type === 1 && (s.f.flags & 0x10) !== 0 && s.fate === "pass").map((s) => s.f.ssn));
+    expect(dropped.size).toBeGreaterThan(200);
+    for (const ssn of dropped) expect(again.has(ssn)).toBe(true);
+    expect(r.A["mrt.rtos"]).toBeGreaterThan(0);
+  });
+
   it("SEND and SEND with immediate fill the posted receives in order; WRITE with immediate consumes one", async () => {
     const { net, a, b } = await pair();
     const buf = a.ctx.allocHbm(30000), rbuf = b.ctx.allocHbm(30000), wdst = b.ctx.allocHbm(8192);
@@ -232,6 +252,22 @@ describe("the MetaRoCE-like transport when every path of a connection is dead", 
     // once: nothing more comes, however long it stays dead
     net.run(a.ctx.nowPs + 3n * BigInt(GIVE_UP));
     expect(a.ctx.pollCq(a.cq, 8)).toEqual([]);
+  });
+
+  it("a path failed for longer than 256 probes comes back when its plane does (its unanswered probes do not fill its record)", async () => {
+    let down = new Set<number>();
+    const { net, a, post } = await deadPaths(() => down);
+    down = new Set([3]);
+    post(2);
+    // failed within a few RTOs, then probed every 4 x mrtRtoMinPs = 8 us: 3 ms is 375 probes
+    net.run(a.ctx.nowPs + 3_000_000_000n);
+    expect(a.ctx.device.stats()["mrt.tx_probes"]).toBeGreaterThan(300);
+    expect(a.ctx.device.metarocePaths()[3]!.state).toBe("failed");
+    down = new Set();
+    net.run(a.ctx.nowPs + 20_000_000n);
+    expect(a.ctx.device.metarocePaths()[3]!.state).toBe("active");
+    expect(a.ctx.device.stats()["mrt.paths_recovered"]).toBe(1);
+    expect(settle(net, a.ctx, a.cq, 1).map((w) => w.status)).toEqual(["SUCCESS"]);
   });
 
   it("one path back before the bound: the WRITEs complete with success over it, and nothing gives up", async () => {

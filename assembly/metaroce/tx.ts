@@ -625,13 +625,17 @@ export function mrtTimer(dev: Device, c: u32, t: u64): void {
 function pathTimer(dev: Device, c: u32, g: u32, p: Path, t: u64): void {
   const rtoAt = p.lastHeard + p.rto;
   if (p.state != PATH_FAILED && p.probing == 0 && t < rtoAt) {
-    // silent for a probe time with packets out: ask for an ACK, which shows any hole
-    p.probing = 1;
-    forceList(dev, g, t);
+    // silent for a probe time with packets out: ask for an ACK, which shows any hole. A probe
+    // takes a PSN: with the record full it would take the slot of the oldest packet out, whose
+    // loss nothing would then find; the RTO comes instead
+    p.probing = recordFull(p) ? 2 : 1;
+    if (p.probing == 1) forceList(dev, g, t);
     return;
   }
   if (p.state == PATH_FAILED) {
-    // a failed path is probed every RTO until it answers
+    // a failed path is probed every RTO until it answers; it has nothing but probes out, and
+    // the oldest unanswered ones are given up to make room (the receiver drops a PSN 256 past its floor)
+    if (recordFull(p)) forgetProbes(dev, g, p);
     p.lastHeard = t;
     p.probing = 1;
     forceList(dev, g, t);
@@ -707,6 +711,17 @@ export function pathResync(dev: Device, c: u32, g: u32, to: u32, t: u64): void {
   // a suspect or failed path's probe was in flight: another, in the new PSNs, brings it back
   p.probing = 1;
   forceList(dev, g, t);
+}
+
+/** Has path `p` as many PSNs out as its record holds? (A new PSN would take the oldest one's slot.) */
+@inline function recordFull(p: Path): bool {
+  return pdiff(p.nxt, p.una) >= <i32>MRT_PATH_WINDOW;
+}
+
+/** Failed path `g`'s unanswered probes are given up: its floor moves to its next PSN. */
+function forgetProbes(dev: Device, g: u32, p: Path): void {
+  for (let psn = p.una; pdiff(psn, p.nxt) < 0; psn++) store<u32>(sentAt(dev, g, psn), SENT_NONE, 20);
+  p.una = p.nxt;
 }
 
 /** Every PSN in flight on path `g` is declared lost (counted in `stat`): its packets queue to be sent again, the floor moves up. */
