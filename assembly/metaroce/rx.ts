@@ -22,6 +22,7 @@ import {
 } from "./state";
 import { owesAck, queueRtx, pathWant, pathResync, streamReady, wantTimer, armPath } from "./tx";
 import { ccOnAck, ccInit } from "./cc";
+import { rttSample } from "./rto";
 import {
   ETH_SIZE, IPV4_SIZE, UDP_SIZE, IPV4_ECN_CE, getIpv4Ecn, getIpv4Src,
   MRT_VERSION, MRT_TYPE_DATA, MRT_TYPE_ACK, MRT_TYPE_PROBE, MRT_FLAG_LAST, MRT_FLAG_ACK_REQ, MRT_OP_WRITE, MRT_OP_WRITE_IMM,
@@ -407,18 +408,6 @@ function ackIn(dev: Device, c: u32, g: u32, h: usize, t: u64): void {
   if (code != 0) nakIn(dev, c, getMraNakQp(h), code, getMraNakSsn(h), t);
   pathWant(dev, g, t);
   armPath(dev, c, p);
-}
-
-/** RTT sample `rtt` (ps) of path `p` (RFC 6298: SRTT, RTTVAR, RTO). */
-function rttSample(dev: Device, p: Path, rtt: f64): void {
-  if (p.srtt == 0) { p.srtt = rtt; p.rttvar = rtt / 2; }
-  else {
-    const err = rtt > p.srtt ? rtt - p.srtt : p.srtt - rtt;
-    p.rttvar = 0.75 * p.rttvar + 0.25 * err;
-    p.srtt = 0.875 * p.srtt + 0.125 * rtt;
-  }
-  const rto = <u64>(p.srtt + 4 * p.rttvar);
-  p.rto = rto > dev.cfg.mrtRtoMinPs ? rto : dev.cfg.mrtRtoMinPs;
 }
 
 function pathsOnPort(dev: Device, c: u32, port: u32): u32 {

@@ -21,6 +21,7 @@ import {
 } from "./state";
 import { ccInit, ccOnRto, ccPaceRate } from "./cc";
 import { connSpread } from "./spread";
+import { rtoWait, rtoBackoff, probeWait, failedProbeEvery } from "./rto";
 import {
   ETH_SIZE, MRT_UDP_PORT, MRT_VERSION, MRT_TYPE_DATA, MRT_TYPE_ACK, MRT_TYPE_PROBE, MRT_FLAG_FIRST, MRT_FLAG_LAST,
   MRT_FLAG_ACK_REQ, MRT_FLAG_RETX, MRT_OP_WRITE, MRT_OP_WRITE_IMM, MRT_OP_SEND, MRT_OP_SEND_IMM, MRT_OP_READ_REQ, MRT_OP_READ_RESP, MRT_PROBE_QP,
@@ -555,23 +556,10 @@ function pathDue(dev: Device, p: Path): u64 {
   if (p.lastHeard == NEVER) return NEVER;
   if (p.state == PATH_FAILED) return p.lastHeard + failedProbeEvery(dev, p);
   if (pdiff(p.nxt, p.una) <= 0) return NEVER; // nothing in flight
-  const rto = p.lastHeard + p.rto;
+  const rto = p.lastHeard + rtoWait(dev, p);
   if (p.probing != 0) return rto;
-  const probe = p.lastHeard + probeDelay(dev, p);
+  const probe = p.lastHeard + probeWait(dev, p);
   return probe < rto ? probe : rto;
-}
-
-/** How long a path with packets out stays silent before its tail probe: 2 x SRTT, at least mrtProbeMinPs; half the smallest RTO before the first RTT sample. */
-@inline function probeDelay(dev: Device, p: Path): u64 {
-  if (p.srtt == 0) return dev.cfg.mrtRtoMinPs / 2;
-  const d = <u64>(2.0 * p.srtt);
-  return d > dev.cfg.mrtProbeMinPs ? d : dev.cfg.mrtProbeMinPs;
-}
-
-/** A failed path is probed every RTO, at most every 4 x mrtRtoMinPs (its backed-off RTO would find a recovery late). */
-@inline function failedProbeEvery(dev: Device, p: Path): u64 {
-  const most = 4 * dev.cfg.mrtRtoMinPs;
-  return p.rto < most ? p.rto : most;
 }
 
 /** Connection `c`'s timer is armed for path `p`'s next RTO or tail probe. */
@@ -623,7 +611,7 @@ export function mrtTimer(dev: Device, c: u32, t: u64): void {
 
 /** Path `g`'s own time has come: a tail probe, or its RTO. */
 function pathTimer(dev: Device, c: u32, g: u32, p: Path, t: u64): void {
-  const rtoAt = p.lastHeard + p.rto;
+  const rtoAt = p.lastHeard + rtoWait(dev, p);
   if (p.state != PATH_FAILED && p.probing == 0 && t < rtoAt) {
     // silent for a probe time with packets out: ask for an ACK, which shows any hole. A probe
     // takes a PSN: with the record full it would take the slot of the oldest packet out, whose
@@ -645,7 +633,7 @@ function pathTimer(dev: Device, c: u32, g: u32, p: Path, t: u64): void {
   statAdd(dev, STAT_MRT_RTOS, 1);
   declareAllLost(dev, c, g, p, STAT_MRT_LOSSES_RTO, t);
   p.rtos++;
-  p.rto = p.rto * 2 > 1000000000000 ? 1000000000000 : p.rto * 2;
+  rtoBackoff(dev, p);
   p.lastHeard = t;
   p.probing = 1;
   ccOnRto(dev, p);
