@@ -91,6 +91,19 @@ describe("collective scenarios", () => {
     expect(roce.collective!.rows[0]!.error).toMatch(/\(send "(rs|ag)\d+\.send" on engine \d+\): RETRY_EXC_ERR$/);
   }, 180_000);
 
+  it("a plane failing before its paths heard their first ACK: they time out by their connection's RTT, not the 5 ms initial RTO", async () => {
+    const sc = JSON.parse(readFileSync("examples/scenarios/allreduce-plane-failure.json", "utf8"));
+    const early = await runScenario(coreModule(), { ...sc, faults: [{ ...sc.faults[0], at: "10us" }] });
+    const healthy = await runScenario(coreModule(), { ...sc, faults: [] });
+    const row = early.collective!.rows[0]!;
+    expect([row.status, row.check]).toEqual(["done", "ok"]);
+    expect(early.fabric.drops.link_down).toBeGreaterThan(0);
+    // measured: 68.6 us, against 48.0 us with every plane up (one RTO of 20 us more); 5.043 ms
+    // when a path with no RTT sample of its own waited mrtRtoInitPs
+    expect(row.timePs).toBeGreaterThan(healthy.collective!.rows[0]!.timePs);
+    expect(row.timePs - healthy.collective!.rows[0]!.timePs).toBeLessThan(2 * 20_000_000);
+  }, 120_000);
+
   it("64 devices in timing mode: the all-reduce runs to its end (no bytes move, so no check)", async () => {
     const r = await runScenario(coreModule(), JSON.parse(readFileSync("examples/scenarios/allreduce-64.json", "utf8")));
     expect(r.finished).toBe(true);

@@ -385,10 +385,12 @@ function ackIn(dev: Device, c: u32, g: u32, h: usize, t: u64): void {
     }
   }
   while (pdiff(p.una, p.nxt) < 0 && load<u32>(sentAt(dev, g, p.una), 20) == SENT_NONE) p.una++;
-  if (sample >= 0) rttSample(dev, p, sample);
+  const k = connAt(dev, c);
+  if (sample >= 0) rttSample(dev, k, p, sample);
   // the receiver's fair share on this port, split over the connection's paths there
   const hint = getMraHint(h);
   p.hintGbps = hint == 0 ? 0 : <f64>hint / 65535 * <f64>dev.cfg.portGbps / <f64>pathsOnPort(dev, c, p.port);
+  if (hint != 0) k.hintGbps = p.hintGbps;
   ccOnAck(dev, p, pkts, bytes, getMraCe(h), sample);
   if (heard) {
     p.lastHeard = t;
@@ -397,7 +399,7 @@ function ackIn(dev: Device, c: u32, g: u32, h: usize, t: u64): void {
     if (p.state != PATH_ACTIVE) {
       if (p.state == PATH_FAILED) {
         statAdd(dev, STAT_MRT_PATHS_RECOVERED, 1);
-        connAt(dev, c).deadSince = NEVER; // one path is back: no give-up
+        k.deadSince = NEVER; // one path is back: no give-up
         ccInit(dev, p);
         p.epoch = (p.epoch + 1) & 0xff;
       }
@@ -408,6 +410,13 @@ function ackIn(dev: Device, c: u32, g: u32, h: usize, t: u64): void {
   if (code != 0) nakIn(dev, c, getMraNakQp(h), code, getMraNakSsn(h), t);
   pathWant(dev, g, t);
   armPath(dev, c, p);
+  // the paths with no RTT sample of their own time out by the connection's estimate and hint, which this ACK moved
+  if (k.sampled < dev.cfg.mrtPaths) {
+    for (let i: u32 = 0; i < dev.cfg.mrtPaths; i++) {
+      const o = pathAt(dev, c * dev.cfg.mrtPaths + i);
+      if (o.srtt == 0) armPath(dev, c, o);
+    }
+  }
 }
 
 function pathsOnPort(dev: Device, c: u32, port: u32): u32 {

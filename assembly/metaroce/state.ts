@@ -31,6 +31,10 @@ export const PATH_FAILED: u32 = PATH_STATE_FAILED; // mrtFailAfter RTOs in a row
   timerEventAt: u64;
   holdWake: u64; // the earliest time a held stream may send again (NEVER: none held)
   deadSince: u64; // since when every path has been failed (NEVER: one is not); the give-up bound runs from it
+  srtt: f64; // ps, over every path's RTT samples (0: none yet): what a path with no sample of its own starts from
+  rttvar: f64;
+  hintGbps: f64; // the latest rate hint per path any of its paths heard (0: none yet)
+  sampled: u32; // paths with an RTT sample of their own
 }
 
 /** A path, sender side. */

@@ -551,20 +551,20 @@ function hintOf(dev: Device, p: u32, t: u64): u32 {
 
 // ---- timers: one MrtTimer per connection, re-armed lazily for the earliest of its paths' times
 
-/** The earliest time path `p` needs its connection's timer: its RTO or tail probe. */
-function pathDue(dev: Device, p: Path): u64 {
+/** The earliest time path `p` of connection `k` needs its connection's timer: its RTO or tail probe. */
+function pathDue(dev: Device, k: Conn, p: Path): u64 {
   if (p.lastHeard == NEVER) return NEVER;
-  if (p.state == PATH_FAILED) return p.lastHeard + failedProbeEvery(dev, p);
+  if (p.state == PATH_FAILED) return p.lastHeard + failedProbeEvery(dev, k, p);
   if (pdiff(p.nxt, p.una) <= 0) return NEVER; // nothing in flight
-  const rto = p.lastHeard + rtoWait(dev, p);
+  const rto = p.lastHeard + rtoWait(dev, k, p);
   if (p.probing != 0) return rto;
-  const probe = p.lastHeard + probeWait(dev, p);
+  const probe = p.lastHeard + probeWait(dev, k, p);
   return probe < rto ? probe : rto;
 }
 
 /** Connection `c`'s timer is armed for path `p`'s next RTO or tail probe. */
 export function armPath(dev: Device, c: u32, p: Path): void {
-  const at = pathDue(dev, p);
+  const at = pathDue(dev, connAt(dev, c), p);
   if (at != NEVER) wantTimer(dev, c, at);
 }
 
@@ -599,10 +599,10 @@ export function mrtTimer(dev: Device, c: u32, t: u64): void {
       else if (r.ackDue < next) next = r.ackDue;
     }
     const p = pathAt(dev, g);
-    let due = pathDue(dev, p);
+    let due = pathDue(dev, k, p);
     if (due != NEVER && due <= t) {
       pathTimer(dev, c, g, p, t);
-      due = pathDue(dev, p);
+      due = pathDue(dev, k, p);
     }
     if (due != NEVER && due < next) next = due;
   }
@@ -611,7 +611,8 @@ export function mrtTimer(dev: Device, c: u32, t: u64): void {
 
 /** Path `g`'s own time has come: a tail probe, or its RTO. */
 function pathTimer(dev: Device, c: u32, g: u32, p: Path, t: u64): void {
-  const rtoAt = p.lastHeard + rtoWait(dev, p);
+  const k = connAt(dev, c);
+  const rtoAt = p.lastHeard + rtoWait(dev, k, p);
   if (p.state != PATH_FAILED && p.probing == 0 && t < rtoAt) {
     // silent for a probe time with packets out: ask for an ACK, which shows any hole. A probe
     // takes a PSN: with the record full it would take the slot of the oldest packet out, whose
@@ -632,8 +633,8 @@ function pathTimer(dev: Device, c: u32, g: u32, p: Path, t: u64): void {
   // the RTO: everything in flight on the path is lost and goes to the others
   statAdd(dev, STAT_MRT_RTOS, 1);
   declareAllLost(dev, c, g, p, STAT_MRT_LOSSES_RTO, t);
+  rtoBackoff(dev, k, p);
   p.rtos++;
-  rtoBackoff(dev, p);
   p.lastHeard = t;
   p.probing = 1;
   ccOnRto(dev, p);
