@@ -396,6 +396,7 @@ function ackIn(dev: Device, c: u32, g: u32, h: usize, t: u64): void {
     p.lastHeard = t;
     p.rtos = 0;
     p.probing = 0;
+    p.probes = 0;
     if (p.state != PATH_ACTIVE) {
       if (p.state == PATH_FAILED) {
         statAdd(dev, STAT_MRT_PATHS_RECOVERED, 1);

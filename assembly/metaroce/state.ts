@@ -66,6 +66,8 @@ export const PATH_FAILED: u32 = PATH_STATE_FAILED; // mrtFailAfter RTOs in a row
   slowStart: u32; // 1 until its first CE mark: the window grows by what each ACK acknowledges
   baseRtt: f64; // NSCC: the smallest RTT sample (ps; 0: none yet)
   cleanBytes: f64; // NSCC: bytes acknowledged since the last sign of congestion (a mark or a delay above the target)
+  probes: u32; // tail probes sent since it last heard (an active path)
+  probeAt: u64; // when the last of them was due
 }
 
 /** A path, receiver side. */

@@ -106,6 +106,11 @@ export function streamClose(dev: Device, q: Qp, qpn: u32): void {
 /** SSN `ssn` of stream `qpn` was lost: it goes to its connection's retransmit ring. */
 export function queueRtx(dev: Device, c: u32, qpn: u32, ssn: u32, t: u64): void {
   const k = connAt(dev, c);
+  // queued already (a tail probe's copy and its original, both lost): sent again once
+  for (let i: u32 = 0; i < k.rtxCount; i++) {
+    const e = rtxAt(dev, c, i);
+    if (load<u32>(e) == qpn && load<u32>(e, 4) == ssn) return;
+  }
   if (k.rtxCount >= rtxCap(dev)) rtxCompact(dev, c);
   if (k.rtxCount >= rtxCap(dev)) {
     // every entry is a packet still owed: make room by the oldest's stream giving up (never seen
@@ -208,9 +213,12 @@ export function mrtPortTx(dev: Device, p: u32, t: u64): void {
     const path = pathAt(dev, g);
     const c = g / dev.cfg.mrtPaths;
     if (path.probing == 1) {
-      const wire = buildProbe(dev, c, g, t);
+      let wire = path.state == PATH_ACTIVE ? buildTailProbe(dev, c, g, t) : 0;
+      if (wire == 0) wire = buildProbe(dev, c, g, t);
+      else statAdd(dev, STAT_MRT_TX_PROBES, 1);
       if (!send(dev, p, wire, t)) return;
       path.probing = 2;
+      armPath(dev, c, path); // its next probe, if this one goes unanswered
       rotate(dev, heads, g, path.state == PATH_ACTIVE && hasWork(dev, c));
       return;
     }
@@ -224,7 +232,7 @@ export function mrtPortTx(dev: Device, p: u32, t: u64): void {
       rotate(dev, heads, g, true);
       continue;
     }
-    const wire = buildNext(dev, c, g, t);
+    const wire = buildNext(dev, c, g, false, t);
     if (wire == 0) {
       // nothing it may send now (streams at their window, or held): the ACK or the hold's end brings it back
       listPop(dev, heads, false);
@@ -269,7 +277,7 @@ function send(dev: Device, p: u32, wire: u32, t: u64): bool {
 // ---- choosing and building a data packet
 
 /** Builds connection `c`'s next packet for path `g`: one to send again first, else a new one. Its wire length, or 0 for none. */
-function buildNext(dev: Device, c: u32, g: u32, t: u64): u32 {
+function buildNext(dev: Device, c: u32, g: u32, probe: bool, t: u64): u32 {
   const k = connAt(dev, c);
   // the retransmit ring, oldest first: entries acknowledged meanwhile are dropped, held streams skipped
   let scanned: u32 = 0;
@@ -281,7 +289,7 @@ function buildNext(dev: Device, c: u32, g: u32, t: u64): u32 {
     const q = qpAt(dev, qpn);
     if (q.mtRnrAt > t) { holdUntil(dev, c, q.mtRnrAt); scanned++; continue; }
     rtxRemove(dev, c, scanned);
-    const wire = buildData(dev, c, g, q, qpn, ssn, true, t);
+    const wire = buildData(dev, c, g, q, qpn, ssn, true, probe, t);
     if (wire != 0) return wire;
   }
   // new packets, streams round robin
@@ -303,7 +311,7 @@ function buildNext(dev: Device, c: u32, g: u32, t: u64): u32 {
       else q.rtxPsn = outFirstPsn(outAt(dev, q, qpn, q.rtxK));
     } else q.rtxPsn = psnAdd(ssn, 1);
     if (q.rtxActive) pushStream(dev, k, q, qpn);
-    const wire = buildData(dev, c, g, q, qpn, ssn, false, t);
+    const wire = buildData(dev, c, g, q, qpn, ssn, false, probe, t);
     if (wire != 0) return wire;
   }
   return 0;
@@ -396,7 +404,7 @@ function mrtOp(op: u32, flags: u32): u32 {
 }
 
 /** Builds packet `ssn` of stream `q` for path `g` in the port's frame buffer; its wire length (0: its message is gone). */
-function buildData(dev: Device, c: u32, g: u32, q: Qp, qpn: u32, ssn: u32, again: bool, t: u64): u32 {
+function buildData(dev: Device, c: u32, g: u32, q: Qp, qpn: u32, ssn: u32, again: bool, probe: bool, t: u64): u32 {
   const e = messageOf(dev, q, qpn, ssn);
   if (e == 0) return 0;
   const path = pathAt(dev, g);
@@ -413,6 +421,7 @@ function buildData(dev: Device, c: u32, g: u32, q: Qp, qpn: u32, ssn: u32, again
   if (idx == 0) flags |= MRT_FLAG_FIRST;
   if (idx == n - 1) flags |= MRT_FLAG_LAST | MRT_FLAG_ACK_REQ;
   if (again) flags |= MRT_FLAG_RETX | MRT_FLAG_ACK_REQ;
+  if (probe) flags |= MRT_FLAG_ACK_REQ;
   const k = connAt(dev, c);
   const h = ethIpUdp(dev, path.port, k.peer, pathUdpPort(dev, g % dev.cfg.mrtPaths), MRT_UDP_PORT, MRH_SIZE + plen + MRC_SIZE);
   const psn = path.nxt;
@@ -488,6 +497,33 @@ function pace(dev: Device, p: Path, t: u64, wire: u32): void {
   ccInit(dev, p);
 }
 
+/**
+ * The tail probe of active path `g` (after RACK-TLP's loss probe), asking for an ACK at once:
+ * the connection's next packet (one sent again, else a new one) when it has one, beyond the
+ * path's window; else the path's newest packet still out, sent again under a new PSN. Either way
+ * its ACK shows every hole below it; when the path's newest packet was lost (a tail loss:
+ * nothing after it to show the hole) the second kind brings it, and its message completes a
+ * round trip after the probe rather than two. The first kind costs nothing when nothing was lost
+ * (a probe that fires behind a queue). Its wire length, or 0 for neither (an empty PROBE goes).
+ */
+function buildTailProbe(dev: Device, c: u32, g: u32, t: u64): u32 {
+  if (hasWork(dev, c)) {
+    const wire = buildNext(dev, c, g, true, t);
+    if (wire != 0) return wire;
+  }
+  const path = pathAt(dev, g);
+  for (let psn = path.nxt - 1; pdiff(psn, path.una) >= 0; psn--) {
+    const s = sentAt(dev, g, psn);
+    if (load<u32>(s, 20) != SENT_OUT) continue;
+    const qpn = load<u32>(s), ssn = load<u32>(s, 4);
+    if (qpn >= dev.cfg.maxQps) return 0;
+    const q = qpAt(dev, qpn);
+    if (!streamLive(dev, q, c) || isAcked(dev, q, qpn, ssn)) return 0;
+    return buildData(dev, c, g, q, qpn, ssn, true, true, t);
+  }
+  return 0;
+}
+
 /** A probe on path `g`: a new PSN and no payload, asking for an ACK. */
 function buildProbe(dev: Device, c: u32, g: u32, t: u64): u32 {
   const path = pathAt(dev, g);
@@ -557,8 +593,10 @@ function pathDue(dev: Device, k: Conn, p: Path): u64 {
   if (p.state == PATH_FAILED) return p.lastHeard + failedProbeEvery(dev, k, p);
   if (pdiff(p.nxt, p.una) <= 0) return NEVER; // nothing in flight
   const rto = p.lastHeard + rtoWait(dev, k, p);
-  if (p.probing != 0) return rto;
-  const probe = p.lastHeard + probeWait(dev, k, p);
+  // one probe after the probe time; on an active path, while none is answered, another after
+  // twice as long from the last, and so on until the RTO
+  if (p.probing == 1 || (p.probing != 0 && (p.state != PATH_ACTIVE || p.probes == 0))) return rto;
+  const probe = p.probes == 0 ? p.lastHeard + probeWait(dev, k, p) : p.probeAt + (probeWait(dev, k, p) << <u64>(p.probes < 20 ? p.probes : 20));
   return probe < rto ? probe : rto;
 }
 
@@ -613,10 +651,12 @@ export function mrtTimer(dev: Device, c: u32, t: u64): void {
 function pathTimer(dev: Device, c: u32, g: u32, p: Path, t: u64): void {
   const k = connAt(dev, c);
   const rtoAt = p.lastHeard + rtoWait(dev, k, p);
-  if (p.state != PATH_FAILED && p.probing == 0 && t < rtoAt) {
+  if (p.state != PATH_FAILED && p.probing != 1 && t < rtoAt) {
     // silent for a probe time with packets out: ask for an ACK, which shows any hole. A probe
     // takes a PSN: with the record full it would take the slot of the oldest packet out, whose
     // loss nothing would then find; the RTO comes instead
+    p.probes++;
+    p.probeAt = t;
     p.probing = recordFull(p) ? 2 : 1;
     if (p.probing == 1) forceList(dev, g, t);
     return;
