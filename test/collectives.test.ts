@@ -3,7 +3,7 @@
 // arithmetic here (not against the graphs' own reductions).
 import { describe, it, expect } from "vitest";
 import { readFileSync } from "node:fs";
-import { allReduceRing, allReduceHalvingDoubling, reduceScatterRing, allGatherRing, broadcastRing, allToAll, runReference, readGraphJson, validateProgram, checkRaces, split, GraphError, type GraphProgram } from "../host/graph/index.js";
+import { allReduceRing, allReduceHalvingDoubling, allReduceTree, doubleBinaryTree, reduceScatterRing, allGatherRing, broadcastRing, allToAll, runReference, readGraphJson, validateProgram, checkRaces, split, GraphError, type GraphProgram } from "../host/graph/index.js";
 import { f32Bits } from "../host/reduce/reference.js";
 
 /** Deterministic pseudo-random i32 inputs per device (a small LCG, seeded by device). */
@@ -194,5 +194,79 @@ describe("the other collectives, run by the reference executor", () => {
       const out = i32(r.buffers[p].get("out")!);
       for (let src = 0; src < N; src++) expect(block(out, src, elems)).toEqual(block(ins[src], p, elems));
     }
+  });
+});
+
+describe("double binary tree all-reduce", () => {
+  /** edges from the root down to rank r */
+  const depthOf = (t: ReturnType<typeof doubleBinaryTree>[0], r: number) => {
+    let d = 0;
+    for (let x = r; x !== t.root; x = t.parent[x]) d++;
+    return d;
+  };
+
+  it("its two trees span the ranks, at most two children each, ceil(log2 N) deep; for even N no rank has children in both", () => {
+    for (let n = 1; n <= 40; n++) {
+      const trees = doubleBinaryTree(n);
+      for (const t of trees) {
+        expect(t.parent[t.root]).toBe(-1);
+        for (let r = 0; r < n; r++) {
+          expect(t.children[r].length).toBeLessThanOrEqual(2);
+          for (const c of t.children[r]) expect(t.parent[c]).toBe(r);
+          if (r !== t.root) expect(t.children[t.parent[r]]).toContain(r);
+        }
+        const depth = Math.max(...Array.from({ length: n }, (_, r) => depthOf(t, r)));
+        expect(depth, `n = ${n}`).toBe(Math.ceil(Math.log2(n)));
+      }
+      const both = Array.from({ length: n }, (_, r) => r).filter((r) => trees.every((t) => t.children[r].length > 0));
+      // even n: complementary (NCCL's mirror); odd n (the shift): one rank, rank 0, has children in both
+      expect(both, `n = ${n}`).toEqual(n % 2 === 0 || n === 1 ? [] : [0]);
+      // halves a rank sends: up once per tree it is not the root of, down once per child; at most 4 (2x its data)
+      for (let r = 0; r < n && n > 1; r++) {
+        const halves = trees.reduce((a, t) => a + (t.parent[r] >= 0 ? 1 : 0) + t.children[r].length, 0);
+        expect(halves).toBeLessThanOrEqual(4);
+      }
+    }
+    expect(doubleBinaryTree(8)[0].children).toEqual([[4], [], [1, 3], [], [2, 6], [], [5, 7], []]);
+    expect(doubleBinaryTree(8)[1].children).toEqual([[], [2, 0], [], [5, 1], [], [6, 4], [], [3]]);
+  });
+
+  for (const [devices, engines, elems, chunkBytes] of [[1, 16, 64, 64], [2, 1, 100, 64], [3, 2, 7, 4], [3, 16, 1001, 128], [5, 4, 4099, 256], [8, 16, 2048, 128], [12, 16, 1000, 64], [12, 1, 300, 256]] as const) {
+    it(`i32 sum on ${devices} devices, ${engines} engines, ${elems} elements, chunks of ${chunkBytes} bytes: every device gets the wrapped sum, race-free`, () => {
+      const ins = inputsI32(devices, elems);
+      const want = Int32Array.from({ length: elems }, (_, i) => ins.reduce((a, v) => (a + v[i]) | 0, 0));
+      const p = allReduceTree({ devices, engines, bytes: elems * 4, dtype: "i32", chunkBytes });
+      const r = run(p, ins);
+      for (let d = 0; d < devices; d++) expect(new Int32Array(r.buffers[d].get("out")!.slice().buffer)).toEqual(want);
+      expect([...r.semaphores.map((s) => s[0])]).toEqual(Array(devices).fill(1));
+    });
+  }
+
+  it("i32 max on 6 devices is exact", () => {
+    const ins = inputsI32(6, 500);
+    const want = Int32Array.from({ length: 500 }, (_, i) => Math.max(...ins.map((v) => v[i])));
+    const r = run(allReduceTree({ devices: 6, engines: 8, bytes: 2000, dtype: "i32", redop: "max", chunkBytes: 128 }), ins);
+    for (let d = 0; d < 6; d++) expect(new Int32Array(r.buffers[d].get("out")!.slice().buffer)).toEqual(want);
+  });
+
+  it("on 8 devices x 16 engines: 8 lanes, an engine each way; each rank sends its data once (the two roots) or twice", () => {
+    const bytes = 1 << 20, p = allReduceTree({ devices: 8, engines: 16, bytes, dtype: "f32" });
+    // 1 MiB: 8 lanes of 128 KiB, in 2 chunks of 64 KiB
+    const sent = p.ranks.map((rk) => rk.nodes.reduce((a, n) => a + (n.op === "send" ? n.bytes : 0), 0));
+    // in halves of the data: rank 4 sends up and to 2 children in tree 0 and up in tree 1 (4, 2x);
+    // rank 0, the root of tree 0 (one child) and a leaf of tree 1, sends 2 (1x); so does rank 7
+    expect(sent).toEqual([1, 2, 2, 2, 2, 2, 2, 1].map((x) => x * bytes));
+    expect(sent.reduce((a, b) => a + b, 0)).toBe(2 * 7 * bytes); // 2 (N - 1) x data in all, as the ring
+    for (const rk of p.ranks) {
+      const ups = new Set(rk.nodes.filter((n) => n.name?.startsWith("up")).map((n) => n.engine));
+      const downs = new Set(rk.nodes.filter((n) => n.name?.startsWith("down")).map((n) => n.engine));
+      for (const e of ups) expect(e % 2).toBe(0);
+      for (const e of downs) expect(e % 2).toBe(1);
+      expect(rk.nodes.filter((n) => n.op === "send").every((n) => n.bytes === 65536)).toBe(true);
+    }
+  });
+
+  it("refuses chunks smaller than an element", () => {
+    expect(() => allReduceTree({ devices: 4, bytes: 64, dtype: "f32", chunkBytes: 2 })).toThrow("chunkBytes: must be an integer of at least one f32 element (4 bytes), got 2");
   });
 });

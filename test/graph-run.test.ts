@@ -7,7 +7,7 @@ import { Context } from "../host/verbs.js";
 import { coreModule } from "../host/platform/node.js";
 import { Fabric, ClusterRunner, singleSwitch } from "../host/fabric/index.js";
 import { DeviceEndpoint } from "../host/cluster/endpoint.js";
-import { readGraphJson, runReference, allReduceRing, allReduceHalvingDoubling, allToAll, allGatherRing, bindProgram, executorsReady, graphDeviceConfig, type GraphProgram } from "../host/graph/index.js";
+import { readGraphJson, runReference, allReduceRing, allReduceHalvingDoubling, allReduceTree, allToAll, allGatherRing, bindProgram, executorsReady, graphDeviceConfig, type GraphProgram } from "../host/graph/index.js";
 
 const EXECUTOR = readFileSync("firmware/graph/executor.elf");
 
@@ -110,6 +110,22 @@ describe("graphs run by the engines", () => {
       const ref = runReference(p, (rank, b) => (b === "in" ? ins[rank] : undefined));
       for (let d = 0; d < p.devices; d++) expect(firstDiff(c.run.read(d, "out"), ref.buffers[d].get("out"))).toBe(-1);
     }, 60_000);
+  }
+
+  for (const [devices, engines, dtype, transport, chunkBytes] of [[5, 4, "i32", 0, 4096], [3, 1, "i32", 1, 8192], [12, 16, "bf16", 1, 65536]] as const) {
+    it(`double binary tree all-reduce (${dtype} sum) on ${devices} devices x ${engines} engines, ${transport ? "metaroce" : "rocev2"}: bit for bit the reference's${dtype === "i32" ? " and the plain wrapped sum" : ""}`, async () => {
+      const p = allReduceTree({ devices, engines, bytes: 48 * 1024, dtype, chunkBytes });
+      const ins = inputs(p, 5).map((b) => (dtype === "bf16" ? b.map((x, i) => (i % 2 ? 0x3c | (x & 0x80) : x)) : b));
+      const c = await cluster(p, { transport });
+      ins.forEach((b, d) => c.run.write(d, "in", b));
+      expect(finish(c).s).toEqual({ state: "done", devices });
+      const ref = runReference(p, (rank, b) => (b === "in" ? ins[rank] : undefined));
+      for (let d = 0; d < devices; d++) expect(firstDiff(c.run.read(d, "out"), ref.buffers[d].get("out"))).toBe(-1);
+      if (dtype !== "i32") return;
+      const words = ins.map((b) => new Int32Array(b.buffer));
+      const sum = Int32Array.from(words[0], (_, i) => words.reduce((a, v) => (a + v[i]) | 0, 0));
+      for (let d = 0; d < devices; d++) expect(firstDiff(c.run.read(d, "out"), new Uint8Array(sum.buffer))).toBe(-1);
+    }, 120_000);
   }
 
   it("a device whose links all fail ends the run with an error naming the node, not a hang", async () => {

@@ -9,6 +9,9 @@ import { runSweep, formatSweep } from "../host/scenario/sweep.js";
 import { formatResult } from "../host/scenario/report.js";
 import { resolveScenario } from "../host/scenario/scenario.js";
 import { ScenarioTracer } from "../host/scenario/trace.js";
+import { criticalPath } from "../host/graph/index.js";
+import type { RunObserver } from "../host/scenario/run.js";
+import type { Context } from "../host/verbs.js";
 
 const shipped = JSON.parse(readFileSync("examples/scenarios/allreduce-ring.json", "utf8"));
 
@@ -31,6 +34,49 @@ describe("collective scenarios", () => {
     }
     const table = formatSweep(shipped.name, runs);
     expect(table).toMatch(/^metaroce +bf16 +0\.01 +1048576 +\d+\.\d+ us +\d+\.\d\d +\d+\.\d% +ok +\d+ +done$/m);
+  }, 300_000);
+
+  it("the shipped tree against the ring on 12 devices: 2 ceil(log2 N) = 8 hops on the critical path against 2 (N - 1) = 22, each device sending 1x or 2x its data on the wire", async () => {
+    const sc = JSON.parse(readFileSync("examples/scenarios/allreduce-tree.json", "utf8"));
+    const N = 12;
+    let contexts: Context[] = [];
+    const seen = new Map<string, { hops: number; txPerByte: number[] }>();
+    const observer: RunObserver = {
+      intervalPs: Number.MAX_SAFE_INTEGER, begin() {}, posted() {}, completed() {}, sample() {},
+      graph(g) {
+        // measured from the run: the chain of events that decided its end, from the engines' own times
+        const { hops } = criticalPath(g.program, g.spans.map((d) => d.map((x) => ({ node: x.node, posted: x.postedPs, done: x.donePs }))));
+        // each size runs on fresh devices: their ports' bytes (headers and acknowledgements too) are this size's
+        const txPerByte = contexts.map((c) => c.device.stats()["port.tx_bytes"] / g.size);
+        seen.set(`${g.program.name.split("-")[1]}/${g.size}`, { hops, txPerByte });
+      },
+    };
+    const runs = await runSweep(coreModule(), sc, { observer, onBuilt: (c) => (contexts = c.contexts) });
+    const time = (algorithm: string, k: number) => {
+      const r = runs.find((x) => x.set["collective.algorithm"] === algorithm)!.result;
+      expect(r.finished).toBe(true);
+      expect(r.collective!.rows.map((x) => x.check)).toEqual(["ok", "ok", "ok"]);
+      return r.collective!.rows[k]!.timePs;
+    };
+    for (const size of [4096, 1048576, 16777216]) {
+      expect(seen.get(`ring/${size}`)!.hops).toBe(2 * (N - 1));
+      expect(seen.get(`tree/${size}`)!.hops).toBe(2 * Math.ceil(Math.log2(N)));
+    }
+    // 4 KiB: latency-bound, the tree's 8 hops against the ring's 22
+    expect(time("ring", 0) / time("tree", 0)).toBeGreaterThan(2);
+    // 16 MiB: bandwidth-bound, the ring's even 2 (N - 1) / N x per device beats the tree's 2x on its interior devices
+    expect(time("ring", 2)).toBeLessThan(time("tree", 2));
+    // on the wire at 16 MiB (3 % of headers and acknowledgements): the tree's two roots send their
+    // data once, every other device twice (NCCL's tree: ~2x); the ring's every device 2 x 11/12;
+    // in all both move 2 (N - 1) x the data
+    const ring = seen.get("ring/16777216")!.txPerByte, tree = seen.get("tree/16777216")!.txPerByte;
+    for (const x of ring) expect(x / ((2 * (N - 1)) / N)).toBeCloseTo(1.03, 1);
+    const sorted = [...tree].sort((a, b) => a - b);
+    for (const x of sorted.slice(0, 2)) expect(x).toBeCloseTo(1.03, 1);
+    for (const x of sorted.slice(2)) expect(x / 2).toBeCloseTo(1.03, 1);
+    const total = (a: number[]) => a.reduce((s, x) => s + x, 0);
+    expect(total(tree) / total(ring)).toBeCloseTo(1, 2);
+    expect(formatSweep(sc.name, runs)).toMatch(/^tree +4096 +\d+\.\d+ us +\d+\.\d\d +\d+\.\d% +ok +\d+ +done$/m);
   }, 300_000);
 
   it("one run prints an NCCL-tests style table with a row per size", async () => {
@@ -151,11 +197,12 @@ describe("collective scenarios", () => {
     expect(Math.max(...ends) * 1e6).toBeGreaterThan(r.collective!.rows[0]!.timePs);
   }, 120_000);
 
-  it("refuses a scenario with neither traffic nor collective, or both, and a halving-doubling on 6 devices", () => {
+  it("refuses a scenario with neither traffic nor collective, or both, a halving-doubling on 6 devices, and a tree that is not an all-reduce", () => {
     const base = { devices: { count: 6 } };
     expect(() => resolveScenario(base)).toThrow("scenario: needs traffic (QP pairs writing in a pattern), collective (a collective the engines run) or collectives (several, one after another)");
     expect(() => resolveScenario({ ...base, traffic: { pattern: "pairs" }, collective: { op: "all-reduce" } })).toThrow("has both traffic and collective");
     expect(() => resolveScenario({ ...base, collective: { op: "all-reduce", algorithm: "halving-doubling" } })).toThrow("scenario.collective.algorithm: halving-doubling is an all-reduce for a power-of-two number of devices");
     expect(() => resolveScenario({ ...base, collective: { op: "gather" } })).toThrow("collective.op");
+    expect(() => resolveScenario({ ...base, collective: { op: "all-gather", algorithm: "tree" } })).toThrow("scenario.collective.algorithm: tree is an all-reduce algorithm");
   });
 });

@@ -325,3 +325,125 @@ export function allReduceHalvingDoubling(o: AllReduceOptions): GraphProgram {
     }
   });
 }
+
+/** One binary tree over the ranks of a communicator: each rank's parent (-1 at the root) and children (at most two). */
+export interface RankTree {
+  root: number;
+  parent: number[];
+  children: number[][];
+}
+
+/**
+ * The two complementary binary trees of a double binary tree over n ranks (the shape NCCL's tree
+ * algorithm uses). Tree 0 is the in-order tree of the positions 0 .. n - 1 by their lowest set
+ * bit: position p with lowest bit b > 1 has children p - b/2 and the first of p + b/2, p + b/4,
+ * ..., p + 1 below n; odd positions are leaves; position 0 is the root, with the highest power
+ * of two below n as its one child. Depth: ceil(log2 n). Tree 1 is the same shape with position p
+ * at rank n - 1 - p (n even: odd positions map to even ranks, so every rank is a leaf in one of
+ * the trees and has children in at most one), or at rank p + 1 mod n (n odd, where the mirror
+ * would keep odd ranks odd). Every rank then sends about twice its data in all: up and down in
+ * the tree where it has children, up once in the other.
+ */
+export function doubleBinaryTree(n: number): [RankTree, RankTree] {
+  if (!Number.isInteger(n) || n < 1) throw new GraphError("devices", `must be a positive integer, got ${n}`);
+  const kids: number[][] = Array.from({ length: n }, () => []);
+  if (n > 1) kids[0].push(2 ** Math.floor(Math.log2(n - 1)));
+  for (let p = 1; p < n; p++) {
+    const b = p & -p;
+    if (b < 2) continue;
+    kids[p].push(p - b / 2);
+    for (let h = b / 2; h >= 1; h /= 2) if (p + h < n) { kids[p].push(p + h); break; }
+  }
+  const tree = (rankOf: (p: number) => number): RankTree => {
+    const parent = Array<number>(n).fill(-1), children: number[][] = Array.from({ length: n }, () => []);
+    kids.forEach((ks, p) => ks.forEach((k) => {
+      children[rankOf(p)].push(rankOf(k));
+      parent[rankOf(k)] = rankOf(p);
+    }));
+    return { root: rankOf(0), parent, children };
+  };
+  return [tree((p) => p), tree(n % 2 === 0 ? (p) => n - 1 - p : (p) => (p + 1) % n)];
+}
+
+/**
+ * Most pipeline chunks a lane is cut into. Each chunk costs its engines a few nodes of executor
+ * work: measured on 8 devices x 16 engines (examples/scenarios/allreduce-tree.json), 64 chunks of
+ * 32 KiB per lane leave a 16 MiB all-reduce engine-bound (118 us), 16 of 128 KiB take 76 us.
+ */
+const TREE_MAX_CHUNKS = 16;
+
+/**
+ * All-reduce by a double binary tree (NCCL's tree algorithm): the data is cut in two halves, one
+ * per tree of doubleBinaryTree, and each half into lanes, each lane into chunks of at most
+ * `chunkBytes` (default 64 KiB; larger when a lane would have more than 16 chunks). In its tree, each rank receives a chunk
+ * from each child into `tmp` (child k's at block k), reduces it with its own `in` into `acc`
+ * (`out` at the root) and sends that to its parent (a leaf sends `in` as it is): the reduction
+ * goes up chunk after chunk while the root already sends the first ones down; going down, each
+ * rank receives a chunk from its parent into `out` and passes it on to its children. So each
+ * chunk crosses 2 ceil(log2 N) links in sequence (the ring: 2 (N - 1)), and each rank sends
+ * about 2x its data (the ring: 2 (N - 1) / N x).
+ *
+ * Engines: with 4 or more, lane l of the 2 floor(E / 4) lanes (tree l mod 2) has its own two
+ * engines, 2l going up (receives from the children, reductions, sends to the parent) and 2l + 1
+ * going down (receives from the parent, sends to the children), so the two directions of a
+ * lane overlap as NCCL's split tree kernel's do; with 2 or 3 engines each tree has one engine
+ * for both directions, with 1 both trees share it. An engine's nodes are in the order
+ * (direction, lane, chunk) — receives first — on every rank, so the k-th message between two
+ * ranks on an engine meets the k-th receive.
+ */
+export function allReduceTree(o: AllReduceOptions & { chunkBytes?: number }): GraphProgram {
+  const { engines, elems, esize, stream } = check(o);
+  const N = o.devices, redop = o.redop ?? "sum", chunkBytes = o.chunkBytes ?? 65536;
+  if (!Number.isInteger(chunkBytes) || chunkBytes < esize) throw new GraphError("chunkBytes", `must be an integer of at least one ${o.dtype} element (${esize} bytes), got ${chunkBytes}`);
+  const trees = doubleBinaryTree(N);
+  const perTree = Math.max(1, Math.floor(engines / 4));
+  /** lane l: tree l % 2, its elements [first, first + count), its up and down engines */
+  const lanes = Array.from({ length: 2 * perTree }, (_, l) => {
+    const t = l % 2, [h0, hn] = split(elems, 2, t), [l0, ln] = split(hn, perTree, Math.floor(l / 2));
+    const up = engines >= 4 ? 2 * l : engines >= 2 ? t : 0;
+    const down = engines >= 4 ? 2 * l + 1 : up;
+    const chunks = Math.max(1, Math.min(TREE_MAX_CHUNKS, Math.ceil((ln * esize) / chunkBytes), ln));
+    return { tree: trees[t], first: h0 + l0, count: ln, up, down, chunks };
+  }).filter((l) => l.count > 0);
+  return program(`allreduce-tree-${N}x${o.bytes}`, o, engines, [{ name: "in", bytes: o.bytes }, { name: "out", bytes: o.bytes }, { name: "tmp", bytes: 2 * o.bytes }, { name: "acc", bytes: o.bytes }], (r, add) => {
+    if (N === 1) {
+      for (const l of lanes) add({ op: "copy", name: "copy", engine: l.up, src: { buffer: "in", offset: l.first * esize }, dst: { buffer: "out", offset: l.first * esize }, bytes: l.count * esize, deps: [] });
+      return;
+    }
+    /** chunk c of lane l in `buffer` (block k of it: tmp holds one block per child) and its bytes */
+    const at = (l: (typeof lanes)[number], c: number, buffer: string, k = 0): [BufferRef, number] => {
+      const [c0, cn] = split(l.count, l.chunks, c);
+      return [{ buffer, offset: (k * elems + l.first + c0) * esize }, cn * esize];
+    };
+    const chunks = (l: (typeof lanes)[number]) => Array.from({ length: l.chunks }, (_, c) => c);
+    // receives first, none waits for anything: each chunk's bytes have their own place
+    const fromChild = lanes.map((l) => chunks(l).map((c) => l.tree.children[r].map((child, k) => {
+      const [dst, bytes] = at(l, c, "tmp", k);
+      return add({ op: "recv", name: `up${c}.from${child}`, engine: l.up, peer: child, stream, dst, bytes, deps: [] });
+    })));
+    const fromParent = lanes.map((l) => chunks(l).map((c) => {
+      const parent = l.tree.parent[r];
+      if (parent < 0) return -1;
+      const [dst, bytes] = at(l, c, "out");
+      return add({ op: "recv", name: `down${c}.from${parent}`, engine: l.down, peer: parent, stream, dst, bytes, deps: [] });
+    }));
+    // up: reduce what the children sent with my own, send it to the parent (the root keeps it in out)
+    const reduced = lanes.map((l, li) => chunks(l).map((c) => {
+      const parent = l.tree.parent[r], kids = l.tree.children[r];
+      const [mine, bytes] = at(l, c, "in");
+      let ready = -1;
+      if (kids.length > 0) {
+        const dst = at(l, c, parent < 0 ? "out" : "acc")[0];
+        ready = add({ op: "reduce", name: `up${c}.reduce`, engine: l.up, dtype: o.dtype, redop, srcs: [mine, ...kids.map((_, k) => at(l, c, "tmp", k)[0])], dst, bytes, deps: fromChild[li][c] });
+      }
+      if (parent >= 0) add({ op: "send", name: `up${c}.to${parent}`, engine: l.up, peer: parent, stream, src: kids.length > 0 ? at(l, c, "acc")[0] : mine, bytes, deps: ready >= 0 ? [ready] : [] });
+      return ready;
+    }));
+    // down: pass the result on to the children as soon as it is here
+    lanes.forEach((l, li) => chunks(l).forEach((c) => {
+      const got = l.tree.parent[r] < 0 ? reduced[li][c] : fromParent[li][c];
+      const [src, bytes] = at(l, c, "out");
+      for (const child of l.tree.children[r]) add({ op: "send", name: `down${c}.to${child}`, engine: l.down, peer: child, stream, src, bytes, deps: [got] });
+    }));
+  });
+}

@@ -9,7 +9,7 @@
 
 import { Context } from "../verbs.js";
 import {
-  allReduceRing, allReduceHalvingDoubling, reduceScatterRing, allGatherRing, broadcastRing, allToAll,
+  allReduceRing, allReduceHalvingDoubling, allReduceTree, reduceScatterRing, allGatherRing, broadcastRing, allToAll,
   bindProgram, executorsReady, graphDeviceConfig, runReference, type GraphProgram,
 } from "../graph/index.js";
 import { executorElf } from "../generated/executor-elf.js";
@@ -48,7 +48,7 @@ export interface CollectiveRow {
 export interface CollectiveReport {
   /** The collective. */
   op: CollectiveSpec["op"];
-  /** ring, halving-doubling, or direct (all-to-all) */
+  /** ring, halving-doubling, tree, or direct (all-to-all) */
   algorithm: string;
   /** Element type. */
   dtype: CollectiveSpec["dtype"];
@@ -90,7 +90,7 @@ export function busFactor(op: CollectiveSpec["op"], n: number): number {
 export function compileCollective(c: CollectiveSpec, n: number, bytes: number): GraphProgram {
   const o = { devices: n, engines: c.engines, bytes, dtype: c.dtype, redop: c.redop };
   switch (c.op) {
-    case "all-reduce": return c.algorithm === "halving-doubling" ? allReduceHalvingDoubling(o) : allReduceRing(o);
+    case "all-reduce": return c.algorithm === "halving-doubling" ? allReduceHalvingDoubling(o) : c.algorithm === "tree" ? allReduceTree(o) : allReduceRing(o);
     case "reduce-scatter": return reduceScatterRing(o);
     case "all-gather": return allGatherRing(o);
     case "broadcast": return broadcastRing({ ...o, root: c.root });

@@ -153,8 +153,8 @@ export interface Scenario {
 export interface CollectiveSpec {
   /** The collective. */
   op: "all-reduce" | "reduce-scatter" | "all-gather" | "broadcast" | "all-to-all";
-  /** all-reduce: `ring`, or `halving-doubling` (devices a power of two); the others have one each. */
-  algorithm: "ring" | "halving-doubling";
+  /** all-reduce: `ring`, `halving-doubling` (devices a power of two) or `tree` (a double binary tree); the others have one each. */
+  algorithm: "ring" | "halving-doubling" | "tree";
   /** Bytes per device of each run, one run per size (all-reduce and broadcast: the vector; reduce-scatter: each result; all-gather: each input; all-to-all: each block). */
   sizes: number[];
   /** Element type. */
@@ -245,6 +245,7 @@ export function resolveScenario(input: unknown, path = "scenario"): Scenario {
   const used: { group: CollectiveSpec["portGroup"]; at: string }[] = [];
   for (const { c, at } of list) {
     if (c.op === "broadcast" && c.root >= count) throw new ConfigError(`${at}.root`, `device ${c.root} is not one of the ${count} devices`);
+    if (c.algorithm === "tree" && c.op !== "all-reduce") throw new ConfigError(`${at}.algorithm`, "tree is an all-reduce algorithm");
     if (c.algorithm === "halving-doubling" && (c.op !== "all-reduce" || (count & (count - 1)) !== 0)) throw new ConfigError(`${at}.algorithm`, "halving-doubling is an all-reduce for a power-of-two number of devices");
     if (c.scaleUpPorts !== undefined) {
       if (c.scaleUpPorts > ports) throw new ConfigError(`${at}.scaleUpPorts`, `${c.scaleUpPorts} scale-up ports, but the devices have ${ports} (devices.config.ports)`);
