@@ -107,15 +107,33 @@ describe("graph validation", () => {
   it("finds a deadlock across devices: each posts its receive only after its own send is done", () => {
     // a send is done only once the peer's receive is posted: with the receive behind the send on
     // both sides, neither can finish (the shipped example posts its receives first and is fine)
-    const p = example();
-    for (const r of p.ranks) r.nodes[0].deps = [1];
-    const e = refusal(p);
+    /** the example with each device's send first and its receive after the send is done, on `ranks` */
+    const receiveAfterSend = (ranks: number[]) => {
+      const p = example();
+      for (const r of ranks) {
+        const [take, give, sum, done] = p.ranks[r].nodes;
+        p.ranks[r].nodes = [give, { ...take, deps: [0] }, { ...sum, deps: [1] }, { ...done, deps: [0, 2] }];
+      }
+      return p;
+    };
+    const e = refusal(receiveAfterSend([0, 1]));
     expect(e.message).toMatch(/^ranks\[\d\]\.nodes\[\d\] \((recv "take"|send "give") on engine 0\): deadlock: the graphs wait on each other in a cycle: /);
-    for (const k of ['ranks[0].nodes[0] (recv "take"', 'ranks[0].nodes[1] (send "give"', 'ranks[1].nodes[0] (recv "take"', 'ranks[1].nodes[1] (send "give"']) expect(e.message).toContain(k);
+    for (const k of ['ranks[0].nodes[1] (recv "take"', 'ranks[0].nodes[0] (send "give"', 'ranks[1].nodes[1] (recv "take"', 'ranks[1].nodes[0] (send "give"']) expect(e.message).toContain(k);
     // the same dependency on one side only is no deadlock
-    const q = example();
-    q.ranks[0].nodes[0].deps = [1];
-    expect(() => validateProgram(q)).not.toThrow();
+    expect(() => validateProgram(receiveAfterSend([0]))).not.toThrow();
+  });
+
+  it("finds a deadlock made by an engine's order: the executor posts an engine's nodes in order", () => {
+    // device 0's sum moves to engine 0, before the receive it depends on: the receive is never
+    // posted (the sum holds it back), device 1's send never finds it. Run on the engines, device 1
+    // ends with RNR_RETRY_EXC_ERR and device 0 waits for ever: the validator refuses it first.
+    const p = example();
+    const [take, give, sum, done] = p.ranks[0].nodes;
+    p.ranks[0].nodes = [{ ...sum, engine: 0, deps: [1] }, take, give, { ...done, deps: [2, 0] }];
+    expect(refusal(p).message).toBe('ranks[0].nodes[0] (reduce "sum" on engine 0): deadlock: the graphs wait on each other in a cycle: posted ranks[0].nodes[0] (reduce "sum" on engine 0) -> posted ranks[0].nodes[1] (recv "take" on engine 0) -> done ranks[0].nodes[1] (recv "take" on engine 0)');
+    // on engine 1, as the example has it, the sum holds nothing back
+    p.ranks[0].nodes[0].engine = 1;
+    expect(() => validateProgram(p)).not.toThrow();
   });
 
   it("finds a deadlock made by a queue's order: receives are posted in node order", () => {

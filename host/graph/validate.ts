@@ -211,11 +211,13 @@ function push(m: Map<string, number[]>, k: string, v: number): void {
 
 /**
  * The events of a program's nodes and what orders them. Each node has two events, posted
- * (P = 2v: its dependencies are done and the node before it on its queue was posted) and done
+ * (P = 2v: its dependencies are done and the node before it on its engine was posted) and done
  * (C = 2v + 1), where v numbers the nodes of all ranks in order (rank 0's first). Edges:
- * C(dep) -> P(n); P(n) -> C(n); on one queue, P(prev) -> P(next) and, on a send queue (which
- * runs its requests one at a time), C(prev) -> C(next); for a message m and its receive r,
- * P(r) -> C(m) (a send is done only once the receive is posted) and P(m) -> C(r).
+ * C(dep) -> P(n); P(n) -> C(n); on one engine, P(prev) -> P(next) (the executor posts an
+ * engine's nodes in order: one whose dependencies are not done holds back the ones after it);
+ * on a send queue (which runs its requests one at a time), C(prev) -> C(next); for a message m
+ * and its receive r, P(r) -> C(m) (a send is done only once the receive is posted) and
+ * P(m) -> C(r).
  */
 export interface EventGraph {
   /** rank r's node i is node base[r] + i */
@@ -234,17 +236,17 @@ export function eventGraph(p: GraphProgram, m: Matching): EventGraph {
   const P = (rank: number, i: number) => 2 * (base[rank] + i), C = (rank: number, i: number) => 2 * (base[rank] + i) + 1;
   const out: number[][] = Array.from({ length: 2 * n }, () => []);
   p.ranks.forEach((r, rank) => {
-    const lastOnQueue = new Map<string, number>();
+    const lastOnQueue = new Map<string, number>(), lastOnEngine = new Map<number, number>();
     r.nodes.forEach((node, i) => {
       for (const d of node.deps) out[C(rank, d)].push(P(rank, i));
       out[P(rank, i)].push(C(rank, i));
-      if (!isRemote(node)) return;
-      const q = `${node.op === "recv" ? "r" : "s"}/${node.engine}/${node.peer}/${node.stream}`;
+      const before = lastOnEngine.get(node.engine);
+      if (before !== undefined) out[P(rank, before)].push(P(rank, i));
+      lastOnEngine.set(node.engine, i);
+      if (!isRemote(node) || node.op === "recv") return;
+      const q = `${node.engine}/${node.peer}/${node.stream}`;
       const prev = lastOnQueue.get(q);
-      if (prev !== undefined) {
-        out[P(rank, prev)].push(P(rank, i));
-        if (node.op !== "recv") out[C(rank, prev)].push(C(rank, i));
-      }
+      if (prev !== undefined) out[C(rank, prev)].push(C(rank, i));
       lastOnQueue.set(q, i);
     });
   });
