@@ -54,20 +54,14 @@ class HbmRate {
   }
 }
 
-/** A firmware run's plots: each engine's occupancy in the interval just ended, and HBM bandwidth. */
-export class FirmwareSampler {
-  readonly plots: PlotSpec[];
-  private lastPs = 0;
-  private lastBusyPs: number[];
-  private readonly hbm = new HbmRate();
+/** The occupancy of one device's engines since it was made: the share of an interval each ran (its clock advanced, less its time asleep), in %. */
+class EngineBusy {
+  private last: number[];
   private readonly psPerCycle: number;
 
   constructor(private readonly dev: Device) {
-    const n = dev.engines;
     this.psPerCycle = 1e9 / Number(dev.config.get("engineClockKhz"));
-    this.lastBusyPs = new Array<number>(n).fill(0);
-    const series = n <= ENGINE_LINES_MAX ? Array.from({ length: n }, (_, i) => `engine ${i}`) : ["min", "mean", "max"];
-    this.plots = [{ id: "occupancy", title: "Engine occupancy", unit: "%", series }, HBM_PLOT()];
+    this.last = new Array<number>(dev.engines).fill(0);
   }
 
   /** Time an engine has spent running (its clock less its time asleep), ps. */
@@ -76,18 +70,45 @@ export class FirmwareSampler {
     return e.cycles * this.psPerCycle - e.sleepPs;
   }
 
+  /** Per engine, the share of the `dtPs` since the last call it ran, in %. */
+  occupancy(dtPs: number): number[] {
+    const out: number[] = [];
+    for (let i = 0; i < this.dev.engines; i++) {
+      const b = this.busyPs(i);
+      // an engine's clock may pass the interval's end by less than an instruction: at most 100%
+      out.push(Math.min(100, Math.max(0, (100 * (b - this.last[i]!)) / dtPs)));
+      this.last[i] = b;
+    }
+    return out;
+  }
+}
+
+/** min, mean, max of `v` */
+const minMeanMax = (v: number[]): number[] => {
+  const [lo, , hi] = spread(v);
+  return [lo!, v.reduce((s, x) => s + x, 0) / v.length, hi!];
+};
+
+/** A firmware run's plots: each engine's occupancy in the interval just ended, and HBM bandwidth. */
+export class FirmwareSampler {
+  readonly plots: PlotSpec[];
+  private lastPs = 0;
+  private readonly busy: EngineBusy;
+  private readonly hbm = new HbmRate();
+
+  constructor(private readonly dev: Device) {
+    const n = dev.engines;
+    this.busy = new EngineBusy(dev);
+    const series = n <= ENGINE_LINES_MAX ? Array.from({ length: n }, (_, i) => `engine ${i}`) : ["min", "mean", "max"];
+    this.plots = [{ id: "occupancy", title: "Engine occupancy", unit: "%", series }, HBM_PLOT()];
+  }
+
   /** The frame for the interval from the last sample to `nowPs`; null when no time passed. */
   sample(nowPs: number): LiveFrame | null {
     const dt = nowPs - this.lastPs;
     if (dt <= 0) return null;
-    const busy: number[] = [];
-    for (let i = 0; i < this.dev.engines; i++) {
-      const b = this.busyPs(i);
-      // an engine's clock may pass the interval's end by less than an instruction: at most 100%
-      busy.push(Math.min(100, Math.max(0, (100 * (b - this.lastBusyPs[i]!)) / dt)));
-      this.lastBusyPs[i] = b;
-    }
-    const occupancy = busy.length <= ENGINE_LINES_MAX ? busy : (() => { const [lo, , hi] = spread(busy); return [lo!, busy.reduce((s, x) => s + x, 0) / busy.length, hi!]; })();
+    const busy = this.busy.occupancy(dt);
+    const occupancy = busy.length <= ENGINE_LINES_MAX ? busy : minMeanMax(busy);
     const frame = { tPs: nowPs, values: { occupancy, hbm: this.hbm.rates([this.dev], dt) } };
     this.lastPs = nowPs;
     return frame;
