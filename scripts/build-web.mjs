@@ -1,10 +1,13 @@
 #!/usr/bin/env node
 // npm run build:web (and part of npm run build): the page (web/) as static files in build/web/:
 // index.html, page.css, uPlot's stylesheet, main.js (the page, an ES module) and worker.js
-// (the Web Worker, with the core and the firmware examples embedded). No server-side code: any
-// static file server serves the folder (npm run serve). Needs build/menic.wasm.
+// (the Web Worker, with the core, the firmware examples and the graph executor embedded). No
+// server-side code: any static file server serves the folder (npm run serve). Needs
+// build/menic.wasm. The page's list of scenarios is every file of examples/scenarios/, read
+// when the page is built (the module `menic:scenarios`), so a shipped scenario is on the page
+// without editing it.
 import { build } from "esbuild";
-import { copyFileSync, existsSync, mkdirSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -12,10 +15,36 @@ import { fileURLToPath } from "node:url";
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 export const WEB_OUT = join(root, "build", "web");
 
+const SCENARIOS_DIR = join(root, "examples", "scenarios");
+
+/** The shipped scenarios, in file-name order: [file name without .json, parsed JSON]. */
+export function shippedScenarios() {
+  return readdirSync(SCENARIOS_DIR).filter((f) => f.endsWith(".json")).sort().map((f) => {
+    const text = readFileSync(join(SCENARIOS_DIR, f), "utf8");
+    try {
+      return [f.slice(0, -".json".length), JSON.parse(text)];
+    } catch (e) {
+      throw new Error(`examples/scenarios/${f}: not JSON: ${e.message}`);
+    }
+  });
+}
+
+/** esbuild plugin: `import SCENARIOS from "menic:scenarios"` gives shippedScenarios() (web/assets.d.ts types it). */
+const scenariosModule = {
+  name: "menic-scenarios",
+  setup(b) {
+    b.onResolve({ filter: /^menic:scenarios$/ }, () => ({ path: "scenarios", namespace: "menic" }));
+    b.onLoad({ filter: /.*/, namespace: "menic" }, () => ({
+      contents: `export default ${JSON.stringify(shippedScenarios())};`, loader: "js",
+      watchDirs: [SCENARIOS_DIR], watchFiles: readdirSync(SCENARIOS_DIR).map((f) => join(SCENARIOS_DIR, f)),
+    }));
+  },
+};
+
 export async function buildWeb() {
   if (!existsSync(join(root, "build", "menic.wasm"))) throw new Error("build/menic.wasm is missing: run npm run build");
   mkdirSync(WEB_OUT, { recursive: true });
-  const common = { bundle: true, target: "es2022", platform: "browser", logLevel: "warning", sourcemap: true, absWorkingDir: root };
+  const common = { bundle: true, target: "es2022", platform: "browser", logLevel: "warning", sourcemap: true, absWorkingDir: root, plugins: [scenariosModule] };
   await build({ ...common, format: "esm", entryPoints: { main: "web/main.ts" }, outdir: WEB_OUT });
   await build({ ...common, format: "iife", entryPoints: { worker: "web/worker.ts" }, outdir: WEB_OUT, loader: { ".wasm": "binary", ".elf": "binary" } });
   copyFileSync(join(root, "web", "index.html"), join(WEB_OUT, "index.html"));
