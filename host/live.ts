@@ -6,7 +6,8 @@
 //    not asleep), HBM bandwidth by client;
 //  - scenarios (ScenarioSampler, a RunObserver): goodput per flow and in total, HBM bandwidth
 //    summed over the devices, and with the MetaRoCE-like transport the congestion window of
-//    every path of the sending devices (their spread when there are too many to draw).
+//    every path of the sending devices (their spread when there are too many to draw);
+//  - collective scenarios (ClusterEngineSampler): each device's engine occupancy, HBM bandwidth.
 
 import type { Device } from "./device.js";
 import type { RunObserver, BuiltRun } from "./scenario/run.js";
@@ -112,6 +113,69 @@ export class FirmwareSampler {
     const frame = { tPs: nowPs, values: { occupancy, hbm: this.hbm.rates([this.dev], dt) } };
     this.lastPs = nowPs;
     return frame;
+  }
+}
+
+/**
+ * A collective scenario's plots (its engines run the graph executor): the occupancy of each
+ * device's engines (their mean; min / mean / max over the devices when there are more than
+ * ENGINE_LINES_MAX) and HBM bandwidth. Each size of a collective runs on devices built anew:
+ * `attach` them (RunOptions.onBuilt), `sample` as the run goes (RunOptions.onProgress, with the
+ * run's time); the plots' time goes on from where the last size's run ended.
+ */
+export class ClusterEngineSampler {
+  plots: PlotSpec[] = [];
+  readonly frames: LiveFrame[] = [];
+  private devices: readonly Device[] = [];
+  private busy: EngineBusy[] = [];
+  private hbm = new HbmRate();
+  /** the plotted time where the attached devices' time 0 is */
+  private offsetPs = 0;
+  private lastPs = 0;
+
+  /** `onFrame` sees each frame as it is taken (the page posts it to the tab). */
+  constructor(private readonly onFrame?: (f: LiveFrame) => void) {}
+
+  attach(devices: readonly Device[]): void {
+    this.offsetPs += this.lastPs;
+    this.lastPs = 0;
+    this.devices = devices;
+    this.busy = devices.map((d) => new EngineBusy(d));
+    this.hbm = new HbmRate();
+    if (this.plots.length === 0) {
+      const series = devices.length <= ENGINE_LINES_MAX ? devices.map((_, d) => `device ${d}`) : ["min", "mean", "max"];
+      this.plots = [{ id: "occupancy", title: `Engine occupancy (mean over each device's ${devices[0]?.engines ?? 0} engines)`, unit: "%", series }, HBM_PLOT()];
+    }
+  }
+
+  /** Every engine's state, device after device. */
+  states(): string[] {
+    return this.devices.flatMap((d) => Array.from({ length: d.engines }, (_, i) => d.engine(i).state as string));
+  }
+
+  /** Engines per device of the devices attached (0 before). */
+  get engines(): number {
+    return this.devices[0]?.engines ?? 0;
+  }
+
+  /** Devices attached. */
+  get deviceCount(): number {
+    return this.devices.length;
+  }
+
+  /** Takes the frame for the interval from the last sample to `nowPs` (the attached devices' time). */
+  sample(nowPs: number): void {
+    const dt = nowPs - this.lastPs;
+    if (dt <= 0) return;
+    const perDevice = this.busy.map((b) => {
+      const v = b.occupancy(dt);
+      return v.reduce((a, x) => a + x, 0) / Math.max(1, v.length);
+    });
+    const occupancy = perDevice.length <= ENGINE_LINES_MAX ? perDevice : minMeanMax(perDevice);
+    const frame = { tPs: this.offsetPs + nowPs, values: { occupancy, hbm: this.hbm.rates(this.devices, dt) } };
+    this.frames.push(frame);
+    this.onFrame?.(frame);
+    this.lastPs = nowPs;
   }
 }
 

@@ -12,7 +12,7 @@
 // localhost.
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { deflateRawSync } from "node:zlib";
@@ -20,7 +20,7 @@ import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { FirmwareSession } from "../host/fw/session.js";
-import { FirmwareSampler, ScenarioSampler, type LiveFrame, type PlotSpec } from "../host/live.js";
+import { FirmwareSampler, ScenarioSampler, ClusterEngineSampler, type LiveFrame, type PlotSpec } from "../host/live.js";
 import { runScenario } from "../host/scenario/run.js";
 import { TRACE_INTERVAL_DEFAULT_PS } from "../host/scenario/trace.js";
 import { coreModule } from "../host/platform/node.js";
@@ -41,9 +41,9 @@ function plotted(specs: PlotSpec[], frames: LiveFrame[]): Record<string, number[
   return Object.fromEntries(specs.map((s) => [s.id, [frames.map((f) => f.tPs / 1e6), ...s.series.map((_, k) => frames.map((f) => f.values[s.id]![k]!))]]));
 }
 
-async function runToDone(page: Page): Promise<void> {
+async function runToDone(page: Page, timeout = 60_000): Promise<void> {
   await page.click("#run");
-  await page.waitForFunction(() => document.body.dataset.state === "done" || document.body.dataset.state === "error", null, { timeout: 60_000 });
+  await page.waitForFunction(() => document.body.dataset.state === "done" || document.body.dataset.state === "error", null, { timeout });
   const state = await page.evaluate(() => document.body.dataset.state);
   if (state !== "done") throw new Error(`the page says: ${await page.textContent("#status")}`);
 }
@@ -98,6 +98,47 @@ describe.skipIf(!hasChromium)("the page, in chromium", () => {
     expect(errors).toEqual([]);
     await page.close();
   });
+
+  it("lists every shipped scenario (examples/scenarios/, read when the page is built)", async () => {
+    const page = await browser.newPage();
+    await page.goto(base);
+    const listed = await page.$$eval("#pick option", (os) => os.map((o) => (o as HTMLOptionElement).value).filter((v) => v.startsWith("sc:")));
+    expect(listed).toEqual(readdirSync("examples/scenarios").filter((f) => f.endsWith(".json")).sort().map((f) => `sc:${f.slice(0, -5)}`));
+    await page.selectOption("#pick", "sc:allreduce-tree");
+    const { $schema: _, ...doc } = JSON.parse(readFileSync("examples/scenarios/allreduce-tree.json", "utf8"));
+    expect(JSON.parse(await page.inputValue("#editor"))).toEqual(doc);
+    await page.close();
+  });
+
+  it("runs a collective scenario picked from the list on the engines' executor: the same result as Node, byte for byte, and each device's engine occupancy", async () => {
+    const file = "examples/scenarios/alltoall-planes.json";
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const errors: string[] = [];
+    page.on("pageerror", (e) => errors.push(e.message));
+    await page.goto(base);
+    await page.selectOption("#pick", "sc:alltoall-planes");
+    await runToDone(page, 240_000);
+    await page.screenshot({ path: join(ARTIFACTS, "collective-alltoall-planes.png"), fullPage: true });
+    const node = menic("run", file, "--json");
+    expect(node.status).toBe(0);
+    expect(await page.textContent("#result")).toBe(node.stdout.trimEnd());
+    expect(JSON.parse(node.stdout).collective.rows.map((r: { check: string }) => r.check)).toEqual(["ok", "ok"]);
+    // every device's engines, after the run: asleep in the executor's wfi
+    const sc = JSON.parse(readFileSync(file, "utf8"));
+    const squares = await page.$$eval("#engines .engine", (es) => es.map((e) => [e.textContent, e.className]));
+    expect(squares.length).toBe(sc.devices.count * sc.collective.engines);
+    expect(squares[17]).toEqual(["d1.e1", "engine sleeping"]);
+    // the plotted occupancy: the same sampler, fed at the same points, in Node
+    const sampler = new ClusterEngineSampler();
+    await runScenario(coreModule(), sc, { onBuilt: (c) => sampler.attach(c.contexts.map((x) => x.device)), onProgress: (t) => sampler.sample(t) });
+    const onPage = JSON.parse((await page.getAttribute("#plots", "data-plotted"))!);
+    expect(onPage).toEqual(plotted(sampler.plots, sampler.frames));
+    expect(sampler.plots[0]!.series).toHaveLength(sc.devices.count);
+    // the engines ran the collective: each device's mean occupancy rose above 10% at some point
+    for (const s of onPage.occupancy.slice(1)) expect(Math.max(...s)).toBeGreaterThan(10);
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 300_000);
 
   it("runs a MetaRoCE-like scenario picked from the list: the same result, trace and plots as Node", async () => {
     const file = "examples/scenarios/metaroce-plane-failure.json";

@@ -98,19 +98,23 @@ function addConsole(lines: { engine: number; timePs: number; text: string }[]): 
   consoleView.dataset.more = String(consoleMore);
 }
 
+/** Engines per device of the run, and whether the states are of several devices (labelled d<device>.e<engine>). */
+let enginesPerDevice = 0, manyDevices = false;
+
 function showEngines(states: string[]): void {
+  const label = (i: number) => (manyDevices ? `d${Math.floor(i / enginesPerDevice)}.e${i % enginesPerDevice}` : `e${i}`);
   if (enginesView.children.length !== states.length) {
     enginesView.replaceChildren(...states.map((_, i) => {
       const d = document.createElement("div");
       d.className = "engine";
-      d.textContent = `e${i}`;
+      d.textContent = label(i);
       return d;
     }));
   }
   states.forEach((s, i) => {
     const d = enginesView.children[i] as HTMLElement;
     d.className = `engine ${s}`;
-    d.title = `engine ${i}: ${s}`;
+    d.title = `${manyDevices ? `device ${Math.floor(i / enginesPerDevice)}, engine ${i % enginesPerDevice}` : `engine ${i}`}: ${s}`;
   });
 }
 
@@ -133,14 +137,16 @@ function onMessage(m: FromWorker): void {
   switch (m.type) {
     case "begin":
       makePlots(m.plots);
-      if (m.kind === "scenario") enginesView.textContent = "No firmware runs in this scenario: its devices' engines stay idle.";
+      enginesPerDevice = m.engines;
+      manyDevices = m.devices !== undefined;
+      if (m.engines === 0) enginesView.textContent = "No firmware runs in this scenario: its devices' engines stay idle.";
       $("console-view").hidden = m.kind === "scenario";
       break;
     case "update":
       addFrames(m.frames);
       addConsole(m.console);
       if (m.engineStates.length) showEngines(m.engineStates);
-      setStatus(`Running: simulated ${formatTime(m.nowPs)}${m.progress ? `, ${m.progress.done}/${m.progress.total} messages` : ""}`);
+      setStatus(`Running: simulated ${formatTime(m.nowPs)}${m.progress ? `, ${m.progress.done}/${m.progress.total} ${manyDevices ? "sizes" : "messages"}` : ""}`);
       break;
     case "done": {
       for (const p of plots) p.chart.setData(p.data as uPlot.AlignedData);

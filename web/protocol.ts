@@ -26,7 +26,8 @@ export interface ConsoleLineMsg {
 }
 
 export type FromWorker =
-  | { type: "begin"; kind: "firmware" | "scenario"; plots: PlotSpec[]; engines: number }
+  /** engines: per device (0: no firmware runs); devices: how many devices' engines the states list, one after another (a collective) */
+  | { type: "begin"; kind: "firmware" | "scenario"; plots: PlotSpec[]; engines: number; devices?: number }
   /** frames, console lines and engine states since the last update */
   | { type: "update"; frames: LiveFrame[]; console: ConsoleLineMsg[]; engineStates: string[]; nowPs: number; progress?: { done: number; total: number } }
   | {

@@ -1,6 +1,7 @@
-// The page's Web Worker: runs one scenario (a firmware example or a fabric/transport scenario)
-// with the core embedded in this bundle, and posts what the page shows as it goes: the live
-// plots' frames (host/live.ts), console lines in simulated-time order, engine states; at the
+// The page's Web Worker: runs one scenario (a firmware example, a fabric/transport scenario, or a
+// collective run by the engines' graph executor, whose ELF the host embeds) with the core
+// embedded in this bundle, and posts what the page shows as it goes: the live plots' frames
+// (host/live.ts), console lines in simulated-time order, engine states; at the
 // end the result exactly as the CLI prints it with --json, the Perfetto trace and the pcapng.
 // Updates are batched (about every 50 ms of wall time), which changes only how often the tab
 // hears, never a number: every sample point is fixed by simulated time.
@@ -8,13 +9,14 @@
 import { coreModule } from "../host/browser.js";
 import { FirmwareSession, type FwRunResult } from "../host/fw/session.js";
 import { runScenario } from "../host/scenario/run.js";
+import { resolveScenario } from "../host/scenario/scenario.js";
 import { formatResult } from "../host/scenario/report.js";
 import { ScenarioTracer, TRACE_INTERVAL_DEFAULT_PS } from "../host/scenario/trace.js";
 import { ClusterCapture } from "../host/cluster/capture.js";
 import { PcapngWriter } from "../host/wire/pcapng.js";
 import { toPerfetto } from "../host/trace/perfetto.js";
 import { parseTime, formatTime } from "../host/units.js";
-import { FirmwareSampler, ScenarioSampler, Observers, type LiveFrame } from "../host/live.js";
+import { FirmwareSampler, ScenarioSampler, ClusterEngineSampler, Observers, type LiveFrame } from "../host/live.js";
 import { FIRMWARE } from "./firmware.js";
 import { isFirmwareDoc, type ConsoleLineMsg, type FirmwareDoc, type FromWorker, type ToWorker, type ScenarioDoc } from "./protocol.js";
 import { runInSlices } from "./slices.js";
@@ -100,29 +102,42 @@ async function runScenarioDoc(doc: Record<string, unknown>): Promise<void> {
   if (doc.sweep !== undefined && doc.sweep !== null)
     throw new Error("this scenario is a sweep (one run per combination of values): the page runs one scenario; delete \"sweep\" to run it once here, or run the sweep with menic run");
   const out = new Outbox();
+  // a collective's engines run the executor: their occupancy is what to watch (no flows to plot)
+  const collective = resolveScenario(doc).collective !== undefined;
   const sampler = new ScenarioSampler(TRACE_INTERVAL_DEFAULT_PS, (f) => out.frames.push(f));
+  const engines = new ClusterEngineSampler((f) => out.frames.push(f));
   const tracer = new ScenarioTracer(TRACE_INTERVAL_DEFAULT_PS);
   const chunks: Uint8Array[] = [];
   const capture = new ClusterCapture(new PcapngWriter((c) => chunks.push(c), "menic page"));
   let begun = false, progress = { done: 0, total: 0 }, nowPs = 0;
+  const begin = () => {
+    if (begun) return;
+    post({ type: "begin", kind: "scenario", plots: collective ? engines.plots : sampler.plots, engines: collective ? engines.engines : 0, ...(collective ? { devices: engines.deviceCount } : {}) });
+    begun = true;
+  };
+  const states = () => (collective ? engines.states() : []);
   const r = await runScenario(await coreModule(), doc, {
-    observer: new Observers([sampler, tracer]),
-    onBuilt: (c) => capture.attach(c.endpoints),
+    observer: collective ? tracer : new Observers([sampler, tracer]),
+    onBuilt: (c) => {
+      capture.attach(c.endpoints);
+      if (collective) engines.attach(c.contexts.map((x) => x.device));
+    },
     onProgress: (t, done, total) => {
-      if (!begun) { post({ type: "begin", kind: "scenario", plots: sampler.plots, engines: 0 }); begun = true; }
+      if (collective) engines.sample(t);
+      begin();
       capture.flush(t);
       progress = { done, total };
       nowPs = t;
     },
     shouldStop: async () => {
-      if (!begun || !out.flush([], nowPs, progress)) return false;
+      if (!begun || !out.flush(states(), nowPs, progress)) return false;
       await yieldToEvents();
       return stopRequested;
     },
   });
   capture.flush();
-  if (!begun) post({ type: "begin", kind: "scenario", plots: sampler.plots, engines: 0 });
-  out.flush([], r.endPs, progress, true);
+  begin();
+  out.flush(states(), r.endPs, progress, true);
   const pcap = new Uint8Array(chunks.reduce((s, c) => s + c.length, 0));
   chunks.reduce((at, c) => (pcap.set(c, at), at + c.length), 0);
   post({ type: "done", kind: "scenario", resultJson: JSON.stringify(r), summary: formatResult(r), trace: JSON.stringify(tracer.toJSON()), pcap }, [pcap.buffer]);
