@@ -10,7 +10,7 @@
 //  - collective scenarios (ClusterEngineSampler): each device's engine occupancy, HBM bandwidth.
 
 import type { Device } from "./device.js";
-import type { RunObserver, BuiltRun } from "./scenario/run.js";
+import type { RunObserver, BuiltRun, GraphTrace } from "./scenario/run.js";
 
 export interface PlotSpec {
   id: string;
@@ -244,4 +244,5 @@ export class Observers implements RunObserver {
   posted(flow: number, wrId: number, atPs: number): void { for (const o of this.all) o.posted(flow, wrId, atPs); }
   completed(flow: number, wrId: number, atPs: number, status: string): void { for (const o of this.all) o.completed(flow, wrId, atPs, status); }
   sample(nowPs: number): void { for (const o of this.all) o.sample(nowPs); }
+  graph(g: GraphTrace): void { for (const o of this.all) o.graph?.(g); }
 }

@@ -119,10 +119,15 @@ describe.skipIf(!hasChromium)("the page, in chromium", () => {
     await page.selectOption("#pick", "sc:alltoall-planes");
     await runToDone(page, 240_000);
     await page.screenshot({ path: join(ARTIFACTS, "collective-alltoall-planes.png"), fullPage: true });
-    const node = menic("run", file, "--json");
+    const dir = mkdtempSync(join(tmpdir(), "menic-web-"));
+    const node = menic("run", file, "--json", "--trace", join(dir, "trace.json"));
     expect(node.status).toBe(0);
     expect(await page.textContent("#result")).toBe(node.stdout.trimEnd());
     expect(JSON.parse(node.stdout).collective.rows.map((r: { check: string }) => r.check)).toEqual(["ok", "ok"]);
+    // the trace download: every graph node a slice on its engine's track, as --trace writes it
+    const trace = await page.evaluate(async () => (await fetch((document.querySelector("#dl-trace") as HTMLAnchorElement).href)).text());
+    expect(trace).toBe(readFileSync(join(dir, "trace.json"), "utf8"));
+    expect(trace).toContain('"cat":"graph"');
     // every device's engines, after the run: asleep in the executor's wfi
     const sc = JSON.parse(readFileSync(file, "utf8"));
     const squares = await page.$$eval("#engines .engine", (es) => es.map((e) => [e.textContent, e.className]));
@@ -139,6 +144,40 @@ describe.skipIf(!hasChromium)("the page, in chromium", () => {
     expect(errors).toEqual([]);
     await page.close();
   }, 300_000);
+
+  it("runs sweeps one run after another, as the CLI: a traffic sweep from the list and an edited collective sweep give its --json byte for byte", async () => {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const errors: string[] = [];
+    page.on("pageerror", (e) => errors.push(e.message));
+    await page.goto(base);
+    await page.selectOption("#pick", "sc:metaroce-cc");
+    await runToDone(page, 120_000);
+    const cc = menic("run", "examples/scenarios/metaroce-cc.json", "--json");
+    expect(cc.status).toBe(0);
+    expect(await page.textContent("#result")).toBe(cc.stdout.trimEnd());
+    expect(JSON.parse(cc.stdout).runs.length).toBe(2);
+    expect(await page.textContent("#status")).toBe("Done: sweep finished.");
+    expect(await page.isHidden("#dl-trace")).toBe(true); // a sweep has no trace, as in the CLI
+
+    // the ring against the tree, at two small sizes: the editor's text is what runs
+    const tree = JSON.parse(readFileSync("examples/scenarios/allreduce-tree.json", "utf8"));
+    tree.collective.sizes = [4096, 65536];
+    await page.fill("#editor", JSON.stringify(tree));
+    await runToDone(page, 240_000);
+    await page.screenshot({ path: join(ARTIFACTS, "sweep-allreduce-tree.png"), fullPage: true });
+    const node = menic("run", "examples/scenarios/allreduce-tree.json", "--set", "collective.sizes=[4096,65536]", "--json");
+    expect(node.status).toBe(0);
+    expect(await page.textContent("#result")).toBe(node.stdout.trimEnd());
+    expect(JSON.parse(node.stdout).runs.map((r: { set: Record<string, string> }) => r.set["collective.algorithm"])).toEqual(["ring", "tree"]);
+    // what stays plotted is the last run's (the tree): the same sampler in Node
+    const sampler = new ClusterEngineSampler();
+    const last = { ...tree, sweep: undefined, collective: { ...tree.collective, algorithm: "tree" } };
+    delete last.sweep;
+    await runScenario(coreModule(), last, { onBuilt: (c) => sampler.attach(c.contexts.map((x) => x.device)), onProgress: (t) => sampler.sample(t) });
+    expect(JSON.parse((await page.getAttribute("#plots", "data-plotted"))!)).toEqual(plotted(sampler.plots, sampler.frames));
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 600_000);
 
   it("runs a MetaRoCE-like scenario picked from the list: the same result, trace and plots as Node", async () => {
     const file = "examples/scenarios/metaroce-plane-failure.json";

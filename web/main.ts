@@ -1,7 +1,7 @@
 // The page: pick or edit a scenario, run it in a Web Worker (worker.ts), and show it live —
 // engine states and occupancy, console lines in simulated-time order, plots (uPlot) of what
-// host/live.ts samples — then the result, a Perfetto trace and a pcapng to download, and a
-// link that carries the scenario. What the page showed stays readable in the DOM for tests:
+// host/live.ts samples — then the result, a Perfetto trace and a pcapng to download (not for a
+// sweep, whose runs are shown one after another), and a link that carries the scenario. What the page showed stays readable in the DOM for tests:
 // body[data-state] ("idle", "running", "done", "error"), #result (the --json text), and
 // #plots[data-plotted] (each plot's data arrays as uPlot holds them).
 
@@ -100,6 +100,8 @@ function addConsole(lines: { engine: number; timePs: number; text: string }[]): 
 
 /** Engines per device of the run, and whether the states are of several devices (labelled d<device>.e<engine>). */
 let enginesPerDevice = 0, manyDevices = false;
+/** A sweep's run going on: "run 2/4 {...}: " before the status. */
+let runLabel = "";
 
 function showEngines(states: string[]): void {
   const label = (i: number) => (manyDevices ? `d${Math.floor(i / enginesPerDevice)}.e${i % enginesPerDevice}` : `e${i}`);
@@ -139,6 +141,8 @@ function onMessage(m: FromWorker): void {
       makePlots(m.plots);
       enginesPerDevice = m.engines;
       manyDevices = m.devices !== undefined;
+      runLabel = m.sweep ? `run ${m.sweep.index + 1}/${m.sweep.of} ${JSON.stringify(m.sweep.set)}: ` : "";
+      enginesView.replaceChildren();
       if (m.engines === 0) enginesView.textContent = "No firmware runs in this scenario: its devices' engines stay idle.";
       $("console-view").hidden = m.kind === "scenario";
       break;
@@ -146,7 +150,7 @@ function onMessage(m: FromWorker): void {
       addFrames(m.frames);
       addConsole(m.console);
       if (m.engineStates.length) showEngines(m.engineStates);
-      setStatus(`Running: simulated ${formatTime(m.nowPs)}${m.progress ? `, ${m.progress.done}/${m.progress.total} ${manyDevices ? "sizes" : "messages"}` : ""}`);
+      setStatus(`Running: ${runLabel}simulated ${formatTime(m.nowPs)}${m.progress ? `, ${m.progress.done}/${m.progress.total} ${manyDevices ? "sizes" : "messages"}` : ""}`);
       break;
     case "done": {
       for (const p of plots) p.chart.setData(p.data as uPlot.AlignedData);
@@ -154,9 +158,9 @@ function onMessage(m: FromWorker): void {
       consoleView.dataset.lines = String(consoleShown + consoleMore);
       $("summary").textContent = m.summary;
       $("result").textContent = m.resultJson;
-      download("dl-trace", m.trace, "application/json");
+      if (m.trace !== null) download("dl-trace", m.trace, "application/json");
       if (m.pcap) download("dl-pcap", m.pcap as Uint8Array<ArrayBuffer>, "application/vnd.tcpdump.pcap");
-      setStatus(`Done: ${m.kind === "firmware" ? "firmware run" : "scenario"} finished.`);
+      setStatus(`Done: ${m.kind === "firmware" ? "firmware run" : runLabel ? "sweep" : "scenario"} finished.`);
       setState("done");
       finished();
       break;
@@ -184,6 +188,7 @@ function run(): void {
   for (const id of ["dl-trace", "dl-pcap"]) $(id).hidden = true;
   consoleView.textContent = "";
   consoleShown = consoleMore = 0;
+  runLabel = "";
   enginesView.replaceChildren();
   $("summary").textContent = "";
   $("result").textContent = "";

@@ -27,17 +27,18 @@ export interface ConsoleLineMsg {
 
 export type FromWorker =
   /** engines: per device (0: no firmware runs); devices: how many devices' engines the states list, one after another (a collective) */
-  | { type: "begin"; kind: "firmware" | "scenario"; plots: PlotSpec[]; engines: number; devices?: number }
+  /** (sweep: each run of a sweep begins anew, its plots replacing the last run's) */
+  | { type: "begin"; kind: "firmware" | "scenario"; plots: PlotSpec[]; engines: number; devices?: number; sweep?: { index: number; of: number; set: Record<string, unknown> } }
   /** frames, console lines and engine states since the last update */
   | { type: "update"; frames: LiveFrame[]; console: ConsoleLineMsg[]; engineStates: string[]; nowPs: number; progress?: { done: number; total: number } }
   | {
       type: "done"; kind: "firmware" | "scenario";
-      /** the result as `menic fw run --json` or `menic run --json` prints it */
+      /** the result as `menic fw run --json` or `menic run --json` prints it (a sweep: { name, runs }) */
       resultJson: string;
       /** the summary as text */
       summary: string;
-      /** Chrome trace-event JSON (ui.perfetto.dev) */
-      trace: string;
+      /** Chrome trace-event JSON (ui.perfetto.dev); none for a sweep */
+      trace: string | null;
       /** the scenario's frames as pcapng */
       pcap: Uint8Array | null;
     }

@@ -8,7 +8,8 @@
 
 import { coreModule } from "../host/browser.js";
 import { FirmwareSession, type FwRunResult } from "../host/fw/session.js";
-import { runScenario } from "../host/scenario/run.js";
+import { runScenario, type RunObserver, type RunOptions } from "../host/scenario/run.js";
+import { expandSweep, formatSweep, type SweepRun } from "../host/scenario/sweep.js";
 import { resolveScenario } from "../host/scenario/scenario.js";
 import { formatResult } from "../host/scenario/report.js";
 import { ScenarioTracer, TRACE_INTERVAL_DEFAULT_PS } from "../host/scenario/trace.js";
@@ -98,34 +99,38 @@ function firmwareSummary(r: FwRunResult): string {
   return `${rows.join("\n")}\n\nsimulated ${formatTime(r.timePs)}; ${ok}/${r.engines.length} engines exited 0\n`;
 }
 
-async function runScenarioDoc(doc: Record<string, unknown>): Promise<void> {
-  if (doc.sweep !== undefined && doc.sweep !== null)
-    throw new Error("this scenario is a sweep (one run per combination of values): the page runs one scenario; delete \"sweep\" to run it once here, or run the sweep with menic run");
-  const out = new Outbox();
+/** Which run of a sweep is going on (the page says it). */
+interface SweepPlace { index: number; of: number; set: Record<string, unknown> }
+
+/**
+ * What the page watches of one scenario run, as the run's hooks feed it: a collective's engines
+ * (each device's occupancy and states) or the traffic's flows (goodput, HBM, windows), plus
+ * `observer` (the trace) and `onBuilt` (the capture) when given. `begin` is posted at the run's
+ * first progress, when its plots are known.
+ */
+function watch(doc: Record<string, unknown>, out: Outbox, o: { observer?: RunObserver; onBuilt?: RunOptions["onBuilt"]; onFlush?: (nowPs: number) => void; sweep?: SweepPlace } = {}) {
   // a collective's engines run the executor: their occupancy is what to watch (no flows to plot)
   const collective = resolveScenario(doc).collective !== undefined;
   const sampler = new ScenarioSampler(TRACE_INTERVAL_DEFAULT_PS, (f) => out.frames.push(f));
   const engines = new ClusterEngineSampler((f) => out.frames.push(f));
-  const tracer = new ScenarioTracer(TRACE_INTERVAL_DEFAULT_PS);
-  const chunks: Uint8Array[] = [];
-  const capture = new ClusterCapture(new PcapngWriter((c) => chunks.push(c), "menic page"));
   let begun = false, progress = { done: 0, total: 0 }, nowPs = 0;
   const begin = () => {
     if (begun) return;
-    post({ type: "begin", kind: "scenario", plots: collective ? engines.plots : sampler.plots, engines: collective ? engines.engines : 0, ...(collective ? { devices: engines.deviceCount } : {}) });
+    post({ type: "begin", kind: "scenario", plots: collective ? engines.plots : sampler.plots, engines: collective ? engines.engines : 0, ...(collective ? { devices: engines.deviceCount } : {}), ...(o.sweep ? { sweep: o.sweep } : {}) });
     begun = true;
   };
   const states = () => (collective ? engines.states() : []);
-  const r = await runScenario(await coreModule(), doc, {
-    observer: collective ? tracer : new Observers([sampler, tracer]),
+  const observers = [...(collective ? [] : [sampler]), ...(o.observer ? [o.observer] : [])];
+  const options: RunOptions = {
+    ...(observers.length ? { observer: new Observers(observers) } : {}),
     onBuilt: (c) => {
-      capture.attach(c.endpoints);
+      o.onBuilt?.(c);
       if (collective) engines.attach(c.contexts.map((x) => x.device));
     },
     onProgress: (t, done, total) => {
       if (collective) engines.sample(t);
       begin();
-      capture.flush(t);
+      o.onFlush?.(t);
       progress = { done, total };
       nowPs = t;
     },
@@ -134,11 +139,42 @@ async function runScenarioDoc(doc: Record<string, unknown>): Promise<void> {
       await yieldToEvents();
       return stopRequested;
     },
-  });
+  };
+  return { options, end: (endPs: number) => { begin(); out.flush(states(), endPs, progress, true); } };
+}
+
+async function runScenarioDoc(doc: Record<string, unknown>): Promise<void> {
+  if (doc.sweep !== undefined && doc.sweep !== null) return runSweepDoc(doc);
+  const out = new Outbox();
+  const tracer = new ScenarioTracer(TRACE_INTERVAL_DEFAULT_PS);
+  const chunks: Uint8Array[] = [];
+  const capture = new ClusterCapture(new PcapngWriter((c) => chunks.push(c), "menic page"));
+  const w = watch(doc, out, { observer: tracer, onBuilt: (c) => capture.attach(c.endpoints), onFlush: (t) => capture.flush(t) });
+  const r = await runScenario(await coreModule(), doc, w.options);
   capture.flush();
-  begin();
-  out.flush(states(), r.endPs, progress, true);
+  w.end(r.endPs);
   const pcap = new Uint8Array(chunks.reduce((s, c) => s + c.length, 0));
   chunks.reduce((at, c) => (pcap.set(c, at), at + c.length), 0);
   post({ type: "done", kind: "scenario", resultJson: JSON.stringify(r), summary: formatResult(r), trace: JSON.stringify(tracer.toJSON()), pcap }, [pcap.buffer]);
+}
+
+/**
+ * A sweep: one run per combination of its values, one after another, as runSweep runs them
+ * (host/scenario/sweep.ts), each watched live in turn; the result and the table are the CLI's
+ * (`menic run --json` prints { name, runs }). Like the CLI, no trace or capture for a sweep.
+ */
+async function runSweepDoc(doc: Record<string, unknown>): Promise<void> {
+  const combos = expandSweep(doc);
+  const core = await coreModule();
+  const runs: SweepRun[] = [];
+  for (const [index, c] of combos.entries()) {
+    const out = new Outbox();
+    const w = watch(c.scenario, out, { sweep: { index, of: combos.length, set: c.set } });
+    const result = await runScenario(core, c.scenario, w.options);
+    w.end(result.endPs);
+    runs.push({ set: c.set, result });
+    if (result.ended === "stopped") break;
+  }
+  const name = String(doc.name ?? "scenario");
+  post({ type: "done", kind: "scenario", resultJson: JSON.stringify({ name, runs }), summary: formatSweep(name, runs), trace: null, pcap: null });
 }
