@@ -7,17 +7,17 @@
 // JIT_BLOCK_INSNS instructions. A translation is a region of blocks: the one where the
 // interpreter lands after a jump or taken branch (executeJit counts those landings: JIT_HOT of
 // them translate it) and the blocks its branches and jumps reach, up to JIT_REGION_BLOCKS of
-// them, in one function: a loop that goes from block to block while the next one ends before
-// `stop`, with the registers they touch in locals. It adds each instruction's cycles as the
-// interpreter would (fixed costs summed at translation, a load's or store's by where it
-// goes), and stores pc, cycle and instret back when it leaves: at a JALR, at a block outside
-// the region, or when the next block might not end before `stop`.
+// them, in one function: a loop that goes from block to block, with the registers they touch
+// in locals. It adds each instruction's cycles as the interpreter would (fixed costs summed at
+// translation, a load's or store's by where it goes), and stores pc, cycle and instret back
+// when it leaves: at a JALR, at a block outside the region, or when the window is nearly over
+// (the next segment, see below, might not start before `stop`).
 //
 // Identical to the interpreter, instruction for instruction:
 // - a block runs a segment (up to a load or store) only when the interpreter would run all of
-//   it before `stop` (segmentCycles); otherwise the interpreter takes over there;
+//   it before `stop` (segmentCycles); otherwise the interpreter runs the rest of the window;
 // - anything the interpreter does more than compute — an MMIO access, a misaligned or faulting
-//   address, a store into a page of translated code, an HBM store while a reservation is held,
+//   address, a store into a word of translated code, an HBM store while a reservation is held,
 //   a jump to a bad address — leaves the block before that instruction, with the state as it
 //   was before it, and the interpreter executes it ("side exit");
 // - x0: the interpreter zeroes the x0 slot before each instruction, so an instruction writing
