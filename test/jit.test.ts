@@ -108,6 +108,16 @@ function hotCode(seed: number): Uint32Array {
   return Uint32Array.from(out);
 }
 
+const COMPUTE_ELF = new Uint8Array(readFileSync(new URL("../firmware/bench/compute.elf", import.meta.url)));
+
+/** A device of `passes.length` engines running the compute benchmark, engine e over passes[e] passes, not yet run. */
+async function computeDevice(config: Config, passes: number[]) {
+  const dev = await Device.create(coreModule(), { engines: passes.length, ...config });
+  dev.start(dev.loadElf(COMPUTE_ELF).entry);
+  passes.forEach((p, e) => dev.mailboxPush(e, p));
+  return dev;
+}
+
 async function hotRun(seed: number, config: Config) {
   const dev = await Device.create(coreModule(), { engines: 4, ...config });
   dev.start(dev.loadElf(writeElf(CODE_BASE, [{ vaddr: CODE_BASE, data: new Uint8Array(hotCode(seed).buffer), flags: 7 }])).entry);
@@ -167,11 +177,8 @@ describe("the JIT runs programs exactly as the interpreter does", () => {
   }, 120_000);
 
   it("the compute benchmark firmware: same mailbox answer, cycles and instructions; a run of it is mostly translated code", async () => {
-    const elf = new Uint8Array(readFileSync(new URL("../firmware/bench/compute.elf", import.meta.url)));
     const run = async (jit: number) => {
-      const dev = await Device.create(coreModule(), { engines: 4, jit });
-      dev.start(dev.loadElf(elf).entry);
-      for (let e = 0; e < 4; e++) dev.mailboxPush(e, 20);
+      const dev = await computeDevice({ jit }, [20, 20, 20, 20]);
       dev.run(10_000_000_000n);
       return { dev, answers: Array.from({ length: 4 }, (_, e) => dev.mailboxPop(e)), state: endState(dev) };
     };
@@ -269,11 +276,8 @@ describe("translations follow the code", () => {
 
 describe("translations are a cache, never state", () => {
   it("code the host cannot compile (as a page's main thread refuses modules over 4 KiB) is interpreted, with the same results", async () => {
-    const elf = new Uint8Array(readFileSync(new URL("../firmware/bench/compute.elf", import.meta.url)));
     const run = async (jit: number) => {
-      const dev = await Device.create(coreModule(), { engines: 2, jit });
-      dev.start(dev.loadElf(elf).entry);
-      for (let e = 0; e < 2; e++) dev.mailboxPush(e, 5);
+      const dev = await computeDevice({ jit }, [5, 5]);
       dev.run(10_000_000_000n);
       return dev;
     };
@@ -291,14 +295,7 @@ describe("translations are a cache, never state", () => {
   });
 
   it("a snapshot taken in jit mode restores in interpreter mode (and back) and continues exactly as an interpreted run", async () => {
-    const elf = new Uint8Array(readFileSync(new URL("../firmware/bench/compute.elf", import.meta.url)));
-    const start = async (jit: number) => {
-      const dev = await Device.create(coreModule(), { engines: 2, jit });
-      dev.start(dev.loadElf(elf).entry);
-      dev.mailboxPush(0, 6);
-      dev.mailboxPush(1, 9);
-      return dev;
-    };
+    const start = (jit: number) => computeDevice({ jit }, [6, 9]);
     const ref = await start(0);
     ref.run(1_000_000_000n);
     const jit = await start(1);

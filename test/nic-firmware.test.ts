@@ -1,6 +1,14 @@
 import { describe, it, expect } from "vitest";
 import { readFileSync } from "node:fs";
 import { runFirmware } from "../host/fw/run.js";
+import { MMIO } from "../host/generated/layouts.js";
+
+/** Assembly for one verbs command from firmware: its arguments into NIC.CMD_ARG0.., the command
+ * into NIC.CMD (address in t0), its answer to the host mailbox (OUT_DATA address in t2). */
+const cmd = (op: number, args: number[]) => [
+  ...args.map((v, i) => `li t1, ${v}\nli t3, ${MMIO.NIC.CMD_ARG0 + 4 * i}\nsw t1, 0(t3)`),
+  `li t1, ${op}`, "sw t1, 0(t0)", "lw a0, 4(t0)", "sw a0, 0(t2)",
+].join("\n");
 
 // firmware/examples/nic.c: each engine makes its own PD, MR, CQ and QP with verbs commands,
 // posts an express RDMA WRITE and a classic REDUCE, and sleeps in wfi until each completion.
@@ -98,10 +106,6 @@ describe("firmware connects a QP to another device", () => {
     const pd = ctx.allocPd(), cq = ctx.createCq(8);
     const hostQp = ctx.createQp(pd, { sendCq: cq, recvCq: cq, maxSendWr: 4, maxRecvWr: 4 }); // QP 0: the host's
     // the engine makes a CQ and a QP in its SRAM (QP 1), then connects it to QP 7 of device 5
-    const cmd = (op: number, args: number[]) => [
-      ...args.map((v, i) => `li t1, ${v}\nli t3, ${MMIO.NIC.CMD_ARG0 + 4 * i}\nsw t1, 0(t3)`),
-      `li t1, ${op}`, "sw t1, 0(t0)", "lw a0, 4(t0)", "sw a0, 0(t2)",
-    ].join("\n");
     const src = [
       `li t0, ${MMIO.NIC.CMD}`, `li t2, ${MMIO.MBOX.OUT_DATA}`,
       cmd(CMD.ALLOC_PD, []),
@@ -128,10 +132,6 @@ describe("firmware connects a QP to another device", () => {
     const { coreModule } = await import("../host/platform/node.js");
     const { CMD_ERR, CMD, MMIO, QP_STATE, PORT_GROUP } = await import("../host/generated/layouts.js");
     const ctx = await Context.open(coreModule(), { engines: 1, deviceId: 3, ports: 12, scaleUpPorts: 10 });
-    const cmd = (op: number, args: number[]) => [
-      ...args.map((v, i) => `li t1, ${v}\nli t3, ${MMIO.NIC.CMD_ARG0 + 4 * i}\nsw t1, 0(t3)`),
-      `li t1, ${op}`, "sw t1, 0(t0)", "lw a0, 4(t0)", "sw a0, 0(t2)",
-    ].join("\n");
     // the engine connects its QP 0 to QP 7 of device 5 on the scale-out group, then re-splits
     const src = [
       `li t0, ${MMIO.NIC.CMD}`, `li t2, ${MMIO.MBOX.OUT_DATA}`,
