@@ -97,7 +97,6 @@ export function execute(dev: Device, h: Hart, stop: u64, jumps: bool = false): b
   const cStH = <u64>dev.cfg.cpiStoreHbm;
   // with the JIT on: this engine's code pages (jit-cache.ts), to see a store into translated code
   const codes: usize = dev.cfg.jit != 0 ? jitCodePages(dev, h.id) : 0;
-  let codeWritten = false;
   let pc = h.pc;
   let cycle = h.cycle;
   let instret = h.instret;
@@ -226,7 +225,8 @@ export function execute(dev: Device, h: Hart, stop: u64, jumps: bool = false): b
         let p: usize;
         if (addr - guard < span) {
           p = sram + <usize>addr; cycle += cStS;
-          if (codes != 0 && load<u8>(codes + <usize>(addr >> JIT_PAGE_SHIFT)) != 0) codeWritten = true;
+          // into translated code: the engine's translations go (the JIT translates again what stays hot)
+          if (codes != 0 && load<u8>(codes + <usize>(addr >> JIT_PAGE_SHIFT)) != 0) jitInvalidate(jitCacheIfAny(dev), h.id);
         } else if (addr - HBM_BASE < hbmBytes) {
           p = hbm + <usize>(addr - HBM_BASE); cycle += cStH;
           if (engOf(dev).resvCount != 0) breakReservations(dev, h.id, addr);
@@ -245,11 +245,6 @@ export function execute(dev: Device, h: Hart, stop: u64, jumps: bool = false): b
         else if (f3 == 1) store<u16>(p, <u16>v);
         else store<u32>(p, v);
         pc += 4;
-        if (codeWritten) { // into translated code: the translations go, and the JIT looks again
-          jitInvalidate(jitCacheIfAny(dev), h.id);
-          h.pc = pc; h.cycle = cycle; h.instret = instret + 1;
-          return false;
-        }
         break;
       }
       case 0x04: { // OP-IMM: ADDI SLTI SLTIU XORI ORI ANDI SLLI SRLI SRAI

@@ -19,23 +19,21 @@ import { Device } from "../core/device";
 @unmanaged export class Block {
   /** the host's function table index of its wasm function */
   table: u32;
-  engine: u32;
-  pc: u32;
   /** blocks in the translation (their pc, length and words are kept at `words` for checking) */
   n: u32;
   /** cycles of its entry block's first segment before that segment's last instruction (jit.ts segmentCycles) */
   firstCycles: u32;
-  reserved: u32;
-  reserved2: u32;
   /** what it was translated from: (pc, n) per block, then their words (JIT_RECORD_BYTES) */
   words: usize;
 }
 
-export const BLOCK_BYTES: usize = 32;
+export const BLOCK_BYTES: usize = offsetof<Block>();
 /** Instructions per translation (region of blocks, jit.ts) at most. */
 export const JIT_MAX_INSNS: u32 = 256;
-/** Bytes kept per translation for checking it against SRAM: (pc, n) per block (16 at most), then the words. */
-export const JIT_RECORD_BYTES: usize = 16 * 8 + <usize>JIT_MAX_INSNS * 4;
+/** Blocks per translation at most. */
+export const JIT_REGION_BLOCKS: i32 = 16;
+/** Bytes kept per translation for checking it against SRAM: (pc, n) per block, then the words. */
+export const JIT_RECORD_BYTES: usize = <usize>JIT_REGION_BLOCKS * 8 + <usize>JIT_MAX_INSNS * 4;
 /** Runs of an untranslated block start (a jump or branch target) before it is translated. */
 export const JIT_HOT: u32 = 48;
 /**
@@ -64,7 +62,6 @@ export const NOT_TRANSLATABLE: i32 = -2;
   tables: usize; // u32 per record slot: its function table index (kept across flushes), or NO_TABLE
   checked: usize; // u32 per engine per record: the epoch in which it was last checked against that engine's SRAM
   buf: usize; // the module being emitted
-  bufCap: u32;
   // counters (host/device.ts reads them as stats)
   translated: u32;
   flushes: u32;
@@ -109,7 +106,6 @@ export function jitCacheOf(dev: Device): JitCache {
   c.checked = heap.alloc(<usize>c.engines * <usize>c.cap * 4);
   memory.fill(c.checked, 0, <usize>c.engines * <usize>c.cap * 4);
   c.buf = heap.alloc(<usize>JIT_BUF_BYTES);
-  c.bufCap = JIT_BUF_BYTES;
   c.epoch = 1;
   unchecked(registry[registered++] = changetype<usize>(c));
   lastDev = c.dev;

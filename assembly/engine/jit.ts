@@ -31,7 +31,7 @@ import { immI, immS, immB, immJ } from "./decode";
 import { memOf } from "../mem/dma";
 import {
   JitCache, Block, jitCacheOf, blockAt, checkedAt, codePagesOf, jitInvalidate, jitFlush,
-  JIT_MAX_INSNS, JIT_HOT, JIT_PAGE_SHIFT, JIT_RECORD_BYTES, NO_BLOCK, NOT_TRANSLATABLE, NO_TABLE,
+  JIT_MAX_INSNS, JIT_REGION_BLOCKS, JIT_HOT, JIT_PAGE_SHIFT, JIT_RECORD_BYTES, NO_BLOCK, NOT_TRANSLATABLE, NO_TABLE,
 } from "./jit-cache";
 import { HBM_BASE } from "../generated/layouts";
 
@@ -153,8 +153,6 @@ const EXIT_JUMP: u32 = 0, EXIT_INTERP: u32 = 1, EXIT_WINDOW: u32 = 2;
 
 /** Instructions per block at most. */
 const JIT_BLOCK_INSNS: u32 = 64;
-/** Blocks per region (translation) at most. */
-const JIT_REGION_BLOCKS: i32 = 16;
 
 // the region being translated: its blocks' first pc, length, and the cycles before their first
 // segment's last instruction (see segmentCycles)
@@ -523,8 +521,6 @@ function translate(dev: Device, c: JitCache, h: Hart, pc: u32): i32 {
   const id = <i32>c.count;
   c.count++;
   const b = blockAt(c, id);
-  b.engine = h.id;
-  b.pc = pc;
   b.n = <u32>rCount;
   b.firstCycles = <u32>unchecked(rFirst[0]);
   store<u32>(checkedAt(c, h.id, id), c.epoch);
