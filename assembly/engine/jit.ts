@@ -7,8 +7,9 @@
 // JIT_BLOCK_INSNS instructions. A translation is a region of blocks: the one where the
 // interpreter lands after a jump or taken branch (executeJit counts those landings: JIT_HOT of
 // them translate it) and the blocks its branches and jumps reach, up to JIT_REGION_BLOCKS of
-// them, in one function: a loop that goes from block to block, with the registers they touch
-// in locals. It adds each instruction's cycles as the interpreter would (fixed costs summed at
+// them, in one function with the registers they touch in locals. The blocks after the entry are
+// laid out by address: a jump to a later block branches straight to its code, a jump back (a
+// loop) goes through the function's loop, whose br_table picks the block. It adds each instruction's cycles as the interpreter would (fixed costs summed at
 // translation, a load's or store's by where it goes), and stores pc, cycle and instret back
 // when it leaves: at a JALR, at a block outside the region, or when the window is nearly over
 // (the next segment, see below, might not start before `stop`).
@@ -262,8 +263,12 @@ function blockEnd(next: u32, extra: u64, x0: bool): void {
     get(L_CYC); i64c(unchecked(rFirst[j])); op(I64_ADD); get(L_STOP); op(I64_LT_U);
     ifThen();
     get(L_RET); i64c(<u64>n); op(I64_ADD); set(L_RET);
-    i32c(<u32>j); set(L_BI);
-    byte(BR); uleb(<u32>(rCount - 1 - curBlock) + ifDepth); // to the region's loop
+    if (j > curBlock) { // forward: straight to its code, which follows the end of wasm block j
+      byte(BR); uleb(<u32>(j - curBlock - 1) + ifDepth);
+    } else { // backward: through the region's loop, which picks block j
+      i32c(<u32>j); set(L_BI);
+      byte(BR); uleb(<u32>(rCount - 1 - curBlock) + ifDepth);
+    }
     endIf();
   }
   exit(next, false, n, 0, j >= 0 ? EXIT_WINDOW : EXIT_JUMP, x0);
@@ -497,6 +502,23 @@ function want(cfg: Config, h: Hart, pc: u32): void {
 }
 
 /**
+ * Orders the region's blocks after the entry (block 0) by address, so that a jump to a later
+ * address is a forward branch in the function (straight to that block's code) and only a loop's
+ * way back goes through the region's loop and its br_table.
+ */
+function sortBlocks(): void {
+  for (let i = 2; i < rCount; i++) { // insertion sort: 16 blocks at most
+    const pc = unchecked(rPc[i]), n = unchecked(rN[i]), first = unchecked(rFirst[i]);
+    let k = i;
+    while (k > 1 && unchecked(rPc[k - 1]) > pc) {
+      unchecked(rPc[k] = rPc[k - 1]); unchecked(rN[k] = rN[k - 1]); unchecked(rFirst[k] = rFirst[k - 1]);
+      k--;
+    }
+    unchecked(rPc[k] = pc); unchecked(rN[k] = n); unchecked(rFirst[k] = first);
+  }
+}
+
+/**
  * Translates the region of engine `h` entered at `pc` (in SRAM, aligned, above the guard) into
  * a new record of `c`; returns its id, or NOT_TRANSLATABLE when the instruction at `pc` is not
  * one a block runs.
@@ -517,6 +539,7 @@ function translate(dev: Device, c: JitCache, h: Hart, pc: u32): i32 {
     }
   }
   for (let i = 0; i < rCount; i++) successors(cfg, h, i); // breadth first: rCount grows as it goes
+  sortBlocks();
   if (c.count == c.cap) jitFlush(c);
   const id = <i32>c.count;
   c.count++;
