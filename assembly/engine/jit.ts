@@ -79,7 +79,7 @@ function patch(at: usize): void {
 }
 
 // opcodes
-const IF: u32 = 0x04, END: u32 = 0x0b, RETURN: u32 = 0x0f, ELSE: u32 = 0x05, SELECT: u32 = 0x1b;
+const IF: u32 = 0x04, END: u32 = 0x0b, ELSE: u32 = 0x05, SELECT: u32 = 0x1b;
 const LOCAL_GET: u32 = 0x20, LOCAL_SET: u32 = 0x21, LOCAL_TEE: u32 = 0x22;
 const I32_LOAD: u32 = 0x28, I64_LOAD: u32 = 0x29, I32_LOAD8_S: u32 = 0x2c, I32_LOAD8_U: u32 = 0x2d, I32_LOAD16_S: u32 = 0x2e, I32_LOAD16_U: u32 = 0x2f, I64_LOAD32_U: u32 = 0x35;
 const I32_STORE: u32 = 0x36, I64_STORE: u32 = 0x37, I32_STORE8: u32 = 0x3a, I32_STORE16: u32 = 0x3b;
@@ -98,9 +98,10 @@ const L_H: u32 = 0, L_STOP: u32 = 1;
 @inline function lReg(r: u32): u32 { return 2 + r; }
 const L_ADDR: u32 = 34, L_TMP: u32 = 35, L_A: u32 = 36, L_B: u32 = 37, L_X0: u32 = 38, L_PTR: u32 = 39, L_BI: u32 = 40;
 const L_REGS: u32 = 41, L_SRAM: u32 = 42, L_CODES: u32 = 43; // the engine's: a translation serves every engine with the same code
-const I32_LOCALS: u32 = 42; // locals 2..43
-const L_CYC: u32 = 44, L_RET: u32 = 45;
-const I64_LOCALS: u32 = 2; // locals 44..45
+const L_PC: u32 = 44, L_WHY: u32 = 45; // where and why it leaves (the epilogue stores them)
+const I32_LOCALS: u32 = 44; // locals 2..45
+const L_CYC: u32 = 46, L_RET: u32 = 47;
+const I64_LOCALS: u32 = 2; // locals 46..47
 
 @inline function get(l: u32): void { byte(LOCAL_GET); uleb(l); }
 @inline function set(l: u32): void { byte(LOCAL_SET); uleb(l); }
@@ -184,29 +185,34 @@ function setReg(r: u32): void {
 }
 
 /**
- * Leaves the region: its registers go back, then x0, pc (a constant, or with `pcFromAddr` the
- * value in L_ADDR), cycle (L_CYC + pend + extra) and instret (+ L_RET + retired).
+ * Leaves the region through its epilogue (`epilogue`), with pc (a constant, or with `pcFromAddr`
+ * the value in L_ADDR), cycle L_CYC + pend + extra, instret + L_RET + retired, and x0 (with `x0`
+ * the value the last instruction wrote there, else 0).
  */
 function exit(pc: u32, pcFromAddr: bool, retired: u32, extra: u64, code: u32, x0: bool): void {
+  if (!x0) { i32c(0); set(L_X0); }
+  if (pcFromAddr) get(L_ADDR); else i32c(pc);
+  set(L_PC);
+  const add = pend + extra;
+  if (add != 0) { get(L_CYC); i64c(add); op(I64_ADD); set(L_CYC); }
+  if (retired != 0) { get(L_RET); i64c(<u64>retired); op(I64_ADD); set(L_RET); }
+  i32c(code); set(L_WHY);
+  byte(BR); uleb(ifDepth + <u32>(rCount - 1 - curBlock) + 1); // out of the blocks and the loop
+}
+
+/** Where every exit goes: the registers the region writes go back, then x0, pc, cycle, instret; returns L_WHY. */
+function epilogue(): void {
   for (let r: u32 = 1; r < 32; r++) {
     if ((rWritten & (<u32>1 << r)) == 0) continue;
     get(L_REGS); get(lReg(r)); mem(I32_STORE, 2, 4 * r);
   }
-  get(L_REGS);
-  if (x0) get(L_X0); else i32c(0);
-  mem(I32_STORE, 2, 0);
-  get(L_H);
-  if (pcFromAddr) get(L_ADDR); else i32c(pc);
-  mem(I32_STORE, 2, <u32>offsetof<Hart>("pc"));
-  get(L_H); get(L_CYC);
-  const add = pend + extra;
-  if (add != 0) { i64c(add); op(I64_ADD); }
-  mem(I64_STORE, 3, <u32>offsetof<Hart>("cycle"));
+  get(L_REGS); get(L_X0); mem(I32_STORE, 2, 0);
+  get(L_H); get(L_PC); mem(I32_STORE, 2, <u32>offsetof<Hart>("pc"));
+  get(L_H); get(L_CYC); mem(I64_STORE, 3, <u32>offsetof<Hart>("cycle"));
   get(L_H); get(L_H); mem(I64_LOAD, 3, <u32>offsetof<Hart>("instret"));
   get(L_RET); op(I64_ADD);
-  if (retired != 0) { i64c(<u64>retired); op(I64_ADD); }
   mem(I64_STORE, 3, <u32>offsetof<Hart>("instret"));
-  i32c(code); op(RETURN);
+  get(L_WHY);
 }
 
 /** Leaves before instruction `k` of the block at `pc`, for the interpreter to execute it. */
@@ -580,7 +586,9 @@ function translate(dev: Device, c: JitCache, h: Hart, pc: u32): i32 {
     get(L_REGS); mem(I32_LOAD, 2, 4 * r); set(lReg(r));
   }
   get(L_H); mem(I64_LOAD, 3, <u32>offsetof<Hart>("cycle")); set(L_CYC);
-  // loop { block { ... block { br_table } block 0 } block 1 ... }: L_BI (0 on entry) picks the block
+  // block { loop { block { ... block { br_table } block 0 } block 1 ... } } epilogue: L_BI (0 on
+  // entry) picks the block; an exit branches out of the outer block
+  byte(BLOCK); byte(VOID);
   byte(LOOP); byte(VOID);
   for (let i = 0; i < rCount; i++) { byte(BLOCK); byte(VOID); }
   get(L_BI); byte(BR_TABLE); uleb(<u32>rCount);
@@ -594,8 +602,9 @@ function translate(dev: Device, c: JitCache, h: Hart, pc: u32): i32 {
     const bpc = unchecked(rPc[i]), n = unchecked(rN[i]);
     for (let k: u32 = 0; k < n; k++) emitInsn(dev, h, load<u32>(h.sram + <usize>(bpc + 4 * k)), bpc, k, n);
   }
-  op(END); // the loop: every block leaves by a branch or a return
-  i32c(0); // (unreachable, but the function's type wants a result)
+  op(END); // the loop: every block leaves by a branch
+  op(END); // the exits' block
+  epilogue();
   op(END);
   patch(body);
   patch(s);
