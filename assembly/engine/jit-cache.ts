@@ -21,8 +21,6 @@ import { Device } from "../core/device";
   table: u32;
   /** blocks in the translation (their pc, length and words are kept at `words` for checking) */
   n: u32;
-  /** cycles of its entry block's first segment before that segment's last instruction (jit.ts segmentCycles) */
-  firstCycles: u32;
   /** what it was translated from: (pc, n) per block, then their words (JIT_RECORD_BYTES) */
   words: usize;
 }

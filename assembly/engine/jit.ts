@@ -156,11 +156,9 @@ const EXIT_JUMP: u32 = 0, EXIT_INTERP: u32 = 1, EXIT_WINDOW: u32 = 2;
 /** Instructions per block at most. */
 const JIT_BLOCK_INSNS: u32 = 64;
 
-// the region being translated: its blocks' first pc, length, and the cycles before their first
-// segment's last instruction (see segmentCycles)
+// the region being translated: its blocks' first pc and length
 const rPc = new StaticArray<u32>(JIT_REGION_BLOCKS);
 const rN = new StaticArray<u32>(JIT_REGION_BLOCKS);
-const rFirst = new StaticArray<u64>(JIT_REGION_BLOCKS);
 let rCount: i32 = 0;
 let rInsns: u32 = 0;
 let rUsed: u32 = 0; // registers any of its instructions reads or writes
@@ -233,9 +231,9 @@ function regionBlock(pc: u32): i32 {
  * where it goes) or with the block's last instruction. Within a segment every instruction's
  * start cycle is known from the segment's, and the interpreter runs the whole segment when its
  * last instruction starts before `stop` (cycles only grow). So a block checks that before each
- * segment, and otherwise leaves to the interpreter at the segment's start (which stops where it
- * must). Returns the cycles of the segment starting at instruction `from` of the block at `pc`
- * (n instructions) before its last instruction.
+ * segment (segmentStart), and otherwise runs the segment's instructions that start before stop,
+ * one check each, and leaves where the interpreter would stop. Returns the cycles of the segment
+ * starting at instruction `from` of the block at `pc` (n instructions) before its last instruction.
  */
 function segmentCycles(cfg: Config, h: Hart, pc: u32, n: u32, from: u32): u64 {
   let cycles: u64 = 0;
@@ -248,36 +246,51 @@ function segmentCycles(cfg: Config, h: Hart, pc: u32, n: u32, from: u32): u64 {
   return cycles;
 }
 
-/** Leaves at instruction k + 1 of the block at `pc` unless the segment it starts ends before stop. */
-function segmentCheck(cfg: Config, h: Hart, pc: u32, n: u32, k: u32): void {
-  if (k + 1 >= n) return;
-  get(L_CYC); i64c(pend + segmentCycles(cfg, h, pc, n, k + 1)); op(I64_ADD); get(L_STOP); op(I64_GE_U);
-  ifThen(); exit(pc + 4 * (k + 1), false, k + 1, 0, EXIT_WINDOW, wroteX0); endIf();
+/**
+ * Before the segment starting at instruction `from` of the block at `bpc` (n instructions): when
+ * the window ends inside it, runs its instructions that start before stop (they compute only:
+ * its last instruction, the load or store or jump, starts after stop) and leaves before the first
+ * that does not, as the interpreter stops there (EXIT_WINDOW).
+ */
+function segmentStart(dev: Device, h: Hart, bpc: u32, n: u32, from: u32): void {
+  if (from >= n) return;
+  const cfg = dev.cfg;
+  get(L_CYC); i64c(pend + segmentCycles(cfg, h, bpc, n, from)); op(I64_ADD); get(L_STOP); op(I64_GE_U);
+  ifThen();
+  const p0 = pend, w0 = wroteX0;
+  let t = from;
+  for (; t < n - 1; t++) {
+    const ir = load<u32>(h.sram + <usize>(bpc + 4 * t));
+    const kind = kindOf(ir, bpc + 4 * t, cfg.nullGuardBytes);
+    if (kind == K_LOAD || kind == K_STORE) break;
+    get(L_CYC); i64c(pend); op(I64_ADD); get(L_STOP); op(I64_GE_U);
+    ifThen(); exit(bpc + 4 * t, false, t, 0, EXIT_WINDOW, wroteX0); endIf();
+    emitInsn(dev, h, ir, bpc, t, n);
+  }
+  exit(bpc + 4 * t, false, t, 0, EXIT_WINDOW, wroteX0);
+  endIf();
+  pend = p0; wroteX0 = w0;
 }
 
 /**
- * The block ends and execution goes on at `next` (its last instruction's cycles `extra`): into
- * the region's block there when it ends before stop, else out of the region.
+ * The block ends and execution goes on at `next` (its last instruction's cycles `extra`; `x0`:
+ * it wrote x0): into the region's block there (which checks the window first), else out of the
+ * region.
  */
 function blockEnd(next: u32, extra: u64, x0: bool): void {
   const n = unchecked(rN[curBlock]);
+  const j = regionBlock(next);
+  if (j < 0) { exit(next, false, n, extra, EXIT_JUMP, x0); return; }
   const add = pend + extra;
   if (add != 0) { get(L_CYC); i64c(add); op(I64_ADD); set(L_CYC); }
-  pend = 0;
-  const j = regionBlock(next);
-  if (j >= 0) {
-    get(L_CYC); i64c(unchecked(rFirst[j])); op(I64_ADD); get(L_STOP); op(I64_LT_U);
-    ifThen();
-    get(L_RET); i64c(<u64>n); op(I64_ADD); set(L_RET);
-    if (j > curBlock) { // forward: straight to its code, which follows the end of wasm block j
-      byte(BR); uleb(<u32>(j - curBlock - 1) + ifDepth);
-    } else { // backward: through the region's loop, which picks block j
-      i32c(<u32>j); set(L_BI);
-      byte(BR); uleb(<u32>(rCount - 1 - curBlock) + ifDepth);
-    }
-    endIf();
+  if (!x0) { i32c(0); set(L_X0); } // L_X0 holds the x0 slot's value at every block's start
+  get(L_RET); i64c(<u64>n); op(I64_ADD); set(L_RET);
+  if (j > curBlock) { // forward: straight to its code, which follows the end of wasm block j
+    byte(BR); uleb(<u32>(j - curBlock - 1) + ifDepth);
+  } else { // backward: through the region's loop, which picks block j
+    i32c(<u32>j); set(L_BI);
+    byte(BR); uleb(<u32>(rCount - 1 - curBlock) + ifDepth);
   }
-  exit(next, false, n, 0, j >= 0 ? EXIT_WINDOW : EXIT_JUMP, x0);
 }
 
 /**
@@ -394,7 +407,7 @@ function emitInsn(dev: Device, h: Hart, ir: u32, bpc: u32, k: u32, n: u32): void
         default: mem(I32_LOAD16_U, 1, 0); break;
       }
       setReg(rd);
-      segmentCheck(cfg, h, bpc, n, k);
+      segmentStart(dev, h, bpc, n, k + 1);
       break;
     }
     case 0x08: { // STORE
@@ -405,7 +418,7 @@ function emitInsn(dev: Device, h: Hart, ir: u32, bpc: u32, k: u32, n: u32): void
       if (f3 == 0) mem(I32_STORE8, 0, 0);
       else if (f3 == 1) mem(I32_STORE16, 1, 0);
       else mem(I32_STORE, 2, 0);
-      segmentCheck(cfg, h, bpc, n, k);
+      segmentStart(dev, h, bpc, n, k + 1);
       break;
     }
     case 0x18: { // BRANCH: the block's end
@@ -487,7 +500,6 @@ function addBlock(cfg: Config, h: Hart, pc: u32): i32 {
   const i = rCount++;
   unchecked(rPc[i] = pc);
   unchecked(rN[i] = n);
-  unchecked(rFirst[i] = segmentCycles(cfg, h, pc, n, 0));
   rInsns += n;
   return i;
 }
@@ -514,13 +526,13 @@ function want(cfg: Config, h: Hart, pc: u32): void {
  */
 function sortBlocks(): void {
   for (let i = 2; i < rCount; i++) { // insertion sort: 16 blocks at most
-    const pc = unchecked(rPc[i]), n = unchecked(rN[i]), first = unchecked(rFirst[i]);
+    const pc = unchecked(rPc[i]), n = unchecked(rN[i]);
     let k = i;
     while (k > 1 && unchecked(rPc[k - 1]) > pc) {
-      unchecked(rPc[k] = rPc[k - 1]); unchecked(rN[k] = rN[k - 1]); unchecked(rFirst[k] = rFirst[k - 1]);
+      unchecked(rPc[k] = rPc[k - 1]); unchecked(rN[k] = rN[k - 1]);
       k--;
     }
-    unchecked(rPc[k] = pc); unchecked(rN[k] = n); unchecked(rFirst[k] = first);
+    unchecked(rPc[k] = pc); unchecked(rN[k] = n);
   }
 }
 
@@ -551,7 +563,6 @@ function translate(dev: Device, c: JitCache, h: Hart, pc: u32): i32 {
   c.count++;
   const b = blockAt(c, id);
   b.n = <u32>rCount;
-  b.firstCycles = <u32>unchecked(rFirst[0]);
   store<u32>(checkedAt(c, h.id, id), c.epoch);
   // what it was translated from: (pc, n) per block, then the words
   b.words = c.wordStore + <usize>id * JIT_RECORD_BYTES;
@@ -585,6 +596,7 @@ function translate(dev: Device, c: JitCache, h: Hart, pc: u32): i32 {
     if ((rUsed & (<u32>1 << r)) == 0) continue;
     get(L_REGS); mem(I32_LOAD, 2, 4 * r); set(lReg(r));
   }
+  get(L_REGS); mem(I32_LOAD, 2, 0); set(L_X0);
   get(L_H); mem(I64_LOAD, 3, <u32>offsetof<Hart>("cycle")); set(L_CYC);
   // block { loop { block { ... block { br_table } block 0 } block 1 ... } } epilogue: L_BI (0 on
   // entry) picks the block; an exit branches out of the outer block
@@ -600,6 +612,8 @@ function translate(dev: Device, c: JitCache, h: Hart, pc: u32): i32 {
     ifDepth = 0;
     pend = 0;
     const bpc = unchecked(rPc[i]), n = unchecked(rN[i]);
+    wroteX0 = true; // before the first instruction, x0's slot is what L_X0 holds
+    segmentStart(dev, h, bpc, n, 0);
     for (let k: u32 = 0; k < n; k++) emitInsn(dev, h, load<u32>(h.sram + <usize>(bpc + 4 * k)), bpc, k, n);
   }
   op(END); // the loop: every block leaves by a branch
@@ -676,12 +690,11 @@ export function executeJit(dev: Device, h: Hart, stop: u64): void {
           else { jitInvalidate(c, h.id); id = NO_BLOCK; }
         }
         if (id >= 0) {
-          if (h.cycle + <u64>b.firstCycles >= stop) { execute(dev, h, stop, false); return; } // the window's last few cycles
           const why = call_indirect<u32>(b.table, changetype<usize>(h), stop);
           if (why == EXIT_JUMP) continue;
-          // the instruction it left to the interpreter, or the rest of the window
-          execute(dev, h, why == EXIT_INTERP ? h.cycle + 1 : stop, false);
-          return;
+          if (why == EXIT_INTERP) execute(dev, h, h.cycle + 1, false); // the instruction it left to the interpreter
+          return; // or the window is over
+
         }
       }
     }
