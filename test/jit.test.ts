@@ -8,7 +8,7 @@ import { spawnSync } from "node:child_process";
 import { Device } from "../host/device.js";
 import { coreModule } from "../host/platform/node.js";
 import { runFirmware } from "../host/fw/run.js";
-import { writeElf, programElf, R, I, S, B, J, CODE_BASE } from "./helpers/rv.js";
+import { writeElf, programElf, assemble, R, I, S, B, J, CODE_BASE } from "./helpers/rv.js";
 import { rng, garbage } from "./helpers/garbage.js";
 import { MMIO, REGIONS } from "../host/generated/layouts.js";
 
@@ -175,6 +175,56 @@ describe("the JIT runs programs exactly as the interpreter does", () => {
       expect({ status: r.status, output: JSON.parse(r.stdout) }, name).toEqual({ status: golden.result.exitStatus, output: golden.result.output });
     }
   }, 120_000);
+
+  it("a window may end at any instruction of translated code: stepped a few cycles at a time, every step ends alike", async () => {
+    // a loop of ALU runs of mixed costs (1, 3 and 34 cycles), a store and a load between them, a
+    // write to x0 (its slot keeps the value until the next instruction), a jal x0 to the next
+    // block and a branch back: each step cuts a window somewhere else in it
+    const code = assemble(`
+      li x20, 0x8000
+      li x5, 1
+      li x6, 3
+      li x22, 300
+      top:
+      add x5, x5, x6
+      mul x6, x6, x5
+      addi x7, x5, 3
+      div x8, x6, x7
+      xor x9, x8, x5
+      sw x8, 0(x20)
+      addi x9, x9, 1
+      slli x11, x9, 2
+      lw x10, 0(x20)
+      addi x0, x10, 1
+      jal x0, next
+      next:
+      add x12, x12, x11
+      addi x0, x12, 7
+      addi x22, x22, -1
+      bne x22, x0, top
+      li x25, ${MMIO.SYS.EXIT}
+      sw x0, 0(x25)
+    `, CODE_BASE);
+    const make = async (jit: number) => {
+      const dev = await Device.create(coreModule(), { engines: 2, jit });
+      dev.start(dev.loadElf(writeElf(CODE_BASE, [{ vaddr: CODE_BASE, data: new Uint8Array(code.buffer), flags: 7 }])).entry);
+      return dev;
+    };
+    const a = await make(0), b = await make(1);
+    const look = (dev: Device) => [0, 1].map((e) => ({ ...dev.engine(e), regs: Array.from({ length: 32 }, (_, r) => dev.core.engineReg(dev.handle, e, r) >>> 0) }));
+    const next = rng(7);
+    let t = 0n, steps = 0;
+    while (a.engine(0).state === "running" || a.engine(1).state === "running") {
+      t += BigInt(200 + (next() % 4000)); // up to ~6 engine cycles of 730 ps
+      a.step(t); b.step(t);
+      expect(look(b), `step ${steps} to ${t} ps`).toEqual(look(a));
+      steps++;
+    }
+    expect(a.engine(0).state).toBe("exited");
+    expect(steps).toBeGreaterThan(5000);
+    expect(b.jitStats().translated).toBeGreaterThan(0);
+    expect(endState(b)).toEqual(endState(a));
+  });
 
   it("the compute benchmark firmware: same mailbox answer, cycles and instructions; a run of it is mostly translated code", async () => {
     const run = async (jit: number) => {
