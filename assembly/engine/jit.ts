@@ -9,20 +9,24 @@
 // them translate it) and the blocks its branches and jumps reach, up to JIT_REGION_BLOCKS of
 // them, in one function with the registers they touch in locals. The blocks after the entry are
 // laid out by address: a jump to a later block branches straight to its code, a jump back (a
-// loop) goes through the function's loop, whose br_table picks the block. It adds each instruction's cycles as the interpreter would (fixed costs summed at
-// translation, a load's or store's by where it goes), and stores pc, cycle and instret back
-// when it leaves: at a JALR, at a block outside the region, or when the window is nearly over
-// (the next segment, see below, might not start before `stop`).
+// loop) goes through the function's loop, whose br_table picks the block. It adds each
+// instruction's cycles as the interpreter would (fixed costs summed at translation, a load's or
+// store's by where it goes). Every exit sets pc, why and the counts in locals and branches to
+// one epilogue, which stores the registers, pc, cycle and instret back: at a JALR, at a block
+// outside the region, at an instruction left to the interpreter, or at the window's end.
 //
 // Identical to the interpreter, instruction for instruction:
-// - a block runs a segment (up to a load or store) only when the interpreter would run all of
-//   it before `stop` (segmentCycles); otherwise the interpreter runs the rest of the window;
+// - the window: a block runs a segment (up to a load or store) unchecked when the interpreter
+//   would run all of it before `stop` (segmentStart); otherwise it runs the segment's
+//   instructions that start before stop, one check each, and leaves where the interpreter
+//   stops, so a window's end costs no call into the interpreter;
 // - anything the interpreter does more than compute — an MMIO access, a misaligned or faulting
 //   address, a store into a word of translated code, an HBM store while a reservation is held,
 //   a jump to a bad address — leaves the block before that instruction, with the state as it
 //   was before it, and the interpreter executes it ("side exit");
 // - x0: the interpreter zeroes the x0 slot before each instruction, so an instruction writing
-//   x0 leaves its value there until the next one; a block leaves the same value.
+//   x0 leaves its value there until the next one; a translation leaves the same value (L_X0
+//   carries it across blocks).
 
 import { Device, Config } from "../core/device";
 import { Hart, EngineState } from "./hart";
