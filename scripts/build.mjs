@@ -33,7 +33,9 @@ for (const target of ["release", "debug"]) {
 }
 
 const common = { bundle: true, format: "esm", target: "es2022", logLevel: "warning", sourcemap: true };
-await build({ ...common, platform: "node", entryPoints: { menic: "host/index.ts", cli: "host/platform/cli.ts" }, outdir: "dist", packages: "external" });
+// the one library the host uses (fast-xml-parser, MIT: the MSCCL importer) is bundled in, so the
+// package installs with no dependencies; Node's own modules stay imports
+await build({ ...common, platform: "node", entryPoints: { menic: "host/index.ts", cli: "host/platform/cli.ts" }, outdir: "dist" });
 await build({ ...common, platform: "browser", entryPoints: { "menic.browser": "host/browser.ts" }, outdir: "dist", loader: { ".wasm": "binary" } });
 await buildWeb();
 if ((await types) !== 0) {

@@ -49,7 +49,7 @@ function check(o: CollectiveOptions): { engines: number; elems: number; esize: n
  * signals, then signals semaphore 0 (+1): the host waits for that one. (One signal depending on
  * every engine's last nodes directly would read each of them from another engine's flags.)
  */
-function finish(nodes: GraphNode[]): void {
+export function finish(nodes: GraphNode[]): void {
   const waited = new Uint8Array(nodes.length);
   for (const n of nodes) for (const d of n.deps) waited[d] = 1;
   const sinks = nodes.map((_, i) => i).filter((i) => waited[i] === 0);

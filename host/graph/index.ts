@@ -9,3 +9,4 @@ export { allReduceRing, allReduceHalvingDoubling, allReduceTree, doubleBinaryTre
 export { findRace, checkRaces } from "./races.js";
 export { bindProgram, executorsReady, graphDeviceConfig, GraphRun, type BindOptions, type RunState, type NodeSpan } from "./runtime.js";
 export { criticalPath, type CriticalPath, type PathStep, type NodeTimes } from "./critical.js";
+export { parseMscclXml, importMsccl, MSCCL_STEP_TYPES, MSCCL_COLLECTIVES, type MscclAlgorithm, type MscclGpu, type MscclThreadBlock, type MscclStep, type MscclStepType, type MscclBuffer, type MscclCollective, type MscclImportOptions, type MscclImport } from "./msccl.js";
