@@ -4,7 +4,7 @@
 // that names the gpu, threadblock and step.
 import { describe, it, expect } from "vitest";
 import { readFileSync } from "node:fs";
-import { importMsccl, parseMscclXml, allReduceRing, runReference, checkRaces, GraphError, type GraphProgram } from "../host/graph/index.js";
+import { importMsccl, parseMscclXml, allReduceRing, runReference, checkRaces, GraphError, type GraphProgram, type ReduceNode } from "../host/graph/index.js";
 
 const RING = readFileSync("examples/msccl/ring-allreduce-8.xml", "utf8");
 const ALLPAIRS = readFileSync("examples/msccl/allpairs-allreduce-8.xml", "utf8");
@@ -68,8 +68,13 @@ describe("importing MSCCL XML: the shipped algorithms", () => {
     const copy = nodes.findIndex((n) => n.op === "copy");
     // the copy of in to out touches nothing the receives into scratch do: the nops before it order nothing it needs
     expect(nodes[copy].deps).toEqual([]);
-    const firstReduce = nodes.findIndex((n) => n.op === "reduce");
-    expect(nodes[firstReduce].deps.map((d) => `${nodes[d].op} ${nodes[d].name}`).sort()).toEqual(["copy tb7.s6.cpy", "recv tb0.s1.r.recv"]);
+    // the seven re steps into out's chunk 2 are one reduction of 8 sources, as MSCCL fuses them; it waits for the
+    // copy and the seven receives into scratch
+    const reduces = nodes.filter((n) => n.op === "reduce");
+    expect(reduces.map((n) => n.name)).toEqual(["tb7.s7.re.reduce+s8+s9+s10+s11+s12+s13"]);
+    const fused = reduces[0] as ReduceNode;
+    expect(fused.srcs).toEqual([{ buffer: "out", offset: 512 }, ...[0, 1, 3, 4, 5, 6, 7].map((p) => ({ buffer: "scratch", offset: 256 * p }))]);
+    expect(fused.deps.map((d) => nodes[d].name).sort()).toEqual(["tb0.s1.r.recv", "tb1.s1.r.recv", "tb2.s1.r.recv", "tb3.s1.r.recv", "tb4.s1.r.recv", "tb5.s1.r.recv", "tb6.s1.r.recv", "tb7.s6.cpy"]);
     expect(im.program.buffers).toEqual([{ name: "in", bytes: 2048 }, { name: "out", bytes: 2048 }, { name: "scratch", bytes: 2048 }]);
   });
 });

@@ -13,7 +13,8 @@
 //   (count x multiplier / nchunksperloop elements) a place in them; received data that is reduced
 //   lands first in a slot of its own in buffer "rtmp";
 // - a step is one to three nodes (s: send; r: recv; rcs: recv, send; rrs: recv, reduce, send;
-//   rrc: recv, reduce; rrcs: recv, reduce, send; cpy: copy; re: reduce; nop: none);
+//   rrc: recv, reduce; rrcs: recv, reduce, send; cpy: copy; re: reduce, a run of them fused into
+//   one of up to 8 sources as MSCCL fuses them; nop: none);
 // - MSCCL's order — each threadblock's steps in sequence, a step after its depid/deps step, a
 //   receive after the send it takes — is kept where it matters: a node depends on every earlier
 //   node (in that order) that touches the same bytes, one of them writing. So a send does not hold
@@ -28,6 +29,7 @@ import {
 import { finish } from "./collectives.js";
 import { validateProgram } from "./validate.js";
 import { findRace } from "./races.js";
+import { GRAPH_MAX_SOURCES } from "../generated/layouts.js";
 
 /** MSCCL's step types: send, receive, the fused receive-reduce-copy-send family, local copy and reduce, and nop (a dependency only). */
 export const MSCCL_STEP_TYPES = ["s", "r", "rcs", "rrs", "rrc", "rrcs", "cpy", "re", "nop"] as const;
@@ -404,9 +406,16 @@ export function importMsccl(xml: string | MscclAlgorithm, o: MscclImportOptions)
       const src = () => place(st.srcbuf, st.srcoff, "srcbuf/srcoff"), dst = () => place(st.dstbuf, st.dstoff, "dstbuf/dstoff");
       const send = (from: BufferRef) => add({ op: "send", name: name("send"), engine, peer: tb.send, stream, src: from, bytes, deps: [] }, [from], []);
       const recv = (into: BufferRef, part: string) => add({ op: "recv", name: name(part), engine, peer: tb.recv, stream, dst: into, bytes, deps: [] }, [], [into]);
-      const reduce = (srcs: BufferRef[], into: BufferRef) => {
+      /** a reduction, or `fused` (the node of the re step before) taking one more source */
+      const reduce = (srcs: BufferRef[], into: BufferRef, fused?: Draft) => {
         for (const s of srcs) if (s.buffer === into.buffer && s.offset !== into.offset && Math.abs(s.offset - into.offset) < bytes)
           throw new GraphError(where, "its source and destination chunks partly overlap: the reduction block takes a destination that is one of the sources or apart from them");
+        if (fused && fused.node.op === "reduce") {
+          fused.node.srcs = srcs;
+          fused.node.name = `${fused.node.name}+s${st.s}`;
+          fused.reads = srcs;
+          return;
+        }
         add({ op: "reduce", name: name("reduce"), engine, dtype: o.dtype, redop, srcs, dst: into, bytes, deps: [] }, srcs, [into]);
       };
       const slot = (): BufferRef => ({ buffer: "rtmp", offset: rtmpAt.get(v)! });
@@ -423,7 +432,19 @@ export function importMsccl(xml: string | MscclAlgorithm, o: MscclImportOptions)
           add({ op: "copy", name: name(""), engine, src: s, dst: d, bytes, deps: [] }, [s], [d]);
           break;
         }
-        case "re": { const d = dst(); reduce([d, src()], d); break; }
+        case "re": {
+          const d = dst(), from = src(), last = drafts[tb.id][drafts[tb.id].length - 1];
+          // MSCCL fuses a run of re steps into one reduction: same destination, same source buffer,
+          // no dependency of its own, the one before published to nobody (hasdep="0")
+          const prev = st.s > 0 ? tb.steps[st.s - 1] : undefined;
+          if (prev?.type === "re" && !prev.hasdep && st.depid < 0 && prev.dstbuf === st.dstbuf && prev.dstoff === st.dstoff && prev.srcbuf === st.srcbuf && prev.cnt === st.cnt
+            && last?.node.op === "reduce" && last.node.srcs.length < GRAPH_MAX_SOURCES) {
+            reduce([...last.node.srcs, from], d, last);
+            break;
+          }
+          reduce([d, from], d);
+          break;
+        }
         case "nop": break;
       }
     }
