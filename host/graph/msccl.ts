@@ -251,9 +251,14 @@ export function parseMscclXml(text: string): MscclAlgorithm {
   return parsed;
 }
 
-/** "gpu 2 tb 1 step 4 (rrs)": how the importer's errors name a step. */
+/** "gpu 2 tb 1 step 4 (rrs)": a step, in the importer's messages. */
+function stepName(gpu: number, tb: number, st: MscclStep): string {
+  return `gpu ${gpu} tb ${tb} step ${st.s} (${st.type})`;
+}
+
+/** "MSCCL gpu 2 tb 1 step 4 (rrs)": where the importer's errors say a step is. */
 function stepWhere(gpu: number, tb: number, st: MscclStep): string {
-  return `MSCCL gpu ${gpu} tb ${tb} step ${st.s} (${st.type})`;
+  return `MSCCL ${stepName(gpu, tb, st)}`;
 }
 
 // ---- mapping -------------------------------------------------------------------------------
@@ -374,7 +379,7 @@ export function importMsccl(xml: string | MscclAlgorithm, o: MscclImportOptions)
   });
   for (const c of conns) c.pairs.forEach(([s, r]) => preds[stepBase[c.to][c.recvTb] + r].push(stepBase[c.from][c.sendTb] + s));
   const order = topological(steps.length, preds, (cycle) => {
-    const names = cycle.map((v) => stepWhere(steps[v].g, steps[v].tb, steps[v].st).slice("MSCCL ".length));
+    const names = cycle.map((v) => stepName(steps[v].g, steps[v].tb, steps[v].st));
     throw new GraphError(stepWhere(steps[cycle[0]].g, steps[cycle[0]].tb, steps[cycle[0]].st), `deadlock: the steps wait on each other in a cycle (each waits for the one after it: the step before it on its threadblock, its depid/deps step, or the send it receives): ${names.join(" -> ")} -> ${names[0]}`);
   });
   const before = reachability(steps.length, preds, order);
@@ -505,7 +510,7 @@ function connect(a: MscclAlgorithm): Connection[] {
     const recvs = rtb.steps.filter((st) => RECVS.has(st.type));
     const n = Math.min(sends.length, recvs.length);
     for (let i = 0; i < n; i++) if (sends[i].cnt !== recvs[i].cnt)
-      throw new GraphError(stepWhere(g.id, tb.id, sends[i]), `sends ${sends[i].cnt} chunks, but the receive it meets, ${stepWhere(tb.send, r, recvs[i]).slice(6)}, takes ${recvs[i].cnt}`);
+      throw new GraphError(stepWhere(g.id, tb.id, sends[i]), `sends ${sends[i].cnt} chunks, but the receive it meets, ${stepName(tb.send, r, recvs[i])}, takes ${recvs[i].cnt}`);
     if (sends.length !== recvs.length) {
       const extra = sends.length > recvs.length ? stepWhere(g.id, tb.id, sends[n]) : stepWhere(tb.send, r, recvs[n]);
       throw new GraphError(extra, `gpu ${g.id} tb ${tb.id} sends ${times(sends.length)} to gpu ${tb.send} on channel ${tb.chan}, and gpu ${tb.send} tb ${r} receives ${times(recvs.length)}: this one has no partner`);
