@@ -23,6 +23,16 @@ export type { GilbertElliott } from "./fabric/fabric.js";
 export type { LinkSpec } from "./fabric/topology.js";
 export type { SwitchConfig, SwitchOptions, EcnConfig, PfcConfig } from "./fabric/config.js";
 export { formatResult } from "./scenario/report.js";
+export {
+  GraphError, GRAPH_OPS,
+  type GraphProgram, type RankGraph, type GraphBuffer, type GraphNode, type NodeBase, type Remote, type BufferRef, type GraphOpName, type DtypeName, type RedopName,
+  type SendNode, type RecvNode, type WriteNode, type ReadNode, type ReduceNode, type CopyNode, type WaitNode, type SignalNode,
+} from "./graph/types.js";
+export { readGraphJson, writeGraphText } from "./graph/json.js";
+export {
+  importMsccl, parseMscclXml, MSCCL_STEP_TYPES,
+  type MscclImport, type MscclImportOptions, type MscclAlgorithm, type MscclGpu, type MscclThreadBlock, type MscclStep, type MscclStepType, type MscclBuffer, type MscclCollective,
+} from "./graph/msccl.js";
 export { ClusterCapture } from "./cluster/capture.js";
 export { PcapngWriter, type Direction, type InterfaceOptions } from "./wire/pcapng.js";
 export { parseTime, formatTime } from "./units.js";

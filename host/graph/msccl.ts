@@ -37,10 +37,10 @@ export const MSCCL_STEP_TYPES = ["s", "r", "rcs", "rrs", "rrc", "rrcs", "cpy", "
 export type MscclStepType = (typeof MSCCL_STEP_TYPES)[number];
 /** A buffer as MSCCL names it: `i` input, `o` output, `s` scratch. */
 export type MscclBuffer = "i" | "o" | "s";
-/** The collectives an import maps, by their MSCCL names (`coll`). */
-export const MSCCL_COLLECTIVES = { allreduce: "all-reduce", allgather: "all-gather", reducescatter: "reduce-scatter", alltoall: "all-to-all" } as const;
-/** A collective an import maps, by its MSCCL name. */
-export type MscclCollective = keyof typeof MSCCL_COLLECTIVES;
+/** A collective an import maps, by its MSCCL name (`coll`). */
+export type MscclCollective = "allreduce" | "allgather" | "reducescatter" | "alltoall";
+/** The collectives an import maps: each MSCCL name (`coll`) and menic's. */
+export const MSCCL_COLLECTIVES: Record<MscclCollective, "all-reduce" | "all-gather" | "reduce-scatter" | "all-to-all"> = { allreduce: "all-reduce", allgather: "all-gather", reducescatter: "reduce-scatter", alltoall: "all-to-all" };
 
 /** One `<step>` of a threadblock. */
 export interface MscclStep {
@@ -280,7 +280,7 @@ export interface MscclImport {
   /** The program: one graph per gpu, its threadblocks as engines, ending with the final signal on semaphore 0. */
   program: GraphProgram;
   /** The collective, by menic's name. */
-  collective: (typeof MSCCL_COLLECTIVES)[MscclCollective];
+  collective: "all-reduce" | "all-gather" | "reduce-scatter" | "all-to-all";
   /** The buffer the devices' input goes into before the run (`in`, or `out` for an algorithm that runs only in place). */
   input: string;
   /** The buffer that holds the result (`out`). */
