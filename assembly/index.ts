@@ -134,6 +134,17 @@ export function consoleLinesRead(dev: usize, i: u32, dst: usize, max: u32): u32 
 /** When the console line engine `i` is printing began (its newline not yet printed); u64 max when none is. */
 export function consoleOpenLinePs(dev: usize, i: u32): u64 { return hartAt(changetype<Device>(dev), i).consoleLinePs; }
 
+/** True when an engine's console or the trace ring holds something for the host to read (consoleRead, consoleLinesRead, traceRead). */
+export function hasOutput(dev: usize): bool {
+  const d = changetype<Device>(dev);
+  if (d.trCount != 0) return true;
+  for (let i: u32 = 0; i < d.cfg.engines; i++) {
+    const h = hartAt(d, i);
+    if (h.console.count != 0 || h.consoleLines.count != 0) return true;
+  }
+  return false;
+}
+
 /** Moves up to `max` trace records (16 B each) to `dst`; returns how many. */
 export function traceRead(dev: usize, dst: usize, max: u32): u32 {
   const d = changetype<Device>(dev);
@@ -342,3 +353,10 @@ export function jitStats(dev: usize, dst: usize): void {
 export function configSetJit(dev: usize, on: u32): void {
   changetype<Device>(dev).cfg.jit = on != 0 ? 1 : 0;
 }
+
+// ---- the fabric (assembly/fabric/: a fabric is a handle too, in a core instance of its own)
+export {
+  fabricNew, fabricInit, fabricInbox, fabricIngest, fabricNextEvent, fabricRunTo, fabricTake, fabricRelease,
+  fabricOutages, fabricSchedule, fabricRebuildGroups, portCatchUp as fabricCatchUp,
+  fabricReadFrame, fabricMarkCe, fabricDraw, fabricEcmpPick, fabricHashTuple, fabricEventPush, fabricEventPop,
+} from "./fabric/fabric";

@@ -7,6 +7,7 @@
 // The figure is packet-hops (a frame serialised onto one link) per host second, endpoints and
 // runner included, measured after a warm-up run of 10 rounds (the first run of the code is
 // ~20 % slower while V8 compiles it). Env: FABRIC_ROUNDS (default 60), FABRIC_SEED.
+import { coreModule } from "../host/platform/node.js";
 import { Fabric, ClusterRunner, SyntheticEndpoint, leafSpine, type SyntheticFlow } from "../host/fabric/index.js";
 import { RandomStreams } from "../host/fabric/rng.js";
 import { figure } from "./lib/report.js";
@@ -27,7 +28,7 @@ function derangement(rng: RandomStreams, n: number): number[] {
 
 export function setup(rounds: number, seed: number) {
   const topo = leafSpine({ devices: DEVICES, ports: PORTS, planes: 8, devicesPerLeaf: 8, spines: 16 });
-  const fabric = new Fabric(topo, { seed, mode: "timing" });
+  const fabric = new Fabric(coreModule(), topo, { seed, mode: "timing" });
   const rng = new RandomStreams(1);
   rng.seed(0, seed, 0);
   const flows: SyntheticFlow[][] = Array.from({ length: DEVICES }, () => []);

@@ -553,6 +553,8 @@ export class Device {
 
   private drain(): void {
     const c = this.core, h = this.handle;
+    // most steps print nothing: one call says so (the time-ordered console releases lines even then)
+    if (!this.ordered && !c.hasOutput(h)) return;
     let mem = this.refreshView();
     for (let i = 0; i < this.engines; i++) {
       // the line times first: the rings are drained whole, so the bytes read next begin exactly these lines

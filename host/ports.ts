@@ -4,6 +4,7 @@
 
 import type { Device } from "./device.js";
 import { PKT } from "./generated/layouts.js";
+import { putPktDescriptor } from "./pkt.js";
 
 /** Where one sent frame is, valid until the next `drain`: its record, and its body (full mode) in `mem`. */
 export interface TxFrameRef {
@@ -68,6 +69,13 @@ export class DevicePorts {
 
   /** Hands every frame the device has sent since the last call to `each`, oldest first, then frees their room. Returns how many. */
   drain(each: (f: TxFrameRef) => void): number {
+    const n = this.frames(each);
+    if (n > 0) this.device.core.txConsume(this.device.handle, n);
+    return n;
+  }
+
+  /** Hands every frame the device has sent and not yet drained to `each`, oldest first; keeps them. Returns how many. */
+  frames(each: (f: TxFrameRef) => void): number {
     const c = this.device.core, h = this.device.handle;
     const n = c.txCount(h);
     if (n === 0) return 0;
@@ -88,6 +96,20 @@ export class DevicePorts {
       f.hdrAt = at + PKT.hdr;
       each(f);
     }
+    return n;
+  }
+
+  /**
+   * Hands every frame the device has sent since the last call to `each` as its transmit ring
+   * (one call: the ring's records at `recsAt` in `mem`, `n` of them from entry `head` of
+   * `entries`, bodies at `bodiesAt` + body_off), then frees their room. Returns how many.
+   */
+  drainRing(each: (mem: Uint8Array, recsAt: number, head: number, n: number, entries: number, bodiesAt: number) => void): number {
+    const c = this.device.core, h = this.device.handle;
+    const n = c.txCount(h);
+    if (n === 0) return 0;
+    this.views();
+    each(this.u8, this.recs, c.txHead(h), n, this.txCap, this.bodies);
     c.txConsume(h, n);
     return n;
   }
@@ -111,15 +133,7 @@ export class DevicePorts {
     this.views();
     const mem = this.u8, dv = this.dv;
     const at = this.stage + this.staged * PKT.SIZE;
-    dv.setUint32(at + PKT.time_ps, timePs % 2 ** 32, true);
-    dv.setUint32(at + PKT.time_ps + 4, Math.floor(timePs / 2 ** 32), true);
-    dv.setUint32(at + PKT.wire_len, wireLen, true);
-    dv.setUint16(at + PKT.port, port, true);
-    dv.setUint16(at + PKT.hdr_len, hdrLen, true);
-    dv.setUint32(at + PKT.body_len, blen, true);
-    dv.setUint32(at + PKT.body_off, this.stagedBody, true);
-    dv.setUint32(at + PKT.seq, seq >>> 0, true);
-    dv.setUint32(at + PKT.src_device, srcDevice >>> 0, true);
+    putPktDescriptor(dv, at, timePs, wireLen, port, hdrLen, blen, this.stagedBody, seq, srcDevice);
     this.copyHeader(hdr, hdrOff, hdrLen, at + PKT.hdr);
     if (blen > 0 && body) mem.set(body.subarray(bodyOff, bodyOff + blen), this.stageBodies + this.stagedBody);
     this.staged++;
@@ -145,6 +159,49 @@ export class DevicePorts {
       k <<= 2;
     }
     for (; k < hdrLen; k++) mem[to + k] = hdr[hdrOff + k]!;
+  }
+
+  /**
+   * Stages `n` arrivals given as PKT records in receive form at `mem[at, at + n * PKT.SIZE)`,
+   * bodies (full mode) at `bodiesAt` + body_off, as stageArrival would one by one: a record
+   * that does not fit (the batch full, or more header bytes than a record holds) is lost.
+   * Returns how many were lost. When all fit, records and bodies move in one copy each.
+   */
+  stageRecords(mem: Uint8Array, at: number, n: number, bodiesAt: number): number {
+    if (n === 0) return 0;
+    const src = new DataView(mem.buffer, mem.byteOffset, mem.byteLength);
+    const full = this.rxBodyCap > 0;
+    let body = 0, fits = this.staged + n <= this.rxCap && this.stagedBody === 0;
+    for (let k = 0; k < n && fits; k++) {
+      const r = at + k * PKT.SIZE, blen = src.getUint32(r + PKT.body_len, true);
+      if ((!full && blen !== 0) || src.getUint16(r + PKT.hdr_len, true) > PKT.SIZE - PKT.hdr) fits = false;
+      body += blen;
+    }
+    this.views();
+    if (fits && body <= this.rxBodyCap) {
+      this.u8.set(mem.subarray(at, at + n * PKT.SIZE), this.stage + this.staged * PKT.SIZE);
+      if (body > 0) this.u8.set(mem.subarray(bodiesAt, bodiesAt + body), this.stageBodies);
+      this.staged += n;
+      this.stagedBody = body;
+      return 0;
+    }
+    let lost = 0;
+    for (let k = 0; k < n; k++) {
+      const r = at + k * PKT.SIZE, hdrLen = src.getUint16(r + PKT.hdr_len, true);
+      const blen = full ? src.getUint32(r + PKT.body_len, true) : 0;
+      if (this.staged >= this.rxCap || this.stagedBody + blen > this.rxBodyCap || hdrLen > PKT.SIZE - PKT.hdr) {
+        lost++;
+        continue;
+      }
+      const to = this.stage + this.staged * PKT.SIZE, from = bodiesAt + src.getUint32(r + PKT.body_off, true);
+      this.u8.set(mem.subarray(r, r + PKT.SIZE), to);
+      this.dv.setUint32(to + PKT.body_len, blen, true);
+      this.dv.setUint32(to + PKT.body_off, this.stagedBody, true);
+      if (blen > 0) this.u8.set(mem.subarray(from, from + blen), this.stageBodies + this.stagedBody);
+      this.staged++;
+      this.stagedBody += blen;
+    }
+    return lost;
   }
 
   /** Hands the staged arrivals to the device; returns how many it took (the rest found its ring full and are counted there). */

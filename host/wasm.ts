@@ -45,6 +45,8 @@ export interface MenicExports {
   consoleRead(dev: number, i: number, dst: number, max: number): number;
   consoleLinesRead(dev: number, i: number, dst: number, max: number): number;
   consoleOpenLinePs(dev: number, i: number): bigint;
+  /** true when a console or the trace ring holds something to read */
+  hasOutput(dev: number): number;
   traceRead(dev: number, dst: number, max: number): number;
   mboxPush(dev: number, i: number, word: number, atPs: bigint): number;
   mboxPop(dev: number, i: number): bigint;
@@ -96,6 +98,27 @@ export interface MenicExports {
   rxPut(dev: number, n: number): number;
   jitStats(dev: number, dst: number): void;
   configSetJit(dev: number, on: number): void;
+  // the fabric (assembly/fabric/fabric.ts; host/fabric/fabric.ts drives it)
+  fabricNew(): number;
+  fabricInit(fab: number, packets: number, events: number, horizonPs: number): void;
+  fabricInbox(fab: number, records: number, bodyBytes: number): number;
+  fabricIngest(fab: number, device: number, n: number, psPerByte: number, txOverhead: number): number;
+  fabricNextEvent(fab: number): number;
+  fabricRunTo(fab: number, endPs: number): void;
+  fabricTake(fab: number, device: number, endPs: number): number;
+  fabricRelease(fab: number): void;
+  fabricOutages(fab: number, link: number, n: number): number;
+  fabricSchedule(fab: number, link: number, kind: number, atPs: number): void;
+  fabricRebuildGroups(fab: number, plane: number): void;
+  fabricCatchUp(fab: number, channel: number, tPs: number): void;
+  // the fabric's parts, for tests
+  fabricReadFrame(fab: number, at: number, len: number): number;
+  fabricMarkCe(at: number): void;
+  fabricDraw(fab: number, stream: number): number;
+  fabricEcmpPick(hash: number, seed: number, count: number): number;
+  fabricHashTuple(src: number, dst: number, sport: number, dport: number, proto: number): number;
+  fabricEventPush(fab: number, timePs: number, key: number, ev: number): void;
+  fabricEventPop(fab: number, limitPs: number): number;
 }
 
 /** Every export but `memory` and `table`: the core's functions. */
@@ -153,6 +176,7 @@ export const EXPORT_SIGNATURES: { readonly [K in ExportName]: Signature<MenicExp
   consoleRead: [["i32", "i32", "i32", "i32"], "i32"],
   consoleLinesRead: [["i32", "i32", "i32", "i32"], "i32"],
   consoleOpenLinePs: [["i32", "i32"], "i64"],
+  hasOutput: [["i32"], "i32"],
   traceRead: [["i32", "i32", "i32"], "i32"],
   mboxPush: [["i32", "i32", "i32", "i64"], "i32"],
   mboxPop: [["i32", "i32"], "i64"],
@@ -204,6 +228,25 @@ export const EXPORT_SIGNATURES: { readonly [K in ExportName]: Signature<MenicExp
   rxPut: [["i32", "i32"], "i32"],
   jitStats: [["i32", "i32"], "void"],
   configSetJit: [["i32", "i32"], "void"],
+  fabricNew: [[], "i32"],
+  fabricInit: [["i32", "i32", "i32", "f64"], "void"],
+  fabricInbox: [["i32", "i32", "i32"], "i32"],
+  fabricIngest: [["i32", "i32", "i32", "f64", "i32"], "i32"],
+  fabricNextEvent: [["i32"], "f64"],
+  fabricRunTo: [["i32", "f64"], "void"],
+  fabricTake: [["i32", "i32", "f64"], "i32"],
+  fabricRelease: [["i32"], "void"],
+  fabricOutages: [["i32", "i32", "i32"], "i32"],
+  fabricSchedule: [["i32", "i32", "i32", "f64"], "void"],
+  fabricRebuildGroups: [["i32", "i32"], "void"],
+  fabricCatchUp: [["i32", "i32", "f64"], "void"],
+  fabricReadFrame: [["i32", "i32", "i32"], "i32"],
+  fabricMarkCe: [["i32"], "void"],
+  fabricDraw: [["i32", "i32"], "i32"],
+  fabricEcmpPick: [["i32", "i32", "i32"], "i32"],
+  fabricHashTuple: [["i32", "i32", "i32", "i32", "i32"], "i32"],
+  fabricEventPush: [["i32", "f64", "f64", "i32"], "void"],
+  fabricEventPop: [["i32", "f64"], "i32"],
 };
 
 /** Host time spent compiling the JIT's translations, per core instance (see jitCompileMs). */
@@ -224,6 +267,22 @@ export function jitCompileMs(memory: WebAssembly.Memory): number {
  * be compiled here (a page's main thread refuses modules over 4 KiB): that code is interpreted.
  */
 export async function instantiateCore(module: WebAssembly.Module): Promise<MenicExports> {
+  const { imports, bind } = coreImports();
+  return bind((await WebAssembly.instantiate(module, imports)).exports);
+}
+
+/**
+ * instantiateCore, synchronously: for a fabric (host/fabric/fabric.ts), whose constructor
+ * builds it at once. A browser's main thread may refuse it for a module this size: build
+ * fabrics in a worker there (the page does).
+ */
+export function instantiateCoreSync(module: WebAssembly.Module): MenicExports {
+  const { imports, bind } = coreImports();
+  return bind(new WebAssembly.Instance(module, imports).exports);
+}
+
+/** The core's imports, and how to bind them to the instance they are given to. */
+function coreImports(): { imports: WebAssembly.Imports; bind: (e: WebAssembly.Exports) => MenicExports } {
   let exports: MenicExports | undefined;
   const imports = {
     env: {
@@ -249,7 +308,5 @@ export async function instantiateCore(module: WebAssembly.Module): Promise<Menic
       },
     },
   };
-  const instance = await WebAssembly.instantiate(module, imports);
-  exports = instance.exports as unknown as MenicExports;
-  return exports;
+  return { imports, bind: (e) => (exports = e as unknown as MenicExports) };
 }

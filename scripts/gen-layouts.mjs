@@ -19,10 +19,11 @@ const trace = read("trace.json");
 const verbs = read("verbs.json");
 const device = read("device.json");
 const graph = read("graph.json");
+const fabric = read("fabric.json");
 /** Enumerations for the core and the host; firmware sees the verbs and graph ones (C view). */
 const ENUMS = [...verbs.enums, ...device.enums, ...graph.enums];
 /** Binary layouts for the core and the host; firmware sees the verbs and graph ones (C view). */
-const STRUCTS = [...verbs.structs, trace.record, ...(device.structs ?? []), ...graph.structs];
+const STRUCTS = [...verbs.structs, trace.record, ...(device.structs ?? []), ...graph.structs, ...fabric.structs];
 /** Constants for every view. */
 const CONSTANTS = [...verbs.constants, ...graph.constants];
 /** What firmware sees (C view). */
@@ -31,13 +32,13 @@ const C_STRUCTS = [...verbs.structs, ...graph.structs];
 
 // FNV-1a over every layout file: the core and the host both carry it, and the host refuses a
 // core built from other layouts (a stale build/menic.wasm would misread the config slots).
-const LAYOUT_HASH = ["memmap.json", "config.json", "stats.json", "trace.json", "verbs.json", "device.json", "graph.json"]
+const LAYOUT_HASH = ["memmap.json", "config.json", "stats.json", "trace.json", "verbs.json", "device.json", "graph.json", "fabric.json"]
   .map((f) => readFileSync(join(root, "layouts", f), "utf8"))
   .join("\0")
   .split("")
   .reduce((h, c) => Math.imul(h ^ c.charCodeAt(0), 16777619) >>> 0, 2166136261);
 
-const SIZES = { u8: 1, u16: 2, u32: 4, u64: 8 };
+const SIZES = { u8: 1, u16: 2, u32: 4, u64: 8, f64: 8 };
 /** Flattens a struct's fields (nested arrays of sub-structs included) to {path, offset, type, count, stride}. */
 function flatFields(st) {
   const out = [];

@@ -16,7 +16,7 @@ const pattern = (n: number, seed: number) => Uint8Array.from({ length: n }, (_, 
 async function ring(n: number, bytes: number, stepOrder?: number[]) {
   const config = { engines: 1, ports: 4, scaleUpPorts: 4, hbmBytes: 1 << 20 };
   const ctxs = await Promise.all(Array.from({ length: n }, (_, d) => Context.open(coreModule(), { ...config, deviceId: d }, { collectTrace: true })));
-  const fabric = new Fabric(leafSpine({ devices: n, ports: 4, planes: 2, devicesPerLeaf: 2, spines: 2 }), { mode: "full", seed: 7 });
+  const fabric = new Fabric(coreModule(), leafSpine({ devices: n, ports: 4, planes: 2, devicesPerLeaf: 2, spines: 2 }), { mode: "full", seed: 7 });
   const runner = new ClusterRunner(fabric, ctxs.map((c) => new DeviceEndpoint(c.device)), { stepOrder });
   const ends = ctxs.map((ctx, d) => {
     const pd = ctx.allocPd(), cq = ctx.createCq(16);

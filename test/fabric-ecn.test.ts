@@ -1,3 +1,4 @@
+import { coreModule } from "../host/platform/node.js";
 import { describe, it, expect } from "vitest";
 import { singleSwitch, hostLink, ClusterRunner, Fabric, SyntheticEndpoint, type ArrivalBatch } from "../host/fabric/index.js";
 import { ipv4Checksum } from "../host/wire/rocev2.js";
@@ -30,7 +31,7 @@ class Checking extends SyntheticEndpoint {
 
 function run(ecn: number, seed = 1) {
   const topo = singleSwitch({ devices: 3, ports: 1 });
-  const fabric = new Fabric(topo, { seed, switch: { ecn: { kminBytes: KMIN, kmaxBytes: KMAX, pmax: PMAX } } });
+  const fabric = new Fabric(coreModule(), topo, { seed, switch: { ecn: { kminBytes: KMIN, kmaxBytes: KMAX, pmax: PMAX } } });
   const eps = [0, 1, 2].map((d) => new Checking({ device: d, ports: 1, log: true, flows: d < 2 ? [{ port: 0, dstDevice: 2, bytes: K * 1000, mtu: 1000, udpSrcPort: 7 + d, ecn }] : [] }));
   new ClusterRunner(fabric, eps).runUntilIdle();
   return { fabric, topo, sink: eps[2] };
@@ -73,7 +74,7 @@ describe("ECN marking", () => {
     expect(plain.fabric.stats().ecnMarks).toBe(0);
     expect(plain.sink.log.every((a) => a.ecn === IPV4_ECN.NOT_ECT)).toBe(true);
     const topo = singleSwitch({ devices: 3, ports: 1 });
-    const fabric = new Fabric(topo, { switch: { ecn: { enabled: false, kminBytes: KMIN, kmaxBytes: KMAX, pmax: PMAX } } });
+    const fabric = new Fabric(coreModule(), topo, { switch: { ecn: { enabled: false, kminBytes: KMIN, kmaxBytes: KMAX, pmax: PMAX } } });
     const eps = [0, 1, 2].map((d) => new SyntheticEndpoint({ device: d, ports: 1, flows: d < 2 ? [{ port: 0, dstDevice: 2, bytes: K * 1000, mtu: 1000, udpSrcPort: 7 + d }] : [] }));
     new ClusterRunner(fabric, eps).runUntilIdle();
     expect(fabric.stats().ecnMarks).toBe(0);

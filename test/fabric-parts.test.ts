@@ -1,13 +1,30 @@
 import { describe, it, expect } from "vitest";
-import { RandomStreams, probabilityThreshold, fmix32, hashTuple, ecmpPick, derive32 } from "../host/fabric/rng.js";
-import { EventQueue } from "../host/fabric/events.js";
-import { readFrame, markCe, newFrameFields, FRAME_OK, FRAME_NOT_IPV4, FRAME_TRUNCATED } from "../host/fabric/frame.js";
+import { RandomStreams, probabilityThreshold, derive32 } from "../host/fabric/rng.js";
+import { core, hashTuple, ecmpPick } from "./helpers/fabric-core.js";
+import { FAB } from "../host/generated/layouts.js";
 import { portAddress, addressPort, portMac, formatIpv4 } from "../host/fabric/topology.js";
 import { buildFrame, ipv4Checksum } from "../host/wire/rocev2.js";
 import { OP, IPV4_ECN } from "../host/generated/headers.js";
 
 // The fabric's parts on their own: random streams, the ECMP hash, the frame reader and the
-// CE mark, the addressing rule, the event queue.
+// CE mark, the addressing rule, the event queue. The event loop's parts are the core's
+// (assembly/fabric/), reached through its exports for tests, on a fabric with no devices.
+
+/** An empty fabric in the core (one switch, so one random stream): its header's address. */
+function emptyFabric(): number {
+  const fab = core.fabricNew() >>> 0;
+  new DataView(core.memory.buffer).setUint32(fab + FAB.n_sw, 1, true);
+  core.fabricInit(fab, 16, 16, 1_000_000);
+  return fab;
+}
+/** Frame bytes copied into the core's memory; their address. */
+function inCore(bytes: Uint8Array): number {
+  const at = core.scratchAlloc(bytes.length) >>> 0;
+  new Uint8Array(core.memory.buffer).set(bytes, at);
+  return at;
+}
+
+const FRAME_OK = 0, FRAME_TRUNCATED = 1, FRAME_NOT_IPV4 = 2;
 
 /** Pearson's χ² of `counts` against a uniform expectation. */
 function chiSquare(counts: number[]): number {
@@ -48,6 +65,12 @@ describe("random streams", () => {
     expect([again.next(0), again.next(0)]).toEqual(a);
   });
 
+  it("draw the same numbers in the core as the reference xoshiro128** from the same state", () => {
+    const fab = emptyFabric(), at = new DataView(core.memory.buffer).getUint32(fab + FAB.rng, true);
+    new Uint32Array(core.memory.buffer, at, 4).set([0x9e3779b9, 0x7f4a7c15, 0xf39cc060, 0x5cedc834]);
+    expect(Array.from({ length: 1000 }, () => core.fabricDraw(fab, 0) >>> 0)).toEqual(reference([0x9e3779b9, 0x7f4a7c15, 0xf39cc060, 0x5cedc834], 1000));
+  });
+
   it("turn probabilities into thresholds out of 2^32", () => {
     expect(probabilityThreshold(0)).toBe(0);
     expect(probabilityThreshold(1)).toBe(2 ** 32);
@@ -74,7 +97,7 @@ describe("the ECMP hash", () => {
 
   it("spreads 10,000 UDP source ports evenly over 16 members (χ², 15 degrees of freedom)", () => {
     const cells = new Array(16).fill(0);
-    for (let sport = 0; sport < 10_000; sport++) cells[ecmpPick(hashTuple(src, dst, 0xc000 + sport, 4791, 17, 0), derive32(1, 5), 16)]++;
+    for (let sport = 0; sport < 10_000; sport++) cells[ecmpPick(hashTuple(src, dst, 0xc000 + sport, 4791, 17), derive32(1, 5), 16)]++;
     expect(chiSquare(cells)).toBeLessThan(CHI2_999[15]);
   });
 
@@ -82,26 +105,43 @@ describe("the ECMP hash", () => {
     const cells = new Array(64).fill(0);
     const s1 = derive32(1, 11), s2 = derive32(1, 12);
     for (let sport = 0; sport < 20_000; sport++) {
-      const h = hashTuple(src, dst, sport, 4791, 17, 0);
+      const h = hashTuple(src, dst, sport, 4791, 17);
       cells[ecmpPick(h, s1, 8) * 8 + ecmpPick(h, s2, 8)]++;
     }
     expect(chiSquare(cells)).toBeLessThan(CHI2_999[63]);
   });
 
   it("depends on every field of the tuple and is a pure function of it", () => {
-    const h = hashTuple(src, dst, 1000, 4791, 17, 0);
-    expect(hashTuple(src, dst, 1000, 4791, 17, 0)).toBe(h);
-    for (const other of [hashTuple(src + 1, dst, 1000, 4791, 17, 0), hashTuple(src, dst + 1, 1000, 4791, 17, 0),
-      hashTuple(src, dst, 1001, 4791, 17, 0), hashTuple(src, dst, 1000, 4792, 17, 0), hashTuple(src, dst, 1000, 4791, 6, 0)])
+    const h = hashTuple(src, dst, 1000, 4791, 17);
+    expect(hashTuple(src, dst, 1000, 4791, 17)).toBe(h);
+    // MurmurHash3_x86_32 of the four words (src, dst, sport << 16 | dport, proto), seed 0, by the published algorithm
+    expect(h).toBe(murmur3([src, dst, (1000 << 16) | 4791, 17]));
+    for (const other of [hashTuple(src + 1, dst, 1000, 4791, 17), hashTuple(src, dst + 1, 1000, 4791, 17),
+      hashTuple(src, dst, 1001, 4791, 17), hashTuple(src, dst, 1000, 4792, 17), hashTuple(src, dst, 1000, 4791, 6)])
       expect(other).not.toBe(h);
-    // fmix32 is MurmurHash3's finaliser: 0 stays 0, and one input bit flips about half the output
-    expect(fmix32(0)).toBe(0);
+    // the pick mixes with MurmurHash3's finaliser: 0 stays 0 (at any count), and one input bit
+    // flips about half of the output (its top 31 bits: the pick over 2^31 members)
+    expect(ecmpPick(0, 0, 0x8000_0000)).toBe(0);
     let flips = 0;
-    for (let b = 0; b < 32; b++) flips += popcount(fmix32(0x1234_5678) ^ fmix32(0x1234_5678 ^ (1 << b)));
-    expect(flips / 32).toBeGreaterThan(12);
-    expect(flips / 32).toBeLessThan(20);
+    for (let b = 0; b < 32; b++) flips += popcount(ecmpPick(0x1234_5678, 0, 0x8000_0000) ^ ecmpPick(0x1234_5678 ^ (1 << b), 0, 0x8000_0000));
+    expect(flips / 32).toBeGreaterThan(11.5);
+    expect(flips / 32).toBeLessThan(19.5);
   });
 });
+
+/** MurmurHash3_x86_32 (Appleby) of 32-bit words, seed 0, with BigInt: the reference the core's hash must equal. */
+function murmur3(words: number[]): number {
+  const M = 0xffff_ffffn, mul = (a: bigint, b: bigint) => (a * b) & M, rotl = (x: bigint, r: bigint) => ((x << r) | (x >> (32n - r))) & M;
+  let h = 0n;
+  for (const w of words) {
+    let k = mul(BigInt(w >>> 0), 0xcc9e2d51n);
+    k = mul(rotl(k, 15n), 0x1b873593n);
+    h = (mul(rotl(h ^ k, 13n), 5n) + 0xe6546b64n) & M;
+  }
+  h ^= BigInt(4 * words.length);
+  h ^= h >> 16n; h = mul(h, 0x85ebca6bn); h ^= h >> 13n; h = mul(h, 0xc2b2ae35n); h ^= h >> 16n;
+  return Number(h);
+}
 
 const popcount = (x: number) => {
   let n = 0;
@@ -120,13 +160,14 @@ describe("frames", () => {
 
   it("read the 5-tuple and ECN of a RoCEv2 frame; refuse other EtherTypes and short frames", () => {
     const bytes = buildFrame({ opcode: OP.RC_WRITE_MIDDLE, destQp: 9, psn: 1, ipSrc: portAddress(1, 2), ipDst: portAddress(3, 2), udpSrcPort: 0xc123, ecn: IPV4_ECN.ECT1, payload: new Uint8Array(8) });
-    const v = new DataView(bytes.buffer), f = newFrameFields();
-    expect(readFrame(v, 0, 54, f)).toBe(FRAME_OK);
-    expect(f).toEqual({ src: portAddress(1, 2), dst: portAddress(3, 2), proto: 17, sport: 0xc123, dport: 4791, ecn: IPV4_ECN.ECT1 });
-    expect(readFrame(v, 0, 40, f)).toBe(FRAME_TRUNCATED);
+    const fab = emptyFabric(), at = inCore(bytes);
+    expect(core.fabricReadFrame(fab, at, 54)).toBe(FRAME_OK);
+    const f = new Uint32Array(core.memory.buffer, new DataView(core.memory.buffer).getUint32(fab + FAB.frame, true), 6);
+    expect(Array.from(f)).toEqual([portAddress(1, 2), portAddress(3, 2), 17, 0xc123, 4791, IPV4_ECN.ECT1]); // src, dst, proto, sport, dport, ecn
+    expect(core.fabricReadFrame(fab, at, 40)).toBe(FRAME_TRUNCATED);
     const arp = bytes.slice();
     arp[12] = 0x08; arp[13] = 0x06;
-    expect(readFrame(new DataView(arp.buffer), 0, 54, f)).toBe(FRAME_NOT_IPV4);
+    expect(core.fabricReadFrame(fab, inCore(arp), 54)).toBe(FRAME_NOT_IPV4);
   });
 
   it("mark CE with the IPv4 checksum updated incrementally (RFC 1624), equal to a full recomputation", () => {
@@ -137,7 +178,9 @@ describe("frames", () => {
         opcode: OP.RC_WRITE_MIDDLE, destQp: rnd(1 << 24), psn: rnd(1 << 24), ipSrc: rnd(2 ** 32), ipDst: rnd(2 ** 32),
         dscp: rnd(64), ecn: k & 1 ? IPV4_ECN.ECT0 : IPV4_ECN.ECT1, ttl: rnd(256), ipId: rnd(65536), payload: new Uint8Array(4),
       });
-      markCe(new DataView(bytes.buffer), 0);
+      const at = inCore(bytes);
+      core.fabricMarkCe(at);
+      bytes.set(new Uint8Array(core.memory.buffer, at, bytes.length));
       expect(bytes[15] & 3).toBe(IPV4_ECN.CE);
       const stored = (bytes[24] << 8) | bytes[25];
       bytes[24] = bytes[25] = 0;
@@ -147,50 +190,83 @@ describe("frames", () => {
 });
 
 describe("the event queue", () => {
-  it("pops in (time, key) order whatever the mix: equal times, explicit keys, far-future events, width changes", () => {
-    const q = new EventQueue(1_000_000);
-    // the reference: events kept sorted by (time, key) with a binary-search insert
-    const ref: { t: number; k: number; e: number }[] = [];
-    const insert = (o: { t: number; k: number; e: number }) => {
-      let lo = 0, hi = ref.length;
-      while (lo < hi) {
-        const mid = (lo + hi) >> 1;
-        if (ref[mid].t < o.t || (ref[mid].t === o.t && ref[mid].k < o.k)) lo = mid + 1;
-        else hi = mid;
+  it("pops in (time, key) order whatever the mix: equal times, keys below 0, far-future events, width changes, growth", () => {
+    const fab = emptyFabric();
+    let dv = new DataView(core.memory.buffer);
+    const view = () => (dv.buffer !== core.memory.buffer ? (dv = new DataView(core.memory.buffer)) : dv);
+    const size = () => view().getUint32(fab + FAB.ev_size, true);
+    const lastTime = () => view().getFloat64(fab + FAB.ev_last_time, true);
+    const shifts: number[] = [];
+    // the reference: a binary heap of (time, key) in plain JS
+    type Ev = { t: number; k: number; e: number };
+    const heap: Ev[] = [];
+    const less = (a: Ev, b: Ev) => a.t < b.t || (a.t === b.t && a.k < b.k);
+    const insert = (o: Ev) => {
+      let i = heap.push(o) - 1;
+      while (i > 0 && less(heap[i], heap[(i - 1) >> 1])) {
+        [heap[i], heap[(i - 1) >> 1]] = [heap[(i - 1) >> 1], heap[i]];
+        i = (i - 1) >> 1;
       }
-      ref.splice(lo, 0, o);
     };
+    const shift = (): Ev => {
+      const top = heap[0], last = heap.pop()!;
+      if (heap.length > 0) {
+        heap[0] = last;
+        for (let i = 0; ;) {
+          let c = 2 * i + 1;
+          if (c >= heap.length) break;
+          if (c + 1 < heap.length && less(heap[c + 1], heap[c])) c++;
+          if (!less(heap[c], heap[i])) break;
+          [heap[i], heap[c]] = [heap[c], heap[i]];
+          i = c;
+        }
+      }
+      return top;
+    };
+    const ref = { get length() { return heap.length; }, get first(): Ev | undefined { return heap[0]; }, shift };
     let x = 99, seq = 0, now = 0, ev = 0;
     const rnd = (n: number) => (x = (Math.imul(x, 1103515245) + 12345) >>> 0) % n;
     const popped: number[] = [], expected: number[] = [];
+    // the first half dense (many distinct times per 1 ns bucket: the width shrinks), the second sparse (the width grows)
     for (let step = 0; step < 200_000; step++) {
+      const dense = step < 100_000;
       const r = rnd(100);
       if (r < 55 || ref.length === 0) {
         // near future (often the same ps), sometimes far beyond the ring, sometimes keyed below 0
-        const t = now + (rnd(4) === 0 ? 0 : rnd(3) === 0 ? rnd(50_000_000) : rnd(2_000_000));
+        const t = now + (rnd(4) === 0 ? 0 : dense ? rnd(2000) : rnd(3) === 0 ? rnd(50_000_000) : rnd(2_000_000));
         const keyed = rnd(5) === 0;
         const k = keyed ? -(2 ** 52) + rnd(1 << 20) * 1024 + step % 1024 : seq;
-        if (keyed) q.pushKeyed(t, k, ev);
-        else q.push(t, ev);
+        core.fabricEventPush(fab, t, k, ev);
         if (!keyed) seq++;
         insert({ t, k, e: ev++ });
       } else {
-        const limit = now + rnd(3_000_000);
-        const got = q.popBefore(limit);
-        if (ref[0].t < limit) {
+        const limit = now + (dense ? rnd(2000) : rnd(3_000_000));
+        const got = core.fabricEventPop(fab, limit);
+        if (ref.first!.t < limit) {
           const want = ref.shift()!;
           expected.push(want.e);
           popped.push(got);
-          expect(q.lastTime).toBe(want.t);
+          popped.push(lastTime());
+          expected.push(want.t);
           now = want.t;
         } else {
-          expect(got).toBe(-1);
+          popped.push(got);
+          expected.push(-1);
           now = limit;
         }
       }
-      if (step % 1000 === 0) expect(q.size).toBe(ref.length);
+      if (step % 1000 === 0) {
+        popped.push(size());
+        expected.push(ref.length);
+      }
+      const shift = view().getUint32(fab + FAB.cq_shift, true);
+      if (shift !== shifts.at(-1)) shifts.push(shift);
     }
     expect(popped).toEqual(expected);
-    expect(q.nextTime()).toBe(ref[0]?.t ?? Infinity);
+    expect(core.fabricNextEvent(fab)).toBe(ref.first?.t ?? Infinity);
+    // the bucket width moved both ways (the ring was laid out again with events in it)
+    const low = shifts.indexOf(Math.min(...shifts));
+    expect(low).toBeGreaterThan(0);
+    expect(shifts.length - 1).toBeGreaterThan(low);
   });
 });

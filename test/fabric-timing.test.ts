@@ -1,3 +1,4 @@
+import { coreModule } from "../host/platform/node.js";
 import { describe, it, expect } from "vitest";
 import { leafSpine, singleSwitch, hostLink, fabricLink, windowFor, ClusterRunner, Fabric, type Endpoint, type ArrivalBatch, type TxSink } from "../host/fabric/index.js";
 import { cluster, serPs, frameLen } from "./helpers/fabric.js";
@@ -117,8 +118,8 @@ describe("the runner's windows", () => {
     expect(windowFor(150_000)).toBe(150_000);
     expect(windowFor(1_000_000, 300_000)).toBe(900_000);
     const topo = leafSpine({ devices: 2, ports: 1, planes: 1, leaves: 1, spines: 1, hostLink: { latencyPs: 450_000 }, fabricLink: { latencyPs: 1_000_000 } });
-    expect(new ClusterRunner(new Fabric(topo), [0, 1].map(() => idle())).windowPs).toBe(400_000);
-    expect(() => new ClusterRunner(new Fabric(topo), [0, 1].map(() => idle()), { windowPs: 500_000 })).toThrow(/windowPs/);
+    expect(new ClusterRunner(new Fabric(coreModule(), topo), [0, 1].map(() => idle())).windowPs).toBe(400_000);
+    expect(() => new ClusterRunner(new Fabric(coreModule(), topo), [0, 1].map(() => idle()), { windowPs: 500_000 })).toThrow(/windowPs/);
   });
 
   it("step endpoints only to window ends and deliver every arrival before the endpoint runs past it", () => {
@@ -175,7 +176,7 @@ describe("payload modes", () => {
     for (const mode of ["full", "timing"] as const) {
       const topo = singleSwitch({ devices: 2, ports: 1, link: { latencyPs: 40_000_000 } });
       const tx = new Patterned(300, 2048, frames), rx = new Patterned(0, 0, []);
-      new ClusterRunner(new Fabric(topo, { mode }), [tx, rx]).runUntilIdle();
+      new ClusterRunner(new Fabric(coreModule(), topo, { mode }), [tx, rx]).runUntilIdle();
       expect(rx.got.map((g) => g.seq)).toEqual(Array.from({ length: 300 }, (_, i) => i));
       for (const g of rx.got) {
         expect(g.hdr).toEqual(Array.from(frames[g.seq].subarray(0, 54)));

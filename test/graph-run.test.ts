@@ -21,7 +21,7 @@ async function cluster(p: GraphProgram, config: Record<string, number> = {}, los
     contexts.push(ctx);
   }
   const topo = singleSwitch({ devices: p.devices, ports: Number(contexts[0].device.config.get("ports")) });
-  const fabric = new Fabric(topo, { mode: "full", seed: 7 });
+  const fabric = new Fabric(coreModule(), topo, { mode: "full", seed: 7 });
   if (loss > 0) topo.links.forEach((_, l) => fabric.setLoss(l, { random: loss }));
   // every link of one device fails for good before anything is sent
   if (downDevice >= 0) topo.links.forEach((L, l) => L.device === downDevice && fabric.failLink(l, 1_000_000));

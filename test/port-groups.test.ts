@@ -23,7 +23,7 @@ async function pair(transport: 0 | 1) {
   const config = { engines: 1, ports: PORTS, scaleUpPorts: 7, hbmBytes: 16 << 20, transport, mrtPaths: 6 };
   const ctxs = await Promise.all([0, 1].map((d) => Context.open(coreModule(), { ...config, deviceId: d })));
   const topo = singleSwitch({ devices: 2, ports: PORTS });
-  const fabric = new Fabric(topo, { mode: "full", seed: 3 });
+  const fabric = new Fabric(coreModule(), topo, { mode: "full", seed: 3 });
   const runner = new ClusterRunner(fabric, ctxs.map((c) => new DeviceEndpoint(c.device)));
   const ends = ctxs.map((ctx) => {
     const pd = ctx.allocPd(), cq = ctx.createCq(64);

@@ -47,21 +47,15 @@ export class DeviceEndpoint implements Endpoint {
   }
 
   drainTx(sink: TxSink): void {
-    this.ports.drain((f) => {
-      // the device stamps a frame with when its last bit left; the fabric wants its first
-      const departPs = f.timePs - Math.ceil((f.wireLen + FRAME_OVERHEAD_BYTES) * this.psPerByte);
-      this.tap?.sent(f.port, f.timePs, f.wireLen, f.mem, f.hdrAt, f.hdrLen, f.bodyAt, f.bodyLen);
-      sink.send(f.port, departPs, f.wireLen, f.mem, f.hdrAt, f.hdrLen, f.bodyAt, f.bodyLen);
-    });
+    const tap = this.tap;
+    if (tap) this.ports.frames((f) => tap.sent(f.port, f.timePs, f.wireLen, f.mem, f.hdrAt, f.hdrLen, f.bodyAt, f.bodyLen));
+    // the device stamps a frame with when its last bit left; the fabric wants its first
+    this.ports.drainRing((mem, recsAt, head, n, entries, bodiesAt) => sink.sendRecords(mem, recsAt, head, n, entries, this.psPerByte, FRAME_OVERHEAD_BYTES, bodiesAt));
   }
 
   deliver(b: ArrivalBatch): void {
     this.tap?.delivered(b);
-    for (let i = 0; i < b.n; i++) {
-      const ok = this.ports.stageArrival(Math.ceil(b.arrivalPs[i]!), b.port[i]!, b.wireLen[i]!, b.srcDevice[i]!, b.seq[i]!,
-        b.hdr, b.hdrOff[i]!, b.hdrLen[i]!, b.payload, b.payloadOff[i]!, b.payloadLen[i]!);
-      if (!ok) this.stageDrops++;
-    }
+    this.stageDrops += this.ports.stageRecords(b.mem, b.recordsAt, b.n, b.bodiesAt);
     this.ports.commitArrivals();
   }
 }

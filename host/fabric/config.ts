@@ -3,9 +3,11 @@
 // value out of range with a ConfigError naming its path.
 
 import { ConfigError } from "../config.js";
-import { PAYLOAD_SLOT_BYTES_DEFAULT } from "./packets.js";
 
 export type PayloadMode = "timing" | "full";
+
+/** Payload slot bytes unless configured: a 4096 B payload, pad and ICRC, with room to spare. */
+export const PAYLOAD_SLOT_BYTES_DEFAULT = 4608;
 
 /** RED-style marking on the instantaneous output queue (RFC 3168 CE; DCQCN's switch side). */
 /** RED-style ECN marking on a switch's instantaneous output queue (RFC 3168 CE; DCQCN's switch side). */

@@ -1,9 +1,9 @@
-// Seeded random streams and the ECMP hash of the fabric. No Math.random: every stream is
-// derived from (scenario seed, stream id) with SplitMix64 (Steele, Lea, Flood 2014), the same
-// derivation as the core's assembly/core/rng.ts, and then runs xoshiro128** (Blackman, Vigna
-// 2018), the 32-bit member of the family, because JS has fast 32-bit integer arithmetic
-// (Math.imul) and no fast 64-bit. Many streams live in one Uint32Array (4 words each): a
-// fabric with 10^5 links has no object per stream.
+// Seeded random streams. No Math.random: every stream is derived from (scenario seed, stream
+// id) with SplitMix64 (Steele, Lea, Flood 2014), the same derivation as the core's
+// assembly/core/rng.ts, and then runs xoshiro128** (Blackman, Vigna 2018), the 32-bit member
+// of the family. The fabric's streams are seeded here and drawn in the core
+// (assembly/fabric/rng.ts, which also has the ECMP hash); the host draws from its own (a
+// scenario's permutation). Many streams live in one Uint32Array (4 words each).
 
 const MASK64 = (1n << 64n) - 1n;
 
@@ -94,47 +94,4 @@ function rotl(x: number, k: number): number {
  */
 export function probabilityThreshold(p: number): number {
   return Math.round(Math.min(1, Math.max(0, p)) * 2 ** 32);
-}
-
-/** The murmur3 finaliser (Appleby, MurmurHash3 fmix32): full avalanche of a 32-bit word. */
-export function fmix32(h: number): number {
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
-}
-
-function murmurRound(h: number, k: number): number {
-  k = Math.imul(k, 0xcc9e2d51);
-  k = (k << 15) | (k >>> 17);
-  k = Math.imul(k, 0x1b873593);
-  h ^= k;
-  h = (h << 13) | (h >>> 19);
-  return (Math.imul(h, 5) + 0xe6546b64) | 0;
-}
-
-/**
- * MurmurHash3_x86_32 of the 5-tuple as four words (source address, destination address,
- * source port << 16 | destination port, protocol) with seed `seed`: the ECMP hash. A switch
- * hashes with its own seed (see ecmpPick), so paths at successive switches are independent.
- */
-export function hashTuple(src: number, dst: number, sport: number, dport: number, proto: number, seed: number): number {
-  let h = seed | 0;
-  h = murmurRound(h, src);
-  h = murmurRound(h, dst);
-  h = murmurRound(h, ((sport & 0xffff) << 16) | (dport & 0xffff));
-  h = murmurRound(h, proto & 0xff);
-  return fmix32(h ^ 16);
-}
-
-/**
- * Member of an ECMP group of `count` for a packet whose tuple hashes (seed 0) to `tupleHash`,
- * at a switch with seed `switchSeed`: fmix32 of the two (a bijection of the tuple hash for a
- * fixed seed, so two switches' choices are as unrelated as two seeded hashes), then Lemire's
- * multiply-shift range reduction (no modulo bias beyond count / 2^32).
- */
-export function ecmpPick(tupleHash: number, switchSeed: number, count: number): number {
-  return Math.floor((fmix32(tupleHash ^ switchSeed) * count) / 4294967296);
 }

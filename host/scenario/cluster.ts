@@ -38,9 +38,9 @@ export function applyFaults(sc: Scenario, fabric: Fabric, topo: Topology): void 
 }
 
 /** The scenario's fabric with its faults, `contexts`' devices as its endpoints, and the runner over them. */
-export function buildCluster(sc: Scenario, contexts: readonly Context[]): { fabric: Fabric; endpoints: DeviceEndpoint[]; runner: ClusterRunner } {
+export function buildCluster(coreModule: WebAssembly.Module, sc: Scenario, contexts: readonly Context[]): { fabric: Fabric; endpoints: DeviceEndpoint[]; runner: ClusterRunner } {
   const topo = buildTopology(sc);
-  const fabric = new Fabric(topo, { mode: sc.fabric.mode, seed: sc.seed, ...(sc.fabric.switch ? { switch: sc.fabric.switch } : {}) });
+  const fabric = new Fabric(coreModule, topo, { mode: sc.fabric.mode, seed: sc.seed, ...(sc.fabric.switch ? { switch: sc.fabric.switch } : {}) });
   applyFaults(sc, fabric, topo);
   const endpoints = contexts.map((c) => new DeviceEndpoint(c.device));
   return { fabric, endpoints, runner: new ClusterRunner(fabric, endpoints) };

@@ -160,8 +160,8 @@ export async function openCluster(coreModule: WebAssembly.Module, sc: Scenario, 
 }
 
 /** The cluster of `contexts` on the scenario's fabric, its engines booted (asleep, waiting for a doorbell). */
-export function bootCluster(sc: Scenario, contexts: Context[], opts: RunOptions) {
-  const { fabric, endpoints, runner } = buildCluster(sc, contexts);
+export function bootCluster(coreModule: WebAssembly.Module, sc: Scenario, contexts: Context[], opts: RunOptions) {
+  const { fabric, endpoints, runner } = buildCluster(coreModule, sc, contexts);
   opts.onBuilt?.({ fabric, runner, contexts, endpoints });
   // the engines boot the executor and sleep, waiting for the doorbell (bindProgram refuses them before)
   while (!executorsReady(contexts) && runner.nowPs < sc.untilPs) runner.runTo(runner.nowPs + 10_000_000);
@@ -268,7 +268,7 @@ export async function runCollectiveScenario(coreModule: WebAssembly.Module, sc: 
     const { contexts, config0 } = await openCluster(coreModule, sc, graphDeviceConfig(p), opts);
     // the matmul alone, once: on a device of the same config (the sizes change only its memory)
     if (c.interference && alonePs === null) alonePs = await matmulAlonePs(coreModule, config0, c.interference, sc.untilPs);
-    const { fabric, runner } = bootCluster(sc, contexts, opts);
+    const { fabric, runner } = bootCluster(coreModule, sc, contexts, opts);
     // new devices: nothing is connected yet, so the split changes at once
     if (c.scaleUpPorts !== undefined) for (const ctx of contexts) ctx.device.setPortGroups({ scaleUpPorts: c.scaleUpPorts });
     const r = await runProgram(sc, c, p, size, rows.length, c.sizes.length, contexts, runner, alonePs, opts);

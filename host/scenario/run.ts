@@ -274,7 +274,7 @@ export async function runScenario(coreModule: WebAssembly.Module, input: unknown
     };
     contexts.push(await Context.open(coreModule, config));
   }
-  const { fabric, endpoints, runner } = buildCluster(sc, contexts);
+  const { fabric, endpoints, runner } = buildCluster(coreModule, sc, contexts);
   opts.onBuilt?.({ fabric, runner, contexts, endpoints });
 
   // the memory and the QPs

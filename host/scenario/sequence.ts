@@ -55,7 +55,7 @@ export async function runCollectiveSequence(coreModule: WebAssembly.Module, sc: 
   const { contexts, config0 } = await openCluster(coreModule, sc, needOfAll(programs.flat().map(graphDeviceConfig), n), opts);
   // a collective with a matmul load alongside: the load alone, on a device of the same config
   const alone = await Promise.all(list.map((c) => (c.interference ? matmulAlonePs(coreModule, config0, c.interference, sc.untilPs) : null)));
-  const { fabric, runner } = bootCluster(sc, contexts, opts);
+  const { fabric, runner } = bootCluster(coreModule, sc, contexts, opts);
   // frames each port index sent into the fabric so far, summed over the devices: the host links, device to switch
   const topo = buildTopology(sc);
   const ports = Number(contexts[0]!.device.config.get("ports"));

@@ -1,4 +1,5 @@
 // Fabric tests' common setup: a fabric, one synthetic endpoint per device, a runner.
+import { coreModule } from "../../host/platform/node.js";
 import { Fabric, ClusterRunner, SyntheticEndpoint, type Topology, type SyntheticFlow, type FabricOptions, type RunnerOptions } from "../../host/fabric/index.js";
 
 export interface ClusterOptions {
@@ -14,7 +15,7 @@ export interface ClusterOptions {
 
 /** A cluster of synthetic endpoints, device d sending flows[d]. */
 export function cluster(topo: Topology, flows: (d: number) => SyntheticFlow[], o: ClusterOptions = {}) {
-  const fabric = new Fabric(topo, o.fabric);
+  const fabric = new Fabric(coreModule(), topo, o.fabric);
   const hostGbps = topo.links.find((l) => l.tier === "host")!.gbps;
   const endpoints = Array.from({ length: topo.devices }, (_, d) => new SyntheticEndpoint({
     device: d, ports: topo.ports, flows: flows(d), gbps: (typeof o.gbps === "function" ? o.gbps(d) : o.gbps) ?? hostGbps, log: o.log, inspect: o.inspect,

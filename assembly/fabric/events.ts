@@ -1,0 +1,375 @@
+// The fabric's one event queue, ordered by (time, key). The key of an ordinary event is its
+// insertion sequence, so events due at the same picosecond run in the order they were
+// scheduled; a caller may give an explicit key instead (a frame's entry is keyed by its source
+// and sequence, so that entries do not depend on the order in which devices were stepped).
+// Keys below 0 run before every ordinary event of that time. An event is one i32 the caller
+// packs (kind and index).
+//
+// A binary heap costs ~13 levels of unpredictable compares per event at the fabric's few
+// thousand pending events; a calendar queue (R. Brown, "Calendar queues", CACM 31(10), 1988)
+// costs a few. Time is cut into buckets of 2^shift ps; a bucket is a list kept sorted by
+// (time, key); buckets [cur, cur + nb) live in a ring of nb lists, with a two-level bitmap of
+// the non-empty ones for skipping; events beyond the ring wait in a binary heap (the overflow)
+// and move in as the ring advances. The bucket width adapts to the event density (it changes
+// only speed, never the order). Records live in the fabric's memory (FAB.cq_*) with a free list.
+
+import {
+  FAB_EV_SIZE, FAB_EV_PEAK, FAB_EV_PUSHED, FAB_EV_SEQ, FAB_EV_LAST_TIME,
+  FAB_CQ_HORIZON, FAB_CQ_INV_W, FAB_CQ_CUR, FAB_CQ_LAST_BUCKET, FAB_CQ_SKIPPED, FAB_CQ_SHIFT, FAB_CQ_NB, FAB_CQ_POPS,
+  FAB_CQ_DISTINCT, FAB_CQ_BUCKETS_POPPED, FAB_CQ_RT, FAB_CQ_RK, FAB_CQ_RE, FAB_CQ_RN, FAB_CQ_REC_CAP, FAB_CQ_FREE,
+  FAB_CQ_HEAD, FAB_CQ_TAIL, FAB_CQ_FINGER, FAB_CQ_BITS, FAB_CQ_SUMMARY, FAB_CQ_OV_T, FAB_CQ_OV_K, FAB_CQ_OV_E,
+  FAB_CQ_OV_SIZE, FAB_CQ_OV_CAP,
+} from "../generated/layouts";
+import { zeroed, grow, nones } from "./memory";
+
+const NONE: i32 = -1;
+/** Pops between bucket-width reviews. */
+const REVIEW_POPS: u32 = 8192;
+
+@inline function ptr(fab: usize, f: u32): usize { return load<usize>(fab + f); }
+@inline function rt(fab: usize, r: i32): f64 { return load<f64>(ptr(fab, FAB_CQ_RT) + (<usize>r << 3)); }
+@inline function rk(fab: usize, r: i32): f64 { return load<f64>(ptr(fab, FAB_CQ_RK) + (<usize>r << 3)); }
+@inline function rn(fab: usize, r: i32): i32 { return load<i32>(ptr(fab, FAB_CQ_RN) + (<usize>r << 2)); }
+@inline function setRn(fab: usize, r: i32, v: i32): void { store<i32>(ptr(fab, FAB_CQ_RN) + (<usize>r << 2), v); }
+@inline function i32At(fab: usize, f: u32, i: u32): i32 { return load<i32>(ptr(fab, f) + (<usize>i << 2)); }
+@inline function setI32At(fab: usize, f: u32, i: u32, v: i32): void { store<i32>(ptr(fab, f) + (<usize>i << 2), v); }
+@inline function mask(fab: usize): u32 { return load<u32>(fab + FAB_CQ_NB) - 1; }
+@inline function bucketOf(fab: usize, t: f64): f64 { return Math.floor(t * load<f64>(fab + FAB_CQ_INV_W)); }
+/** (t1, k1) sorts before (t2, k2). */
+@inline function before(t1: f64, k1: f64, t2: f64, k2: f64): bool { return t1 < t2 || (t1 == t2 && k1 < k2); }
+
+/** An empty queue with room for `n` events, whose events are mostly due within `horizonPs`. */
+export function eventsInit(fab: usize, n: u32, horizonPs: f64): void {
+  store<f64>(fab + FAB_CQ_HORIZON, horizonPs);
+  store<i32>(fab + FAB_CQ_FREE, NONE);
+  recordsGrow(fab, n);
+  store<u32>(fab + FAB_CQ_OV_CAP, 64);
+  store<usize>(fab + FAB_CQ_OV_T, zeroed(64 << 3));
+  store<usize>(fab + FAB_CQ_OV_K, zeroed(64 << 3));
+  store<usize>(fab + FAB_CQ_OV_E, zeroed(64 << 2));
+  layout(fab, 10);
+}
+
+function recordsGrow(fab: usize, n: u32): void {
+  const old = load<u32>(fab + FAB_CQ_REC_CAP);
+  store<usize>(fab + FAB_CQ_RT, grow(ptr(fab, FAB_CQ_RT), <usize>old << 3, <usize>n << 3));
+  store<usize>(fab + FAB_CQ_RK, grow(ptr(fab, FAB_CQ_RK), <usize>old << 3, <usize>n << 3));
+  store<usize>(fab + FAB_CQ_RE, grow(ptr(fab, FAB_CQ_RE), <usize>old << 2, <usize>n << 2));
+  store<usize>(fab + FAB_CQ_RN, grow(ptr(fab, FAB_CQ_RN), <usize>old << 2, <usize>n << 2));
+  let free = load<i32>(fab + FAB_CQ_FREE);
+  for (let i = <i32>n - 1; i >= <i32>old; i--) {
+    setRn(fab, i, free);
+    free = i;
+  }
+  store<i32>(fab + FAB_CQ_FREE, free);
+  store<u32>(fab + FAB_CQ_REC_CAP, n);
+}
+
+/** Buckets of 2^shift ps, enough of them to cover twice the horizon (64 to 2^20). */
+function layout(fab: usize, shift: u32): void {
+  store<u32>(fab + FAB_CQ_SHIFT, shift);
+  const w = Math.pow(2, <f64>shift);
+  store<f64>(fab + FAB_CQ_INV_W, 1 / w);
+  let nb: u32 = 64;
+  while (nb < (1 << 20) && <f64>nb * w < 2 * load<f64>(fab + FAB_CQ_HORIZON)) nb *= 2;
+  store<u32>(fab + FAB_CQ_NB, nb);
+  store<usize>(fab + FAB_CQ_HEAD, nones(nb));
+  store<usize>(fab + FAB_CQ_TAIL, zeroed(<usize>nb << 2));
+  store<usize>(fab + FAB_CQ_FINGER, nones(nb));
+  store<usize>(fab + FAB_CQ_BITS, zeroed(<usize>(nb >> 5) << 2));
+  store<usize>(fab + FAB_CQ_SUMMARY, zeroed(<usize>(nb >> 10 > 0 ? nb >> 10 : 1) << 2));
+}
+
+/** Time of the earliest event, Infinity when there is none (does not move the queue). */
+export function eventsNextTime(fab: usize): f64 {
+  const b = scan(fab, load<f64>(fab + FAB_CQ_CUR));
+  if (b == Infinity) return load<u32>(fab + FAB_CQ_OV_SIZE) > 0 ? load<f64>(ptr(fab, FAB_CQ_OV_T)) : Infinity;
+  return rt(fab, i32At(fab, FAB_CQ_HEAD, <u32>b & mask(fab)));
+}
+
+/** Schedules `ev` at `time` after every event already scheduled for that time. */
+export function eventsPush(fab: usize, time: f64, ev: i32): void {
+  const seq = load<f64>(fab + FAB_EV_SEQ);
+  store<f64>(fab + FAB_EV_SEQ, seq + 1);
+  eventsPushKeyed(fab, time, seq, ev);
+}
+
+export function eventsPushKeyed(fab: usize, time: f64, key: f64, ev: i32): void {
+  store<f64>(fab + FAB_EV_PUSHED, load<f64>(fab + FAB_EV_PUSHED) + 1);
+  const n = load<u32>(fab + FAB_EV_SIZE) + 1;
+  store<u32>(fab + FAB_EV_SIZE, n);
+  if (n > load<u32>(fab + FAB_EV_PEAK)) store<u32>(fab + FAB_EV_PEAK, n);
+  const b = bucketOf(fab, time);
+  if (b >= load<f64>(fab + FAB_CQ_CUR) + <f64>load<u32>(fab + FAB_CQ_NB)) overflowPush(fab, time, key, ev);
+  else insert(fab, time, key, ev, b);
+}
+
+/**
+ * Removes the earliest event due before `limit` and returns it, its time in FAB.ev_last_time;
+ * -1 when there is none (the queue then stands at limit, so that no later event may be
+ * scheduled before it).
+ */
+export function eventsPopBefore(fab: usize, limit: f64): i32 {
+  const limitBucket = bucketOf(fab, limit);
+  migrate(fab);
+  const b = findBucket(fab, limitBucket);
+  if (b == -1) return NONE;
+  const slot = <u32>b & mask(fab);
+  const r = i32At(fab, FAB_CQ_HEAD, slot);
+  const t = rt(fab, r);
+  if (t >= limit) return NONE;
+  const next = rn(fab, r);
+  setI32At(fab, FAB_CQ_HEAD, slot, next);
+  if (i32At(fab, FAB_CQ_FINGER, slot) == r) setI32At(fab, FAB_CQ_FINGER, slot, NONE);
+  if (next == NONE) clearBit(fab, slot);
+  const ev = load<i32>(ptr(fab, FAB_CQ_RE) + (<usize>r << 2));
+  setRn(fab, r, load<i32>(fab + FAB_CQ_FREE));
+  store<i32>(fab + FAB_CQ_FREE, r);
+  store<u32>(fab + FAB_EV_SIZE, load<u32>(fab + FAB_EV_SIZE) - 1);
+  // the width review counts distinct times (events at one time cannot be split)
+  if (t != load<f64>(fab + FAB_EV_LAST_TIME)) {
+    store<u32>(fab + FAB_CQ_DISTINCT, load<u32>(fab + FAB_CQ_DISTINCT) + 1);
+    if (b != load<f64>(fab + FAB_CQ_LAST_BUCKET)) {
+      store<u32>(fab + FAB_CQ_BUCKETS_POPPED, load<u32>(fab + FAB_CQ_BUCKETS_POPPED) + 1);
+      store<f64>(fab + FAB_CQ_LAST_BUCKET, b);
+    }
+  }
+  store<f64>(fab + FAB_EV_LAST_TIME, t);
+  const pops = load<u32>(fab + FAB_CQ_POPS) + 1;
+  store<u32>(fab + FAB_CQ_POPS, pops);
+  if (pops == REVIEW_POPS) review(fab);
+  return ev;
+}
+
+/** A new record for the event, in ring bucket b (absolute; an earlier one means the current). */
+function insert(fab: usize, time: f64, key: f64, ev: i32, b: f64): void {
+  if (load<i32>(fab + FAB_CQ_FREE) == NONE) recordsGrow(fab, 2 * load<u32>(fab + FAB_CQ_REC_CAP));
+  const r = load<i32>(fab + FAB_CQ_FREE);
+  store<i32>(fab + FAB_CQ_FREE, rn(fab, r));
+  store<f64>(ptr(fab, FAB_CQ_RT) + (<usize>r << 3), time);
+  store<f64>(ptr(fab, FAB_CQ_RK) + (<usize>r << 3), key);
+  store<i32>(ptr(fab, FAB_CQ_RE) + (<usize>r << 2), ev);
+  const cur = load<f64>(fab + FAB_CQ_CUR);
+  link(fab, r, b < cur ? cur : b);
+}
+
+/** Inserts record r into absolute bucket b, keeping the list sorted by (time, key). */
+function link(fab: usize, r: i32, b: f64): void {
+  const slot = <u32>b & mask(fab);
+  const t = rt(fab, r), k = rk(fab, r);
+  let p = i32At(fab, FAB_CQ_HEAD, slot);
+  if (p == NONE) {
+    setRn(fab, r, NONE);
+    setI32At(fab, FAB_CQ_HEAD, slot, r);
+    setI32At(fab, FAB_CQ_TAIL, slot, r);
+    const bits = ptr(fab, FAB_CQ_BITS) + (<usize>(slot >> 5) << 2), summary = ptr(fab, FAB_CQ_SUMMARY) + (<usize>(slot >> 10) << 2);
+    store<u32>(bits, load<u32>(bits) | (1 << (slot & 31)));
+    store<u32>(summary, load<u32>(summary) | (1 << ((slot >> 5) & 31)));
+    return;
+  }
+  // most events are later than all others in their bucket (ordinary keys grow): append
+  const z = i32At(fab, FAB_CQ_TAIL, slot);
+  if (before(rt(fab, z), rk(fab, z), t, k)) {
+    setRn(fab, r, NONE);
+    setRn(fab, z, r);
+    setI32At(fab, FAB_CQ_TAIL, slot, r);
+    return;
+  }
+  if (before(t, k, rt(fab, p), rk(fab, p))) {
+    setRn(fab, r, p);
+    setI32At(fab, FAB_CQ_HEAD, slot, r);
+    return;
+  }
+  const f = i32At(fab, FAB_CQ_FINGER, slot);
+  if (f != NONE && before(rt(fab, f), rk(fab, f), t, k)) p = f;
+  setI32At(fab, FAB_CQ_FINGER, slot, r);
+  for (;;) {
+    const q = rn(fab, p);
+    if (q == NONE || before(t, k, rt(fab, q), rk(fab, q))) {
+      setRn(fab, r, q);
+      setRn(fab, p, r);
+      return;
+    }
+    p = q;
+  }
+}
+
+function clearBit(fab: usize, slot: u32): void {
+  const w = slot >> 5;
+  const bits = ptr(fab, FAB_CQ_BITS) + (<usize>w << 2);
+  const v = load<u32>(bits) & ~(1 << (slot & 31));
+  store<u32>(bits, v);
+  if (v == 0) {
+    const s = ptr(fab, FAB_CQ_SUMMARY) + (<usize>(w >> 5) << 2);
+    store<u32>(s, load<u32>(s) & ~(1 << (w & 31)));
+  }
+}
+
+/** Moves overflow events that now fall inside the ring into it. */
+function migrate(fab: usize): void {
+  // the ring's end: inv_w is 2^-shift, so this division is exact
+  const end = (load<f64>(fab + FAB_CQ_CUR) + <f64>load<u32>(fab + FAB_CQ_NB)) / load<f64>(fab + FAB_CQ_INV_W);
+  while (load<u32>(fab + FAB_CQ_OV_SIZE) > 0 && load<f64>(ptr(fab, FAB_CQ_OV_T)) < end) {
+    const t = load<f64>(ptr(fab, FAB_CQ_OV_T)), k = load<f64>(ptr(fab, FAB_CQ_OV_K));
+    const ev = overflowPop(fab);
+    insert(fab, t, k, ev, bucketOf(fab, t));
+  }
+}
+
+/**
+ * The first non-empty bucket at most `limitBucket` (absolute), the ring moved to it (pulling in
+ * overflow events the move brings inside the ring); -1 when there is none, the ring then moved
+ * to limitBucket.
+ */
+function findBucket(fab: usize, limitBucket: f64): f64 {
+  while (true) {
+    const cur = load<f64>(fab + FAB_CQ_CUR);
+    const b = scan(fab, cur);
+    const ovB = load<u32>(fab + FAB_CQ_OV_SIZE) > 0 ? bucketOf(fab, load<f64>(ptr(fab, FAB_CQ_OV_T))) : Infinity;
+    // overflow events lie beyond the ring, so a ring event always comes first
+    const next = b != Infinity ? b : ovB;
+    if (next > limitBucket) {
+      if (limitBucket > cur) moveTo(fab, limitBucket);
+      return -1;
+    }
+    if (next != cur) moveTo(fab, next);
+    if (next == b) return b;
+  }
+  return -1; // not reached
+}
+
+function moveTo(fab: usize, b: f64): void {
+  const cur = load<f64>(fab + FAB_CQ_CUR);
+  if (b > cur + 1) store<f64>(fab + FAB_CQ_SKIPPED, load<f64>(fab + FAB_CQ_SKIPPED) + b - cur - 1);
+  store<f64>(fab + FAB_CQ_CUR, b);
+  migrate(fab);
+}
+
+/** The first non-empty ring bucket at or after absolute bucket `from` (within the ring), or Infinity. */
+function scan(fab: usize, from: f64): f64 {
+  const nb = load<u32>(fab + FAB_CQ_NB), m = nb - 1;
+  const bits = ptr(fab, FAB_CQ_BITS), summary = ptr(fab, FAB_CQ_SUMMARY);
+  const maxDist = load<f64>(fab + FAB_CQ_CUR) + <f64>nb - from;
+  if (maxDist <= 0) return Infinity;
+  const fromSlot = <u32><i64>from & m;
+  // the rest of the first word
+  let w = fromSlot >> 5;
+  let word = load<u32>(bits + (<usize>w << 2)) & (0xffffffff << (fromSlot & 31));
+  if (word != 0) {
+    const d = <f64>((w << 5) + ctz(word) - fromSlot);
+    return d < maxDist ? from + d : Infinity;
+  }
+  let dist: f64 = <f64>(32 - (fromSlot & 31));
+  // whole words, skipping empty ones through the summary
+  while (dist < maxDist) {
+    const slot = <u32>(<i64>(from + dist)) & m; // word aligned
+    w = slot >> 5;
+    word = load<u32>(bits + (<usize>w << 2));
+    if (word != 0) {
+      const d = dist + <f64>ctz(word);
+      return d < maxDist ? from + d : Infinity;
+    }
+    const sw = w >> 5;
+    const sm = load<u32>(summary + (<usize>sw << 2)) & (0xffffffff << (w & 31)) & ~(1 << (w & 31));
+    if (sm != 0) dist += <f64>((((sw << 5) + ctz(sm)) - w) << 5);
+    else dist += <f64>((32 - (w & 31)) << 5);
+  }
+  return Infinity;
+}
+
+/** Adapts the bucket width: one to four distinct times per bucket, few empty buckets between. */
+function review(fab: usize): void {
+  const popped = load<u32>(fab + FAB_CQ_BUCKETS_POPPED), distinct = load<u32>(fab + FAB_CQ_DISTINCT);
+  const perBucket = <f64>distinct / <f64>(popped > 1 ? popped : 1);
+  const skippedPerPop = load<f64>(fab + FAB_CQ_SKIPPED) / <f64>(distinct > 1 ? distinct : 1);
+  store<u32>(fab + FAB_CQ_POPS, 0);
+  store<u32>(fab + FAB_CQ_DISTINCT, 0);
+  store<u32>(fab + FAB_CQ_BUCKETS_POPPED, 0);
+  store<f64>(fab + FAB_CQ_SKIPPED, 0);
+  const old = load<u32>(fab + FAB_CQ_SHIFT);
+  let shift = old;
+  if (perBucket > 4 && shift > 0) shift--;
+  else if (perBucket < 1.5 && skippedPerPop > 16 && shift < 40) shift++;
+  if (shift != old) rebuild(fab, shift);
+}
+
+/** Lays the ring out again with buckets of 2^shift ps, every event kept. */
+function rebuild(fab: usize, shift: u32): void {
+  // the events of the ring, as one list through their records (the old ring is dropped)
+  const nb = load<u32>(fab + FAB_CQ_NB);
+  let keep = NONE, last = NONE;
+  for (let s: u32 = 0; s < nb; s++) {
+    const h = i32At(fab, FAB_CQ_HEAD, s);
+    if (h == NONE) continue;
+    if (keep == NONE) keep = h;
+    else setRn(fab, last, h);
+    last = i32At(fab, FAB_CQ_TAIL, s);
+  }
+  const curTime = load<f64>(fab + FAB_CQ_CUR) / load<f64>(fab + FAB_CQ_INV_W);
+  layout(fab, shift);
+  store<f64>(fab + FAB_CQ_CUR, bucketOf(fab, curTime));
+  store<f64>(fab + FAB_CQ_LAST_BUCKET, -1);
+  const cur = load<f64>(fab + FAB_CQ_CUR), ring = <f64>load<u32>(fab + FAB_CQ_NB);
+  for (let r = keep; r != NONE;) {
+    const next = r == last ? NONE : rn(fab, r);
+    const b = bucketOf(fab, rt(fab, r));
+    if (b >= cur + ring) {
+      overflowPush(fab, rt(fab, r), rk(fab, r), load<i32>(ptr(fab, FAB_CQ_RE) + (<usize>r << 2)));
+      setRn(fab, r, load<i32>(fab + FAB_CQ_FREE));
+      store<i32>(fab + FAB_CQ_FREE, r);
+    } else link(fab, r, b);
+    r = next;
+  }
+}
+
+// ---- the overflow: a binary heap of (time, key, event) ------------------------------------
+
+function overflowPush(fab: usize, time: f64, key: f64, ev: i32): void {
+  const n = load<u32>(fab + FAB_CQ_OV_SIZE), cap = load<u32>(fab + FAB_CQ_OV_CAP);
+  if (n == cap) {
+    store<usize>(fab + FAB_CQ_OV_T, grow(ptr(fab, FAB_CQ_OV_T), <usize>cap << 3, <usize>cap << 4));
+    store<usize>(fab + FAB_CQ_OV_K, grow(ptr(fab, FAB_CQ_OV_K), <usize>cap << 3, <usize>cap << 4));
+    store<usize>(fab + FAB_CQ_OV_E, grow(ptr(fab, FAB_CQ_OV_E), <usize>cap << 2, <usize>cap << 3));
+    store<u32>(fab + FAB_CQ_OV_CAP, cap << 1);
+  }
+  const t = ptr(fab, FAB_CQ_OV_T), k = ptr(fab, FAB_CQ_OV_K), e = ptr(fab, FAB_CQ_OV_E);
+  let i = n;
+  store<u32>(fab + FAB_CQ_OV_SIZE, n + 1);
+  while (i > 0) {
+    const p = (i - 1) >> 1;
+    const tp = load<f64>(t + (<usize>p << 3)), kp = load<f64>(k + (<usize>p << 3));
+    if (before(tp, kp, time, key)) break;
+    store<f64>(t + (<usize>i << 3), tp);
+    store<f64>(k + (<usize>i << 3), kp);
+    store<i32>(e + (<usize>i << 2), load<i32>(e + (<usize>p << 2)));
+    i = p;
+  }
+  store<f64>(t + (<usize>i << 3), time);
+  store<f64>(k + (<usize>i << 3), key);
+  store<i32>(e + (<usize>i << 2), ev);
+}
+
+function overflowPop(fab: usize): i32 {
+  const t = ptr(fab, FAB_CQ_OV_T), k = ptr(fab, FAB_CQ_OV_K), e = ptr(fab, FAB_CQ_OV_E);
+  const top = load<i32>(e);
+  const n = load<u32>(fab + FAB_CQ_OV_SIZE) - 1;
+  store<u32>(fab + FAB_CQ_OV_SIZE, n);
+  if (n == 0) return top;
+  const lt = load<f64>(t + (<usize>n << 3)), lk = load<f64>(k + (<usize>n << 3)), le = load<i32>(e + (<usize>n << 2));
+  let i: u32 = 0;
+  for (;;) {
+    let c: u32 = 2 * i + 1;
+    if (c >= n) break;
+    if (c + 1 < n && before(load<f64>(t + (<usize>(c + 1) << 3)), load<f64>(k + (<usize>(c + 1) << 3)), load<f64>(t + (<usize>c << 3)), load<f64>(k + (<usize>c << 3)))) c++;
+    const tc = load<f64>(t + (<usize>c << 3)), kc = load<f64>(k + (<usize>c << 3));
+    if (before(lt, lk, tc, kc)) break;
+    store<f64>(t + (<usize>i << 3), tc);
+    store<f64>(k + (<usize>i << 3), kc);
+    store<i32>(e + (<usize>i << 2), load<i32>(e + (<usize>c << 2)));
+    i = c;
+  }
+  store<f64>(t + (<usize>i << 3), lt);
+  store<f64>(k + (<usize>i << 3), lk);
+  store<i32>(e + (<usize>i << 2), le);
+  return top;
+}
