@@ -335,9 +335,10 @@ export function rxStageBodies(dev: usize): usize { return portsOf(changetype<Dev
 export function rxPut(dev: usize, n: u32): u32 { return rxPutV(changetype<Device>(dev), n); }
 
 /**
- * The JIT's counters for device `dev` into `dst` (5 u64: regions translated, cache flushes,
+ * The JIT's counters for device `dev` into `dst` (8 u64: regions translated, cache flushes,
  * invalidations by stores into translated code, wasm bytes emitted, translations the host could
- * not compile); all 0 without a cache.
+ * not compile, calls into translations, those that jumped out of their region, those that left an
+ * instruction to the interpreter); all 0 without a cache.
  */
 export function jitStats(dev: usize, dst: usize): void {
   const c = jitCacheIfAny(changetype<Device>(dev));
@@ -347,6 +348,9 @@ export function jitStats(dev: usize, dst: usize): void {
   store<u64>(dst, any ? <u64>c.invalidations : 0, 16);
   store<u64>(dst, any ? c.emittedBytes : 0, 24);
   store<u64>(dst, any ? <u64>c.compileFailures : 0, 32);
+  store<u64>(dst, any ? c.calls : 0, 40);
+  store<u64>(dst, any ? c.jumpsOut : 0, 48);
+  store<u64>(dst, any ? c.sideExits : 0, 56);
 }
 
 /** Sets device `dev`'s `jit` config field (Device.restore: a snapshot taken in one mode continues in the other). */

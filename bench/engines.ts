@@ -4,6 +4,8 @@
 //     field jit = 1; median of 3 runs), and engines.mips.1.interp, engines.mips.16.interp: the
 //     same with the interpreter, measured in the same run, alternating with the JIT's runs;
 //   engines.jit.compile_ms: host milliseconds spent compiling translations in one 16-engine run;
+//   engines.jit.insns_per_call: instructions per call into translated code in that run (one call
+//     per engine per interleave window when a translation runs its window to the end);
 //   engines.wfi.host_s_per_sim_s: host seconds per simulated second with 16 engines asleep in
 //     wfi between 1 kHz timer ticks (firmware/bench/idle.elf).
 import { readFileSync } from "node:fs";
@@ -16,7 +18,7 @@ const root = packageRoot();
 const compute = readFileSync(join(root, "firmware/bench/compute.elf"));
 const idle = readFileSync(join(root, "firmware/bench/idle.elf"));
 
-async function computeRun(engines: number, passes: number, jit = 1): Promise<{ instructions: number; hostS: number; simPs: bigint; compileMs: number }> {
+async function computeRun(engines: number, passes: number, jit = 1): Promise<{ instructions: number; hostS: number; simPs: bigint; compileMs: number; calls: number }> {
   const dev = await Device.create(coreModule(), { engines, jit });
   dev.start(dev.loadElf(compute).entry);
   for (let e = 0; e < engines; e++) dev.mailboxPush(e, passes);
@@ -29,7 +31,8 @@ async function computeRun(engines: number, passes: number, jit = 1): Promise<{ i
     if (r.state !== "exited" || r.exitCode !== 0) throw new Error(`bench: engine ${e} ended ${r.state}`);
     instructions += r.instructions;
   }
-  return { instructions, hostS, simPs, compileMs: dev.jitStats().compileMs };
+  const stats = dev.jitStats();
+  return { instructions, hostS, simPs, compileMs: stats.compileMs, calls: stats.calls };
 }
 
 export async function run(): Promise<void> {
@@ -45,7 +48,10 @@ export async function run(): Promise<void> {
     if (jit.some((r, k) => r.instructions !== interp[k].instructions || r.simPs !== interp[k].simPs)) throw new Error("bench: the JIT's run differs from the interpreter's");
     figure(`engines.mips.${engines}`, median(jit.map(mips)), "MIPS", `emulated instructions per host second, compute-bound firmware on ${engines} engine${engines === 1 ? "" : "s"}, JIT on (median of 3)`, { instructions: jit[0].instructions });
     figure(`engines.mips.${engines}.interp`, median(interp.map(mips)), "MIPS", `the same with the interpreter only (jit = 0), measured alternately in the same run (median of 3)`, { instructions: interp[0].instructions });
-    if (engines === 16) figure("engines.jit.compile_ms", median(jit.map((r) => r.compileMs)), "ms", "host milliseconds compiling translated code in one 16-engine run (median of 3)", { hostS: +median(jit.map((r) => r.hostS)).toFixed(3) });
+    if (engines === 16) {
+      figure("engines.jit.compile_ms", median(jit.map((r) => r.compileMs)), "ms", "host milliseconds compiling translated code in one 16-engine run (median of 3)", { hostS: +median(jit.map((r) => r.hostS)).toFixed(3) });
+      figure("engines.jit.insns_per_call", jit[0].instructions / jit[0].calls, "insns", "emulated instructions per call into translated code in that run (one call per engine per interleave window)", { calls: jit[0].calls });
+    }
   }
 
   const dev = await Device.create(coreModule(), { engines: 16 });

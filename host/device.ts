@@ -138,6 +138,12 @@ export interface JitStats {
   compileFailures: number;
   /** host milliseconds spent compiling them (all devices of this core instance) */
   compileMs: number;
+  /** calls into translated code (each runs until it jumps out of its region, leaves an instruction to the interpreter, or the window ends) */
+  calls: number;
+  /** calls that ended with a jump out of the region (the run loop looks for the translation there) */
+  jumpsOut: number;
+  /** calls that left an instruction to the interpreter (MMIO, a misaligned or faulting access, a store into translated code, ...) */
+  sideExits: number;
 }
 
 /** How a {@link Device} (or a verbs Context) treats what the core reports. */
@@ -606,8 +612,11 @@ export class Device {
   /** What the engines' JIT has done (all zero with config field `jit` 0). */
   jitStats(): JitStats {
     this.core.jitStats(this.handle, this.scratch);
-    const v = new BigUint64Array(this.core.memory.buffer, this.scratch, 5);
-    return { translated: Number(v[0]), flushes: Number(v[1]), invalidations: Number(v[2]), bytes: Number(v[3]), compileFailures: Number(v[4]), compileMs: jitCompileMs(this.core.memory) };
+    const v = new BigUint64Array(this.core.memory.buffer, this.scratch, 8);
+    return {
+      translated: Number(v[0]), flushes: Number(v[1]), invalidations: Number(v[2]), bytes: Number(v[3]), compileFailures: Number(v[4]), compileMs: jitCompileMs(this.core.memory),
+      calls: Number(v[5]), jumpsOut: Number(v[6]), sideExits: Number(v[7]),
+    };
   }
 
   /**

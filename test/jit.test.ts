@@ -241,6 +241,13 @@ describe("the JIT runs programs exactly as the interpreter does", () => {
     expect(s.translated).toBeGreaterThan(0);
     expect(s.translated).toBeLessThan(40);
     expect(s.invalidations).toBe(0);
+    // one call per engine per interleave window, each running the window to its end inside the
+    // translation (~200 instructions at the default 200 ns quantum); the few calls that jump out
+    // or leave an instruction to the interpreter are the start (mailbox reads) and the end
+    const instructions = b.state.engines.reduce((n, e) => n + e.report.instructions, 0);
+    expect(s.calls).toBeGreaterThan(0);
+    expect(instructions / s.calls).toBeGreaterThan(150);
+    expect(s.jumpsOut + s.sideExits).toBeLessThan(40);
   });
 });
 

@@ -66,6 +66,9 @@ export const NOT_TRANSLATABLE: i32 = -2;
   invalidations: u32;
   compileFailures: u32; // translations the host could not compile (their code is interpreted)
   emittedBytes: u64;
+  calls: u64; // calls into translations
+  jumpsOut: u64; // ... that left by a jump out of their region (EXIT_JUMP)
+  sideExits: u64; // ... that left an instruction to the interpreter (EXIT_INTERP)
 }
 
 export const NO_TABLE: u32 = 0xffffffff;

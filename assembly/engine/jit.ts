@@ -695,8 +695,9 @@ export function executeJit(dev: Device, h: Hart, stop: u64): void {
         }
         if (id >= 0) {
           const why = call_indirect<u32>(b.table, changetype<usize>(h), stop);
-          if (why == EXIT_JUMP) continue;
-          if (why == EXIT_INTERP) execute(dev, h, h.cycle + 1, false); // the instruction it left to the interpreter
+          c.calls++;
+          if (why == EXIT_JUMP) { c.jumpsOut++; continue; }
+          if (why == EXIT_INTERP) { c.sideExits++; execute(dev, h, h.cycle + 1, false); } // the instruction it left to the interpreter
           return; // or the window is over
 
         }
