@@ -118,9 +118,15 @@ async function computeDevice(config: Config, passes: number[]) {
   return dev;
 }
 
+/** A device whose engines start at CODE_BASE, where `code` is loaded; not yet run. */
+async function codeDevice(code: Uint32Array, config: Config) {
+  const dev = await Device.create(coreModule(), config);
+  dev.start(dev.loadElf(writeElf(CODE_BASE, [{ vaddr: CODE_BASE, data: new Uint8Array(code.buffer), flags: 7 }])).entry);
+  return dev;
+}
+
 async function hotRun(seed: number, config: Config) {
-  const dev = await Device.create(coreModule(), { engines: 4, ...config });
-  dev.start(dev.loadElf(writeElf(CODE_BASE, [{ vaddr: CODE_BASE, data: new Uint8Array(hotCode(seed).buffer), flags: 7 }])).entry);
+  const dev = await codeDevice(hotCode(seed), { engines: 4, ...config });
   dev.run(200_000_000n);
   return dev;
 }
@@ -205,12 +211,7 @@ describe("the JIT runs programs exactly as the interpreter does", () => {
       li x25, ${MMIO.SYS.EXIT}
       sw x0, 0(x25)
     `, CODE_BASE);
-    const make = async (jit: number) => {
-      const dev = await Device.create(coreModule(), { engines: 2, jit });
-      dev.start(dev.loadElf(writeElf(CODE_BASE, [{ vaddr: CODE_BASE, data: new Uint8Array(code.buffer), flags: 7 }])).entry);
-      return dev;
-    };
-    const a = await make(0), b = await make(1);
+    const a = await codeDevice(code, { engines: 2, jit: 0 }), b = await codeDevice(code, { engines: 2, jit: 1 });
     const look = (dev: Device) => [0, 1].map((e) => ({ ...dev.engine(e), regs: Array.from({ length: 32 }, (_, r) => dev.core.engineReg(dev.handle, e, r) >>> 0) }));
     const next = rng(7);
     let t = 0n, steps = 0;
@@ -224,6 +225,43 @@ describe("the JIT runs programs exactly as the interpreter does", () => {
     expect(steps).toBeGreaterThan(5000);
     expect(b.jitStats().translated).toBeGreaterThan(0);
     expect(endState(b)).toEqual(endState(a));
+  });
+
+  it("a block translated alone where windows started gets its region once jumps land there: stepped, then run, alike", async () => {
+    // a two-block loop (the jal splits it); stepped a few cycles at a time, windows start
+    // everywhere in it and those blocks are translated alone; then run at once, the loop's jumps
+    // land on them, and they must become the loop's region (else every iteration leaves it)
+    const code = assemble(`
+      li x5, 1
+      li x22, 20000
+      top:
+      add x5, x5, x22
+      xor x6, x5, x22
+      jal x0, next
+      next:
+      add x7, x7, x6
+      addi x22, x22, -1
+      bne x22, x0, top
+      li x25, ${MMIO.SYS.EXIT}
+      sw x0, 0(x25)
+    `, CODE_BASE);
+    const run = async (jit: number) => {
+      const dev = await codeDevice(code, { engines: 1, jit });
+      const next = rng(3);
+      let t = 0n;
+      for (let k = 0; k < 3000; k++) { t += BigInt(200 + (next() % 3000)); dev.step(t); }
+      const before = dev.jitStats(), windows = dev.stats()["sched.windows"];
+      dev.run(10_000_000_000n);
+      return { dev, before, after: dev.jitStats(), windows: dev.stats()["sched.windows"] - windows };
+    };
+    const a = await run(0), b = await run(1);
+    expect(endState(b.dev)).toEqual(endState(a.dev));
+    expect(a.dev.engine(0).state).toBe("exited");
+    expect(b.before.translated).toBeGreaterThan(0);
+    // run at once (~15,000 iterations, ~30 a window): at most two calls a window, the block
+    // where it started and the loop's region
+    expect(b.windows).toBeGreaterThan(200);
+    expect(b.after.calls - b.before.calls).toBeLessThanOrEqual(2 * b.windows);
   });
 
   it("the compute benchmark firmware: same mailbox answer, cycles and instructions; a run of it is mostly translated code", async () => {
@@ -241,13 +279,15 @@ describe("the JIT runs programs exactly as the interpreter does", () => {
     expect(s.translated).toBeGreaterThan(0);
     expect(s.translated).toBeLessThan(40);
     expect(s.invalidations).toBe(0);
-    // one call per engine per interleave window, each running the window to its end inside the
-    // translation (~200 instructions at the default 200 ns quantum); the few calls that jump out
-    // or leave an instruction to the interpreter are the start (mailbox reads) and the end
+    // an engine's window (~200 instructions at the default 200 ns quantum) runs to its end in
+    // translated code: at most two calls, the block where the window started jumping into the
+    // loop's region; the few calls that leave an instruction to the interpreter are the mailbox's
     const instructions = b.state.engines.reduce((n, e) => n + e.report.instructions, 0);
-    expect(s.calls).toBeGreaterThan(0);
-    expect(instructions / s.calls).toBeGreaterThan(150);
-    expect(s.jumpsOut + s.sideExits).toBeLessThan(40);
+    const engineWindows = 4 * b.state.stats["sched.windows"];
+    expect(s.calls).toBeGreaterThan(0.9 * engineWindows);
+    expect(s.calls).toBeLessThan(2 * engineWindows);
+    expect(instructions / s.calls).toBeGreaterThan(100);
+    expect(s.sideExits).toBeLessThan(40);
   });
 });
 

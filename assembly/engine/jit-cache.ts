@@ -21,6 +21,8 @@ import { Device } from "../core/device";
   table: u32;
   /** blocks in the translation (their pc, length and words are kept at `words` for checking) */
   n: u32;
+  /** 1: the one block where a window started, not a region (see executeJit) */
+  single: u32;
   /** what it was translated from: (pc, n) per block, then their words (JIT_RECORD_BYTES) */
   words: usize;
 }

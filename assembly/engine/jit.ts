@@ -7,7 +7,11 @@
 // JIT_BLOCK_INSNS instructions. A translation is a region of blocks: the one where the
 // interpreter lands after a jump or taken branch (executeJit counts those landings: JIT_HOT of
 // them translate it) and the blocks its branches and jumps reach, up to JIT_REGION_BLOCKS of
-// them, in one function with the registers they touch in locals. The blocks after the entry are
+// them, in one function with the registers they touch in locals. Where a window starts (any
+// instruction: a window ends anywhere) only the block there is translated ("single"): it jumps
+// into the region of the loop it is part of, so each window runs one small extra translation
+// rather than a whole copy of the loop per place windows start (15 copies of the compute
+// benchmark's loop); a single block that jumps land on gets its region once that is hot. The blocks after the entry are
 // laid out by address: a jump to a later block branches straight to its code, a jump back (a
 // loop) goes through the function's loop, whose br_table picks the block. It adds each
 // instruction's cycles as the interpreter would (fixed costs summed at translation, a load's or
@@ -542,10 +546,10 @@ function sortBlocks(): void {
 
 /**
  * Translates the region of engine `h` entered at `pc` (in SRAM, aligned, above the guard) into
- * a new record of `c`; returns its id, or NOT_TRANSLATABLE when the instruction at `pc` is not
- * one a block runs.
+ * a new record of `c` (with `single`, only the block at `pc`); returns its id, or
+ * NOT_TRANSLATABLE when the instruction at `pc` is not one a block runs.
  */
-function translate(dev: Device, c: JitCache, h: Hart, pc: u32): i32 {
+function translate(dev: Device, c: JitCache, h: Hart, pc: u32, single: bool): i32 {
   const cfg = dev.cfg;
   rCount = 0; rInsns = 0; rUsed = 0; rWritten = 0;
   if (addBlock(cfg, h, pc) < 0) return NOT_TRANSLATABLE;
@@ -554,19 +558,20 @@ function translate(dev: Device, c: JitCache, h: Hart, pc: u32): i32 {
   for (let e: u32 = 0; e < c.engines; e++) {
     if (e == h.id) continue;
     const other = load<i32>(c.blockOf + (<usize>e * <usize>c.words + <usize>(pc >> 2)) * 4);
-    if (other >= 0 && stillTrue(blockAt(c, other), h)) {
+    if (other >= 0 && blockAt(c, other).single == <u32>single && stillTrue(blockAt(c, other), h)) {
       store<u32>(checkedAt(c, h.id, other), c.epoch);
       markCode(c, h.id, blockAt(c, other));
       return other;
     }
   }
-  for (let i = 0; i < rCount; i++) successors(cfg, h, i); // breadth first: rCount grows as it goes
+  if (!single) for (let i = 0; i < rCount; i++) successors(cfg, h, i); // breadth first: rCount grows as it goes
   sortBlocks();
   if (c.count == c.cap) jitFlush(c);
   const id = <i32>c.count;
   c.count++;
   const b = blockAt(c, id);
   b.n = <u32>rCount;
+  b.single = <u32>single;
   store<u32>(checkedAt(c, h.id, id), c.epoch);
   // what it was translated from: (pc, n) per block, then the words
   b.words = c.wordStore + <usize>id * JIT_RECORD_BYTES;
@@ -673,8 +678,11 @@ export function executeJit(dev: Device, h: Hart, stop: u64): void {
   const map = c.blockOf + <usize>h.id * <usize>c.words * 4;
   const heat = c.heat + <usize>h.id * <usize>c.words;
   const guard = cfg.nullGuardBytes, sramBytes = cfg.sramBytes;
+  let landed = false; // pc is where a jump landed (else where the window started)
   while (h.state == EngineState.Running && h.cycle < stop) {
     const pc = h.pc;
+    const atLanding = landed;
+    landed = true;
     if (pc >= guard && pc < sramBytes && (pc & 3) == 0) {
       const slot = map + <usize>(pc >> 2) * 4;
       let id = load<i32>(slot);
@@ -682,8 +690,19 @@ export function executeJit(dev: Device, h: Hart, stop: u64): void {
         const hp = heat + <usize>(pc >> 2);
         const n = <u32>load<u8>(hp) + 1;
         if (n >= JIT_HOT) {
-          id = translate(dev, c, h, pc);
+          id = translate(dev, c, h, pc, !atLanding);
           store<i32>(slot, id);
+          store<u8>(hp, 0);
+        } else store<u8>(hp, <u8>n);
+      } else if (id >= 0 && atLanding && blockAt(c, id).single != 0) {
+        // a window's start translated as one block, which jumps land on too: hot, it gets its region
+        const hp = heat + <usize>(pc >> 2);
+        const n = <u32>load<u8>(hp) + 1;
+        if (n >= JIT_HOT) {
+          const flushes = c.flushes;
+          const full = translate(dev, c, h, pc, false);
+          if (full >= 0 || c.flushes != flushes) { id = full; store<i32>(slot, id); } // (a flush dropped the block)
+          store<u8>(hp, 0);
         } else store<u8>(hp, <u8>n);
       }
       if (id >= 0) {
