@@ -4,8 +4,8 @@
 //     field jit = 1; median of 3 runs), and engines.mips.1.interp, engines.mips.16.interp: the
 //     same with the interpreter, measured in the same run, alternating with the JIT's runs;
 //   engines.jit.compile_ms: host milliseconds spent compiling translations in one 16-engine run;
-//   engines.jit.insns_per_call: instructions per call into translated code in that run (one call
-//     per engine per interleave window when a translation runs its window to the end);
+//   engines.jit.insns_per_call: instructions per call into translated code in that run (an
+//     engine's window is one or two calls: the block where it starts, then the loop's region);
 //   engines.wfi.host_s_per_sim_s: host seconds per simulated second with 16 engines asleep in
 //     wfi between 1 kHz timer ticks (firmware/bench/idle.elf).
 import { readFileSync } from "node:fs";
@@ -50,7 +50,7 @@ export async function run(): Promise<void> {
     figure(`engines.mips.${engines}.interp`, median(interp.map(mips)), "MIPS", `the same with the interpreter only (jit = 0), measured alternately in the same run (median of 3)`, { instructions: interp[0].instructions });
     if (engines === 16) {
       figure("engines.jit.compile_ms", median(jit.map((r) => r.compileMs)), "ms", "host milliseconds compiling translated code in one 16-engine run (median of 3)", { hostS: +median(jit.map((r) => r.hostS)).toFixed(3) });
-      figure("engines.jit.insns_per_call", jit[0].instructions / jit[0].calls, "insns", "emulated instructions per call into translated code in that run (one call per engine per interleave window)", { calls: jit[0].calls });
+      figure("engines.jit.insns_per_call", jit[0].instructions / jit[0].calls, "insns", "emulated instructions per call into translated code in that run (one or two calls per engine per interleave window)", { calls: jit[0].calls });
     }
   }
 
