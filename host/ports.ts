@@ -50,6 +50,8 @@ export class DevicePorts {
   private u8 = new Uint8Array(0);
   private u32 = new Uint32Array(0);
   private dv = new DataView(new ArrayBuffer(0));
+  /** the buffer the last staged records came from (stageRecords) */
+  private fromView: DataView<ArrayBufferLike> = new DataView(new ArrayBuffer(0));
   /** the buffer the last staged headers came from, as 32-bit words */
   private srcBuf: ArrayBufferLike = new ArrayBuffer(0);
   private srcWords: Uint32Array<ArrayBufferLike> = new Uint32Array(0);
@@ -169,11 +171,12 @@ export class DevicePorts {
    */
   stageRecords(mem: Uint8Array, at: number, n: number, bodiesAt: number): number {
     if (n === 0) return 0;
-    const src = new DataView(mem.buffer, mem.byteOffset, mem.byteLength);
+    if (this.fromView.buffer !== mem.buffer) this.fromView = new DataView(mem.buffer);
+    const src = this.fromView, base = mem.byteOffset;
     const full = this.rxBodyCap > 0;
     let body = 0, fits = this.staged + n <= this.rxCap && this.stagedBody === 0;
     for (let k = 0; k < n && fits; k++) {
-      const r = at + k * PKT.SIZE, blen = src.getUint32(r + PKT.body_len, true);
+      const r = base + at + k * PKT.SIZE, blen = src.getUint32(r + PKT.body_len, true);
       if ((!full && blen !== 0) || src.getUint16(r + PKT.hdr_len, true) > PKT.SIZE - PKT.hdr) fits = false;
       body += blen;
     }
@@ -187,13 +190,13 @@ export class DevicePorts {
     }
     let lost = 0;
     for (let k = 0; k < n; k++) {
-      const r = at + k * PKT.SIZE, hdrLen = src.getUint16(r + PKT.hdr_len, true);
-      const blen = full ? src.getUint32(r + PKT.body_len, true) : 0;
+      const r = at + k * PKT.SIZE, hdrLen = src.getUint16(base + r + PKT.hdr_len, true);
+      const blen = full ? src.getUint32(base + r + PKT.body_len, true) : 0;
       if (this.staged >= this.rxCap || this.stagedBody + blen > this.rxBodyCap || hdrLen > PKT.SIZE - PKT.hdr) {
         lost++;
         continue;
       }
-      const to = this.stage + this.staged * PKT.SIZE, from = bodiesAt + src.getUint32(r + PKT.body_off, true);
+      const to = this.stage + this.staged * PKT.SIZE, from = bodiesAt + src.getUint32(base + r + PKT.body_off, true);
       this.u8.set(mem.subarray(r, r + PKT.SIZE), to);
       this.dv.setUint32(to + PKT.body_len, blen, true);
       this.dv.setUint32(to + PKT.body_off, this.stagedBody, true);

@@ -105,7 +105,7 @@ export interface MenicExports {
   fabricIngest(fab: number, device: number, n: number, psPerByte: number, txOverhead: number): number;
   fabricNextEvent(fab: number): number;
   fabricRunTo(fab: number, endPs: number): void;
-  fabricTake(fab: number, device: number, endPs: number): number;
+  fabricTake(fab: number, device: number, endPs: number, columns: number): number;
   fabricRelease(fab: number): void;
   fabricOutages(fab: number, link: number, n: number): number;
   fabricSchedule(fab: number, link: number, kind: number, atPs: number): void;
@@ -234,7 +234,7 @@ export const EXPORT_SIGNATURES: { readonly [K in ExportName]: Signature<MenicExp
   fabricIngest: [["i32", "i32", "i32", "f64", "i32"], "i32"],
   fabricNextEvent: [["i32"], "f64"],
   fabricRunTo: [["i32", "f64"], "void"],
-  fabricTake: [["i32", "i32", "f64"], "i32"],
+  fabricTake: [["i32", "i32", "f64", "i32"], "i32"],
   fabricRelease: [["i32"], "void"],
   fabricOutages: [["i32", "i32", "i32"], "i32"],
   fabricSchedule: [["i32", "i32", "i32", "f64"], "void"],

@@ -753,13 +753,13 @@ export function fabricRebuildGroups(fab: usize, pl: i32): void {
 
 /**
  * Takes every frame reaching device `device` before `endPs`, sorted by (arrival, source
- * device, source port, sequence on that port), and returns how many. They are written twice:
- * as the batch columns (FAB.b_*, pointing into the header and payload slabs) and as PKT records
- * in receive-ring form in the outbox, bodies back to back in the outbox's body area (full
- * mode), ready to be copied into a device's receive stage in one block. The frames stay held
- * until fabricRelease (or the next take).
+ * device, source port, sequence on that port), and returns how many. They are written as PKT
+ * records in receive-ring form in the outbox, bodies back to back in the outbox's body area
+ * (full mode), ready to be copied into a device's receive stage in one block; and, with
+ * `columns`, as the batch columns too (FAB.b_*, pointing into the header and payload slabs).
+ * The frames stay held until fabricRelease (or the next take).
  */
-export function fabricTake(fab: usize, device: i32, endPs: f64): u32 {
+export function fabricTake(fab: usize, device: i32, endPs: f64, columns: bool): u32 {
   fabricRelease(fab);
   if (f64Of(fab, FAB_PEND_MIN, device) >= endPs) return 0;
   const ports = <i32>load<u32>(fab + FAB_PORTS);
@@ -824,16 +824,18 @@ export function fabricTake(fab: usize, device: i32, endPs: f64): u32 {
     const slot = load<i32>(r + FPKT_PAYLOAD);
     const payLen = slot == NONE ? 0 : load<u32>(tab(fab, FAB_PAY_LEN) + (<usize>slot << 2));
     const payOff = slot == NONE ? 0 : <u32>slot * slotBytes;
-    setF64(fab, FAB_B_ARRIVAL, i, arrive);
-    setI32(fab, FAB_B_PORT, i, dst % ports);
-    setI32(fab, FAB_B_SRC_DEVICE, i, src / ports);
-    setI32(fab, FAB_B_SRC_PORT, i, src % ports);
-    setF64(fab, FAB_B_SEQ, i, seq);
-    setI32(fab, FAB_B_WIRE_LEN, i, <i32>wireLen);
-    setI32(fab, FAB_B_HDR_OFF, i, p * <i32>HDR_SLOT);
-    setI32(fab, FAB_B_HDR_LEN, i, <i32>hdrLen);
-    setI32(fab, FAB_B_PAYLOAD_OFF, i, <i32>payOff);
-    setI32(fab, FAB_B_PAYLOAD_LEN, i, <i32>payLen);
+    if (columns) {
+      setF64(fab, FAB_B_ARRIVAL, i, arrive);
+      setI32(fab, FAB_B_PORT, i, dst % ports);
+      setI32(fab, FAB_B_SRC_DEVICE, i, src / ports);
+      setI32(fab, FAB_B_SRC_PORT, i, src % ports);
+      setF64(fab, FAB_B_SEQ, i, seq);
+      setI32(fab, FAB_B_WIRE_LEN, i, <i32>wireLen);
+      setI32(fab, FAB_B_HDR_OFF, i, p * <i32>HDR_SLOT);
+      setI32(fab, FAB_B_HDR_LEN, i, <i32>hdrLen);
+      setI32(fab, FAB_B_PAYLOAD_OFF, i, <i32>payOff);
+      setI32(fab, FAB_B_PAYLOAD_LEN, i, <i32>payLen);
+    }
     const o = out + <usize>k * PKT_SIZE;
     store<u64>(o + PKT_TIME_PS, <u64>Math.ceil(arrive));
     store<u32>(o + PKT_WIRE_LEN, wireLen);

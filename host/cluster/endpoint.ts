@@ -53,6 +53,11 @@ export class DeviceEndpoint implements Endpoint {
     this.ports.drainRing((mem, recsAt, head, n, entries, bodiesAt) => sink.sendRecords(mem, recsAt, head, n, entries, this.psPerByte, FRAME_OVERHEAD_BYTES, bodiesAt));
   }
 
+  /** The records are all it copies; a tap reads the columns. */
+  get wantsColumns(): boolean {
+    return this.tap !== null;
+  }
+
   deliver(b: ArrivalBatch): void {
     this.tap?.delivered(b);
     this.stageDrops += this.ports.stageRecords(b.mem, b.recordsAt, b.n, b.bodiesAt);

@@ -441,11 +441,12 @@ export class Fabric {
    * Fills `batch` with every frame reaching device `device` before `endPs`, sorted by
    * (arrivalPs, source device, source port, sequence on that port), and returns how many.
    * Frames arriving later stay. The batch points into the fabric's memory (no copy): it is
-   * valid until releaseDelivered(), which frees these frames.
+   * valid until releaseDelivered(), which frees these frames. Without `columns` only its PKT
+   * records are written (its columns are then stale).
    */
-  takeArrivals(device: number, endPs: number, batch: ArrivalBatch): number {
+  takeArrivals(device: number, endPs: number, batch: ArrivalBatch, columns = true): number {
     this.flush();
-    const n = this.core.fabricTake(this.fab, device, endPs);
+    const n = this.core.fabricTake(this.fab, device, endPs, columns ? 1 : 0);
     this.views();
     batch.bind(this.dv, this.fab, n, this.full);
     batch.device = device;

@@ -33,6 +33,11 @@ export interface Endpoint {
    * batch points into the fabric's memory and is valid only during the call: copy what is kept.
    */
   deliver(batch: ArrivalBatch): void;
+  /**
+   * False when `deliver` reads only the batch's PKT records (not its columns), which the
+   * fabric then does not write; true when absent.
+   */
+  readonly wantsColumns?: boolean;
 }
 
 /** The device interleave quantum (layouts/config.json interleaveQuantumPs default). */
@@ -125,7 +130,7 @@ export class ClusterRunner {
         if (!due && this.nextAct[i] >= end) continue;
         const ep = eps[i];
         if (due) {
-          this.deliveries += fabric.takeArrivals(i, end, this.batch);
+          this.deliveries += fabric.takeArrivals(i, end, this.batch, ep.wantsColumns ?? true);
           ep.deliver(this.batch);
           fabric.releaseDelivered();
         }
