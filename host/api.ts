@@ -15,7 +15,7 @@ export {
   runScenario, type ScenarioResult, type FlowResult, type RunOptions, type RunEnd, type MessageCounts, type Percentiles, type PathSummary, type MetaroceCounts, type FabricCounts,
 } from "./scenario/run.js";
 export {
-  resolveScenario, type Scenario, type CollectiveSpec, type InterferenceSpec, type Flow, type Fault, type LossFault, type LinkDownFault, type PlaneDownFault, type LinkSelection, type Topology, type SingleSwitch, type LeafSpine,
+  resolveScenario, inlineGraphFiles, type GraphSpec, type Scenario, type CollectiveSpec, type InterferenceSpec, type Flow, type Fault, type LossFault, type LinkDownFault, type PlaneDownFault, type LinkSelection, type Topology, type SingleSwitch, type LeafSpine,
 } from "./scenario/scenario.js";
 export type { CollectiveReport, CollectiveRow } from "./scenario/collective.js";
 export type { InterferenceRow } from "./scenario/interference.js";

@@ -17,15 +17,23 @@ export const WEB_OUT = join(root, "build", "web");
 
 const SCENARIOS_DIR = join(root, "examples", "scenarios");
 
-/** The shipped scenarios, in file-name order: [file name without .json, parsed JSON]. */
+/** The shipped scenarios, in file-name order: [file name without .json, parsed JSON, graph files inlined as host/scenario/scenario.ts inlineGraphFiles does]. */
 export function shippedScenarios() {
   return readdirSync(SCENARIOS_DIR).filter((f) => f.endsWith(".json")).sort().map((f) => {
     const text = readFileSync(join(SCENARIOS_DIR, f), "utf8");
+    let doc;
     try {
-      return [f.slice(0, -".json".length), JSON.parse(text)];
+      doc = JSON.parse(text);
     } catch (e) {
       throw new Error(`examples/scenarios/${f}: not JSON: ${e.message}`);
     }
+    // a collective's graph file (relative to the scenario) goes in as its text: the page reads no files
+    for (const c of [doc.collective, ...(doc.collectives ?? [])]) {
+      if (typeof c?.graph?.file !== "string") continue;
+      c.graph.text = readFileSync(join(SCENARIOS_DIR, c.graph.file), "utf8");
+      delete c.graph.file;
+    }
+    return [f.slice(0, -".json".length), doc];
   });
 }
 

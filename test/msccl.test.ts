@@ -113,6 +113,18 @@ describe("importing MSCCL XML: what cannot be mapped is refused, naming the plac
     ]);
   });
 
+  it("an algorithm that runs only in place (inplace=\"1\", no outofplace) has one buffer, out, for its input and output", () => {
+    const im = importMsccl(PAIR.replace('inplace="0"', 'inplace="1"'), { bytes: 64, dtype: "i32" });
+    expect([im.input, im.output, im.program.buffers.map((b) => b.name)]).toEqual(["out", "out", ["out", "rtmp"]]);
+    const ins = [Int32Array.from({ length: 16 }, (_, i) => i), Int32Array.from({ length: 16 }, (_, i) => 100 * i)];
+    const r = run(im.program, "out", ins);
+    for (let d = 0; d < 2; d++) expect([...new Int32Array(r.buffers[d].get("out")!.slice().buffer)]).toEqual(Array.from({ length: 16 }, (_, i) => 101 * i));
+    // in place, the receive into the peer's half overwrites what the first send reads: it waits for that send
+    const nodes = im.program.ranks[0].nodes, last = nodes.findIndex((n) => n.name === "tb0.s3.r.recv");
+    expect(nodes[last].deps.map((d) => nodes[d].name)).toEqual(["tb0.s0.s.send"]);
+    expect(refused(PAIR.replace('coll="allreduce" inplace="0"', 'coll="allgather" inplace="1"'))).toBe('MSCCL <algo>: an allgather that runs only in place is not supported (its input is a part of its output): give an algorithm with outofplace="1"');
+  });
+
   it("XML that is not well-formed, with the line and column", () => {
     expect(refused(PAIR.replace("</tb></gpu><gpu", "</gpu><gpu"))).toBe("MSCCL XML line 7, column 1: not well-formed: Expected closing tag 'tb' (opened in line 2, col 52) instead of closing tag 'gpu'.");
     expect(refused("<algo name='x'/><algo name='y'/>")).toBe("MSCCL XML: must hold one <algo> element, got <algo>, <algo>");

@@ -1,7 +1,7 @@
 import { describe, it, expect } from "vitest";
 import { execFileSync } from "node:child_process";
 import { readFileSync, readdirSync } from "node:fs";
-import { resolveScenario } from "../host/scenario/scenario.js";
+import { resolveScenario, inlineGraphFiles } from "../host/scenario/scenario.js";
 import { applySet, parsePath } from "../host/scenario/overrides.js";
 import { dottedPath } from "../host/scenario/schema-errors.js";
 import { ConfigError } from "../host/config.js";
@@ -60,7 +60,8 @@ describe("the scenario schema", () => {
   it.each(EXAMPLES)("examples/scenarios/%s is valid and names the schema (editor completion)", (f) => {
     const s = JSON.parse(readFileSync(`examples/scenarios/${f}`, "utf8"));
     expect(s.$schema).toBe("../../schemas/scenario.schema.json");
-    expect(() => resolveScenario(s)).not.toThrow();
+    // a collective's graph file is relative to the scenario file, as menic run reads it
+    expect(() => resolveScenario(inlineGraphFiles(s, (g) => readFileSync(`examples/scenarios/${g}`, "utf8")))).not.toThrow();
   });
 
   it("fills defaults into a copy, not into the caller's object", () => {

@@ -6,7 +6,7 @@
 // input, 130 stopped by Ctrl-C.
 
 import { readFileSync, writeFileSync, openSync, writeSync, closeSync, readdirSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { runFirmware, type FwRunResult, type FwRunOptions } from "../fw/run.js";
 import { runFirmwareListening } from "./gdb-server.js";
 import { toPerfetto } from "../trace/perfetto.js";
@@ -18,7 +18,7 @@ import { ElfError } from "../elf.js";
 import { buildFirmware, OPT_LEVELS, type OptLevel } from "../fw/build.js";
 import { runFirmwareTests, toTap, toJunit, failed, type FwTestSuite } from "../fw/test.js";
 import { runScenario, type ScenarioResult } from "../scenario/run.js";
-import { resolveScenario } from "../scenario/scenario.js";
+import { resolveScenario, inlineGraphFiles } from "../scenario/scenario.js";
 import { applySet } from "../scenario/overrides.js";
 import { formatResult } from "../scenario/report.js";
 import { ScenarioTracer } from "../scenario/trace.js";
@@ -331,6 +331,8 @@ async function scenarioRun(args: string[]): Promise<number> {
     for (const kv of values.set) applySet(scenario, kv);
     if (values.seed !== undefined) applySet(scenario, `seed=${values.seed}`);
     if (values.until !== undefined) applySet(scenario, `until=${values.until}`);
+    // a collective's graph file is relative to the scenario file
+    scenario = inlineGraphFiles(scenario, (f) => readFileSync(resolve(dirname(file), f), "utf8")) as Record<string, unknown>;
     resolveScenario(scenario); // refuse bad input before building anything
     if (scenario.sweep !== undefined) {
       if (values.pcap || values.trace) throw new UsageError(`${values.pcap ? "--pcap" : "--trace"} is for one run, not a sweep (--set sweep=null runs the scenario once)`, RUN.name);

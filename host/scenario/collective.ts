@@ -10,7 +10,7 @@
 import { Context } from "../verbs.js";
 import {
   allReduceRing, allReduceHalvingDoubling, allReduceTree, reduceScatterRing, allGatherRing, broadcastRing, allToAll,
-  bindProgram, executorsReady, graphDeviceConfig, runReference, type GraphProgram,
+  bindProgram, executorsReady, graphDeviceConfig, runReference, importMsccl, parseMscclXml, type GraphProgram,
 } from "../graph/index.js";
 import { executorElf } from "../generated/executor-elf.js";
 import { buildCluster } from "./cluster.js";
@@ -48,7 +48,7 @@ export interface CollectiveRow {
 export interface CollectiveReport {
   /** The collective. */
   op: CollectiveSpec["op"];
-  /** ring, halving-doubling, tree, or direct (all-to-all) */
+  /** ring, halving-doubling, tree, direct (all-to-all), or `msccl "<name>"` (an imported MSCCL algorithm) */
   algorithm: string;
   /** Element type. */
   dtype: CollectiveSpec["dtype"];
@@ -74,7 +74,8 @@ export interface CollectiveReport {
 
 /** A report's head for collective `c` on `n` devices, its rows to come. */
 export function reportOf(c: CollectiveSpec, n: number): CollectiveReport {
-  return { op: c.op, algorithm: c.op === "all-reduce" ? c.algorithm : c.op === "all-to-all" ? "direct" : "ring", dtype: c.dtype, redop: c.redop, devices: n, engines: c.engines, rows: [] };
+  const algorithm = c.graph ? `msccl "${parseMscclXml(c.graph.text!).name}"` : c.op === "all-reduce" ? c.algorithm : c.op === "all-to-all" ? "direct" : "ring";
+  return { op: c.op, algorithm, dtype: c.dtype, redop: c.redop, devices: n, engines: c.engines, rows: [] };
 }
 
 const ESIZE = { f32: 4, f16: 2, bf16: 2, i32: 4 } as const;
@@ -89,6 +90,7 @@ export function busFactor(op: CollectiveSpec["op"], n: number): number {
 /** The program of `c` for `n` devices at `bytes` per device. */
 export function compileCollective(c: CollectiveSpec, n: number, bytes: number): GraphProgram {
   const o = { devices: n, engines: c.engines, bytes, dtype: c.dtype, redop: c.redop };
+  if (c.graph) return importMsccl(c.graph.text!, o).program;
   switch (c.op) {
     case "all-reduce": return c.algorithm === "halving-doubling" ? allReduceHalvingDoubling(o) : c.algorithm === "tree" ? allReduceTree(o) : allReduceRing(o);
     case "reduce-scatter": return reduceScatterRing(o);
@@ -178,7 +180,8 @@ export async function runProgram(sc: Scenario, c: CollectiveSpec, p: GraphProgra
   const n = contexts.length;
   let stopped = false;
   const run = bindProgram(contexts, p, { portGroup: c.portGroup });
-  const inName = "in";
+  // an MSCCL algorithm that runs only in place has no "in": its input goes into "out"
+  const inName = p.buffers.some((b) => b.name === "in") ? "in" : "out";
   const inBytes = p.buffers.find((b) => b.name === inName)!.bytes;
   const inputs = contexts.map((_, d) => input(inBytes, sc.seed, d, c.dtype));
   inputs.forEach((b, d) => run.write(d, inName, b));

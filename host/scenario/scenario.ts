@@ -12,6 +12,8 @@ import { resolveFabricConfig, type FabricOptions, type SwitchOptions } from "../
 import { parseTime } from "../units.js";
 import { validate, schema } from "../generated/scenario-validate.js";
 import { schemaError } from "./schema-errors.js";
+import { parseMscclXml, checkMsccl, MSCCL_COLLECTIVES } from "../graph/msccl.js";
+import { GraphError } from "../graph/types.js";
 
 /** One flow of a traffic pattern: a QP pair from device `src` to device `dst`. */
 export interface Flow {
@@ -173,6 +175,22 @@ export interface CollectiveSpec {
   check: boolean;
   /** A matmul-like load run alongside each size, its slowdown reported (docs/compute.md). */
   interference?: InterferenceSpec;
+  /** Your own algorithm instead of the compiler's, imported for each size (docs/graph.md, "Importing MSCCL algorithms"). */
+  graph?: GraphSpec;
+}
+
+/**
+ * A collective's graph given by the scenario ({@link CollectiveSpec.graph}): an MSCCL XML
+ * algorithm, as text, or as a file that `menic run` reads relative to the scenario file
+ * ({@link inlineGraphFiles} does that for a program: {@link resolveScenario} takes only text).
+ */
+export interface GraphSpec {
+  /** The format: MSCCL's XML algorithm format. */
+  format: "msccl-xml";
+  /** The file, relative to the scenario file; replaced by its text before the scenario is resolved. */
+  file?: string;
+  /** The XML. */
+  text?: string;
 }
 
 /** A matmul-like load on every device's compute grid alongside a collective (schemas/scenario.schema.json `collective.interference`, docs/compute.md). */
@@ -263,6 +281,7 @@ export function resolveScenario(input: unknown, path = "scenario"): Scenario {
     if (c.interference?.mode === "gpu-style" && c.interference.commUnits >= units)
       throw new ConfigError(`${at}.interference.commUnits`, `${c.interference.commUnits} leaves the load none of the devices' ${units} compute units (devices.config.computeUnits)`);
   }
+  for (const { c, at } of list) if (c.graph) checkGraph(c, count, `${at}.graph`);
   const link = (l: LinkInput, at: string): Partial<LinkSpec> => ({
     ...(l.gbps !== undefined ? { gbps: l.gbps } : {}),
     ...(l.latency !== undefined ? { latencyPs: time(l.latency, `${at}.latency`) } : {}),
@@ -295,6 +314,53 @@ export function resolveScenario(input: unknown, path = "scenario"): Scenario {
       return f.kind === "link-down" ? { kind: f.kind, links: f.links, ...when } : { kind: f.kind, plane: f.plane, ...when };
     }),
   };
+}
+
+/**
+ * Replaces every collective's `graph.file` in a scenario (parsed JSON, not yet resolved) by the
+ * file's text, read with `read` (the CLI reads relative to the scenario file). Returns a copy;
+ * what `read` throws is thrown as a ConfigError naming the field.
+ */
+export function inlineGraphFiles(input: unknown, read: (file: string) => string): unknown {
+  const s = structuredClone(input) as { collective?: unknown; collectives?: unknown };
+  if (typeof s !== "object" || s === null) return s;
+  const inline = (c: unknown, at: string) => {
+    const g = (c as { graph?: Record<string, unknown> } | null)?.graph;
+    if (typeof g !== "object" || g === null || typeof g.file !== "string") return;
+    try {
+      g.text = read(g.file);
+    } catch (e) {
+      throw new ConfigError(`${at}.graph.file`, `${g.file}: ${(e as Error).message}`);
+    }
+    delete g.file;
+  };
+  inline(s.collective, "scenario.collective");
+  if (Array.isArray(s.collectives)) s.collectives.forEach((c, i) => inline(c, `scenario.collectives[${i}]`));
+  return s;
+}
+
+/** A collective's graph: text (not a file left unread) that parses, for this op, these devices and engines. */
+function checkGraph(c: CollectiveSpec, devices: number, at: string): void {
+  const g = c.graph!;
+  if (g.file !== undefined) throw new ConfigError(`${at}.file`, `${JSON.stringify(g.file)} is not read here: menic run reads it relative to the scenario file; through the API give the XML as text, or call inlineGraphFiles first`);
+  if (g.text === undefined || g.text.trim() === "") throw new ConfigError(at, "needs file or text (the MSCCL XML)");
+  let a;
+  try {
+    a = parseMscclXml(g.text);
+  } catch (e) {
+    if (e instanceof GraphError) throw new ConfigError(`${at}.text`, e.message);
+    throw e;
+  }
+  if (MSCCL_COLLECTIVES[a.coll] !== c.op) throw new ConfigError(`${at}.text`, `the algorithm "${a.name}" is an ${a.coll} (coll="${a.coll}"), the collective a${c.op === "all-reduce" || c.op === "all-gather" || c.op === "all-to-all" ? "n" : ""} ${c.op}`);
+  if (a.ngpus !== devices) throw new ConfigError(`${at}.text`, `the algorithm "${a.name}" is for ${a.ngpus} gpus (ngpus="${a.ngpus}"), the scenario has ${devices} devices`);
+  c.sizes.forEach((bytes, i) => {
+    try {
+      checkMsccl(a, { bytes, dtype: c.dtype, engines: c.engines });
+    } catch (e) {
+      if (e instanceof GraphError) throw new ConfigError(`${at}.text`, `at sizes[${i}] (${bytes} bytes): ${e.message}`);
+      throw e;
+    }
+  });
 }
 
 /** Runs `check`, giving a ConfigError it throws the path `prefix` (its own path, if any, after a dot). */
