@@ -117,19 +117,50 @@ describe("a doorbell the ring cannot hold", () => {
 });
 
 describe("every work request completes exactly once", () => {
-  it("a QP moved to ERR with a request in flight completes the entries behind it once, then flushes new ones once", async () => {
+  it("a QP moved to ERR with a request in flight flushes it and the entries behind it at once, in order, then flushes new ones once", async () => {
     const { ctx, pd, cqA, a } = await pair();
     const big = buffers(ctx, pd, 1 << 20);
     const wr = (wrId: number) => ({ wrId, opcode: "RDMA_WRITE" as const, signaled: true, localAddr: big.src, length: 1 << 20, lkey: big.smr.lkey, remoteAddr: big.dst, rkey: big.dmr.rkey });
+    const before = ctx.read(big.dst, 1 << 20);
     ctx.postSend(a, [wr(1), wr(2), wr(3)]);
     ctx.run(ctx.nowPs + 3_000_000n); // request 1 is reading host memory over PCIe
+    const erredAt = ctx.nowPs;
     ctx.modifyQp(a, { state: "ERR" });
+    // request 1 had not executed: flushed with the rest, at the transition, before them
+    const now = ctx.pollCq(cqA, 16);
+    expect(now.map((w) => [Number(w.wrId), w.status, w.timePs])).toEqual([1, 2, 3].map((id) => [id, "WR_FLUSH_ERR", erredAt]));
     ctx.postSend(a, [wr(4)]);
     const wcs = settle(ctx, cqA);
-    expect(ids(wcs).sort()).toEqual([1, 2, 3, 4]);
-    expect(wcs.filter((w) => w.wrId !== 1n).every((w) => w.status === "WR_FLUSH_ERR")).toBe(true);
+    expect(wcs.map((w) => [Number(w.wrId), w.status])).toEqual([[4, "WR_FLUSH_ERR"]]);
+    expect(ctx.read(big.dst, 1 << 20)).toEqual(before); // nothing placed
     ctx.postSend(a, [wr(5)]);
     expect(ids(settle(ctx, cqA))).toEqual([5]);
+  });
+
+  it("a send queue completes in posting order when its QP is destroyed in ERR with a request ended and entries still crossing PCIe (verbs model, seed 105253)", async () => {
+    // the property's counterexample: a 1-byte WRITE in flight, the QP moved to ERR, a WRITE and
+    // a receive posted (their doorbells still crossing PCIe, two at most), then destroyQp.
+    // The destroy used to deliver the doorbells, flush the new WRITE behind the request in
+    // flight, and flush that request last: completions 2, 3, 1.
+    const { ctx, pd, cqA, a } = await pair({ hostDoorbellQueue: 2 });
+    const src = ctx.allocHostMemory(64), dst = ctx.allocHostMemory(64);
+    ctx.write(src, pattern(64, 9));
+    const smr = ctx.regMr(pd, src, 64), dmr = ctx.regMr(pd, dst, 64, ["LOCAL_WRITE", "REMOTE_WRITE"]);
+    const write = (wrId: number) => ({ wrId, opcode: "RDMA_WRITE" as const, signaled: true, localAddr: src, length: 1, lkey: smr.lkey, remoteAddr: dst, rkey: dmr.rkey });
+    ctx.postSend(a, [write(1)]);
+    ctx.run(ctx.nowPs + 1_500_000n);
+    expect(ctx.pollCq(cqA, 16)).toEqual([]); // still in flight: its fetch and source read cross PCIe
+    ctx.modifyQp(a, { state: "ERR" });
+    const erredAt = ctx.nowPs;
+    ctx.postSend(a, [write(2)]);
+    ctx.postRecv(a, [{ wrId: 3, localAddr: dst, length: 64, lkey: dmr.lkey }]);
+    expect(() => ctx.postSend(a, [write(4)])).toThrow(/doorbell/); // two doorbells are crossing PCIe
+    ctx.destroyQp(a);
+    const wcs = [...ctx.pollCq(cqA, 16), ...settle(ctx, cqA)];
+    const send = wcs.filter((w) => w.opcode !== "RECV"), recv = wcs.filter((w) => w.opcode === "RECV");
+    expect(send.map((w) => [Number(w.wrId), w.status, w.timePs])).toEqual([[1, "WR_FLUSH_ERR", erredAt], [2, "WR_FLUSH_ERR", erredAt]]);
+    expect(recv.map((w) => [Number(w.wrId), w.status])).toEqual([[3, "WR_FLUSH_ERR"]]);
+    expect(ctx.read(dst, 64)).toEqual(new Uint8Array(64)); // the WRITE in flight placed nothing
   });
 
   it("a peer's oversized SEND that errors a busy QP completes its entries once", async () => {
@@ -146,8 +177,9 @@ describe("every work request completes exactly once", () => {
     expect(ids(wcs).sort((x, y) => x - y)).toEqual([10, 11, 12, 20, 30]);
     const status = Object.fromEntries(wcs.map((w) => [Number(w.wrId), w.status]));
     // a's reads queue behind b's first 1 MiB on PCIe, so b is on request 11 when the SEND
-    // fails; a itself goes to ERR, so 11 finds its target gone; 12 is flushed once
-    expect(status).toEqual({ 10: "SUCCESS", 11: "RETRY_EXC_ERR", 12: "WR_FLUSH_ERR", 20: "LOC_LEN_ERR", 30: "REM_INV_REQ_ERR" });
+    // fails its receive and b goes to ERR: 11 has not executed and is flushed, then 12, in order
+    expect(status).toEqual({ 10: "SUCCESS", 11: "WR_FLUSH_ERR", 12: "WR_FLUSH_ERR", 20: "LOC_LEN_ERR", 30: "REM_INV_REQ_ERR" });
+    expect(ids(wcs.filter((w) => w.opcode !== "RECV" && w.qpNum === b.qpn))).toEqual([10, 11, 12]);
   });
 
   it("RESET discards what was posted, even entries whose doorbell had not arrived", async () => {

@@ -9,13 +9,52 @@
 import { describe, it, expect } from "vitest";
 import fc from "fast-check";
 import { coreModule } from "../host/platform/node.js";
-import { hostScenario, runHostScenario } from "./helpers/verbs-harness.js";
+import { hostScenario, runHostScenario, type HostScenario, type KeySpec, type WrSpec } from "./helpers/verbs-harness.js";
 import { enginePrograms, runOwnership, FW } from "./helpers/ownership-model.js";
 
+const fit: KeySpec = { fit: true, pick: 0, off: 0, bad: 0, otherRole: false };
+const write = (len: number): WrSpec => ({ op: "RDMA_WRITE", signaled: true, local: fit, remote: fit, len });
 const seed = (s: number) => Number(process.env.VERBS_SEED ?? s);
 const runs = (n: number) => Number(process.env.VERBS_RUNS ?? n);
 
+// Counterexamples the property found, kept as fixed cases (fast-check's seed and path are tied
+// to the arbitraries; these are not).
+const pinned: [string, HostScenario][] = [
+  // seed 105253: a WRITE in flight, its QP moved to ERR, a WRITE and a receive posted with
+  // their doorbells still crossing PCIe, then destroyQp: the send queue completed 2 before 1
+  ["ERR with a request in flight, then destroy: the send queue completes in posting order", {
+    depths: [{ sq: 2, rq: 2 }, { sq: 4, rq: 3 }, { sq: 2, rq: 2 }, { sq: 2, rq: 2 }, { sq: 2, rq: 2 }, { sq: 2, rq: 2 }],
+    hostDoorbellQueue: 2,
+    ops: [
+      { t: "post", qp: 1, wrs: [write(1)], express: false },
+      { t: "advance", ps: 1_500_000 },
+      { t: "modify", qp: 1, to: "ERR", dest: 0 },
+      { t: "post", qp: 7, wrs: [write(1)], express: false },
+      { t: "recv", qp: 1, wrs: [{ local: fit, len: 96 }] },
+      { t: "post", qp: 1, wrs: [write(1)], express: false },
+      { t: "destroy", qp: 1 },
+    ],
+  }],
+  // seed 105253 again once that was fixed: an unsignaled WRITE done unobserved, then one whose
+  // key fails in flight when its QP is destroyed: it keeps its LOC_PROT_ERR
+  ["destroy with a failed request in flight behind an unobserved one: it keeps its status", {
+    depths: Array.from({ length: 6 }, () => ({ sq: 2, rq: 2 })),
+    hostDoorbellQueue: 2,
+    ops: [
+      { t: "post", qp: 7, wrs: [{ ...write(1), signaled: false, local: { ...fit, pick: 10 }, remote: { ...fit, pick: 4 } }, { ...write(44), local: { ...fit, off: 213 } }], express: true },
+      { t: "post", qp: 0, wrs: [{ ...write(1), remote: { ...fit, fit: false } }], express: false },
+      { t: "advance", ps: 1_500_000 },
+      { t: "modify", qp: 0, to: "ERR", dest: 0 },
+      { t: "destroy", qp: 1 },
+    ],
+  }],
+];
+
 describe("the host verbs queues against the reference model", () => {
+  it.each(pinned)("%s", async (_, sc) => {
+    await runHostScenario(coreModule(), sc);
+  });
+
   it("every work request completes once, with the model's status and bytes, and nothing else changes", async () => {
     await fc.assert(
       fc.asyncProperty(hostScenario(Number(process.env.VERBS_CHUNKS ?? 40)), async (sc) => {

@@ -4,7 +4,7 @@
 
 import { nicOf } from "./state";
 import { Device } from "../core/device";
-import { Qp, mrCheck, OWNER_HOST } from "./verbs";
+import { Qp, qpAt, mrCheck, OWNER_HOST, NOT_ARMED } from "./verbs";
 import { dmaPtr, dmaIsHbm } from "../mem/dma";
 import { reduceKernel, reduceElementBytes, reduceOpKnown } from "../mem/reduce";
 import {
@@ -43,6 +43,22 @@ export function checkReduce(dev: Device, q: Qp, w: usize): u32 {
 /** The reduction block a QP's REDUCE runs on: its engine's, or for a host QP one chosen by its number. */
 export function reduceBlockOf(dev: Device, q: Qp, qpn: u32): u32 {
   return q.owner == OWNER_HOST ? qpn % dev.cfg.engines : q.owner;
+}
+
+/**
+ * Frees reduction block `block`. Returns the first QP (in QP order) whose request waits for it,
+ * which waits no longer and is the caller's to restart, or -1.
+ */
+export function freeBlock(dev: Device, block: u32): i32 {
+  store<u32>(nicOf(dev).blocks + (<usize>block << 2), 0);
+  for (let i: u32 = 0; i < dev.cfg.maxQps; i++) {
+    const q = qpAt(dev, i);
+    if (q.valid && q.busy && q.waitBlock == block) {
+      q.waitBlock = NOT_ARMED;
+      return <i32>i;
+    }
+  }
+  return -1;
 }
 
 /** Computes a checked REDUCE (its WQE at `w`) into its destination. */

@@ -16,7 +16,14 @@ export const enum NicPhase {
   Wait = 5, // a retry timer, or the reduction block
   Send = 6, // its packets wait for, or are on, its port (transmit.ts)
   AwaitAck = 7, // all sent: the answer is awaited (roce.ts)
+  Completing = 8, // its Done is running: it places its bytes and completes itself (requester.ts done)
 }
+
+// what a request does, kept in Qp.reqFlags while it runs
+export const REQ_DST_HOST: u32 = 1;
+export const REQ_REDUCE: u32 = 2;
+export const REQ_DST_SRAM: u32 = 4;
+export const REQ_REMOTE: u32 = 8; // to another device, over RoCEv2
 
 // set in the event's generation word when a request's HBM flow has ended
 export const FLOW_ENDED: u32 = 0x80000000;
@@ -49,10 +56,9 @@ export function notReady(dev: Device, q: Qp, qpn: u32, t: u64): void {
   phaseAt(dev, q, qpn, NicPhase.Wait, t + dev.cfg.rnrTimerPs);
 }
 
-/** The request at sqCi has completed: move past it and the entries flushed behind it. */
+/** The request at sqCi has completed: move past it. */
 export function finishRequest(q: Qp): void {
   q.sqCi++;
-  if (<i32>(q.sqFlushed - q.sqCi) > 0) q.sqCi = q.sqFlushed;
   q.busy = 0;
   q.phase = NicPhase.Idle;
 }

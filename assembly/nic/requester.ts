@@ -16,33 +16,26 @@ import { nicOf } from "./state";
 import { Device, statAdd, tracePoint } from "../core/device";
 import { Qp, qpAt, qpWqe, sqSlot, mrCheck, NOT_ARMED } from "./verbs";
 import { dmaPtr, dmaIsHbm, dmaIsHost, dmaIsSram, sramDmaPs } from "../mem/dma";
-import { schedule, unschedule, EventKind } from "../core/sched";
+import { schedule, EventKind } from "../core/sched";
 import { hbmStart, FlowClass } from "../mem/hbm";
 import { pcieRead, pcieWrite, PcieDir } from "../mem/pcie";
-import { cqPush, cqeVisible } from "./completions";
-import { readyTime, flush, qpError } from "./queues";
+import { cqeVisible } from "./completions";
+import { readyTime, flush, qpError, completeHead } from "./queues";
 import { Packet, PacketKind, packetOut, packetIn } from "./packet";
-import { NicPhase, FLOW_ENDED, phaseAt, fail, noAnswer, notReady, finishRequest } from "./phases";
+import { NicPhase, FLOW_ENDED, REQ_DST_HOST, REQ_REDUCE, REQ_DST_SRAM, REQ_REMOTE, phaseAt, fail, noAnswer, notReady } from "./phases";
 import { queueRequest } from "./roce-tx";
 import { streamReady } from "../metaroce/tx";
 import { packetsOf, psnAdd } from "./psn";
 import { OUT_MAX, OUT_WAIT_RESPONSE, outDrain, outPush, kickAt } from "./outstanding";
 import { wireRequest } from "./wire";
-import { checkCopy, checkReduce, reduceBlockOf, placeReduce } from "./local-ops";
+import { checkCopy, checkReduce, reduceBlockOf, placeReduce, freeBlock } from "./local-ops";
 import {
-  OPCODE_RDMA_READ, OPCODE_RDMA_WRITE_WITH_IMM, OPCODE_SEND, OPCODE_SEND_WITH_IMM, OPCODE_REDUCE, OPCODE_COPY, WR_FLAG_SIGNALED,
+  OPCODE_RDMA_READ, OPCODE_SEND, OPCODE_SEND_WITH_IMM, OPCODE_RDMA_WRITE_WITH_IMM, OPCODE_REDUCE, OPCODE_COPY,
   STATUS_SUCCESS, STATUS_LOC_QP_OP_ERR, STATUS_LOC_PROT_ERR, STATUS_WR_FLUSH_ERR, STATUS_RETRY_EXC_ERR, STATUS_RNR_RETRY_EXC_ERR,
   ACCESS_LOCAL_WRITE, QP_STATE_RTS, QP_STATE_ERR,
-  WQE_SIZE, WQE_OPCODE, WQE_FLAGS, WQE_NSRC, WQE_WR_ID, WQE_LADDR, WQE_LENGTH, WQE_LKEY, WQE_RADDR, WQE_RKEY, WQE_IMM,
-  STAT_NIC_WQES, STAT_NIC_ERRORS, STAT_NIC_FLUSHED, STAT_NIC_RNR_RETRIES, STAT_NIC_TRANSPORT_RETRIES, STAT_HBM_FLOW_FULL,
-  TP_NIC_WQE_START, TP_NIC_WQE_DONE,
+  WQE_SIZE, WQE_OPCODE, WQE_NSRC, WQE_LADDR, WQE_LENGTH, WQE_LKEY, WQE_RADDR, WQE_RKEY, WQE_IMM,
+  STAT_NIC_WQES, STAT_HBM_FLOW_FULL, TP_NIC_WQE_START,
 } from "../generated/layouts";
-
-// request flags kept in Qp.reqFlags
-const REQ_DST_HOST: u32 = 1;
-const REQ_REDUCE: u32 = 2;
-const REQ_DST_SRAM: u32 = 4;
-const REQ_REMOTE: u32 = 8; // to another device, over RoCEv2
 
 /** Starts the next request of a send queue if it is runnable now, or arranges to look again. */
 export function kick(dev: Device, qpn: u32, t: u64): void {
@@ -281,13 +274,6 @@ function wakeFlowWaiter(dev: Device, t: u64): void {
   }
 }
 
-/** Stops a request waiting for a flow slot from waiting (it is ending). */
-function stopWaitingFlow(dev: Device, q: Qp): void {
-  if (!q.waitFlow) return;
-  q.waitFlow = 0;
-  nicOf(dev).flowWaiters--;
-}
-
 function tail(dev: Device, q: Qp, qpn: u32, t: u64): void {
   if (q.status == STATUS_SUCCESS && (q.reqFlags & REQ_REMOTE)) { startSend(dev, q, qpn, t); return; }
   let end = t;
@@ -326,8 +312,9 @@ function finishTransfer(dev: Device, q: Qp, qpn: u32, w: usize, t: u64): bool {
 function done(dev: Device, qpn: u32, t: u64): void {
   const q = qpAt(dev, qpn);
   const w = qpWqe(dev, qpn);
-  const op = <u32>load<u8>(w + WQE_OPCODE);
-  const len = <u32>load<u32>(w + WQE_LENGTH);
+  // the request executes now: what its placement does to its own QP (a SEND to itself that
+  // fails the receive moves it to ERR) leaves it to complete itself, before the entries behind
+  q.phase = NicPhase.Completing;
   if (q.reqFlags & REQ_REDUCE) {
     // the block is released whatever the outcome; the operands' keys are checked again
     releaseBlock(dev, q.reqBlock, t);
@@ -337,51 +324,12 @@ function done(dev: Device, qpn: u32, t: u64): void {
     if (!finishTransfer(dev, q, qpn, w, t)) return;
   }
   const status = q.status;
-  const signaled = q.sigAll != 0 || (load<u8>(w + WQE_FLAGS) & WR_FLAG_SIGNALED) != 0 || status != STATUS_SUCCESS;
-  let cqOk = true;
-  if (signaled) cqOk = cqPush(dev, q.sendCq, t, load<u64>(w + WQE_WR_ID), status == STATUS_SUCCESS ? len : 0, 0, false, qpn, status, op);
-  tracePoint(dev, t, TP_NIC_WQE_DONE, 0xffff, (qpn << 8) | status);
-  finishRequest(q);
-  if (status != STATUS_SUCCESS) {
-    statAdd(dev, status == STATUS_WR_FLUSH_ERR ? STAT_NIC_FLUSHED : STAT_NIC_ERRORS, 1);
-    qpError(dev, qpn, t);
-  } else if (!cqOk) {
-    qpError(dev, qpn, t);
-  }
+  if (!completeHead(dev, q, qpn, status, t) || status != STATUS_SUCCESS) qpError(dev, qpn, t);
   kick(dev, qpn, t);
-}
-
-
-/**
- * Ends the request in flight on `qpn` at once with WR_FLUSH_ERR (the QP is being destroyed):
- * its pending events find a new generation and do nothing, and a reduction block it holds
- * goes to the next QP waiting for it.
- */
-export function abandonRequest(dev: Device, qpn: u32, t: u64): void {
-  const q = qpAt(dev, qpn);
-  if (!q.busy) return;
-  const w = qpWqe(dev, qpn);
-  cqPush(dev, q.sendCq, t, load<u64>(w + WQE_WR_ID), 0, 0, false, qpn, STATUS_WR_FLUSH_ERR, load<u8>(w + WQE_OPCODE));
-  statAdd(dev, STAT_NIC_FLUSHED, 1);
-  finishRequest(q);
-  q.gen++;
-  // its pending phase is dropped, so a QP created in this slot starts with none (a flow's end
-  // still comes: it frees a slot of the flow table)
-  unschedule(dev, EventKind.NicPhase, qpn, FLOW_ENDED);
-  stopWaitingFlow(dev, q);
-  if (q.waitBlock != NOT_ARMED) q.waitBlock = NOT_ARMED;
-  else if (q.reqFlags & REQ_REDUCE) releaseBlock(dev, q.reqBlock, t);
 }
 
 /** Frees a reduction block and restarts the first QP (in QP order) waiting for it. */
 function releaseBlock(dev: Device, block: u32, t: u64): void {
-  store<u32>(nicOf(dev).blocks + (<usize>block << 2), 0);
-  for (let i: u32 = 0; i < dev.cfg.maxQps; i++) {
-    const q = qpAt(dev, i);
-    if (q.valid && q.busy && q.waitBlock == block) {
-      q.waitBlock = NOT_ARMED;
-      attempt(dev, i, t);
-      return;
-    }
-  }
+  const next = freeBlock(dev, block);
+  if (next >= 0) attempt(dev, <u32>next, t);
 }

@@ -16,7 +16,7 @@ import { NicPhase, phaseAt, fail, notReady } from "./phases";
 import { portsOf, rxRing, ringRec, ringConsume, bodyAlloc, portIpv4, FRAME_MAX, HDR_MAX } from "./ports";
 import { queueRequest, queueAnswer, queueCnp, wantTimer, armTimer, disarmTimer, dcqcnCut, dcqcnTimer, RESP_ACK, RESP_READ, RESP_NONE } from "./roce-tx";
 import { packetsOf, psnAdd, psnDiff } from "./psn";
-import { outAt, outFirstPsn, outLastPsn, outComplete, outFlush, outAck, outDrain } from "./outstanding";
+import { outAt, outFirstPsn, outLastPsn, outComplete, outAck, outDrain } from "./outstanding";
 import { icrcIpv4 } from "../wire/icrc";
 import { ipv4Checksum } from "../wire/ipv4";
 import { mrtReceive } from "../metaroce/rx";
@@ -35,7 +35,7 @@ import {
 import {
   OPCODE_RDMA_WRITE, OPCODE_RDMA_WRITE_WITH_IMM, OPCODE_SEND, OPCODE_SEND_WITH_IMM, OPCODE_RDMA_READ, OPCODE_RECV,
   STATUS_SUCCESS, STATUS_LOC_LEN_ERR, STATUS_LOC_PROT_ERR, STATUS_REM_INV_REQ_ERR, STATUS_REM_ACCESS_ERR, STATUS_REM_OP_ERR,
-  STATUS_RETRY_EXC_ERR, STATUS_RNR_RETRY_EXC_ERR, STATUS_WR_FLUSH_ERR, STAT_NIC_RNR_RETRIES, ACCESS_LOCAL_WRITE, ACCESS_REMOTE_WRITE, ACCESS_REMOTE_READ, QP_STATE_RTR, QP_STATE_RTS,
+  STATUS_RETRY_EXC_ERR, STATUS_RNR_RETRY_EXC_ERR, STAT_NIC_RNR_RETRIES, ACCESS_LOCAL_WRITE, ACCESS_REMOTE_WRITE, ACCESS_REMOTE_READ, QP_STATE_RTR, QP_STATE_RTS,
   WQE_OPCODE, WQE_LADDR, WQE_LENGTH, WQE_LKEY, WQE_WR_ID,
   PKT_SIZE, PKT_TIME_PS, PKT_WIRE_LEN, PKT_PORT, PKT_HDR_LEN, PKT_BODY_LEN, PKT_BODY_OFF, PKT_HDR,
   STAT_PORT_RX_PACKETS, STAT_PORT_RX_RING_FULL, STAT_PORT_RX_LATE, STAT_ROCE_RX_MALFORMED, STAT_ROCE_RX_BAD_ICRC,
@@ -362,12 +362,10 @@ function resendOutstanding(dev: Device, q: Qp, qpn: u32, psn: u32, t: u64): void
   queueRequest(dev, q, qpn, t);
 }
 
-/** The oldest outstanding message failed with `status`: it completes so, the rest are flushed and the QP goes to error. */
+/** The oldest outstanding message failed with `status`: it completes so, and the QP goes to error, which flushes the rest, the head and the queue in order. */
 function failOutstanding(dev: Device, q: Qp, qpn: u32, status: u32, t: u64): void {
   outDrain(dev, q, qpn, t, true); // the acknowledged ones before it complete first
   outComplete(dev, q, qpn, status, t);
-  outFlush(dev, qpn, t);
-  if (q.busy) complete(dev, q, qpn, STATUS_WR_FLUSH_ERR, t); // the head, behind them
   qpError(dev, qpn, t);
 }
 

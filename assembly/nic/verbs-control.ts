@@ -5,7 +5,7 @@
 import { Device } from "../core/device";
 import { Qp, qpAt, cqAt, pdValid, OWNER_HOST, NOT_ARMED } from "./verbs";
 import { dmaPtr } from "../mem/dma";
-import { kick, abandonRequest } from "./requester";
+import { kick } from "./requester";
 import { qpError, qpReset } from "./queues";
 import { dbqDeliverFor } from "./doorbells";
 import { unlistQp } from "./roce-tx";
@@ -100,13 +100,15 @@ export function qpModify(dev: Device, qpn: u32, state: u32, destQpn: u32, destDe
   return E_OK;
 }
 
-/** Destroys a QP; a request still in flight completes with WR_FLUSH_ERR first, so every posted entry completes once. */
+/**
+ * Destroys a QP: it goes to ERR first, so every posted entry completes once, in order (a request
+ * in flight with the outcome it has, or WR_FLUSH_ERR; the rest with WR_FLUSH_ERR).
+ */
 export function qpDestroy(dev: Device, qpn: u32): i32 {
   if (qpn >= dev.cfg.maxQps || !qpAt(dev, qpn).valid) return E_NO_OBJECT;
   const q = qpAt(dev, qpn);
   const t = dev.now;
   dbqDeliverFor(dev, qpn, t);
-  abandonRequest(dev, qpn, t);
   qpError(dev, qpn, t);
   unlistQp(dev, q, qpn);
   streamClose(dev, q, qpn);

@@ -49,7 +49,6 @@ export const RANGES: u32 = 8;
   rqDepth: u32;
   announced: u32; // send entries the NIC knows of (free-running)
   sqCi: u32; // send entries completed, or the one executing (busy)
-  sqFlushed: u32; // entries before this are completed, except a busy sqCi (flushed behind it)
   rqPi: u32; // receive entries posted
   rqCi: u32; // receive entries consumed
   busy: u32; // executing sqCi

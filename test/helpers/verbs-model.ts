@@ -16,11 +16,13 @@
 //    Done ... the request is checked again");
 //  - each QP's send queue runs in order, one at a time; an unsignaled successful WRITE or READ
 //    writes no completion, so it is taken as done when a later entry of its QP completes;
-//  - ERR flushes every entry once; a request in flight when the host moves its QP to ERR
-//    (the `exempt` one) completes by itself with its own status or WR_FLUSH_ERR, and may do so
-//    after the entries behind it were flushed;
+//  - ERR completes every entry once, at once and in posting order (IB spec 10.3.1; a send
+//    queue completes in the order it was posted): a request in flight when its QP goes to ERR
+//    or is destroyed (the `exempt` one) completes with the outcome it already has (an error its
+//    checks found) or WR_FLUSH_ERR, never SUCCESS (a transfer of this device places its bytes
+//    and completes in one step), then the entries behind it are flushed;
 //  - RESET discards without completions (from ERR, what the QP's delivered doorbells announce
-//    is flushed first); destroyQp flushes everything at once; a host call that throws changes
+//    is flushed first); destroyQp completes everything at once, as ERR does; a host call that throws changes
 //    nothing, and one the model cannot judge without timing (a post that may find room, a
 //    RESET that may find a request in flight) may go either way.
 // Bytes: sources are never written (their regions grant no write right), so a successful
@@ -73,8 +75,6 @@ export class ModelQp {
   rq: RecvEntry[] = [];
   /** The request that may be in flight since the host moved the QP to ERR. */
   exempt: SendEntry | null = null;
-  /** Entries flushed behind `exempt`: the NIC frees their slots only when it completes. */
-  flushedBehind = 0;
   destroyed = false;
   /** Set by a command whose effects complete at once (ERR, destroy, RESET from ERR): checked at the end of its step. */
   settle: "err" | "destroy" | "reset" | null = null;
@@ -91,7 +91,7 @@ interface Write { qp: number; dst: ModelBuffer; dstOff: number; src: ModelBuffer
  * A QP in the search. `finishing`: its request failed at the target's receive, which has
  * completed; the target went to ERR and flushed before this request writes its own completion.
  */
-interface QView { state: QpState; sq: SendEntry[]; rq: RecvEntry[]; exempt: SendEntry | null; flushedBehind: number; finishing: Status | null }
+interface QView { state: QpState; sq: SendEntry[]; rq: RecvEntry[]; exempt: SendEntry | null; finishing: Status | null }
 interface World { qs: QView[]; writes: Write[]; optional: Write[]; done: number[] }
 
 /** The completion a transition of the model writes. */
@@ -206,7 +206,7 @@ export class VerbsModel {
   }
 
   private liveView(): QView[] {
-    return this.qps.map((q) => ({ state: q.state, sq: q.sq, rq: q.rq, exempt: q.exempt, flushedBehind: q.flushedBehind, finishing: null }));
+    return this.qps.map((q) => ({ state: q.state, sq: q.sq, rq: q.rq, exempt: q.exempt, finishing: null }));
   }
 
   /** Records, for the entries of `qps` that may start now, what their checks give in the world as it is. */
@@ -242,8 +242,7 @@ export class VerbsModel {
   private sqHeld(q: ModelQp): [number, number] {
     const view = this.liveView();
     const k = this.silentPrefix(q, view);
-    const exemptHeld = q.exempt !== null && q.sq.indexOf(q.exempt) >= k;
-    return [q.sq.length - k + (exemptHeld ? q.flushedBehind : 0), q.sq.length + q.flushedBehind];
+    return [q.sq.length - k, q.sq.length];
   }
 
   expectPost(q: ModelQp, n: number): Verdict {
@@ -272,7 +271,7 @@ export class VerbsModel {
 
   private completeSilently(q: ModelQp, e: SendEntry): void {
     q.sq.shift();
-    if (q.exempt === e) { q.exempt = null; q.flushedBehind = 0; }
+    if (q.exempt === e) q.exempt = null;
     this.done.set(e.wrId, this.step);
   }
 
@@ -313,8 +312,8 @@ export class VerbsModel {
   modify(q: ModelQp, to: QpState, dest: number | undefined): void {
     const from = q.state;
     if (to === "ERR") {
-      if (from === "RTS") { q.exempt = q.sq[0]?.startable ? q.sq[0] : null; q.flushedBehind = 0; }
-      else if (from !== "ERR") { q.exempt = null; q.flushedBehind = 0; }
+      if (from === "RTS") q.exempt = q.sq[0]?.startable ? q.sq[0] : null;
+      else if (from !== "ERR") q.exempt = null;
       q.state = "ERR";
       q.settle = "err";
       return;
@@ -333,7 +332,6 @@ export class VerbsModel {
         q.rq = [];
       }
       q.state = "RESET";
-      q.flushedBehind = 0;
       return;
     }
     if (to === "RTR") q.dest = dest!;
@@ -345,9 +343,9 @@ export class VerbsModel {
   }
 
   destroy(q: ModelQp): void {
+    // a destroyed QP goes to ERR first: its request in flight ends as at ERR
+    if (q.state === "RTS") q.exempt = q.sq[0]?.startable ? q.sq[0] : null;
     q.destroyed = true;
-    q.exempt = null;
-    q.flushedBehind = 0;
     q.settle = "destroy";
   }
 
@@ -440,7 +438,7 @@ export class VerbsModel {
   }
 
   private key(w: World, cur: number[]): string {
-    const qs = w.qs.map((q) => `${q.state}${q.sq.map((e) => e.wrId).join(",")}/${q.rq.map((r) => r.wrId).join(",")}/${q.exempt?.wrId ?? ""}/${q.flushedBehind}/${q.finishing ?? ""}`).join("|");
+    const qs = w.qs.map((q) => `${q.state}${q.sq.map((e) => e.wrId).join(",")}/${q.rq.map((r) => r.wrId).join(",")}/${q.exempt?.wrId ?? ""}/${q.finishing ?? ""}`).join("|");
     const writes = w.writes.map((x) => `${x.qp}:${x.dst.id}:${x.dstOff}:${x.src.id}:${x.srcOff}:${x.len}`).sort().join(",");
     return `${cur.join(",")}#${qs}#${writes}`;
   }
@@ -472,14 +470,10 @@ export class VerbsModel {
       if (idx < 0) return;
       // explanations that complete fewer requests unobserved first: they commit to less
       // (a request left in flight may still complete, or land bytes, in a later step)
-      if (c.status === "WR_FLUSH_ERR") {
-        const f = this.flush(w, e.qp, idx, true);
-        if (f) yield f;
-      }
       const x = this.exec(w, e.qp, idx, c.status as Status);
       if (x) yield x;
       if (c.status === "WR_FLUSH_ERR") {
-        const f = this.flush(w, e.qp, idx, false);
+        const f = this.flush(w, e.qp, idx);
         if (f) yield f;
       }
       return;
@@ -513,7 +507,6 @@ export class VerbsModel {
 
   /** Entry `idx` of `q` runs to completion with status `s`, the entries before it having completed unobserved. */
   private exec(w0: World, q: ModelQp, idx: number, s: Status): { world: World; cqes: Cqe[] } | null {
-    if (q.destroyed) return null;
     const v0 = w0.qs[q.id];
     const e = v0.sq[idx];
     if (v0.finishing !== null) {
@@ -526,13 +519,14 @@ export class VerbsModel {
       v.finishing = null;
       v.state = "ERR";
       v.exempt = null;
-      v.flushedBehind = 0;
       return { world: w, cqes: [{ cq: q.sendCq, wrId: e.wrId, status: s, opcode: e.op, qpNum: q.qpn, byteLen: 0, imm: null }] };
     }
     if (!e.startable) return null;
     for (let i = 0; i < idx; i++) if (!this.silent(v0.sq[i], w0.qs)) return null;
     const exemptReach = v0.exempt !== null && v0.sq.indexOf(v0.exempt) <= idx && v0.sq.indexOf(v0.exempt) >= 0;
-    if (!(v0.state === "RTS" || (v0.state === "ERR" && exemptReach))) return null;
+    // a request in flight when its QP went to ERR (or was destroyed) ends then, with its outcome
+    const ending = v0.state === "ERR" || q.destroyed;
+    if (ending ? !exemptReach : v0.state !== "RTS") return null;
     const w = this.clone(w0);
     const v = w.qs[q.id];
     for (let i = 0; i < idx; i++) this.silentDone(w, v.sq.shift()!);
@@ -543,7 +537,12 @@ export class VerbsModel {
     allowed.delete("REM_OP_ERR");
     allowed.add(now);
     if (now !== "SUCCESS") allowed.delete("SUCCESS");
-    if (v.state === "ERR") allowed.add("WR_FLUSH_ERR");
+    if (ending) {
+      // it has not executed (a transfer places its bytes and completes in one step): its
+      // checks' failure, or flushed
+      for (const x of ["SUCCESS", "REM_INV_REQ_ERR", "REM_OP_ERR"] as const) allowed.delete(x);
+      allowed.add("WR_FLUSH_ERR");
+    }
     if (!allowed.has(s)) return null;
     const cqes: Cqe[] = [];
     const t = this.target(q);
@@ -576,8 +575,8 @@ export class VerbsModel {
     if (e.signaled || q.sigAll || s !== "SUCCESS") {
       cqes.push({ cq: q.sendCq, wrId: e.wrId, status: s, opcode: e.op, qpNum: q.qpn, byteLen: s === "SUCCESS" ? e.len : 0, imm: null });
     }
-    if (v.exempt === e || (v.exempt !== null && !v.sq.includes(v.exempt))) { v.exempt = null; v.flushedBehind = 0; }
-    if (s !== "SUCCESS") { v.state = "ERR"; v.exempt = null; v.flushedBehind = 0; }
+    if (v.exempt === e || (v.exempt !== null && !v.sq.includes(v.exempt))) v.exempt = null;
+    if (s !== "SUCCESS") { v.state = "ERR"; v.exempt = null; }
     return { world: w, cqes };
   }
 
@@ -585,34 +584,23 @@ export class VerbsModel {
   private toErr(tv: QView, busy: SendEntry | null): void {
     if (tv.state === "RTS") {
       tv.exempt = busy ?? (tv.sq[0]?.startable ? tv.sq[0] : null);
-      tv.flushedBehind = 0;
     }
     tv.state = "ERR";
   }
 
-  /** Entry `idx` of `q` is flushed; entries before it completed unobserved, or (`keep`) the last is the one in flight. */
-  private flush(w0: World, q: ModelQp, idx: number, keep: boolean): { world: World; cqes: Cqe[] } | null {
+  /**
+   * Entry `idx` of `q` is flushed, the entries before it having completed unobserved: never
+   * one behind a request still to complete (the queue completes in the order it was posted).
+   */
+  private flush(w0: World, q: ModelQp, idx: number): { world: World; cqes: Cqe[] } | null {
     const v0 = w0.qs[q.id];
     if (!(v0.state === "ERR" || q.destroyed || q.settle === "reset")) return null;
-    if (keep && (idx === 0 || q.destroyed || v0.state !== "ERR" || v0.exempt === null)) return null;
-    const silentCount = keep ? idx - 1 : idx;
-    for (let i = 0; i < silentCount; i++) if (!this.silent(v0.sq[i], w0.qs)) return null;
-    if (keep) {
-      const exemptAt = v0.sq.indexOf(v0.exempt!);
-      if (exemptAt < 0 || exemptAt > idx - 1) return null;
-    }
+    for (let i = 0; i < idx; i++) if (!this.silent(v0.sq[i], w0.qs)) return null;
     const w = this.clone(w0);
     const v = w.qs[q.id];
-    for (let i = 0; i < silentCount; i++) this.silentDone(w, v.sq.shift()!);
-    const e = v.sq[keep ? 1 : 0];
-    if (keep) {
-      v.exempt = v.sq[0];
-      v.flushedBehind++;
-      v.sq.splice(1, 1);
-    } else {
-      if (v.exempt !== null && !v.sq.slice(1).includes(v.exempt)) { v.exempt = null; v.flushedBehind = 0; }
-      v.sq.shift();
-    }
+    for (let i = 0; i < idx; i++) this.silentDone(w, v.sq.shift()!);
+    const e = v.sq.shift()!;
+    if (v.exempt !== null && !v.sq.includes(v.exempt)) v.exempt = null;
     w.done.push(e.wrId);
     return { world: w, cqes: [{ cq: q.sendCq, wrId: e.wrId, status: "WR_FLUSH_ERR", opcode: e.op, qpNum: q.qpn, byteLen: 0, imm: null }] };
   }
@@ -661,17 +649,14 @@ export class VerbsModel {
         while (v.sq.length > 0 && this.silent(v.sq[0], w.qs)) {
           const e = v.sq.shift()!;
           this.silentDone(w, e);
-          if (v.exempt === e) { v.exempt = null; v.flushedBehind = 0; }
+          if (v.exempt === e) v.exempt = null;
         }
         if (v.sq.length > 0) return `wr ${v.sq[0].wrId} (${v.sq[0].op}) of ${where} never completed`;
       }
       if (q.settle === "err") {
-        // the entries behind a request in flight are flushed at once
-        let k = 0;
-        while (k < v.sq.length && this.silent(v.sq[k], w.qs)) k++;
-        const rest = v.sq.slice(k);
-        const inFlight = v.exempt !== null && v.sq.indexOf(v.exempt) >= 0 && v.sq.indexOf(v.exempt) <= k;
-        if (rest.length > 1 || (rest.length === 1 && !inFlight)) return `${where} was moved to ERR, but wr ${rest[rest.length - 1].wrId} was neither flushed nor in flight`;
+        // the request in flight and the entries behind it complete at once
+        const rest = v.sq.find((e) => !this.silent(e, w.qs));
+        if (rest) return `${where} was moved to ERR, but wr ${rest.wrId} did not complete at once`;
       }
       const flushes = q.destroyed || v.state === "ERR" || q.settle === "reset";
       if ((q.settle !== null || opts.quiet) && flushes && v.rq.length > 0) return `receive wr ${v.rq[0].wrId} of ${where} was never flushed`;
@@ -741,7 +726,6 @@ export class VerbsModel {
       q.rq = v.rq;
       q.state = v.state;
       q.exempt = v.exempt;
-      q.flushedBehind = v.flushedBehind;
       q.settle = null;
     }
     for (const id of w.done) this.done.set(id, this.step);
