@@ -214,8 +214,8 @@ export function qpCreate(dev: usize, pd: u32, sendCq: u32, recvCq: u32, sqBase: 
   return qpCreateV(changetype<Device>(dev), pd, sendCq, recvCq, sqBase, sqDepth, rqBase, rqDepth, owner, sigAll);
 }
 /** Moves a QP to `state`; at RTR its destination is QP `destQpn` of device `destDevice` (this one: loopback) over port group `portGroup`. */
-export function qpModify(dev: usize, qpn: u32, state: u32, destQpn: u32, destDevice: u32, portGroup: u32): i32 {
-  return qpModifyV(changetype<Device>(dev), qpn, state, destQpn, destDevice, portGroup);
+export function qpModify(dev: usize, qpn: u32, state: u32, destQpn: u32, destDevice: u32, portGroup: u32, lane: u32): i32 {
+  return qpModifyV(changetype<Device>(dev), qpn, state, destQpn, destDevice, portGroup, lane);
 }
 export function qpDestroy(dev: usize, qpn: u32): i32 { return qpDestroyV(changetype<Device>(dev), qpn); }
 export function qpState(dev: usize, qpn: u32): u32 { return qpAt(changetype<Device>(dev), qpn).state; }

@@ -11,7 +11,7 @@
 import { Device, type DeviceOptions } from "./device.js";
 import {
   OPCODE, WR_FLAG, STATUS, ACCESS, QP_STATE, REDUCE_OP, DTYPE, CMD_ERR, WQE, WQE_STRIDE, CQE, DMA, REGIONS,
-  OWNER_HOST, REMOTE_KEY_BIT, MAX_CQ_DEPTH, MAX_QUEUE_DEPTH, PORT_GROUP,
+  OWNER_HOST, REMOTE_KEY_BIT, MAX_CQ_DEPTH, MAX_QUEUE_DEPTH, PORT_GROUP, PORT_LANE_AUTO,
 } from "./generated/layouts.js";
 
 /**
@@ -248,6 +248,12 @@ export interface QpAttr {
   destDevice?: number;
   /** Which port group carries it to another device. Default `SCALE_UP`. */
   portGroup?: PortGroup;
+  /**
+   * At RTR to another device: which port of the group it sends on, as an index taken modulo the
+   * group's size (so it survives a re-split), the same at both ends of the pair. Default: port
+   * (QP number + destination QP number) mod the group's size.
+   */
+  portLane?: number;
 }
 
 /** Options of {@link Context.postSend}. */
@@ -624,8 +630,9 @@ export class Context {
     const maxQps = destDevice === self ? Number(this.device.config.get("maxQps")) : 1 << 24;
     const dest = attr.destQpNum === undefined ? U32_MAX : checkInt(`modifyQp: QP ${qp.qpn}: attr.destQpNum`, attr.destQpNum, 0, maxQps - 1);
     const group = checkName(`modifyQp: QP ${qp.qpn}: attr.portGroup`, PORT_GROUP, attr.portGroup ?? "SCALE_UP");
+    const lane = attr.portLane === undefined ? PORT_LANE_AUTO : checkInt(`modifyQp: QP ${qp.qpn}: attr.portLane`, attr.portLane, 0, PORT_LANE_AUTO - 1);
     if (state === QP_STATE.RTR && attr.destQpNum === undefined) throw new VerbsError(`modifyQp: QP ${qp.qpn}: RTR needs attr.destQpNum`);
-    const r = this.core.qpModify(this.h, qp.qpn, state, dest, destDevice, group);
+    const r = this.core.qpModify(this.h, qp.qpn, state, dest, destDevice, group, lane);
     if (r === CMD_ERR.TRANSITION) throw new VerbsError(`modifyQp: QP ${qp.qpn}: no transition from ${this.qpState(qp)} to ${attr.state}`);
     if (r === CMD_ERR.IN_USE) throw new VerbsError(`modifyQp: QP ${qp.qpn}: cannot move to ${attr.state} while a request is in flight`);
     if (r === CMD_ERR.ARGUMENT) throw new VerbsError(`modifyQp: QP ${qp.qpn}: port group ${attr.portGroup ?? "SCALE_UP"} has no ports (scaleUpPorts ${this.device.portGroups().scaleUpPorts} of ${this.device.config.get("ports")})`);

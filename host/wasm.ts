@@ -66,7 +66,7 @@ export interface MenicExports {
   cqProduced(dev: number, cqn: number): number;
   cqOverrun(dev: number, cqn: number): number;
   qpCreate(dev: number, pd: number, sendCq: number, recvCq: number, sqBase: bigint, sqDepth: number, rqBase: bigint, rqDepth: number, owner: number, sigAll: number): number;
-  qpModify(dev: number, qpn: number, state: number, destQpn: number, destDevice: number, portGroup: number): number;
+  qpModify(dev: number, qpn: number, state: number, destQpn: number, destDevice: number, portGroup: number, lane: number): number;
   qpDestroy(dev: number, qpn: number): number;
   qpState(dev: number, qpn: number): number;
   qpRateMbps(dev: number, qpn: number): number;
@@ -196,7 +196,7 @@ export const EXPORT_SIGNATURES: { readonly [K in ExportName]: Signature<MenicExp
   cqProduced: [["i32", "i32"], "i32"],
   cqOverrun: [["i32", "i32"], "i32"],
   qpCreate: [["i32", "i32", "i32", "i32", "i64", "i32", "i64", "i32", "i32", "i32"], "i32"],
-  qpModify: [["i32", "i32", "i32", "i32", "i32", "i32"], "i32"],
+  qpModify: [["i32", "i32", "i32", "i32", "i32", "i32", "i32"], "i32"],
   qpDestroy: [["i32", "i32"], "i32"],
   qpState: [["i32", "i32"], "i32"],
   qpRateMbps: [["i32", "i32"], "f64"],

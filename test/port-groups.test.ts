@@ -18,8 +18,11 @@ const FLOWS = 6; // QP pairs: QP i of device 0 writes to QP i of device 1, port 
 const BYTES = 1024 * 1024;
 const pattern = (n: number, seed: number) => Uint8Array.from({ length: n }, (_, i) => (i * 31 + seed * 7) & 0xff);
 
-/** Two devices of 8 ports on one switch, 7 of them scale-up (the scale-out group is port 7 alone), FLOWS QP pairs on the scale-out group. */
-async function pair(transport: 0 | 1) {
+/**
+ * Two devices of 8 ports on one switch, 7 of them scale-up (the scale-out group is port 7 alone),
+ * FLOWS QP pairs on the scale-out group (or `group`), pair i with port lane `lanes[i]` if given.
+ */
+async function pair(transport: 0 | 1, group: "SCALE_UP" | "SCALE_OUT" = "SCALE_OUT", lanes?: number[]) {
   const config = { engines: 1, ports: PORTS, scaleUpPorts: 7, hbmBytes: 16 << 20, transport, mrtPaths: 6 };
   const ctxs = await Promise.all([0, 1].map((d) => Context.open(coreModule(), { ...config, deviceId: d })));
   const topo = singleSwitch({ devices: 2, ports: PORTS });
@@ -33,7 +36,7 @@ async function pair(transport: 0 | 1) {
   });
   ends.forEach((e, d) => e.qps.forEach((qp, i) => {
     e.ctx.modifyQp(qp, { state: "INIT" });
-    e.ctx.modifyQp(qp, { state: "RTR", destQpNum: ends[1 - d]!.qps[i]!.qpn, destDevice: 1 - d, portGroup: "SCALE_OUT" });
+    e.ctx.modifyQp(qp, { state: "RTR", destQpNum: ends[1 - d]!.qps[i]!.qpn, destDevice: 1 - d, portGroup: group, portLane: lanes?.[i] });
     e.ctx.modifyQp(qp, { state: "RTS" });
   }));
   /** Frames each port of device d has sent into the fabric so far. */
@@ -65,6 +68,42 @@ async function pair(transport: 0 | 1) {
 const sub = (a: number[], b: number[]) => a.map((x, i) => x - b[i]!);
 /** Byte for byte (vitest's toEqual walks big arrays slowly). */
 const same = (a: Uint8Array, b: Uint8Array) => a.length === b.length && Buffer.compare(a, b) === 0;
+
+describe("a RoCEv2 QP's port lane", () => {
+  it("puts QP pair i on port lane i of its group, and after a re-split on lane i mod the group's new size", async () => {
+    // without lanes, pair i (QP numbers i and i) would be on port 2i mod 7: 0, 2, 4, 6, 1, 3
+    const t = await pair(0, "SCALE_UP", [0, 1, 2, 3, 4, 5]);
+    const data = BYTES / 4096; // data frames of one flow
+    let before = t.portFrames(0);
+    t.writeAll(1);
+    const first = sub(t.portFrames(0), before);
+    for (let p = 0; p < 6; p++) expect(first[p]).toBeGreaterThanOrEqual(data);
+    expect([first[6], first[7]]).toEqual([0, 0]);
+    // 4 scale-up ports: lanes 0..5 on ports 0, 1, 2, 3, 0, 1
+    t.drain(4);
+    for (const c of t.ctxs) c.device.setPortGroups({ scaleUpPorts: 4 });
+    before = t.portFrames(0);
+    t.writeAll(2);
+    expect(same(t.ends[1]!.ctx.read(t.ends[1]!.dst, FLOWS * BYTES), pattern(FLOWS * BYTES, 2))).toBe(true);
+    const second = sub(t.portFrames(0), before);
+    for (const p of [0, 1]) expect(second[p]).toBeGreaterThanOrEqual(2 * data);
+    for (const p of [2, 3]) {
+      expect(second[p]).toBeGreaterThanOrEqual(data);
+      expect(second[p]).toBeLessThan(2 * data);
+    }
+    expect(second.slice(4)).toEqual([0, 0, 0, 0]);
+  }, 60_000);
+
+  it("refuses a lane that is not a whole number below PORT_LANE_AUTO, naming it", async () => {
+    const ctx = await Context.open(coreModule(), { engines: 1 });
+    const qp = ctx.createQp(ctx.allocPd(), { sendCq: ctx.createCq(4), recvCq: ctx.createCq(4), maxSendWr: 1, maxRecvWr: 1 });
+    ctx.modifyQp(qp, { state: "INIT" });
+    for (const lane of [-1, 1.5, 0xffffffff]) {
+      expect(() => ctx.modifyQp(qp, { state: "RTR", destQpNum: 5, destDevice: 1, portLane: lane })).toThrow(/attr\.portLane must be an integer 0\.\.4294967294/);
+    }
+    expect(ctx.qpState(qp)).toBe("INIT");
+  });
+});
 
 describe.each([["rocev2", 0], ["metaroce", 1]] as const)("re-splitting the ports at run time, %s", (name, transport) => {
   it("moves the scale-out traffic from port 7 alone to ports 5..7: frames only there, about 3x the rate, the bytes as sent", async () => {

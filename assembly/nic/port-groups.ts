@@ -4,7 +4,9 @@
 // lives in the NIC's state (Nic.scaleUpPorts), so save/restore keeps it.
 //
 // A QP connected to another device is bound to a group, not a port: it sends on port
-// first + (qpn + destQpn) mod count of its group, which both ends of a pair compute alike, and a
+// first + lane mod count of its group, the lane given at RTR (the same at both ends of a pair; a
+// collective gives its queue pairs lanes that cover the group) or, with none, first +
+// (qpn + destQpn) mod count, which both ends of a pair compute alike; a
 // MetaRoCE-like connection spreads its paths over the group's ports (metaroce/spread.ts). A
 // re-split moves every such QP and connection to the ports its group has now. It is allowed only
 // while every one of them is quiescent — no send work posted, executing or unacknowledged, no
@@ -24,7 +26,7 @@ import { connQuiet, connSpread } from "../metaroce/spread";
 import { NEVER } from "../core/time";
 import {
   PORT_GROUP_SCALE_UP, PORT_GROUP_SCALE_OUT, PORT_SPLIT_BLOCK_SEND, PORT_SPLIT_BLOCK_ANSWER, PORT_SPLIT_BLOCK_PATHS,
-  PORT_SPLIT_BLOCK_EMPTY_GROUP, CMD_ERR_IN_USE, CMD_ERR_ARGUMENT, QP_STATE_RTR, QP_STATE_RTS,
+  PORT_SPLIT_BLOCK_EMPTY_GROUP, CMD_ERR_IN_USE, CMD_ERR_ARGUMENT, QP_STATE_RTR, QP_STATE_RTS, PORT_LANE_AUTO,
 } from "../generated/layouts";
 
 /** The first port of group `group` (PORT_GROUP_*) when `up` ports are scale-up. */
@@ -42,9 +44,14 @@ import {
   return nicOf(dev).scaleUpPorts;
 }
 
-/** The port QP `qpn`, connected to QP `destQpn`, sends on in its group: both ends of the pair compute the same. */
-@inline export function qpPortIn(qpn: u32, destQpn: u32, first: u32, count: u32): u32 {
-  return first + (qpn + destQpn) % count;
+/**
+ * The port QP `qpn`, connected to QP `destQpn` with port lane `lane`, sends on in its group: port
+ * `lane` of the group (modulo its size) when the lane is set, else one from the two QP numbers.
+ * Both ends of a pair compute the same (they are given the same lane), so a pair stays on one
+ * port index, and so on one plane.
+ */
+@inline export function qpPortIn(qpn: u32, destQpn: u32, lane: u32, first: u32, count: u32): u32 {
+  return first + (lane != PORT_LANE_AUTO ? lane : qpn + destQpn) % count;
 }
 
 /**
@@ -103,7 +110,7 @@ export function portSplitSet(dev: Device, up: u32): i32 {
   for (let qpn: u32 = 0; qpn < dev.cfg.maxQps; qpn++) {
     const q = qpAt(dev, qpn);
     if (!connected(q)) continue;
-    const port = qpPortIn(qpn, q.destQpn, groupFirst(q.group, up), groupCount(q.group, up, dev.cfg.ports));
+    const port = qpPortIn(qpn, q.destQpn, q.lane, groupFirst(q.group, up), groupCount(q.group, up, dev.cfg.ports));
     if (port == q.port) continue; // the same path: its rate stays
     unlistQp(dev, q, qpn); // idle entries of its old port's lists
     q.port = port;

@@ -13,7 +13,7 @@ import { connOpen, streamOpen, streamClose } from "../metaroce/tx";
 import { unschedule, EventKind } from "../core/sched";
 import { portSplit, groupFirst, groupCount, qpPortIn } from "./port-groups";
 import {
-  CMD_ERR_NO_OBJECT, CMD_ERR_TRANSITION, CMD_ERR_IN_USE, CMD_ERR_ARGUMENT, QP_STATE_RESET, QP_STATE_INIT, QP_STATE_RTR, QP_STATE_RTS, QP_STATE_ERR, WQE_SIZE, MAX_QUEUE_DEPTH,
+  CMD_ERR_NO_OBJECT, CMD_ERR_TRANSITION, CMD_ERR_IN_USE, CMD_ERR_ARGUMENT, QP_STATE_RESET, QP_STATE_INIT, QP_STATE_RTR, QP_STATE_RTS, QP_STATE_ERR, WQE_SIZE, MAX_QUEUE_DEPTH, PORT_LANE_AUTO,
 } from "../generated/layouts";
 
 // results: a number, or a negative CMD_ERR (layouts/verbs.json), which firmware reads too
@@ -53,10 +53,10 @@ export function qpCreate(dev: Device, pd: u32, sendCq: u32, recvCq: u32, sqBase:
 /**
  * Moves QP `qpn` to `state`. At RTR it learns its destination: QP `destQpn` of device
  * `destDevice` (this device's cfg.deviceId: loopback; another: RoCEv2 through a port of
- * `portGroup`, PORT_GROUP_*: port (qpn + destQpn) mod the group's size within it, which
- * both ends of a pair compute alike).
+ * `portGroup`, PORT_GROUP_*: port `lane` mod the group's size within it, or with
+ * PORT_LANE_AUTO (qpn + destQpn) mod the size, which both ends of a pair compute alike).
  */
-export function qpModify(dev: Device, qpn: u32, state: u32, destQpn: u32, destDevice: u32, portGroup: u32): i32 {
+export function qpModify(dev: Device, qpn: u32, state: u32, destQpn: u32, destDevice: u32, portGroup: u32, lane: u32 = PORT_LANE_AUTO): i32 {
   if (qpn >= dev.cfg.maxQps || !qpAt(dev, qpn).valid) return E_NO_OBJECT;
   const q = qpAt(dev, qpn);
   const from = q.state;
@@ -82,8 +82,9 @@ export function qpModify(dev: Device, qpn: u32, state: u32, destQpn: u32, destDe
       const count = groupCount(portGroup, up, dev.cfg.ports);
       if (count == 0) return E_ARGUMENT;
       // both ends of the pair compute the same port (and so the same plane) from the two numbers
-      q.port = qpPortIn(qpn, destQpn, first, count);
+      q.port = qpPortIn(qpn, destQpn, lane, first, count);
       q.group = portGroup;
+      q.lane = lane;
       if (dev.mrt != 0) {
         // the MetaRoCE-like transport: the QP is a stream of the connection to that device
         const c = connOpen(dev, destDevice, portGroup, first, count);

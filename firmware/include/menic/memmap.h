@@ -117,6 +117,8 @@
 #define MENIC_MAX_CQ_DEPTH MENIC_U(65536)
 /* most entries of a send or receive queue: 16-bit producer indices in doorbells stay unambiguous */
 #define MENIC_MAX_QUEUE_DEPTH MENIC_U(32768)
+/* a QP to another device with no port lane: it sends on port (qpn + destination qpn) mod its group's size, which both ends compute alike (a lane L instead: port L mod the group's size) */
+#define MENIC_PORT_LANE_AUTO MENIC_U(0xffffffff)
 /* the header's first word: the bytes 'M', 'G', 'R', 'F' */
 #define MENIC_GRAPH_MAGIC MENIC_U(0x4652474d)
 /* the layout's version; a reader refuses another */
