@@ -6,6 +6,12 @@
 //                                     binding the graphs and writing the inputs not counted)
 //   collective.allreduce8.slowdown    wall / simulated
 //   collective.allreduce8.share.<engines|transport|fabric>   where the host time went
+//   collective.allreduce8.rocev2.busbw_GBps           bus bandwidth of a 16 MiB one over RoCEv2, spread over
+//                                     every scale-up port (collective spreadPorts, docs/graph.md "Ports")
+//   collective.allreduce8.rocev2.unspread_busbw_GBps  the same with one queue pair per engine and peer on
+//                                     port (QPN + destination QPN) mod 10 (spreadPorts false, as before)
+//   collective.allreduce8.rocev2.gain                 the first over the second
+//   collective.allreduce8.rocev2.port_imbalance       the busiest scale-up port's bytes over the mean, spread
 // The shares: `fabric` is the time inside the fabric and the hand-over between it and the devices
 // (frames out of a device's rings into the fabric, events, arrivals into a device's stage:
 // measured around those calls); the devices' step is the rest. Of that,
@@ -86,4 +92,26 @@ export async function run(): Promise<void> {
   figure("collective.allreduce8.share.engines", enginesS / wallS, "of host time", "share of host time the engines' instructions took (at the interpreter's compute-bound speed)", { nsPerInstruction: +(perInstr * 1e9).toFixed(2) });
   figure("collective.allreduce8.share.transport", (stepS - enginesS) / wallS, "of host time", "share the rest of the devices' step took: NIC, transport, HBM, DMA, event loop");
   figure("collective.allreduce8.share.fabric", fabricS / wallS, "of host time", "share the fabric and the hand-over of frames to and from the devices took");
+  await rocev2Ports();
+}
+
+/** The 8-device ring all-reduce of 16 MiB over RoCEv2, spread over the scale-up ports and not. */
+async function rocev2Ports(): Promise<void> {
+  const runOne = async (spreadPorts: boolean) => {
+    const r = await runScenario(coreModule(), {
+      name: "bench-allreduce8-rocev2", seed: 1, until: "1s", transport: "rocev2",
+      devices: { count: 8 }, fabric: { topology: { kind: "single-switch" } },
+      collective: { op: "all-reduce", algorithm: "ring", sizes: [16 * MIB], dtype: "f32", redop: "sum", engines: 16, check: false, spreadPorts },
+    });
+    const row = r.collective!.rows[0]!;
+    if (row.status !== "done") throw new Error(`bench collective: the RoCEv2 all-reduce ended ${row.status} ${row.error ?? ""}`);
+    return { row, portBytes: r.collective!.portBytes! };
+  };
+  const spread = await runOne(true), unspread = await runOne(false);
+  const group = spread.portBytes.slice(0, 10); // the scale-up group: scaleUpPorts 10 by default
+  const mean = group.reduce((a, b) => a + b, 0) / group.length;
+  figure("collective.allreduce8.rocev2.busbw_GBps", spread.row.busbwGBps, "GB/s", "bus bandwidth of an 8-device ring all-reduce of 16 MiB f32 over RoCEv2, spread over the 10 scale-up ports", { timeUs: +(spread.row.timePs / 1e6).toFixed(2), engineUtil: +spread.row.engineUtil.toFixed(3) });
+  figure("collective.allreduce8.rocev2.unspread_busbw_GBps", unspread.row.busbwGBps, "GB/s", "the same with one queue pair per engine and peer, its port from the QP numbers (spreadPorts false)", { timeUs: +(unspread.row.timePs / 1e6).toFixed(2), portsUsed: unspread.portBytes.filter((b) => b > 0).length });
+  figure("collective.allreduce8.rocev2.gain", spread.row.busbwGBps / unspread.row.busbwGBps, "x", "bus bandwidth spread over unspread");
+  figure("collective.allreduce8.rocev2.port_imbalance", Math.max(...group) / mean, "x", "the busiest scale-up port's bytes over the mean, spread (1: even)");
 }

@@ -3,7 +3,7 @@
 // arithmetic here (not against the graphs' own reductions).
 import { describe, it, expect } from "vitest";
 import { readFileSync } from "node:fs";
-import { allReduceRing, allReduceHalvingDoubling, allReduceTree, doubleBinaryTree, reduceScatterRing, allGatherRing, broadcastRing, allToAll, runReference, readGraphJson, validateProgram, checkRaces, split, GraphError, type GraphProgram } from "../host/graph/index.js";
+import { allReduceRing, allReduceHalvingDoubling, allReduceTree, doubleBinaryTree, reduceScatterRing, allGatherRing, broadcastRing, allToAll, runReference, readGraphJson, validateProgram, checkRaces, split, stripesFor, GraphError, type GraphProgram } from "../host/graph/index.js";
 import { f32Bits } from "../host/reduce/reference.js";
 
 /** Deterministic pseudo-random i32 inputs per device (a small LCG, seeded by device). */
@@ -195,6 +195,56 @@ describe("the other collectives, run by the reference executor", () => {
       for (let src = 0; src < N; src++) expect(block(out, src, elems)).toEqual(block(ins[src], p, elems));
     }
   });
+});
+
+describe("striping over a port group's ports (ports)", () => {
+  it("stripes each engine's slice into the fewest streams that load no port over 5 % above an even share", () => {
+    // 16 engines: 8 ports divide evenly; 10 take 3 (48 lanes: 5 or 4 per port, 1.04), 12 take 3, 6 take 3 (1.0)
+    expect([1, 2, 6, 8, 10, 12, 16].map((p) => stripesFor(16, p))).toEqual([1, 1, 3, 1, 3, 3, 1]);
+    expect(stripesFor(4, 10)).toBe(5); // 20 lanes over 10 ports
+  });
+
+  const MIB = 1 << 20;
+  it("a 16 MiB ring all-reduce on 8 devices for 10 ports: 3 streams per engine and peer, equal bytes each, nodes interleaved", () => {
+    const p = allReduceRing({ devices: 8, engines: 16, bytes: 16 * MIB, dtype: "f32", ports: 10 });
+    validateProgram(p);
+    const nodes = p.ranks[0]!.nodes;
+    const sends = nodes.filter((n) => n.op === "send");
+    // per engine: 3 streams x 2 (N - 1) sends, each a third of the engine's slice of a segment
+    expect(new Set(sends.map((n) => `${n.engine}/${n.stream}`)).size).toBe(48);
+    expect(sends.length).toBe(48 * 14);
+    // a third of an engine's slice of a segment each, to the element
+    for (const n of sends) expect(Math.abs(n.bytes - 16 * MIB / 8 / 48)).toBeLessThanOrEqual(4);
+    // an engine's three lanes advance in step: its first three nodes are the three streams' first receive
+    const engine5 = nodes.filter((n) => n.engine === 5);
+    expect(engine5.slice(0, 3).map((n) => [n.op, "stream" in n ? n.stream : -1])).toEqual([["recv", 0], ["recv", 1], ["recv", 2]]);
+  });
+
+  it("no stripes below 32 KiB messages: a 4 MiB ring all-reduce on 8 devices is the unstriped program", () => {
+    const o = { devices: 8, engines: 16, bytes: 4 * MIB, dtype: "f32" as const };
+    expect(allReduceRing({ ...o, ports: 10 })).toEqual(allReduceRing(o));
+  });
+
+  // the ring family striped over 3 streams (2 engines, 6 ports; stripes of any size here)
+  const cases: [string, (ports: number) => GraphProgram, number][] = [
+    ["ring all-reduce", (ports) => allReduceRing({ devices: 4, engines: 2, bytes: 4 * 1000, dtype: "i32", ports, stripeMinBytes: 4 }), 1000],
+    ["halving-doubling", (ports) => allReduceHalvingDoubling({ devices: 4, engines: 2, bytes: 4 * 1000, dtype: "i32", ports, stripeMinBytes: 4 }), 1000],
+    ["reduce-scatter", (ports) => reduceScatterRing({ devices: 3, engines: 2, bytes: 4 * 301, dtype: "i32", ports, stripeMinBytes: 4 }), 3 * 301],
+    ["all-gather", (ports) => allGatherRing({ devices: 3, engines: 2, bytes: 4 * 301, dtype: "i32", ports, stripeMinBytes: 4 }), 301],
+    ["all-to-all", (ports) => allToAll({ devices: 3, engines: 2, bytes: 4 * 301, dtype: "i32", ports, stripeMinBytes: 4 }), 3 * 301],
+    ["broadcast", (ports) => broadcastRing({ devices: 3, engines: 2, bytes: 4 * 1000, dtype: "i32", root: 1, ports, stripeMinBytes: 4 }), 1000],
+  ];
+  for (const [name, make, elems] of cases) {
+    it(`${name} striped over 3 streams per engine computes what it does unstriped, race-free`, () => {
+      const plain = make(1), striped = make(6); // 2 engines, 6 ports: 3 stripes
+      validateProgram(striped);
+      const streams = new Set(striped.ranks.flatMap((r) => r.nodes).filter((n) => n.op === "send").map((n) => n.stream));
+      expect(streams).toEqual(new Set([0, 1, 2]));
+      const ins = inputsI32(plain.devices, elems);
+      const a = run(plain, ins), b = run(striped, ins);
+      for (let d = 0; d < plain.devices; d++) expect(b.buffers[d].get("out")).toEqual(a.buffers[d].get("out"));
+    });
+  }
 });
 
 describe("double binary tree all-reduce", () => {

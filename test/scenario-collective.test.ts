@@ -79,6 +79,31 @@ describe("collective scenarios", () => {
     expect(formatSweep(sc.name, runs)).toMatch(/^tree +4096 +\d+\.\d+ us +\d+\.\d\d +\d+\.\d% +ok +\d+ +done$/m);
   }, 300_000);
 
+  it("over RoCEv2 a ring all-reduce spreads over every scale-up port, for 1.5x the bus bandwidth of one queue pair per engine on its QP-number port", async () => {
+    // 4 devices x 16 engines, 8 MiB: 3 stripes per engine (48 queue pairs per peer, 32 KiB
+    // messages) on the 10 scale-up ports; spreadPorts false is how collectives ran before
+    const sc = (spreadPorts: boolean) => ({
+      name: "ports", seed: 2, until: "10ms", transport: "rocev2", devices: { count: 4, config: { transportTimeoutPs: 65536000 } },
+      fabric: { topology: { kind: "single-switch" } },
+      collective: { op: "all-reduce", algorithm: "ring", sizes: [8 << 20], dtype: "f32", redop: "sum", engines: 16, spreadPorts },
+    });
+    const [spread, before] = [await runScenario(coreModule(), sc(true)), await runScenario(coreModule(), sc(false))];
+    for (const r of [spread, before]) expect(r.collective!.rows.map((x) => [x.status, x.check])).toEqual([["done", "ok"]]);
+    const bytes = spread.collective!.portBytes!;
+    expect(bytes.slice(10)).toEqual([0, 0]); // the scale-out ports carry nothing
+    // 48 equal lanes on 10 ports: a device's port carries 4 or 5 of them, 0.83 to 1.04 x an even
+    // share (1 % more either way for headers, ACKs and lanes an element apart)
+    const group = bytes.slice(0, 10), mean = group.reduce((a, b) => a + b, 0) / 10;
+    for (const b of group) {
+      expect(b / mean).toBeGreaterThanOrEqual((4 / 4.8) * 0.99);
+      expect(b / mean).toBeLessThanOrEqual((5 / 4.8) * 1.01);
+    }
+    // before: the QP numbers' sums are odd on every pair, so half the ports carried it all
+    expect(before.collective!.portBytes!.slice(0, 10).map((b) => b > 0)).toEqual([false, true, false, true, false, true, false, true, false, true]);
+    const gain = spread.collective!.rows[0]!.busbwGBps / before.collective!.rows[0]!.busbwGBps;
+    expect(gain).toBeGreaterThan(1.5); // 478 against 279 GB/s when measured
+  }, 300_000);
+
   it("one run prints an NCCL-tests style table with a row per size", async () => {
     const sc = { ...shipped, sweep: undefined, transport: "rocev2", faults: [], collective: { ...shipped.collective, op: "all-gather", sizes: [4096, 16384], engines: 4 } };
     delete sc.sweep;
@@ -176,7 +201,7 @@ describe("collective scenarios", () => {
     expect(byDevice.size).toBe(4);
     // the executor posts a node only once every node it depends on is done
     const { compileCollective } = await import("../host/scenario/collective.js");
-    const p = compileCollective({ op: "all-reduce", algorithm: "ring", sizes: [32768], dtype: "f32", redop: "sum", engines: 4, root: 0, portGroup: "SCALE_UP", check: true }, 4, 32768);
+    const p = compileCollective({ op: "all-reduce", algorithm: "ring", sizes: [32768], dtype: "f32", redop: "sum", engines: 4, root: 0, portGroup: "SCALE_UP", spreadPorts: true, check: true }, 4, 32768);
     let edges = 0;
     [...byDevice.values()].forEach((m, d) => p.ranks[d]!.nodes.forEach((n, i) => {
       for (const dep of n.deps) {

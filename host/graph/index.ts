@@ -5,7 +5,7 @@ export { validateProgram, type ValidateOptions, type Matching, type MatchedMessa
 export { encodeGraph, decodeGraph, programOf } from "./binary.js";
 export { eventGraph, eventNode, type EventGraph } from "./validate.js";
 export { runReference, type ReferenceOptions, type ReferenceResult } from "./reference.js";
-export { allReduceRing, allReduceHalvingDoubling, allReduceTree, doubleBinaryTree, reduceScatterRing, allGatherRing, broadcastRing, allToAll, split, type CollectiveOptions, type AllReduceOptions, type RankTree } from "./collectives.js";
+export { allReduceRing, allReduceHalvingDoubling, allReduceTree, doubleBinaryTree, reduceScatterRing, allGatherRing, broadcastRing, allToAll, split, stripesFor, type CollectiveOptions, type AllReduceOptions, type RankTree } from "./collectives.js";
 export { findRace, checkRaces } from "./races.js";
 export { bindProgram, executorsReady, graphDeviceConfig, GraphRun, type BindOptions, type RunState, type NodeSpan } from "./runtime.js";
 export { criticalPath, type CriticalPath, type PathStep, type NodeTimes } from "./critical.js";

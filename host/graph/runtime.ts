@@ -24,6 +24,12 @@ import { GraphError, nodeLabel, isRemote, type GraphProgram, type GraphNode, typ
 export interface BindOptions {
   /** ports the queue pairs use (default the scale-up group) */
   portGroup?: keyof typeof PORT_GROUP;
+  /**
+   * RoCEv2: give the queue pairs between two devices consecutive port lanes, so that they cover
+   * the group's ports (default true); false: each on port (QP number + destination QP number) mod
+   * the group's size.
+   */
+  spreadPorts?: boolean;
   /** the executor the engines run (its `stage` symbol says where their parts go); default the one the host carries */
   executor?: Uint8Array;
 }
@@ -237,7 +243,7 @@ export function bindProgram(contexts: readonly Context[], p: GraphProgram, o: Bi
       if (!partner) throw new GraphError(`device ${d}, engine ${e}`, `talks to device ${peer} on stream ${stream}, which has no queue pair back (no node of its engine ${e} talks to device ${d} on that stream)`);
       const ctx = contexts[d];
       ctx.modifyQp(qp, { state: "INIT" });
-      ctx.modifyQp(qp, { state: "RTR", destQpNum: partner.qp.qpn, destDevice: peer, portGroup: o.portGroup ?? "SCALE_UP" });
+      ctx.modifyQp(qp, { state: "RTR", destQpNum: partner.qp.qpn, destDevice: peer, portGroup: o.portGroup ?? "SCALE_UP", portLane: o.spreadPorts === false ? undefined : portLane(per, d, peer, e, stream) });
       ctx.modifyQp(qp, { state: "RTS" });
     }
   }));
@@ -248,6 +254,20 @@ export function bindProgram(contexts: readonly Context[], p: GraphProgram, o: Bi
   const rkeys = per.map((x) => x.mr.rkey);
   const runs = contexts.map((ctx, d) => writeRun(ctx, p, d, per[d], addr, rkeys));
   return new GraphRun(contexts, p, runs);
+}
+
+/**
+ * The port lane of device d's queue pair of engine e and stream `stream` to `peer` (over RoCEv2 a
+ * queue pair sends on port lane mod the group's size: docs/graph.md, "Ports"). The n queue pairs
+ * between two devices take n consecutive lanes in (engine, stream) order, so k x the group's
+ * ports of them cover every port k times; both devices of the pair have the same queue pairs
+ * towards each other, so both ends compute the same lane. The lanes of a pair start at
+ * (d + peer) x n, so pairs with fewer queue pairs than ports do not all start on the same port.
+ */
+function portLane(per: { engines: { qps: { peer: number; stream: number }[] }[] }[], d: number, peer: number, e: number, stream: number): number {
+  const pairs = per[d].engines.flatMap((eng, x) => eng.qps.filter((q) => q.peer === peer).map((q) => [x, q.stream] as const));
+  pairs.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  return (d + peer) * pairs.length + pairs.findIndex(([x, s]) => x === e && s === stream);
 }
 
 interface StageLayout { tasks: number; deps: number; qps: number; bitmap: number; wqes: number; cq: number; cqDepth: number; times: number; bytes: number }

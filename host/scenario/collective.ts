@@ -13,7 +13,8 @@ import {
   bindProgram, executorsReady, graphDeviceConfig, runReference, importMsccl, parseMscclXml, type GraphProgram,
 } from "../graph/index.js";
 import { executorElf } from "../generated/executor-elf.js";
-import { buildCluster } from "./cluster.js";
+import { buildCluster, buildTopology } from "./cluster.js";
+import { resolveConfig } from "../config.js";
 import type { Fabric } from "../fabric/fabric.js";
 import type { ClusterRunner } from "../fabric/runner.js";
 import { Alongside, matmulAlonePs, type InterferenceRow } from "./interference.js";
@@ -66,8 +67,10 @@ export interface CollectiveReport {
   scaleUpPorts?: number;
   /** `collectives`: when the re-split before it took effect, ps (absent: no re-split). */
   resplitPs?: number;
-  /** `collectives`: frames each port (by index, summed over the devices) sent into the fabric while it ran. */
+  /** Frames each port (by index, summed over the devices) sent into the fabric while it ran (its sizes together). */
   portFrames?: number[];
+  /** Bytes each port (by index, summed over the devices) sent into the fabric while it ran (its sizes together). */
+  portBytes?: number[];
   /** `collectives`: why it did not run (the re-split before it was refused until the time limit). */
   error?: string;
 }
@@ -87,17 +90,47 @@ export function busFactor(op: CollectiveSpec["op"], n: number): number {
   return (n - 1) / n;
 }
 
-/** The program of `c` for `n` devices at `bytes` per device. */
-export function compileCollective(c: CollectiveSpec, n: number, bytes: number): GraphProgram {
+/** The program of `c` for `n` devices at `bytes` per device, striped over `ports` (stripePorts; an imported MSCCL algorithm is not). */
+export function compileCollective(c: CollectiveSpec, n: number, bytes: number, ports = 1): GraphProgram {
   const o = { devices: n, engines: c.engines, bytes, dtype: c.dtype, redop: c.redop };
   if (c.graph) return importMsccl(c.graph.text!, o).program;
+  const s = { ...o, ports };
   switch (c.op) {
-    case "all-reduce": return c.algorithm === "halving-doubling" ? allReduceHalvingDoubling(o) : c.algorithm === "tree" ? allReduceTree(o) : allReduceRing(o);
-    case "reduce-scatter": return reduceScatterRing(o);
-    case "all-gather": return allGatherRing(o);
-    case "broadcast": return broadcastRing({ ...o, root: c.root });
-    case "all-to-all": return allToAll(o);
+    case "all-reduce": return c.algorithm === "halving-doubling" ? allReduceHalvingDoubling(s) : c.algorithm === "tree" ? allReduceTree(s) : allReduceRing(s);
+    case "reduce-scatter": return reduceScatterRing(s);
+    case "all-gather": return allGatherRing(s);
+    case "broadcast": return broadcastRing({ ...s, root: c.root });
+    case "all-to-all": return allToAll(s);
   }
+}
+
+/**
+ * The ports each of `sc`'s collectives (its collective, or each of its collectives) is striped
+ * over: over RoCEv2 with spreadPorts, its group's ports under the split it runs under (a queue
+ * pair sends on one port); else 1 (the MetaRoCE-like transport sprays each connection over the
+ * group itself).
+ */
+export function stripePorts(sc: Scenario): number[] {
+  const cfg = resolveConfig({ engines: 1, ...sc.devices.config });
+  const ports = Number(cfg.get("ports"));
+  let up = Math.min(ports, Number(cfg.get("scaleUpPorts")));
+  return (sc.collective ? [sc.collective] : sc.collectives ?? []).map((c) => {
+    if (c.scaleUpPorts !== undefined) up = c.scaleUpPorts;
+    if (sc.transport !== "rocev2" || !c.spreadPorts) return 1;
+    return Math.max(1, c.portGroup === "SCALE_UP" ? up : ports - up);
+  });
+}
+
+/** Frames and bytes each port index has sent into the fabric so far, summed over the devices (the links from a device to its switch). */
+export function portTraffic(sc: Scenario, contexts: readonly Context[], fabric: Fabric): { frames: number[]; bytes: number[] } {
+  const ports = Number(contexts[0]!.device.config.get("ports"));
+  const frames = new Array<number>(ports).fill(0), bytes = new Array<number>(ports).fill(0), links = fabric.stats().links;
+  buildTopology(sc).links.forEach((l, k) => {
+    if (l.device < 0) return;
+    frames[l.port]! += links[k]!.ab.packets;
+    bytes[l.port]! += links[k]!.ab.bytes;
+  });
+  return { frames, bytes };
 }
 
 /** Deterministic input bytes for device d: xorshift32 words from (seed, device), valid numbers of every dtype (no NaN, no infinity). */
@@ -179,7 +212,7 @@ export function bootCluster(coreModule: WebAssembly.Module, sc: Scenario, contex
 export async function runProgram(sc: Scenario, c: CollectiveSpec, p: GraphProgram, size: number, index: number, total: number, contexts: Context[], runner: ClusterRunner, alonePs: number | null, opts: RunOptions) {
   const n = contexts.length;
   let stopped = false;
-  const run = bindProgram(contexts, p, { portGroup: c.portGroup });
+  const run = bindProgram(contexts, p, { portGroup: c.portGroup, spreadPorts: c.spreadPorts });
   // an MSCCL algorithm that runs only in place has no "in": its input goes into "out"
   const inName = p.buffers.some((b) => b.name === "in") ? "in" : "out";
   const inBytes = p.buffers.find((b) => b.name === inName)!.bytes;
@@ -266,8 +299,10 @@ export async function runCollectiveScenario(coreModule: WebAssembly.Module, sc: 
   // transport and fabric counters, summed over the sizes' runs
   const totals: Totals = { sums: { retransmits: 0, timeouts: 0, naksSent: 0, cnpsSent: 0 }, fab: { drops: {}, ecnMarks: 0, pfcPauses: 0, hops: 0, delivered: 0 } };
   let alonePs: number | null = null;
+  let portFrames: number[] = [], portBytes: number[] = [];
+  const [ports] = stripePorts(sc);
   for (const size of c.sizes) {
-    const p = compileCollective(c, n, size);
+    const p = compileCollective(c, n, size, ports);
     const { contexts, config0 } = await openCluster(coreModule, sc, graphDeviceConfig(p), opts);
     // the matmul alone, once: on a device of the same config (the sizes change only its memory)
     if (c.interference && alonePs === null) alonePs = await matmulAlonePs(coreModule, config0, c.interference, sc.untilPs);
@@ -279,6 +314,9 @@ export async function runCollectiveScenario(coreModule: WebAssembly.Module, sc: 
     stopped = r.stopped;
     endPs += r.row.timePs;
     addTotals(totals, contexts, fabric);
+    const t = portTraffic(sc, contexts, fabric);
+    portFrames = t.frames.map((x, i) => x + (portFrames[i] ?? 0));
+    portBytes = t.bytes.map((x, i) => x + (portBytes[i] ?? 0));
     if (stopped || r.row.status !== "done") break;
   }
   const failed = rows.filter((r) => r.status !== "done" || r.check === "mismatch").length;
@@ -290,7 +328,7 @@ export async function runCollectiveScenario(coreModule: WebAssembly.Module, sc: 
     messages: { total: c.sizes.length, completed: rows.length, failed }, flows: [], totalBytes: rows.reduce((a, r) => a + r.bytes, 0),
     totalGoodputGbps: 0, fctPs: { p50: 0, p99: 0, max: 0 }, transport: sc.transport, ...totals.sums,
     fabric: { ...fab, drops: fab.drops as ScenarioResult["fabric"]["drops"] }, deviceDrops: {},
-    collective: { ...reportOf(c, n), rows },
+    collective: { ...reportOf(c, n), rows, portFrames, portBytes },
   };
 }
 

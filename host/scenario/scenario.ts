@@ -169,6 +169,8 @@ export interface CollectiveSpec {
   root: number;
   /** The port group its queue pairs use. */
   portGroup: "SCALE_UP" | "SCALE_OUT";
+  /** RoCEv2: stripe it over every port of its group (false: one queue pair per engine and peer, its port from the QP numbers). */
+  spreadPorts: boolean;
   /** Before it runs, re-split every device's ports: this many scale-up, the rest scale-out (absent: the split stays). */
   scaleUpPorts?: number;
   /** Compare every device's result with the reference executor's, bit for bit (full mode). */

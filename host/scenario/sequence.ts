@@ -10,8 +10,7 @@
 import type { Context } from "../verbs.js";
 import type { ClusterRunner } from "../fabric/runner.js";
 import { graphDeviceConfig, executorsReady } from "../graph/index.js";
-import { buildTopology } from "./cluster.js";
-import { compileCollective, openCluster, bootCluster, runProgram, addTotals, reportOf, type CollectiveReport, type Totals } from "./collective.js";
+import { compileCollective, stripePorts, portTraffic, openCluster, bootCluster, runProgram, addTotals, reportOf, type CollectiveReport, type Totals } from "./collective.js";
 import { matmulAlonePs } from "./interference.js";
 import type { Scenario } from "./scenario.js";
 import type { RunOptions, ScenarioResult } from "./run.js";
@@ -50,20 +49,14 @@ async function resplit(contexts: readonly Context[], runner: ClusterRunner, up: 
 export async function runCollectiveSequence(coreModule: WebAssembly.Module, sc: Scenario, opts: RunOptions = {}): Promise<ScenarioResult> {
   const list = sc.collectives!;
   const n = sc.devices.count;
-  const programs = list.map((c) => c.sizes.map((size) => compileCollective(c, n, size)));
+  const stripes = stripePorts(sc);
+  const programs = list.map((c, i) => c.sizes.map((size) => compileCollective(c, n, size, stripes[i])));
   const total = programs.reduce((a, x) => a + x.length, 0);
   const { contexts, config0 } = await openCluster(coreModule, sc, needOfAll(programs.flat().map(graphDeviceConfig), n), opts);
   // a collective with a matmul load alongside: the load alone, on a device of the same config
   const alone = await Promise.all(list.map((c) => (c.interference ? matmulAlonePs(coreModule, config0, c.interference, sc.untilPs) : null)));
   const { fabric, runner } = bootCluster(coreModule, sc, contexts, opts);
-  // frames each port index sent into the fabric so far, summed over the devices: the host links, device to switch
-  const topo = buildTopology(sc);
-  const ports = Number(contexts[0]!.device.config.get("ports"));
-  const portFrames = () => {
-    const out = new Array<number>(ports).fill(0), links = fabric.stats().links;
-    topo.links.forEach((l, k) => { if (l.device >= 0) out[l.port]! += links[k]!.ab.packets; });
-    return out;
-  };
+  const portFrames = () => portTraffic(sc, contexts, fabric);
   const reports: CollectiveReport[] = [];
   let index = 0, stopped = false, timeLimit = false;
   for (const [i, c] of list.entries()) {
@@ -86,7 +79,9 @@ export async function runCollectiveSequence(coreModule: WebAssembly.Module, sc: 
       stopped = r.stopped;
       if (stopped || r.row.status !== "done") break;
     }
-    report.portFrames = portFrames().map((x, p) => x - before[p]!);
+    const after = portFrames();
+    report.portFrames = after.frames.map((x, p) => x - before.frames[p]!);
+    report.portBytes = after.bytes.map((x, p) => x - before.bytes[p]!);
     if (stopped || report.rows.some((r) => r.status !== "done")) break;
   }
   const totals: Totals = { sums: { retransmits: 0, timeouts: 0, naksSent: 0, cnpsSent: 0 }, fab: { drops: {}, ecnMarks: 0, pfcPauses: 0, hops: 0, delivered: 0 } };
