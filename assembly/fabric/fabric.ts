@@ -240,14 +240,14 @@ export function fabricIngest(fab: usize, device: u32, n: u32, psPerByte: f64, tx
 function send(fab: usize, f: FrameFields, device: u32, port: u32, departPs: f64, wireLen: u32, hdr: usize, hdrLen: u32, body: usize, bodyLen: u32): bool {
   const full = load<u32>(fab + FAB_FULL) != 0;
   const ports = load<u32>(fab + FAB_PORTS);
-  if (port >= ports || device >= load<u32>(fab + FAB_DEVICES) || hdrLen > PKT_SIZE - PKT_HDR || hdrLen > wireLen
+  if (port >= ports || device >= load<u32>(fab + FAB_DEVICES) || hdrLen > HDR_SLOT || hdrLen > wireLen
     || (full && bodyLen > load<u32>(fab + FAB_PAYLOAD_SLOT_BYTES)) || readFrame(hdr, hdrLen, f) != FRAME_OK) {
     bumpDrop(fab, R_BAD);
     return false;
   }
   const ep = <i32>(device * ports + port);
   const id = pktAlloc(fab);
-  memory.copy(pktHdr(fab, id), hdr, PKT_SIZE - PKT_HDR);
+  memory.copy(pktHdr(fab, id), hdr, HDR_SLOT);
   const r = pkt(fab, id);
   const ect = f.ecn == IPV4_ECN_ECT0 || f.ecn == IPV4_ECN_ECT1 ? META_ECT : 0;
   store<u32>(r + FPKT_META, hdrLen | ect);
@@ -845,7 +845,7 @@ export function fabricTake(fab: usize, device: i32, endPs: f64, columns: bool): 
     store<u32>(o + PKT_BODY_OFF, bodyAt);
     store<u32>(o + PKT_SEQ, <u32><i64>seq);
     store<u32>(o + PKT_SRC_DEVICE, <u32>(src / ports));
-    memory.copy(o + PKT_HDR, hdr, PKT_SIZE - PKT_HDR);
+    memory.copy(o + PKT_HDR, hdr, HDR_SLOT);
     if (payLen > 0) {
       memory.copy(outBody + bodyAt, tab(fab, FAB_PAY) + payOff, payLen);
       bodyAt += payLen;

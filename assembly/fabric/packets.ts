@@ -6,13 +6,13 @@
 import {
   FAB_PKT_REC, FAB_PKT_HDR, FAB_PKT_CAP, FAB_PKT_FREE, FAB_PKT_LIVE, FAB_PKT_PEAK,
   FAB_PAY, FAB_PAY_LEN, FAB_PAY_NEXT, FAB_PAY_SLOTS, FAB_PAY_FREE, FAB_PAYLOAD_SLOT_BYTES,
-  FPKT_NEXT, FPKT_PAYLOAD,
+  FPKT_NEXT, FPKT_PAYLOAD, PKT_SIZE, PKT_HDR,
 } from "../generated/layouts";
 import { grow } from "./memory";
 
 export const NONE: i32 = -1;
-/** Bytes of a header slot (a PKT record's header room, layouts/device.json, fits). */
-export const HDR_SLOT: u32 = 128;
+/** Bytes of a header slot: a PKT record's header room (layouts/device.json), all of a frame's headers the fabric takes. */
+export const HDR_SLOT: u32 = PKT_SIZE - PKT_HDR;
 export const META_HDR_LEN: u32 = 0xff, META_ECT: u32 = 0x100, META_CE: u32 = 0x200;
 
 /** Packet `p`'s record. */

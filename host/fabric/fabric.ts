@@ -126,8 +126,6 @@ export class Fabric {
   private pending = 0;
   private pendingBody = 0;
   private pendingDevice = -1;
-  private inboxCap = 0;
-  private inboxBodyCap = 0;
 
   /**
    * Builds the fabric of `topology` in a new instance of the core `module` (the same module
@@ -271,9 +269,10 @@ export class Fabric {
     }
     if (this.pendingDevice !== device) this.flush();
     const body = this.full ? payloadLen : 0;
-    if (this.pending === this.inboxCap || this.pendingBody + body > this.inboxBodyCap) {
+    this.views();
+    if (this.pending === this.dv.getUint32(this.fab + FAB.inbox_cap, true) || this.pendingBody + body > this.dv.getUint32(this.fab + FAB.inbox_body_cap, true)) {
       this.flush();
-      this.inbox(Math.max(256, this.pending + 1), Math.max(this.inboxBodyCap, body));
+      this.inbox(256, body);
     }
     this.pendingDevice = device;
     this.views();
@@ -319,10 +318,10 @@ export class Fabric {
 
   /** Room in the inbox for `records` and `bodyBytes`. */
   private inbox(records: number, bodyBytes: number): void {
-    if (records <= this.inboxCap && bodyBytes <= this.inboxBodyCap) return;
-    this.inboxCap = Math.max(records, this.inboxCap);
-    this.inboxBodyCap = Math.max(bodyBytes, this.inboxBodyCap);
-    this.core.fabricInbox(this.fab, this.inboxCap, this.inboxBodyCap);
+    this.views();
+    if (records <= this.dv.getUint32(this.fab + FAB.inbox_cap, true) && bodyBytes <= this.dv.getUint32(this.fab + FAB.inbox_body_cap, true)) return;
+    // the core grows either area only when it is smaller than asked
+    this.core.fabricInbox(this.fab, records, bodyBytes);
     this.views();
   }
 
