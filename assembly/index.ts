@@ -8,7 +8,7 @@ import { createDevice } from "./create";
 import { hartAt, engOf, profileBytes } from "./engine/engines";
 import { csrRead } from "./engine/csr";
 import { debugOf, debugAttach as attach, debugBreak as brk, debugWatch as watch, debugStep as stepOne, debugOnly as only, debugResume as resume } from "./engine/debug";
-import { nextActivity, step as stepDevice, startEngine as start } from "./run";
+import { nextActivity, step as stepDevice, startEngine as start, hasOutput as deviceHasOutput } from "./run";
 import { mailboxPush, mailboxPop } from "./engine/mailbox";
 import { rngNext, rngSeed, rngOf, Rng, RNG_BLOCKS } from "./core/rng";
 import { fifoPop, fifoPop64 } from "./core/fifo";
@@ -136,13 +136,7 @@ export function consoleOpenLinePs(dev: usize, i: u32): u64 { return hartAt(chang
 
 /** True when an engine's console or the trace ring holds something for the host to read (consoleRead, consoleLinesRead, traceRead). */
 export function hasOutput(dev: usize): bool {
-  const d = changetype<Device>(dev);
-  if (d.trCount != 0) return true;
-  for (let i: u32 = 0; i < d.cfg.engines; i++) {
-    const h = hartAt(d, i);
-    if (h.console.count != 0 || h.consoleLines.count != 0) return true;
-  }
-  return false;
+  return deviceHasOutput(changetype<Device>(dev));
 }
 
 /** Moves up to `max` trace records (16 B each) to `dst`; returns how many. */
@@ -358,9 +352,13 @@ export function configSetJit(dev: usize, on: u32): void {
   changetype<Device>(dev).cfg.jit = on != 0 ? 1 : 0;
 }
 
-// ---- the fabric (assembly/fabric/: a fabric is a handle too, in a core instance of its own)
+// ---- the fabric (assembly/fabric/: a fabric is a handle too, in a core instance of its own or in
+// the instance of its devices)
 export {
   fabricNew, fabricInit, fabricInbox, fabricIngest, fabricNextEvent, fabricRunTo, fabricTake, fabricRelease,
   fabricOutages, fabricSchedule, fabricRebuildGroups, portCatchUp as fabricCatchUp,
   fabricReadFrame, fabricMarkCe, fabricDraw, fabricEcmpPick, fabricHashTuple, fabricEventPush, fabricEventPop,
 } from "./fabric/fabric";
+
+// ---- a cluster: the fabric and the devices of its instance, their window loop in the core (cluster.ts)
+export { clusterNew, clusterSetDevice, clusterRun, clusterAttention } from "./cluster";

@@ -156,6 +156,16 @@ function finishPausedWindow(dev: Device): bool {
   return runWindow(dev, d.pausedNext, end);
 }
 
+/** True when an engine's console or the trace ring holds something for the host to read. */
+export function hasOutput(dev: Device): bool {
+  if (dev.trCount != 0) return true;
+  for (let i: u32 = 0; i < dev.cfg.engines; i++) {
+    const h = hartAt(dev, i);
+    if (h.console.count != 0 || h.consoleLines.count != 0) return true;
+  }
+  return false;
+}
+
 /** When something next happens in the device: now while an engine runs, else its next event (NEVER: nothing ever will). */
 export function nextActivity(dev: Device): u64 {
   if (countInState(dev, EngineState.Running) != 0) return dev.now;

@@ -54,7 +54,8 @@ export function resolveConfig(partial: unknown, path = "config"): Map<string, bi
   return out;
 }
 
-function memoryBytes(cfg: Map<string, bigint>): bigint {
+/** The bytes of a device's memories (HBM, host memory, the engines' SRAM): most of its arena. */
+export function memoryBytes(cfg: Map<string, bigint>): bigint {
   return cfg.get("hbmBytes")! + cfg.get("hostMemBytes")! + cfg.get("engines")! * cfg.get("sramBytes")!;
 }
 

@@ -2,7 +2,7 @@
 // images, advances time, drains the rings the core fills (console, trace), and saves/restores
 // the whole device state as bytes. Platform-neutral: the wasm module is handed in.
 
-import { instantiateCore, jitCompileMs, type MenicExports } from "./wasm.js";
+import { instantiateCore, jitCompileMs, CoreInstance, type MenicExports } from "./wasm.js";
 import { resolveConfig, packConfig, arenaTooLarge } from "./config.js";
 import { parseElf, checkImage, placeSegment, type ElfImage } from "./elf.js";
 import { EngineConsole, TimeOrderedLines } from "./console.js";
@@ -254,13 +254,17 @@ export class Device {
     this.refreshView();
   }
 
-  /** Creates a device from the core's compiled module and a (partial) config; throws ConfigError. */
-  static async create(module: WebAssembly.Module, config: unknown = {}, options: DeviceOptions = {}): Promise<Device> {
+  /**
+   * Creates a device from the core's compiled module and a (partial) config; throws ConfigError.
+   * Given a {@link CoreInstance} instead of a module, the device is built in that instance,
+   * beside the others there (a cluster's devices and its fabric: host/scenario/cluster.ts).
+   */
+  static async create(module: WebAssembly.Module | CoreInstance, config: unknown = {}, options: DeviceOptions = {}): Promise<Device> {
     return Device.open(module, resolveConfig(config), options);
   }
 
-  private static async open(module: WebAssembly.Module, cfg: Map<string, bigint>, options: DeviceOptions): Promise<Device> {
-    const core = await instantiateCore(module);
+  private static async open(module: WebAssembly.Module | CoreInstance, cfg: Map<string, bigint>, options: DeviceOptions): Promise<Device> {
+    const core = module instanceof CoreInstance ? module.exports : await instantiateCore(module);
     if (core.layoutHash() >>> 0 !== LAYOUT_HASH)
       throw new Error(`the device core was built from other layouts (0x${(core.layoutHash() >>> 0).toString(16)}, host has 0x${LAYOUT_HASH.toString(16)}): run npm run build`);
     const slots = packConfig(cfg);
@@ -327,10 +331,24 @@ export class Device {
    */
   step(untilPs: bigint, flags = 0): bigint {
     const t = this.core.step(this.handle, untilPs, flags);
+    this.afterStep();
+    return t;
+  }
+
+  /**
+   * @internal What follows every step into the core: the rings drained, and DeviceFailedError
+   * if the device failed. The cluster's window loop in the core asks for it when a device it
+   * stepped has output or has failed (host/fabric/runner.ts).
+   */
+  afterStep(): void {
     this.drain();
     const why = this.core.fatal(this.handle);
-    if (why !== FATAL.NONE) throw new DeviceFailedError(why, t);
-    return t;
+    if (why !== FATAL.NONE) throw new DeviceFailedError(why, this.nowPs);
+  }
+
+  /** @internal True when the host must look at the device after every step, output or not (a time-ordered console). */
+  get readsEveryStep(): boolean {
+    return this.ordered !== null;
   }
 
   /** When something next happens in the device (ps): now while an engine runs; null when nothing ever will. */

@@ -9,6 +9,7 @@
 // changed nothing — no allocator moved, no ring byte written, no doorbell rung, no object made.
 
 import { Device, type DeviceOptions } from "./device.js";
+import type { CoreInstance } from "./wasm.js";
 import {
   OPCODE, WR_FLAG, STATUS, ACCESS, QP_STATE, REDUCE_OP, DTYPE, CMD_ERR, WQE, WQE_STRIDE, CQE, DMA, REGIONS,
   OWNER_HOST, REMOTE_KEY_BIT, MAX_CQ_DEPTH, MAX_QUEUE_DEPTH, PORT_GROUP, PORT_LANE_AUTO,
@@ -432,11 +433,12 @@ export class Context {
 
   /**
    * A new device and its context (what `openDevice` does with the package's core).
-   * @param module the compiled core (`await coreModule()`)
+   * @param module the compiled core (`await coreModule()`), or an instance of it the device is
+   *   built in beside others ({@link CoreInstance})
    * @param config device config fields (docs/memory-map.md); a bad one throws ConfigError
    * @param options console and trace collection
    */
-  static async open(module: WebAssembly.Module, config: unknown = {}, options: DeviceOptions = {}): Promise<Context> {
+  static async open(module: WebAssembly.Module | CoreInstance, config: unknown = {}, options: DeviceOptions = {}): Promise<Context> {
     return new Context(await Device.create(module, config, options));
   }
 

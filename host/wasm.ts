@@ -119,6 +119,12 @@ export interface MenicExports {
   fabricHashTuple(src: number, dst: number, sport: number, dport: number, proto: number): number;
   fabricEventPush(fab: number, timePs: number, key: number, ev: number): void;
   fabricEventPop(fab: number, limitPs: number): number;
+  // a cluster: the fabric and the devices of its instance, their window loop (assembly/cluster.ts)
+  clusterNew(fab: number, windowPs: number, overheadBytes: number): number;
+  clusterSetDevice(cl: number, device: number, dev: number, psPerByte: number): void;
+  /** 0: the time reached endPs; 1: idle (stopWhenIdle); 2: a device wants the host (clusterAttention) */
+  clusterRun(cl: number, endPs: number, stopWhenIdle: number, fresh: number): number;
+  clusterAttention(cl: number): number;
 }
 
 /** Every export but `memory` and `table`: the core's functions. */
@@ -247,6 +253,10 @@ export const EXPORT_SIGNATURES: { readonly [K in ExportName]: Signature<MenicExp
   fabricHashTuple: [["i32", "i32", "i32", "i32", "i32"], "i32"],
   fabricEventPush: [["i32", "f64", "f64", "i32"], "void"],
   fabricEventPop: [["i32", "f64"], "i32"],
+  clusterNew: [["i32", "f64", "i32"], "i32"],
+  clusterSetDevice: [["i32", "i32", "i32", "f64"], "void"],
+  clusterRun: [["i32", "f64", "i32", "i32"], "i32"],
+  clusterAttention: [["i32"], "i32"],
 };
 
 /** Host time spent compiling the JIT's translations, per core instance (see jitCompileMs). */
@@ -279,6 +289,23 @@ export async function instantiateCore(module: WebAssembly.Module): Promise<Menic
 export function instantiateCoreSync(module: WebAssembly.Module): MenicExports {
   const { imports, bind } = coreImports();
   return bind(new WebAssembly.Instance(module, imports).exports);
+}
+
+/**
+ * One instance of the core that several devices and a fabric share (one memory). A cluster
+ * whose devices live in its fabric's instance runs its window loop inside the core
+ * (assembly/cluster.ts) instead of stepping each device with calls of its own. A wasm32
+ * instance holds at most 4 GiB: host/scenario/cluster.ts decides what shares one.
+ */
+export class CoreInstance {
+  /** @internal the instance's exports */
+  readonly exports: MenicExports;
+  constructor(
+    /** the compiled core it is an instance of */
+    readonly module: WebAssembly.Module,
+  ) {
+    this.exports = instantiateCoreSync(module);
+  }
 }
 
 /** The core's imports, and how to bind them to the instance they are given to. */

@@ -223,11 +223,20 @@ function outboxReserve(fab: usize, n: u32, bodyBytes: u32): void {
  * rest were malformed: counted as bad_frame).
  */
 export function fabricIngest(fab: usize, device: u32, n: u32, psPerByte: f64, txOverhead: u32): u32 {
-  const inbox = load<usize>(fab + FAB_INBOX), bodies = load<usize>(fab + FAB_INBOX_BODY);
+  return ingestRing(fab, device, load<usize>(fab + FAB_INBOX), 0, n, n, load<usize>(fab + FAB_INBOX_BODY), psPerByte, txOverhead);
+}
+
+/**
+ * Frames device `device` sent, as PKT records in a ring of `entries` at `recs`, `n` of them from
+ * entry `head` (a transmit ring read in place, or the inbox), bodies at `bodies` + body_off:
+ * into the fabric as fabricIngest does. Returns how many entered.
+ */
+export function ingestRing(fab: usize, device: u32, recs: usize, head: u32, n: u32, entries: u32, bodies: usize, psPerByte: f64, txOverhead: u32): u32 {
   const f = changetype<FrameFields>(load<usize>(fab + FAB_FRAME));
-  let entered: u32 = 0;
+  let entered: u32 = 0, at = head;
   for (let k: u32 = 0; k < n; k++) {
-    const r = inbox + <usize>k * PKT_SIZE;
+    const r = recs + <usize>at * PKT_SIZE;
+    if (++at == entries) at = 0;
     const wireLen = load<u32>(r + PKT_WIRE_LEN);
     let depart = <f64>load<u64>(r + PKT_TIME_PS);
     if (psPerByte > 0) depart -= Math.ceil(<f64>(wireLen + txOverhead) * psPerByte);

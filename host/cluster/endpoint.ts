@@ -4,7 +4,8 @@
 
 import type { Device } from "../device.js";
 import { DevicePorts } from "../ports.js";
-import type { Endpoint } from "../fabric/runner.js";
+import type { Endpoint, CoreDevice } from "../fabric/runner.js";
+import type { MenicExports } from "../wasm.js";
 import type { TxSink, ArrivalBatch } from "../fabric/batch.js";
 
 /** Bytes a frame spends on the wire beyond its own: preamble and delimiter, FCS, gap (assembly/nic/ports.ts WIRE_OVERHEAD). */
@@ -56,6 +57,17 @@ export class DeviceEndpoint implements Endpoint {
   /** The records are all it copies; a tap reads the columns. */
   get wantsColumns(): boolean {
     return this.tap !== null;
+  }
+
+  /** The core steps it when it lives in the fabric's instance, nothing watches its frames, and its output is read only when there is some. */
+  inCore(core: MenicExports): CoreDevice | null {
+    const d = this.device;
+    if (d.core !== core || this.tap !== null || d.readsEveryStep) return null;
+    return { handle: d.handle, psPerByte: this.psPerByte, overheadBytes: FRAME_OVERHEAD_BYTES };
+  }
+
+  attend(): void {
+    this.device.afterStep();
   }
 
   deliver(b: ArrivalBatch): void {

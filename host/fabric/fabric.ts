@@ -11,7 +11,7 @@ import { RandomStreams, STREAM, streamId, derive32, probabilityThreshold } from 
 import { resolveFabricConfig, type FabricConfig, type FabricOptions } from "./config.js";
 import { type Topology } from "./topology.js";
 import { ConfigError } from "../config.js";
-import { instantiateCoreSync, type MenicExports } from "../wasm.js";
+import { instantiateCoreSync, CoreInstance, type MenicExports } from "../wasm.js";
 import { FAB, FCH, PKT } from "../generated/layouts.js";
 import { putPktDescriptor } from "../pkt.js";
 
@@ -108,9 +108,10 @@ export class Fabric {
   readonly devices: number;
   readonly ports: number;
 
-  private readonly core: MenicExports;
-  /** the fabric's header in the core's memory */
-  private readonly fab: number;
+  /** @internal the core instance it runs in */
+  readonly core: MenicExports;
+  /** @internal the fabric's header in the core's memory */
+  readonly fab: number;
   private readonly full: boolean;
   private readonly nCh: number;
   private readonly nSw: number;
@@ -129,9 +130,10 @@ export class Fabric {
 
   /**
    * Builds the fabric of `topology` in a new instance of the core `module` (the same module
-   * the devices run on: host/platform's coreModule(), or the browser bundle's).
+   * the devices run on: host/platform's coreModule(), or the browser bundle's), or in the
+   * instance given, beside its devices (their window loop then runs in the core: runner.ts).
    */
-  constructor(module: WebAssembly.Module, topology: Topology, options: FabricOptions = {}) {
+  constructor(module: WebAssembly.Module | CoreInstance, topology: Topology, options: FabricOptions = {}) {
     const cfg = resolveFabricConfig(options);
     this.config = cfg;
     this.topology = topology;
@@ -140,7 +142,7 @@ export class Fabric {
     this.ports = t.ports;
     this.full = cfg.mode === "full";
     if (cfg.payloadSlotBytes > 2 ** 24) throw new ConfigError("fabric.payloadSlotBytes", `must be at most ${2 ** 24}, got ${cfg.payloadSlotBytes}`);
-    const core = (this.core = instantiateCoreSync(module));
+    const core = (this.core = module instanceof CoreInstance ? module.exports : instantiateCoreSync(module));
     const fab = (this.fab = core.fabricNew() >>> 0);
     const nLinks = (this.nLinks = t.links.length), nCh = (this.nCh = 2 * nLinks), nSw = (this.nSw = t.switches.length);
     const leaves = t.leavesPerPlane, spines = t.spinesPerPlane, firstSpine = t.planes * leaves;
@@ -158,6 +160,9 @@ export class Fabric {
     let horizon = 0;
     for (const L of t.links) horizon = Math.max(horizon, Math.ceil(((HDR_ROOM + cfg.payloadSlotBytes + cfg.frameOverheadBytes) * 8000) / L.gbps) + L.latencyPs);
     core.fabricInit(fab, 4096, 1024, horizon + cfg.switch.latencyPs);
+    // the tables exist now: the views are made again (in an instance that did not grow for
+    // them, beside its devices, the old ones would still look valid and miss pend_min)
+    this.u8 = new Uint8Array(0);
     this.views();
     const swLat = cfg.switch.latencyPs;
     const i32 = (f: number) => new Int32Array(this.u8.buffer, this.ptr(f), (this.u8.length - this.ptr(f)) >> 2);
@@ -325,8 +330,8 @@ export class Fabric {
     this.views();
   }
 
-  /** Hands the frames TxSinks wrote into the inbox to the core. */
-  private flush(): void {
+  /** @internal Hands the frames TxSinks wrote into the inbox to the core. */
+  flush(): void {
     if (this.pending === 0) return;
     const n = this.pending;
     this.pending = 0;

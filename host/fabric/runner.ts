@@ -15,9 +15,27 @@
 // Results do not depend on the order endpoints are stepped in: frames enter the fabric in
 // (departPs, device, port, hand-over order), arrivals are delivered sorted, and no endpoint
 // sees another's state.
+//
+// When every endpoint is a device in the fabric's own core instance (host/scenario/cluster.ts
+// builds them so) and none needs the host after each step (no tap, no time-ordered console),
+// the same loop runs inside the core (assembly/cluster.ts): one call per stretch of windows,
+// the frames moved by copies within one memory. The host is called back only for a device's
+// output or failure. Both loops give the same results (test/cluster-core.test.ts).
 
 import { ArrivalBatch, type TxSink } from "./batch.js";
 import type { Fabric } from "./fabric.js";
+import type { MenicExports } from "../wasm.js";
+import { CLU } from "../generated/layouts.js";
+
+/** A device the core can step in the cluster's window loop (Endpoint.inCore). */
+export interface CoreDevice {
+  /** its handle in the fabric's core instance */
+  handle: number;
+  /** picoseconds per byte at its port rate */
+  psPerByte: number;
+  /** bytes a frame spends on the wire beyond its own: its departure is that much earlier */
+  overheadBytes: number;
+}
 
 /** A device, as the runner sees it. A real device implements it with a few calls per window. */
 export interface Endpoint {
@@ -38,6 +56,15 @@ export interface Endpoint {
    * fabric then does not write; true when absent.
    */
   readonly wantsColumns?: boolean;
+  /** Arrivals it lost because a window's batch did not fit its receive stage (host steps only). */
+  readonly stageDrops?: number;
+  /**
+   * The device behind it, when the core can step it in the window loop of `core` (the fabric's
+   * instance): null when the host must (another instance, a tap, output read every step).
+   */
+  inCore?(core: MenicExports): CoreDevice | null;
+  /** The core's window loop stopped at it: read its output, throw if it failed (Device.afterStep). */
+  attend?(): void;
 }
 
 /** The device interleave quantum (layouts/config.json interleaveQuantumPs default). */
@@ -56,6 +83,12 @@ export interface RunnerOptions {
   windowPs?: number;
   /** the order endpoints are stepped in each window (a permutation; results do not depend on it) */
   stepOrder?: readonly number[];
+  /**
+   * Where the window loop runs: "core" (default) inside the core when every endpoint is a
+   * device of the fabric's instance the core can step (Endpoint.inCore), else on the host;
+   * "host" always on the host (the same results, slower: for comparing the two).
+   */
+  loop?: "core" | "host";
 }
 
 export interface RunnerStats {
@@ -78,6 +111,9 @@ export class ClusterRunner {
   private windows = 0;
   private steps = 0;
   private deliveries = 0;
+  /** the core's cluster (assembly/cluster.ts) once the loop has run there; 0 before */
+  private cl = 0;
+  private readonly loop: "core" | "host";
 
   constructor(readonly fabric: Fabric, readonly endpoints: readonly Endpoint[], o: RunnerOptions = {}) {
     if (endpoints.length !== fabric.devices) throw new RangeError(`the fabric has ${fabric.devices} devices, got ${endpoints.length} endpoints`);
@@ -92,6 +128,8 @@ export class ClusterRunner {
     this.sinks = endpoints.map((_, i) => fabric.sink(i));
     this.nextAct = new Float64Array(endpoints.length);
     this.nowPs = fabric.nowPs;
+    if (o.loop !== undefined && o.loop !== "core" && o.loop !== "host") throw new RangeError(`loop must be "core" or "host", got ${String(o.loop)}`);
+    this.loop = o.loop ?? "core";
   }
 
   /**
@@ -111,6 +149,8 @@ export class ClusterRunner {
   }
 
   private run(endPs: number, stopWhenIdle: boolean): boolean {
+    const inCore = this.loop === "core" ? this.coreDevices() : null;
+    if (inCore) return this.runInCore(inCore, endPs, stopWhenIdle);
     const W = this.windowPs, fabric = this.fabric, eps = this.endpoints, n = eps.length;
     for (let i = 0; i < n; i++) this.nextAct[i] = eps[i].nextActivityPs();
     while (this.nowPs < endPs) {
@@ -146,7 +186,63 @@ export class ClusterRunner {
     return false;
   }
 
+  /** Every endpoint as a device the core can step, or null when one cannot be. */
+  private coreDevices(): CoreDevice[] | null {
+    const out: CoreDevice[] = [];
+    for (const ep of this.endpoints) {
+      const d = ep.inCore?.(this.fabric.core);
+      if (!d) return null;
+      out.push(d);
+    }
+    return out;
+  }
+
+  /** run(), the window loop in the core (assembly/cluster.ts clusterRun). */
+  private runInCore(devices: CoreDevice[], endPs: number, stopWhenIdle: boolean): boolean {
+    const core = this.fabric.core;
+    this.fabric.flush();
+    if (this.cl === 0) {
+      const cl = core.clusterNew(this.fabric.fab, this.windowPs, devices[0]?.overheadBytes ?? 0) >>> 0;
+      devices.forEach((d, i) => {
+        if (d.overheadBytes !== devices[0]!.overheadBytes) throw new RangeError(`endpoint ${i}: every device's frame overhead must be the same`);
+        core.clusterSetDevice(cl, i, d.handle, d.psPerByte);
+      });
+      const dv = new DataView(core.memory.buffer);
+      const order = dv.getUint32(cl + CLU.order, true);
+      this.order.forEach((i, k) => dv.setUint32(order + 4 * k, i, true));
+      this.cl = cl;
+    }
+    // the host's loop may have run since the core's last stretch
+    new DataView(core.memory.buffer).setFloat64(this.cl + CLU.now_ps, this.nowPs, true);
+    let fresh = 1;
+    for (;;) {
+      const r = core.clusterRun(this.cl, endPs, stopWhenIdle ? 1 : 0, fresh);
+      fresh = 0;
+      this.nowPs = new DataView(core.memory.buffer).getFloat64(this.cl + CLU.now_ps, true);
+      if (r !== 2) return r === 1;
+      this.endpoints[core.clusterAttention(this.cl)]!.attend?.();
+    }
+  }
+
+  /** Arrivals lost because they did not fit a device's receive stage, all endpoints. */
+  stageDrops(): number {
+    let n = 0;
+    for (const ep of this.endpoints) n += ep.stageDrops ?? 0;
+    if (this.cl !== 0) {
+      const dv = new DataView(this.fabric.core.memory.buffer), at = dv.getUint32(this.cl + CLU.stage_drops, true);
+      for (let i = 0; i < this.endpoints.length; i++) n += dv.getFloat64(at + 8 * i, true);
+    }
+    return n;
+  }
+
   stats(): RunnerStats {
-    return { windowPs: this.windowPs, nowPs: this.nowPs, windows: this.windows, steps: this.steps, deliveries: this.deliveries };
+    let { windows, steps, deliveries } = this;
+    if (this.cl !== 0) {
+      const dv = new DataView(this.fabric.core.memory.buffer);
+      windows += dv.getFloat64(this.cl + CLU.windows, true);
+      steps += dv.getFloat64(this.cl + CLU.steps, true);
+      deliveries += dv.getFloat64(this.cl + CLU.deliveries, true);
+    }
+    return { windowPs: this.windowPs, nowPs: this.nowPs, windows, steps, deliveries };
   }
 }

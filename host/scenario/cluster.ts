@@ -7,7 +7,8 @@ import { ClusterRunner } from "../fabric/runner.js";
 import { DeviceEndpoint } from "../cluster/endpoint.js";
 import type { Context } from "../verbs.js";
 import { leafSpine, singleSwitch, type Topology } from "../fabric/topology.js";
-import { ConfigError } from "../config.js";
+import { ConfigError, resolveConfig, memoryBytes } from "../config.js";
+import { CoreInstance } from "../wasm.js";
 import type { Scenario } from "./scenario.js";
 
 /** The topology of the scenario's fabric, with the devices' port count. */
@@ -37,10 +38,29 @@ export function applyFaults(sc: Scenario, fabric: Fabric, topo: Topology): void 
   });
 }
 
-/** The scenario's fabric with its faults, `contexts`' devices as its endpoints, and the runner over them. */
-export function buildCluster(coreModule: WebAssembly.Module, sc: Scenario, contexts: readonly Context[]): { fabric: Fabric; endpoints: DeviceEndpoint[]; runner: ClusterRunner } {
+/**
+ * Memory a cluster's devices may take in one core instance with their fabric: a wasm32
+ * instance holds at most 4 GiB, and the fabric's tables grow beside the devices as it runs.
+ */
+export const SHARED_INSTANCE_BYTES = 2 ** 31;
+/** A device's arena beyond its memories (rings, tables, trace; ~2.4 MiB at the defaults), as counted against that. */
+const TABLE_BYTES = 4 * 2 ** 20;
+
+/**
+ * Where a scenario's `devices` devices, configured like `config`, are built: one core instance
+ * they share with their fabric when their arenas fit SHARED_INSTANCE_BYTES (their window loop
+ * then runs in the core, host/fabric/runner.ts), else `coreModule` itself (an instance each;
+ * the host steps them).
+ */
+export function clusterHome(coreModule: WebAssembly.Module, devices: number, config: unknown): WebAssembly.Module | CoreInstance {
+  const perDevice = Number(memoryBytes(resolveConfig(config))) + TABLE_BYTES;
+  return devices * perDevice <= SHARED_INSTANCE_BYTES ? new CoreInstance(coreModule) : coreModule;
+}
+
+/** The scenario's fabric with its faults (in `home`: its devices' instance, or a new one), `contexts`' devices as its endpoints, and the runner over them. */
+export function buildCluster(home: WebAssembly.Module | CoreInstance, sc: Scenario, contexts: readonly Context[]): { fabric: Fabric; endpoints: DeviceEndpoint[]; runner: ClusterRunner } {
   const topo = buildTopology(sc);
-  const fabric = new Fabric(coreModule, topo, { mode: sc.fabric.mode, seed: sc.seed, ...(sc.fabric.switch ? { switch: sc.fabric.switch } : {}) });
+  const fabric = new Fabric(home, topo, { mode: sc.fabric.mode, seed: sc.seed, ...(sc.fabric.switch ? { switch: sc.fabric.switch } : {}) });
   applyFaults(sc, fabric, topo);
   const endpoints = contexts.map((c) => new DeviceEndpoint(c.device));
   return { fabric, endpoints, runner: new ClusterRunner(fabric, endpoints) };

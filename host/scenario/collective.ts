@@ -13,7 +13,8 @@ import {
   bindProgram, executorsReady, graphDeviceConfig, runReference, importMsccl, parseMscclXml, type GraphProgram,
 } from "../graph/index.js";
 import { executorElf } from "../generated/executor-elf.js";
-import { buildCluster, buildTopology } from "./cluster.js";
+import { buildCluster, buildTopology, clusterHome } from "./cluster.js";
+import type { CoreInstance } from "../wasm.js";
 import { resolveConfig } from "../config.js";
 import type { Fabric } from "../fabric/fabric.js";
 import type { ClusterRunner } from "../fabric/runner.js";
@@ -178,6 +179,7 @@ export async function openCluster(coreModule: WebAssembly.Module, sc: Scenario, 
   const elf = executorElf();
   const contexts: Context[] = [];
   let config0: Record<string, number> = {};
+  let home: WebAssembly.Module | CoreInstance = coreModule;
   for (let d = 0; d < n; d++) {
     const config = {
       ...sc.devices.config, ...need, deviceId: d, seed: sc.seed,
@@ -186,17 +188,20 @@ export async function openCluster(coreModule: WebAssembly.Module, sc: Scenario, 
       timingMode: sc.fabric.mode === "timing" ? 1 : 0, transport: sc.transport === "metaroce" ? 1 : 0,
       mrtConnections: need.mrtConnections ?? Math.max(4, n),
     };
-    if (d === 0) config0 = config;
-    const ctx = await Context.open(coreModule, config);
+    if (d === 0) {
+      config0 = config;
+      home = clusterHome(coreModule, n, config);
+    }
+    const ctx = await Context.open(home, config);
     ctx.device.start(ctx.device.loadElf(elf).entry);
     contexts.push(ctx);
   }
-  return { contexts, config0 };
+  return { contexts, config0, home };
 }
 
 /** The cluster of `contexts` on the scenario's fabric, its engines booted (asleep, waiting for a doorbell). */
-export function bootCluster(coreModule: WebAssembly.Module, sc: Scenario, contexts: Context[], opts: RunOptions) {
-  const { fabric, endpoints, runner } = buildCluster(coreModule, sc, contexts);
+export function bootCluster(home: WebAssembly.Module | CoreInstance, sc: Scenario, contexts: Context[], opts: RunOptions) {
+  const { fabric, endpoints, runner } = buildCluster(home, sc, contexts);
   opts.onBuilt?.({ fabric, runner, contexts, endpoints });
   // the engines boot the executor and sleep, waiting for the doorbell (bindProgram refuses them before)
   while (!executorsReady(contexts) && runner.nowPs < sc.untilPs) runner.runTo(runner.nowPs + 10_000_000);
@@ -303,10 +308,10 @@ export async function runCollectiveScenario(coreModule: WebAssembly.Module, sc: 
   const [ports] = stripePorts(sc);
   for (const size of c.sizes) {
     const p = compileCollective(c, n, size, ports);
-    const { contexts, config0 } = await openCluster(coreModule, sc, graphDeviceConfig(p), opts);
+    const { contexts, config0, home } = await openCluster(coreModule, sc, graphDeviceConfig(p), opts);
     // the matmul alone, once: on a device of the same config (the sizes change only its memory)
     if (c.interference && alonePs === null) alonePs = await matmulAlonePs(coreModule, config0, c.interference, sc.untilPs);
-    const { fabric, runner } = bootCluster(coreModule, sc, contexts, opts);
+    const { fabric, runner } = bootCluster(home, sc, contexts, opts);
     // new devices: nothing is connected yet, so the split changes at once
     if (c.scaleUpPorts !== undefined) for (const ctx of contexts) ctx.device.setPortGroups({ scaleUpPorts: c.scaleUpPorts });
     const r = await runProgram(sc, c, p, size, rows.length, c.sizes.length, contexts, runner, alonePs, opts);

@@ -12,7 +12,8 @@ import { ClusterRunner } from "../fabric/runner.js";
 import { RandomStreams } from "../fabric/rng.js";
 import type { Scenario, Flow } from "./scenario.js";
 import { resolveScenario } from "./scenario.js";
-import { buildCluster } from "./cluster.js";
+import { buildCluster, clusterHome } from "./cluster.js";
+import type { CoreInstance } from "../wasm.js";
 import { runCollectiveScenario, type CollectiveReport } from "./collective.js";
 import { runCollectiveSequence } from "./sequence.js";
 import type { GraphProgram } from "../graph/types.js";
@@ -264,6 +265,7 @@ export async function runScenario(coreModule: WebAssembly.Module, input: unknown
   const messagesPerFlow = sc.traffic.messages;
   const cqDepth = Math.max(16, messagesPerFlow * Math.max(...qpsPerDevice));
   const contexts: Context[] = [];
+  let home: WebAssembly.Module | CoreInstance = coreModule;
   for (let d = 0; d < n; d++) {
     const config = {
       engines: 1, ...sc.devices.config, deviceId: d, seed: sc.seed, maxQps, maxCqs: 4,
@@ -272,9 +274,10 @@ export async function runScenario(coreModule: WebAssembly.Module, input: unknown
       hbmBytes: Math.max(1 << 20, roundUp(region + cqDepth * 32 + 2 * maxQps * messagesPerFlow * 128 + (1 << 16), 1 << 16)),
       ...(sc.fabric.mode === "timing" ? { txBodyBytes: 65536, rxBodyBytes: 65536 } : {}),
     };
-    contexts.push(await Context.open(coreModule, config));
+    if (d === 0) home = clusterHome(coreModule, n, config);
+    contexts.push(await Context.open(home, config));
   }
-  const { fabric, endpoints, runner } = buildCluster(coreModule, sc, contexts);
+  const { fabric, endpoints, runner } = buildCluster(home, sc, contexts);
   opts.onBuilt?.({ fabric, runner, contexts, endpoints });
 
   // the memory and the QPs
@@ -372,7 +375,7 @@ export async function runScenario(coreModule: WebAssembly.Module, input: unknown
   const failed = flowsOut.reduce((s, f) => s + f.failed, 0);
   const finished = completed === total && failed === 0;
   const deviceDrops: Record<string, number> = Object.fromEntries(DEVICE_DROP_COUNTERS.map((k) => [k, sum(k)]));
-  deviceDrops.rx_stage_full = endpoints.reduce((s, e) => s + e.stageDrops, 0);
+  deviceDrops.rx_stage_full = runner.stageDrops();
   return {
     // a run whose messages all completed ends at the last completion (not where the runner's
     // last chunk of time happened to end); otherwise where it stopped

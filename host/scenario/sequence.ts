@@ -52,10 +52,10 @@ export async function runCollectiveSequence(coreModule: WebAssembly.Module, sc: 
   const stripes = stripePorts(sc);
   const programs = list.map((c, i) => c.sizes.map((size) => compileCollective(c, n, size, stripes[i])));
   const total = programs.reduce((a, x) => a + x.length, 0);
-  const { contexts, config0 } = await openCluster(coreModule, sc, needOfAll(programs.flat().map(graphDeviceConfig), n), opts);
+  const { contexts, config0, home } = await openCluster(coreModule, sc, needOfAll(programs.flat().map(graphDeviceConfig), n), opts);
   // a collective with a matmul load alongside: the load alone, on a device of the same config
   const alone = await Promise.all(list.map((c) => (c.interference ? matmulAlonePs(coreModule, config0, c.interference, sc.untilPs) : null)));
-  const { fabric, runner } = bootCluster(coreModule, sc, contexts, opts);
+  const { fabric, runner } = bootCluster(home, sc, contexts, opts);
   const portFrames = () => portTraffic(sc, contexts, fabric);
   const reports: CollectiveReport[] = [];
   let index = 0, stopped = false, timeLimit = false;

@@ -1,0 +1,196 @@
+// A cluster's window loop in the core: the fabric and the devices that live in its instance
+// (one memory), run as host/fabric/runner.ts runs them, without a call into the core per device
+// per window. The rules are the runner's (conservative windows no longer than the smallest link
+// latency; see its header): in each window, every device that has frames due or something of
+// its own to do takes its arrivals, runs to the window's end and hands the frames it sent to
+// the fabric, read in place from its transmit ring; then the fabric runs to the window's end.
+// Idle stretches are skipped in one jump. The order of these steps, and every number they
+// produce, are the runner's: a run here and the same run through the host's endpoints give the
+// same bytes (test/cluster-core.test.ts).
+//
+// The host is asked back (clusterRun returns ATTENTION) when a device has output for it
+// (console, trace: its Device drains them, as after any step) or has failed; the window then
+// goes on where it stopped at the next call.
+
+import { Device } from "./core/device";
+import { NEVER } from "./core/time";
+import { jitNewEpoch } from "./engine/jit-cache";
+import { nextActivity, step, hasOutput } from "./run";
+import { portsOf, txRing, ringConsume } from "./nic/ports";
+import { portsUnblock } from "./nic/roce-tx";
+import { rxPut } from "./nic/roce-rx";
+import { fabricTake, fabricRelease, fabricRunTo, fabricNextEvent, ingestRing } from "./fabric/fabric";
+import { zeroed } from "./fabric/memory";
+import { HDR_SLOT } from "./fabric/packets";
+import {
+  CLU_SIZE, CLU_FAB, CLU_N, CLU_DEV, CLU_ORDER, CLU_NEXT, CLU_PS_PER_BYTE, CLU_STAGE_DROPS, CLU_OVERHEAD, CLU_NOW_PS,
+  CLU_WINDOW_PS, CLU_WINDOWS, CLU_STEPS, CLU_DELIVERIES, CLU_WIN_END, CLU_RESUME, CLU_RESUME_STEPPED,
+  FAB_DEVICES, FAB_PEND_MIN, FAB_OUTBOX, FAB_OUTBOX_BODY,
+  PKT_SIZE, PKT_HDR_LEN, PKT_BODY_LEN, PKT_BODY_OFF,
+} from "./generated/layouts";
+
+/** clusterRun's answers. */
+export const CLUSTER_REACHED: i32 = 0; // the time reached endPs
+export const CLUSTER_IDLE: i32 = 1; // nothing can happen any more (stopWhenIdle)
+export const CLUSTER_ATTENTION: i32 = 2; // a device wants the host (clusterAttention says which)
+
+@inline function tab(cl: usize, field: u32): usize { return <usize>load<u32>(cl + field); }
+@inline function f64At(cl: usize, field: u32, i: i32): f64 { return load<f64>(tab(cl, field) + (<usize>i << 3)); }
+@inline function setF64(cl: usize, field: u32, i: i32, v: f64): void { store<f64>(tab(cl, field) + (<usize>i << 3), v); }
+@inline function devAt(cl: usize, i: i32): Device { return changetype<Device>(<usize>load<u32>(tab(cl, CLU_DEV) + (<usize>i << 2))); }
+@inline function bump(cl: usize, field: u32, by: f64): void { store<f64>(cl + field, load<f64>(cl + field) + by); }
+
+/** A cluster over fabric `fab` (its device count), windows of `windowPs`; the host then places each device (clusterSetDevice). */
+export function clusterNew(fab: usize, windowPs: f64, overheadBytes: u32): usize {
+  const cl = zeroed(CLU_SIZE);
+  const n = load<u32>(fab + FAB_DEVICES);
+  store<u32>(cl + CLU_FAB, <u32>fab);
+  store<u32>(cl + CLU_N, n);
+  store<u32>(cl + CLU_DEV, <u32>zeroed(<usize>n << 2));
+  const order = zeroed(<usize>n << 2);
+  for (let i: u32 = 0; i < n; i++) store<u32>(order + (<usize>i << 2), i);
+  store<u32>(cl + CLU_ORDER, <u32>order);
+  store<u32>(cl + CLU_NEXT, <u32>zeroed(<usize>n << 3));
+  store<u32>(cl + CLU_PS_PER_BYTE, <u32>zeroed(<usize>n << 3));
+  store<u32>(cl + CLU_STAGE_DROPS, <u32>zeroed(<usize>n << 3));
+  store<u32>(cl + CLU_OVERHEAD, overheadBytes);
+  store<f64>(cl + CLU_WINDOW_PS, windowPs);
+  store<i32>(cl + CLU_RESUME, -1);
+  return cl;
+}
+
+/** Device `i` of the fabric is the device at `dev` (this instance), sending at `psPerByte`. */
+export function clusterSetDevice(cl: usize, i: u32, dev: usize, psPerByte: f64): void {
+  store<u32>(tab(cl, CLU_DEV) + (<usize>i << 2), <u32>dev);
+  setF64(cl, CLU_PS_PER_BYTE, <i32>i, psPerByte);
+}
+
+/** When a device next acts of its own accord, as the runner keeps it (ps; Infinity: never). */
+function nextOf(dev: Device): f64 {
+  const t = nextActivity(dev);
+  return t == NEVER ? Infinity : <f64>t;
+}
+
+/**
+ * Runs windows until the time reaches `endPs` (a multiple of the window), or, with
+ * `stopWhenIdle`, until nothing can happen any more. `fresh`: the host may have given devices
+ * work since the last call, so each is asked again when it next acts (the runner does so at the
+ * start of every run). Returns CLUSTER_*.
+ */
+export function clusterRun(cl: usize, endPs: f64, stopWhenIdle: bool, fresh: bool): i32 {
+  const fab = <usize>load<u32>(cl + CLU_FAB), n = <i32>load<u32>(cl + CLU_N);
+  const W = load<f64>(cl + CLU_WINDOW_PS);
+  if (fresh) for (let i = 0; i < n; i++) setF64(cl, CLU_NEXT, i, nextOf(devAt(cl, i)));
+  // a window a device interrupted goes on first
+  if (load<i32>(cl + CLU_RESUME) >= 0 && !finishWindow(cl, fab, n)) return CLUSTER_ATTENTION;
+  while (load<f64>(cl + CLU_NOW_PS) < endPs) {
+    const now = load<f64>(cl + CLU_NOW_PS);
+    let next = fabricNextEvent(fab);
+    const pend = <usize>load<u32>(fab + FAB_PEND_MIN), acts = tab(cl, CLU_NEXT);
+    for (let i = 0; i < n; i++) {
+      next = Math.min(next, load<f64>(acts + (<usize>i << 3)));
+      next = Math.min(next, load<f64>(pend + (<usize>i << 3)));
+    }
+    if (next == Infinity && stopWhenIdle) return CLUSTER_IDLE;
+    if (next >= now + W) {
+      const t = Math.min(endPs, Math.max(now, Math.floor(next / W) * W));
+      store<f64>(cl + CLU_NOW_PS, t);
+      fabricRunTo(fab, t);
+      continue;
+    }
+    store<f64>(cl + CLU_WIN_END, now + W);
+    store<i32>(cl + CLU_RESUME, 0);
+    store<u32>(cl + CLU_RESUME_STEPPED, 0);
+    if (!finishWindow(cl, fab, n)) return CLUSTER_ATTENTION;
+  }
+  return CLUSTER_REACHED;
+}
+
+/** The device the host is asked to look at (ATTENTION): its index in the fabric. */
+export function clusterAttention(cl: usize): i32 {
+  const k = load<i32>(cl + CLU_RESUME);
+  return k < 0 ? -1 : <i32>load<u32>(tab(cl, CLU_ORDER) + (<usize>k << 2));
+}
+
+/**
+ * Steps the window in progress (CLU.win_end) from the device at position CLU.resume of the
+ * order on, then runs the fabric to its end. False when a device wants the host: CLU.resume
+ * then names it, and the next call goes on there.
+ */
+function finishWindow(cl: usize, fab: usize, n: i32): bool {
+  const end = load<f64>(cl + CLU_WIN_END), order = tab(cl, CLU_ORDER);
+  for (let k = load<i32>(cl + CLU_RESUME); k < n; k++) {
+    store<i32>(cl + CLU_RESUME, k);
+    if (!stepDevice(cl, fab, <i32>load<u32>(order + (<usize>k << 2)), end)) return false;
+    store<u32>(cl + CLU_RESUME_STEPPED, 0);
+  }
+  store<i32>(cl + CLU_RESUME, -1);
+  fabricRunTo(fab, end);
+  store<f64>(cl + CLU_NOW_PS, end);
+  bump(cl, CLU_WINDOWS, 1);
+  return true;
+}
+
+/**
+ * Device `i`'s part of the window ending at `end`: its due arrivals, its run to the end, its
+ * frames into the fabric. False when it stopped for the host (output to read, a failure);
+ * CLU.resume_stepped is then 1: the next call goes on with its run.
+ */
+function stepDevice(cl: usize, fab: usize, i: i32, end: f64): bool {
+  const dev = devAt(cl, i), until = <u64>end;
+  if (load<u32>(cl + CLU_RESUME_STEPPED) == 0) {
+    const due = load<f64>(<usize>load<u32>(fab + FAB_PEND_MIN) + (<usize>i << 3)) < end;
+    if (!due && f64At(cl, CLU_NEXT, i) >= end) return true;
+    if (due) deliver(cl, fab, i, dev, end);
+    bump(cl, CLU_STEPS, 1);
+    store<u32>(cl + CLU_RESUME_STEPPED, 1);
+  }
+  // as Device.advance: steps until the end, the host reading its output after any step that left some
+  while (dev.now < until) {
+    jitNewEpoch(dev); // as the host's step does: the host may have written SRAM since the last one
+    step(dev, until, 0);
+    if (dev.fatal != 0 || hasOutput(dev)) return false;
+  }
+  // its frames, read in place from its transmit ring
+  const r = txRing(dev), sent = r.count;
+  if (sent != 0) {
+    ingestRing(fab, <u32>i, r.recs, r.head, sent, dev.cfg.txRingEntries, r.body, f64At(cl, CLU_PS_PER_BYTE, i), load<u32>(cl + CLU_OVERHEAD));
+    ringConsume(r, sent);
+    portsUnblock(dev, dev.now);
+  }
+  setF64(cl, CLU_NEXT, i, nextOf(dev));
+  return true;
+}
+
+/**
+ * The frames reaching device `i` before `end`, staged and handed to it as the host's
+ * DevicePorts.stageRecords and commitArrivals do: a frame that does not fit the stage (records,
+ * body bytes, or more header bytes than a record holds) is lost and counted.
+ */
+function deliver(cl: usize, fab: usize, i: i32, dev: Device, end: f64): void {
+  const n = fabricTake(fab, i, end, false);
+  bump(cl, CLU_DELIVERIES, <f64>n);
+  const ports = portsOf(dev), cap = dev.cfg.rxRingEntries;
+  const bodyCap: u32 = dev.cfg.timingMode != 0 ? 0 : dev.cfg.rxBodyBytes;
+  const out = <usize>load<u32>(fab + FAB_OUTBOX), outBody = <usize>load<u32>(fab + FAB_OUTBOX_BODY);
+  let staged: u32 = 0, stagedBody: u32 = 0, lost: u32 = 0;
+  for (let k: u32 = 0; k < n; k++) {
+    const r = out + <usize>k * PKT_SIZE;
+    const hdrLen = <u32>load<u16>(r + PKT_HDR_LEN);
+    const blen = bodyCap > 0 ? load<u32>(r + PKT_BODY_LEN) : 0;
+    if (staged >= cap || stagedBody + blen > bodyCap || hdrLen > HDR_SLOT) {
+      lost++;
+      continue;
+    }
+    const to = ports.stage + <usize>staged * PKT_SIZE;
+    memory.copy(to, r, PKT_SIZE);
+    store<u32>(to + PKT_BODY_LEN, blen);
+    store<u32>(to + PKT_BODY_OFF, stagedBody);
+    if (blen > 0) memory.copy(ports.stageBody + stagedBody, outBody + load<u32>(r + PKT_BODY_OFF), blen);
+    staged++;
+    stagedBody += blen;
+  }
+  if (lost != 0) setF64(cl, CLU_STAGE_DROPS, i, f64At(cl, CLU_STAGE_DROPS, i) + <f64>lost);
+  if (staged != 0) rxPut(dev, staged);
+  fabricRelease(fab);
+}
