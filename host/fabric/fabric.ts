@@ -77,6 +77,9 @@ export interface SwitchStats {
   drops: Record<DropReason, number>;
 }
 
+/** The fabric's counters as a whole (Fabric.totals): FabricStats without its per-switch and per-link parts. */
+export type FabricTotals = Omit<FabricStats, "switches" | "links">;
+
 export interface FabricStats {
   nowPs: number;
   injected: number;
@@ -479,11 +482,34 @@ export class Fabric {
     return this.dv.getUint32(this.fab + FAB.pkt_live, true);
   }
 
-  stats(): FabricStats {
+  /** The counters of the whole fabric: stats() without the per-switch and per-link records (cheap to ask often). */
+  totals(): FabricTotals {
+    this.catchUp();
+    const dv = this.dv, nSw = this.nSw;
+    const swMarks = new Float64Array(this.u8.buffer, this.ptr(FAB.sw_marks), nSw), swPauses = new Float64Array(this.u8.buffer, this.ptr(FAB.sw_pauses), nSw);
+    let marks = 0, pauses = 0;
+    for (let s = 0; s < nSw; s++) {
+      marks += swMarks[s];
+      pauses += swPauses[s];
+    }
+    return {
+      nowPs: this.f64At(FAB.now_ps), injected: this.f64At(FAB.injected), delivered: this.f64At(FAB.delivered), hops: this.f64At(FAB.hops),
+      drops: dropRecord(new Float64Array(this.u8.buffer, this.fab + FAB.drops, NR), 0), ecnMarks: marks, pfcPauses: pauses, pfcResumes: this.f64At(FAB.pfc_resumes),
+      lateTx: this.f64At(FAB.late_tx), unorderedTx: this.f64At(FAB.unordered_tx), packetsPeak: dv.getUint32(this.fab + FAB.pkt_peak, true),
+      eventsPeak: dv.getUint32(this.fab + FAB.ev_peak, true), events: this.f64At(FAB.ev_pushed),
+    };
+  }
+
+  /** Brings every channel's counters to now (without PFC, a device port's queued frames are counted as they start), and the views up to date. */
+  private catchUp(): void {
     this.flush();
-    const t = this.topology, nCh = this.nCh, nSw = this.nSw;
-    if (!this.config.switch.pfc.enabled) for (let c = 0; c < nCh; c++) this.core.fabricCatchUp(this.fab, c, this.nowPs);
+    if (!this.config.switch.pfc.enabled) for (let c = 0; c < this.nCh; c++) this.core.fabricCatchUp(this.fab, c, this.nowPs);
     this.views();
+  }
+
+  stats(): FabricStats {
+    const t = this.topology, nCh = this.nCh, nSw = this.nSw;
+    const totals = this.totals();
     const buf = this.u8.buffer, dv = this.dv;
     const col = (f: number, n: number) => new Float64Array(buf, this.ptr(f), n).slice();
     const chDrops = col(FAB.ch_drops, nCh * NR), chMarks = col(FAB.ch_marks, nCh), chPauses = col(FAB.ch_pauses, nCh);
@@ -502,17 +528,9 @@ export class Fabric {
       const s = chI(c, FCH.src_sw);
       if (s >= 0 && chF(c, FCH.qpeak) > qPeakSw[s]) qPeakSw[s] = chF(c, FCH.qpeak);
     }
-    let marks = 0, pauses = 0;
-    for (let s = 0; s < nSw; s++) {
-      marks += swMarks[s];
-      pauses += swPauses[s];
-    }
     const linkUp = this.u8.slice(this.ptr(FAB.link_up), this.ptr(FAB.link_up) + this.nLinks);
     return {
-      nowPs: this.f64At(FAB.now_ps), injected: this.f64At(FAB.injected), delivered: this.f64At(FAB.delivered), hops: this.f64At(FAB.hops),
-      drops: dropRecord(new Float64Array(buf, this.fab + FAB.drops, NR), 0), ecnMarks: marks, pfcPauses: pauses, pfcResumes: this.f64At(FAB.pfc_resumes),
-      lateTx: this.f64At(FAB.late_tx), unorderedTx: this.f64At(FAB.unordered_tx), packetsPeak: dv.getUint32(this.fab + FAB.pkt_peak, true),
-      eventsPeak: dv.getUint32(this.fab + FAB.ev_peak, true), events: this.f64At(FAB.ev_pushed),
+      ...totals,
       switches: t.switches.map((S, s) => ({
         name: S.name, bufferBytes: bufCap[s], bufferPeakBytes: bufPeak[s], queuePeakBytes: qPeakSw[s],
         ecnMarks: swMarks[s], pfcPausesSent: swPauses[s], drops: dropRecord(swDrops, s * NR),

@@ -353,7 +353,7 @@ async function scenarioRun(args: string[]): Promise<number> {
   const onBuilt = (c: { fabric: Fabric }) => { fabric = c.fabric; };
   const sample = (nowPs: number, untilPs: number, done: number, total: number): ProgressSample => ({
     nowPs, untilPs, detail: `messages ${done}/${total}`, done: total > 0 ? done / total : undefined,
-    work: () => ({ count: fabric?.stats().hops ?? 0, unit: "hops/s" }),
+    work: () => ({ count: fabric?.totals().hops ?? 0, unit: "hops/s" }),
   });
   if (scenario.sweep !== undefined) {
     const untils = expandSweep(scenario).map((c) => resolveScenario(c.scenario).untilPs);

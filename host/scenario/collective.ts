@@ -165,7 +165,7 @@ export function addTotals(t: Totals, contexts: readonly Context[], fabric: Fabri
   t.sums.timeouts += sum("roce.timeouts") + sum("mrt.rtos");
   t.sums.naksSent += sum("roce.naks_sent") + sum("mrt.naks_sent");
   t.sums.cnpsSent += sum("roce.cnps_sent");
-  const fs = fabric.stats();
+  const fs = fabric.totals();
   for (const [k, v] of Object.entries(fs.drops)) t.fab.drops[k] = (t.fab.drops[k] ?? 0) + v;
   t.fab.ecnMarks += fs.ecnMarks;
   t.fab.pfcPauses += fs.pfcPauses;

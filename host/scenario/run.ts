@@ -371,7 +371,7 @@ export async function runScenario(coreModule: WebAssembly.Module, input: unknown
   const lastDone = Math.max(0, ...state.map((f) => f.lastDonePs));
   fct.sort((a, b) => a - b);
   const pct = (p: number) => (fct.length === 0 ? 0 : fct[Math.min(fct.length - 1, Math.ceil((p / 100) * fct.length) - 1)]!);
-  const fs = fabric.stats();
+  const fs = fabric.totals();
   const failed = flowsOut.reduce((s, f) => s + f.failed, 0);
   const finished = completed === total && failed === 0;
   const deviceDrops: Record<string, number> = Object.fromEntries(DEVICE_DROP_COUNTERS.map((k) => [k, sum(k)]));
