@@ -14,12 +14,13 @@
 
 import { Device } from "./core/device";
 import { NEVER } from "./core/time";
+import { copyBytes } from "./core/copy";
 import { jitNewEpoch } from "./engine/jit-cache";
 import { nextActivity, step, hasOutput } from "./run";
-import { portsOf, txRing, ringConsume } from "./nic/ports";
+import { Ports, portsOf, txRing, ringConsume } from "./nic/ports";
 import { portsUnblock } from "./nic/roce-tx";
 import { rxPut } from "./nic/roce-rx";
-import { fabricTake, fabricRelease, fabricRunTo, fabricNextEvent, ingestRing } from "./fabric/fabric";
+import { takeDue, heldBodyBytes, writeHeld, fabricRelease, fabricRunTo, fabricNextEvent, fabricFull, fabricOutbox, ingestRing } from "./fabric/fabric";
 import { zeroed } from "./fabric/memory";
 import { HDR_SLOT } from "./fabric/packets";
 import {
@@ -165,14 +166,29 @@ function stepDevice(cl: usize, fab: usize, i: i32, end: f64): bool {
 /**
  * The frames reaching device `i` before `end`, staged and handed to it as the host's
  * DevicePorts.stageRecords and commitArrivals do: a frame that does not fit the stage (records,
- * body bytes, or more header bytes than a record holds) is lost and counted.
+ * body bytes, or more header bytes than a record holds) is lost and counted. When all fit (the
+ * rule), the fabric writes them straight into the stage.
  */
 function deliver(cl: usize, fab: usize, i: i32, dev: Device, end: f64): void {
-  const n = fabricTake(fab, i, end, false);
+  const n = takeDue(fab, i, end);
   bump(cl, CLU_DELIVERIES, <f64>n);
   const ports = portsOf(dev), cap = dev.cfg.rxRingEntries;
   const bodyCap: u32 = dev.cfg.timingMode != 0 ? 0 : dev.cfg.rxBodyBytes;
+  let staged: u32 = 0;
+  if (n <= cap && (bodyCap == 0 ? !fabricFull(fab) : heldBodyBytes(fab) <= bodyCap)) {
+    writeHeld(fab, ports.stage, ports.stageBody, false);
+    staged = n;
+  } else staged = stageSome(cl, fab, i, ports, n, cap, bodyCap);
+  if (staged != 0) rxPut(dev, staged);
+  fabricRelease(fab);
+}
+
+/** deliver's way when not every frame fits: through the fabric's outbox, one record at a time. */
+function stageSome(cl: usize, fab: usize, i: i32, ports: Ports, n: u32, cap: u32, bodyCap: u32): u32 {
+  const full = fabricFull(fab);
+  fabricOutbox(fab, n, full ? heldBodyBytes(fab) : 0);
   const out = <usize>load<u32>(fab + FAB_OUTBOX), outBody = <usize>load<u32>(fab + FAB_OUTBOX_BODY);
+  writeHeld(fab, out, outBody, false);
   let staged: u32 = 0, stagedBody: u32 = 0, lost: u32 = 0;
   for (let k: u32 = 0; k < n; k++) {
     const r = out + <usize>k * PKT_SIZE;
@@ -183,7 +199,7 @@ function deliver(cl: usize, fab: usize, i: i32, dev: Device, end: f64): void {
       continue;
     }
     const to = ports.stage + <usize>staged * PKT_SIZE;
-    memory.copy(to, r, PKT_SIZE);
+    copyBytes(to, r, PKT_SIZE);
     store<u32>(to + PKT_BODY_LEN, blen);
     store<u32>(to + PKT_BODY_OFF, stagedBody);
     if (blen > 0) memory.copy(ports.stageBody + stagedBody, outBody + load<u32>(r + PKT_BODY_OFF), blen);
@@ -191,6 +207,5 @@ function deliver(cl: usize, fab: usize, i: i32, dev: Device, end: f64): void {
     stagedBody += blen;
   }
   if (lost != 0) setF64(cl, CLU_STAGE_DROPS, i, f64At(cl, CLU_STAGE_DROPS, i) + <f64>lost);
-  if (staged != 0) rxPut(dev, staged);
-  fabricRelease(fab);
+  return staged;
 }

@@ -44,6 +44,7 @@ import { NONE, HDR_SLOT, META_HDR_LEN, META_ECT, META_CE, pkt, pktHdr, pktGrow, 
 import { FrameFields, readFrame, markCe, FRAME_OK } from "./frame";
 import { rngNext32, hashTuple, ecmpPick } from "./rng";
 import { zeroed, grow, nones } from "./memory";
+import { copyBytes } from "../core/copy";
 
 // Why a frame was dropped (host/fabric/fabric.ts DROP_REASONS, in this order).
 const R_BUFFER = 0, R_PORT_CAP = 1, R_NO_ROUTE = 2, R_LINK_DOWN = 3, R_RANDOM = 4, R_GE = 5, R_BAD = 6;
@@ -170,7 +171,7 @@ export function fabricInit(fab: usize, packets: u32, events: u32, horizonPs: f64
   table(fab, FAB_HELD, 1024);
   table(fab, FAB_FRAME, offsetof<FrameFields>());
   fabricInbox(fab, 256, 0);
-  outboxReserve(fab, 256, 0);
+  fabricOutbox(fab, 256, 0);
 }
 
 /** Room in the inbox for `records` PKT records and `bodyBytes` of bodies; returns the inbox's address. */
@@ -186,8 +187,13 @@ export function fabricInbox(fab: usize, records: u32, bodyBytes: u32): usize {
   return load<usize>(fab + FAB_INBOX);
 }
 
+/** True in full mode: frames carry their bodies. */
+export function fabricFull(fab: usize): bool {
+  return load<u32>(fab + FAB_FULL) != 0;
+}
+
 /** Room for a delivery of `n` frames and `bodyBytes` of bodies: the outbox and the batch columns. */
-function outboxReserve(fab: usize, n: u32, bodyBytes: u32): void {
+export function fabricOutbox(fab: usize, n: u32, bodyBytes: u32): void {
   const cap = load<u32>(fab + FAB_OUTBOX_CAP);
   if (n > cap) {
     const m = n > 2 * cap ? n : 2 * cap;
@@ -256,7 +262,7 @@ function send(fab: usize, f: FrameFields, device: u32, port: u32, departPs: f64,
   }
   const ep = <i32>(device * ports + port);
   const id = pktAlloc(fab);
-  memory.copy(pktHdr(fab, id), hdr, HDR_SLOT);
+  copyBytes(pktHdr(fab, id), hdr, HDR_SLOT);
   const r = pkt(fab, id);
   const ect = f.ecn == IPV4_ECN_ECT0 || f.ecn == IPV4_ECN_ECT1 ? META_ECT : 0;
   store<u32>(r + FPKT_META, hdrLen | ect);
@@ -769,13 +775,24 @@ export function fabricRebuildGroups(fab: usize, pl: i32): void {
  * The frames stay held until fabricRelease (or the next take).
  */
 export function fabricTake(fab: usize, device: i32, endPs: f64, columns: bool): u32 {
+  const n = takeDue(fab, device, endPs);
+  if (n == 0) return 0;
+  fabricOutbox(fab, n, load<u32>(fab + FAB_FULL) != 0 ? heldBodyBytes(fab) : 0);
+  writeHeld(fab, tab(fab, FAB_OUTBOX), tab(fab, FAB_OUTBOX_BODY), columns);
+  return n;
+}
+
+/**
+ * Holds the frames reaching device `device` before `endPs`, in (arrival, key) order (FAB.held;
+ * freed by fabricRelease or the next take), after freeing the last ones; returns how many.
+ */
+export function takeDue(fab: usize, device: i32, endPs: f64): u32 {
   fabricRelease(fab);
   if (f64Of(fab, FAB_PEND_MIN, device) >= endPs) return 0;
   const ports = <i32>load<u32>(fab + FAB_PORTS);
   const heads = tab(fab, FAB_LAST_HEAD_PS), keys = tab(fab, FAB_LAST_HEAD_KEY);
   // merge the due frames of the device's ports' last-hop lists in (arrival, key) order
-  let n: u32 = 0, bodyBytes: u32 = 0;
-  const full = load<u32>(fab + FAB_FULL) != 0;
+  let n: u32 = 0;
   for (;;) {
     let best = NONE, bestPs: f64 = 0, bestKey: f64 = 0;
     for (let ep = device * ports; ep < (device + 1) * ports; ep++) {
@@ -807,8 +824,6 @@ export function fabricTake(fab: usize, device: i32, endPs: f64, columns: bool): 
     }
     setI32(fab, FAB_HELD, <i32>n, p);
     n++;
-    const slot = load<i32>(r + FPKT_PAYLOAD);
-    if (full && slot != NONE) bodyBytes += load<u32>(tab(fab, FAB_PAY_LEN) + (<usize>slot << 2));
   }
   store<u32>(fab + FAB_HELD_N, n);
   let min = Infinity;
@@ -820,8 +835,28 @@ export function fabricTake(fab: usize, device: i32, endPs: f64, columns: bool): 
     }
   }
   setF64(fab, FAB_PEND_MIN, device, min);
-  outboxReserve(fab, n, bodyBytes);
-  const out = tab(fab, FAB_OUTBOX), outBody = tab(fab, FAB_OUTBOX_BODY), slotBytes = load<u32>(fab + FAB_PAYLOAD_SLOT_BYTES);
+  store<f64>(fab + FAB_DELIVERED, load<f64>(fab + FAB_DELIVERED) + <f64>n);
+  return n;
+}
+
+/** Body bytes (full mode) of the frames takeDue holds. */
+export function heldBodyBytes(fab: usize): u32 {
+  let bytes: u32 = 0;
+  for (let k: i32 = 0; k < <i32>load<u32>(fab + FAB_HELD_N); k++) {
+    const slot = load<i32>(pkt(fab, i32Of(fab, FAB_HELD, k)) + FPKT_PAYLOAD);
+    if (slot != NONE) bytes += load<u32>(tab(fab, FAB_PAY_LEN) + (<usize>slot << 2));
+  }
+  return bytes;
+}
+
+/**
+ * The frames takeDue holds, as PKT records in receive form at `out` (room for all of them) and
+ * their bodies one after another at `outBody` (body_off from 0); with `columns`, as the batch
+ * columns too.
+ */
+export function writeHeld(fab: usize, out: usize, outBody: usize, columns: bool): void {
+  const n = load<u32>(fab + FAB_HELD_N), ports = <i32>load<u32>(fab + FAB_PORTS);
+  const slotBytes = load<u32>(fab + FAB_PAYLOAD_SLOT_BYTES);
   let bodyAt: u32 = 0;
   for (let k: u32 = 0; k < n; k++) {
     const p = i32Of(fab, FAB_HELD, <i32>k), r = pkt(fab, p), i = <i32>k;
@@ -854,14 +889,12 @@ export function fabricTake(fab: usize, device: i32, endPs: f64, columns: bool): 
     store<u32>(o + PKT_BODY_OFF, bodyAt);
     store<u32>(o + PKT_SEQ, <u32><i64>seq);
     store<u32>(o + PKT_SRC_DEVICE, <u32>(src / ports));
-    memory.copy(o + PKT_HDR, hdr, HDR_SLOT);
+    copyBytes(o + PKT_HDR, hdr, HDR_SLOT);
     if (payLen > 0) {
       memory.copy(outBody + bodyAt, tab(fab, FAB_PAY) + payOff, payLen);
       bodyAt += payLen;
     }
   }
-  store<f64>(fab + FAB_DELIVERED, load<f64>(fab + FAB_DELIVERED) + <f64>n);
-  return n;
 }
 
 /** Frees the frames of the last fabricTake. */

@@ -18,6 +18,7 @@
 
 import { nicOf } from "./state";
 import { Device, statAdd, tracePoint } from "../core/device";
+import { copyBytes } from "../core/copy";
 import { schedule, EventKind } from "../core/sched";
 import { Qp, qpAt, sqSlot } from "./verbs";
 import { dmaIsHost, dmaIsSram, sramDmaPs } from "../mem/dma";
@@ -101,7 +102,7 @@ export function dbqPush(dev: Device, r: u32, arrival: u64, kind: DbKind, qpn: u3
   store<u32>(p, qpn, 8);
   store<u16>(p, <u16>kind, 12);
   store<u16>(p, <u16>pi16, 14);
-  if (wqe != 0) memory.copy(q.wqes + <usize>slot * WQE_SIZE, wqe, WQE_SIZE);
+  if (wqe != 0) copyBytes(q.wqes + <usize>slot * WQE_SIZE, wqe, WQE_SIZE);
   q.count++;
   if (q.count == 1) schedule(dev, arrival, EventKind.Doorbell, r, 0);
   return true;
@@ -215,7 +216,7 @@ export function expressDoorbell(dev: Device, e: usize, ringer: u32, t: u64): voi
   const q = qpAt(dev, qpn);
   if (q.announced - q.sqCi >= q.sqDepth) { overrunDoorbell(dev, qpn, t); return; }
   // the NIC keeps the entry in the ring slot it occupies, so every entry runs from one place
-  memory.copy(sqSlot(dev, q, q.announced), e, WQE_SIZE);
+  copyBytes(sqSlot(dev, q, q.announced), e, WQE_SIZE);
   q.announced++;
   rangePush(dev, q, qpn, q.announced, t);
   kick(dev, qpn, t);

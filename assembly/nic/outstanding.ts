@@ -8,6 +8,7 @@
 // are in.
 
 import { Device, statAdd, tracePoint } from "../core/device";
+import { copyBytes } from "../core/copy";
 import { Qp, qpAt } from "./verbs";
 import { nicOf } from "./state";
 import { cqPush, cqeVisible } from "./completions";
@@ -69,7 +70,7 @@ export function outPush(dev: Device, q: Qp, qpn: u32, w: usize, first: u32, last
 /** Appends a message (its WQE at `w`) to the outstanding ones; the send cursor will reach it. */
 export function outAppend(dev: Device, q: Qp, qpn: u32, w: usize, first: u32, last: u32, msn: u32, flags: u32): void {
   const e = outAt(dev, q, qpn, q.outCount);
-  memory.copy(e, w, <usize>WQE_SIZE);
+  copyBytes(e, w, <usize>WQE_SIZE);
   store<u32>(e + <usize>WQE_SIZE, first);
   store<u32>(e + <usize>WQE_SIZE, last, 4);
   store<u64>(e + <usize>WQE_SIZE, 0, 8);

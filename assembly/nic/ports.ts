@@ -10,6 +10,7 @@
 
 import { Device, Config, statAdd } from "../core/device";
 import { NEVER } from "../core/time";
+import { copyBytes } from "../core/copy";
 import { schedule, unschedule, EventKind } from "../core/sched";
 import {
   PKT_SIZE, PKT_HDR, PKT_TIME_PS, PKT_WIRE_LEN, PKT_PORT, PKT_HDR_LEN, PKT_BODY_LEN, PKT_BODY_OFF, PKT_SEQ, PKT_SRC_DEVICE,
@@ -226,7 +227,7 @@ export function emit(dev: Device, p: u32, end: u64, wire: u32, hdrLen: u32): voi
   store<u32>(rec + PKT_WIRE_LEN, wire);
   store<u16>(rec + PKT_PORT, <u16>p);
   store<u16>(rec + PKT_HDR_LEN, <u16>hdrLen);
-  memory.copy(rec + PKT_HDR, frame, hdrLen);
+  copyBytes(rec + PKT_HDR, frame, hdrLen);
   let bodyLen: u32 = 0, bodyOff: u32 = 0;
   if (dev.cfg.timingMode == 0) {
     bodyLen = wire - hdrLen;

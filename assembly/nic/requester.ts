@@ -14,6 +14,7 @@
 
 import { nicOf } from "./state";
 import { Device, statAdd, tracePoint } from "../core/device";
+import { copyBytes } from "../core/copy";
 import { Qp, qpAt, qpWqe, sqSlot, mrCheck, NOT_ARMED } from "./verbs";
 import { dmaPtr, dmaIsHbm, dmaIsHost, dmaIsSram, sramDmaPs } from "../mem/dma";
 import { schedule, EventKind } from "../core/sched";
@@ -60,7 +61,7 @@ export function kick(dev: Device, qpn: u32, t: u64): void {
   q.msgPsnSet = 0;
   q.retriesLeft = <u32>dev.cfg.transportRetries;
   q.rnrLeft = <u32>dev.cfg.rnrRetries;
-  memory.copy(qpWqe(dev, qpn), sqSlot(dev, q, q.sqCi), WQE_SIZE);
+  copyBytes(qpWqe(dev, qpn), sqSlot(dev, q, q.sqCi), WQE_SIZE);
   statAdd(dev, STAT_NIC_WQES, 1);
   tracePoint(dev, t, TP_NIC_WQE_START, 0xffff, qpn);
   attempt(dev, qpn, t);

@@ -8,6 +8,7 @@
 import { Device, statAdd } from "../core/device";
 import { schedule, EventKind } from "../core/sched";
 import { NEVER } from "../core/time";
+import { copyBytes } from "../core/copy";
 import { Qp, qpAt, qpWqe, rqSlot, mrCheck } from "./verbs";
 import { dmaPtr } from "../mem/dma";
 import { cqPush, cqeVisible } from "./completions";
@@ -67,7 +68,7 @@ export function rxPut(dev: Device, n: u32): u32 {
     const at = bodyAlloc(r, bodyLen);
     if (at < 0) { statAdd(dev, STAT_PORT_RX_RING_FULL, 1); continue; }
     const dst = ringRec(r, r.count);
-    memory.copy(dst, src, <usize>PKT_SIZE);
+    copyBytes(dst, src, <usize>PKT_SIZE);
     let t = load<u64>(dst + PKT_TIME_PS);
     if (t < dev.now) { statAdd(dev, STAT_PORT_RX_LATE, 1); t = dev.now; }
     if (r.count > 0) { const prev = load<u64>(ringRec(r, r.count - 1) + PKT_TIME_PS); if (t < prev) t = prev; }
@@ -122,7 +123,7 @@ function receive(dev: Device, rec: usize, body: usize, t: u64): void {
   const minHdr = ETH_SIZE + IPV4_SIZE + UDP_SIZE + BTH_SIZE;
   if (hdrLen < minHdr || hdrLen > HDR_MAX || wire < hdrLen + ICRC_SIZE || wire > FRAME_MAX || port >= dev.cfg.ports
     || (full && bodyLen != wire - hdrLen)) { bad(dev, STAT_ROCE_RX_MALFORMED); return; }
-  memory.copy(f, rec + PKT_HDR, hdrLen);
+  copyBytes(f, rec + PKT_HDR, hdrLen);
   if (full) memory.copy(f + hdrLen, body + <usize>load<u32>(rec + PKT_BODY_OFF), bodyLen);
   const ip = f + ETH_SIZE, udp = ip + IPV4_SIZE, bth = udp + UDP_SIZE;
   if (getEthEtherType(f) != ETH_TYPE_IPV4 || getIpv4Version(ip) != IPV4_VERSION || getIpv4Ihl(ip) != IPV4_IHL_MIN
