@@ -100,13 +100,19 @@ export function unschedule(dev: Device, kind: u32, a: u32, keepBits: u32 = 0): b
     if (load<u32>(p, 16) != kind || load<u32>(p, 20) != a || (load<u32>(p, 24) & keepBits) != 0) continue;
     const last = --dev.evCount;
     if (i != last) {
-      memory.copy(p, rec(dev, last), EVENT_BYTES);
+      moveEvent(p, rec(dev, last));
       siftDown(dev, i);
       siftUp(dev, i);
     }
     return true;
   }
   return false;
+}
+
+/** Copies an event record (EVENT_BYTES, two 16-byte halves; memory.copy would be a call out of wasm). */
+@inline function moveEvent(dst: usize, src: usize): void {
+  v128.store(dst, v128.load(src));
+  v128.store(dst, v128.load(src, 16), 16);
 }
 
 /** Time of the earliest event, or NEVER. */
@@ -118,7 +124,7 @@ export function unschedule(dev: Device, kind: u32, a: u32, keepBits: u32 = 0): b
 export function popEvent(dev: Device): void {
   const last = --dev.evCount;
   if (last == 0) return;
-  memory.copy(dev.events, rec(dev, last), EVENT_BYTES);
+  moveEvent(dev.events, rec(dev, last));
   siftDown(dev, 0);
 }
 
