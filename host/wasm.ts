@@ -1,5 +1,6 @@
 // The typed view of the device's wasm exports (assembly/index.ts). u32 values arrive as signed
 // JS numbers and u64 as BigInt; the wrappers in device.ts convert them.
+import { jitModule } from "./jit-modules.js";
 
 export interface MenicExports {
   memory: WebAssembly.Memory;
@@ -322,7 +323,7 @@ function coreImports(): { imports: WebAssembly.Imports; bind: (e: WebAssembly.Ex
         const bytes = new Uint8Array(core.memory.buffer, ptr >>> 0, len >>> 0).slice();
         let f: WebAssembly.ExportValue;
         try {
-          f = new WebAssembly.Instance(new WebAssembly.Module(bytes), { env: { memory: core.memory } }).exports.f;
+          f = new WebAssembly.Instance(jitModule(bytes), { env: { memory: core.memory } }).exports.f;
         } catch {
           // a browser's main thread compiles at most 4 KiB synchronously: that code stays interpreted
           return -1;
