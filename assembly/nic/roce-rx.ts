@@ -115,7 +115,6 @@ export function rxArrive(dev: Device, t: u64): void {
 function receive(dev: Device, rec: usize, body: usize, t: u64): void {
   statAdd(dev, STAT_PORT_RX_PACKETS, 1);
   const s = portsOf(dev);
-  const f = s.frame;
   const wire = load<u32>(rec + PKT_WIRE_LEN), hdrLen = <u32>load<u16>(rec + PKT_HDR_LEN);
   const port = <u32>load<u16>(rec + PKT_PORT);
   const full = dev.cfg.timingMode == 0;
@@ -123,8 +122,13 @@ function receive(dev: Device, rec: usize, body: usize, t: u64): void {
   const minHdr = ETH_SIZE + IPV4_SIZE + UDP_SIZE + BTH_SIZE;
   if (hdrLen < minHdr || hdrLen > HDR_MAX || wire < hdrLen + ICRC_SIZE || wire > FRAME_MAX || port >= dev.cfg.ports
     || (full && bodyLen != wire - hdrLen)) { bad(dev, STAT_ROCE_RX_MALFORMED); return; }
-  copyBytes(f, rec + PKT_HDR, hdrLen);
-  if (full) memory.copy(f + hdrLen, body + <usize>load<u32>(rec + PKT_BODY_OFF), bodyLen);
+  // full mode: headers and body side by side in the frame buffer (the ICRC covers both);
+  // timing mode has no body, and the headers are read where they are, in the ring's record
+  let f = s.frame;
+  if (full) {
+    copyBytes(f, rec + PKT_HDR, hdrLen);
+    memory.copy(f + hdrLen, body + <usize>load<u32>(rec + PKT_BODY_OFF), bodyLen);
+  } else f = rec + PKT_HDR;
   const ip = f + ETH_SIZE, udp = ip + IPV4_SIZE, bth = udp + UDP_SIZE;
   if (getEthEtherType(f) != ETH_TYPE_IPV4 || getIpv4Version(ip) != IPV4_VERSION || getIpv4Ihl(ip) != IPV4_IHL_MIN
     || getIpv4TotalLength(ip) != wire - ETH_SIZE || ipv4Checksum(ip) != 0 || getIpv4Protocol(ip) != IPV4_PROTO_UDP
