@@ -27,6 +27,7 @@ import { runScenario } from "../host/scenario/run.js";
 import type { Fabric } from "../host/fabric/fabric.js";
 import type { DeviceEndpoint } from "../host/cluster/endpoint.js";
 import type { Context } from "../host/verbs.js";
+import type { ClusterRunner } from "../host/fabric/runner.js";
 import { figure } from "./lib/report.js";
 
 const MIB = 1 << 20;
@@ -54,6 +55,7 @@ export async function run(): Promise<void> {
   };
   let fabricS = 0, stepS = 0, t0 = 0;
   let contexts: Context[] = [];
+  let runner: ClusterRunner | undefined;
   const timed = <T extends object>(o: T, names: (keyof T)[], add: (s: number) => void) => {
     for (const k of names) {
       const f = (o[k] as (...a: unknown[]) => unknown).bind(o);
@@ -66,6 +68,7 @@ export async function run(): Promise<void> {
   const r = await runScenario(coreModule(), scenario, {
     onBuilt: (c) => {
       contexts = c.contexts;
+      runner = c.runner;
       timed(c.fabric as Fabric, ["runTo", "takeArrivals", "releaseDelivered"], (s) => (fabricS += s));
       for (const ep of c.endpoints as DeviceEndpoint[]) {
         timed(ep, ["stepTo"], (s) => (stepS += s));
@@ -85,6 +88,9 @@ export async function run(): Promise<void> {
   const simS = row.timePs / 1e12;
   let instructions = 0;
   for (const ctx of contexts) for (let e = 0; e < 16; e++) instructions += ctx.device.engine(e).instructions;
+  // the shares are measured around the host's calls to each device and the fabric: a run whose
+  // window loop ran in the core (its devices in the fabric's instance) makes none of those calls
+  if (runner!.inCore) throw new Error("bench collective: the window loop ran in the core, where the shares cannot be measured by the host");
   const enginesS = Math.min(stepS, instructions * perInstr);
   figure("collective.allreduce8.sim_s", simS, "s", "simulated time of an 8-device ring all-reduce of 64 MiB f32 per device (engines' executor, MetaRoCE-like, full mode), doorbell to last signal", { busbwGBps: +row.busbwGBps.toFixed(2), engineUtil: +row.engineUtil.toFixed(3) });
   figure("collective.allreduce8.wall_s", wallS, "s", "host time of that run, from the doorbells on", { instructions });

@@ -224,6 +224,11 @@ export class ClusterRunner {
     }
   }
 
+  /** True when the window loop ran in the core (every endpoint a device of the fabric's instance; RunnerOptions.loop). */
+  get inCore(): boolean {
+    return this.cl !== 0;
+  }
+
   /** Arrivals lost because they did not fit a device's receive stage, all endpoints. */
   stageDrops(): number {
     let n = 0;
