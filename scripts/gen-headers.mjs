@@ -161,20 +161,20 @@ function asView() {
   return L.join("\n");
 }
 
-// ---- CRC-32 tables (reflected polynomial 0xEDB88320): slicing-by-8, table k at 1 KiB * k
+// ---- CRC-32 tables (reflected polynomial 0xEDB88320): slicing-by-16, table k at 1 KiB * k
 function crcTables() {
-  const t = Array.from({ length: 8 }, () => new Uint32Array(256));
+  const t = Array.from({ length: 16 }, () => new Uint32Array(256));
   for (let n = 0; n < 256; n++) {
     let c = n;
     for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
     t[0][n] = c;
   }
-  for (let n = 0; n < 256; n++) for (let k = 1; k < 8; k++) t[k][n] = t[0][t[k - 1][n] & 0xff] ^ (t[k - 1][n] >>> 8);
+  for (let n = 0; n < 256; n++) for (let k = 1; k < 16; k++) t[k][n] = t[0][t[k - 1][n] & 0xff] ^ (t[k - 1][n] >>> 8);
   return t;
 }
 function crcView() {
   const L = [`// ${HEADER}`, "// CRC-32 of IEEE 802.3 (the ICRC's CRC, IBA Vol. 1 §7.8), reflected polynomial 0xEDB88320:",
-    "// eight 256-entry u32 tables for slicing-by-8 (table k at CRC32_TABLES + 1024 * k). Table 0 alone",
+    "// sixteen 256-entry u32 tables for slicing-by-16 (table k at CRC32_TABLES + 1024 * k). Table 0 alone",
     "// is the classic byte-at-a-time table; table k advances a byte k more positions. A constant data",
     "// segment, so the core holds no mutable state for it.", "", "export const CRC32_TABLES: usize = memory.data<u32>(["];
   for (const tab of crcTables()) for (let i = 0; i < 256; i += 8) L.push("  " + Array.from(tab.slice(i, i + 8), (v) => hex(v, 8)).join(", ") + ",");

@@ -1,4 +1,4 @@
-// The RoCEv2 invariant CRC (ICRC) in the core: table-driven (slicing-by-8), no allocation, over
+// The RoCEv2 invariant CRC (ICRC) in the core: table-driven (slicing-by-16), no allocation, over
 // the packet where it lies. IBA Vol. 1 §7.8 defines the ICRC as the CRC-32 of IEEE 802.3 over
 // the packet's invariant fields; Annex A17 (RoCEv2) says what it covers over UDP/IPv4: 8 bytes
 // of all ones in place of the LRH, then the IPv4 header, UDP header, BTH, extension headers,
@@ -29,6 +29,15 @@ const TABLE_BYTES: usize = 1024;
 /** Runs the CRC-32 register `crc` over `len` bytes at `p`: no inversion in or out. */
 export function crc32Update(crc: u32, p: usize, len: usize): u32 {
   const end = p + len;
+  // 16 bytes a step (a payload's 4 KiB is most of a frame's CRC): four words, sixteen tables
+  while (end - p >= 16) {
+    const a = load<u32>(p) ^ crc, b = load<u32>(p, 4), c = load<u32>(p, 8), d = load<u32>(p, 12);
+    crc = slice(15, a) ^ slice(14, a >> 8) ^ slice(13, a >> 16) ^ slice(12, a >> 24)
+      ^ slice(11, b) ^ slice(10, b >> 8) ^ slice(9, b >> 16) ^ slice(8, b >> 24)
+      ^ slice(7, c) ^ slice(6, c >> 8) ^ slice(5, c >> 16) ^ slice(4, c >> 24)
+      ^ slice(3, d) ^ slice(2, d >> 8) ^ slice(1, d >> 16) ^ slice(0, d >> 24);
+    p += 16;
+  }
   while (end - p >= 8) {
     const lo = load<u32>(p) ^ crc; // wasm loads are little-endian: byte 0 in the low bits
     const hi = load<u32>(p, 4);
