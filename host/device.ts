@@ -658,6 +658,10 @@ export class Device {
     if (options.jit !== undefined) config.jit = BigInt(checkInt("jit", options.jit, 0, 1));
     const dev = await Device.open(module, resolveConfig(config, "snapshot.config"), options);
     const base = dev.core.arenaBase(dev.handle) >>> 0, size = dev.core.arenaBytes(dev.handle) >>> 0;
+    if (size === snap.arena.length && base !== snap.arenaBase)
+      throw new SnapshotError(
+        `the snapshot's device was built at 0x${snap.arenaBase.toString(16)}, a fresh instance places it at 0x${base.toString(16)}: ` +
+        "a device that shared a CoreInstance with others (not the first built there) cannot be restored into an instance of its own");
     if (base !== snap.arenaBase || size !== snap.arena.length)
       throw new SnapshotError(
         `arena layout mismatch: ${snap.arena.length} bytes at 0x${snap.arenaBase.toString(16)}, ` +

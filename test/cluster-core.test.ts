@@ -8,7 +8,7 @@ import { DeviceEndpoint } from "../host/cluster/endpoint.js";
 import { Fabric } from "../host/fabric/fabric.js";
 import { ClusterRunner } from "../host/fabric/runner.js";
 import { leafSpine } from "../host/fabric/topology.js";
-import { DeviceFailedError } from "../host/device.js";
+import { Device, DeviceFailedError, SnapshotError } from "../host/device.js";
 import { CoreInstance } from "../host/wasm.js";
 
 const pattern = (n: number, seed: number) => Uint8Array.from({ length: n }, (_, i) => (i * 29 + seed) & 0xff);
@@ -122,5 +122,15 @@ describe("the cluster's window loop in the core", () => {
     expect(String(core.thrown)).toBe(String(host.thrown));
     expect(core.failed).toEqual(host.failed);
     expect(core.now).toEqual(host.now);
+  });
+
+  it("refuses to restore a device of a shared instance into one of its own, saying why; the first one restores", async () => {
+    const home = new CoreInstance(coreModule());
+    const config = { engines: 1, hbmBytes: 1 << 20, hostMemBytes: 1 << 20 };
+    const first = await Device.create(home, config), second = await Device.create(home, config);
+    await expect(Device.restore(coreModule(), second.save())).rejects.toThrow(SnapshotError);
+    await expect(Device.restore(coreModule(), second.save())).rejects.toThrow(/shared a CoreInstance/);
+    const again = await Device.restore(coreModule(), first.save());
+    expect(again.nowPs).toBe(first.nowPs);
   });
 });
