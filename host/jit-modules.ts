@@ -63,3 +63,9 @@ export function jitModulesKept(): number {
 export function jitModulesCompiled(): number {
   return compiled;
 }
+
+/** Forgets every module kept (for tests: the next translation of any code is compiled again). */
+export function jitModulesClear(): void {
+  kept.clear();
+  count = 0;
+}

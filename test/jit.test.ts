@@ -11,6 +11,7 @@ import { runFirmware } from "../host/fw/run.js";
 import { writeElf, programElf, assemble, R, I, S, B, J, CODE_BASE } from "./helpers/rv.js";
 import { rng, garbage } from "./helpers/garbage.js";
 import { MMIO, REGIONS } from "../host/generated/layouts.js";
+import { jitModulesClear } from "../host/jit-modules.js";
 
 type Config = Record<string, number>;
 
@@ -115,6 +116,14 @@ async function computeDevice(config: Config, passes: number[]) {
   const dev = await Device.create(coreModule(), { engines: passes.length, ...config });
   dev.start(dev.loadElf(COMPUTE_ELF).entry);
   passes.forEach((p, e) => dev.mailboxPush(e, p));
+  return dev;
+}
+
+/** The assembly program `src` run to its end (1 ms) on `engines` engines, with the JIT on or off. */
+async function programRun(src: string, engines: number, jit: number) {
+  const dev = await Device.create(coreModule(), { engines, jit });
+  dev.start(dev.loadElf(programElf(src)).entry);
+  dev.run(1_000_000_000n);
   return dev;
 }
 
@@ -315,17 +324,59 @@ describe("translations follow the code", () => {
       li t2, ${MMIO.SYS.EXIT}
       sw t0, 0(t2)
     `;
-    const run = async (jit: number) => {
-      const dev = await Device.create(coreModule(), { engines: 1, jit });
-      dev.start(dev.loadElf(programElf(src)).entry);
-      dev.run(1_000_000_000n);
-      return dev;
-    };
-    const a = await run(0), b = await run(1);
+    const a = await programRun(src, 1, 0), b = await programRun(src, 1, 1);
     expect(a.engine(0).state).toBe("exited");
     expect(a.engine(0).exitCode).toBe(3000);
     expect(endState(b)).toEqual(endState(a));
     expect(b.jitStats().invalidations).toBeGreaterThanOrEqual(1);
+  });
+
+  it("the check of a store against translated code is exact to the word and the engine", async () => {
+    // f's last translated word is its jalr; the word after it is data (and no code runs on
+    // into f). Engine 0 calls f 1000 times, storing into that data word each time (no
+    // translation reads it: nothing to drop), then stores f's own jalr over itself (translated
+    // code: dropped once). Engine 1 calls f once (not hot: no translation of its own reads f)
+    // and stores over its own copy of that jalr 1000 times (nothing to drop). The stores run in
+    // translated code: one invalidation in all.
+    const JALR_RA = 0x00008067; // jalr x0, 0(ra)
+    const src = `
+      j start
+    f:
+      auipc t4, 0
+      addi t0, t0, 1
+      jalr x0, 0(ra)
+      .word 0
+    start:
+      csrr s0, mhartid
+      li t1, 1000
+      li t0, 0
+      li t6, ${JALR_RA}
+      bne s0, zero, eng1
+    loop0:
+      jal ra, f
+      sw zero, 12(t4)       # the data word after f
+      addi t1, t1, -1
+      bne t1, zero, loop0
+      sw t6, 8(t4)          # f's jalr, over itself
+      j done
+    eng1:
+      jal ra, f
+    loop1:
+      sw t6, 8(t4)          # engine 1's own copy of f's jalr
+      addi t1, t1, -1
+      bne t1, zero, loop1
+    done:
+      li t2, ${MMIO.SYS.EXIT}
+      sw t0, 0(t2)
+    `;
+    const a = await programRun(src, 2, 0), b = await programRun(src, 2, 1);
+    expect([a.engine(0).exitCode, a.engine(1).exitCode]).toEqual([1000, 1]);
+    expect(endState(b)).toEqual(endState(a));
+    expect(b.jitStats().translated).toBeGreaterThan(0);
+    expect(b.jitStats().invalidations).toBe(1);
+    // a store the check wrongly took for one into code would go to the interpreter (which
+    // checks again, exactly): a side exit per iteration
+    expect(b.jitStats().sideExits).toBeLessThan(10);
   });
 
   it("code the host writes between steps is seen: a new image loaded over translated code runs as the new code", async () => {
@@ -380,6 +431,7 @@ describe("translations are a cache, never state", () => {
     };
     const a = await run(0);
     const Module = WebAssembly.Module;
+    jitModulesClear(); // (else translations compiled by an earlier test are found compiled)
     try {
       (WebAssembly as { Module: unknown }).Module = function refuse() { throw new RangeError("WebAssembly.Module(): buffer too large for synchronous compilation"); };
       const b = await run(1);

@@ -34,7 +34,7 @@
 
 import { Device, Config } from "../core/device";
 import { Hart, EngineState } from "./hart";
-import { engOf, Engines } from "./engines";
+import { engOf, Engines, hartAt } from "./engines";
 import { execute } from "./exec";
 import { immI, immS, immB, immJ } from "./decode";
 import { memOf } from "../mem/dma";
@@ -105,7 +105,7 @@ const VOID: u32 = 0x40, T_I32: u32 = 0x7f, T_I64: u32 = 0x7e;
 const L_H: u32 = 0, L_STOP: u32 = 1;
 @inline function lReg(r: u32): u32 { return 2 + r; }
 const L_ADDR: u32 = 34, L_TMP: u32 = 35, L_A: u32 = 36, L_B: u32 = 37, L_X0: u32 = 38, L_PTR: u32 = 39, L_BI: u32 = 40;
-const L_REGS: u32 = 41, L_SRAM: u32 = 42, L_CODES: u32 = 43; // the engine's: a translation serves every engine with the same code
+const L_REGS: u32 = 41, L_SRAM: u32 = 42; // the engine's: a translation serves every engine with the same code
 const L_PC: u32 = 44, L_WHY: u32 = 45; // where and why it leaves (the epilogue stores them)
 const I32_LOCALS: u32 = 44; // locals 2..45
 const L_CYC: u32 = 46, L_RET: u32 = 47;
@@ -311,13 +311,17 @@ function address(dev: Device, h: Hart, pc: u32, k: u32, isStore: bool): void {
   get(L_ADDR); i32c(cfg.nullGuardBytes); op(I32_SUB); i32c(cfg.sramBytes - cfg.nullGuardBytes); op(I32_LT_U);
   byte(IF); byte(T_I32); ifDepth++;
   {
+    get(L_ADDR); get(L_SRAM); op(I32_ADD);
     if (isStore) { // a store into translated code: the interpreter stores, and drops the translations
-      get(L_ADDR); i32c(JIT_PAGE_SHIFT); op(I32_SHR_U); get(L_CODES); op(I32_ADD);
+      // the engines' SRAMs lie one after another, as their code-page bytes do (a byte per page):
+      // the pointer's page, less the first SRAM's, is the byte's index from the first engine's
+      byte(LOCAL_TEE); uleb(L_PTR); i32c(JIT_PAGE_SHIFT); op(I32_SHR_U);
+      i32c(<u32>jitCacheOf(dev).codePages - <u32>(hartAt(dev, 0).sram >> JIT_PAGE_SHIFT)); op(I32_ADD);
       mem(I32_LOAD8_U, 0, 0);
       ifThen(); sideExit(pc, k); endIf();
+      get(L_PTR);
     }
     get(L_CYC); i64c(isStore ? <u64>cfg.cpiStoreSram : <u64>cfg.cpiLoadSram); op(I64_ADD); set(L_CYC);
-    get(L_ADDR); get(L_SRAM); op(I32_ADD);
   }
   op(ELSE);
   {
@@ -597,10 +601,9 @@ function translate(dev: Device, c: JitCache, h: Hart, pc: u32, single: bool): i3
   byte(10); s = placeholder(); uleb(1);
   const body = placeholder();
   uleb(2); uleb(I32_LOCALS); byte(T_I32); uleb(I64_LOCALS); byte(T_I64);
-  // prologue: the engine's register block, SRAM and code pages; the registers the region touches; the cycle
+  // prologue: the engine's register block and SRAM; the registers the region touches; the cycle
   get(L_H); mem(I32_LOAD, 2, <u32>offsetof<Hart>("regs")); set(L_REGS);
   get(L_H); mem(I32_LOAD, 2, <u32>offsetof<Hart>("sram")); set(L_SRAM);
-  get(L_H); mem(I32_LOAD, 2, <u32>offsetof<Hart>("id")); i32c(c.words >> (JIT_PAGE_SHIFT - 2)); op(I32_MUL); i32c(<u32>c.codePages); op(I32_ADD); set(L_CODES);
   for (let r: u32 = 1; r < 32; r++) {
     if ((rUsed & (<u32>1 << r)) == 0) continue;
     get(L_REGS); mem(I32_LOAD, 2, 4 * r); set(lReg(r));
