@@ -96,12 +96,13 @@ const BLOCK: u32 = 0x02, LOOP: u32 = 0x03, BR: u32 = 0x0c, BR_TABLE: u32 = 0x0e,
 const I32_EQZ: u32 = 0x45, I32_EQ: u32 = 0x46, I32_NE: u32 = 0x47, I32_LT_S: u32 = 0x48, I32_LT_U: u32 = 0x49, I32_GE_S: u32 = 0x4e, I32_GE_U: u32 = 0x4f;
 const I32_ADD: u32 = 0x6a, I32_SUB: u32 = 0x6b, I32_MUL: u32 = 0x6c, I32_DIV_S: u32 = 0x6d, I32_DIV_U: u32 = 0x6e, I32_REM_S: u32 = 0x6f, I32_REM_U: u32 = 0x70;
 const I32_AND: u32 = 0x71, I32_OR: u32 = 0x72, I32_XOR: u32 = 0x73, I32_SHL: u32 = 0x74, I32_SHR_S: u32 = 0x75, I32_SHR_U: u32 = 0x76;
-const I64_ADD: u32 = 0x7c, I64_MUL: u32 = 0x7e, I64_SHR_S: u32 = 0x87, I64_SHR_U: u32 = 0x88;
+const I64_SUB: u32 = 0x7d, I64_LE_S: u32 = 0x57, I64_ADD: u32 = 0x7c, I64_MUL: u32 = 0x7e, I64_SHR_S: u32 = 0x87, I64_SHR_U: u32 = 0x88;
 const I32_WRAP_I64: u32 = 0xa7, I64_EXTEND_I32_S: u32 = 0xac, I64_EXTEND_I32_U: u32 = 0xad;
 const VOID: u32 = 0x40, T_I32: u32 = 0x7f, T_I64: u32 = 0x7e;
 
 // locals: the parameters h (i32) and stop (i64), a local per register, temporaries, the block
-// to run next; the cycle, and instructions retired since entry
+// to run next; the cycles left to `stop` (stop - cycle: a window check is one compare with a
+// constant), and instructions retired since entry
 const L_H: u32 = 0, L_STOP: u32 = 1;
 @inline function lReg(r: u32): u32 { return 2 + r; }
 const L_ADDR: u32 = 34, L_TMP: u32 = 35, L_A: u32 = 36, L_B: u32 = 37, L_X0: u32 = 38, L_PTR: u32 = 39, L_BI: u32 = 40;
@@ -112,6 +113,10 @@ const L_CYC: u32 = 46, L_RET: u32 = 47;
 const I64_LOCALS: u32 = 2; // locals 46..47
 
 @inline function get(l: u32): void { byte(LOCAL_GET); uleb(l); }
+/** Charges `n` cycles (L_CYC counts the cycles left to `stop`). */
+function cycles(n: u64): void { get(L_CYC); i64c(n); op(I64_SUB); set(L_CYC); }
+/** Pushes whether the window ends before `n` more cycles: cycle + n >= stop. */
+function windowEndsIn(n: u64): void { get(L_CYC); i64c(n); op(I64_LE_S); }
 @inline function set(l: u32): void { byte(LOCAL_SET); uleb(l); }
 @inline function i32c(v: u32): void { byte(I32_CONST); sleb(<i64><i32>v); }
 @inline function i64c(v: u64): void { byte(I64_CONST); sleb(<i64>v); }
@@ -174,7 +179,7 @@ let rWritten: u32 = 0; // registers any of them writes: stored back at every exi
 
 // per instruction being emitted
 let wroteX0: bool = false; // the last instruction emitted wrote x0 (its value is in L_X0)
-let pend: u64 = 0; // fixed cycles of the block's instructions so far, not yet added to L_CYC
+let pend: u64 = 0; // fixed cycles of the block's instructions so far, not yet charged to L_CYC
 let curBlock: i32 = 0; // the block being emitted
 let ifDepth: u32 = 0; // wasm `if`s open inside the block's code
 
@@ -192,15 +197,15 @@ function setReg(r: u32): void {
 
 /**
  * Leaves the region through its epilogue (`epilogue`), with pc (a constant, or with `pcFromAddr`
- * the value in L_ADDR), cycle L_CYC + pend + extra, instret + L_RET + retired, and x0 (with `x0`
- * the value the last instruction wrote there, else 0).
+ * the value in L_ADDR), cycle stop - (L_CYC - pend - extra), instret + L_RET + retired, and x0
+ * (with `x0` the value the last instruction wrote there, else 0).
  */
 function exit(pc: u32, pcFromAddr: bool, retired: u32, extra: u64, code: u32, x0: bool): void {
   if (!x0) { i32c(0); set(L_X0); }
   if (pcFromAddr) get(L_ADDR); else i32c(pc);
   set(L_PC);
   const add = pend + extra;
-  if (add != 0) { get(L_CYC); i64c(add); op(I64_ADD); set(L_CYC); }
+  if (add != 0) cycles(add);
   if (retired != 0) { get(L_RET); i64c(<u64>retired); op(I64_ADD); set(L_RET); }
   i32c(code); set(L_WHY);
   byte(BR); uleb(ifDepth + <u32>(rCount - 1 - curBlock) + 1); // out of the blocks and the loop
@@ -214,7 +219,7 @@ function epilogue(): void {
   }
   get(L_REGS); get(L_X0); mem(I32_STORE, 2, 0);
   get(L_H); get(L_PC); mem(I32_STORE, 2, <u32>offsetof<Hart>("pc"));
-  get(L_H); get(L_CYC); mem(I64_STORE, 3, <u32>offsetof<Hart>("cycle"));
+  get(L_H); get(L_STOP); get(L_CYC); op(I64_SUB); mem(I64_STORE, 3, <u32>offsetof<Hart>("cycle"));
   get(L_H); get(L_H); mem(I64_LOAD, 3, <u32>offsetof<Hart>("instret"));
   get(L_RET); op(I64_ADD);
   mem(I64_STORE, 3, <u32>offsetof<Hart>("instret"));
@@ -263,7 +268,7 @@ function segmentCycles(cfg: Config, h: Hart, pc: u32, n: u32, from: u32): u64 {
 function segmentStart(dev: Device, h: Hart, bpc: u32, n: u32, from: u32): void {
   if (from >= n) return;
   const cfg = dev.cfg;
-  get(L_CYC); i64c(pend + segmentCycles(cfg, h, bpc, n, from)); op(I64_ADD); get(L_STOP); op(I64_GE_U);
+  windowEndsIn(pend + segmentCycles(cfg, h, bpc, n, from));
   ifThen();
   const p0 = pend, w0 = wroteX0;
   let t = from;
@@ -271,7 +276,7 @@ function segmentStart(dev: Device, h: Hart, bpc: u32, n: u32, from: u32): void {
     const ir = load<u32>(h.sram + <usize>(bpc + 4 * t));
     const kind = kindOf(ir, bpc + 4 * t, cfg.nullGuardBytes);
     if (kind == K_LOAD || kind == K_STORE) break;
-    get(L_CYC); i64c(pend); op(I64_ADD); get(L_STOP); op(I64_GE_U);
+    windowEndsIn(pend);
     ifThen(); exit(bpc + 4 * t, false, t, 0, EXIT_WINDOW, wroteX0); endIf();
     emitInsn(dev, h, ir, bpc, t, n);
   }
@@ -290,7 +295,7 @@ function blockEnd(next: u32, extra: u64, x0: bool): void {
   const j = regionBlock(next);
   if (j < 0) { exit(next, false, n, extra, EXIT_JUMP, x0); return; }
   const add = pend + extra;
-  if (add != 0) { get(L_CYC); i64c(add); op(I64_ADD); set(L_CYC); }
+  if (add != 0) cycles(add);
   if (!x0) { i32c(0); set(L_X0); } // L_X0 holds the x0 slot's value at every block's start
   get(L_RET); i64c(<u64>n); op(I64_ADD); set(L_RET);
   if (j > curBlock) { // forward: straight to its code, which follows the end of wasm block j
@@ -303,7 +308,7 @@ function blockEnd(next: u32, extra: u64, x0: bool): void {
 
 /**
  * Pushes the wasm address of the `bytes`-wide access at L_ADDR (already checked for alignment),
- * adding its cycles to L_CYC; leaves the region when the access is not plain SRAM or HBM (or is
+ * charging its cycles to L_CYC; leaves the region when the access is not plain SRAM or HBM (or is
  * a store the interpreter must see).
  */
 function address(dev: Device, h: Hart, pc: u32, k: u32, isStore: bool): void {
@@ -321,7 +326,7 @@ function address(dev: Device, h: Hart, pc: u32, k: u32, isStore: bool): void {
       ifThen(); sideExit(pc, k); endIf();
       get(L_PTR);
     }
-    get(L_CYC); i64c(isStore ? <u64>cfg.cpiStoreSram : <u64>cfg.cpiLoadSram); op(I64_ADD); set(L_CYC);
+    cycles(isStore ? <u64>cfg.cpiStoreSram : <u64>cfg.cpiLoadSram);
   }
   op(ELSE);
   {
@@ -330,9 +335,9 @@ function address(dev: Device, h: Hart, pc: u32, k: u32, isStore: bool): void {
     if (isStore) { // reservations to break: the interpreter's
       i32c(0); mem(I32_LOAD, 2, <u32>(changetype<usize>(eng) + offsetof<Engines>("resvCount")));
       ifThen(); sideExit(pc, k); endIf();
-      get(L_CYC); i64c(<u64>cfg.cpiStoreHbm); op(I64_ADD); set(L_CYC);
+      cycles(<u64>cfg.cpiStoreHbm);
     } else {
-      get(L_CYC); i32c(0); mem(I64_LOAD32_U, 2, <u32>(changetype<usize>(eng) + offsetof<Engines>("cpiLoadHbmNow"))); op(I64_ADD); set(L_CYC);
+      get(L_CYC); i32c(0); mem(I64_LOAD32_U, 2, <u32>(changetype<usize>(eng) + offsetof<Engines>("cpiLoadHbmNow"))); op(I64_SUB); set(L_CYC);
     }
     get(L_TMP); i32c(<u32>memOf(dev).hbm); op(I32_ADD);
   }
@@ -609,7 +614,7 @@ function translate(dev: Device, c: JitCache, h: Hart, pc: u32, single: bool): i3
     get(L_REGS); mem(I32_LOAD, 2, 4 * r); set(lReg(r));
   }
   get(L_REGS); mem(I32_LOAD, 2, 0); set(L_X0);
-  get(L_H); mem(I64_LOAD, 3, <u32>offsetof<Hart>("cycle")); set(L_CYC);
+  get(L_STOP); get(L_H); mem(I64_LOAD, 3, <u32>offsetof<Hart>("cycle")); op(I64_SUB); set(L_CYC);
   // block { loop { block { ... block { br_table } block 0 } block 1 ... } } epilogue: L_BI (0 on
   // entry) picks the block; an exit branches out of the outer block
   byte(BLOCK); byte(VOID);
