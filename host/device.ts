@@ -658,14 +658,14 @@ export class Device {
     if (options.jit !== undefined) config.jit = BigInt(checkInt("jit", options.jit, 0, 1));
     const dev = await Device.open(module, resolveConfig(config, "snapshot.config"), options);
     const base = dev.core.arenaBase(dev.handle) >>> 0, size = dev.core.arenaBytes(dev.handle) >>> 0;
-    if (size === snap.arena.length && base !== snap.arenaBase)
-      throw new SnapshotError(
-        `the snapshot's device was built at 0x${snap.arenaBase.toString(16)}, a fresh instance places it at 0x${base.toString(16)}: ` +
-        "a device that shared a CoreInstance with others (not the first built there) cannot be restored into an instance of its own");
     if (base !== snap.arenaBase || size !== snap.arena.length)
       throw new SnapshotError(
         `arena layout mismatch: ${snap.arena.length} bytes at 0x${snap.arenaBase.toString(16)}, ` +
-        `this build lays the device out in ${size} bytes at 0x${base.toString(16)}`);
+        `this build lays the device out in ${size} bytes at 0x${base.toString(16)}` +
+        // the same size elsewhere: most likely a device built beside others in a shared instance
+        (size === snap.arena.length
+          ? " (a device that shared a CoreInstance with others, other than the first built there, cannot be restored into an instance of its own)"
+          : ""));
     dev.refreshView().set(snap.arena, base);
     // the arena holds the config it was saved with; the JIT's translations are a cache, not state
     if (options.jit !== undefined) dev.core.configSetJit(dev.handle, options.jit);
