@@ -296,7 +296,9 @@ export function instantiateCoreSync(module: WebAssembly.Module): MenicExports {
  * One instance of the core that several devices and a fabric share (one memory). A cluster
  * whose devices live in its fabric's instance runs its window loop inside the core
  * (assembly/cluster.ts) instead of stepping each device with calls of its own. A wasm32
- * instance holds at most 4 GiB: host/scenario/cluster.ts decides what shares one.
+ * instance holds at most 4 GiB: host/scenario/cluster.ts decides what shares one. It is
+ * instantiated synchronously, as a fabric's is: a browser's main thread may refuse that for a
+ * module this size, so build clusters in a worker there (the page does).
  */
 export class CoreInstance {
   /** @internal the instance's exports */
