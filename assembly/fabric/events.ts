@@ -342,11 +342,14 @@ function overflowPush(fab: usize, time: f64, key: f64, ev: i32): void {
     const p = (i - 1) >> 1;
     const tp = load<f64>(t + (<usize>p << 3)), kp = load<f64>(k + (<usize>p << 3));
     if (before(tp, kp, time, key)) break;
-    store<f64>(t + (<usize>i << 3), tp);
-    store<f64>(k + (<usize>i << 3), kp);
-    store<i32>(e + (<usize>i << 2), load<i32>(e + (<usize>p << 2)));
+    ovSet(t, k, e, i, tp, kp, load<i32>(e + (<usize>p << 2)));
     i = p;
   }
+  ovSet(t, k, e, i, time, key, ev);
+}
+
+/** Puts (time, key, event) at overflow heap index `i` of the columns t, k, e. */
+@inline function ovSet(t: usize, k: usize, e: usize, i: u32, time: f64, key: f64, ev: i32): void {
   store<f64>(t + (<usize>i << 3), time);
   store<f64>(k + (<usize>i << 3), key);
   store<i32>(e + (<usize>i << 2), ev);
@@ -366,13 +369,9 @@ function overflowPop(fab: usize): i32 {
     if (c + 1 < n && before(load<f64>(t + (<usize>(c + 1) << 3)), load<f64>(k + (<usize>(c + 1) << 3)), load<f64>(t + (<usize>c << 3)), load<f64>(k + (<usize>c << 3)))) c++;
     const tc = load<f64>(t + (<usize>c << 3)), kc = load<f64>(k + (<usize>c << 3));
     if (before(lt, lk, tc, kc)) break;
-    store<f64>(t + (<usize>i << 3), tc);
-    store<f64>(k + (<usize>i << 3), kc);
-    store<i32>(e + (<usize>i << 2), load<i32>(e + (<usize>c << 2)));
+    ovSet(t, k, e, i, tc, kc, load<i32>(e + (<usize>c << 2)));
     i = c;
   }
-  store<f64>(t + (<usize>i << 3), lt);
-  store<f64>(k + (<usize>i << 3), lk);
-  store<i32>(e + (<usize>i << 2), le);
+  ovSet(t, k, e, i, lt, lk, le);
   return top;
 }

@@ -777,7 +777,7 @@ export function fabricRebuildGroups(fab: usize, pl: i32): void {
 export function fabricTake(fab: usize, device: i32, endPs: f64, columns: bool): u32 {
   const n = takeDue(fab, device, endPs);
   if (n == 0) return 0;
-  fabricOutbox(fab, n, load<u32>(fab + FAB_FULL) != 0 ? heldBodyBytes(fab) : 0);
+  fabricOutbox(fab, n, fabricFull(fab) ? heldBodyBytes(fab) : 0);
   writeHeld(fab, tab(fab, FAB_OUTBOX), tab(fab, FAB_OUTBOX_BODY), columns);
   return n;
 }
