@@ -150,3 +150,20 @@ describe("8-to-1 incast (examples/scenarios/incast-pfc.json, incast-dcqcn.json)"
     expect(r.totalGoodputGbps).toBeLessThan(0.5 * pfc.r.totalGoodputGbps);
   });
 });
+
+describe("several flows per pair", () => {
+  it("spread a pair's flows over every port of the group: flow k takes port (src + dst + k) mod size at both ends", async () => {
+    // 4 flows from device 0 to device 1 over 4 ports: QP numbers both ends hand out in step differ
+    // by a constant, so the NIC's own default ((qpn + destQpn) mod 4) would put them on 2 ports
+    let fabric: Fabric | undefined;
+    const r = await runScenario(coreModule(), {
+      devices: { count: 2, config: { engines: 1, sramBytes: 4096, ports: 4, scaleUpPorts: 4 } },
+      fabric: { mode: "timing", topology: { kind: "leaf-spine", planes: 4, spines: 1, devicesPerLeaf: 2 } },
+      traffic: { pattern: "pairs", messageBytes: 16384, messages: 1, flowsPerPair: 4 },
+    }, { onBuilt: (c) => { fabric = c.fabric; } });
+    expect(r.finished).toBe(true);
+    // device 0's uplinks, one per port: every one carries one flow's 4 data frames (16 KiB in 4 KiB packets)
+    const up = fabric!.stats().links.filter((l) => l.name.startsWith("dev0.port")).map((l) => l.ab.packets);
+    expect(up).toEqual([4, 4, 4, 4]);
+  });
+});

@@ -294,7 +294,7 @@ export async function runScenario(coreModule: WebAssembly.Module, input: unknown
     const connect = (d: number, qp: Qp, destQpNum: number, destDevice: number) => {
       const ctx = contexts[d]!;
       ctx.modifyQp(qp, { state: "INIT" });
-      ctx.modifyQp(qp, { state: "RTR", destQpNum, destDevice, portGroup: sc.traffic.portGroup });
+      ctx.modifyQp(qp, { state: "RTR", destQpNum, destDevice, portGroup: sc.traffic.portGroup, portLane: spec.lane });
       ctx.modifyQp(qp, { state: "RTS" });
     };
     connect(spec.src, tx, rx.qpn, spec.dst);
@@ -399,7 +399,10 @@ const roundUp = (x: number, a: number) => Math.ceil(x / a) * a;
 export function trafficFlows(sc: Scenario): Flow[] {
   const n = sc.devices.count, t = sc.traffic;
   const out: Flow[] = [];
-  const repeat = (src: number, dst: number) => { for (let k = 0; k < t.flowsPerPair; k++) out.push({ src, dst }); };
+  const repeat = (src: number, dst: number) => {
+    if (t.flowsPerPair === 1) out.push({ src, dst });
+    else for (let k = 0; k < t.flowsPerPair; k++) out.push({ src, dst, lane: src + dst + k });
+  };
   switch (t.pattern) {
     case "pairs":
       for (let d = 0; d + 1 < n; d += 2) repeat(d, d + 1);

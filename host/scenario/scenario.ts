@@ -21,6 +21,13 @@ export interface Flow {
   src: number;
   /** The receiving device. */
   dst: number;
+  /**
+   * With several flows per pair, the port of its group each end uses: flow k of the pair takes
+   * lane src + dst + k (the NIC takes it modulo the group's size), so that a pair's flows fill
+   * every port. Without it the NIC's default, (qpn + destQpn) mod size, applies: QP numbers both
+   * ends hand out in step differ by a constant, so a pair's flows would use every other port.
+   */
+  lane?: number;
 }
 
 /** Which links a fault hits: `"all"`, `"fabric"` (leaf-spine links only) or link numbers (host links first, in (device, port) order, then fabric links). */
@@ -132,7 +139,7 @@ export interface Scenario {
     messageBytes: number;
     /** Messages per flow. */
     messages: number;
-    /** QP pairs per (source, destination) of the pattern. */
+    /** QP pairs per (source, destination) of the pattern. With more than one, flow k of a pair uses port src + dst + k of the group (modulo its size), so that a pair's flows fill every port. */
     flowsPerPair: number;
     /** `incast`: how many devices send to device 0. */
     incastSenders: number;
