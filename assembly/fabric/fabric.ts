@@ -13,6 +13,12 @@
 // time at the device is known when the last transmission starts; the frame then waits on its
 // channel's list until the host takes it (fabricTake).
 //
+// A channel keeps its frames in one ring of 32-byte entries (FENT), oldest first: those on the
+// wire, then those waiting in its queue (a channel sends and delivers in one order). An entry
+// holds what every hop reads (arrival time, event key, destination, tuple hash, length, ECN
+// bits), so that a hop touches the channel's ring, not the packet's own record: a frame's record
+// is written when it enters and read when the host takes it.
+//
 // Decisions made when a transmission starts: buffer bytes are released (a queue holds frames
 // waiting, not the one on the wire); random and Gilbert–Elliott loss are drawn; a frame on a
 // link that goes down (as scheduled) before its last bit arrives is lost.
@@ -32,8 +38,8 @@ import {
   FAB_B_ARRIVAL, FAB_B_PORT, FAB_B_SRC_DEVICE, FAB_B_SRC_PORT, FAB_B_SEQ, FAB_B_WIRE_LEN, FAB_B_HDR_OFF, FAB_B_HDR_LEN,
   FAB_B_PAYLOAD_OFF, FAB_B_PAYLOAD_LEN, FAB_FRAME, FAB_SIZE,
   FCH_SIZE, FCH_BUSY, FCH_QBYTES, FCH_DELAY, FCH_LAT, FCH_GBPS, FCH_LOSS, FCH_PKTS, FCH_BYTES, FCH_QPEAK, FCH_IN_BYTES,
-  FCH_QHEAD, FCH_QTAIL, FCH_FLHEAD, FCH_FLTAIL, FCH_SRC_SW, FCH_DST_SW, FCH_DST_EP, FCH_PAUSED, FCH_DONE, FCH_LOSSY,
-  FCH_WAIT_HEAD, FCH_WAIT_COUNT,
+  FCH_RING, FCH_RMASK, FCH_RHEAD, FCH_RCOUNT, FCH_RWIRE, FCH_SRC_SW, FCH_DST_SW, FCH_DST_EP, FCH_PAUSED, FCH_DONE, FCH_LOSSY,
+  FCH_WAIT_HEAD, FCH_WAIT_COUNT, FENT_SIZE, FENT_T, FENT_KEY, FENT_PKT, FENT_DST_EP, FENT_HASH, FENT_LEN_META,
   FPKT_ARRIVE_PS, FPKT_SEQ, FPKT_NEXT_TIME, FPKT_NEXT_KEY, FPKT_NEXT, FPKT_IN_CH, FPKT_SRC_EP, FPKT_DST_EP, FPKT_HASH,
   FPKT_WIRE_LEN, FPKT_META, FPKT_PAYLOAD,
   PKT_SIZE, PKT_TIME_PS, PKT_WIRE_LEN, PKT_PORT, PKT_HDR_LEN, PKT_BODY_LEN, PKT_BODY_OFF, PKT_SEQ, PKT_SRC_DEVICE, PKT_HDR,
@@ -60,6 +66,10 @@ const EV_BITS = 3, EV_MASK = 7;
 export const F_DOWN: u32 = 0, F_UP: u32 = 1, F_KNOWN_DOWN: u32 = 2, F_KNOWN_UP: u32 = 3;
 
 const ROLE_SPINE: u8 = 1;
+// FENT.len_meta: wire bytes, then the ECN bits, then a frame lost when it started (a dead entry)
+const LM_LEN: u32 = 0xffffff, LM_ECT: u32 = 1 << 24, LM_CE: u32 = 1 << 25, LM_DEAD: u32 = 1 << 26;
+/** Entries a channel's ring starts with (it doubles when full). */
+const RING0: u32 = 16;
 const NOT_LOST: f64 = -1, LOST_ON_ENTRY: f64 = -2;
 
 // ---- table access ------------------------------------------------------------------------
@@ -76,6 +86,12 @@ const NOT_LOST: f64 = -1, LOST_ON_ENTRY: f64 = -2;
 @inline function bump(fab: usize, field: u32): void { store<f64>(fab + field, load<f64>(fab + field) + 1); }
 /** Channel `c`'s record. */
 @inline function chan(fab: usize, c: i32): usize { return tab(fab, FAB_CH) + <usize>c * FCH_SIZE; }
+/** Entry `i` (0: the oldest) of the ring of channel record `o`. */
+@inline function ent(o: usize, i: u32): usize {
+  return <usize>load<u32>(o + FCH_RING) + (<usize>((load<u32>(o + FCH_RHEAD) + i) & load<u32>(o + FCH_RMASK)) << 5);
+}
+/** Frames waiting in the queue of channel record `o` (its ring's entries behind those on the wire). */
+@inline function waiting(o: usize): u32 { return load<u32>(o + FCH_RCOUNT) - load<u32>(o + FCH_RWIRE); }
 /** Xoshiro stream `i` (channels, then switches). */
 @inline function draw(fab: usize, i: i32): f64 { return <f64>rngNext32(tab(fab, FAB_RNG) + (<usize>i << 4)); }
 
@@ -110,12 +126,11 @@ export function fabricInit(fab: usize, packets: u32, events: u32, horizonPs: f64
   const leaves = load<u32>(fab + FAB_LEAVES), spines = load<u32>(fab + FAB_SPINES), planes = load<u32>(fab + FAB_PLANES);
   const firstSpine = load<u32>(fab + FAB_FIRST_SPINE);
   table(fab, FAB_CH, <usize>nCh * FCH_SIZE);
+  const rings = zeroed(<usize>nCh * RING0 << 5);
   for (let c: i32 = 0; c < <i32>nCh; c++) {
     const r = chan(fab, c);
-    store<i32>(r + FCH_QHEAD, NONE);
-    store<i32>(r + FCH_QTAIL, NONE);
-    store<i32>(r + FCH_FLHEAD, NONE);
-    store<i32>(r + FCH_FLTAIL, NONE);
+    store<u32>(r + FCH_RING, <u32>(rings + (<usize>c * RING0 << 5)));
+    store<u32>(r + FCH_RMASK, RING0 - 1);
     store<i32>(r + FCH_DST_EP, NONE);
   }
   table(fab, FAB_WAIT_PTR, <usize>nCh << 2);
@@ -218,6 +233,45 @@ export function fabricOutbox(fab: usize, n: u32, bodyBytes: u32): void {
   }
 }
 
+// ---- a channel's ring --------------------------------------------------------------------
+
+/** A frame joins the back of channel record `o`'s ring (waiting), the ring doubling when full. */
+function ringPush(o: usize, key: f64, p: i32, dst: i32, hash: u32, lm: u32): void {
+  const n = load<u32>(o + FCH_RCOUNT);
+  if (n > load<u32>(o + FCH_RMASK)) ringGrow(o, n);
+  const e = ent(o, n);
+  store<f64>(e + FENT_KEY, key);
+  store<i32>(e + FENT_PKT, p);
+  store<i32>(e + FENT_DST_EP, dst);
+  store<u32>(e + FENT_HASH, hash);
+  store<u32>(e + FENT_LEN_META, lm);
+  store<u32>(o + FCH_RCOUNT, n + 1);
+}
+
+/** Moves the `n` entries of channel record `o`'s full ring into one twice its size. */
+function ringGrow(o: usize, n: u32): void {
+  const cap = load<u32>(o + FCH_RMASK) + 1;
+  const ring = zeroed(<usize>cap << 6);
+  for (let i: u32 = 0; i < n; i++) copyBytes(ring + (<usize>i << 5), ent(o, i), FENT_SIZE);
+  store<u32>(o + FCH_RING, <u32>ring);
+  store<u32>(o + FCH_RMASK, 2 * cap - 1);
+  store<u32>(o + FCH_RHEAD, 0);
+}
+
+/** The oldest frame on the wire of channel record `o` has reached the next holder: it leaves the ring, and so do the dead entries behind it. */
+function ringPop(o: usize): void {
+  const m = load<u32>(o + FCH_RMASK), ring = <usize>load<u32>(o + FCH_RING);
+  let head = load<u32>(o + FCH_RHEAD), n = load<u32>(o + FCH_RCOUNT), wire = load<u32>(o + FCH_RWIRE);
+  do {
+    head = (head + 1) & m;
+    n--;
+    wire--;
+  } while (wire > 0 && (load<u32>(ring + (<usize>head << 5) + FENT_LEN_META) & LM_DEAD) != 0);
+  store<u32>(o + FCH_RHEAD, head);
+  store<u32>(o + FCH_RCOUNT, n);
+  store<u32>(o + FCH_RWIRE, wire);
+}
+
 // ---- frames in ---------------------------------------------------------------------------
 
 /**
@@ -255,7 +309,7 @@ export function ingestRing(fab: usize, device: u32, recs: usize, head: u32, n: u
 function send(fab: usize, f: FrameFields, device: u32, port: u32, departPs: f64, wireLen: u32, hdr: usize, hdrLen: u32, body: usize, bodyLen: u32): bool {
   const full = load<u32>(fab + FAB_FULL) != 0;
   const ports = load<u32>(fab + FAB_PORTS);
-  if (port >= ports || device >= load<u32>(fab + FAB_DEVICES) || hdrLen > HDR_SLOT || hdrLen > wireLen
+  if (port >= ports || device >= load<u32>(fab + FAB_DEVICES) || hdrLen > HDR_SLOT || hdrLen > wireLen || wireLen > LM_LEN
     || (full && bodyLen > load<u32>(fab + FAB_PAYLOAD_SLOT_BYTES)) || readFrame(hdr, hdrLen, f) != FRAME_OK) {
     bumpDrop(fab, R_BAD);
     return false;
@@ -268,9 +322,10 @@ function send(fab: usize, f: FrameFields, device: u32, port: u32, departPs: f64,
   store<u32>(r + FPKT_META, hdrLen | ect);
   store<u32>(r + FPKT_WIRE_LEN, wireLen);
   if (full && bodyLen > 0) memory.copy(pktAllocPayload(fab, id, bodyLen), body, bodyLen);
+  const dst = addressEp(fab, f.dst), hash = hashTuple(f.src, f.dst, f.sport, f.dport, f.proto);
   store<i32>(r + FPKT_SRC_EP, ep);
-  store<i32>(r + FPKT_DST_EP, addressEp(fab, f.dst));
-  store<u32>(r + FPKT_HASH, hashTuple(f.src, f.dst, f.sport, f.dport, f.proto));
+  store<i32>(r + FPKT_DST_EP, dst);
+  store<u32>(r + FPKT_HASH, hash);
   const now = load<f64>(fab + FAB_NOW_PS);
   if (departPs < now) {
     bump(fab, FAB_LATE_TX);
@@ -307,7 +362,10 @@ function send(fab: usize, f: FrameFields, device: u32, port: u32, departPs: f64,
     }
     if ((flushed >= 0 ? flushed : start) > departPs) portWaits(fab, c, flushed >= 0 ? flushed : start, wireLen);
     if (flushed >= 0) dropAt(fab, c, id, R_LINK_DOWN);
-    else transmit(fab, c, id, start);
+    else {
+      ringPush(chan(fab, c), entryKey(ep, seq), id, dst, hash, wireLen | (ect != 0 ? LM_ECT : 0));
+      transmit(fab, c, start);
+    }
     return true;
   }
   // With PFC a pause may hold the transmitter: the frame enters at its departure time.
@@ -376,26 +434,31 @@ function inject(fab: usize, ep: i32, now: f64): void {
     pktRelease(fab, p);
     return;
   }
-  enqueue(fab, c, p, now);
+  const meta = load<u32>(r + FPKT_META);
+  const lm = load<u32>(r + FPKT_WIRE_LEN) | ((meta & META_ECT) != 0 ? LM_ECT : 0);
+  enqueue(fab, c, NONE, entryKey(ep, load<f64>(r + FPKT_SEQ)), p, load<i32>(r + FPKT_DST_EP), load<u32>(r + FPKT_HASH), lm, now);
 }
 
 /** The oldest frame on channel `cin` is in the switch at its end: route, admit, mark, queue. */
 function arrive(fab: usize, cin: i32, now: f64): void {
   const o = chan(fab, cin);
-  const p = load<i32>(o + FCH_FLHEAD), r = pkt(fab, p);
-  const next = load<i32>(r + FPKT_NEXT);
-  store<i32>(o + FCH_FLHEAD, next);
-  if (next == NONE) store<i32>(o + FCH_FLTAIL, NONE);
-  else eventsPushKeyed(fab, load<f64>(r + FPKT_NEXT_TIME), load<f64>(r + FPKT_NEXT_KEY), (cin << EV_BITS) | EV_ARRIVE);
+  const e = ent(o, 0);
+  const key = load<f64>(e + FENT_KEY), p = load<i32>(e + FENT_PKT), dst = load<i32>(e + FENT_DST_EP);
+  const hash = load<u32>(e + FENT_HASH), lm = load<u32>(e + FENT_LEN_META);
+  ringPop(o);
+  if (load<u32>(o + FCH_RWIRE) != 0) {
+    const h = ent(o, 0);
+    eventsPushKeyed(fab, load<f64>(h + FENT_T), load<f64>(h + FENT_KEY), (cin << EV_BITS) | EV_ARRIVE);
+  }
   const s = load<i32>(o + FCH_DST_SW);
-  store<i32>(r + FPKT_IN_CH, cin);
-  const out = route(fab, s, load<i32>(r + FPKT_DST_EP), load<u32>(r + FPKT_HASH));
+  if (load<u32>(fab + FAB_PFC_ON) != 0) store<i32>(pkt(fab, p) + FPKT_IN_CH, cin);
+  const out = route(fab, s, dst, hash);
   if (out == NONE) {
     dropAt(fab, cin, p, R_NO_ROUTE);
     addF64(fab, FAB_SW_DROPS, s * NR + R_NO_ROUTE, 1);
     return;
   }
-  enqueue(fab, out, p, now);
+  enqueue(fab, out, cin, key, p, dst, hash, lm, now);
 }
 
 /** The output channel of switch `s` for a frame to device port `dst` whose tuple hashes to `hash`, or NONE. */
@@ -412,10 +475,14 @@ function route(fab: usize, s: i32, dst: i32, hash: u32): i32 {
   return i32Of(fab, FAB_GRP, g * <i32>load<u32>(fab + FAB_SPINES) + <i32>ecmpPick(hash, u32Of(fab, FAB_SW_SEED, s), <u32>n));
 }
 
-/** Frame `p` joins the queue of channel `c` (or starts at once on an idle transmitter). */
-function enqueue(fab: usize, c: i32, p: i32, now: f64): void {
-  const r = pkt(fab, p), o = chan(fab, c);
-  const len = <f64>load<u32>(r + FPKT_WIRE_LEN);
+/**
+ * Frame `p` (its entry's fields: key, destination, hash, length and ECN bits), which came in by
+ * channel `inCh` (NONE at a device port), joins the queue of channel `c`, or starts at once on
+ * an idle transmitter.
+ */
+function enqueue(fab: usize, c: i32, inCh: i32, key: f64, p: i32, dst: i32, hash: u32, lm: u32, now: f64): void {
+  const o = chan(fab, c);
+  const len = <f64>(lm & LM_LEN);
   const s = load<i32>(o + FCH_SRC_SW);
   if (u8Of(fab, FAB_LINK_UP, c >> 1) == 0) {
     dropAt(fab, c, p, R_LINK_DOWN);
@@ -434,25 +501,23 @@ function enqueue(fab: usize, c: i32, p: i32, now: f64): void {
       addF64(fab, FAB_SW_DROPS, s * NR + R_PORT_CAP, 1);
       return;
     }
-    if (load<u32>(fab + FAB_ECN_ON) != 0 && q > load<f64>(fab + FAB_KMIN)) maybeMark(fab, s, c, p, q);
+    if (load<u32>(fab + FAB_ECN_ON) != 0 && q > load<f64>(fab + FAB_KMIN)) lm = maybeMark(fab, s, c, lm, q);
     setF64(fab, FAB_BUF_USED, s, used);
     if (used > f64Of(fab, FAB_BUF_PEAK, s)) setF64(fab, FAB_BUF_PEAK, s, used);
-    if (load<u32>(fab + FAB_PFC_ON) != 0) holdAtIngress(fab, s, load<i32>(r + FPKT_IN_CH), len, now);
+    if (load<u32>(fab + FAB_PFC_ON) != 0) holdAtIngress(fab, s, inCh, len, now);
   }
   const busy = load<f64>(o + FCH_BUSY);
-  if (load<i32>(o + FCH_QHEAD) == NONE && load<u32>(o + FCH_PAUSED) == 0 && now >= busy) {
-    transmit(fab, c, p, now);
+  const idle = waiting(o) == 0 && load<u8>(o + FCH_PAUSED) == 0 && now >= busy;
+  ringPush(o, key, p, dst, hash, lm);
+  if (idle) {
+    transmit(fab, c, now);
     return;
   }
-  store<i32>(r + FPKT_NEXT, NONE);
-  if (load<i32>(o + FCH_QHEAD) == NONE) store<i32>(o + FCH_QHEAD, p);
-  else store<i32>(pkt(fab, load<i32>(o + FCH_QTAIL)) + FPKT_NEXT, p);
-  store<i32>(o + FCH_QTAIL, p);
   const q = load<f64>(o + FCH_QBYTES) + len;
   store<f64>(o + FCH_QBYTES, q);
   if (q > load<f64>(o + FCH_QPEAK)) store<f64>(o + FCH_QPEAK, q);
-  if (load<u32>(o + FCH_PAUSED) == 0 && load<u32>(o + FCH_DONE) == 0) {
-    store<u32>(o + FCH_DONE, 1);
+  if (load<u8>(o + FCH_PAUSED) == 0 && load<u8>(o + FCH_DONE) == 0) {
+    store<u8>(o + FCH_DONE, 1);
     eventsPush(fab, now > busy ? now : busy, (c << EV_BITS) | EV_TX_DONE);
   }
 }
@@ -470,56 +535,49 @@ function holdAtIngress(fab: usize, s: i32, cin: i32, len: f64, now: f64): void {
 }
 
 /**
- * RED-style marking on the instantaneous queue `q` (bytes waiting, before this frame). The mark
- * is kept in the record and written into the header when the frame is delivered.
+ * RED-style marking on the instantaneous queue `q` (bytes waiting, before this frame) of a
+ * frame whose entry's len_meta is `lm`; returns it, marked or not. The mark travels in the
+ * entry and is written into the header when the frame is delivered.
  */
-function maybeMark(fab: usize, s: i32, c: i32, p: i32, q: f64): void {
-  const m = pkt(fab, p) + FPKT_META;
-  const meta = load<u32>(m);
-  if ((meta & META_ECT) == 0) return;
+function maybeMark(fab: usize, s: i32, c: i32, lm: u32, q: f64): u32 {
+  if ((lm & LM_ECT) == 0) return lm;
   const kmin = load<f64>(fab + FAB_KMIN), kmax = load<f64>(fab + FAB_KMAX);
   if (q < kmax) {
     const prob = (load<f64>(fab + FAB_PMAX) * (q - kmin)) / (kmax - kmin);
-    if (draw(fab, <i32>load<u32>(fab + FAB_N_CH) + s) >= prob * 4294967296.0) return;
+    if (draw(fab, <i32>load<u32>(fab + FAB_N_CH) + s) >= prob * 4294967296.0) return lm;
   }
-  store<u32>(m, (meta & ~META_ECT) | META_CE);
   addF64(fab, FAB_CH_MARKS, c, 1);
   addF64(fab, FAB_SW_MARKS, s, 1);
+  return (lm & ~LM_ECT) | LM_CE;
 }
 
 function txDone(fab: usize, c: i32, now: f64): void {
   const o = chan(fab, c), busy = load<f64>(o + FCH_BUSY);
-  store<u32>(o + FCH_DONE, 0);
-  if (load<u32>(o + FCH_PAUSED) != 0 || load<i32>(o + FCH_QHEAD) == NONE) return;
+  store<u8>(o + FCH_DONE, 0);
+  if (load<u8>(o + FCH_PAUSED) != 0 || waiting(o) == 0) return;
   if (now < busy) {
-    store<u32>(o + FCH_DONE, 1);
+    store<u8>(o + FCH_DONE, 1);
     eventsPush(fab, busy, (c << EV_BITS) | EV_TX_DONE);
     return;
   }
-  transmit(fab, c, unlink(fab, c), now);
+  leaveQueue(o);
+  transmit(fab, c, now);
 }
 
-/** Takes the head frame off channel `c`'s queue. */
-function unlink(fab: usize, c: i32): i32 {
-  const o = chan(fab, c);
-  const p = load<i32>(o + FCH_QHEAD), r = pkt(fab, p);
-  const next = load<i32>(r + FPKT_NEXT);
-  store<i32>(o + FCH_QHEAD, next);
-  if (next == NONE) store<i32>(o + FCH_QTAIL, NONE);
-  store<f64>(o + FCH_QBYTES, load<f64>(o + FCH_QBYTES) - <f64>load<u32>(r + FPKT_WIRE_LEN));
-  return p;
+/** The first frame waiting in the queue of channel record `o` is about to start: its bytes no longer count as queued. */
+@inline function leaveQueue(o: usize): void {
+  const len = load<u32>(ent(o, load<u32>(o + FCH_RWIRE)) + FENT_LEN_META) & LM_LEN;
+  store<f64>(o + FCH_QBYTES, load<f64>(o + FCH_QBYTES) - <f64>len);
 }
 
-/** Frame `p` leaves the switch's buffer (a NIC's has no limit) for the wire of channel `c`. */
-function release(fab: usize, c: i32, p: i32, now: f64): void {
+/** Frame `p`, `len` bytes, leaves the switch's buffer (a NIC's has no limit) for the wire of channel `c`. */
+function release(fab: usize, c: i32, p: i32, len: f64, now: f64): void {
   const s = load<i32>(chan(fab, c) + FCH_SRC_SW);
   if (s == NONE) return;
-  const r = pkt(fab, p);
-  const len = <f64>load<u32>(r + FPKT_WIRE_LEN);
   addF64(fab, FAB_BUF_USED, s, -len);
   if (load<u32>(fab + FAB_PFC_ON) == 0) return;
   // PFC: at XON the sender on the frame's ingress resumes
-  const cin = load<i32>(r + FPKT_IN_CH), oi = chan(fab, cin);
+  const cin = load<i32>(pkt(fab, p) + FPKT_IN_CH), oi = chan(fab, cin);
   const held = load<f64>(oi + FCH_IN_BYTES) - len;
   store<f64>(oi + FCH_IN_BYTES, held);
   if (held <= load<f64>(fab + FAB_XON) && u8Of(fab, FAB_PAUSE_SENT, cin) != 0) {
@@ -529,60 +587,70 @@ function release(fab: usize, c: i32, p: i32, now: f64): void {
   }
 }
 
-/** Channel `c` begins to send frame `p` at `now` (the transmitter is idle). */
-function transmit(fab: usize, c: i32, p: i32, now: f64): void {
-  const r = pkt(fab, p), o = chan(fab, c);
+/** Channel `c` begins to send the first frame waiting in its ring at `now` (the transmitter is idle). */
+function transmit(fab: usize, c: i32, now: f64): void {
+  const o = chan(fab, c);
   const link = c >> 1;
-  release(fab, c, p, now);
-  const len = load<u32>(r + FPKT_WIRE_LEN);
+  const wire = load<u32>(o + FCH_RWIRE), e = ent(o, wire);
+  const p = load<i32>(e + FENT_PKT), len = load<u32>(e + FENT_LEN_META) & LM_LEN;
+  release(fab, c, p, <f64>len, now);
   const end = now + Math.ceil(((<f64>len + load<f64>(fab + FAB_OVERHEAD)) * 8000) / load<f64>(o + FCH_GBPS));
   store<f64>(o + FCH_BUSY, end);
   store<f64>(o + FCH_PKTS, load<f64>(o + FCH_PKTS) + 1);
   store<f64>(o + FCH_BYTES, load<f64>(o + FCH_BYTES) + <f64>len);
   bump(fab, FAB_HOPS);
-  if (load<i32>(o + FCH_QHEAD) != NONE && load<u32>(o + FCH_DONE) == 0) {
-    store<u32>(o + FCH_DONE, 1);
+  if (waiting(o) > 1 && load<u8>(o + FCH_DONE) == 0) {
+    store<u8>(o + FCH_DONE, 1);
     eventsPush(fab, end, (c << EV_BITS) | EV_TX_DONE);
   }
-  if (load<u32>(o + FCH_LOSSY) != 0) {
+  if (load<u8>(o + FCH_LOSSY) != 0) {
     const loss = load<f64>(o + FCH_LOSS);
     if (loss != 0 && draw(fab, c) < loss) {
-      dropAt(fab, c, p, R_RANDOM);
+      lostAtStart(fab, o, c, wire, p, R_RANDOM);
       return;
     }
     if (u8Of(fab, FAB_GE_ON, c) != 0 && geLost(fab, c)) {
-      dropAt(fab, c, p, R_GE);
+      lostAtStart(fab, o, c, wire, p, R_GE);
       return;
     }
   }
   const tail = end + load<f64>(o + FCH_LAT);
   if (load<u32>(tab(fab, FAB_OUTAGE_N) + (<usize>link << 2)) != 0 && failsDuring(fab, link, now, tail)) {
-    dropAt(fab, c, p, R_LINK_DOWN);
+    lostAtStart(fab, o, c, wire, p, R_LINK_DOWN);
     return;
   }
-  // join the channel's frames on the wire: into a switch, the list's head has an event; to a
-  // device, the frames wait there for the host
-  store<i32>(r + FPKT_NEXT, NONE);
+  // onto the wire: into a switch, the oldest frame on the wire has an event; to a device, the
+  // frames wait there for the host
   const ep = load<i32>(o + FCH_DST_EP);
   const at = ep == NONE ? end + load<f64>(o + FCH_DELAY) : tail;
-  store<f64>(r + FPKT_ARRIVE_PS, at);
-  const key = entryKey(load<i32>(r + FPKT_SRC_EP), load<f64>(r + FPKT_SEQ));
-  if (load<i32>(o + FCH_FLHEAD) == NONE) {
-    store<i32>(o + FCH_FLHEAD, p);
-    if (ep == NONE) eventsPushKeyed(fab, at, key, (c << EV_BITS) | EV_ARRIVE);
-    else {
-      setF64(fab, FAB_LAST_HEAD_PS, c, at);
-      setF64(fab, FAB_LAST_HEAD_KEY, c, key);
-      const d = ep / <i32>load<u32>(fab + FAB_PORTS);
-      if (at < f64Of(fab, FAB_PEND_MIN, d)) setF64(fab, FAB_PEND_MIN, d, at);
-    }
-  } else {
-    const t = pkt(fab, load<i32>(o + FCH_FLTAIL));
-    store<i32>(t + FPKT_NEXT, p);
-    store<f64>(t + FPKT_NEXT_TIME, at);
-    store<f64>(t + FPKT_NEXT_KEY, key);
+  store<f64>(e + FENT_T, at);
+  store<u32>(o + FCH_RWIRE, wire + 1);
+  if (wire != 0) return;
+  const key = load<f64>(e + FENT_KEY);
+  if (ep == NONE) eventsPushKeyed(fab, at, key, (c << EV_BITS) | EV_ARRIVE);
+  else {
+    setF64(fab, FAB_LAST_HEAD_PS, c, at);
+    setF64(fab, FAB_LAST_HEAD_KEY, c, key);
+    const d = ep / <i32>load<u32>(fab + FAB_PORTS);
+    if (at < f64Of(fab, FAB_PEND_MIN, d)) setF64(fab, FAB_PEND_MIN, d, at);
   }
-  store<i32>(o + FCH_FLTAIL, p);
+}
+
+/**
+ * Frame `p`, whose entry is the first waiting one (after `wire` on the wire) of channel `c`
+ * (record `o`), is lost as it starts: dropped for `reason`. Its entry leaves the ring when
+ * nothing is on the wire before it, else stays there dead, so that the ring keeps its order.
+ */
+function lostAtStart(fab: usize, o: usize, c: i32, wire: u32, p: i32, reason: i32): void {
+  dropAt(fab, c, p, reason);
+  if (wire == 0) {
+    store<u32>(o + FCH_RHEAD, (load<u32>(o + FCH_RHEAD) + 1) & load<u32>(o + FCH_RMASK));
+    store<u32>(o + FCH_RCOUNT, load<u32>(o + FCH_RCOUNT) - 1);
+  } else {
+    const e = ent(o, wire) + FENT_LEN_META;
+    store<u32>(e, load<u32>(e) | LM_DEAD);
+    store<u32>(o + FCH_RWIRE, wire + 1);
+  }
 }
 
 /** One Gilbert–Elliott step of channel `c`: loss drawn in the current state, then the state moves. */
@@ -681,15 +749,15 @@ function dropAt(fab: usize, c: i32, p: i32, reason: i32): void {
 }
 
 function pause(fab: usize, c: i32): void {
-  store<u32>(chan(fab, c) + FCH_PAUSED, 1);
+  store<u8>(chan(fab, c) + FCH_PAUSED, 1);
   addF64(fab, FAB_CH_PAUSES, c, 1);
 }
 
 function resume(fab: usize, c: i32, now: f64): void {
   const o = chan(fab, c);
-  store<u32>(o + FCH_PAUSED, 0);
-  if (load<i32>(o + FCH_QHEAD) != NONE && load<u32>(o + FCH_DONE) == 0) {
-    store<u32>(o + FCH_DONE, 1);
+  store<u8>(o + FCH_PAUSED, 0);
+  if (waiting(o) != 0 && load<u8>(o + FCH_DONE) == 0) {
+    store<u8>(o + FCH_DONE, 1);
     const busy = load<f64>(o + FCH_BUSY);
     eventsPush(fab, now > busy ? now : busy, (c << EV_BITS) | EV_TX_DONE);
   }
@@ -733,13 +801,18 @@ function fault(fab: usize, f: i32, now: f64): void {
   } else known(fab, link, kind == F_KNOWN_UP);
 }
 
-/** Drops every frame queued on channel `c` (its link went down). */
+/** Drops every frame queued on channel `c`, oldest first (its link went down). */
 function flush(fab: usize, c: i32, now: f64): void {
-  while (load<i32>(chan(fab, c) + FCH_QHEAD) != NONE) {
-    const p = unlink(fab, c);
-    release(fab, c, p, now);
+  const o = chan(fab, c);
+  const wire = load<u32>(o + FCH_RWIRE), n = load<u32>(o + FCH_RCOUNT);
+  for (let i = wire; i < n; i++) {
+    const e = ent(o, i);
+    const p = load<i32>(e + FENT_PKT), len = <f64>(load<u32>(e + FENT_LEN_META) & LM_LEN);
+    store<f64>(o + FCH_QBYTES, load<f64>(o + FCH_QBYTES) - len);
+    release(fab, c, p, len, now);
     dropAt(fab, c, p, R_LINK_DOWN);
   }
+  store<u32>(o + FCH_RCOUNT, wire);
 }
 
 function known(fab: usize, link: i32, up: bool): void {
@@ -797,7 +870,7 @@ export function takeDue(fab: usize, device: i32, endPs: f64): u32 {
     let best = NONE, bestPs: f64 = 0, bestKey: f64 = 0;
     for (let ep = device * ports; ep < (device + 1) * ports; ep++) {
       const c = i32Of(fab, FAB_EP_DOWN_CH, ep);
-      if (c == NONE || load<i32>(chan(fab, c) + FCH_FLHEAD) == NONE) continue;
+      if (c == NONE || load<u32>(chan(fab, c) + FCH_RWIRE) == 0) continue;
       const h = load<f64>(heads + (<usize>c << 3));
       if (h >= endPs) continue;
       const k = load<f64>(keys + (<usize>c << 3));
@@ -809,13 +882,17 @@ export function takeDue(fab: usize, device: i32, endPs: f64): u32 {
     }
     if (best == NONE) break;
     const o = chan(fab, best);
-    const p = load<i32>(o + FCH_FLHEAD), r = pkt(fab, p);
-    const next = load<i32>(r + FPKT_NEXT);
-    store<i32>(o + FCH_FLHEAD, next);
-    if (next == NONE) store<i32>(o + FCH_FLTAIL, NONE);
-    else {
-      store<f64>(heads + (<usize>best << 3), load<f64>(r + FPKT_NEXT_TIME));
-      store<f64>(keys + (<usize>best << 3), load<f64>(r + FPKT_NEXT_KEY));
+    const e = ent(o, 0);
+    const p = load<i32>(e + FENT_PKT), lm = load<u32>(e + FENT_LEN_META);
+    // what the host reads of it: its arrival, and the mark it may have picked up on the way
+    const r = pkt(fab, p);
+    store<f64>(r + FPKT_ARRIVE_PS, bestPs);
+    if ((lm & LM_CE) != 0) store<u32>(r + FPKT_META, (load<u32>(r + FPKT_META) & ~META_ECT) | META_CE);
+    ringPop(o);
+    if (load<u32>(o + FCH_RWIRE) != 0) {
+      const h = ent(o, 0);
+      store<f64>(heads + (<usize>best << 3), load<f64>(h + FENT_T));
+      store<f64>(keys + (<usize>best << 3), load<f64>(h + FENT_KEY));
     }
     const cap = load<u32>(fab + FAB_HELD_CAP);
     if (n == cap) {
@@ -829,7 +906,7 @@ export function takeDue(fab: usize, device: i32, endPs: f64): u32 {
   let min = Infinity;
   for (let ep = device * ports; ep < (device + 1) * ports; ep++) {
     const c = i32Of(fab, FAB_EP_DOWN_CH, ep);
-    if (c != NONE && load<i32>(chan(fab, c) + FCH_FLHEAD) != NONE) {
+    if (c != NONE && load<u32>(chan(fab, c) + FCH_RWIRE) != 0) {
       const h = load<f64>(heads + (<usize>c << 3));
       if (h < min) min = h;
     }
@@ -875,7 +952,7 @@ export function writeHeld(fab: usize, out: usize, outBody: usize, columns: bool)
       setI32(fab, FAB_B_SRC_PORT, i, src % ports);
       setF64(fab, FAB_B_SEQ, i, seq);
       setI32(fab, FAB_B_WIRE_LEN, i, <i32>wireLen);
-      setI32(fab, FAB_B_HDR_OFF, i, p * <i32>HDR_SLOT);
+      setI32(fab, FAB_B_HDR_OFF, i, <i32>hdr);
       setI32(fab, FAB_B_HDR_LEN, i, <i32>hdrLen);
       setI32(fab, FAB_B_PAYLOAD_OFF, i, <i32>payOff);
       setI32(fab, FAB_B_PAYLOAD_LEN, i, <i32>payLen);

@@ -1,47 +1,70 @@
 // Packets in flight through the fabric: a 64-byte FPKT record per packet id and a header slot
 // per id (HDR_SLOT bytes), with a free list; in full mode a payload slot per packet that has
-// bytes beyond its headers. host/fabric/packets.ts describes the fields and why they are one
-// record per packet rather than a column per field.
+// bytes beyond its headers. A record holds a packet's fields together (a column per field cost
+// a cache miss per field); what every hop reads travels in the channels' rings (FENT), so a
+// record is written when its frame enters and read when the host takes it.
+//
+// Records and header slots come in segments of SEG packets, found through a table of segment
+// addresses: the pool grows by a segment, never copying what is in flight (growing by copying
+// into a block twice the size touched three times the memory, all of it fresh pages).
 
 import {
-  FAB_PKT_REC, FAB_PKT_HDR, FAB_PKT_CAP, FAB_PKT_FREE, FAB_PKT_LIVE, FAB_PKT_PEAK,
+  FAB_PKT_REC, FAB_PKT_HDR, FAB_PKT_CAP, FAB_PKT_SEG_CAP, FAB_PKT_FREE, FAB_PKT_LIVE, FAB_PKT_PEAK,
   FAB_PAY, FAB_PAY_LEN, FAB_PAY_NEXT, FAB_PAY_SLOTS, FAB_PAY_FREE, FAB_PAYLOAD_SLOT_BYTES,
   FPKT_NEXT, FPKT_PAYLOAD, PKT_SIZE, PKT_HDR,
 } from "../generated/layouts";
-import { grow } from "./memory";
+import { grow, zeroed } from "./memory";
 
 export const NONE: i32 = -1;
 /** Bytes of a header slot: a PKT record's header room (layouts/device.json), all of a frame's headers the fabric takes. */
 export const HDR_SLOT: u32 = PKT_SIZE - PKT_HDR;
 export const META_HDR_LEN: u32 = 0xff, META_ECT: u32 = 0x100, META_CE: u32 = 0x200;
 
+/** log2 of the packets in a segment of the pool. */
+const SEG_BITS: u32 = 12;
+const SEG: u32 = 1 << SEG_BITS;
+
 /** Packet `p`'s record. */
 @inline export function pkt(fab: usize, p: i32): usize {
-  return load<usize>(fab + FAB_PKT_REC) + (<usize>p << 6);
+  return <usize>load<u32>(load<usize>(fab + FAB_PKT_REC) + (<usize>(<u32>p >> SEG_BITS) << 2)) + (<usize>(<u32>p & (SEG - 1)) << 6);
 }
 
 /** Packet `p`'s header slot. */
 @inline export function pktHdr(fab: usize, p: i32): usize {
-  return load<usize>(fab + FAB_PKT_HDR) + <usize>p * HDR_SLOT;
+  return <usize>load<u32>(load<usize>(fab + FAB_PKT_HDR) + (<usize>(<u32>p >> SEG_BITS) << 2)) + <usize>(<u32>p & (SEG - 1)) * HDR_SLOT;
 }
 
-/** Grows the pool to `n` packets (the new ids join the free list, lowest first). */
+/** Grows the pool to at least `n` packets, a segment at a time (the new ids join the free list, lowest first). */
 export function pktGrow(fab: usize, n: u32): void {
-  const old = load<u32>(fab + FAB_PKT_CAP);
-  store<usize>(fab + FAB_PKT_REC, grow(load<usize>(fab + FAB_PKT_REC), <usize>old << 6, <usize>n << 6));
-  store<usize>(fab + FAB_PKT_HDR, grow(load<usize>(fab + FAB_PKT_HDR), <usize>old * HDR_SLOT, <usize>n * HDR_SLOT));
+  const old = load<u32>(fab + FAB_PKT_CAP), want = (n + SEG - 1) >> SEG_BITS;
+  let segs = old >> SEG_BITS;
+  if (want <= segs) return;
+  // the segment tables: room for the new segments
+  const room = load<u32>(fab + FAB_PKT_SEG_CAP);
+  if (want > room) {
+    let bigger = room > 0 ? room : 16;
+    while (bigger < want) bigger *= 2;
+    store<usize>(fab + FAB_PKT_REC, grow(load<usize>(fab + FAB_PKT_REC), <usize>segs << 2, <usize>bigger << 2));
+    store<usize>(fab + FAB_PKT_HDR, grow(load<usize>(fab + FAB_PKT_HDR), <usize>segs << 2, <usize>bigger << 2));
+    store<u32>(fab + FAB_PKT_SEG_CAP, bigger);
+  }
+  for (; segs < want; segs++) {
+    store<u32>(load<usize>(fab + FAB_PKT_REC) + (<usize>segs << 2), <u32>zeroed(<usize>SEG << 6));
+    store<u32>(load<usize>(fab + FAB_PKT_HDR) + (<usize>segs << 2), <u32>zeroed(<usize>SEG * HDR_SLOT));
+  }
+  const cap = segs << SEG_BITS;
   let free = load<i32>(fab + FAB_PKT_FREE);
-  for (let id = <i32>n - 1; id >= <i32>old; id--) {
+  for (let id = <i32>cap - 1; id >= <i32>old; id--) {
     store<i32>(pkt(fab, id) + FPKT_NEXT, free);
     free = id;
   }
   store<i32>(fab + FAB_PKT_FREE, free);
-  store<u32>(fab + FAB_PKT_CAP, n);
+  store<u32>(fab + FAB_PKT_CAP, cap);
 }
 
-/** A free packet id (growing the pool when none is free), with no payload slot. */
+/** A free packet id (growing the pool by a segment when none is free), with no payload slot. */
 export function pktAlloc(fab: usize): i32 {
-  if (load<i32>(fab + FAB_PKT_FREE) == NONE) pktGrow(fab, load<u32>(fab + FAB_PKT_CAP) << 1);
+  if (load<i32>(fab + FAB_PKT_FREE) == NONE) pktGrow(fab, load<u32>(fab + FAB_PKT_CAP) + SEG);
   const id = load<i32>(fab + FAB_PKT_FREE);
   const r = pkt(fab, id);
   store<i32>(fab + FAB_PKT_FREE, load<i32>(r + FPKT_NEXT));

@@ -45,7 +45,7 @@ export class ArrivalBatch {
   srcPort = new Uint32Array(0);
   seq = new Float64Array(0);
   wireLen = new Uint32Array(0);
-  /** the fabric's header slab; entry i's header at hdrOff[i] */
+  /** the fabric's memory, where the header slots are: entry i's header at hdrOff[i] */
   hdr = new Uint8Array(0);
   hdrOff = new Uint32Array(0);
   hdrLen = new Uint32Array(0);
@@ -59,7 +59,7 @@ export class ArrivalBatch {
   bodiesAt = 0;
 
   /** where the columns were made (the outbox, the header and payload slabs, the capacity), to make them again only when the fabric moved them */
-  private made = [-1, -1, -1, -1];
+  private made = [-1, -1, -1];
 
   /** @internal Points the batch at the fabric's last delivery of `n` frames (Fabric.takeArrivals); `dv` views the fabric's memory. */
   bind(dv: DataView<ArrayBuffer>, fab: number, n: number, full: boolean): void {
@@ -68,8 +68,8 @@ export class ArrivalBatch {
     this.recordsAt = at(FAB.outbox);
     this.bodiesAt = at(FAB.outbox_body);
     const cap = at(FAB.outbox_cap), buffer = dv.buffer, m = this.made;
-    if (m[0] === this.recordsAt && m[1] === at(FAB.pkt_hdr) && m[2] === at(FAB.pay) && m[3] === cap && this.mem.buffer === buffer) return;
-    this.made = [this.recordsAt, at(FAB.pkt_hdr), at(FAB.pay), cap];
+    if (m[0] === this.recordsAt && m[1] === at(FAB.pay) && m[2] === cap && this.mem.buffer === buffer) return;
+    this.made = [this.recordsAt, at(FAB.pay), cap];
     this.mem = new Uint8Array(buffer);
     this.arrivalPs = new Float64Array(buffer, at(FAB.b_arrival), cap);
     this.seq = new Float64Array(buffer, at(FAB.b_seq), cap);
@@ -82,7 +82,7 @@ export class ArrivalBatch {
     this.hdrLen = u32(FAB.b_hdr_len);
     this.payloadOff = u32(FAB.b_payload_off);
     this.payloadLen = u32(FAB.b_payload_len);
-    this.hdr = new Uint8Array(buffer, at(FAB.pkt_hdr));
+    this.hdr = this.mem;
     this.payload = full && at(FAB.pay) !== 0 ? new Uint8Array(buffer, at(FAB.pay)) : new Uint8Array(0);
   }
 }

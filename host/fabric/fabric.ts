@@ -383,7 +383,7 @@ export class Fabric {
       dv.setFloat64(at + FCH.loss, probabilityThreshold(r), true);
       this.u8[this.ptr(FAB.ge_on) + c] = ge ? 1 : 0;
       this.u8[this.ptr(FAB.ge_bad) + c] = 0;
-      dv.setUint32(at + FCH.lossy, r > 0 || ge ? 1 : 0, true);
+      dv.setUint8(at + FCH.lossy, r > 0 || ge ? 1 : 0);
       probs.forEach((v, i) => dv.setFloat64(this.ptr(FAB.ge_thr) + 8 * (4 * c + i), probabilityThreshold(v), true));
     }
   }
