@@ -19,7 +19,7 @@ import { executeProfiled } from "./engine/profile";
 import { executeJit } from "./engine/jit";
 import { debugOf, runEngineDebug, DebugStop } from "./engine/debug";
 import { interruptToTake, takeTrap, pendingIrqs } from "./engine/trap";
-import { nextEventTime, popEvent, topKind, topA, topB, EventKind } from "./core/sched";
+import { nextEventTime, handlingTop, handled, topKind, topA, topB, EventKind } from "./core/sched";
 import { cyclesCeil, psOfCycle, minU64, NEVER } from "./core/time";
 import { fifoPush, fifoPop } from "./core/fifo";
 import { hbmTick } from "./mem/hbm";
@@ -52,7 +52,7 @@ function runEvents(dev: Device): void {
   while (dev.evCount != 0 && nextEventTime(dev) <= dev.now) {
     const t = nextEventTime(dev);
     const kind = topKind(dev), a = topA(dev), b = topB(dev);
-    popEvent(dev);
+    handlingTop(dev);
     statAdd(dev, STAT_SCHED_EVENTS, 1);
     switch (kind) {
       case EventKind.Timer: {
@@ -75,6 +75,7 @@ function runEvents(dev: Device): void {
       case EventKind.ComputeRetry: gridRetry(dev, t); break;
       default: break;
     }
+    handled(dev);
   }
 }
 

@@ -22,6 +22,28 @@ export const enum EventKind {
   ComputeRetry = 13, // a flow has ended: the matmul grid's load, refused a slot, can start (at most one pending)
 }
 
+/**
+ * The device whose earliest event run.ts is handling (0: none). That event's record stays at
+ * the top of the heap while its handler runs: the first event the handler schedules takes its
+ * place (one sift down, where a pop and a push cost a sift each way), and if it schedules none
+ * the record is popped after it (handled()). Nothing reads the top while a handler runs; the
+ * order of events is (time, sequence) either way.
+ */
+let handling: usize = 0;
+
+/** The top event of `dev` is being handled: it is popped by handled() or replaced by the first schedule(). */
+@inline export function handlingTop(dev: Device): void {
+  handling = changetype<usize>(dev);
+}
+
+/** Its handler has returned: pops the top event unless an event scheduled meanwhile took its place. */
+@inline export function handled(dev: Device): void {
+  if (handling != 0) {
+    handling = 0;
+    popEvent(dev);
+  }
+}
+
 @inline function rec(dev: Device, i: u32): usize {
   return dev.events + <usize>i * EVENT_BYTES;
 }
@@ -45,6 +67,18 @@ export const enum EventKind {
  * (FATAL_EVENT_OVERFLOW: the step loop stops and the host throws) and false is returned.
  */
 export function schedule(dev: Device, time: u64, kind: u32, a: u32, b: u32): bool {
+  if (handling == changetype<usize>(dev)) {
+    // in place of the event being handled (popped already, as far as anything can tell)
+    handling = 0;
+    const p = dev.events;
+    store<u64>(p, time);
+    store<u64>(p, dev.seq++, 8);
+    store<u32>(p, kind, 16);
+    store<u32>(p, a, 20);
+    store<u32>(p, b, 24);
+    siftDown(dev, 0);
+    return true;
+  }
   if (dev.evCount >= dev.evCap) {
     statAdd(dev, STAT_SCHED_OVERFLOW, 1);
     dev.fatal = FATAL_EVENT_OVERFLOW;
@@ -95,7 +129,8 @@ function siftUp(dev: Device, i: u32): void {
  * sizes it from that bound).
  */
 export function unschedule(dev: Device, kind: u32, a: u32, keepBits: u32 = 0): bool {
-  for (let i: u32 = 0; i < dev.evCount; i++) {
+  // the event being handled is not pending any more
+  for (let i: u32 = handling == changetype<usize>(dev) ? 1 : 0; i < dev.evCount; i++) {
     const p = rec(dev, i);
     if (load<u32>(p, 16) != kind || load<u32>(p, 20) != a || (load<u32>(p, 24) & keepBits) != 0) continue;
     const last = --dev.evCount;
