@@ -17,9 +17,9 @@ import { NEVER } from "./core/time";
 import { copyBytes } from "./core/copy";
 import { jitNewEpoch } from "./engine/jit-cache";
 import { nextActivity, step, hasOutput } from "./run";
-import { Ports, portsOf, txRing, ringConsume } from "./nic/ports";
+import { Ports, portsOf, txRing, rxRing, ringConsume } from "./nic/ports";
 import { portsUnblock } from "./nic/roce-tx";
-import { rxPut } from "./nic/roce-rx";
+import { rxPut, rxCommit } from "./nic/roce-rx";
 import { takeDue, heldBodyBytes, writeHeld, fabricRelease, fabricRunTo, fabricNextEvent, fabricFull, fabricOutbox, ingestRing } from "./fabric/fabric";
 import { zeroed } from "./fabric/memory";
 import { HDR_SLOT } from "./fabric/packets";
@@ -167,13 +167,23 @@ function stepDevice(cl: usize, fab: usize, i: i32, end: f64): bool {
  * The frames reaching device `i` before `end`, staged and handed to it as the host's
  * DevicePorts.stageRecords and commitArrivals do: a frame that does not fit the stage (records,
  * body bytes, or more header bytes than a record holds) is lost and counted. When all fit (the
- * rule), the fabric writes them straight into the stage.
+ * rule), the fabric writes them straight into the stage; in timing mode, when the receive ring
+ * has room for all of them, straight into the ring (what rxPut would put there).
  */
 function deliver(cl: usize, fab: usize, i: i32, dev: Device, end: f64): void {
   const n = takeDue(fab, i, end);
   bump(cl, CLU_DELIVERIES, <f64>n);
   const ports = portsOf(dev), cap = dev.cfg.rxRingEntries;
   const bodyCap: u32 = dev.cfg.timingMode != 0 ? 0 : dev.cfg.rxBodyBytes;
+  const ring = rxRing(dev);
+  if (bodyCap == 0 && !fabricFull(fab) && n <= cap && n <= ring.cap - ring.count) {
+    let first = ring.head + ring.count;
+    if (first >= ring.cap) first -= ring.cap;
+    writeHeld(fab, ring.recs, 0, false, first, ring.cap);
+    rxCommit(dev, n);
+    fabricRelease(fab);
+    return;
+  }
   let staged: u32 = 0;
   if (n <= cap && (bodyCap == 0 ? !fabricFull(fab) : heldBodyBytes(fab) <= bodyCap)) {
     writeHeld(fab, ports.stage, ports.stageBody, false);

@@ -929,9 +929,10 @@ export function heldBodyBytes(fab: usize): u32 {
 /**
  * The frames takeDue holds, as PKT records in receive form at `out` (room for all of them) and
  * their bodies one after another at `outBody` (body_off from 0); with `columns`, as the batch
- * columns too.
+ * columns too. The records go to slots `first`, `first` + 1, ... of `out` taken as a ring of
+ * `slots` (a device's receive ring; by default one after another from `out`).
  */
-export function writeHeld(fab: usize, out: usize, outBody: usize, columns: bool): void {
+export function writeHeld(fab: usize, out: usize, outBody: usize, columns: bool, first: u32 = 0, slots: u32 = 0xffffffff): void {
   const n = load<u32>(fab + FAB_HELD_N), ports = <i32>load<u32>(fab + FAB_PORTS);
   const slotBytes = load<u32>(fab + FAB_PAYLOAD_SLOT_BYTES);
   let bodyAt: u32 = 0;
@@ -957,7 +958,9 @@ export function writeHeld(fab: usize, out: usize, outBody: usize, columns: bool)
       setI32(fab, FAB_B_PAYLOAD_OFF, i, <i32>payOff);
       setI32(fab, FAB_B_PAYLOAD_LEN, i, <i32>payLen);
     }
-    const o = out + <usize>k * PKT_SIZE;
+    let at = first + k;
+    if (at >= slots) at -= slots;
+    const o = out + <usize>at * PKT_SIZE;
     store<u64>(o + PKT_TIME_PS, <u64>Math.ceil(arrive));
     store<u32>(o + PKT_WIRE_LEN, wireLen);
     store<u16>(o + PKT_PORT, <u16>(dst % ports));

@@ -14,7 +14,7 @@ import { dmaPtr } from "../mem/dma";
 import { cqPush, cqeVisible } from "./completions";
 import { qpError } from "./queues";
 import { NicPhase, phaseAt, fail, notReady } from "./phases";
-import { portsOf, rxRing, ringRec, ringConsume, bodyAlloc, portIpv4, FRAME_MAX, HDR_MAX } from "./ports";
+import { PktRing, portsOf, rxRing, ringRec, ringConsume, bodyAlloc, portIpv4, FRAME_MAX, HDR_MAX } from "./ports";
 import { queueRequest, queueAnswer, queueCnp, wantTimer, armTimer, disarmTimer, dcqcnCut, dcqcnTimer, RESP_ACK, RESP_READ, RESP_NONE } from "./roce-tx";
 import { packetsOf, psnAdd, psnDiff } from "./psn";
 import { outAt, outFirstPsn, outLastPsn, outComplete, outAck, outDrain } from "./outstanding";
@@ -69,20 +69,41 @@ export function rxPut(dev: Device, n: u32): u32 {
     if (at < 0) { statAdd(dev, STAT_PORT_RX_RING_FULL, 1); continue; }
     const dst = ringRec(r, r.count);
     copyBytes(dst, src, <usize>PKT_SIZE);
-    let t = load<u64>(dst + PKT_TIME_PS);
-    if (t < dev.now) { statAdd(dev, STAT_PORT_RX_LATE, 1); t = dev.now; }
-    if (r.count > 0) { const prev = load<u64>(ringRec(r, r.count - 1) + PKT_TIME_PS); if (t < prev) t = prev; }
-    store<u64>(dst + PKT_TIME_PS, t);
     const off = load<u32>(src + PKT_BODY_OFF);
     if (bodyLen > 0 && <u64>off + <u64>bodyLen <= <u64>dev.cfg.rxBodyBytes) memory.copy(r.body + <usize>at, s.stageBody + <usize>off, bodyLen);
     else if (bodyLen > 0) memory.fill(r.body + <usize>at, 0, bodyLen); // a body outside the stage: the frame will not check
     store<u32>(dst + PKT_BODY_LEN, bodyLen);
     store<u32>(dst + PKT_BODY_OFF, <u32>at);
-    r.count++;
+    rxAppended(dev, r);
     taken++;
   }
   if (r.count > 0) wantRxEvent(dev, load<u64>(ringRec(r, 0) + PKT_TIME_PS));
   return taken;
+}
+
+/**
+ * The record just written after the receive ring's last one (its body in place, or none) is
+ * an arrival: its time is kept no earlier than now and than the one before it, and it joins
+ * the ring.
+ */
+@inline function rxAppended(dev: Device, r: PktRing): void {
+  const dst = ringRec(r, r.count);
+  let t = load<u64>(dst + PKT_TIME_PS);
+  if (t < dev.now) { statAdd(dev, STAT_PORT_RX_LATE, 1); t = dev.now; }
+  if (r.count > 0) { const prev = load<u64>(ringRec(r, r.count - 1) + PKT_TIME_PS); if (t < prev) t = prev; }
+  store<u64>(dst + PKT_TIME_PS, t);
+  r.count++;
+}
+
+/**
+ * As rxPut, for `n` bodiless arrivals (timing mode) written straight into the receive ring
+ * after its last record (the cluster's delivery, when the ring has room for all of them:
+ * rxRoom); they join it as rxPut's would.
+ */
+export function rxCommit(dev: Device, n: u32): void {
+  const r = rxRing(dev);
+  for (let k: u32 = 0; k < n; k++) rxAppended(dev, r);
+  if (r.count > 0) wantRxEvent(dev, load<u64>(ringRec(r, 0) + PKT_TIME_PS));
 }
 
 function wantRxEvent(dev: Device, t: u64): void {
