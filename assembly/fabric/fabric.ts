@@ -36,7 +36,7 @@ import {
   FAB_PKT_CAP, FAB_PKT_FREE, FAB_PAY_FREE, FAB_PAY, FAB_PAY_LEN, FAB_FAULT_LINK, FAB_FAULT_KIND, FAB_FAULT_N, FAB_FAULT_CAP, FAB_HELD, FAB_HELD_CAP, FAB_HELD_N,
   FAB_INBOX, FAB_INBOX_CAP, FAB_INBOX_BODY, FAB_INBOX_BODY_CAP, FAB_OUTBOX, FAB_OUTBOX_BODY, FAB_OUTBOX_CAP, FAB_OUTBOX_BODY_CAP,
   FAB_B_ARRIVAL, FAB_B_PORT, FAB_B_SRC_DEVICE, FAB_B_SRC_PORT, FAB_B_SEQ, FAB_B_WIRE_LEN, FAB_B_HDR_OFF, FAB_B_HDR_LEN,
-  FAB_B_PAYLOAD_OFF, FAB_B_PAYLOAD_LEN, FAB_FRAME, FAB_SIZE,
+  FAB_B_PAYLOAD_OFF, FAB_B_PAYLOAD_LEN, FAB_FRAME, FAB_SIZE, FAB_SER_LEN, FAB_SER_GBPS, FAB_SER_PS,
   FCH_SIZE, FCH_BUSY, FCH_QBYTES, FCH_DELAY, FCH_LAT, FCH_GBPS, FCH_LOSS, FCH_PKTS, FCH_BYTES, FCH_QPEAK, FCH_IN_BYTES,
   FCH_RING, FCH_RMASK, FCH_RHEAD, FCH_RCOUNT, FCH_RWIRE, FCH_SRC_SW, FCH_DST_SW, FCH_DST_EP, FCH_PAUSED, FCH_DONE, FCH_LOSSY,
   FCH_WAIT_HEAD, FCH_WAIT_COUNT, FENT_SIZE, FENT_T, FENT_KEY, FENT_PKT, FENT_DST_EP, FENT_HASH, FENT_LEN_META,
@@ -594,7 +594,7 @@ function transmit(fab: usize, c: i32, now: f64): void {
   const wire = load<u32>(o + FCH_RWIRE), e = ent(o, wire);
   const p = load<i32>(e + FENT_PKT), len = load<u32>(e + FENT_LEN_META) & LM_LEN;
   release(fab, c, p, <f64>len, now);
-  const end = now + Math.ceil(((<f64>len + load<f64>(fab + FAB_OVERHEAD)) * 8000) / load<f64>(o + FCH_GBPS));
+  const end = now + serialisePs(fab, <f64>len + load<f64>(fab + FAB_OVERHEAD), load<f64>(o + FCH_GBPS));
   store<f64>(o + FCH_BUSY, end);
   store<f64>(o + FCH_PKTS, load<f64>(o + FCH_PKTS) + 1);
   store<f64>(o + FCH_BYTES, load<f64>(o + FCH_BYTES) + <f64>len);
@@ -634,6 +634,16 @@ function transmit(fab: usize, c: i32, now: f64): void {
     const d = ep / <i32>load<u32>(fab + FAB_PORTS);
     if (at < f64Of(fab, FAB_PEND_MIN, d)) setF64(fab, FAB_PEND_MIN, d, at);
   }
+}
+
+/** Picoseconds to send `bytes` at `gbps`, rounded up (the last answer kept: the next frame is most often alike). */
+@inline function serialisePs(fab: usize, bytes: f64, gbps: f64): f64 {
+  if (bytes == load<f64>(fab + FAB_SER_LEN) && gbps == load<f64>(fab + FAB_SER_GBPS)) return load<f64>(fab + FAB_SER_PS);
+  const ps = Math.ceil((bytes * 8000) / gbps);
+  store<f64>(fab + FAB_SER_LEN, bytes);
+  store<f64>(fab + FAB_SER_GBPS, gbps);
+  store<f64>(fab + FAB_SER_PS, ps);
+  return ps;
 }
 
 /**
