@@ -74,6 +74,8 @@ const U32_MAX = 0xffff_ffff;
 const U64_END = 2 ** 64;
 /** Alignments up to the largest memory (hostMemBytes and hbmBytes are at most 1 GiB). */
 const MAX_ALIGNMENT = 2 ** 30;
+/** How postSend announces entries (PostSendOptions.doorbell). */
+const DOORBELLS = { classic: 0, express: 1 } as const;
 const STATUS_NAMES = Object.fromEntries(Object.entries(STATUS).map(([k, v]) => [v, k])) as Record<number, keyof typeof STATUS>;
 const OPCODE_NAMES = Object.fromEntries(Object.entries(OPCODE).map(([k, v]) => [v, k])) as Record<number, Opcode>;
 
@@ -277,50 +279,59 @@ export interface PostRecvOptions {
 
 // ---- argument checks: each returns the value or throws VerbsError naming `what`
 
+/**
+ * What a check names in its message: the text, or a function that makes it. The hot calls
+ * (modifyQp, postSend, pollCq) pass functions, so that a check that passes builds no string.
+ * A check's `tail` (".length") follows it: one `what` serves every field of a work request.
+ */
+type What = string | (() => string);
+
+const label = (what: What, tail = "") => (typeof what === "string" ? what : what()) + tail;
+
 const show = (v: unknown) => (typeof v === "bigint" ? `${v}n` : typeof v === "string" ? JSON.stringify(v) : String(v));
 
-function checkInt(what: string, v: unknown, min: number, max: number): number {
+function checkInt(what: What, v: unknown, min: number, max: number, tail?: string): number {
   if (typeof v !== "number" || !Number.isInteger(v) || v < min || v > max)
-    throw new VerbsError(`${what} must be an integer ${min}..${max}, got ${show(v)}`);
+    throw new VerbsError(`${label(what, tail)} must be an integer ${min}..${max}, got ${show(v)}`);
   return v;
 }
 
-const checkU32 = (what: string, v: unknown) => checkInt(what, v, 0, U32_MAX);
+const checkU32 = (what: What, v: unknown, tail?: string) => checkInt(what, v, 0, U32_MAX, tail);
 
 /** A 64-bit address or length held in a number: any integer-valued double converts to BigInt exactly. */
-function checkU64(what: string, v: unknown): bigint {
+function checkU64(what: What, v: unknown, tail?: string): bigint {
   if (typeof v !== "number" || !Number.isInteger(v) || v < 0 || v >= U64_END)
-    throw new VerbsError(`${what} must be an integer 0..2^64-1, got ${show(v)}`);
+    throw new VerbsError(`${label(what, tail)} must be an integer 0..2^64-1, got ${show(v)}`);
   return BigInt(v);
 }
 
 /** A work request id: a bigint below 2^64, or a number that is a safe integer (above 2^53 a number has already lost digits). */
-function checkWrId(what: string, v: unknown): bigint {
+function checkWrId(what: What, v: unknown, tail?: string): bigint {
   if (typeof v === "bigint" && v >= 0n && v < 1n << 64n) return v;
   if (typeof v === "number" && Number.isSafeInteger(v) && v >= 0) return BigInt(v);
-  throw new VerbsError(`${what} must be a bigint 0..2^64-1 or a safe integer >= 0, got ${show(v)}`);
+  throw new VerbsError(`${label(what, tail)} must be a bigint 0..2^64-1 or a safe integer >= 0, got ${show(v)}`);
 }
 
-function checkBool(what: string, v: unknown): boolean {
-  if (v !== undefined && typeof v !== "boolean") throw new VerbsError(`${what} must be a boolean, got ${show(v)}`);
+function checkBool(what: What, v: unknown, tail?: string): boolean {
+  if (v !== undefined && typeof v !== "boolean") throw new VerbsError(`${label(what, tail)} must be a boolean, got ${show(v)}`);
   return v === true;
 }
 
 /** The value of `name` in an enumeration of layouts/verbs.json (own keys only: "toString" is no opcode). */
-function checkName<E extends Record<string, number>>(what: string, table: E, name: unknown): E[keyof E] {
+function checkName<E extends Record<string, number>>(what: What, table: E, name: unknown, tail?: string): E[keyof E] {
   if (typeof name !== "string" || !Object.hasOwn(table, name))
-    throw new VerbsError(`${what} must be one of ${Object.keys(table).join(", ")}, got ${show(name)}`);
+    throw new VerbsError(`${label(what, tail)} must be one of ${Object.keys(table).join(", ")}, got ${show(name)}`);
   return table[name as keyof E];
 }
 
-function checkArray(what: string, v: unknown): unknown[] {
-  if (!Array.isArray(v)) throw new VerbsError(`${what} must be an array, got ${show(v)}`);
+function checkArray(what: What, v: unknown, tail?: string): unknown[] {
+  if (!Array.isArray(v)) throw new VerbsError(`${label(what, tail)} must be an array, got ${show(v)}`);
   return v;
 }
 
 function checkAlloc(what: string, bytes: number, alignment: number): void {
-  checkInt(`${what}: bytes`, bytes, 1, Number.MAX_SAFE_INTEGER);
-  checkInt(`${what}: alignment`, alignment, 1, MAX_ALIGNMENT);
+  checkInt(what, bytes, 1, Number.MAX_SAFE_INTEGER, ": bytes");
+  checkInt(what, alignment, 1, MAX_ALIGNMENT, ": alignment");
   if ((alignment & (alignment - 1)) !== 0) throw new VerbsError(`${what}: alignment must be a power of two, got ${alignment}`);
 }
 
@@ -334,37 +345,37 @@ interface WqeFields {
  * Checks a work request (`what` names it in messages) for a send or a receive queue, or either
  * (`queue` absent); a missing opcode means RECV.
  */
-function wqeFields(wr: unknown, what: string, queue?: "send" | "recv"): WqeFields {
-  if (typeof wr !== "object" || wr === null) throw new VerbsError(`${what} must be a work request object, got ${show(wr)}`);
+function wqeFields(wr: unknown, what: What, queue?: "send" | "recv"): WqeFields {
+  if (typeof wr !== "object" || wr === null) throw new VerbsError(`${label(what)} must be a work request object, got ${show(wr)}`);
   const s = wr as Partial<SendWr>;
   if (queue === "send" && (s.opcode === undefined || s.opcode === ("RECV" as Opcode)))
-    throw new VerbsError(`${what}.opcode must be a send opcode, got ${show(s.opcode)}`);
+    throw new VerbsError(`${label(what)}.opcode must be a send opcode, got ${show(s.opcode)}`);
   if (queue === "recv" && s.opcode !== undefined && s.opcode !== "RECV")
-    throw new VerbsError(`${what}.opcode: a receive work request has none, got ${show(s.opcode)}`);
+    throw new VerbsError(`${label(what)}.opcode: a receive work request has none, got ${show(s.opcode)}`);
   const f: WqeFields = {
-    opcode: checkName(`${what}.opcode`, OPCODE, s.opcode ?? "RECV"),
-    flags: (checkBool(`${what}.signaled`, s.signaled) ? WR_FLAG.SIGNALED : 0) | (checkBool(`${what}.fence`, s.fence) ? WR_FLAG.FENCE : 0),
-    wrId: checkWrId(`${what}.wrId`, s.wrId),
-    laddr: checkU64(`${what}.localAddr`, s.localAddr ?? 0),
-    length: checkU32(`${what}.length`, s.length ?? 0),
-    lkey: checkU32(`${what}.lkey`, s.lkey ?? 0),
-    raddr: checkU64(`${what}.remoteAddr`, s.remoteAddr ?? 0),
-    rkey: checkU32(`${what}.rkey`, s.rkey ?? 0),
-    imm: checkU32(`${what}.imm`, s.imm ?? 0),
+    opcode: checkName(what, OPCODE, s.opcode ?? "RECV", ".opcode"),
+    flags: (checkBool(what, s.signaled, ".signaled") ? WR_FLAG.SIGNALED : 0) | (checkBool(what, s.fence, ".fence") ? WR_FLAG.FENCE : 0),
+    wrId: checkWrId(what, s.wrId, ".wrId"),
+    laddr: checkU64(what, s.localAddr ?? 0, ".localAddr"),
+    length: checkU32(what, s.length ?? 0, ".length"),
+    lkey: checkU32(what, s.lkey ?? 0, ".lkey"),
+    raddr: checkU64(what, s.remoteAddr ?? 0, ".remoteAddr"),
+    rkey: checkU32(what, s.rkey ?? 0, ".rkey"),
+    imm: checkU32(what, s.imm ?? 0, ".imm"),
   };
   if (s.reduce !== undefined) {
     const r = s.reduce;
-    if (typeof r !== "object" || r === null) throw new VerbsError(`${what}.reduce must be an object, got ${show(r)}`);
-    const sources = checkArray(`${what}.reduce.sources`, r.sources).map((src, i) => {
-      const w = `${what}.reduce.sources[${i}]`;
-      if (typeof src !== "object" || src === null) throw new VerbsError(`${w} must be { addr, lkey }, got ${show(src)}`);
+    if (typeof r !== "object" || r === null) throw new VerbsError(`${label(what)}.reduce must be an object, got ${show(r)}`);
+    const sources = checkArray(what, r.sources, ".reduce.sources").map((src, i) => {
+      const w = () => label(what, `.reduce.sources[${i}]`);
+      if (typeof src !== "object" || src === null) throw new VerbsError(`${w()} must be { addr, lkey }, got ${show(src)}`);
       const { addr, lkey } = src as { addr: unknown; lkey: unknown };
       // src_addr is 32 bits wide: sources are in HBM, below 2^32
-      return { addr: checkU32(`${w}.addr`, addr), lkey: checkU32(`${w}.lkey`, lkey) };
+      return { addr: checkU32(w, addr, ".addr"), lkey: checkU32(w, lkey, ".lkey") };
     });
     f.reduce = {
-      dtype: checkName(`${what}.reduce.dtype`, DTYPE, r.dtype),
-      redop: checkName(`${what}.reduce.op`, REDUCE_OP, r.op),
+      dtype: checkName(what, DTYPE, r.dtype, ".reduce.dtype"),
+      redop: checkName(what, REDUCE_OP, r.op, ".reduce.op"),
       // a count outside 2..8 is the NIC's to reject (LOC_QP_OP_ERR, docs/nic.md); it must not wrap into a valid one
       nsrc: Math.min(sources.length, NSRC_MAX),
       sources: sources.slice(0, WQE_SOURCES),
@@ -378,7 +389,7 @@ function wqeFields(wr: unknown, what: string, queue?: "send" | "recv"): WqeField
  * field: a bad one throws VerbsError naming it (`what` names the request) and writes nothing.
  */
 export function encodeWqe(dv: DataView, off: number, wr: SendWr | (RecvWr & { opcode?: "RECV" }), qpn: number, what = "work request"): void {
-  emitWqe(dv, off, wqeFields(wr, what), checkU32(`${what}: qpn`, qpn));
+  emitWqe(dv, off, wqeFields(wr, what), checkU32(what, qpn, ": qpn"));
 }
 
 /** Writes checked fields as one WQE. */
@@ -417,8 +428,15 @@ const GONE: Record<Kind, string> = { PD: "was deallocated", MR: "is not register
  */
 export class Context {
   private hostTop = 0;
+  /** Where encodeBatch encodes a batch's entries (grown as needed): one buffer, not one per post. */
+  private batch = new DataView(new ArrayBuffer(16 * WQE.SIZE));
   private hbmLow: number;
   private scratch: number;
+  /** Config fields the calls consult, read once (a device's config does not change; `config` holds bigints). */
+  private readonly deviceId: number;
+  private readonly maxQps: number;
+  private readonly hostMemBytes: number;
+  private readonly hostDoorbellQueue: number;
   /** Handles this context gave out and has not released, and those it has released. */
   private readonly live = new WeakMap<object, Kind>();
   private readonly released = new WeakMap<object, Kind>();
@@ -429,6 +447,11 @@ export class Context {
   ) {
     this.hbmLow = device.hbmBytes;
     this.scratch = device.core.scratchAlloc(WQE.SIZE);
+    const cfg = (k: string) => Number(device.config.get(k));
+    this.deviceId = cfg("deviceId");
+    this.maxQps = cfg("maxQps");
+    this.hostMemBytes = cfg("hostMemBytes");
+    this.hostDoorbellQueue = cfg("hostDoorbellQueue");
   }
 
   /**
@@ -451,10 +474,10 @@ export class Context {
   private get h() { return this.device.handle; }
 
   /** `h` if it is a live handle of this context of kind `kind`; else VerbsError naming `what`. */
-  private own<T extends Pd | Mr | Cq | Qp>(kind: Kind, h: T, what: string): T {
+  private own<T extends Pd | Mr | Cq | Qp>(kind: Kind, h: T, what: What): T {
     if (this.live.get(h as object) === kind) return h;
-    if (this.released.get(h as object) === kind) throw new VerbsError(`${what}: ${named(kind, h)} ${GONE[kind]}`);
-    throw new VerbsError(`${what} is not a ${kind} of this context${typeof h === "object" && h !== null ? "" : ` (got ${show(h)})`}: pass the handle its create call returned`);
+    if (this.released.get(h as object) === kind) throw new VerbsError(`${label(what)}: ${named(kind, h)} ${GONE[kind]}`);
+    throw new VerbsError(`${label(what)} is not a ${kind} of this context${typeof h === "object" && h !== null ? "" : ` (got ${show(h)})`}: pass the handle its create call returned`);
   }
 
   private issue<T extends Pd | Mr | Cq | Qp>(kind: Kind, h: T): T {
@@ -481,7 +504,7 @@ export class Context {
   allocHostMemory(bytes: number, alignment = 64): number {
     checkAlloc("allocHostMemory", bytes, alignment);
     const at = align(this.hostTop, alignment);
-    const hostBytes = Number(this.device.config.get("hostMemBytes"));
+    const hostBytes = this.hostMemBytes;
     if (at + bytes > hostBytes) throw new VerbsError(`allocHostMemory: host memory exhausted: ${bytes} B wanted, ${Math.max(0, hostBytes - at)} B left of hostMemBytes`);
     this.hostTop = at + bytes;
     return DMA.DMA_HOST + at;
@@ -626,13 +649,14 @@ export class Context {
   modifyQp(qp: Qp, attr: QpAttr): void {
     this.own("QP", qp, "modifyQp: qp");
     if (typeof attr !== "object" || attr === null) throw new VerbsError(`modifyQp: attr must be an object, got ${show(attr)}`);
-    const state = checkName(`modifyQp: QP ${qp.qpn}: attr.state`, QP_STATE, attr.state);
-    const self = Number(this.device.config.get("deviceId"));
-    const destDevice = attr.destDevice === undefined ? self : checkInt(`modifyQp: QP ${qp.qpn}: attr.destDevice`, attr.destDevice, 0, 0xffff);
-    const maxQps = destDevice === self ? Number(this.device.config.get("maxQps")) : 1 << 24;
-    const dest = attr.destQpNum === undefined ? U32_MAX : checkInt(`modifyQp: QP ${qp.qpn}: attr.destQpNum`, attr.destQpNum, 0, maxQps - 1);
-    const group = checkName(`modifyQp: QP ${qp.qpn}: attr.portGroup`, PORT_GROUP, attr.portGroup ?? "SCALE_UP");
-    const lane = attr.portLane === undefined ? PORT_LANE_AUTO : checkInt(`modifyQp: QP ${qp.qpn}: attr.portLane`, attr.portLane, 0, PORT_LANE_AUTO - 1);
+    const at = () => `modifyQp: QP ${qp.qpn}: attr.`;
+    const state = checkName(at, QP_STATE, attr.state, "state");
+    const self = this.deviceId;
+    const destDevice = attr.destDevice === undefined ? self : checkInt(at, attr.destDevice, 0, 0xffff, "destDevice");
+    const maxQps = destDevice === self ? this.maxQps : 1 << 24;
+    const dest = attr.destQpNum === undefined ? U32_MAX : checkInt(at, attr.destQpNum, 0, maxQps - 1, "destQpNum");
+    const group = checkName(at, PORT_GROUP, attr.portGroup ?? "SCALE_UP", "portGroup");
+    const lane = attr.portLane === undefined ? PORT_LANE_AUTO : checkInt(at, attr.portLane, 0, PORT_LANE_AUTO - 1, "portLane");
     if (state === QP_STATE.RTR && attr.destQpNum === undefined) throw new VerbsError(`modifyQp: QP ${qp.qpn}: RTR needs attr.destQpNum`);
     const r = this.core.qpModify(this.h, qp.qpn, state, dest, destDevice, group, lane);
     if (r === CMD_ERR.TRANSITION) throw new VerbsError(`modifyQp: QP ${qp.qpn}: no transition from ${this.qpState(qp)} to ${attr.state}`);
@@ -671,16 +695,21 @@ export class Context {
   /**
    * Checks a batch of work requests for a host-owned QP and encodes them into one buffer: the
    * whole batch is known good before the first entry reaches the ring or the first doorbell.
+   * The bytes are the context's batch buffer: use them before the next post.
    */
   private encodeBatch(call: string, qp: Qp, wrs: unknown, queue: "send" | "recv"): Uint8Array {
-    this.own("QP", qp, `${call}: qp`);
+    this.own("QP", qp, () => `${call}: qp`);
     if (qp.owner !== OWNER_HOST) throw new VerbsError(`${call}: QP ${qp.qpn} belongs to engine ${qp.owner}: its firmware posts to it`);
-    const list = checkArray(`${call}: QP ${qp.qpn}: wrs`, wrs);
-    const out = new Uint8Array(list.length * WQE.SIZE);
-    const dv = new DataView(out.buffer);
-    const fields = list.map((wr, i) => wqeFields(wr, `${call}: QP ${qp.qpn}: wrs[${i}]`, queue));
-    fields.forEach((f, i) => emitWqe(dv, i * WQE.SIZE, f, qp.qpn));
-    return out;
+    const at = () => `${call}: QP ${qp.qpn}: wrs`;
+    const list = checkArray(at, wrs);
+    // every entry is checked (a bad one throws before anything is written), then all are encoded
+    // into the context's buffer for batches: nothing a check calls (a getter on a request) can
+    // run while it is being written
+    const fields = list.map((wr, i) => wqeFields(wr, () => `${at()}[${i}]`, queue));
+    const bytes = fields.length * WQE.SIZE;
+    if (this.batch.byteLength < bytes) this.batch = new DataView(new ArrayBuffer(Math.max(bytes, 2 * this.batch.byteLength)));
+    for (let i = 0; i < fields.length; i++) emitWqe(this.batch, i * WQE.SIZE, fields[i]!, qp.qpn);
+    return new Uint8Array(this.batch.buffer, 0, bytes);
   }
 
   /**
@@ -695,18 +724,18 @@ export class Context {
 
   /** Throws unless `n` more host doorbells may be in flight to the NIC now (hostDoorbellQueue). */
   private checkDoorbells(call: string, n: number): void {
-    const cap = Number(this.device.config.get("hostDoorbellQueue"));
+    const cap = this.hostDoorbellQueue;
     if (n > cap) throw new VerbsError(`${call}: ${n} express entries need ${n} host doorbells, more than hostDoorbellQueue (${cap}): post fewer at a time`);
     const room = this.core.hostDoorbellRoom(this.h) >>> 0;
     if (n > room) throw new VerbsError(`${call}: ${cap - room} host doorbells are crossing PCIe (hostDoorbellQueue ${cap}) and ${n} more are wanted: advance time`);
   }
 
-  /** Copies encoded entries into a host-memory ring from free-running index `from`. */
+  /** Copies encoded entries (at most `depth`: checkRoom) into a host-memory ring from free-running index `from`: up to the ring's end, the rest from its start. */
   private toRing(ring: number, depth: number, from: number, entries: Uint8Array): void {
-    for (let k = 0; k < entries.length / WQE.SIZE; k++) {
-      const slot = ring + (((from + k) >>> 0) % depth) * WQE.SIZE;
-      this.view(slot, WQE.SIZE).set(entries.subarray(k * WQE.SIZE, (k + 1) * WQE.SIZE));
-    }
+    const slots = this.view(ring, depth * WQE.SIZE);
+    const first = ((from >>> 0) % depth) * WQE.SIZE, fits = Math.min(entries.length, slots.length - first);
+    slots.set(entries.subarray(0, fits), first);
+    slots.set(entries.subarray(fits), 0);
   }
 
   /**
@@ -716,7 +745,7 @@ export class Context {
    * the host's doorbell queue (`hostDoorbellQueue`): a VerbsError then, and nothing posted.
    */
   postSend(qp: Qp, wrs: SendWr[], opts: PostSendOptions = {}): void {
-    const express = checkName("postSend: opts.doorbell", { classic: 0, express: 1 }, opts.doorbell ?? "classic") === 1;
+    const express = checkName("postSend: opts.doorbell", DOORBELLS, opts.doorbell ?? "classic") === DOORBELLS.express;
     const at = this.device.inputTime("postSend: opts", opts.atPs);
     const entries = this.encodeBatch("postSend", qp, wrs, "send");
     const n = entries.length / WQE.SIZE;
@@ -752,25 +781,24 @@ export class Context {
   /** ibv_poll_cq: up to `max` new completions. Throws when the CQ has overrun and nothing is left to read. */
   pollCq(cq: Cq, max = 16): Wc[] {
     this.own("CQ", cq, "pollCq: cq");
-    checkInt(`pollCq: CQ ${cq.cqn}: max`, max, 0, Number.MAX_SAFE_INTEGER);
+    checkInt(() => `pollCq: CQ ${cq.cqn}`, max, 0, Number.MAX_SAFE_INTEGER, ": max");
     const out: Wc[] = [];
-    const ring = this.view(cq.ring, cq.depth * CQE.SIZE);
-    const dv = new DataView(ring.buffer, ring.byteOffset, ring.byteLength);
-    while (out.length < max) {
-      const off = (cq.consumed % cq.depth) * CQE.SIZE;
-      const phase = Math.floor(cq.consumed / cq.depth) % 2 === 0 ? 1 : 0;
-      if ((dv.getUint8(off + CQE.owner) & 1) !== phase || this.core.cqProduced(this.h, cq.cqn) === (cq.consumed >>> 0)) break;
-      const flags = dv.getUint8(off + CQE.flags);
-      out.push({
-        wrId: dv.getBigUint64(off + CQE.wr_id, true),
-        status: STATUS_NAMES[dv.getUint8(off + CQE.status)],
-        opcode: OPCODE_NAMES[dv.getUint8(off + CQE.opcode)],
-        byteLen: dv.getUint32(off + CQE.byte_len, true),
-        ...(flags & 1 ? { imm: dv.getUint32(off + CQE.imm, true) } : {}),
-        qpNum: dv.getUint32(off + CQE.qpn, true),
-        timePs: dv.getBigUint64(off + CQE.timestamp, true),
-      });
-      cq.consumed++;
+    // the NIC's count of completions written (no time passes in here); most polls find none new
+    const produced = this.core.cqProduced(this.h, cq.cqn);
+    if (produced !== cq.consumed >>> 0 && max > 0) {
+      const ring = this.view(cq.ring, cq.depth * CQE.SIZE);
+      const dv = new DataView(ring.buffer, ring.byteOffset, ring.byteLength);
+      while (out.length < max) {
+        const off = (cq.consumed % cq.depth) * CQE.SIZE;
+        const phase = Math.floor(cq.consumed / cq.depth) % 2 === 0 ? 1 : 0;
+        if ((dv.getUint8(off + CQE.owner) & 1) !== phase || produced === cq.consumed >>> 0) break;
+        const wrId = dv.getBigUint64(off + CQE.wr_id, true), status = STATUS_NAMES[dv.getUint8(off + CQE.status)];
+        const opcode = OPCODE_NAMES[dv.getUint8(off + CQE.opcode)], byteLen = dv.getUint32(off + CQE.byte_len, true);
+        const qpNum = dv.getUint32(off + CQE.qpn, true), timePs = dv.getBigUint64(off + CQE.timestamp, true);
+        // imm only when the entry carries one (flags bit 0), in its place among the fields
+        out.push(dv.getUint8(off + CQE.flags) & 1 ? { wrId, status, opcode, byteLen, imm: dv.getUint32(off + CQE.imm, true), qpNum, timePs } : { wrId, status, opcode, byteLen, qpNum, timePs });
+        cq.consumed++;
+      }
     }
     this.core.cqUpdateCi(this.h, cq.cqn, cq.consumed & 0xffff);
     if (out.length === 0 && this.core.cqOverrun(this.h, cq.cqn))

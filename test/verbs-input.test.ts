@@ -360,3 +360,17 @@ describe("host doorbells in flight (hostDoorbellQueue)", () => {
     expect(settle(ctx, cq)).toEqual([3n, 4n, 5n].map((id) => [a.qpn, id, "SUCCESS"]));
   });
 });
+
+describe("batches of many entries", () => {
+  it("40 entries, 3, then 40 across the ring's end: each runs once, in order (the context's batch buffer grows and is reused)", async () => {
+    const { ctx, cq, a, write } = await setup({}, 64);
+    const ids = (from: number, n: number) => Array.from({ length: n }, (_, k) => from + k);
+    const done: unknown[] = [];
+    for (const batch of [ids(0, 40), ids(40, 3), ids(43, 40)]) {
+      ctx.postSend(a, batch.map(write));
+      ctx.run(ctx.nowPs + LONG);
+      for (let w = ctx.pollCq(cq, 64); w.length > 0; w = ctx.pollCq(cq, 64)) done.push(...w.map((c) => [c.wrId, c.status]));
+    }
+    expect(done).toEqual(ids(0, 83).map((id) => [BigInt(id), "SUCCESS"]));
+  });
+});
