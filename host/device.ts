@@ -46,6 +46,9 @@ export interface MetarocePath {
   /** how many times it has been brought back after failing (its packets carry it) */
   epoch: number;
 }
+/** A statistic's index in the core's table, by name (layouts/stats.json). */
+const STAT_INDEX = new Map(STAT_NAMES.map((name, i) => [name, i]));
+const PATH_STATE_NAMES = Object.fromEntries(Object.entries(PATH_STATE).map(([k, v]) => [v, k.toLowerCase()])) as Record<number, MetarocePath["state"]>;
 const STATE_NAMES = Object.fromEntries(Object.entries(ENGINE_STATE).map(([k, v]) => [v, k.toLowerCase()])) as Record<number, EngineStateName>;
 
 /** One message engine as it is now ({@link Device.engine}). */
@@ -443,17 +446,30 @@ export class Device {
     return out;
   }
 
+  /**
+   * The statistics `names` only, in their order, as {@link stats} gives them: for a caller that
+   * wants a few counters of many devices (a scenario's results). An unknown name is a RangeError.
+   */
+  statValues(names: readonly string[]): number[] {
+    const v = new BigUint64Array(this.core.memory.buffer, this.core.statsPtr(this.handle), this.core.statCount());
+    return names.map((name) => {
+      const i = STAT_INDEX.get(name);
+      if (i === undefined) throw new RangeError(`statValues: no statistic named ${JSON.stringify(name)} (docs/memory-map.md lists them)`);
+      return Number(v[i]);
+    });
+  }
+
   /** The paths of the device's MetaRoCE-like connections as they are now (none on a RoCEv2 device). */
   metarocePaths(): MetarocePath[] {
     const c = this.core, n = c.mrtPathCount(this.handle);
-    const states = Object.fromEntries(Object.entries(PATH_STATE).map(([k, v]) => [v, k.toLowerCase()])) as Record<number, MetarocePath["state"]>;
     const out: MetarocePath[] = [];
+    // mrtPathRead writes each path's record at the scratch (memory does not grow in between)
+    const v = new DataView(c.memory.buffer, this.scratch, MRT_PATH.SIZE);
     for (let g = 0; g < n; g++) {
       c.mrtPathRead(this.handle, g, this.scratch);
-      const v = new DataView(c.memory.buffer, this.scratch, MRT_PATH.SIZE);
       out.push({
         conn: v.getUint32(MRT_PATH.conn, true), peer: v.getUint32(MRT_PATH.peer, true), path: v.getUint32(MRT_PATH.path, true),
-        port: v.getUint32(MRT_PATH.port, true), state: states[v.getUint32(MRT_PATH.state, true)]!, cwndBytes: v.getFloat64(MRT_PATH.cwnd, true),
+        port: v.getUint32(MRT_PATH.port, true), state: PATH_STATE_NAMES[v.getUint32(MRT_PATH.state, true)]!, cwndBytes: v.getFloat64(MRT_PATH.cwnd, true),
         inflightBytes: v.getUint32(MRT_PATH.inflight, true), srttPs: v.getFloat64(MRT_PATH.srtt, true), rtoPs: Number(v.getBigUint64(MRT_PATH.rto_ps, true)),
         hintGbps: v.getFloat64(MRT_PATH.hint_gbps, true), rtos: v.getUint32(MRT_PATH.rtos, true), epoch: v.getUint32(MRT_PATH.epoch, true),
       });
@@ -511,8 +527,9 @@ export class Device {
 
   /** The time of a host input: now by default; never before now. */
   inputTime(call: string, atPs: bigint | undefined): bigint {
-    if (atPs === undefined) return this.nowPs;
-    if (typeof atPs !== "bigint" || atPs < this.nowPs) throw new RangeError(`${call}: atPs must be a bigint time (ps) at or after now (${this.nowPs}), got ${String(atPs)}`);
+    const now = this.nowPs;
+    if (atPs === undefined) return now;
+    if (typeof atPs !== "bigint" || atPs < now) throw new RangeError(`${call}: atPs must be a bigint time (ps) at or after now (${now}), got ${String(atPs)}`);
     return atPs;
   }
 

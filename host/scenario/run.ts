@@ -16,6 +16,7 @@ import { buildCluster, clusterHome } from "./cluster.js";
 import type { CoreInstance } from "../wasm.js";
 import { runCollectiveScenario, type CollectiveReport } from "./collective.js";
 import { runCollectiveSequence } from "./sequence.js";
+import { sumStats } from "./counters.js";
 import type { GraphProgram } from "../graph/types.js";
 
 /** What one flow (a QP pair of the traffic pattern) did in a scenario run. */
@@ -171,6 +172,8 @@ export const METAROCE_COUNTERS = [
   "mrt.tx_data", "mrt.tx_retransmits", "mrt.losses_sack", "mrt.losses_rto", "mrt.tx_probes", "mrt.rtos", "mrt.paths_failed",
   "mrt.paths_recovered", "mrt.cwnd_cuts", "mrt.rx_duplicate", "mrt.rnr_naks",
 ] as const;
+/** The device counters every result sums (the MetaRoCE-like run's own: METAROCE_COUNTERS). */
+const RESULT_COUNTERS = [...DEVICE_DROP_COUNTERS, "roce.retransmits", "mrt.tx_retransmits", "roce.timeouts", "mrt.rtos", "roce.naks_sent", "mrt.naks_sent", "roce.cnps_sent"] as const;
 /** The MetaRoCE-like transport's counters, summed over the devices, by their names without `mrt.` (layouts/stats.json). */
 export type MetaroceCounts = Record<(typeof METAROCE_COUNTERS)[number] extends `mrt.${infer K}` ? K : never, number>;
 
@@ -301,7 +304,9 @@ export async function runScenario(coreModule: WebAssembly.Module, input: unknown
     connect(spec.dst, rx, tx.qpn, spec.src);
     return { spec, ctx: contexts[spec.src]!, cq: mem[spec.src]!.cq, qp: tx, rx: { ctx: contexts[spec.dst]!, qp: rx }, posted: 0, completed: 0, failed: 0, firstPostPs: -1, lastDonePs: 0, postTimes: [], status: "SUCCESS" };
   });
-  const byQp = new Map<string, FlowState>(state.map((f) => [`${f.spec.src}:${f.qp.qpn}`, f]));
+  // a completion's flow: by its device, then its QP number
+  const byQp = contexts.map(() => new Map<number, FlowState>());
+  for (const f of state) byQp[f.spec.src]!.set(f.qp.qpn, f);
   const observer = opts.observer;
   observer?.begin({
     fabric, messagesPerFlow, devices: contexts.map((c) => c.device), transport: sc.transport,
@@ -320,7 +325,8 @@ export async function runScenario(coreModule: WebAssembly.Module, input: unknown
     const wrs = Array.from({ length: messagesPerFlow }, (_, k) => ({
       wrId: k, opcode: "RDMA_WRITE" as const, signaled: true, localAddr: src.addr, length: sc.traffic.messageBytes, lkey: src.mr.lkey, remoteAddr: dst.addr, rkey: dst.mr.rkey,
     }));
-    f.ctx.postSend(f.qp, wrs, { atPs: at > f.ctx.nowPs ? at : f.ctx.nowPs });
+    const now = f.ctx.nowPs;
+    f.ctx.postSend(f.qp, wrs, { atPs: at > now ? at : now });
     f.posted = messagesPerFlow;
     f.firstPostPs = flowStartPs;
     for (let k = 0; k < messagesPerFlow; k++) observer?.posted(i, k, flowStartPs);
@@ -337,7 +343,7 @@ export async function runScenario(coreModule: WebAssembly.Module, input: unknown
     runner.runTo(Math.min(untilPs, runner.nowPs + chunk));
     for (let d = 0; d < n; d++) {
       for (const wc of contexts[d]!.pollCq(mem[d]!.cq, 1 << 16)) {
-        const f = byQp.get(`${d}:${wc.qpNum}`);
+        const f = byQp[d]!.get(wc.qpNum);
         if (!f) continue; // a receive-side completion: none are posted in a WRITE scenario
         completed++;
         observer?.completed(flowIndex.get(f)!, Number(wc.wrId), Number(wc.timePs), wc.status);
@@ -357,8 +363,7 @@ export async function runScenario(coreModule: WebAssembly.Module, input: unknown
     opts.onProgress?.(runner.nowPs, completed, total);
   }
 
-  const stats = contexts.map((c) => c.device.stats());
-  const sum = (k: string) => stats.reduce((s, x) => s + (x[k] ?? 0), 0);
+  const sum = sumStats(contexts.map((c) => c.device), [...RESULT_COUNTERS, ...(sc.transport === "metaroce" ? METAROCE_COUNTERS : [])]);
   const flowsOut: FlowResult[] = state.map((f) => {
     const bytes = f.completed * sc.traffic.messageBytes;
     const durationPs = f.completed > 0 ? f.lastDonePs - f.firstPostPs : 0;
@@ -374,7 +379,7 @@ export async function runScenario(coreModule: WebAssembly.Module, input: unknown
   const fs = fabric.totals();
   const failed = flowsOut.reduce((s, f) => s + f.failed, 0);
   const finished = completed === total && failed === 0;
-  const deviceDrops: Record<string, number> = Object.fromEntries(DEVICE_DROP_COUNTERS.map((k) => [k, sum(k)]));
+  const deviceDrops: Record<string, number> = Object.fromEntries(DEVICE_DROP_COUNTERS.map((k) => [k, sum[k]]));
   deviceDrops.rx_stage_full = runner.stageDrops();
   return {
     // a run whose messages all completed ends at the last completion (not where the runner's
@@ -385,9 +390,9 @@ export async function runScenario(coreModule: WebAssembly.Module, input: unknown
     totalGoodputGbps: lastDone > startPs ? (totalBytes * 8000) / (lastDone - startPs) : 0,
     fctPs: { p50: pct(50), p99: pct(99), max: fct.length ? fct[fct.length - 1]! : 0 },
     transport: sc.transport,
-    retransmits: sum("roce.retransmits") + sum("mrt.tx_retransmits"), timeouts: sum("roce.timeouts") + sum("mrt.rtos"),
-    naksSent: sum("roce.naks_sent") + sum("mrt.naks_sent"), cnpsSent: sum("roce.cnps_sent"),
-    ...(sc.transport === "metaroce" ? { metaroce: Object.fromEntries(METAROCE_COUNTERS.map((k) => [k.slice(4), sum(k)])) as MetaroceCounts, paths: pathSummary(contexts) } : {}),
+    retransmits: sum["roce.retransmits"] + sum["mrt.tx_retransmits"], timeouts: sum["roce.timeouts"] + sum["mrt.rtos"],
+    naksSent: sum["roce.naks_sent"] + sum["mrt.naks_sent"], cnpsSent: sum["roce.cnps_sent"],
+    ...(sc.transport === "metaroce" ? { metaroce: Object.fromEntries(METAROCE_COUNTERS.map((k) => [k.slice(4), sum[k]])) as MetaroceCounts, paths: pathSummary(contexts) } : {}),
     fabric: { drops: fs.drops, ecnMarks: fs.ecnMarks, pfcPauses: fs.pfcPauses, hops: fs.hops, delivered: fs.delivered },
     deviceDrops,
   };
