@@ -484,7 +484,9 @@ export class Fabric {
 
   /** The counters of the whole fabric: stats() without the per-switch and per-link records (cheap to ask often). */
   totals(): FabricTotals {
-    this.catchUp();
+    // no channel's catching up (queueBytes) changes any of these
+    this.flush();
+    this.views();
     const dv = this.dv, nSw = this.nSw;
     const swMarks = new Float64Array(this.u8.buffer, this.ptr(FAB.sw_marks), nSw), swPauses = new Float64Array(this.u8.buffer, this.ptr(FAB.sw_pauses), nSw);
     let marks = 0, pauses = 0;
@@ -498,13 +500,6 @@ export class Fabric {
       lateTx: this.f64At(FAB.late_tx), unorderedTx: this.f64At(FAB.unordered_tx), packetsPeak: dv.getUint32(this.fab + FAB.pkt_peak, true),
       eventsPeak: dv.getUint32(this.fab + FAB.ev_peak, true), events: this.f64At(FAB.ev_pushed),
     };
-  }
-
-  /** Brings every channel's counters to now (without PFC, a device port's queued frames are counted as they start), and the views up to date. */
-  private catchUp(): void {
-    this.flush();
-    if (!this.config.switch.pfc.enabled) for (let c = 0; c < this.nCh; c++) this.core.fabricCatchUp(this.fab, c, this.nowPs);
-    this.views();
   }
 
   stats(): FabricStats {
