@@ -1,6 +1,6 @@
 import { describe, it, expect } from "vitest";
 import { singleSwitch, hostLink } from "../host/fabric/index.js";
-import { cluster } from "./helpers/fabric.js";
+import { cluster, serPs, frameLen } from "./helpers/fabric.js";
 
 // Loss on a link, against probability theory. Device 0 sends N small frames to device 1
 // through one switch; loss is set on device 0's link. The receiver's log gives the frame
@@ -72,5 +72,36 @@ describe("Gilbert–Elliott loss", () => {
     const lambda = 1 - pGB - pBG, d = lossBad - lossGood;
     const sigma = Math.sqrt((rate * (1 - rate) + (2 * d * d * (1 - piB) * piB * lambda) / (1 - lambda)) / N);
     expect(Math.abs(lost / N - rate)).toBeLessThan(4.5 * sigma);
+  });
+});
+
+describe("loss on a queue's link", () => {
+  it("keeps the survivors in order and on the transmitter's clock: a frame lost as it starts still took its turn on the wire", () => {
+    // devices 0 and 1 both send to device 2 at line rate: the switch's port to device 2 always has
+    // a queue, so its transmissions run back to back, lost ones included, and every survivor
+    // arrives a whole number of serialisation times after the first
+    const topo = singleSwitch({ devices: 3, ports: 1 });
+    const N = 3000, mtu = 64;
+    const c = cluster(topo, (d) => (d < 2 ? [{ port: 0, dstDevice: 2, bytes: N * mtu, mtu, udpSrcPort: 9 + d }] : []), { log: true });
+    const down = hostLink(topo, 2, 0);
+    c.fabric.setLoss(down, { random: 0.2 });
+    c.runner.runUntilIdle();
+    const got = c.endpoints[2].log;
+    const s = c.fabric.stats();
+    const lost = s.links[down].ba.drops.random_loss;
+    expect(lost).toBeGreaterThan(0.15 * 2 * N);
+    expect(got.length + lost).toBe(2 * N);
+    expect(s.links[down].ba.packets).toBe(2 * N);
+    const ser = serPs(frameLen(mtu), topo.links[down]!.gbps);
+    const steps = got.map((a) => (a.arrivalPs - got[0]!.arrivalPs) / ser);
+    // whole turns, increasing, and the last survivor no later than the last of the 2N turns
+    expect(steps.every((k) => Number.isInteger(k))).toBe(true);
+    expect(steps.every((k, i) => i === 0 || k > steps[i - 1]!)).toBe(true);
+    expect(steps[steps.length - 1]).toBeLessThan(2 * N);
+    // each sender's survivors in its own order
+    for (const d of [0, 1]) {
+      const seqs = got.filter((a) => a.srcDevice === d).map((a) => a.seq);
+      expect(seqs.every((q, i) => i === 0 || q > seqs[i - 1]!)).toBe(true);
+    }
   });
 });
