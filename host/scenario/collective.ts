@@ -18,7 +18,7 @@ import type { CoreInstance } from "../wasm.js";
 import { resolveConfig } from "../config.js";
 import type { Fabric } from "../fabric/fabric.js";
 import type { ClusterRunner } from "../fabric/runner.js";
-import { sumStats } from "./counters.js";
+import { sumStats, transportSums, TRANSPORT_COUNTERS } from "./counters.js";
 import { Alongside, matmulAlonePs, type InterferenceRow } from "./interference.js";
 import type { Scenario, CollectiveSpec } from "./scenario.js";
 import type { RunOptions, ScenarioResult } from "./run.js";
@@ -160,11 +160,11 @@ export interface Totals {
 
 /** Adds what a cluster's devices and fabric counted to `t`. */
 export function addTotals(t: Totals, contexts: readonly Context[], fabric: Fabric): void {
-  const sum = sumStats(contexts.map((ctx) => ctx.device), ["roce.retransmits", "mrt.tx_retransmits", "roce.timeouts", "mrt.rtos", "roce.naks_sent", "mrt.naks_sent", "roce.cnps_sent"]);
-  t.sums.retransmits += sum["roce.retransmits"] + sum["mrt.tx_retransmits"];
-  t.sums.timeouts += sum["roce.timeouts"] + sum["mrt.rtos"];
-  t.sums.naksSent += sum["roce.naks_sent"] + sum["mrt.naks_sent"];
-  t.sums.cnpsSent += sum["roce.cnps_sent"];
+  const sum = transportSums(sumStats(contexts.map((ctx) => ctx.device), TRANSPORT_COUNTERS));
+  t.sums.retransmits += sum.retransmits;
+  t.sums.timeouts += sum.timeouts;
+  t.sums.naksSent += sum.naksSent;
+  t.sums.cnpsSent += sum.cnpsSent;
   const fs = fabric.totals();
   for (const [k, v] of Object.entries(fs.drops)) t.fab.drops[k] = (t.fab.drops[k] ?? 0) + v;
   t.fab.ecnMarks += fs.ecnMarks;

@@ -4,6 +4,17 @@
 
 import type { Device } from "../device.js";
 
+/** The counters both transports keep of what the network did to them (transportSums adds each pair). */
+export const TRANSPORT_COUNTERS = ["roce.retransmits", "mrt.tx_retransmits", "roce.timeouts", "mrt.rtos", "roce.naks_sent", "mrt.naks_sent", "roce.cnps_sent"] as const;
+
+/** Retransmissions, timeouts, NAKs and CNPs over both transports, from sums of TRANSPORT_COUNTERS. */
+export function transportSums(sum: Record<(typeof TRANSPORT_COUNTERS)[number], number>): { retransmits: number; timeouts: number; naksSent: number; cnpsSent: number } {
+  return {
+    retransmits: sum["roce.retransmits"] + sum["mrt.tx_retransmits"], timeouts: sum["roce.timeouts"] + sum["mrt.rtos"],
+    naksSent: sum["roce.naks_sent"] + sum["mrt.naks_sent"], cnpsSent: sum["roce.cnps_sent"],
+  };
+}
+
 /** Each of `names` (layouts/stats.json) summed over `devices` in their order, by name; an unknown name is a RangeError. */
 export function sumStats<K extends string>(devices: readonly Device[], names: readonly K[]): Record<K, number> {
   const sums = new Array<number>(names.length).fill(0);

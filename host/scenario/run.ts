@@ -16,7 +16,7 @@ import { buildCluster, clusterHome } from "./cluster.js";
 import type { CoreInstance } from "../wasm.js";
 import { runCollectiveScenario, type CollectiveReport } from "./collective.js";
 import { runCollectiveSequence } from "./sequence.js";
-import { sumStats } from "./counters.js";
+import { sumStats, transportSums, TRANSPORT_COUNTERS } from "./counters.js";
 import type { GraphProgram } from "../graph/types.js";
 
 /** What one flow (a QP pair of the traffic pattern) did in a scenario run. */
@@ -173,7 +173,7 @@ export const METAROCE_COUNTERS = [
   "mrt.paths_recovered", "mrt.cwnd_cuts", "mrt.rx_duplicate", "mrt.rnr_naks",
 ] as const;
 /** The device counters every result sums (the MetaRoCE-like run's own: METAROCE_COUNTERS). */
-const RESULT_COUNTERS = [...DEVICE_DROP_COUNTERS, "roce.retransmits", "mrt.tx_retransmits", "roce.timeouts", "mrt.rtos", "roce.naks_sent", "mrt.naks_sent", "roce.cnps_sent"] as const;
+const RESULT_COUNTERS = [...DEVICE_DROP_COUNTERS, ...TRANSPORT_COUNTERS] as const;
 /** The MetaRoCE-like transport's counters, summed over the devices, by their names without `mrt.` (layouts/stats.json). */
 export type MetaroceCounts = Record<(typeof METAROCE_COUNTERS)[number] extends `mrt.${infer K}` ? K : never, number>;
 
@@ -390,8 +390,7 @@ export async function runScenario(coreModule: WebAssembly.Module, input: unknown
     totalGoodputGbps: lastDone > startPs ? (totalBytes * 8000) / (lastDone - startPs) : 0,
     fctPs: { p50: pct(50), p99: pct(99), max: fct.length ? fct[fct.length - 1]! : 0 },
     transport: sc.transport,
-    retransmits: sum["roce.retransmits"] + sum["mrt.tx_retransmits"], timeouts: sum["roce.timeouts"] + sum["mrt.rtos"],
-    naksSent: sum["roce.naks_sent"] + sum["mrt.naks_sent"], cnpsSent: sum["roce.cnps_sent"],
+    ...transportSums(sum),
     ...(sc.transport === "metaroce" ? { metaroce: Object.fromEntries(METAROCE_COUNTERS.map((k) => [k.slice(4), sum[k]])) as MetaroceCounts, paths: pathSummary(contexts) } : {}),
     fabric: { drops: fs.drops, ecnMarks: fs.ecnMarks, pfcPauses: fs.pfcPauses, hops: fs.hops, delivered: fs.delivered },
     deviceDrops,
