@@ -10,8 +10,8 @@
 // link's rate) and propagates (the link's latency). A switch has it whole when its last bit
 // arrives (store and forward) and after the switch latency routes it, admits it to the shared
 // buffer (or drops it), marks it, and queues it at the output port. On the last hop the arrival
-// time at the device is known when the last transmission starts; the frame then waits on its
-// channel's list until the host takes it (fabricTake).
+// time at the device is known when the last transmission starts; the frame then waits in its
+// channel's ring until the host takes it (fabricTake).
 //
 // A channel keeps its frames in one ring of 32-byte entries (FENT), oldest first: those on the
 // wire, then those waiting in its queue (a channel sends and delivers in one order). An entry
@@ -70,6 +70,8 @@ const ROLE_SPINE: u8 = 1;
 const LM_LEN: u32 = 0xffffff, LM_ECT: u32 = 1 << 24, LM_CE: u32 = 1 << 25, LM_DEAD: u32 = 1 << 26;
 /** Entries a channel's ring starts with (it doubles when full). */
 const RING0: u32 = 16;
+/** log2 of an entry's bytes (FENT_SIZE). */
+const ENT: u32 = 5;
 const NOT_LOST: f64 = -1, LOST_ON_ENTRY: f64 = -2;
 
 // ---- table access ------------------------------------------------------------------------
@@ -88,7 +90,7 @@ const NOT_LOST: f64 = -1, LOST_ON_ENTRY: f64 = -2;
 @inline function chan(fab: usize, c: i32): usize { return tab(fab, FAB_CH) + <usize>c * FCH_SIZE; }
 /** Entry `i` (0: the oldest) of the ring of channel record `o`. */
 @inline function ent(o: usize, i: u32): usize {
-  return <usize>load<u32>(o + FCH_RING) + (<usize>((load<u32>(o + FCH_RHEAD) + i) & load<u32>(o + FCH_RMASK)) << 5);
+  return <usize>load<u32>(o + FCH_RING) + (<usize>((load<u32>(o + FCH_RHEAD) + i) & load<u32>(o + FCH_RMASK)) << ENT);
 }
 /** Frames waiting in the queue of channel record `o` (its ring's entries behind those on the wire). */
 @inline function waiting(o: usize): u32 { return load<u32>(o + FCH_RCOUNT) - load<u32>(o + FCH_RWIRE); }
@@ -126,10 +128,10 @@ export function fabricInit(fab: usize, packets: u32, events: u32, horizonPs: f64
   const leaves = load<u32>(fab + FAB_LEAVES), spines = load<u32>(fab + FAB_SPINES), planes = load<u32>(fab + FAB_PLANES);
   const firstSpine = load<u32>(fab + FAB_FIRST_SPINE);
   table(fab, FAB_CH, <usize>nCh * FCH_SIZE);
-  const rings = zeroed(<usize>nCh * RING0 << 5);
+  const rings = zeroed(<usize>nCh * RING0 << ENT);
   for (let c: i32 = 0; c < <i32>nCh; c++) {
     const r = chan(fab, c);
-    store<u32>(r + FCH_RING, <u32>(rings + (<usize>c * RING0 << 5)));
+    store<u32>(r + FCH_RING, <u32>(rings + (<usize>c * RING0 << ENT)));
     store<u32>(r + FCH_RMASK, RING0 - 1);
     store<i32>(r + FCH_DST_EP, NONE);
   }
@@ -251,8 +253,8 @@ function ringPush(o: usize, key: f64, p: i32, dst: i32, hash: u32, lm: u32): voi
 /** Moves the `n` entries of channel record `o`'s full ring into one twice its size. */
 function ringGrow(o: usize, n: u32): void {
   const cap = load<u32>(o + FCH_RMASK) + 1;
-  const ring = zeroed(<usize>cap << 6);
-  for (let i: u32 = 0; i < n; i++) copyBytes(ring + (<usize>i << 5), ent(o, i), FENT_SIZE);
+  const ring = zeroed(<usize>cap << (ENT + 1));
+  for (let i: u32 = 0; i < n; i++) copyBytes(ring + (<usize>i << ENT), ent(o, i), FENT_SIZE);
   store<u32>(o + FCH_RING, <u32>ring);
   store<u32>(o + FCH_RMASK, 2 * cap - 1);
   store<u32>(o + FCH_RHEAD, 0);
@@ -266,7 +268,7 @@ function ringPop(o: usize): void {
     head = (head + 1) & m;
     n--;
     wire--;
-  } while (wire > 0 && (load<u32>(ring + (<usize>head << 5) + FENT_LEN_META) & LM_DEAD) != 0);
+  } while (wire > 0 && (load<u32>(ring + (<usize>head << ENT) + FENT_LEN_META) & LM_DEAD) != 0);
   store<u32>(o + FCH_RHEAD, head);
   store<u32>(o + FCH_RCOUNT, n);
   store<u32>(o + FCH_RWIRE, wire);

@@ -97,8 +97,8 @@ export function rxPut(dev: Device, n: u32): u32 {
 
 /**
  * As rxPut, for `n` bodiless arrivals (timing mode) written straight into the receive ring
- * after its last record (the cluster's delivery, when the ring has room for all of them:
- * rxRoom); they join it as rxPut's would.
+ * after its last record (the cluster's delivery, when the ring has room for all of them);
+ * they join it as rxPut's would.
  */
 export function rxCommit(dev: Device, n: u32): void {
   const r = rxRing(dev);
