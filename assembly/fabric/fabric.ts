@@ -144,8 +144,9 @@ export function fabricInit(fab: usize, packets: u32, events: u32, horizonPs: f64
   table(fab, FAB_CH_DROPS, <usize>nCh * NR << 3);
   table(fab, FAB_CH_MARKS, <usize>nCh << 3);
   table(fab, FAB_CH_PAUSES, <usize>nCh << 3);
-  table(fab, FAB_LAST_HEAD_PS, <usize>nCh << 3);
-  table(fab, FAB_LAST_HEAD_KEY, <usize>nCh << 3);
+  table(fab, FAB_LAST_HEAD_PS, <usize>nEp << 3);
+  for (let ep: i32 = 0; ep < <i32>nEp; ep++) setF64(fab, FAB_LAST_HEAD_PS, ep, Infinity);
+  table(fab, FAB_LAST_HEAD_KEY, <usize>nEp << 3);
   table(fab, FAB_LINK_UP, nLinks);
   table(fab, FAB_LINK_KNOWN_UP, nLinks);
   table(fab, FAB_LINK_FABRIC, nLinks);
@@ -631,8 +632,8 @@ function transmit(fab: usize, c: i32, now: f64): void {
   const key = load<f64>(e + FENT_KEY);
   if (ep == NONE) eventsPushKeyed(fab, at, key, (c << EV_BITS) | EV_ARRIVE);
   else {
-    setF64(fab, FAB_LAST_HEAD_PS, c, at);
-    setF64(fab, FAB_LAST_HEAD_KEY, c, key);
+    setF64(fab, FAB_LAST_HEAD_PS, ep, at);
+    setF64(fab, FAB_LAST_HEAD_KEY, ep, key);
     const d = ep / <i32>load<u32>(fab + FAB_PORTS);
     if (at < f64Of(fab, FAB_PEND_MIN, d)) setF64(fab, FAB_PEND_MIN, d, at);
   }
@@ -874,26 +875,23 @@ export function fabricTake(fab: usize, device: i32, endPs: f64, columns: bool): 
 export function takeDue(fab: usize, device: i32, endPs: f64): u32 {
   fabricRelease(fab);
   if (f64Of(fab, FAB_PEND_MIN, device) >= endPs) return 0;
-  const ports = <i32>load<u32>(fab + FAB_PORTS);
-  const heads = tab(fab, FAB_LAST_HEAD_PS), keys = tab(fab, FAB_LAST_HEAD_KEY);
-  // merge the due frames of the device's ports' last-hop lists in (arrival, key) order
+  const ports = <i32>load<u32>(fab + FAB_PORTS), base = device * ports;
+  // the arrivals of the frames at the heads of the device's ports' last hops, side by side
+  const heads = tab(fab, FAB_LAST_HEAD_PS) + (<usize>base << 3), keys = tab(fab, FAB_LAST_HEAD_KEY) + (<usize>base << 3);
+  // merge the due frames of those lists in (arrival, key) order
   let n: u32 = 0;
   for (;;) {
-    let best = NONE, bestPs: f64 = 0, bestKey: f64 = 0;
-    for (let ep = device * ports; ep < (device + 1) * ports; ep++) {
-      const c = i32Of(fab, FAB_EP_DOWN_CH, ep);
-      if (c == NONE || load<u32>(chan(fab, c) + FCH_RWIRE) == 0) continue;
-      const h = load<f64>(heads + (<usize>c << 3));
-      if (h >= endPs) continue;
-      const k = load<f64>(keys + (<usize>c << 3));
-      if (best == NONE || h < bestPs || (h == bestPs && k < bestKey)) {
-        best = c;
+    let best = NONE, bestPs = endPs, bestKey: f64 = 0;
+    for (let j = 0; j < ports; j++) {
+      const h = load<f64>(heads + (<usize>j << 3));
+      if (h < bestPs || (h == bestPs && best != NONE && load<f64>(keys + (<usize>j << 3)) < bestKey)) {
+        best = j;
         bestPs = h;
-        bestKey = k;
+        bestKey = load<f64>(keys + (<usize>j << 3));
       }
     }
     if (best == NONE) break;
-    const o = chan(fab, best);
+    const o = chan(fab, i32Of(fab, FAB_EP_DOWN_CH, base + best));
     const e = ent(o, 0);
     const p = load<i32>(e + FENT_PKT), lm = load<u32>(e + FENT_LEN_META);
     // what the host reads of it: its arrival, and the mark it may have picked up on the way
@@ -901,11 +899,13 @@ export function takeDue(fab: usize, device: i32, endPs: f64): u32 {
     store<f64>(r + FPKT_ARRIVE_PS, bestPs);
     if ((lm & LM_CE) != 0) store<u32>(r + FPKT_META, (load<u32>(r + FPKT_META) & ~META_ECT) | META_CE);
     ringPop(o);
+    let next = Infinity;
     if (load<u32>(o + FCH_RWIRE) != 0) {
       const h = ent(o, 0);
-      store<f64>(heads + (<usize>best << 3), load<f64>(h + FENT_T));
+      next = load<f64>(h + FENT_T);
       store<f64>(keys + (<usize>best << 3), load<f64>(h + FENT_KEY));
     }
+    store<f64>(heads + (<usize>best << 3), next);
     const cap = load<u32>(fab + FAB_HELD_CAP);
     if (n == cap) {
       store<usize>(fab + FAB_HELD, grow(tab(fab, FAB_HELD), <usize>cap << 2, <usize>cap << 3));
@@ -916,13 +916,7 @@ export function takeDue(fab: usize, device: i32, endPs: f64): u32 {
   }
   store<u32>(fab + FAB_HELD_N, n);
   let min = Infinity;
-  for (let ep = device * ports; ep < (device + 1) * ports; ep++) {
-    const c = i32Of(fab, FAB_EP_DOWN_CH, ep);
-    if (c != NONE && load<u32>(chan(fab, c) + FCH_RWIRE) != 0) {
-      const h = load<f64>(heads + (<usize>c << 3));
-      if (h < min) min = h;
-    }
-  }
+  for (let j = 0; j < ports; j++) min = Math.min(min, load<f64>(heads + (<usize>j << 3)));
   setF64(fab, FAB_PEND_MIN, device, min);
   store<f64>(fab + FAB_DELIVERED, load<f64>(fab + FAB_DELIVERED) + <f64>n);
   return n;
