@@ -24,6 +24,8 @@ import {
 import { zeroed, grow, nones } from "./memory";
 
 const NONE: i32 = -1;
+/** No bucket (findBucket, scan): past every bucket. */
+const NO_BUCKET: i64 = i64.MAX_VALUE;
 /** Pops between bucket-width reviews. */
 const REVIEW_POPS: u32 = 8192;
 
@@ -36,10 +38,10 @@ const REC: u32 = 5; // log2 of 32
 @inline function re(fab: usize, r: i32): i32 { return load<i32>(recAt(fab, r), 16); }
 @inline function rn(fab: usize, r: i32): i32 { return load<i32>(recAt(fab, r), 20); }
 @inline function setRn(fab: usize, r: i32, v: i32): void { store<i32>(recAt(fab, r), v, 20); }
-@inline function i32At(fab: usize, f: u32, i: u32): i32 { return load<i32>(ptr(fab, f) + (<usize>i << 2)); }
-@inline function setI32At(fab: usize, f: u32, i: u32, v: i32): void { store<i32>(ptr(fab, f) + (<usize>i << 2), v); }
 @inline function mask(fab: usize): u32 { return load<u32>(fab + FAB_CQ_NB) - 1; }
-@inline function bucketOf(fab: usize, t: f64): f64 { return Math.floor(t * load<f64>(fab + FAB_CQ_INV_W)); }
+/** The bucket of time `t` (absolute: floor(t / width); times are not negative, Infinity saturates). */
+@inline function bucketOf(fab: usize, t: f64): i64 { return <i64>(t * load<f64>(fab + FAB_CQ_INV_W)); }
+@inline function curOf(fab: usize): i64 { return load<i64>(fab + FAB_CQ_CUR); }
 /** (t1, k1) sorts before (t2, k2). */
 @inline function before(t1: f64, k1: f64, t2: f64, k2: f64): bool { return t1 < t2 || (t1 == t2 && k1 < k2); }
 
@@ -84,9 +86,9 @@ function layout(fab: usize, shift: u32): void {
 
 /** Time of the earliest event, Infinity when there is none (does not move the queue). */
 export function eventsNextTime(fab: usize): f64 {
-  const b = scan(fab, load<f64>(fab + FAB_CQ_CUR));
-  if (b == Infinity) return load<u32>(fab + FAB_CQ_OV_SIZE) > 0 ? load<f64>(ptr(fab, FAB_CQ_OV_T)) : Infinity;
-  return rt(fab, i32At(fab, FAB_CQ_HEAD, <u32>b & mask(fab)));
+  const b = scan(fab, curOf(fab));
+  if (b == NO_BUCKET) return load<u32>(fab + FAB_CQ_OV_SIZE) > 0 ? load<f64>(ptr(fab, FAB_CQ_OV_T)) : Infinity;
+  return rt(fab, load<i32>(ptr(fab, FAB_CQ_HEAD) + (<usize>(<u32>b & mask(fab)) << 2)));
 }
 
 /** Schedules `ev` at `time` after every event already scheduled for that time. */
@@ -101,9 +103,9 @@ export function eventsPushKeyed(fab: usize, time: f64, key: f64, ev: i32): void 
   const n = load<u32>(fab + FAB_EV_SIZE) + 1;
   store<u32>(fab + FAB_EV_SIZE, n);
   if (n > load<u32>(fab + FAB_EV_PEAK)) store<u32>(fab + FAB_EV_PEAK, n);
-  const b = bucketOf(fab, time);
-  if (b >= load<f64>(fab + FAB_CQ_CUR) + <f64>load<u32>(fab + FAB_CQ_NB)) overflowPush(fab, time, key, ev);
-  else insert(fab, time, key, ev, b);
+  const b = bucketOf(fab, time), cur = curOf(fab);
+  if (b >= cur + <i64>load<u32>(fab + FAB_CQ_NB)) overflowPush(fab, time, key, ev);
+  else insert(fab, time, key, ev, b < cur ? cur : b);
 }
 
 /**
@@ -112,28 +114,36 @@ export function eventsPushKeyed(fab: usize, time: f64, key: f64, ev: i32): void 
  * scheduled before it).
  */
 export function eventsPopBefore(fab: usize, limit: f64): i32 {
-  const limitBucket = bucketOf(fab, limit);
-  migrate(fab);
-  const b = findBucket(fab, limitBucket);
-  if (b == -1) return NONE;
-  const slot = <u32>b & mask(fab);
-  const r = i32At(fab, FAB_CQ_HEAD, slot);
-  const t = rt(fab, r);
+  if (load<u32>(fab + FAB_CQ_OV_SIZE) != 0) migrate(fab);
+  const heads = ptr(fab, FAB_CQ_HEAD), m = mask(fab);
+  let b = curOf(fab);
+  let slot = <u32>b & m;
+  let r = load<i32>(heads + (<usize>slot << 2));
+  if (r == NONE) {
+    // the current bucket is empty: the next one that is not, if it is not past the limit's
+    b = findBucket(fab, bucketOf(fab, limit));
+    if (b == NO_BUCKET) return NONE;
+    slot = <u32>b & m;
+    r = load<i32>(heads + (<usize>slot << 2));
+  }
+  const at = recAt(fab, r);
+  const t = load<f64>(at);
   if (t >= limit) return NONE;
-  const next = rn(fab, r);
-  setI32At(fab, FAB_CQ_HEAD, slot, next);
-  if (i32At(fab, FAB_CQ_FINGER, slot) == r) setI32At(fab, FAB_CQ_FINGER, slot, NONE);
+  const next = load<i32>(at, 20);
+  store<i32>(heads + (<usize>slot << 2), next);
+  const finger = ptr(fab, FAB_CQ_FINGER) + (<usize>slot << 2);
+  if (load<i32>(finger) == r) store<i32>(finger, NONE);
   if (next == NONE) clearBit(fab, slot);
-  const ev = re(fab, r);
-  setRn(fab, r, load<i32>(fab + FAB_CQ_FREE));
+  const ev = load<i32>(at, 16);
+  store<i32>(at, load<i32>(fab + FAB_CQ_FREE), 20);
   store<i32>(fab + FAB_CQ_FREE, r);
   store<u32>(fab + FAB_EV_SIZE, load<u32>(fab + FAB_EV_SIZE) - 1);
   // the width review counts distinct times (events at one time cannot be split)
   if (t != load<f64>(fab + FAB_EV_LAST_TIME)) {
     store<u32>(fab + FAB_CQ_DISTINCT, load<u32>(fab + FAB_CQ_DISTINCT) + 1);
-    if (b != load<f64>(fab + FAB_CQ_LAST_BUCKET)) {
+    if (b != load<i64>(fab + FAB_CQ_LAST_BUCKET)) {
       store<u32>(fab + FAB_CQ_BUCKETS_POPPED, load<u32>(fab + FAB_CQ_BUCKETS_POPPED) + 1);
-      store<f64>(fab + FAB_CQ_LAST_BUCKET, b);
+      store<i64>(fab + FAB_CQ_LAST_BUCKET, b);
     }
   }
   store<f64>(fab + FAB_EV_LAST_TIME, t);
@@ -143,53 +153,52 @@ export function eventsPopBefore(fab: usize, limit: f64): i32 {
   return ev;
 }
 
-/** A new record for the event, in ring bucket b (absolute; an earlier one means the current). */
-function insert(fab: usize, time: f64, key: f64, ev: i32, b: f64): void {
+/** A new record for the event, in ring bucket b (absolute, not before the current one). */
+@inline function insert(fab: usize, time: f64, key: f64, ev: i32, b: i64): void {
   if (load<i32>(fab + FAB_CQ_FREE) == NONE) recordsGrow(fab, 2 * load<u32>(fab + FAB_CQ_REC_CAP));
   const r = load<i32>(fab + FAB_CQ_FREE);
-  store<i32>(fab + FAB_CQ_FREE, rn(fab, r));
   const at = recAt(fab, r);
+  store<i32>(fab + FAB_CQ_FREE, load<i32>(at, 20));
   store<f64>(at, time);
   store<f64>(at, key, 8);
   store<i32>(at, ev, 16);
-  const cur = load<f64>(fab + FAB_CQ_CUR);
-  link(fab, r, b < cur ? cur : b);
+  link(fab, r, at, time, key, <u32>b & mask(fab));
 }
 
-/** Inserts record r into absolute bucket b, keeping the list sorted by (time, key). */
-function link(fab: usize, r: i32, b: f64): void {
-  const slot = <u32>b & mask(fab);
-  const t = rt(fab, r), k = rk(fab, r);
-  let p = i32At(fab, FAB_CQ_HEAD, slot);
+/** Inserts record r (at `at`, of time t and key k) into ring slot `slot`, keeping its list sorted by (time, key). */
+function link(fab: usize, r: i32, at: usize, t: f64, k: f64, slot: u32): void {
+  const hp = ptr(fab, FAB_CQ_HEAD) + (<usize>slot << 2), tp = ptr(fab, FAB_CQ_TAIL) + (<usize>slot << 2);
+  let p = load<i32>(hp);
   if (p == NONE) {
-    setRn(fab, r, NONE);
-    setI32At(fab, FAB_CQ_HEAD, slot, r);
-    setI32At(fab, FAB_CQ_TAIL, slot, r);
+    store<i32>(at, NONE, 20);
+    store<i32>(hp, r);
+    store<i32>(tp, r);
     const bits = ptr(fab, FAB_CQ_BITS) + (<usize>(slot >> 5) << 2), summary = ptr(fab, FAB_CQ_SUMMARY) + (<usize>(slot >> 10) << 2);
     store<u32>(bits, load<u32>(bits) | (1 << (slot & 31)));
     store<u32>(summary, load<u32>(summary) | (1 << ((slot >> 5) & 31)));
     return;
   }
   // most events are later than all others in their bucket (ordinary keys grow): append
-  const z = i32At(fab, FAB_CQ_TAIL, slot);
-  if (before(rt(fab, z), rk(fab, z), t, k)) {
-    setRn(fab, r, NONE);
-    setRn(fab, z, r);
-    setI32At(fab, FAB_CQ_TAIL, slot, r);
+  const z = load<i32>(tp), za = recAt(fab, z);
+  if (before(load<f64>(za), load<f64>(za, 8), t, k)) {
+    store<i32>(at, NONE, 20);
+    store<i32>(za, r, 20);
+    store<i32>(tp, r);
     return;
   }
   if (before(t, k, rt(fab, p), rk(fab, p))) {
-    setRn(fab, r, p);
-    setI32At(fab, FAB_CQ_HEAD, slot, r);
+    store<i32>(at, p, 20);
+    store<i32>(hp, r);
     return;
   }
-  const f = i32At(fab, FAB_CQ_FINGER, slot);
+  const fp = ptr(fab, FAB_CQ_FINGER) + (<usize>slot << 2);
+  const f = load<i32>(fp);
   if (f != NONE && before(rt(fab, f), rk(fab, f), t, k)) p = f;
-  setI32At(fab, FAB_CQ_FINGER, slot, r);
+  store<i32>(fp, r);
   for (;;) {
     const q = rn(fab, p);
     if (q == NONE || before(t, k, rt(fab, q), rk(fab, q))) {
-      setRn(fab, r, q);
+      store<i32>(at, q, 20);
       setRn(fab, p, r);
       return;
     }
@@ -211,73 +220,74 @@ function clearBit(fab: usize, slot: u32): void {
 /** Moves overflow events that now fall inside the ring into it. */
 function migrate(fab: usize): void {
   // the ring's end: inv_w is 2^-shift, so this division is exact
-  const end = (load<f64>(fab + FAB_CQ_CUR) + <f64>load<u32>(fab + FAB_CQ_NB)) / load<f64>(fab + FAB_CQ_INV_W);
+  const end = <f64>(curOf(fab) + <i64>load<u32>(fab + FAB_CQ_NB)) / load<f64>(fab + FAB_CQ_INV_W);
   while (load<u32>(fab + FAB_CQ_OV_SIZE) > 0 && load<f64>(ptr(fab, FAB_CQ_OV_T)) < end) {
     const t = load<f64>(ptr(fab, FAB_CQ_OV_T)), k = load<f64>(ptr(fab, FAB_CQ_OV_K));
     const ev = overflowPop(fab);
-    insert(fab, t, k, ev, bucketOf(fab, t));
+    const b = bucketOf(fab, t), cur = curOf(fab);
+    insert(fab, t, k, ev, b < cur ? cur : b);
   }
 }
 
 /**
  * The first non-empty bucket at most `limitBucket` (absolute), the ring moved to it (pulling in
- * overflow events the move brings inside the ring); -1 when there is none, the ring then moved
- * to limitBucket.
+ * overflow events the move brings inside the ring); NO_BUCKET when there is none, the ring then
+ * moved to limitBucket.
  */
-function findBucket(fab: usize, limitBucket: f64): f64 {
+function findBucket(fab: usize, limitBucket: i64): i64 {
   while (true) {
-    const cur = load<f64>(fab + FAB_CQ_CUR);
+    const cur = curOf(fab);
     const b = scan(fab, cur);
-    const ovB = load<u32>(fab + FAB_CQ_OV_SIZE) > 0 ? bucketOf(fab, load<f64>(ptr(fab, FAB_CQ_OV_T))) : Infinity;
+    const ovB = load<u32>(fab + FAB_CQ_OV_SIZE) > 0 ? bucketOf(fab, load<f64>(ptr(fab, FAB_CQ_OV_T))) : NO_BUCKET;
     // overflow events lie beyond the ring, so a ring event always comes first
-    const next = b != Infinity ? b : ovB;
+    const next = b != NO_BUCKET ? b : ovB;
     if (next > limitBucket) {
       if (limitBucket > cur) moveTo(fab, limitBucket);
-      return -1;
+      return NO_BUCKET;
     }
     if (next != cur) moveTo(fab, next);
     if (next == b) return b;
   }
-  return -1; // not reached
+  return NO_BUCKET; // not reached
 }
 
-function moveTo(fab: usize, b: f64): void {
-  const cur = load<f64>(fab + FAB_CQ_CUR);
-  if (b > cur + 1) store<f64>(fab + FAB_CQ_SKIPPED, load<f64>(fab + FAB_CQ_SKIPPED) + b - cur - 1);
-  store<f64>(fab + FAB_CQ_CUR, b);
+function moveTo(fab: usize, b: i64): void {
+  const cur = curOf(fab);
+  if (b > cur + 1) store<f64>(fab + FAB_CQ_SKIPPED, load<f64>(fab + FAB_CQ_SKIPPED) + <f64>(b - cur - 1));
+  store<i64>(fab + FAB_CQ_CUR, b);
   migrate(fab);
 }
 
-/** The first non-empty ring bucket at or after absolute bucket `from` (within the ring), or Infinity. */
-function scan(fab: usize, from: f64): f64 {
+/** The first non-empty ring bucket at or after absolute bucket `from` (within the ring), or NO_BUCKET. */
+function scan(fab: usize, from: i64): i64 {
   const nb = load<u32>(fab + FAB_CQ_NB), m = nb - 1;
   const bits = ptr(fab, FAB_CQ_BITS), summary = ptr(fab, FAB_CQ_SUMMARY);
-  const maxDist = load<f64>(fab + FAB_CQ_CUR) + <f64>nb - from;
-  if (maxDist <= 0) return Infinity;
-  const fromSlot = <u32><i64>from & m;
+  const maxDist = curOf(fab) + <i64>nb - from;
+  if (maxDist <= 0) return NO_BUCKET;
+  const fromSlot = <u32>from & m;
   // the rest of the first word
   let w = fromSlot >> 5;
   let word = load<u32>(bits + (<usize>w << 2)) & (0xffffffff << (fromSlot & 31));
   if (word != 0) {
-    const d = <f64>((w << 5) + ctz(word) - fromSlot);
-    return d < maxDist ? from + d : Infinity;
+    const d = <i64>((w << 5) + ctz(word) - fromSlot);
+    return d < maxDist ? from + d : NO_BUCKET;
   }
-  let dist: f64 = <f64>(32 - (fromSlot & 31));
+  let dist = <i64>(32 - (fromSlot & 31));
   // whole words, skipping empty ones through the summary
   while (dist < maxDist) {
-    const slot = <u32>(<i64>(from + dist)) & m; // word aligned
+    const slot = <u32>(from + dist) & m; // word aligned
     w = slot >> 5;
     word = load<u32>(bits + (<usize>w << 2));
     if (word != 0) {
-      const d = dist + <f64>ctz(word);
-      return d < maxDist ? from + d : Infinity;
+      const d = dist + <i64>ctz(word);
+      return d < maxDist ? from + d : NO_BUCKET;
     }
     const sw = w >> 5;
     const sm = load<u32>(summary + (<usize>sw << 2)) & (0xffffffff << (w & 31)) & ~(1 << (w & 31));
-    if (sm != 0) dist += <f64>((((sw << 5) + ctz(sm)) - w) << 5);
-    else dist += <f64>((32 - (w & 31)) << 5);
+    if (sm != 0) dist += <i64>((((sw << 5) + ctz(sm)) - w) << 5);
+    else dist += <i64>((32 - (w & 31)) << 5);
   }
-  return Infinity;
+  return NO_BUCKET;
 }
 
 /** Adapts the bucket width: one to four distinct times per bucket, few empty buckets between. */
@@ -302,25 +312,25 @@ function rebuild(fab: usize, shift: u32): void {
   const nb = load<u32>(fab + FAB_CQ_NB);
   let keep = NONE, last = NONE;
   for (let s: u32 = 0; s < nb; s++) {
-    const h = i32At(fab, FAB_CQ_HEAD, s);
+    const h = load<i32>(ptr(fab, FAB_CQ_HEAD) + (<usize>s << 2));
     if (h == NONE) continue;
     if (keep == NONE) keep = h;
     else setRn(fab, last, h);
-    last = i32At(fab, FAB_CQ_TAIL, s);
+    last = load<i32>(ptr(fab, FAB_CQ_TAIL) + (<usize>s << 2));
   }
-  const curTime = load<f64>(fab + FAB_CQ_CUR) / load<f64>(fab + FAB_CQ_INV_W);
+  const curTime = <f64>curOf(fab) / load<f64>(fab + FAB_CQ_INV_W);
   layout(fab, shift);
-  store<f64>(fab + FAB_CQ_CUR, bucketOf(fab, curTime));
-  store<f64>(fab + FAB_CQ_LAST_BUCKET, -1);
-  const cur = load<f64>(fab + FAB_CQ_CUR), ring = <f64>load<u32>(fab + FAB_CQ_NB);
+  store<i64>(fab + FAB_CQ_CUR, bucketOf(fab, curTime));
+  store<i64>(fab + FAB_CQ_LAST_BUCKET, -1);
+  const cur = curOf(fab), ring = <i64>load<u32>(fab + FAB_CQ_NB);
   for (let r = keep; r != NONE;) {
     const next = r == last ? NONE : rn(fab, r);
-    const b = bucketOf(fab, rt(fab, r));
+    const t = rt(fab, r), b = bucketOf(fab, t);
     if (b >= cur + ring) {
-      overflowPush(fab, rt(fab, r), rk(fab, r), re(fab, r));
+      overflowPush(fab, t, rk(fab, r), re(fab, r));
       setRn(fab, r, load<i32>(fab + FAB_CQ_FREE));
       store<i32>(fab + FAB_CQ_FREE, r);
-    } else link(fab, r, b);
+    } else link(fab, r, recAt(fab, r), t, rk(fab, r), <u32>(b < cur ? cur : b) & mask(fab));
     r = next;
   }
 }
