@@ -44,6 +44,7 @@ export const FLOW_BYTES: usize = (offsetof<Flow>() + 7) & ~(<usize>7);
 @unmanaged export class Hbm {
   flows: usize; // flowCap Flow records, FLOW_BYTES apart
   flowCap: u32;
+  flowHi: u32; // every active flow's slot is below it (claim takes the lowest free slot)
   hbmTickAt: u64; // time of the pending HbmTick, or NEVER
   hbmAt: u64; // time the flows were last advanced to
   hbmServed: usize; // f64 per flow class
@@ -79,7 +80,7 @@ export function hbmModelInit(dev: Device, base: usize): void {
 function advance(dev: Device, t: u64): void {
   if (t <= hbmOf(dev).hbmAt) return;
   const dt = <f64>(t - hbmOf(dev).hbmAt);
-  for (let i: u32 = 0; i < hbmOf(dev).flowCap; i++) {
+  for (let i: u32 = 0; i < hbmOf(dev).flowHi; i++) {
     const f = flowAt(dev, i);
     if (!f.active) continue;
     const moved = f.rate * dt;
@@ -95,14 +96,14 @@ function reshare(dev: Device, t: u64): void {
   let capacity = hbmOf(dev).hbmBytesPerPs;
   let unassigned: u32 = 0;
   let weights: f64 = 0; // of the flows not yet assigned
-  for (let i: u32 = 0; i < hbmOf(dev).flowCap; i++) {
+  for (let i: u32 = 0; i < hbmOf(dev).flowHi; i++) {
     const f = flowAt(dev, i);
     if (f.active) { f.rate = -1; unassigned++; weights += f.weight; }
   }
   while (unassigned > 0) {
     const share = capacity / weights; // per unit of weight
     let capped: u32 = 0;
-    for (let i: u32 = 0; i < hbmOf(dev).flowCap; i++) {
+    for (let i: u32 = 0; i < hbmOf(dev).flowHi; i++) {
       const f = flowAt(dev, i);
       if (f.active && f.rate < 0 && f.peak <= share * f.weight) {
         f.rate = f.peak;
@@ -113,7 +114,7 @@ function reshare(dev: Device, t: u64): void {
       }
     }
     if (capped == 0) {
-      for (let i: u32 = 0; i < hbmOf(dev).flowCap; i++) {
+      for (let i: u32 = 0; i < hbmOf(dev).flowHi; i++) {
         const f = flowAt(dev, i);
         if (f.active && f.rate < 0) f.rate = share * f.weight;
       }
@@ -122,7 +123,7 @@ function reshare(dev: Device, t: u64): void {
   }
   // engines' own accesses queue behind the streams: stretch their latency with utilisation
   let used: f64 = 0;
-  for (let i: u32 = 0; i < hbmOf(dev).flowCap; i++) {
+  for (let i: u32 = 0; i < hbmOf(dev).flowHi; i++) {
     const f = flowAt(dev, i);
     if (f.active) used += f.rate;
   }
@@ -131,7 +132,7 @@ function reshare(dev: Device, t: u64): void {
   engOf(dev).cpiLoadHbmNow = <u32>Math.round(<f64>dev.cfg.cpiLoadHbm * stretch);
   engOf(dev).cpiAmoHbmNow = <u32>Math.round(<f64>dev.cfg.cpiAmoHbm * stretch);
   let next = f64.MAX_VALUE;
-  for (let i: u32 = 0; i < hbmOf(dev).flowCap; i++) {
+  for (let i: u32 = 0; i < hbmOf(dev).flowHi; i++) {
     const f = flowAt(dev, i);
     if (f.active && f.remaining != Infinity && f.rate > 0) {
       const dt = f.remaining / f.rate;
@@ -145,12 +146,20 @@ function reshare(dev: Device, t: u64): void {
   hbmOf(dev).hbmTickAt = at != NEVER && schedule(dev, at, EventKind.HbmTick, 0, 0) ? at : NEVER;
 }
 
+/** Moves flowHi down past the slots that flows have left at the top. */
+function lowerHi(dev: Device): void {
+  let hi = hbmOf(dev).flowHi;
+  while (hi > 0 && !flowAt(dev, hi - 1).active) hi--;
+  hbmOf(dev).flowHi = hi;
+}
+
 /** Takes a free slot of the flow table for a new flow; false when the table is full. */
 function claim(dev: Device, remaining: f64, total: u64, peak: f64, weight: f64, cls: u32, doneKind: u32, a: u32, b: u32): bool {
   for (let i: u32 = 0; i < hbmOf(dev).flowCap; i++) {
     const f = flowAt(dev, i);
     if (f.active) continue;
     f.active = 1;
+    if (i >= hbmOf(dev).flowHi) hbmOf(dev).flowHi = i + 1;
     f.remaining = remaining;
     f.total = total;
     f.peak = peak;
@@ -182,7 +191,7 @@ export function hbmStart(dev: Device, t: u64, bytes: u64, peakBytesPerPs: f64, c
  */
 export function hbmRetune(dev: Device, t: u64, doneKind: u32, peakBytesPerPs: f64, weight: f64): void {
   advance(dev, t);
-  for (let i: u32 = 0; i < hbmOf(dev).flowCap; i++) {
+  for (let i: u32 = 0; i < hbmOf(dev).flowHi; i++) {
     const f = flowAt(dev, i);
     if (f.active && f.doneKind == doneKind) { f.peak = peakBytesPerPs; f.weight = weight; }
   }
@@ -198,7 +207,7 @@ export function hbmWaitSlot(dev: Device, kind: u32): void {
 export function hbmTick(dev: Device, t: u64): void {
   hbmOf(dev).hbmTickAt = NEVER;
   advance(dev, t);
-  for (let i: u32 = 0; i < hbmOf(dev).flowCap; i++) {
+  for (let i: u32 = 0; i < hbmOf(dev).flowHi; i++) {
     const f = flowAt(dev, i);
     // a flow is done when less than a thousandth of a byte is left (f64 rounding)
     if (f.active && f.remaining < 1e-3) {
@@ -212,16 +221,18 @@ export function hbmTick(dev: Device, t: u64): void {
       schedule(dev, t, f.doneKind, f.doneA, f.doneB);
     }
   }
+  lowerHi(dev);
   reshare(dev, t);
 }
 
 /** Sets the compute-load generator's demand (bytes/ps; 0 stops it). */
 export function hbmSetCompute(dev: Device, t: u64, bytesPerPs: f64): void {
   advance(dev, t);
-  for (let i: u32 = 0; i < hbmOf(dev).flowCap; i++) {
+  for (let i: u32 = 0; i < hbmOf(dev).flowHi; i++) {
     const f = flowAt(dev, i);
     if (f.active && f.cls == FlowClass.Compute && f.remaining == Infinity) f.active = 0;
   }
+  lowerHi(dev);
   // never ends, so no completion event
   if (bytesPerPs > 0) claim(dev, Infinity, 0, bytesPerPs, 1, FlowClass.Compute, 0, 0, 0);
   reshare(dev, t);
@@ -232,7 +243,7 @@ export function hbmServed(dev: Device, t: u64, cls: u32): f64 {
   let served = load<f64>(hbmOf(dev).hbmServed + (<usize>cls << 3));
   if (t <= hbmOf(dev).hbmAt) return served;
   const dt = <f64>(t - hbmOf(dev).hbmAt);
-  for (let i: u32 = 0; i < hbmOf(dev).flowCap; i++) {
+  for (let i: u32 = 0; i < hbmOf(dev).flowHi; i++) {
     const f = flowAt(dev, i);
     if (f.active && f.cls == cls) served += f.rate * dt;
   }
