@@ -48,19 +48,6 @@ let handling: usize = 0;
   return dev.events + <usize>i * EVENT_BYTES;
 }
 
-@inline function before(x: usize, y: usize): bool {
-  const tx = load<u64>(x), ty = load<u64>(y);
-  return tx < ty || (tx == ty && load<u64>(x, 8) < load<u64>(y, 8));
-}
-
-@inline function swap(x: usize, y: usize): void {
-  const a0 = v128.load(x), a1 = v128.load(x, 16);
-  v128.store(x, v128.load(y));
-  v128.store(x, v128.load(y, 16), 16);
-  v128.store(y, a0);
-  v128.store(y, a1, 16);
-}
-
 /**
  * Schedules an event. The queue is sized for every event that can be pending at once
  * (create.ts), so a full queue is a bug: the event is counted, the device is marked failed
@@ -97,27 +84,59 @@ export function schedule(dev: Device, time: u64, kind: u32, a: u32, b: u32): boo
   return true;
 }
 
-/** Moves the record at heap index `i` down to where it belongs. */
+/**
+ * Moves the record at heap index `i` down to where it belongs: the children that sort before it
+ * move up into the hole it leaves, and it is written once, where the hole stops.
+ */
 function siftDown(dev: Device, i: u32): void {
-  const n = dev.evCount;
-  while (true) {
+  const n = dev.evCount, base = dev.events;
+  const x = base + <usize>i * EVENT_BYTES;
+  const t = load<u64>(x), s = load<u64>(x, 8), h0 = v128.load(x), h1 = v128.load(x, 16);
+  let hole = x;
+  for (;;) {
     const l: u32 = 2 * i + 1;
     if (l >= n) break;
-    let c = l;
-    if (l + 1 < n && before(rec(dev, l + 1), rec(dev, l))) c = l + 1;
-    if (!before(rec(dev, c), rec(dev, i))) break;
-    swap(rec(dev, c), rec(dev, i));
+    let c = l, cp = base + <usize>l * EVENT_BYTES, ct = load<u64>(cp);
+    if (l + 1 < n) {
+      const dp = cp + EVENT_BYTES, dt = load<u64>(dp);
+      if (dt < ct || (dt == ct && load<u64>(dp, 8) < load<u64>(cp, 8))) {
+        c = l + 1;
+        cp = dp;
+        ct = dt;
+      }
+    }
+    // sequences are unique: a child that is not earlier is later
+    if (ct > t || (ct == t && load<u64>(cp, 8) > s)) break;
+    moveEvent(hole, cp);
+    hole = cp;
     i = c;
+  }
+  if (hole != x) {
+    v128.store(hole, h0);
+    v128.store(hole, h1, 16);
   }
 }
 
-/** Moves the record at heap index `i` up to where it belongs. */
+/** Moves the record at heap index `i` up to where it belongs (the parents that sort after it move down into its hole). */
 function siftUp(dev: Device, i: u32): void {
+  const base = dev.events, x = base + <usize>i * EVENT_BYTES;
+  const t = load<u64>(x), s = load<u64>(x, 8);
+  let hole = x;
+  let h0 = i32x4.splat(0), h1 = i32x4.splat(0);
   while (i > 0) {
-    const parent = (i - 1) >> 1;
-    if (!before(rec(dev, i), rec(dev, parent))) break;
-    swap(rec(dev, i), rec(dev, parent));
+    const parent = (i - 1) >> 1, pp = base + <usize>parent * EVENT_BYTES, pt = load<u64>(pp);
+    if (t > pt || (t == pt && s > load<u64>(pp, 8))) break;
+    if (hole == x) {
+      h0 = v128.load(x);
+      h1 = v128.load(x, 16);
+    }
+    moveEvent(hole, pp);
+    hole = pp;
     i = parent;
+  }
+  if (hole != x) {
+    v128.store(hole, h0);
+    v128.store(hole, h1, 16);
   }
 }
 
