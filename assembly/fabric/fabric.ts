@@ -46,7 +46,7 @@ import {
 } from "../generated/layouts";
 import { IPV4_ECN_ECT0, IPV4_ECN_ECT1 } from "../generated/headers";
 import { eventsInit, eventsNextTime, eventsPush, eventsPushKeyed, eventsPopBefore } from "./events";
-import { NONE, HDR_SLOT, META_HDR_LEN, META_ECT, META_CE, pkt, pktHdr, pktGrow, pktAlloc, pktRelease, pktAllocPayload } from "./packets";
+import { NONE, HDR_SLOT, META_HDR_LEN, META_ECT, META_CE, pkt, pktHdr, pktGrow, pktAlloc, pktRelease, pktAllocPayload, copyHdrSlot } from "./packets";
 import { FrameFields, readFrame, markCe, FRAME_OK } from "./frame";
 import { rngNext32, hashTuple, ecmpPick } from "./rng";
 import { zeroed, grow, nones } from "./memory";
@@ -319,7 +319,7 @@ function send(fab: usize, f: FrameFields, device: u32, port: u32, departPs: f64,
   }
   const ep = <i32>(device * ports + port);
   const id = pktAlloc(fab);
-  copyBytes(pktHdr(fab, id), hdr, HDR_SLOT);
+  copyHdrSlot(pktHdr(fab, id), hdr);
   const r = pkt(fab, id);
   const ect = f.ecn == IPV4_ECN_ECT0 || f.ecn == IPV4_ECN_ECT1 ? META_ECT : 0;
   store<u32>(r + FPKT_META, hdrLen | ect);
@@ -367,7 +367,7 @@ function send(fab: usize, f: FrameFields, device: u32, port: u32, departPs: f64,
     if (flushed >= 0) dropAt(fab, c, id, R_LINK_DOWN);
     else {
       ringPush(chan(fab, c), entryKey(ep, seq), id, dst, hash, wireLen | (ect != 0 ? LM_ECT : 0));
-      transmit(fab, c, start);
+      transmit(fab, c, chan(fab, c), start);
     }
     return true;
   }
@@ -513,7 +513,7 @@ function enqueue(fab: usize, c: i32, inCh: i32, key: f64, p: i32, dst: i32, hash
   const idle = waiting(o) == 0 && load<u8>(o + FCH_PAUSED) == 0 && now >= busy;
   ringPush(o, key, p, dst, hash, lm);
   if (idle) {
-    transmit(fab, c, now);
+    transmit(fab, c, o, now);
     return;
   }
   const q = load<f64>(o + FCH_QBYTES) + len;
@@ -564,7 +564,7 @@ function txDone(fab: usize, c: i32, now: f64): void {
     return;
   }
   leaveQueue(o);
-  transmit(fab, c, now);
+  transmit(fab, c, o, now);
 }
 
 /** The first frame waiting in the queue of channel record `o` is about to start: its bytes no longer count as queued. */
@@ -590,13 +590,12 @@ function release(fab: usize, c: i32, p: i32, len: f64, now: f64): void {
   }
 }
 
-/** Channel `c` begins to send the first frame waiting in its ring at `now` (the transmitter is idle). */
-function transmit(fab: usize, c: i32, now: f64): void {
-  const o = chan(fab, c);
+/** Channel `c` (record `o`) begins to send the first frame waiting in its ring at `now` (the transmitter is idle). */
+function transmit(fab: usize, c: i32, o: usize, now: f64): void {
   const link = c >> 1;
   const wire = load<u32>(o + FCH_RWIRE), e = ent(o, wire);
   const p = load<i32>(e + FENT_PKT), len = load<u32>(e + FENT_LEN_META) & LM_LEN;
-  release(fab, c, p, <f64>len, now);
+  if (load<i32>(o + FCH_SRC_SW) != NONE) release(fab, c, p, <f64>len, now);
   const end = now + serialisePs(fab, <f64>len + load<f64>(fab + FAB_OVERHEAD), load<f64>(o + FCH_GBPS));
   store<f64>(o + FCH_BUSY, end);
   store<f64>(o + FCH_PKTS, load<f64>(o + FCH_PKTS) + 1);
@@ -975,7 +974,7 @@ export function writeHeld(fab: usize, out: usize, outBody: usize, columns: bool,
     store<u32>(o + PKT_BODY_OFF, bodyAt);
     store<u32>(o + PKT_SEQ, <u32><i64>seq);
     store<u32>(o + PKT_SRC_DEVICE, <u32>(src / ports));
-    copyBytes(o + PKT_HDR, hdr, HDR_SLOT);
+    copyHdrSlot(o + PKT_HDR, hdr);
     if (payLen > 0) {
       memory.copy(outBody + bodyAt, tab(fab, FAB_PAY) + payOff, payLen);
       bodyAt += payLen;

@@ -20,6 +20,21 @@ export const NONE: i32 = -1;
 export const HDR_SLOT: u32 = PKT_SIZE - PKT_HDR;
 export const META_HDR_LEN: u32 = 0xff, META_ECT: u32 = 0x100, META_CE: u32 = 0x200;
 
+/**
+ * Copies a header slot (HDR_SLOT bytes) from `src` to `dst`: six 16-byte moves, unrolled (the
+ * fabric copies one into every frame that enters and out of every frame delivered; a loop
+ * costs several times as many instructions).
+ */
+@inline export function copyHdrSlot(dst: usize, src: usize): void {
+  if (HDR_SLOT != 96) ERROR("copyHdrSlot copies 96 bytes: the PKT record's header room changed");
+  v128.store(dst, v128.load(src));
+  v128.store(dst, v128.load(src, 16), 16);
+  v128.store(dst, v128.load(src, 32), 32);
+  v128.store(dst, v128.load(src, 48), 48);
+  v128.store(dst, v128.load(src, 64), 64);
+  v128.store(dst, v128.load(src, 80), 80);
+}
+
 /** log2 of the packets in a segment of the pool. */
 const SEG_BITS: u32 = 12;
 const SEG: u32 = 1 << SEG_BITS;
