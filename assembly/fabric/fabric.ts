@@ -239,7 +239,7 @@ export function fabricOutbox(fab: usize, n: u32, bodyBytes: u32): void {
 // ---- a channel's ring --------------------------------------------------------------------
 
 /** A frame joins the back of channel record `o`'s ring (waiting), the ring doubling when full. */
-function ringPush(o: usize, key: f64, p: i32, dst: i32, hash: u32, lm: u32): void {
+@inline function ringPush(o: usize, key: f64, p: i32, dst: i32, hash: u32, lm: u32): void {
   const n = load<u32>(o + FCH_RCOUNT);
   if (n > load<u32>(o + FCH_RMASK)) ringGrow(o, n);
   const e = ent(o, n);
@@ -262,7 +262,7 @@ function ringGrow(o: usize, n: u32): void {
 }
 
 /** The oldest frame on the wire of channel record `o` has reached the next holder: it leaves the ring, and so do the dead entries behind it. */
-function ringPop(o: usize): void {
+@inline function ringPop(o: usize): void {
   const m = load<u32>(o + FCH_RMASK), ring = <usize>load<u32>(o + FCH_RING);
   let head = load<u32>(o + FCH_RHEAD), n = load<u32>(o + FCH_RCOUNT), wire = load<u32>(o + FCH_RWIRE);
   do {
@@ -578,8 +578,11 @@ function release(fab: usize, c: i32, p: i32, len: f64, now: f64): void {
   const s = load<i32>(chan(fab, c) + FCH_SRC_SW);
   if (s == NONE) return;
   addF64(fab, FAB_BUF_USED, s, -len);
-  if (load<u32>(fab + FAB_PFC_ON) == 0) return;
-  // PFC: at XON the sender on the frame's ingress resumes
+  if (load<u32>(fab + FAB_PFC_ON) != 0) pfcRelease(fab, p, len, now);
+}
+
+/** PFC: frame `p`'s `len` bytes no longer count against its ingress; at XON the sender there resumes. */
+function pfcRelease(fab: usize, p: i32, len: f64, now: f64): void {
   const cin = load<i32>(pkt(fab, p) + FPKT_IN_CH), oi = chan(fab, cin);
   const held = load<f64>(oi + FCH_IN_BYTES) - len;
   store<f64>(oi + FCH_IN_BYTES, held);
@@ -595,7 +598,12 @@ function transmit(fab: usize, c: i32, o: usize, now: f64): void {
   const link = c >> 1;
   const wire = load<u32>(o + FCH_RWIRE), e = ent(o, wire);
   const p = load<i32>(e + FENT_PKT), len = load<u32>(e + FENT_LEN_META) & LM_LEN;
-  if (load<i32>(o + FCH_SRC_SW) != NONE) release(fab, c, p, <f64>len, now);
+  // it leaves its switch's buffer (release(), here without a call)
+  const sw = load<i32>(o + FCH_SRC_SW);
+  if (sw != NONE) {
+    addF64(fab, FAB_BUF_USED, sw, -<f64>len);
+    if (load<u32>(fab + FAB_PFC_ON) != 0) pfcRelease(fab, p, <f64>len, now);
+  }
   const end = now + serialisePs(fab, <f64>len + load<f64>(fab + FAB_OVERHEAD), load<f64>(o + FCH_GBPS));
   store<f64>(o + FCH_BUSY, end);
   store<f64>(o + FCH_PKTS, load<f64>(o + FCH_PKTS) + 1);
