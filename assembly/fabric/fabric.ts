@@ -270,7 +270,8 @@ function ringGrow(o: usize, n: u32): void {
     n--;
     wire--;
   } while (wire > 0 && (load<u32>(ring + (<usize>head << ENT) + FENT_LEN_META) & LM_DEAD) != 0);
-  store<u32>(o + FCH_RHEAD, head);
+  // an emptied ring starts again at its first entry (the same lines, still in cache)
+  store<u32>(o + FCH_RHEAD, n != 0 ? head : 0);
   store<u32>(o + FCH_RCOUNT, n);
   store<u32>(o + FCH_RWIRE, wire);
 }
