@@ -98,7 +98,7 @@ export function eventsPush(fab: usize, time: f64, ev: i32): void {
   eventsPushKeyed(fab, time, seq, ev);
 }
 
-export function eventsPushKeyed(fab: usize, time: f64, key: f64, ev: i32): void {
+@inline export function eventsPushKeyed(fab: usize, time: f64, key: f64, ev: i32): void {
   store<f64>(fab + FAB_EV_PUSHED, load<f64>(fab + FAB_EV_PUSHED) + 1);
   const n = load<u32>(fab + FAB_EV_SIZE) + 1;
   store<u32>(fab + FAB_EV_SIZE, n);
@@ -113,7 +113,7 @@ export function eventsPushKeyed(fab: usize, time: f64, key: f64, ev: i32): void 
  * -1 when there is none (the queue then stands at limit, so that no later event may be
  * scheduled before it).
  */
-export function eventsPopBefore(fab: usize, limit: f64): i32 {
+@inline export function eventsPopBefore(fab: usize, limit: f64): i32 {
   if (load<u32>(fab + FAB_CQ_OV_SIZE) != 0) migrate(fab);
   const heads = ptr(fab, FAB_CQ_HEAD), m = mask(fab);
   let b = curOf(fab);
