@@ -120,16 +120,11 @@ function siftDown(dev: Device, i: u32): void {
 /** Moves the record at heap index `i` up to where it belongs (the parents that sort after it move down into its hole). */
 function siftUp(dev: Device, i: u32): void {
   const base = dev.events, x = base + <usize>i * EVENT_BYTES;
-  const t = load<u64>(x), s = load<u64>(x, 8);
+  const t = load<u64>(x), s = load<u64>(x, 8), h0 = v128.load(x), h1 = v128.load(x, 16);
   let hole = x;
-  let h0 = i32x4.splat(0), h1 = i32x4.splat(0);
   while (i > 0) {
     const parent = (i - 1) >> 1, pp = base + <usize>parent * EVENT_BYTES, pt = load<u64>(pp);
     if (t > pt || (t == pt && s > load<u64>(pp, 8))) break;
-    if (hole == x) {
-      h0 = v128.load(x);
-      h1 = v128.load(x, 16);
-    }
     moveEvent(hole, pp);
     hole = pp;
     i = parent;

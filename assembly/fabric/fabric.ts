@@ -574,9 +574,9 @@ function txDone(fab: usize, c: i32, now: f64): void {
   store<f64>(o + FCH_QBYTES, load<f64>(o + FCH_QBYTES) - <f64>len);
 }
 
-/** Frame `p`, `len` bytes, leaves the switch's buffer (a NIC's has no limit) for the wire of channel `c`. */
-function release(fab: usize, c: i32, p: i32, len: f64, now: f64): void {
-  const s = load<i32>(chan(fab, c) + FCH_SRC_SW);
+/** Frame `p`, `len` bytes, leaves the switch's buffer (a NIC's has no limit) for the wire of channel record `o` (inlined: it runs at every hop). */
+@inline function release(fab: usize, o: usize, p: i32, len: f64, now: f64): void {
+  const s = load<i32>(o + FCH_SRC_SW);
   if (s == NONE) return;
   addF64(fab, FAB_BUF_USED, s, -len);
   if (load<u32>(fab + FAB_PFC_ON) != 0) pfcRelease(fab, p, len, now);
@@ -599,12 +599,7 @@ function transmit(fab: usize, c: i32, o: usize, now: f64): void {
   const link = c >> 1;
   const wire = load<u32>(o + FCH_RWIRE), e = ent(o, wire);
   const p = load<i32>(e + FENT_PKT), len = load<u32>(e + FENT_LEN_META) & LM_LEN;
-  // it leaves its switch's buffer (release(), here without a call)
-  const sw = load<i32>(o + FCH_SRC_SW);
-  if (sw != NONE) {
-    addF64(fab, FAB_BUF_USED, sw, -<f64>len);
-    if (load<u32>(fab + FAB_PFC_ON) != 0) pfcRelease(fab, p, <f64>len, now);
-  }
+  release(fab, o, p, <f64>len, now);
   const end = now + serialisePs(fab, <f64>len + load<f64>(fab + FAB_OVERHEAD), load<f64>(o + FCH_GBPS));
   store<f64>(o + FCH_BUSY, end);
   store<f64>(o + FCH_PKTS, load<f64>(o + FCH_PKTS) + 1);
@@ -830,7 +825,7 @@ function flush(fab: usize, c: i32, now: f64): void {
     const e = ent(o, i);
     const p = load<i32>(e + FENT_PKT), len = <f64>(load<u32>(e + FENT_LEN_META) & LM_LEN);
     store<f64>(o + FCH_QBYTES, load<f64>(o + FCH_QBYTES) - len);
-    release(fab, c, p, len, now);
+    release(fab, o, p, len, now);
     dropAt(fab, c, p, R_LINK_DOWN);
   }
   store<u32>(o + FCH_RCOUNT, wire);
