@@ -19,7 +19,8 @@ import { figure, median } from "./lib/report.js";
 
 type Transport = "rocev2" | "metaroce";
 
-function scenario(devices: number, mode: "timing" | "full", messages: number, transport: Transport) {
+/** The bench's scenario: `devices` devices on 8 planes, a permutation of 1 MiB WRITEs (scripts/instructions.mjs runs it too). */
+export function scenario(devices: number, mode: "timing" | "full", messages: number, transport: Transport) {
   return {
     name: `fabric-${devices}-${mode}`,
     seed: 1,

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // node scripts/instructions.mjs [--transport rocev2|metaroce] [--messages M] [--top N]
 //
-// The fabric bench's 64-device scenario (bench/fabric.ts, M messages a flow; default 3) run once
+// The fabric bench's 64-device scenario (bench/fabric.ts's scenario(), M messages a flow; default 3) run once
 // under Valgrind's callgrind, which counts every instruction the machine executes: the core's
 // instructions per packet-hop, in all and by function. Unlike a time, the count is the same on
 // every run (the core's code and inputs are), so it shows a change of a few percent on a machine
@@ -45,10 +45,8 @@ try {
   writeFileSync(src, `
 import { readFileSync } from "node:fs";
 import { runScenario } from ${JSON.stringify(join(root, "host/scenario/run.ts"))};
-const sc = { name: "instructions", seed: 1, transport: ${JSON.stringify(transport)},
-  devices: { count: 64, config: { engines: 1, sramBytes: 4096, ports: 8, scaleUpPorts: 8 } },
-  fabric: { mode: "timing", topology: { kind: "leaf-spine", planes: 8, spines: 16, devicesPerLeaf: 16 } },
-  traffic: { pattern: "permutation", messageBytes: 1 << 20, messages: ${messages}, flowsPerPair: 8 } };
+import { scenario } from ${JSON.stringify(join(root, "bench/fabric.ts"))};
+const sc = scenario(64, "timing", ${messages}, ${JSON.stringify(transport)});
 let fabric;
 const r = await runScenario(new WebAssembly.Module(readFileSync(${JSON.stringify(wasm)})), sc, { onBuilt: (c) => { fabric = c.fabric; } });
 if (!r.finished) throw new Error("instructions: the scenario did not finish");
