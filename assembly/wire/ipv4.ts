@@ -6,11 +6,12 @@
  * zero, the value to write there; over a header as received, 0 when the header is intact.
  */
 export function ipv4Checksum(ip: usize): u32 {
-  // five big-endian 32-bit words: 2^16 is 1 in one's-complement arithmetic, so a word's two
-  // halves add as its value does, and the folds below bring the carries back in
-  let sum: u64 = <u64>bswap<u32>(load<u32>(ip)) + <u64>bswap<u32>(load<u32>(ip, 4)) + <u64>bswap<u32>(load<u32>(ip, 8))
-    + <u64>bswap<u32>(load<u32>(ip, 12)) + <u64>bswap<u32>(load<u32>(ip, 16));
+  // a one's-complement sum does not depend on byte order (RFC 1071, 2.B): the five 32-bit words
+  // are summed as they load (little-endian), and the folded sum's two bytes swapped at the end.
+  // 2^16 is 1 in one's-complement arithmetic, so a word's two halves add as its value does, and
+  // the folds bring the carries back in
+  let sum: u64 = <u64>load<u32>(ip) + <u64>load<u32>(ip, 4) + <u64>load<u32>(ip, 8) + <u64>load<u32>(ip, 12) + <u64>load<u32>(ip, 16);
   sum = (sum & 0xffffffff) + (sum >> 32);
   while (sum > 0xffff) sum = (sum & 0xffff) + (sum >> 16);
-  return ~<u32>sum & 0xffff;
+  return ~<u32>bswap<u16>(<u16>sum) & 0xffff;
 }
