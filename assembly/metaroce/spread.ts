@@ -7,11 +7,18 @@
 
 import { Device } from "../core/device";
 import { NEVER } from "../core/time";
-import { connAt, pathAt, rxPathAt, portLists, portPathsAt, pdiff, PATH_ACTIVE } from "./state";
+import { connAt, pathAt, rxPathAt, portLists, portPathsAt, pathHdrs, pdiff, PATH_ACTIVE } from "./state";
+import { ethIpUdpTemplate } from "../nic/ethernet";
+import { MRT_UDP_PORT } from "../generated/headers";
 import { ccInit } from "./cc";
 
 /** The port of a path whose group has no ports (the connection is parked until a QP opens the group again). */
 export const PORT_NONE: u32 = 0xffffffff;
+
+/** UDP source port of path `k`: the ECMP entropy that puts paths on different routes. */
+@inline export function pathUdpPort(dev: Device, k: u32): u32 {
+  return 0xc000 | ((k & 0xff) << 6) | (dev.cfg.deviceId & 63);
+}
 
 /** Is connection `c` quiescent: nothing in flight, to send, to send again or to acknowledge, no probe out? */
 export function connQuiet(dev: Device, c: u32): bool {
@@ -47,6 +54,7 @@ export function connSpread(dev: Device, c: u32, first: u32, count: u32, fresh: b
     const p = pathAt(dev, g);
     if (count == 0) { p.port = PORT_NONE; continue; }
     p.port = first + i % count;
+    ethIpUdpTemplate(dev, pathHdrs(dev, g), p.port, k.peer, pathUdpPort(dev, i), MRT_UDP_PORT);
     const n = portPathsAt(dev, p.port);
     store<u32>(n, load<u32>(n) + 1);
     // a path on a new port knows nothing of it yet: as at the connection's start

@@ -6,6 +6,7 @@
 import { Device, Config } from "../core/device";
 import { MRT_PATH_WINDOW, MRT_STREAM_WINDOW } from "../generated/headers";
 import { psnAdd } from "../nic/psn";
+import { ETH_IP_UDP_TEMPLATE } from "../nic/ethernet";
 import {
   PATH_STATE_ACTIVE, PATH_STATE_SUSPECT, PATH_STATE_FAILED, MRT_PATH_PEER, MRT_PATH_PATH, MRT_PATH_PORT, MRT_PATH_STATE,
   MRT_PATH_CWND, MRT_PATH_SRTT, MRT_PATH_HINT_GBPS, MRT_PATH_RTO_PS, MRT_PATH_INFLIGHT, MRT_PATH_RTOS, MRT_PATH_EPOCH, MRT_PATH_CONN,
@@ -113,6 +114,7 @@ export const RECV_BYTES: usize = 32; // index+1 u32 (0: empty), lastSsn u32, op 
   portHeads: usize; // per port: data list head and tail, ACK list head and tail (4 x u32)
   portSeen: usize; // per port and connection: when it last delivered a packet there (u64)
   portPaths: usize; // per port: paths of every connection that leave on it (u32)
+  hdrs: usize; // per path: the Ethernet, IPv4 and UDP headers its frames start with (ethIpUdpTemplate)
   connCount: u32; // connections made (never freed: a QP's connection outlives it)
 }
 
@@ -170,6 +172,8 @@ export function ssnAdvance(map: usize, from: u32): u32 {
 @inline export function portLists(dev: Device, p: u32): usize { return mrtOf(dev).portHeads + <usize>p * 16; }
 /** Address of the count of paths (of every connection) that leave on port `p`. */
 @inline export function portPathsAt(dev: Device, p: u32): usize { return mrtOf(dev).portPaths + <usize>p * 4; }
+/** Path `g`'s header template (nic/ethernet.ts ethIpUdpTemplate), written when it is put on a port (spread.ts). */
+@inline export function pathHdrs(dev: Device, g: u32): usize { return mrtOf(dev).hdrs + <usize>g * ETH_IP_UDP_TEMPLATE; }
 @inline export function portSeenAt(dev: Device, p: u32, c: u32): usize { return mrtOf(dev).portSeen + (<usize>p * <usize>dev.cfg.mrtConnections + <usize>c) * 8; }
 
 /** Path `p`'s share of mrtInitCwndBytes, the initial window of its port: shared by every path (of every connection) that leaves on it. */
@@ -189,7 +193,8 @@ export function mrtBytes(c: Config): usize {
   const conns = <usize>c.mrtConnections, paths = conns * <usize>c.mrtPaths;
   return align16(offsetof<Mrt>()) + conns * CONN_STRIDE + paths * (PATH_STRIDE + RXPATH_STRIDE)
     + paths * <usize>MRT_PATH_WINDOW * SENT_BYTES + paths * <usize>MRT_PATH_WINDOW * RTX_BYTES
-    + <usize>c.maxQps * STREAM_BYTES + <usize>c.ports * 16 + <usize>c.ports * conns * 8 + <usize>c.ports * 4;
+    + <usize>c.maxQps * STREAM_BYTES + <usize>c.ports * 16 + <usize>c.ports * conns * 8 + align16(<usize>c.ports * 4)
+    + paths * ETH_IP_UDP_TEMPLATE;
 }
 
 /** Lays the state out at `base` (16-byte aligned, mrtBytes long, zeroed). */
@@ -208,7 +213,8 @@ export function mrtInit(dev: Device, base: usize): void {
   s.streams = off; off += <usize>c.maxQps * STREAM_BYTES;
   s.portHeads = off; off += <usize>c.ports * 16;
   s.portSeen = off; off += <usize>c.ports * conns * 8;
-  s.portPaths = off;
+  s.portPaths = off; off += align16(<usize>c.ports * 4);
+  s.hdrs = off;
 }
 
 /** Paths the device has (every connection made so far, each with mrtPaths). */

@@ -10,13 +10,13 @@ import { NEVER } from "../core/time";
 import { Qp, qpAt } from "../nic/verbs";
 import { dmaPtr } from "../mem/dma";
 import { portAt, portsOf, txRoom, framePs, emit, wakePort, portWakeAt, WIRE_OVERHEAD } from "../nic/ports";
-import { ethIpUdp } from "../nic/ethernet";
+import { ethIpUdpFrom } from "../nic/ethernet";
 import { psnAdd, psnDiff, packetsOf } from "../nic/psn";
 import { outAt, outFirstPsn, outLastPsn, outMsn, outFlags, outDrain, outComplete, outFlush, OUT_RESPONSE } from "../nic/outstanding";
 import { qpError } from "../nic/queues";
 import { crc32 } from "../wire/icrc";
 import {
-  Conn, Path, RxPath, mrtOf, connAt, pathAt, rxPathAt, sentAt, rtxAt, rtxCap, ackedBitmap, placedBitmap, ssnClear, ssnHas, portLists, portSeenAt, portPathsAt,
+  Conn, Path, RxPath, mrtOf, connAt, pathAt, pathHdrs, rxPathAt, sentAt, rtxAt, rtxCap, ackedBitmap, placedBitmap, ssnClear, ssnHas, portLists, portSeenAt, portPathsAt,
   pdiff, PATH_ACTIVE, PATH_SUSPECT, PATH_FAILED, SENT_NONE, SENT_OUT, SENT_PROBE,
 } from "./state";
 import { ccInit, ccOnRto, ccPaceRate } from "./cc";
@@ -398,11 +398,6 @@ function mrtOp(op: u32, flags: u32): u32 {
   return MRT_OP_WRITE;
 }
 
-/** UDP source port of path `k`: the ECMP entropy that puts paths on different routes. */
-@inline function pathUdpPort(dev: Device, k: u32): u32 {
-  return 0xc000 | ((k & 0xff) << 6) | (dev.cfg.deviceId & 63);
-}
-
 /** Builds packet `ssn` of stream `q` for path `g` in the port's frame buffer; its wire length (0: its message is gone). */
 function buildData(dev: Device, c: u32, g: u32, q: Qp, qpn: u32, ssn: u32, again: bool, probe: bool, t: u64): u32 {
   const e = messageOf(dev, q, qpn, ssn);
@@ -422,8 +417,7 @@ function buildData(dev: Device, c: u32, g: u32, q: Qp, qpn: u32, ssn: u32, again
   if (idx == n - 1) flags |= MRT_FLAG_LAST | MRT_FLAG_ACK_REQ;
   if (again) flags |= MRT_FLAG_RETX | MRT_FLAG_ACK_REQ;
   if (probe) flags |= MRT_FLAG_ACK_REQ;
-  const k = connAt(dev, c);
-  const h = ethIpUdp(dev, path.port, k.peer, pathUdpPort(dev, g % dev.cfg.mrtPaths), MRT_UDP_PORT, MRH_SIZE + plen + MRC_SIZE);
+  const h = ethIpUdpFrom(dev, pathHdrs(dev, g), MRH_SIZE + plen + MRC_SIZE);
   const psn = path.nxt;
   dataHeader(h, MRT_TYPE_DATA, flags, g % dev.cfg.mrtPaths, path.epoch, psn, path.una);
   setMrhOp(h, op);
@@ -528,8 +522,7 @@ function buildTailProbe(dev: Device, c: u32, g: u32, t: u64): u32 {
 function buildProbe(dev: Device, c: u32, g: u32, t: u64): u32 {
   const path = pathAt(dev, g);
   firstPacket(dev, path);
-  const k = connAt(dev, c);
-  const h = ethIpUdp(dev, path.port, k.peer, pathUdpPort(dev, g % dev.cfg.mrtPaths), MRT_UDP_PORT, MRH_SIZE + MRC_SIZE);
+  const h = ethIpUdpFrom(dev, pathHdrs(dev, g), MRH_SIZE + MRC_SIZE);
   const psn = path.nxt;
   dataHeader(h, MRT_TYPE_PROBE, MRT_FLAG_ACK_REQ, g % dev.cfg.mrtPaths, path.epoch, psn, path.una);
   memory.fill(h + 12, 0, <usize>MRH_SIZE - 12);
@@ -550,10 +543,8 @@ function buildProbe(dev: Device, c: u32, g: u32, t: u64): u32 {
 /** The ACK path `g` owes: its cumulative PSN, SACK, marks, the port's rate hint, and a NAK if any. */
 function buildAck(dev: Device, g: u32, t: u64): u32 {
   const r = rxPathAt(dev, g);
-  const c = g / dev.cfg.mrtPaths;
-  const k = connAt(dev, c);
   const port = pathAt(dev, g).port;
-  const h = ethIpUdp(dev, port, k.peer, pathUdpPort(dev, g % dev.cfg.mrtPaths), MRT_UDP_PORT, MRA_SIZE + MRC_SIZE);
+  const h = ethIpUdpFrom(dev, pathHdrs(dev, g), MRA_SIZE + MRC_SIZE);
   setMraVersion(h, MRT_VERSION);
   setMraType(h, MRT_TYPE_ACK);
   setMraFlags(h, 0);
