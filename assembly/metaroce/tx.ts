@@ -438,12 +438,15 @@ function buildData(dev: Device, c: u32, g: u32, q: Qp, qpn: u32, ssn: u32, again
   store<u64>(s, t, 8);
   store<u32>(s, plen, 16);
   store<u32>(s, SENT_OUT, 20);
-  // a path that had nothing in flight starts its silence now (not at the ACK it last heard)
-  if (path.lastHeard == NEVER || path.nxt == path.una) path.lastHeard = t;
+  // a path that had nothing in flight starts its silence now (not at the ACK it last heard),
+  // and its timer with it. A path with packets out has its timer armed already: one more packet
+  // only lengthens its drain bound (rto.ts), and the timer finds the later time when it fires
+  const starts = path.lastHeard == NEVER || path.nxt == path.una;
+  if (starts) path.lastHeard = t;
   path.nxt = psn + 1;
   path.inflight += plen;
   pace(dev, path, t, wire);
-  armPath(dev, c, path);
+  if (starts) armPath(dev, c, path);
   q.txBytes += plen;
   statAdd(dev, again ? STAT_MRT_TX_RETRANSMITS : STAT_MRT_TX_DATA, 1);
   return wire;
