@@ -129,13 +129,22 @@ export function queueRtx(dev: Device, c: u32, qpn: u32, ssn: u32, t: u64): void 
 
 /** Connection `c` has something to send: its usable paths go to their ports' lists, and the ports look. */
 export function connWant(dev: Device, c: u32, t: u64): void {
-  for (let i: u32 = 0; i < dev.cfg.mrtPaths; i++) pathWant(dev, c * dev.cfg.mrtPaths + i, t);
+  const first = c * dev.cfg.mrtPaths;
+  for (let g = first; g < first + dev.cfg.mrtPaths; g++) if (wants(pathAt(dev, g))) list(dev, g, t);
 }
 
 /** Path `g` may send (its window opened, it came back): on its port's list if it is usable. */
 export function pathWant(dev: Device, g: u32, t: u64): void {
+  if (wants(pathAt(dev, g))) list(dev, g, t);
+}
+
+/** Is path `p` usable and not yet on its port's list? */
+@inline function wants(p: Path): bool {
+  return !p.listed && (p.state == PATH_ACTIVE || p.probing == 1);
+}
+
+function list(dev: Device, g: u32, t: u64): void {
   const p = pathAt(dev, g);
-  if (p.listed || (p.state != PATH_ACTIVE && p.probing != 1)) return;
   p.listed = 1;
   listPush(dev, portLists(dev, p.port), g, false);
   wakePort(dev, p.port, t);
@@ -248,6 +257,7 @@ export function mrtPortTx(dev: Device, p: u32, t: u64): void {
 
 /** Moves the head of the port's data list to its back (or out of the list when `keep` is false). */
 function rotate(dev: Device, heads: usize, g: u32, keep: bool): void {
+  if (keep && load<u32>(heads) == load<u32>(heads, 4)) return; // alone in it: the list stays as it is
   listPop(dev, heads, false);
   if (keep) listPush(dev, heads, g, false);
   else pathAt(dev, g).listed = 0;
