@@ -9,7 +9,7 @@ import { schedule, unschedule, EventKind } from "../core/sched";
 import { NEVER } from "../core/time";
 import { Qp, qpAt } from "../nic/verbs";
 import { dmaPtr } from "../mem/dma";
-import { portAt, portsOf, txRoom, framePs, emit, wakePort, portWakeAt, WIRE_OVERHEAD } from "../nic/ports";
+import { Port, portAt, portsOf, txRoom, framePs, emit, wakePort, portWakeAt, WIRE_OVERHEAD } from "../nic/ports";
 import { ethIpUdpFrom } from "../nic/ethernet";
 import { psnAdd, psnDiff, packetsOf } from "../nic/psn";
 import { outAt, outFirstPsn, outLastPsn, outMsn, outFlags, outDrain, outComplete, outFlush, OUT_RESPONSE } from "../nic/outstanding";
@@ -211,6 +211,7 @@ export function mrtPortTx(dev: Device, p: u32, t: u64): void {
     r.ce = 0;
     r.nakCode = 0;
     statAdd(dev, STAT_MRT_TX_ACKS, 1);
+    nextLook(dev, port, p, heads);
     return;
   }
   // then data: the first path of the list that may send now
@@ -226,6 +227,7 @@ export function mrtPortTx(dev: Device, p: u32, t: u64): void {
       if (wire == 0) wire = buildProbe(dev, c, g, t);
       else statAdd(dev, STAT_MRT_TX_PROBES, 1);
       if (!send(dev, p, wire, t)) return;
+      portWakeAt(dev, port, p, port.busyUntil);
       path.probing = 2;
       armPath(dev, c, path); // its next probe, if this one goes unanswered
       rotate(dev, heads, g, path.state == PATH_ACTIVE && hasWork(dev, c));
@@ -250,6 +252,7 @@ export function mrtPortTx(dev: Device, p: u32, t: u64): void {
     }
     if (!send(dev, p, wire, t)) return;
     rotate(dev, heads, g, true);
+    nextLook(dev, port, p, heads);
     return;
   }
   if (wait != NEVER) portWakeAt(dev, port, p, wait);
@@ -263,7 +266,11 @@ function rotate(dev: Device, heads: usize, g: u32, keep: bool): void {
   else pathAt(dev, g).listed = 0;
 }
 
-/** Sends the frame just built on port `p` at `t`; false (the port blocked until the host drains the ring) when there is no room. */
+/**
+ * Sends the frame just built on port `p` at `t`, which is busy until it has left (the caller
+ * says when the port looks again); false (the port blocked until the host drains the ring) when
+ * there is no room.
+ */
 function send(dev: Device, p: u32, wire: u32, t: u64): bool {
   const port = portAt(dev, p);
   const hdrLen = portsOf(dev).frameHdrLen;
@@ -271,8 +278,26 @@ function send(dev: Device, p: u32, wire: u32, t: u64): bool {
   const end = t + framePs(dev, wire);
   emit(dev, p, end, wire, hdrLen);
   port.busyUntil = end;
-  portWakeAt(dev, port, p, end);
   return true;
+}
+
+/**
+ * Port `p` has just sent: it looks for its next frame when that one has left, or, when every
+ * path on its list is paced past then (and no ACK is owed), at the first of their pacing times;
+ * with an empty list it sleeps. Whatever could send sooner wakes it sooner (an owed ACK, a path
+ * listed or probing: wakePort). Looking when the frame has left only to find every path paced
+ * would cost an event a packet.
+ */
+function nextLook(dev: Device, port: Port, p: u32, heads: usize): void {
+  if (load<u32>(heads) == 0 && load<u32>(heads, 8) == 0) return;
+  const end = port.busyUntil;
+  let at = load<u32>(heads, 8) != 0 ? end : NEVER;
+  for (let k = load<u32>(heads); k != 0 && at > end; k = pathAt(dev, k - 1).next) {
+    const path = pathAt(dev, k - 1);
+    const ready = path.probing == 1 ? end : path.nextTxAt;
+    if (ready < at) at = ready;
+  }
+  portWakeAt(dev, port, p, at > end ? at : end);
 }
 
 @inline function hasWork(dev: Device, c: u32): bool {
