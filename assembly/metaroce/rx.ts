@@ -389,7 +389,7 @@ function ackIn(dev: Device, c: u32, g: u32, h: usize, t: u64): void {
   if (sample >= 0) rttSample(dev, k, p, sample);
   // the receiver's fair share on this port, split over the connection's paths there
   const hint = getMraHint(h);
-  p.hintGbps = hint == 0 ? 0 : <f64>hint / 65535 * <f64>dev.cfg.portGbps / <f64>pathsOnPort(dev, c, p.port);
+  p.hintGbps = hint == 0 ? 0 : <f64>hint / 65535 * <f64>dev.cfg.portGbps / <f64>p.portShare;
   if (hint != 0) k.hintGbps = p.hintGbps;
   ccOnAck(dev, p, pkts, bytes, getMraCe(h), sample);
   if (heard) {
@@ -418,12 +418,6 @@ function ackIn(dev: Device, c: u32, g: u32, h: usize, t: u64): void {
       if (o.srtt == 0) armPath(dev, c, o);
     }
   }
-}
-
-function pathsOnPort(dev: Device, c: u32, port: u32): u32 {
-  let n: u32 = 0;
-  for (let i: u32 = 0; i < dev.cfg.mrtPaths; i++) if (pathAt(dev, c * dev.cfg.mrtPaths + i).port == port) n++;
-  return n > 0 ? n : 1;
 }
 
 /** SSN `ssn` of stream `qpn` arrived: the stream's oldest unacknowledged SSN moves, and messages it passes are acknowledged. */

@@ -54,6 +54,7 @@ export function connSpread(dev: Device, c: u32, first: u32, count: u32, fresh: b
     const p = pathAt(dev, g);
     if (count == 0) { p.port = PORT_NONE; continue; }
     p.port = first + i % count;
+    p.portShare = dev.cfg.mrtPaths / count + (i % count < dev.cfg.mrtPaths % count ? 1 : 0);
     ethIpUdpTemplate(dev, pathHdrs(dev, g), p.port, k.peer, pathUdpPort(dev, i), MRT_UDP_PORT);
     const n = portPathsAt(dev, p.port);
     store<u32>(n, load<u32>(n) + 1);

@@ -26,6 +26,7 @@ export const PATH_FAILED: u32 = PATH_STATE_FAILED; // mrtFailAfter RTOs in a row
   portCount: u32; // 0: the group has no ports since a re-split (paths at PORT_NONE until a QP opens it again)
   streamHead: u32; // QPs (qpn + 1) with new packets to send: a list through Qp.mtNext
   streamTail: u32;
+  streamCount: u32; // QPs in that list
   rtxHead: u32; // ring of (qpn, ssn) to send again: RTX_CAP entries
   rtxCount: u32;
   timerPending: u32; // one MrtTimer event at most, re-armed lazily
@@ -69,6 +70,7 @@ export const PATH_FAILED: u32 = PATH_STATE_FAILED; // mrtFailAfter RTOs in a row
   cleanBytes: f64; // NSCC: bytes acknowledged since the last sign of congestion (a mark or a delay above the target)
   probes: u32; // tail probes sent since it last heard (an active path)
   probeAt: u64; // when the last of them was due
+  portShare: u32; // paths of its connection on its port (at least 1): they share the receiver's hint there
 }
 
 /** A path, receiver side. */

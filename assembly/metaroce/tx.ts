@@ -79,14 +79,7 @@ export function streamOpen(dev: Device, q: Qp, qpn: u32, c: u32): void {
 
 /** Stream `q` has new packets (a message joined its outstanding ones): its connection has work. */
 export function streamReady(dev: Device, q: Qp, qpn: u32, t: u64): void {
-  const k = connAt(dev, q.mtConn);
-  if (!q.mtListed) {
-    q.mtListed = 1;
-    q.mtNext = 0;
-    if (k.streamTail == 0) k.streamHead = qpn + 1;
-    else qpAt(dev, k.streamTail - 1).mtNext = qpn + 1;
-    k.streamTail = qpn + 1;
-  }
+  if (!q.mtListed) pushStream(dev, connAt(dev, q.mtConn), q, qpn);
   connWant(dev, q.mtConn, t);
 }
 
@@ -99,6 +92,7 @@ export function streamClose(dev: Device, q: Qp, qpn: u32): void {
   if (cur == 0) return;
   if (prev == 0) k.streamHead = q.mtNext; else qpAt(dev, prev - 1).mtNext = q.mtNext;
   if (k.streamTail == qpn + 1) k.streamTail = prev;
+  k.streamCount--;
   q.mtListed = 0;
   q.mtNext = 0;
 }
@@ -328,9 +322,7 @@ function buildNext(dev: Device, c: u32, g: u32, probe: bool, t: u64): u32 {
     if (wire != 0) return wire;
   }
   // new packets, streams round robin
-  let n: u32 = 0;
-  for (let s = k.streamHead; s != 0; s = qpAt(dev, s - 1).mtNext) n++;
-  for (let i: u32 = 0; i < n; i++) {
+  for (let i: u32 = 0, n = k.streamCount; i < n; i++) {
     const qpn = k.streamHead - 1;
     const q = qpAt(dev, qpn);
     popStream(dev, k, q);
@@ -355,6 +347,7 @@ function buildNext(dev: Device, c: u32, g: u32, probe: bool, t: u64): u32 {
 function popStream(dev: Device, k: Conn, q: Qp): void {
   k.streamHead = q.mtNext;
   if (k.streamHead == 0) k.streamTail = 0;
+  k.streamCount--;
   q.mtNext = 0;
   q.mtListed = 0;
 }
@@ -365,6 +358,7 @@ function pushStream(dev: Device, k: Conn, q: Qp, qpn: u32): void {
   if (k.streamTail == 0) k.streamHead = qpn + 1;
   else qpAt(dev, k.streamTail - 1).mtNext = qpn + 1;
   k.streamTail = qpn + 1;
+  k.streamCount++;
 }
 
 /** Drops the entries of the retransmit ring that are owed no more (acknowledged meanwhile, or of a stream gone). */
