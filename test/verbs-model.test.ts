@@ -14,6 +14,7 @@ import { enginePrograms, runOwnership, FW } from "./helpers/ownership-model.js";
 
 const fit: KeySpec = { fit: true, pick: 0, off: 0, bad: 0, otherRole: false };
 const write = (len: number): WrSpec => ({ op: "RDMA_WRITE", signaled: true, local: fit, remote: fit, len });
+const send = (len: number): WrSpec => ({ op: "SEND", signaled: true, local: fit, remote: fit, len });
 const seed = (s: number) => Number(process.env.VERBS_SEED ?? s);
 const runs = (n: number) => Number(process.env.VERBS_RUNS ?? n);
 
@@ -46,6 +47,38 @@ const pinned: [string, HostScenario][] = [
       { t: "advance", ps: 1_500_000 },
       { t: "modify", qp: 0, to: "ERR", dest: 0 },
       { t: "destroy", qp: 1 },
+    ],
+  }],
+  // VERBS_SEED 91517: QP 0 SENDs to QP 1, whose one receive its first SEND takes; its second
+  // finds none (RNR) while QP 1 is still ready, then QP 1 fails (its WRITE to a QP in ERR), all
+  // inside one step; when QP 0 goes to ERR the SEND completes with the RNR it found, a status
+  // neither world at the step's ends gives (the model now also checks the world between them)
+  ["a SEND that found its target's receives taken inside a step, the target failing after: it keeps RNR_RETRY_EXC_ERR", {
+    depths: [{ sq: 3, rq: 2 }, { sq: 3, rq: 2 }, { sq: 4, rq: 2 }, { sq: 2, rq: 2 }, { sq: 2, rq: 2 }, { sq: 2, rq: 2 }],
+    hostDoorbellQueue: 8192,
+    ops: [
+      { t: "post", qp: 1, wrs: [{ ...write(1), remote: { ...fit, bad: 1 } }], express: false },
+      { t: "modify", qp: 1, to: "ERR", dest: 0 },
+      { t: "quiet" },
+      { t: "post", qp: 0, wrs: [{ ...send(1), signaled: false }], express: true },
+      { t: "reconnect", qp: 0, dest: 2 },
+      { t: "post", qp: 2, wrs: [{ ...write(1), local: { ...fit, off: 128 }, remote: { ...fit, fit: false, bad: 1 } }], express: false },
+      { t: "modify", qp: 2, to: "ERR", dest: 0 },
+      { t: "recv", qp: 1, wrs: [{ local: { ...fit, pick: 1, off: 128 }, len: 96 }] },
+      { t: "post", qp: 0, wrs: [send(1)], express: true },
+      { t: "post", qp: 5, wrs: [send(1)], express: false },
+      { t: "post", qp: 5, wrs: [{ ...write(1), local: { ...fit, otherRole: true } }], express: false },
+      { t: "modify", qp: 5, to: "ERR", dest: 0 },
+      { t: "recv", qp: 1, wrs: [{ local: fit, len: 96 }, { local: fit, len: 96 }] },
+      { t: "post", qp: 0, wrs: [send(1)], express: true },
+      { t: "post", qp: 5, wrs: [{ ...send(1), local: { ...fit, bad: 1 } }], express: false },
+      { t: "advance", ps: 1_500_000 },
+      { t: "advance", ps: 700_000 },
+      { t: "post", qp: 1, wrs: [write(1)], express: true },
+      { t: "advance", ps: 300_000 },
+      { t: "post", qp: 0, wrs: [write(1)], express: false },
+      { t: "advance", ps: 1_500_000 },
+      { t: "modify", qp: 0, to: "ERR", dest: 0 },
     ],
   }],
 ];

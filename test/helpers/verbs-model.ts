@@ -407,7 +407,7 @@ export class VerbsModel {
     const end = search(start, cqs.map(() => 0), 0);
     this.maxNodes = Math.max(this.maxNodes, this.nodes);
     if (!end) throw new ModelError(`step ${this.step}: ${best.why}\n  completions: ${this.describe(cqs, obs)}`);
-    this.commit(end, actual);
+    this.commit(end, actual, start);
     this.completions += total;
   }
 
@@ -719,7 +719,16 @@ export class VerbsModel {
     return null;
   }
 
-  private commit(w: World, actual: Map<ModelBuffer, Uint8Array>): void {
+  private commit(w: World, actual: Map<ModelBuffer, Uint8Array>, start: World): void {
+    // a request may have been checked, inside the step, in a world that lasted only part of it:
+    // the step's receives taken, its QPs not yet sent to ERR (a SEND finding its target's last
+    // receive taken by an earlier one, before that target failed); an error found there is the
+    // outcome it carries when its own QP goes to ERR next
+    const between = this.qps.map((q) => ({ ...start.qs[q.id], rq: w.qs[q.id].rq }));
+    for (const q of this.qps) {
+      if (q.destroyed) continue;
+      for (const e of w.qs[q.id].sq) if (e.startable && (start.qs[q.id].state === "RTS" || e === q.exempt)) e.seen.add(this.evaluate(e, between));
+    }
     for (const q of this.qps) {
       const v = w.qs[q.id];
       q.sq = v.sq;
