@@ -881,19 +881,16 @@ export function takeDue(fab: usize, device: i32, endPs: f64): u32 {
   const ports = <i32>load<u32>(fab + FAB_PORTS), base = device * ports;
   // the arrivals of the frames at the heads of the device's ports' last hops, side by side
   const heads = tab(fab, FAB_LAST_HEAD_PS) + (<usize>base << 3), keys = tab(fab, FAB_LAST_HEAD_KEY) + (<usize>base << 3);
-  // merge the due frames of those lists in (arrival, key) order
+  // the ports whose head frame is due, in (arrival, key) order; taking a port's head puts the
+  // port back in order by its next frame, if that one is due too (a merge of the ports' lists)
+  let due: i32 = 0;
+  for (let j = 0; j < ports; j++) if (load<f64>(heads + (<usize>j << 3)) < endPs) due = dueInsert(heads, keys, due, j);
   let n: u32 = 0;
-  for (;;) {
-    let best = NONE, bestPs = endPs, bestKey: f64 = 0;
-    for (let j = 0; j < ports; j++) {
-      const h = load<f64>(heads + (<usize>j << 3));
-      if (h < bestPs || (h == bestPs && best != NONE && load<f64>(keys + (<usize>j << 3)) < bestKey)) {
-        best = j;
-        bestPs = h;
-        bestKey = load<f64>(keys + (<usize>j << 3));
-      }
-    }
-    if (best == NONE) break;
+  let first: i32 = 0;
+  while (first < due) {
+    const best = load<i32>(DUE + (<usize>first << 2));
+    first++;
+    const bestPs = load<f64>(heads + (<usize>best << 3));
     const o = chan(fab, i32Of(fab, FAB_EP_DOWN_CH, base + best));
     const e = ent(o, 0);
     const p = load<i32>(e + FENT_PKT), lm = load<u32>(e + FENT_LEN_META);
@@ -909,6 +906,12 @@ export function takeDue(fab: usize, device: i32, endPs: f64): u32 {
       store<f64>(keys + (<usize>best << 3), load<f64>(h + FENT_KEY));
     }
     store<f64>(heads + (<usize>best << 3), next);
+    if (next < endPs) {
+      // back in the list after the ports taken so far: its slots from `first` on are the rest
+      first--;
+      store<i32>(DUE + (<usize>first << 2), best);
+      dueSift(heads, keys, first, due);
+    }
     const cap = load<u32>(fab + FAB_HELD_CAP);
     if (n == cap) {
       store<usize>(fab + FAB_HELD, grow(tab(fab, FAB_HELD), <usize>cap << 2, <usize>cap << 3));
@@ -923,6 +926,38 @@ export function takeDue(fab: usize, device: i32, endPs: f64): u32 {
   setF64(fab, FAB_PEND_MIN, device, min);
   store<f64>(fab + FAB_DELIVERED, load<f64>(fab + FAB_DELIVERED) + <f64>n);
   return n;
+}
+
+/** takeDue's list of due ports (at most 32: config ports' largest value). */
+const DUE: usize = memory.data(32 * 4);
+
+/** Does port `a`'s head frame come before port `b`'s ((arrival, key); the lower port on a tie, as a scan in port order finds)? */
+@inline function dueBefore(heads: usize, keys: usize, a: i32, b: i32): bool {
+  const ha = load<f64>(heads + (<usize>a << 3)), hb = load<f64>(heads + (<usize>b << 3));
+  if (ha != hb) return ha < hb;
+  const ka = load<f64>(keys + (<usize>a << 3)), kb = load<f64>(keys + (<usize>b << 3));
+  return ka < kb || (ka == kb && a < b);
+}
+
+/** Adds port `j` to the due list of `n` ports, in order; returns the new length. */
+function dueInsert(heads: usize, keys: usize, n: i32, j: i32): i32 {
+  let i = n;
+  while (i > 0 && dueBefore(heads, keys, j, load<i32>(DUE + (<usize>(i - 1) << 2)))) {
+    store<i32>(DUE + (<usize>i << 2), load<i32>(DUE + (<usize>(i - 1) << 2)));
+    i--;
+  }
+  store<i32>(DUE + (<usize>i << 2), j);
+  return n + 1;
+}
+
+/** Moves the due list's entry at `i` (its head just got later) down to its place among entries i + 1 .. n - 1. */
+function dueSift(heads: usize, keys: usize, i: i32, n: i32): void {
+  const j = load<i32>(DUE + (<usize>i << 2));
+  while (i + 1 < n && dueBefore(heads, keys, load<i32>(DUE + (<usize>(i + 1) << 2)), j)) {
+    store<i32>(DUE + (<usize>i << 2), load<i32>(DUE + (<usize>(i + 1) << 2)));
+    i++;
+  }
+  store<i32>(DUE + (<usize>i << 2), j);
 }
 
 /** Body bytes (full mode) of the frames takeDue holds. */
