@@ -185,3 +185,21 @@ describe("payload modes", () => {
     }
   });
 });
+
+describe("a device's arrivals on many ports", () => {
+  // Device 0 sends 3 frames on each of its 64 ports to device 1 over one switch: every port's
+  // frames reach device 1 at the same instants, so each instant's 64 arrivals are taken in
+  // (source device, source port) order, and port by port in sequence.
+  it("are taken in (arrival, source port, sequence) order, 64 ports at once", () => {
+    const P = 64, K = 3;
+    const topo = singleSwitch({ devices: 2, ports: P });
+    const { endpoints, runner } = cluster(topo, (d) => (d === 0 ? Array.from({ length: P }, (_, port) => ({ port, dstDevice: 1, bytes: K * 1000, mtu: 1000, udpSrcPort: 0xc000 + port })) : []), { log: true });
+    runner.runUntilIdle();
+    const log = endpoints[1].log;
+    expect(log.length).toBe(P * K);
+    const times = [...new Set(log.map((a) => a.arrivalPs))];
+    expect(times.length).toBe(K);
+    expect(log.map((a) => [a.arrivalPs, a.srcPort, a.port, a.seq])).toEqual(
+      Array.from({ length: P * K }, (_, j) => [times[Math.floor(j / P)], j % P, j % P, Math.floor(j / P)]));
+  });
+});

@@ -928,8 +928,8 @@ export function takeDue(fab: usize, device: i32, endPs: f64): u32 {
   return n;
 }
 
-/** takeDue's list of due ports (at most 32: config ports' largest value). */
-const DUE: usize = memory.data(32 * 4);
+/** takeDue's list of due ports: room for every port of a device (host/fabric/topology.ts allows 256). */
+const DUE: usize = memory.data(256 * 4);
 
 /** Does port `a`'s head frame come before port `b`'s ((arrival, key); the lower port on a tie, as a scan in port order finds)? */
 @inline function dueBefore(heads: usize, keys: usize, a: i32, b: i32): bool {
