@@ -21,8 +21,7 @@ export function ethIpUdp(dev: Device, port: u32, destDevice: u32, srcPort: u32, 
   return writeEthIpUdp(dev, portsOf(dev).frame, port, destDevice, srcPort, dstPort, udpPayload);
 }
 
-/** Bytes of the three headers, and of a template of them (ethIpUdpTemplate; 16-byte aligned). */
-export const ETH_IP_UDP_SIZE: u32 = ETH_SIZE + IPV4_SIZE + UDP_SIZE;
+/** Bytes of a template of the three headers (ethIpUdpTemplate): their 42, rounded up to 16. */
 export const ETH_IP_UDP_TEMPLATE: usize = 48;
 
 /**
@@ -46,6 +45,7 @@ export function ethIpUdpTemplate(dev: Device, at: usize, port: u32, destDevice: 
  */
 export function ethIpUdpFrom(dev: Device, tmpl: usize, udpPayload: u32): usize {
   const f = portsOf(dev).frame;
+  // the 42 bytes of Ethernet (14), IPv4 (20) and UDP (8)
   v128.store(f, v128.load(tmpl));
   v128.store(f, v128.load(tmpl, 16), 16);
   store<u64>(f, load<u64>(tmpl, 32), 32);
