@@ -209,9 +209,8 @@ export class VerbsModel {
     return this.qps.map((q) => ({ state: q.state, sq: q.sq, rq: q.rq, exempt: q.exempt, finishing: null }));
   }
 
-  /** Records, for the entries of `qps` that may start now, what their checks give in the world as it is. */
-  private snapshot(qps: ModelQp[]): void {
-    const view = this.liveView();
+  /** Records, for the entries of `qps` that may start now, what their checks give in the world as it is (or in `view`). */
+  private snapshot(qps: ModelQp[], view: QView[] = this.liveView()): void {
     for (const q of qps) {
       if (q.destroyed) continue;
       for (const e of q.sq) if (e.startable && (q.state === "RTS" || e === q.exempt)) e.seen.add(this.evaluate(e, view));
@@ -723,12 +722,9 @@ export class VerbsModel {
     // a request may have been checked, inside the step, in a world that lasted only part of it:
     // the step's receives taken, its QPs not yet sent to ERR (a SEND finding its target's last
     // receive taken by an earlier one, before that target failed); an error found there is the
-    // outcome it carries when its own QP goes to ERR next
-    const between = this.qps.map((q) => ({ ...start.qs[q.id], rq: w.qs[q.id].rq }));
-    for (const q of this.qps) {
-      if (q.destroyed) continue;
-      for (const e of w.qs[q.id].sq) if (e.startable && (start.qs[q.id].state === "RTS" || e === q.exempt)) e.seen.add(this.evaluate(e, between));
-    }
+    // outcome it carries when its own QP goes to ERR next. Taken before the model moves to the
+    // step's end, while its QPs are as the step found them
+    this.snapshot(this.qps, this.qps.map((q) => ({ ...start.qs[q.id], rq: w.qs[q.id].rq })));
     for (const q of this.qps) {
       const v = w.qs[q.id];
       q.sq = v.sq;
