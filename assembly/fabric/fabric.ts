@@ -40,13 +40,13 @@ import {
   FCH_SIZE, FCH_BUSY, FCH_QBYTES, FCH_DELAY, FCH_LAT, FCH_GBPS, FCH_LOSS, FCH_PKTS, FCH_BYTES, FCH_QPEAK, FCH_IN_BYTES,
   FCH_RING, FCH_RMASK, FCH_RHEAD, FCH_RCOUNT, FCH_RWIRE, FCH_SRC_SW, FCH_DST_SW, FCH_DST_EP, FCH_PAUSED, FCH_DONE, FCH_LOSSY,
   FCH_WAIT_HEAD, FCH_WAIT_COUNT, FENT_SIZE, FENT_T, FENT_KEY, FENT_PKT, FENT_DST_EP, FENT_HASH, FENT_LEN_META,
-  FPKT_ARRIVE_PS, FPKT_SEQ, FPKT_NEXT_TIME, FPKT_NEXT_KEY, FPKT_NEXT, FPKT_IN_CH, FPKT_SRC_EP, FPKT_DST_EP, FPKT_HASH,
-  FPKT_WIRE_LEN, FPKT_META, FPKT_PAYLOAD,
+  FPKT_ARRIVE_PS, FPKT_SEQ, FPKT_SRC_EP, FPKT_DST_EP, FPKT_WIRE_LEN, FPKT_META,
+  FPKX_NEXT_TIME, FPKX_NEXT_KEY, FPKX_NEXT, FPKX_IN_CH, FPKX_HASH,
   PKT_SIZE, PKT_TIME_PS, PKT_WIRE_LEN, PKT_PORT, PKT_HDR_LEN, PKT_BODY_LEN, PKT_BODY_OFF, PKT_SEQ, PKT_SRC_DEVICE, PKT_HDR,
 } from "../generated/layouts";
 import { IPV4_ECN_ECT0, IPV4_ECN_ECT1 } from "../generated/headers";
 import { eventsInit, eventsNextTime, eventsPush, eventsPushKeyed, eventsPopBefore } from "./events";
-import { NONE, HDR_SLOT, META_HDR_LEN, META_ECT, META_CE, pkt, pktHdr, pktGrow, pktAlloc, pktRelease, pktAllocPayload, copyHdrSlot } from "./packets";
+import { NONE, HDR_SLOT, META_HDR_LEN, META_ECT, META_CE, pkt, pktHdr, pktSide, pktPayload, pktGrow, pktAlloc, pktRelease, pktAllocPayload, copyHdrSlot } from "./packets";
 import { FrameFields, readFrame, markCe, FRAME_OK } from "./frame";
 import { rngNext32, hashTuple, ecmpPick } from "./rng";
 import { zeroed, grow, nones } from "./memory";
@@ -329,7 +329,6 @@ function send(fab: usize, f: FrameFields, device: u32, port: u32, departPs: f64,
   const dst = addressEp(fab, f.dst), hash = hashTuple(f.src, f.dst, f.sport, f.dport, f.proto);
   store<i32>(r + FPKT_SRC_EP, ep);
   store<i32>(r + FPKT_DST_EP, dst);
-  store<u32>(r + FPKT_HASH, hash);
   const now = load<f64>(fab + FAB_NOW_PS);
   if (departPs < now) {
     bump(fab, FAB_LATE_TX);
@@ -343,8 +342,6 @@ function send(fab: usize, f: FrameFields, device: u32, port: u32, departPs: f64,
   const seq = f64Of(fab, FAB_EP_SEQ, ep);
   setF64(fab, FAB_EP_SEQ, ep, seq + 1);
   store<f64>(r + FPKT_SEQ, seq);
-  store<i32>(r + FPKT_NEXT, NONE);
-  store<i32>(r + FPKT_IN_CH, NONE);
   if (load<u32>(fab + FAB_PFC_ON) == 0) {
     // Without PFC nothing but the port's own frames and the fault schedule decides when its
     // transmitter starts a frame, so the frame goes on the wire now (its arrival event keyed
@@ -373,15 +370,16 @@ function send(fab: usize, f: FrameFields, device: u32, port: u32, departPs: f64,
     return true;
   }
   // With PFC a pause may hold the transmitter: the frame enters at its departure time.
+  store<u32>(pktSide(fab, id) + FPKX_HASH, hash);
   const tail = i32Of(fab, FAB_INJ_TAIL, ep);
   if (tail == NONE) {
     setI32(fab, FAB_INJ_HEAD, ep, id);
     eventsPushKeyed(fab, departPs, entryKey(ep, seq), (ep << EV_BITS) | EV_INJECT);
   } else {
-    const tr = pkt(fab, tail);
-    store<i32>(tr + FPKT_NEXT, id);
-    store<f64>(tr + FPKT_NEXT_TIME, departPs);
-    store<f64>(tr + FPKT_NEXT_KEY, entryKey(ep, seq));
+    const tr = pktSide(fab, tail);
+    store<i32>(tr + FPKX_NEXT, id);
+    store<f64>(tr + FPKX_NEXT_TIME, departPs);
+    store<f64>(tr + FPKX_NEXT_KEY, entryKey(ep, seq));
   }
   setI32(fab, FAB_INJ_TAIL, ep, id);
   return true;
@@ -426,11 +424,11 @@ export function fabricRunTo(fab: usize, endPs: f64): void {
 
 /** The head frame of device port `ep` enters the fabric at its departure time (PFC). */
 function inject(fab: usize, ep: i32, now: f64): void {
-  const p = i32Of(fab, FAB_INJ_HEAD, ep), r = pkt(fab, p);
-  const next = load<i32>(r + FPKT_NEXT);
+  const p = i32Of(fab, FAB_INJ_HEAD, ep), r = pkt(fab, p), x = pktSide(fab, p);
+  const next = load<i32>(x + FPKX_NEXT);
   setI32(fab, FAB_INJ_HEAD, ep, next);
   if (next == NONE) setI32(fab, FAB_INJ_TAIL, ep, NONE);
-  else eventsPushKeyed(fab, load<f64>(r + FPKT_NEXT_TIME), load<f64>(r + FPKT_NEXT_KEY), (ep << EV_BITS) | EV_INJECT);
+  else eventsPushKeyed(fab, load<f64>(x + FPKX_NEXT_TIME), load<f64>(x + FPKX_NEXT_KEY), (ep << EV_BITS) | EV_INJECT);
   bump(fab, FAB_INJECTED);
   const c = i32Of(fab, FAB_EP_UP_CH, ep);
   if (c == NONE) {
@@ -440,7 +438,7 @@ function inject(fab: usize, ep: i32, now: f64): void {
   }
   const meta = load<u32>(r + FPKT_META);
   const lm = load<u32>(r + FPKT_WIRE_LEN) | ((meta & META_ECT) != 0 ? LM_ECT : 0);
-  enqueue(fab, c, NONE, entryKey(ep, load<f64>(r + FPKT_SEQ)), p, load<i32>(r + FPKT_DST_EP), load<u32>(r + FPKT_HASH), lm, now);
+  enqueue(fab, c, NONE, entryKey(ep, load<f64>(r + FPKT_SEQ)), p, load<i32>(r + FPKT_DST_EP), load<u32>(x + FPKX_HASH), lm, now);
 }
 
 /** The oldest frame on channel `cin` is in the switch at its end: route, admit, mark, queue. */
@@ -455,7 +453,7 @@ function arrive(fab: usize, cin: i32, now: f64): void {
     eventsPushKeyed(fab, load<f64>(h + FENT_T), load<f64>(h + FENT_KEY), (cin << EV_BITS) | EV_ARRIVE);
   }
   const s = load<i32>(o + FCH_DST_SW);
-  if (load<u32>(fab + FAB_PFC_ON) != 0) store<i32>(pkt(fab, p) + FPKT_IN_CH, cin);
+  if (load<u32>(fab + FAB_PFC_ON) != 0) store<i32>(pktSide(fab, p) + FPKX_IN_CH, cin);
   const out = route(fab, s, dst, hash);
   if (out == NONE) {
     dropAt(fab, cin, p, R_NO_ROUTE);
@@ -584,7 +582,7 @@ function txDone(fab: usize, c: i32, now: f64): void {
 
 /** PFC: frame `p`'s `len` bytes no longer count against its ingress; at XON the sender there resumes. */
 function pfcRelease(fab: usize, p: i32, len: f64, now: f64): void {
-  const cin = load<i32>(pkt(fab, p) + FPKT_IN_CH), oi = chan(fab, cin);
+  const cin = load<i32>(pktSide(fab, p) + FPKX_IN_CH), oi = chan(fab, cin);
   const held = load<f64>(oi + FCH_IN_BYTES) - len;
   store<f64>(oi + FCH_IN_BYTES, held);
   if (held <= load<f64>(fab + FAB_XON) && u8Of(fab, FAB_PAUSE_SENT, cin) != 0) {
@@ -964,7 +962,7 @@ function dueSift(heads: usize, keys: usize, i: i32, n: i32): void {
 export function heldBodyBytes(fab: usize): u32 {
   let bytes: u32 = 0;
   for (let k: i32 = 0; k < <i32>load<u32>(fab + FAB_HELD_N); k++) {
-    const slot = load<i32>(pkt(fab, i32Of(fab, FAB_HELD, k)) + FPKT_PAYLOAD);
+    const slot = pktPayload(fab, i32Of(fab, FAB_HELD, k));
     if (slot != NONE) bytes += load<u32>(tab(fab, FAB_PAY_LEN) + (<usize>slot << 2));
   }
   return bytes;
@@ -987,7 +985,7 @@ export function writeHeld(fab: usize, out: usize, outBody: usize, columns: bool,
     const meta = load<u32>(r + FPKT_META), wireLen = load<u32>(r + FPKT_WIRE_LEN);
     const hdrLen = meta & META_HDR_LEN, hdr = pktHdr(fab, p);
     if ((meta & META_CE) != 0) markCe(hdr);
-    const slot = load<i32>(r + FPKT_PAYLOAD);
+    const slot = pktPayload(fab, p);
     const payLen = slot == NONE ? 0 : load<u32>(tab(fab, FAB_PAY_LEN) + (<usize>slot << 2));
     const payOff = slot == NONE ? 0 : <u32>slot * slotBytes;
     if (columns) {
