@@ -35,20 +35,48 @@ export const NOT_ARMED: u32 = 0xffffffff;
 export const RANGES: u32 = 8;
 
 @unmanaged export class Qp {
-  sqBase: u64;
-  rqBase: u64;
+  // what a packet of either transport reads and writes, first: the first 64 bytes are every field
+  // the MetaRoCE-like transport touches per packet, the next 64 those both transports do (a
+  // packet used to touch four of its lines: four cache misses once the device had been idle)
   valid: u32;
   state: u32; // QP_STATE_*
+  remote: u32; // 1 when destDevice is another device
+  destQpn: u32;
+  // the MetaRoCE-like transport (metaroce/): the QP is a stream of connection mtConn
+  mtConn: u32;
+  mtNext: u32; // next QP (qpn + 1) in its connection's list of streams with new packets; 0 ends it
+  mtListed: u32;
+  mtUna: u32; // sender: the oldest SSN not acknowledged (the acked bitmap covers mtUna ..)
+  mtRecvNext: u32; // sender: the receive index its next SEND or WRITE_IMM fills
+  mtMsn: u32; // sender: messages sent on the stream
+  mtRcum: u32; // receiver: every SSN below this is placed (the placed bitmap covers mtRcum ..)
+  mtRecvBase: u32; // receiver: the receive queue index its peer's receive index 0 stands for
+  mtRnrAt: u64; // sender: RNR-held until this time
+  // messages sent and not yet acknowledged (outstanding.ts)
+  outHead: u32;
+  outCount: u32;
+
+  rtxActive: u32; // 1 while outstanding messages are being sent again
+  rtxK: u32; // the outstanding message being sent again
+  rtxPsn: u32; // and its next PSN
+  outAcked: u32; // the oldest of them acknowledged, waiting for their completions to be visible
+  holdUntil: u64; // an RNR NAK holds the QP's packets until this time
+  // what it moved, for observers (never read by the NIC itself)
+  txBytes: u64; // requester: payload bytes of request packets sent, retransmissions included
+  rxBytes: u64; // responder: payload bytes of request packets accepted in order (placed)
+  // its queues
+  sqBase: u64;
+  rqBase: u64;
+  announced: u32; // send entries the NIC knows of (free-running)
+  sqCi: u32; // send entries completed, or the one executing (busy)
+
   pd: u32;
   sendCq: u32;
   recvCq: u32;
-  destQpn: u32;
   owner: u32; // engine number or OWNER_HOST
   sigAll: u32;
   sqDepth: u32;
   rqDepth: u32;
-  announced: u32; // send entries the NIC knows of (free-running)
-  sqCi: u32; // send entries completed, or the one executing (busy)
   rqPi: u32; // receive entries posted
   rqCi: u32; // receive entries consumed
   busy: u32; // executing sqCi
@@ -68,7 +96,6 @@ export const RANGES: u32 = 8;
 
   // the path, set at RTR: a QP whose destination is another device talks RoCEv2 through a port
   destDevice: u32; // the destination QP's device (cfg.deviceId: this one, over loopback)
-  remote: u32; // 1 when destDevice is another device
   port: u32; // the port it sends on (in its port group)
   group: u32; // PORT_GROUP_*: its port group (a re-split moves it to a port of the group's new ports)
   lane: u32; // its port's index in the group, modulo the group's size (PORT_LANE_AUTO: from the QP numbers)
@@ -114,27 +141,6 @@ export const RANGES: u32 = 8;
   byteStage: u32; // and by the byte counter
   bytesSinceStage: u64;
   cnpPending: u32; // 1 while a CNP waits for its port
-  // messages sent and not yet acknowledged (outstanding.ts)
-  outHead: u32;
-  outCount: u32;
-  outAcked: u32; // the oldest of them acknowledged, waiting for their completions to be visible
-  rtxActive: u32; // 1 while outstanding messages are being sent again
-  rtxK: u32; // the outstanding message being sent again
-  rtxPsn: u32; // and its next PSN
-  holdUntil: u64; // an RNR NAK holds the QP's packets until this time
-  // what it moved, for observers (never read by the NIC itself)
-  txBytes: u64; // requester: payload bytes of request packets sent, retransmissions included
-  rxBytes: u64; // responder: payload bytes of request packets accepted in order (placed)
-  // the MetaRoCE-like transport (metaroce/): the QP is a stream of connection mtConn
-  mtConn: u32;
-  mtNext: u32; // next QP (qpn + 1) in its connection's list of streams with new packets; 0 ends it
-  mtListed: u32;
-  mtUna: u32; // sender: the oldest SSN not acknowledged (the acked bitmap covers mtUna ..)
-  mtRecvNext: u32; // sender: the receive index its next SEND or WRITE_IMM fills
-  mtMsn: u32; // sender: messages sent on the stream
-  mtRcum: u32; // receiver: every SSN below this is placed (the placed bitmap covers mtRcum ..)
-  mtRecvBase: u32; // receiver: the receive queue index its peer's receive index 0 stands for
-  mtRnrAt: u64; // sender: RNR-held until this time
 }
 
 // Per-QP extra blocks live beside the table: RANGES x 16 bytes of (end u32, pad, time u64),
