@@ -5,6 +5,7 @@ import { runSweep, expandSweep, type SweepRun } from "../host/scenario/sweep.js"
 import { runScenario, type BuiltRun, type RunObserver } from "../host/scenario/run.js";
 import { ConfigError } from "../host/config.js";
 import { coreModule } from "../host/platform/node.js";
+import { scenario as scenarioOf } from "../bench/fabric.js";
 
 // The seeds' claims about the MetaRoCE-like transport, as shipped scenarios (docs/protocol.md).
 
@@ -247,5 +248,25 @@ describe("a scenario's sweep", () => {
     expect(rows.length).toBe(2);
     expect(rows[0]).toMatch(/^rocev2\s+0\.1\s+0\.00 .* failed$/);
     expect(rows[1]).toMatch(/^metaroce\s+0\.1\s+5\d\d\.\d\d .* finished$/);
+  });
+});
+
+describe("a device's connections found by peer (metaroce/state.ts peerFirst: open addressing by device id)", () => {
+  it("a permutation on 64 devices, where some device's two peers start their probes in one slot: every frame finds its connection, every message completes", async () => {
+    const sc = { ...scenarioOf(64, "timing", 1, "metaroce"), name: "peer-index" };
+    const r = await runScenario(coreModule(), sc);
+    // the test's premise: with 2 connections a device, 16 slots, Fibonacci hashing (peerSlot)
+    const slot = (peer: number) => Number((BigInt(peer) * 0x9e3779b1n) & 0xffffffffn) >>> 28;
+    const peers = new Map<number, Set<number>>();
+    for (const f of r.flows) {
+      (peers.get(f.src) ?? peers.set(f.src, new Set()).get(f.src)!).add(f.dst);
+      (peers.get(f.dst) ?? peers.set(f.dst, new Set()).get(f.dst)!).add(f.src);
+    }
+    const colliding = [...peers.values()].filter((s) => s.size === 2 && new Set([...s].map(slot)).size === 1);
+    expect(colliding.length).toBeGreaterThan(0);
+    expect(r.finished).toBe(true);
+    expect(r.messages).toEqual({ total: 512, completed: 512, failed: 0 });
+    expect(r.deviceDrops["mrt.rx_unknown"]).toBe(0);
+    expect(r.retransmits).toBe(0);
   });
 });

@@ -17,7 +17,7 @@ import {
 import { psnAdd, psnDiff, packetsOf } from "../nic/psn";
 import { crc32 } from "../wire/icrc";
 import {
-  Path, RxPath, mrtOf, connAt, pathAt, rxPathAt, sentAt, ackedBitmap, placedBitmap, ssnHas, ssnMark, ssnAdvance, recvAt, portSeenAt, pdiff,
+  Path, RxPath, mrtOf, connAt, peerFirst, pathAt, rxPathAt, sentAt, ackedBitmap, placedBitmap, ssnHas, ssnMark, ssnAdvance, recvAt, portSeenAt, pdiff,
   PATH_ACTIVE, PATH_FAILED, SENT_NONE, SENT_OUT, SENT_PROBE, RECV_RING,
 } from "./state";
 import { owesAck, queueRtx, pathWant, pathResync, streamReady, wantTimer, armPath } from "./tx";
@@ -89,11 +89,8 @@ export function mrtReceive(dev: Device, f: usize, wire: u32, hdrLen: u32, port: 
 
 /** The connection to `peer` whose path `k` uses `port`, or -1. */
 function connFind(dev: Device, peer: u32, port: u32, k: u32): i32 {
-  const m = mrtOf(dev);
-  for (let c: u32 = 0; c < m.connCount; c++) {
-    const conn = connAt(dev, c);
-    if (conn.peer == peer && pathAt(dev, c * dev.cfg.mrtPaths + k).port == port) return <i32>c;
-  }
+  for (let c = peerFirst(dev, peer); c >= 0; c = <i32>connAt(dev, <u32>c).peerNext - 1)
+    if (pathAt(dev, <u32>c * dev.cfg.mrtPaths + k).port == port) return c;
   return -1;
 }
 

@@ -37,6 +37,7 @@ export const PATH_FAILED: u32 = PATH_STATE_FAILED; // mrtFailAfter RTOs in a row
   rttvar: f64;
   hintGbps: f64; // the latest rate hint per path any of its paths heard (0: none yet)
   sampled: u32; // paths with an RTT sample of their own
+  peerNext: u32; // the next connection to the same peer (connection + 1; 0 ends the chain): connFind's index
 }
 
 /** A path, sender side. */
@@ -117,6 +118,7 @@ export const RECV_BYTES: usize = 32; // index+1 u32 (0: empty), lastSsn u32, op 
   portSeen: usize; // per port and connection: when it last delivered a packet there (u64)
   portPaths: usize; // per port: paths of every connection that leave on it (u32)
   hdrs: usize; // per path: the Ethernet, IPv4 and UDP headers its frames start with (ethIpUdpTemplate)
+  peers: usize; // 2^peerBits() slots: open addressing by peer device id, each the first connection to it (connection + 1; 0: empty)
   connCount: u32; // connections made (never freed: a QP's connection outlives it)
 }
 
@@ -189,6 +191,44 @@ export function ssnAdvance(map: usize, from: u32): u32 {
 
 @inline function align16(n: usize): usize { return (n + 15) & ~(<usize>15); }
 
+/** log2 of the slots of the peer index (at least twice the connections: probes stay short). */
+@inline function peerBits(c: Config): u32 {
+  let bits: u32 = 4;
+  while ((<u32>1 << bits) < 2 * c.mrtConnections) bits++;
+  return bits;
+}
+
+/** Where device `peer`'s probe starts (Fibonacci hashing: the top bits of peer x 2^32/phi). */
+@inline function peerSlot(peer: u32, bits: u32): u32 {
+  return (peer * 0x9e3779b1) >>> (32 - bits);
+}
+
+/** The first connection to device `peer` (its chain goes on through Conn.peerNext), or -1. */
+export function peerFirst(dev: Device, peer: u32): i32 {
+  const m = mrtOf(dev), bits = peerBits(dev.cfg), mask = (<u32>1 << bits) - 1;
+  for (let i = peerSlot(peer, bits); ; i = (i + 1) & mask) {
+    const e = load<u32>(m.peers + (<usize>i << 2));
+    if (e == 0) return -1;
+    if (connAt(dev, e - 1).peer == peer) return <i32>e - 1;
+  }
+  return -1; // not reached: the index is never full
+}
+
+/** Connection `c` (just made, its peer set) joins the peer index, after the connections to its peer made before it. */
+export function peerAdd(dev: Device, c: u32): void {
+  const m = mrtOf(dev), bits = peerBits(dev.cfg), mask = (<u32>1 << bits) - 1, peer = connAt(dev, c).peer;
+  const first = peerFirst(dev, peer);
+  if (first >= 0) {
+    let k = connAt(dev, <u32>first);
+    while (k.peerNext != 0) k = connAt(dev, k.peerNext - 1);
+    k.peerNext = c + 1;
+    return;
+  }
+  let i = peerSlot(peer, bits);
+  while (load<u32>(m.peers + (<usize>i << 2)) != 0) i = (i + 1) & mask;
+  store<u32>(m.peers + (<usize>i << 2), c + 1);
+}
+
 /** Arena bytes of the transport's state for config `c` (none when the device runs RoCEv2). */
 export function mrtBytes(c: Config): usize {
   if (c.transport == 0) return 0;
@@ -196,7 +236,7 @@ export function mrtBytes(c: Config): usize {
   return align16(offsetof<Mrt>()) + conns * CONN_STRIDE + paths * (PATH_STRIDE + RXPATH_STRIDE)
     + paths * <usize>MRT_PATH_WINDOW * SENT_BYTES + paths * <usize>MRT_PATH_WINDOW * RTX_BYTES
     + <usize>c.maxQps * STREAM_BYTES + <usize>c.ports * 16 + <usize>c.ports * conns * 8 + align16(<usize>c.ports * 4)
-    + paths * ETH_IP_UDP_TEMPLATE;
+    + align16(paths * ETH_IP_UDP_TEMPLATE) + (<usize>4 << peerBits(c));
 }
 
 /** Lays the state out at `base` (16-byte aligned, mrtBytes long, zeroed). */
@@ -216,7 +256,8 @@ export function mrtInit(dev: Device, base: usize): void {
   s.portHeads = off; off += <usize>c.ports * 16;
   s.portSeen = off; off += <usize>c.ports * conns * 8;
   s.portPaths = off; off += align16(<usize>c.ports * 4);
-  s.hdrs = off;
+  s.hdrs = off; off += align16(paths * ETH_IP_UDP_TEMPLATE);
+  s.peers = off;
 }
 
 /** Paths the device has (every connection made so far, each with mrtPaths). */

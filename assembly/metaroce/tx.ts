@@ -16,7 +16,7 @@ import { outAt, outFirstPsn, outLastPsn, outMsn, outFlags, outDrain, outComplete
 import { qpError } from "../nic/queues";
 import { crc32 } from "../wire/icrc";
 import {
-  Conn, Path, RxPath, mrtOf, connAt, pathAt, pathHdrs, rxPathAt, sentAt, rtxAt, rtxCap, ackedBitmap, placedBitmap, ssnClear, ssnHas, portLists, portSeenAt, portPathsAt,
+  Conn, Path, RxPath, mrtOf, connAt, peerFirst, peerAdd, pathAt, pathHdrs, rxPathAt, sentAt, rtxAt, rtxCap, ackedBitmap, placedBitmap, ssnClear, ssnHas, portLists, portSeenAt, portPathsAt,
   pdiff, PATH_ACTIVE, PATH_SUSPECT, PATH_FAILED, SENT_NONE, SENT_OUT, SENT_PROBE,
 } from "./state";
 import { ccInit, ccOnRto, ccPaceRate } from "./cc";
@@ -47,11 +47,10 @@ import {
  */
 export function connOpen(dev: Device, peer: u32, group: u32, portFirst: u32, portCount: u32): i32 {
   const m = mrtOf(dev);
-  for (let c: u32 = 0; c < m.connCount; c++) {
-    const k = connAt(dev, c);
-    if (k.peer != peer || k.group != group) continue;
-    connSpread(dev, c, portFirst, portCount, false);
-    return <i32>c;
+  for (let c = peerFirst(dev, peer); c >= 0; c = <i32>connAt(dev, <u32>c).peerNext - 1) {
+    if (connAt(dev, <u32>c).group != group) continue;
+    connSpread(dev, <u32>c, portFirst, portCount, false);
+    return c;
   }
   if (m.connCount >= dev.cfg.mrtConnections) return -1;
   const c = m.connCount++;
@@ -60,6 +59,7 @@ export function connOpen(dev: Device, peer: u32, group: u32, portFirst: u32, por
   k.peer = peer;
   k.group = group;
   k.holdWake = NEVER;
+  peerAdd(dev, c);
   connSpread(dev, c, portFirst, portCount, true);
   return <i32>c;
 }
