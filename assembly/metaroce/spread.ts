@@ -7,7 +7,7 @@
 
 import { Device } from "../core/device";
 import { NEVER } from "../core/time";
-import { connAt, pathAt, rxPathAt, portLists, portPathsAt, pathHdrs, pdiff, PATH_ACTIVE } from "./state";
+import { connAt, pathAt, rxPathAt, portLists, PORT_DATA_COUNT, portPathsAt, pathHdrs, pdiff, PATH_ACTIVE } from "./state";
 import { ethIpUdpTemplate } from "../nic/ethernet";
 import { MRT_UDP_PORT } from "../generated/headers";
 import { ccInit } from "./cc";
@@ -85,7 +85,7 @@ function pathLeave(dev: Device, g: u32): void {
   store<u32>(n, load<u32>(n) - 1);
 }
 
-/** Takes path `g` out of a port's data list (`ack` false: through Path.next) or ACK list (RxPath.next); heads at +0/+4 and +8/+12. */
+/** Takes path `g` out of a port's data list (`ack` false: through Path.next; one fewer at +16) or ACK list (RxPath.next); heads at +0/+4 and +8/+12. */
 function unlink(dev: Device, heads: usize, g: u32, ack: bool): void {
   const off: usize = ack ? 8 : 0;
   let prev: u32 = 0, cur = load<u32>(heads + off);
@@ -97,6 +97,7 @@ function unlink(dev: Device, heads: usize, g: u32, ack: bool): void {
   else pathAt(dev, prev - 1).next = next;
   if (load<u32>(heads + off, 4) == g + 1) store<u32>(heads + off, prev, 4);
   if (ack) rxPathAt(dev, g).next = 0; else pathAt(dev, g).next = 0;
+  if (!ack) store<u32>(heads + PORT_DATA_COUNT, load<u32>(heads + PORT_DATA_COUNT) - 1);
 }
 
 @inline function nextOf(dev: Device, g: u32, ack: bool): u32 {

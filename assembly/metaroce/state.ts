@@ -114,7 +114,7 @@ export const RECV_BYTES: usize = 32; // index+1 u32 (0: empty), lastSsn u32, op 
   sent: usize; // per path PATH_WINDOW x SENT_BYTES
   rtx: usize; // per connection rtxCap() x RTX_BYTES
   streams: usize; // per QP STREAM_BYTES: acked bitmap, placed bitmap, receive ring
-  portHeads: usize; // per port: data list head and tail, ACK list head and tail (4 x u32)
+  portHeads: usize; // per port, 32 bytes: data list head and tail, ACK list head and tail, paths in the data list (5 x u32)
   portSeen: usize; // per port and connection: when it last delivered a packet there (u64)
   portPaths: usize; // per port: paths of every connection that leave on it (u32)
   hdrs: usize; // per path: the Ethernet, IPv4 and UDP headers its frames start with (ethIpUdpTemplate)
@@ -172,8 +172,10 @@ export function ssnAdvance(map: usize, from: u32): u32 {
 @inline export function recvAt(dev: Device, qpn: u32, index: u32): usize {
   return streamOf(dev, qpn) + 2 * BITMAP_BYTES + <usize>(index % RECV_RING) * RECV_BYTES;
 }
-/** Port `p`'s list heads: +0 data head, +4 data tail, +8 ACK head, +12 ACK tail (global path index + 1). */
-@inline export function portLists(dev: Device, p: u32): usize { return mrtOf(dev).portHeads + <usize>p * 16; }
+/** Port `p`'s list heads: +0 data head, +4 data tail, +8 ACK head, +12 ACK tail (global path index + 1); +16 the data list's length. */
+@inline export function portLists(dev: Device, p: u32): usize { return mrtOf(dev).portHeads + <usize>p * 32; }
+/** The data list's length at +16 of a port's heads (listPush, listPop and spread.ts unlink keep it). */
+export const PORT_DATA_COUNT: usize = 16;
 /** Address of the count of paths (of every connection) that leave on port `p`. */
 @inline export function portPathsAt(dev: Device, p: u32): usize { return mrtOf(dev).portPaths + <usize>p * 4; }
 /** Path `g`'s header template (nic/ethernet.ts ethIpUdpTemplate), written when it is put on a port (spread.ts). */
@@ -235,7 +237,7 @@ export function mrtBytes(c: Config): usize {
   const conns = <usize>c.mrtConnections, paths = conns * <usize>c.mrtPaths;
   return align16(offsetof<Mrt>()) + conns * CONN_STRIDE + paths * (PATH_STRIDE + RXPATH_STRIDE)
     + paths * <usize>MRT_PATH_WINDOW * SENT_BYTES + paths * <usize>MRT_PATH_WINDOW * RTX_BYTES
-    + <usize>c.maxQps * STREAM_BYTES + <usize>c.ports * 16 + <usize>c.ports * conns * 8 + align16(<usize>c.ports * 4)
+    + <usize>c.maxQps * STREAM_BYTES + <usize>c.ports * 32 + <usize>c.ports * conns * 8 + align16(<usize>c.ports * 4)
     + align16(paths * ETH_IP_UDP_TEMPLATE) + (<usize>4 << peerBits(c));
 }
 
@@ -253,7 +255,7 @@ export function mrtInit(dev: Device, base: usize): void {
   s.sent = off; off += paths * <usize>MRT_PATH_WINDOW * SENT_BYTES;
   s.rtx = off; off += paths * <usize>MRT_PATH_WINDOW * RTX_BYTES;
   s.streams = off; off += <usize>c.maxQps * STREAM_BYTES;
-  s.portHeads = off; off += <usize>c.ports * 16;
+  s.portHeads = off; off += <usize>c.ports * 32;
   s.portSeen = off; off += <usize>c.ports * conns * 8;
   s.portPaths = off; off += align16(<usize>c.ports * 4);
   s.hdrs = off; off += align16(paths * ETH_IP_UDP_TEMPLATE);

@@ -16,7 +16,7 @@ import { outAt, outFirstPsn, outLastPsn, outMsn, outFlags, outDrain, outComplete
 import { qpError } from "../nic/queues";
 import { crc32 } from "../wire/icrc";
 import {
-  Conn, Path, RxPath, mrtOf, connAt, peerFirst, peerAdd, pathAt, pathHdrs, rxPathAt, sentAt, rtxAt, rtxCap, ackedBitmap, placedBitmap, ssnClear, ssnHas, portLists, portSeenAt, portPathsAt,
+  Conn, Path, RxPath, mrtOf, connAt, peerFirst, peerAdd, pathAt, pathHdrs, rxPathAt, sentAt, rtxAt, rtxCap, ackedBitmap, placedBitmap, ssnClear, ssnHas, portLists, PORT_DATA_COUNT, portSeenAt, portPathsAt,
   pdiff, PATH_ACTIVE, PATH_SUSPECT, PATH_FAILED, SENT_NONE, SENT_OUT, SENT_PROBE,
 } from "./state";
 import { ccInit, ccOnRto, ccPaceRate } from "./cc";
@@ -154,6 +154,7 @@ function listPush(dev: Device, heads: usize, g: u32, ack: bool): void {
   else if (ack) rxPathAt(dev, tail - 1).next = g + 1;
   else pathAt(dev, tail - 1).next = g + 1;
   store<u32>(heads + off, g + 1, 4);
+  if (!ack) store<u32>(heads + PORT_DATA_COUNT, load<u32>(heads + PORT_DATA_COUNT) + 1);
 }
 
 function listPop(dev: Device, heads: usize, ack: bool): u32 {
@@ -162,6 +163,7 @@ function listPop(dev: Device, heads: usize, ack: bool): u32 {
   const next = ack ? rxPathAt(dev, g).next : pathAt(dev, g).next;
   store<u32>(heads + off, next);
   if (next == 0) store<u32>(heads + off, 0, 4);
+  if (!ack) store<u32>(heads + PORT_DATA_COUNT, load<u32>(heads + PORT_DATA_COUNT) - 1);
   return g;
 }
 
@@ -208,11 +210,10 @@ export function mrtPortTx(dev: Device, p: u32, t: u64): void {
     nextLook(dev, port, p, heads);
     return;
   }
-  // then data: the first path of the list that may send now
-  let n: u32 = 0;
-  for (let k = load<u32>(heads); k != 0; k = pathAt(dev, k - 1).next) n++;
+  // then data: the first path of the list that may send now (each path looked at once: the list's length is kept)
+  const n = load<u32>(heads + PORT_DATA_COUNT);
   let wait = NEVER;
-  for (let i: u32 = 0; i < n; i++) {
+  for (let i: u32 = 0; i < n && load<u32>(heads) != 0; i++) {
     const g = load<u32>(heads) - 1;
     const path = pathAt(dev, g);
     const c = g / dev.cfg.mrtPaths;
