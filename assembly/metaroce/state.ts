@@ -195,9 +195,8 @@ export const PORT_DATA_COUNT: usize = 16;
 
 /** log2 of the slots of the peer index (at least twice the connections: probes stay short). */
 @inline function peerBits(c: Config): u32 {
-  let bits: u32 = 4;
-  while ((<u32>1 << bits) < 2 * c.mrtConnections) bits++;
-  return bits;
+  const n = 2 * c.mrtConnections;
+  return n <= 16 ? 4 : 32 - <u32>clz(n - 1);
 }
 
 /** Where device `peer`'s probe starts (Fibonacci hashing: the top bits of peer x 2^32/phi). */
@@ -205,8 +204,8 @@ export const PORT_DATA_COUNT: usize = 16;
   return (peer * 0x9e3779b1) >>> (32 - bits);
 }
 
-/** The first connection to device `peer` (its chain goes on through Conn.peerNext), or -1. */
-export function peerFirst(dev: Device, peer: u32): i32 {
+/** The first connection to device `peer` (its chain goes on through Conn.peerNext), or -1 (inlined: every packet asks). */
+@inline export function peerFirst(dev: Device, peer: u32): i32 {
   const m = mrtOf(dev), bits = peerBits(dev.cfg), mask = (<u32>1 << bits) - 1;
   for (let i = peerSlot(peer, bits); ; i = (i + 1) & mask) {
     const e = load<u32>(m.peers + (<usize>i << 2));
