@@ -177,6 +177,15 @@ export function bodyFree(r: PktRing, off: u32, len: u32): void {
  * instead of walking all of its 2,048 (256 KiB) through it.
  */
 export function ringConsume(r: PktRing, n: u32): void {
+  if (r.bodyUsed == 0) {
+    // no record holds a body (timing mode, or none sent): nothing to free, the head just moves
+    const m = n < r.count ? n : r.count;
+    const head = r.head + m;
+    r.head = head >= r.cap ? head - r.cap : head;
+    r.count -= m;
+    if (r.count == 0) r.head = 0;
+    return;
+  }
   for (let k: u32 = 0; k < n && r.count > 0; k++) {
     const p = ringRec(r, 0);
     bodyFree(r, load<u32>(p, 20), load<u32>(p, 16));
