@@ -33,7 +33,7 @@ import {
   FAB_SW_ROLE, FAB_SW_SEED, FAB_SW_LOCAL, FAB_SW_PLANE, FAB_BUF_USED, FAB_BUF_CAP, FAB_BUF_PEAK, FAB_PORT_CAP,
   FAB_SW_DROPS, FAB_SW_MARKS, FAB_SW_PAUSES, FAB_DOWN_CH, FAB_GRP, FAB_GRP_N, FAB_FABRIC_LINK_OF,
   FAB_EP_UP_CH, FAB_EP_LEAF, FAB_EP_DOWN_CH, FAB_EP_SEQ, FAB_LAST_DEPART, FAB_INJ_HEAD, FAB_INJ_TAIL, FAB_PEND_MIN, FAB_RNG,
-  FAB_PKT_CAP, FAB_PKT_FREE, FAB_PAY_FREE, FAB_PAY, FAB_PAY_LEN, FAB_FAULT_LINK, FAB_FAULT_KIND, FAB_FAULT_N, FAB_FAULT_CAP, FAB_HELD, FAB_HELD_CAP, FAB_HELD_N,
+  FAB_PKT_CAP, FAB_PKT_FREE, FAB_PAY_FREE, FAB_PAY, FAB_PAY_LEN, FAB_FAULT_LINK, FAB_FAULT_KIND, FAB_FAULT_N, FAB_FAULT_CAP, FAB_HELD, FAB_HELD_CAP, FAB_HELD_N, FAB_DUE,
   FAB_INBOX, FAB_INBOX_CAP, FAB_INBOX_BODY, FAB_INBOX_BODY_CAP, FAB_OUTBOX, FAB_OUTBOX_BODY, FAB_OUTBOX_CAP, FAB_OUTBOX_BODY_CAP,
   FAB_B_ARRIVAL, FAB_B_PORT, FAB_B_SRC_DEVICE, FAB_B_SRC_PORT, FAB_B_SEQ, FAB_B_WIRE_LEN, FAB_B_HDR_OFF, FAB_B_HDR_LEN,
   FAB_B_PAYLOAD_OFF, FAB_B_PAYLOAD_LEN, FAB_FRAME, FAB_SIZE, FAB_SER_LEN, FAB_SER_GBPS, FAB_SER_PS,
@@ -187,6 +187,7 @@ export function fabricInit(fab: usize, packets: u32, events: u32, horizonPs: f64
   table(fab, FAB_FAULT_KIND, 64);
   store<u32>(fab + FAB_HELD_CAP, 256);
   table(fab, FAB_HELD, 1024);
+  table(fab, FAB_DUE, <usize>load<u32>(fab + FAB_PORTS) << 2);
   table(fab, FAB_FRAME, offsetof<FrameFields>());
   fabricInbox(fab, 256, 0);
   fabricOutbox(fab, 256, 0);
@@ -881,12 +882,13 @@ export function takeDue(fab: usize, device: i32, endPs: f64): u32 {
   const heads = tab(fab, FAB_LAST_HEAD_PS) + (<usize>base << 3), keys = tab(fab, FAB_LAST_HEAD_KEY) + (<usize>base << 3);
   // the ports whose head frame is due, in (arrival, key) order; taking a port's head puts the
   // port back in order by its next frame, if that one is due too (a merge of the ports' lists)
+  const list = tab(fab, FAB_DUE);
   let due: i32 = 0;
-  for (let j = 0; j < ports; j++) if (load<f64>(heads + (<usize>j << 3)) < endPs) due = dueInsert(heads, keys, due, j);
+  for (let j = 0; j < ports; j++) if (load<f64>(heads + (<usize>j << 3)) < endPs) due = dueInsert(list, heads, keys, due, j);
   let n: u32 = 0;
   let first: i32 = 0;
   while (first < due) {
-    const best = load<i32>(DUE + (<usize>first << 2));
+    const best = load<i32>(list + (<usize>first << 2));
     first++;
     const bestPs = load<f64>(heads + (<usize>best << 3));
     const o = chan(fab, i32Of(fab, FAB_EP_DOWN_CH, base + best));
@@ -907,8 +909,8 @@ export function takeDue(fab: usize, device: i32, endPs: f64): u32 {
     if (next < endPs) {
       // back in the list after the ports taken so far: its slots from `first` on are the rest
       first--;
-      store<i32>(DUE + (<usize>first << 2), best);
-      dueSift(heads, keys, first, due);
+      store<i32>(list + (<usize>first << 2), best);
+      dueSift(list, heads, keys, first, due);
     }
     const cap = load<u32>(fab + FAB_HELD_CAP);
     if (n == cap) {
@@ -926,9 +928,6 @@ export function takeDue(fab: usize, device: i32, endPs: f64): u32 {
   return n;
 }
 
-/** takeDue's list of due ports: room for every port of a device (host/fabric/topology.ts allows 256). */
-const DUE: usize = memory.data(256 * 4);
-
 /** Does port `a`'s head frame come before port `b`'s ((arrival, key); the lower port on a tie, as a scan in port order finds)? */
 @inline function dueBefore(heads: usize, keys: usize, a: i32, b: i32): bool {
   const ha = load<f64>(heads + (<usize>a << 3)), hb = load<f64>(heads + (<usize>b << 3));
@@ -937,25 +936,25 @@ const DUE: usize = memory.data(256 * 4);
   return ka < kb || (ka == kb && a < b);
 }
 
-/** Adds port `j` to the due list of `n` ports, in order; returns the new length. */
-function dueInsert(heads: usize, keys: usize, n: i32, j: i32): i32 {
+/** Adds port `j` to the due list `list` (FAB.due) of `n` ports, in order; returns the new length. */
+function dueInsert(list: usize, heads: usize, keys: usize, n: i32, j: i32): i32 {
   let i = n;
-  while (i > 0 && dueBefore(heads, keys, j, load<i32>(DUE + (<usize>(i - 1) << 2)))) {
-    store<i32>(DUE + (<usize>i << 2), load<i32>(DUE + (<usize>(i - 1) << 2)));
+  while (i > 0 && dueBefore(heads, keys, j, load<i32>(list + (<usize>(i - 1) << 2)))) {
+    store<i32>(list + (<usize>i << 2), load<i32>(list + (<usize>(i - 1) << 2)));
     i--;
   }
-  store<i32>(DUE + (<usize>i << 2), j);
+  store<i32>(list + (<usize>i << 2), j);
   return n + 1;
 }
 
 /** Moves the due list's entry at `i` (its head just got later) down to its place among entries i + 1 .. n - 1. */
-function dueSift(heads: usize, keys: usize, i: i32, n: i32): void {
-  const j = load<i32>(DUE + (<usize>i << 2));
-  while (i + 1 < n && dueBefore(heads, keys, load<i32>(DUE + (<usize>(i + 1) << 2)), j)) {
-    store<i32>(DUE + (<usize>i << 2), load<i32>(DUE + (<usize>(i + 1) << 2)));
+function dueSift(list: usize, heads: usize, keys: usize, i: i32, n: i32): void {
+  const j = load<i32>(list + (<usize>i << 2));
+  while (i + 1 < n && dueBefore(heads, keys, load<i32>(list + (<usize>(i + 1) << 2)), j)) {
+    store<i32>(list + (<usize>i << 2), load<i32>(list + (<usize>(i + 1) << 2)));
     i++;
   }
-  store<i32>(DUE + (<usize>i << 2), j);
+  store<i32>(list + (<usize>i << 2), j);
 }
 
 /** Body bytes (full mode) of the frames takeDue holds. */
