@@ -183,14 +183,13 @@ export function ringConsume(r: PktRing, n: u32): void {
     const head = r.head + m;
     r.head = head >= r.cap ? head - r.cap : head;
     r.count -= m;
-    if (r.count == 0) r.head = 0;
-    return;
-  }
-  for (let k: u32 = 0; k < n && r.count > 0; k++) {
-    const p = ringRec(r, 0);
-    bodyFree(r, load<u32>(p, 20), load<u32>(p, 16));
-    r.head = r.head + 1 == r.cap ? 0 : r.head + 1;
-    r.count--;
+  } else {
+    for (let k: u32 = 0; k < n && r.count > 0; k++) {
+      const p = ringRec(r, 0);
+      bodyFree(r, load<u32>(p, 20), load<u32>(p, 16));
+      r.head = r.head + 1 == r.cap ? 0 : r.head + 1;
+      r.count--;
+    }
   }
   if (r.count == 0) r.head = 0;
 }
