@@ -167,3 +167,23 @@ describe("several flows per pair", () => {
     expect(up).toEqual([4, 4, 4, 4]);
   });
 });
+
+describe("RunOptions.onStart", () => {
+  it("is called once, with the message size, when the set-up is done and before the first window", async () => {
+    let fabric: Fabric | undefined;
+    const starts: { size: number; hops: number; nowPs: number }[] = [];
+    let runner: { nowPs: number } | undefined;
+    const r = await runScenario(coreModule(), {
+      devices: { count: 2, config: { engines: 1, sramBytes: 4096, ports: 1, scaleUpPorts: 1 } },
+      fabric: { mode: "timing", topology: { kind: "leaf-spine", planes: 1, spines: 1, devicesPerLeaf: 2 } },
+      traffic: { pattern: "pairs", messageBytes: 16384, messages: 2 },
+    }, {
+      onBuilt: (c) => { fabric = c.fabric; runner = c.runner; },
+      onStart: (size) => starts.push({ size, hops: fabric!.stats().hops, nowPs: runner!.nowPs }),
+    });
+    expect(r.finished).toBe(true);
+    // nothing has moved yet when it is called; the run then sends 2 messages of 4 frames each way of a pair
+    expect(starts).toEqual([{ size: 16384, hops: 0, nowPs: 0 }]);
+    expect(fabric!.stats().hops).toBeGreaterThan(0);
+  });
+});

@@ -239,7 +239,11 @@ export interface RunOptions {
   onBuilt?: (c: { fabric: Fabric; runner: ClusterRunner; contexts: Context[]; endpoints: DeviceEndpoint[] }) => void;
   /** watches every message posted and completed, and time passing (what `--trace` writes) */
   observer?: RunObserver;
-  /** a collective scenario: called when a size's run rings its doorbells (its set-up is done) */
+  /**
+   * called when a run's set-up is done, just before its simulation starts: a traffic scenario's
+   * once, its QPs connected and its messages posted (`size`: its message bytes); a collective
+   * scenario's once per size, when that size's run rings its doorbells (`size`: its bytes)
+   */
   onStart?: (size: number) => void;
 }
 
@@ -338,6 +342,7 @@ export async function runScenario(coreModule: WebAssembly.Module, input: unknown
   const fct: number[] = [];
   const chunk = Math.max(runner.windowPs, Math.min(10_000_000, observer?.intervalPs ?? Infinity));
   const untilPs = sc.untilPs;
+  opts.onStart?.(sc.traffic.messageBytes);
   while (completed < total && runner.nowPs < untilPs) {
     if (opts.shouldStop && (await opts.shouldStop())) { stopped = true; break; }
     runner.runTo(Math.min(untilPs, runner.nowPs + chunk));
