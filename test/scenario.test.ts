@@ -182,7 +182,7 @@ describe("RunOptions.onStart", () => {
       onStart: (size) => starts.push({ size, hops: fabric!.stats().hops, nowPs: runner!.nowPs }),
     });
     expect(r.finished).toBe(true);
-    // nothing has moved yet when it is called; the run then sends 2 messages of 4 frames each way of a pair
+    // nothing has moved when it is called (no window run, no frame sent); the frames cross after it
     expect(starts).toEqual([{ size: 16384, hops: 0, nowPs: 0 }]);
     expect(fabric!.stats().hops).toBeGreaterThan(0);
   });
