@@ -6,8 +6,12 @@
 // virtual machine one run moves by a third from the next, and only a ratio measured this way
 // says whether a change made the cluster faster. <git-ref> is checked out into a temporary
 // worktree and built there. Each round runs a process per side doing N runs of the scenario
-// (the first cold); every run's packet-hops per second is kept. Prints one JSON object: each
-// side's mean and best hops/s and their ratios (B over A).
+// (the first cold); every run's packet-hops per second is kept. Runs are timed as
+// bench/fabric.ts times them, from the first window (RunOptions.onStart) to the result, each
+// after a full collection; when a side's build does not call onStart for a traffic scenario
+// (builds before it did), both sides are timed from onBuilt instead, set-up included, so that
+// they are timed alike. Prints one JSON object: how runs were timed (`timedFrom`), each side's
+// mean and best hops/s and their ratios (B over A).
 import { execFileSync, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, symlinkSync, writeFileSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -31,7 +35,8 @@ if (!["rocev2", "metaroce"].includes(transport) || !["timing", "full"].includes(
   process.exit(2);
 }
 
-// one run of the scenario: the same one bench/fabric.ts measures, timed as it times it
+// one run of the scenario: the same one bench/fabric.ts measures; its times from onBuilt and,
+// when the build calls it, from onStart
 const runner = (dir) => `
 import { runScenario } from ${JSON.stringify(join(dir, "host/scenario/run.ts"))};
 import { coreModule } from ${JSON.stringify(join(dir, "host/platform/node.ts"))};
@@ -40,11 +45,12 @@ const sc = { name: "ab", seed: 1, transport: ${JSON.stringify(transport)},
   fabric: { mode: ${JSON.stringify(mode)}, topology: { kind: "leaf-spine", planes: 8, spines: 16, devicesPerLeaf: 16 } },
   traffic: { pattern: "permutation", messageBytes: 1 << 20, messages: 1, flowsPerPair: 8 } };
 for (let k = 0; k < ${runs}; k++) {
-  let fabric, t0 = 0;
-  const r = await runScenario(coreModule(), sc, { onBuilt: (c) => { fabric = c.fabric; t0 = performance.now(); } });
-  const wallS = (performance.now() - t0) / 1000;
+  let fabric, built = 0, started = -1;
+  globalThis.gc();
+  const r = await runScenario(coreModule(), sc, { onBuilt: (c) => { fabric = c.fabric; built = performance.now(); }, onStart: () => { started = performance.now(); } });
+  const end = performance.now();
   if (!r.finished) throw new Error("ab-fabric: the scenario did not finish");
-  console.log(JSON.stringify({ hops: fabric.stats().hops, wallS }));
+  console.log(JSON.stringify({ hops: fabric.stats().hops, fromBuilt: (end - built) / 1000, fromStart: started < 0 ? null : (end - started) / 1000 }));
 }
 `;
 
@@ -63,22 +69,22 @@ try {
   execFileSync("node", ["scripts/build.mjs"], { cwd: dirA, stdio: "ignore" });
   if (!existsSync(join(root, "build", "menic.wasm"))) execFileSync("node", ["scripts/build.mjs"], { cwd: root, stdio: "ignore" });
   const bundles = { A: await bundle(dirA), B: await bundle(root) };
-  const hopsPerS = { A: [], B: [] };
+  const timed = { A: [], B: [] };
   for (let k = 0; k < rounds; k++) {
     for (const side of ["A", "B"]) {
-      const p = spawnSync("node", [bundles[side]], { encoding: "utf8" });
+      const p = spawnSync("node", ["--expose-gc", bundles[side]], { encoding: "utf8" });
       if (p.status !== 0) throw new Error(`ab-fabric: side ${side} failed: ${p.stderr}`);
-      for (const line of p.stdout.trim().split("\n")) {
-        const { hops, wallS } = JSON.parse(line);
-        hopsPerS[side].push(hops / wallS);
-      }
+      for (const line of p.stdout.trim().split("\n")) timed[side].push(JSON.parse(line));
     }
   }
+  const timedFrom = [...timed.A, ...timed.B].every((x) => x.fromStart !== null) ? "onStart" : "onBuilt";
+  const hopsPerS = {};
+  for (const side of ["A", "B"]) hopsPerS[side] = timed[side].map((x) => x.hops / (timedFrom === "onStart" ? x.fromStart : x.fromBuilt));
   const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
   const best = (xs) => Math.max(...xs);
   const side = (xs) => ({ meanHopsPerS: Math.round(mean(xs)), bestHopsPerS: Math.round(best(xs)), runs: xs.length });
   console.log(JSON.stringify({
-    ref, transport, mode, A: side(hopsPerS.A), B: side(hopsPerS.B),
+    ref, transport, mode, timedFrom, A: side(hopsPerS.A), B: side(hopsPerS.B),
     meanRatio: +(mean(hopsPerS.B) / mean(hopsPerS.A)).toFixed(3), bestRatio: +(best(hopsPerS.B) / best(hopsPerS.A)).toFixed(3),
   }));
 } finally {
