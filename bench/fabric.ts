@@ -41,9 +41,19 @@ export function scenario(devices: number, mode: "timing" | "full", messages: num
   };
 }
 
-setFlagsFromString("--expose-gc");
-/** V8's full collection (exposed by the flag above to contexts made after it). */
-const collectGarbage = runInNewContext("gc") as () => void;
+let gc: (() => void) | undefined;
+/**
+ * V8's full collection. The flag exposes `gc` to contexts made after it; it is set at the first
+ * collection, not when this module is imported (tests and scripts/instructions.mjs import its
+ * scenario).
+ */
+function collectGarbage(): void {
+  if (!gc) {
+    setFlagsFromString("--expose-gc");
+    gc = runInNewContext("gc") as () => void;
+  }
+  gc();
+}
 
 async function measure(devices: number, mode: "timing" | "full", messages: number, transport: Transport = "rocev2") {
   let fabric: Fabric | undefined;
