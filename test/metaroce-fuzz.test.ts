@@ -60,7 +60,7 @@ const pdiff = (a: number, b: number) => ((a - b) | 0);
  * NAKs and losses count within these, not beside them).
  */
 const RX = ["roce.rx_malformed", "roce.rx_bad_icrc", "roce.rx_not_mine", "roce.rx_unknown_qp", "roce.rx_duplicate", "roce.rx_out_of_order", "roce.rx_cnp",
-  "roce.stale_answers", "roce.rx_requests", "roce.rx_answers",
+  "roce.stale_answers", "roce.ghost_answers", "roce.rx_requests", "roce.rx_answers",
   "mrt.rx_malformed", "mrt.rx_bad_crc", "mrt.rx_unknown", "mrt.rx_acks", "mrt.rx_probes", "mrt.rx_data", "mrt.rx_beyond_window"] as const;
 type Counter = (typeof RX)[number] | "port.rx_ring_full";
 /** One counter the frame must move, or the ones it may move (which, the state at its arrival decides). */

@@ -1,6 +1,8 @@
 import { describe, it, expect } from "vitest";
 import { cabled, frameCopy, type CableFate } from "./helpers/cable.js";
-import { parseFrame } from "../host/wire/rocev2.js";
+import { parseFrame, buildFrame } from "../host/wire/rocev2.js";
+import { portAddress } from "../host/fabric/topology.js";
+import { AETH_SYNDROME } from "../host/generated/headers.js";
 import { OP } from "../host/generated/headers.js";
 import type { Context, Cq, Mr, Qp, Wc } from "../host/verbs.js";
 
@@ -76,4 +78,52 @@ describe("RC recovery (regressions)", () => {
       expect(a.ctx.read(a.buf, len)).toEqual(b.ctx.read(b.buf, len));
     });
   }
+});
+
+// Issue 26: answers that no request asked for. IBA vol. 1 9.7.5.1.1: an ACK whose PSN lies
+// outside the outstanding requests is a ghost, dropped without effect.
+describe("ghost answers (issue 26)", () => {
+  /** a on device 0 posts `n` one-packet WRITEs to b, which never gets them (every frame of device 0 is lost); then one forged ACK naming `psnOf(last PSN sent)` reaches a. */
+  async function forged(n: number, psnOf: (lastSent: number) => number) {
+    let port = -1, lastSent = -1, forgedAt = -1n;
+    const { net, a, b, settle } = await pair((from, _n, f) => {
+      if (from !== 0) return "pass";
+      const p = parseFrame(frameCopy(f));
+      if (p.ok && p.frame.opcode === OP.RC_WRITE_ONLY) { port = f.port; lastSent = p.frame.psn; }
+      return "drop";
+    });
+    const ack = () => buildFrame({ opcode: OP.RC_ACK, destQp: a.qp.qpn, psn: psnOf(lastSent), ipSrc: portAddress(1, port), ipDst: portAddress(0, port), aeth: { syndrome: AETH_SYNDROME.ACK | AETH_SYNDROME.CREDITS_INVALID, msn: n } });
+    b.ctx.write(b.buf, new Uint8Array(64).fill(0x55));
+    a.ctx.write(a.buf, new Uint8Array(64).fill(0xaa));
+    a.ctx.postSend(a.qp, Array.from({ length: n }, (_, k) => ({ wrId: k, opcode: "RDMA_WRITE" as const, signaled: true, localAddr: a.buf, length: 64, lkey: a.mr.lkey, remoteAddr: b.buf + 64 * k, rkey: b.mr.rkey })));
+    net.run(2_000_000n); // every WRITE sent (and lost)
+    expect(lastSent).toBeGreaterThanOrEqual(0);
+    const bytes = ack();
+    forgedAt = a.ctx.nowPs + 500_000n;
+    // staged for the next window, as a frame from device 1 would be
+    if (!net.ports[0]!.stageArrival(Number(forgedAt), port, bytes.length, 1, 0, bytes, 0, bytes.length - 4, bytes, bytes.length - 4, 4)) throw new Error("stage full");
+    net.ports[0]!.commitArrivals();
+    const wcs = settle(a, n);
+    return { wcs, a, b, stats: a.ctx.device.stats() };
+  }
+
+  // WAS: requester() acknowledged every outstanding message before the PSN it named when that
+  // PSN lay past the last one, before checking it was a PSN it had sent: 4 x SUCCESS, no byte
+  // at the target.
+  it("an ACK 2^20 PSNs past anything sent completes nothing: the WRITEs fail by retries, the ghost is counted", async () => {
+    const { wcs, b, stats } = await forged(4, (last) => (last + (1 << 20)) & 0xffffff);
+    expect(wcs.map((w) => w.status)).toEqual(["RETRY_EXC_ERR", "WR_FLUSH_ERR", "WR_FLUSH_ERR", "WR_FLUSH_ERR"]);
+    expect(stats["roce.ghost_answers"]).toBe(1);
+    expect(stats["roce.rx_answers"]).toBe(0);
+    expect(b.ctx.read(b.buf, 64)).toEqual(new Uint8Array(64).fill(0x55));
+  });
+
+  it("an ACK one PSN past the last sent is a ghost too; one naming the last sent completes all four", async () => {
+    const past = await forged(4, (last) => (last + 1) & 0xffffff);
+    expect(past.wcs[0]!.status).toBe("RETRY_EXC_ERR");
+    expect(past.stats["roce.ghost_answers"]).toBe(1);
+    const last = await forged(4, (l) => l);
+    expect(last.wcs.map((w) => w.status)).toEqual(["SUCCESS", "SUCCESS", "SUCCESS", "SUCCESS"]);
+    expect(last.stats["roce.ghost_answers"]).toBe(0);
+  });
 });

@@ -78,7 +78,7 @@ describe("RoCEv2 recovers from loss the way RC does", () => {
     expect(sa["port.tx_packets"]).toBe(4 + 3); // PSNs 0-3, then 1-3 again
     // every frame a device received is counted once: taken by a half, skipped, or dropped with a reason
     for (const s of [sa, sb]) {
-      const parts = ["roce.rx_requests", "roce.rx_answers", "roce.rx_duplicate", "roce.rx_out_of_order", "roce.stale_answers",
+      const parts = ["roce.rx_requests", "roce.rx_answers", "roce.rx_duplicate", "roce.rx_out_of_order", "roce.stale_answers", "roce.ghost_answers",
         "roce.rx_malformed", "roce.rx_bad_icrc", "roce.rx_not_mine", "roce.rx_unknown_qp", "roce.rx_cnp"];
       expect(parts.reduce((n, k) => n + s[k]!, 0)).toBe(s["port.rx_packets"]);
     }

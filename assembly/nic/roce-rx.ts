@@ -41,7 +41,7 @@ import {
   PKT_SIZE, PKT_TIME_PS, PKT_WIRE_LEN, PKT_PORT, PKT_HDR_LEN, PKT_BODY_LEN, PKT_BODY_OFF, PKT_HDR,
   STAT_PORT_RX_PACKETS, STAT_PORT_RX_RING_FULL, STAT_PORT_RX_LATE, STAT_ROCE_RX_MALFORMED, STAT_ROCE_RX_BAD_ICRC,
   STAT_ROCE_RX_NOT_MINE, STAT_ROCE_RX_UNKNOWN_QP, STAT_ROCE_RX_DUPLICATE, STAT_ROCE_RX_OUT_OF_ORDER, STAT_ROCE_RX_CNP,
-  STAT_ROCE_NAKS_SENT, STAT_ROCE_RETRANSMITS, STAT_ROCE_TIMEOUTS, STAT_ROCE_STALE_ANSWERS, STAT_ROCE_RX_CE, STAT_ROCE_RX_REQUESTS, STAT_ROCE_RX_ANSWERS,
+  STAT_ROCE_NAKS_SENT, STAT_ROCE_RETRANSMITS, STAT_ROCE_TIMEOUTS, STAT_ROCE_STALE_ANSWERS, STAT_ROCE_RX_CE, STAT_ROCE_RX_REQUESTS, STAT_ROCE_RX_ANSWERS, STAT_ROCE_GHOST_ANSWERS,
 } from "../generated/layouts";
 
 // Qp.rxOp: the kind of message being received
@@ -421,6 +421,13 @@ function outstandingAnswer(dev: Device, q: Qp, qpn: u32, x: usize, psn: u32, t: 
 /** An answer (ACK, NAK or READ response) for QP `q`'s outstanding messages or its request in flight. */
 function requester(dev: Device, q: Qp, qpn: u32, op: u32, bth: usize, x: usize, pl: usize, payload: u32, t: u64): void {
   const psn = getBthPsn(bth);
+  const inFlight = q.busy && (q.phase == NicPhase.Send || q.phase == NicPhase.AwaitAck);
+  // IBA vol. 1 9.7.5.1.1: an answer past the newest request sent is a ghost (a forged or
+  // misrouted frame); it must acknowledge nothing, so it is judged before anything is taken
+  if (inFlight || q.outAcked < q.outCount) {
+    const newest = inFlight ? q.msgLastPsn : outLastPsn(outAt(dev, q, qpn, q.outCount - 1));
+    if (psnDiff(psn, newest) > 0) { statAdd(dev, STAT_ROCE_GHOST_ANSWERS, 1); return; }
+  }
   if (q.outAcked < q.outCount) {
     const first = outFirstPsn(outAt(dev, q, qpn, q.outAcked)), last = outLastPsn(outAt(dev, q, qpn, q.outCount - 1));
     if (op == OP_RC_ACK && psnDiff(psn, first) >= 0 && psnDiff(psn, last) <= 0) {
@@ -431,7 +438,6 @@ function requester(dev: Device, q: Qp, qpn: u32, op: u32, bth: usize, x: usize, 
     // an answer for the head acknowledges every outstanding message before it (PSN order)
     if (psnDiff(psn, last) > 0) ackOutstanding(dev, q, qpn, last, t);
   }
-  const inFlight = q.busy && (q.phase == NicPhase.Send || q.phase == NicPhase.AwaitAck);
   if (!inFlight || psnDiff(psn, q.msgPsn) < 0 || psnDiff(psn, q.msgLastPsn) > 0) { statAdd(dev, STAT_ROCE_STALE_ANSWERS, 1); return; }
   const w = qpWqe(dev, qpn);
   const isRead = <u32>load<u8>(w + WQE_OPCODE) == OPCODE_RDMA_READ;
