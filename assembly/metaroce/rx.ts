@@ -38,7 +38,7 @@ import {
   WQE_SIZE, WQE_OPCODE, OPCODE_RDMA_READ,
   OPCODE_RECV, OPCODE_RDMA_WRITE_WITH_IMM, STATUS_SUCCESS, STATUS_REM_ACCESS_ERR, STATUS_REM_INV_REQ_ERR, STATUS_RNR_RETRY_EXC_ERR,
   STAT_MRT_RX_DATA, STAT_MRT_RX_ACKS, STAT_MRT_RX_PROBES, STAT_MRT_RX_MALFORMED, STAT_MRT_RX_BAD_CRC, STAT_MRT_RX_UNKNOWN,
-  STAT_MRT_RX_DUPLICATE, STAT_MRT_RX_BEYOND_WINDOW, STAT_MRT_LOSSES_SACK, STAT_MRT_NAKS_SENT, STAT_MRT_RNR_NAKS,
+  STAT_MRT_RX_DUPLICATE, STAT_MRT_RX_BEYOND_WINDOW, STAT_MRT_LOSSES_SACK, STAT_MRT_NAKS_SENT, STAT_MRT_RNR_NAKS, STAT_MRT_NAKS_STRAY,
   STAT_MRT_PATHS_RECOVERED, STAT_NIC_RNR_RETRIES, STAT_MRT_RX_FLOOR_ABOVE_PSN, STAT_MRT_ACK_CUM_BEYOND_SENT, STAT_MRT_ACK_SACK_BEYOND_SENT,
 } from "../generated/layouts";
 
@@ -198,9 +198,9 @@ function dataIn(dev: Device, c: u32, g: u32, h: usize, pl: usize, payload: u32, 
   }
   if (op == MRT_OP_SEND || op == MRT_OP_SEND_IMM) {
     const r = rqSlot(dev, q, recv);
-    if (<u64>off + <u64>payload > <u64>load<u32>(r + WQE_LENGTH)) { refuse(dev, c, g, h, q, qpn, MRT_NAK_INVALID_REQUEST, ssn, ce, t); return; }
+    if (<u64>off + <u64>payload > <u64>load<u32>(r + WQE_LENGTH)) { refuse(dev, g, qpn, MRT_NAK_INVALID_REQUEST, ssn, t); return; }
     dst = load<u64>(r + WQE_LADDR) + <u64>off;
-    if (!mrCheck(dev, load<u32>(r + WQE_LKEY), false, q.pd, dst, <u64>payload, ACCESS_LOCAL_WRITE)) { refuse(dev, c, g, h, q, qpn, MRT_NAK_INVALID_REQUEST, ssn, ce, t); return; }
+    if (!mrCheck(dev, load<u32>(r + WQE_LKEY), false, q.pd, dst, <u64>payload, ACCESS_LOCAL_WRITE)) { refuse(dev, g, qpn, MRT_NAK_INVALID_REQUEST, ssn, t); return; }
   } else if (op == MRT_OP_READ_RESP) {
     // its bytes land where our READ of that MSN says (none when the READ is over: a copy late)
     read = readOf(dev, q, qpn, getMrhMsn(h));
@@ -208,7 +208,7 @@ function dataIn(dev: Device, c: u32, g: u32, h: usize, pl: usize, payload: u32, 
     if (read != 0) dst = load<u64>(read + WQE_LADDR) + <u64>off;
   } else {
     dst = getMrhAddr(h);
-    if (!mrCheck(dev, getMrhRkey(h), true, q.pd, dst, <u64>payload, ACCESS_REMOTE_WRITE)) { refuse(dev, c, g, h, q, qpn, MRT_NAK_REMOTE_ACCESS, ssn, ce, t); return; }
+    if (!mrCheck(dev, getMrhRkey(h), true, q.pd, dst, <u64>payload, ACCESS_REMOTE_WRITE)) { refuse(dev, g, qpn, MRT_NAK_REMOTE_ACCESS, ssn, t); return; }
   }
   pathRecord(dev, g, h, ce, t);
   if (dev.cfg.timingMode == 0 && payload > 0 && (op != MRT_OP_READ_RESP || read != 0)) memory.copy(dmaPtr(dev, dst, <u64>payload), pl, payload);
@@ -267,7 +267,7 @@ function readsDone(dev: Device, q: Qp, qpn: u32, t: u64): void {
  */
 function readRequest(dev: Device, c: u32, g: u32, h: usize, q: Qp, qpn: u32, ssn: u32, ce: bool, t: u64): void {
   const addr = getMrhAddr(h), len = getMrhLength(h);
-  if (!mrCheck(dev, getMrhRkey(h), true, q.pd, addr, <u64>len, ACCESS_REMOTE_READ)) { refuse(dev, c, g, h, q, qpn, MRT_NAK_REMOTE_ACCESS, ssn, ce, t); return; }
+  if (!mrCheck(dev, getMrhRkey(h), true, q.pd, addr, <u64>len, ACCESS_REMOTE_READ)) { refuse(dev, g, qpn, MRT_NAK_REMOTE_ACCESS, ssn, t); return; }
   // no room among our outstanding messages: not taken, and its sender told to wait
   if (q.outCount >= OUT_MAX) { nak(dev, g, qpn, MRT_NAK_RNR, ssn, t); return; }
   pathRecord(dev, g, h, ce, t);
@@ -304,9 +304,13 @@ function ackPolicy(dev: Device, g: u32, now: bool, t: u64): void {
   owesAck(dev, g, now || rxPathAt(dev, g).unacked >= dev.cfg.mrtAckEvery, t);
 }
 
-/** A packet the receiver will not take, for a reason its sender must hear: recorded (no retransmission) and NAKed. */
-function refuse(dev: Device, c: u32, g: u32, h: usize, q: Qp, qpn: u32, code: u32, ssn: u32, ce: bool, t: u64): void {
-  pathRecord(dev, g, h, ce, t);
+/**
+ * A packet the receiver will not take, for a reason its sender must hear: NAKed, and not recorded
+ * (as an RNR one is not). Its PSN is never acknowledged, so its sender cannot take it as placed:
+ * the ACK carrying the NAK ends its message with an error; if that ACK is lost, the sender finds
+ * the packet missing, sends it again, and it is refused again.
+ */
+function refuse(dev: Device, g: u32, qpn: u32, code: u32, ssn: u32, t: u64): void {
   nak(dev, g, qpn, code, ssn, t);
 }
 
@@ -357,6 +361,23 @@ function ackIn(dev: Device, c: u32, g: u32, h: usize, t: u64): void {
   statAdd(dev, STAT_MRT_RX_ACKS, 1);
   let pkts: u32 = 0, bytes: u32 = 0, heard = false;
   let sample: f64 = -1;
+  // a NAK names a packet the receiver did not take (refused, or not ready): it arrived, so it
+  // leaves the window as no loss, and it is never acknowledged to its stream. A NAK naming no
+  // packet this path has in flight is not acted on (its packet was found missing meanwhile and
+  // its copy will be answered, or the NAK is forged): a stream fails only for what it sent.
+  const code = getMraNakCode(h);
+  let naked = code != 0 ? nakedStream(dev, c, getMraNakQp(h)) : NO_STREAM;
+  const nakSsn = getMraNakSsn(h);
+  if (naked != NO_STREAM) {
+    const s = unsent(dev, g, p, naked, nakSsn);
+    if (s != 0) {
+      heard = true;
+      sample = <f64>(t - load<u64>(s, 8));
+    } else {
+      statAdd(dev, STAT_MRT_NAKS_STRAY, 1);
+      naked = NO_STREAM;
+    }
+  }
   // PSNs above the highest it covers are neither acknowledged nor lost yet
   for (let psn = p.una; pdiff(psn, p.nxt) < 0 && pdiff(psn, high) <= 0; psn++) {
     const s = sentAt(dev, g, psn);
@@ -404,8 +425,7 @@ function ackIn(dev: Device, c: u32, g: u32, h: usize, t: u64): void {
       p.state = PATH_ACTIVE;
     }
   }
-  const code = getMraNakCode(h);
-  if (code != 0) nakIn(dev, c, getMraNakQp(h), code, getMraNakSsn(h), t);
+  if (naked != NO_STREAM) nakIn(dev, c, naked, code, nakSsn, t);
   pathWant(dev, g, t);
   armPath(dev, c, p);
   // the paths with no RTT sample of their own time out by the connection's estimate and hint, which this ACK moved
@@ -415,6 +435,33 @@ function ackIn(dev: Device, c: u32, g: u32, h: usize, t: u64): void {
       if (o.srtt == 0) armPath(dev, c, o);
     }
   }
+}
+
+const NO_STREAM: u32 = 0xffffffff;
+
+/** Our stream of connection `c` sending to the receiver's QP `destQpn` (what a NAK names), or NO_STREAM. */
+function nakedStream(dev: Device, c: u32, destQpn: u32): u32 {
+  for (let qpn: u32 = 0; qpn < dev.cfg.maxQps; qpn++) {
+    const q = qpAt(dev, qpn);
+    if (q.valid && q.remote && q.mtConn == c && q.destQpn == destQpn) return qpn;
+  }
+  return NO_STREAM;
+}
+
+/**
+ * The packet of stream `qpn`, SSN `ssn`, that path `g` has in flight leaves the window without
+ * being acknowledged or counted lost (the receiver NAKed it). Its record, or 0 if none is in flight.
+ */
+function unsent(dev: Device, g: u32, p: Path, qpn: u32, ssn: u32): usize {
+  for (let psn = p.una; pdiff(psn, p.nxt) < 0; psn++) {
+    const s = sentAt(dev, g, psn);
+    const st = load<u32>(s, 20);
+    if (st != SENT_OUT || load<u32>(s) != qpn || load<u32>(s, 4) != ssn) continue;
+    store<u32>(s, SENT_NONE, 20);
+    p.inflight -= load<u32>(s, 16);
+    return s;
+  }
+  return 0;
 }
 
 /** SSN `ssn` of stream `qpn` arrived: the stream's oldest unacknowledged SSN moves, and messages it passes are acknowledged. */
@@ -428,31 +475,30 @@ function acked(dev: Device, c: u32, qpn: u32, ssn: u32, t: u64): void {
   ssnMark(map, ssn);
   if (d != 0) return;
   q.mtUna = ssnAdvance(map, q.mtUna);
+  // progress: the RNR budget is whole again (as RoCEv2's is when an ACK moves its outstanding messages)
+  q.rnrLeft = dev.cfg.rnrRetries;
   outAck(dev, q, qpn, psnAdd(q.mtUna, 0xffffff), t);
   if (q.rtxActive) streamReady(dev, q, qpn, t); // its window moved on
 }
 
-/** The receiver refused SSN `ssn` of its stream `qpn` (our QP with that destination QP). */
-function nakIn(dev: Device, c: u32, destQpn: u32, code: u32, ssn: u32, t: u64): void {
-  // the NAK names the receiver's QP: ours is the stream of this connection sending to it
-  for (let qpn: u32 = 0; qpn < dev.cfg.maxQps; qpn++) {
-    const q = qpAt(dev, qpn);
-    if (!q.valid || !q.remote || q.mtConn != c || q.destQpn != destQpn) continue;
-    if (code == MRT_NAK_RNR) {
-      statAdd(dev, STAT_MRT_RNR_NAKS, 1);
-      if (q.mtRnrAt <= t) {
-        // a new hold: one retry of the RNR budget
-        if (q.rnrLeft == 0) { failMessages(dev, q, qpn, STATUS_RNR_RETRY_EXC_ERR, t); return; }
-        q.rnrLeft--;
-        statAdd(dev, STAT_NIC_RNR_RETRIES, 1);
-        q.mtRnrAt = t + dev.cfg.rnrTimerPs;
-        wantTimer(dev, c, q.mtRnrAt);
-      }
-      return;
+/** The receiver did not take SSN `ssn` of our stream `qpn`, which was in flight: not ready (RNR), or refused for good. */
+function nakIn(dev: Device, c: u32, qpn: u32, code: u32, ssn: u32, t: u64): void {
+  const q = qpAt(dev, qpn);
+  if (code == MRT_NAK_RNR) {
+    statAdd(dev, STAT_MRT_RNR_NAKS, 1);
+    if (q.mtRnrAt <= t) {
+      // a new hold: one retry of the RNR budget
+      if (q.rnrLeft == 0) { failMessages(dev, q, qpn, STATUS_RNR_RETRY_EXC_ERR, t); return; }
+      q.rnrLeft--;
+      statAdd(dev, STAT_NIC_RNR_RETRIES, 1);
+      q.mtRnrAt = t + dev.cfg.rnrTimerPs;
+      wantTimer(dev, c, q.mtRnrAt);
     }
-    failMessages(dev, q, qpn, code == MRT_NAK_REMOTE_ACCESS ? STATUS_REM_ACCESS_ERR : STATUS_REM_INV_REQ_ERR, t);
+    // sent again once the hold is over (the retransmit ring skips a held stream)
+    queueRtx(dev, c, qpn, ssn, t);
     return;
   }
+  failMessages(dev, q, qpn, code == MRT_NAK_REMOTE_ACCESS ? STATUS_REM_ACCESS_ERR : STATUS_REM_INV_REQ_ERR, t);
 }
 
 /** The stream's oldest unfinished message ends with `status`, the ones after it are flushed, the QP goes to error. */

@@ -182,10 +182,14 @@ export const PORT_DATA_COUNT: usize = 16;
 @inline export function pathHdrs(dev: Device, g: u32): usize { return mrtOf(dev).hdrs + <usize>g * ETH_IP_UDP_TEMPLATE; }
 @inline export function portSeenAt(dev: Device, p: u32, c: u32): usize { return mrtOf(dev).portSeen + (<usize>p * <usize>dev.cfg.mrtConnections + <usize>c) * 8; }
 
-/** Path `p`'s share of mrtInitCwndBytes, the initial window of its port: shared by every path (of every connection) that leaves on it. */
+/** Path `p`'s share of mrtInitCwndBytes, the initial window of its port: shared by every path (of every connection) that leaves on it; at least one MTU. */
 @inline export function initialWindow(dev: Device, p: Path): f64 {
   const n = load<u32>(portPathsAt(dev, p.port));
-  return <f64>dev.cfg.mrtInitCwndBytes / <f64>(n > 0 ? n : 1);
+  const share = <f64>dev.cfg.mrtInitCwndBytes / <f64>(n > 0 ? n : 1);
+  // never below one MTU: a path with nothing in flight must be able to send a packet (with a
+  // share under the MTU, no path could ever send, and with nothing in flight no timer fires)
+  const mtu = <f64>dev.cfg.mtuBytes;
+  return share > mtu ? share : mtu;
 }
 
 /** a - b between two path PSNs (32 bits, wrapping), as a signed distance. */
