@@ -33,7 +33,7 @@ export interface FlowResult {
   completed: number;
   /** messages that completed with an error (WR_FLUSH_ERR behind the first) */
   failed: number;
-  /** SUCCESS, or the first error a message completed with */
+  /** SUCCESS when every message posted completed with success; else the first error a message completed with, or INCOMPLETE (the run ended with messages outstanding) */
   status: string;
   /** from the first post to the last completion, ps */
   durationPs: number;
@@ -306,7 +306,7 @@ export async function runScenario(coreModule: WebAssembly.Module, input: unknown
     };
     connect(spec.src, tx, rx.qpn, spec.dst);
     connect(spec.dst, rx, tx.qpn, spec.src);
-    return { spec, ctx: contexts[spec.src]!, cq: mem[spec.src]!.cq, qp: tx, rx: { ctx: contexts[spec.dst]!, qp: rx }, posted: 0, completed: 0, failed: 0, firstPostPs: -1, lastDonePs: 0, postTimes: [], status: "SUCCESS" };
+    return { spec, ctx: contexts[spec.src]!, cq: mem[spec.src]!.cq, qp: tx, rx: { ctx: contexts[spec.dst]!, qp: rx }, posted: 0, completed: 0, failed: 0, firstPostPs: -1, lastDonePs: 0, postTimes: [], status: "" };
   });
   // a completion's flow: by its device, then its QP number
   const byQp = contexts.map(() => new Map<number, FlowState>());
@@ -355,7 +355,7 @@ export async function runScenario(coreModule: WebAssembly.Module, input: unknown
         lastCompletionPs = Math.max(lastCompletionPs, Number(wc.timePs));
         if (wc.status !== "SUCCESS") {
           f.failed++;
-          if (f.status === "SUCCESS") f.status = wc.status;
+          if (f.status === "") f.status = wc.status;
           continue;
         }
         f.completed++;
@@ -373,7 +373,8 @@ export async function runScenario(coreModule: WebAssembly.Module, input: unknown
     const bytes = f.completed * sc.traffic.messageBytes;
     const durationPs = f.completed > 0 ? f.lastDonePs - f.firstPostPs : 0;
     return {
-      src: f.spec.src, dst: f.spec.dst, bytes, messages: f.posted, completed: f.completed, failed: f.failed, status: f.status, durationPs,
+      src: f.spec.src, dst: f.spec.dst, bytes, messages: f.posted, completed: f.completed, failed: f.failed,
+      status: f.status !== "" ? f.status : f.completed === f.posted ? "SUCCESS" : "INCOMPLETE", durationPs,
       goodputGbps: durationPs > 0 ? (bytes * 8000) / durationPs : 0,
     };
   });

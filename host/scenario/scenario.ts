@@ -263,6 +263,9 @@ export function resolveScenario(input: unknown, path = "scenario"): Scenario {
   const given = (["traffic", "collective", "collectives"] as const).filter((k) => o[k] !== undefined);
   if (given.length === 0) throw new ConfigError(path, "needs traffic (QP pairs writing in a pattern), collective (a collective the engines run) or collectives (several, one after another)");
   if (given.length > 1) throw new ConfigError(path, `has both ${given[0]} and ${given[1]}: a scenario runs one of them`);
+  // every flow goes from one device to another: with one device a pattern has none (or, a
+  // permutation, one to itself)
+  if (o.traffic && count < 2) throw new ConfigError(`${path}.traffic.pattern`, `${o.traffic.pattern} needs at least 2 devices, and devices.count is ${count}`);
   const cfg = resolveConfig({ engines: 1, ...o.devices.config }, `${path}.devices.config`);
   const ports = Number(cfg.get("ports"));
   const list = o.collective ? [{ c: o.collective, at: `${path}.collective` }] : (o.collectives ?? []).map((c, i) => ({ c, at: `${path}.collectives[${i}]` }));
