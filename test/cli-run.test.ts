@@ -187,6 +187,30 @@ describe("menic run: Ctrl-C", () => {
   });
 });
 
+// /dev/full: every write fails with ENOSPC, as on a full disk (Linux)
+describe.skipIf(!existsSync("/dev/full"))("menic run --pcap/--trace to a full disk (issue 26)", () => {
+  it("prints the results all the same, then names the option and the path, and exits 1", async () => {
+    const r = await direct("roce-pair");
+    const table = formatResult(r);
+    for (const opt of ["--pcap", "--trace"]) {
+      const out = menic("run", "examples/scenarios/roce-pair.json", opt, "/dev/full");
+      expect(out, opt).toEqual({ status: 1, stdout: table, stderr: `menic: ${opt} /dev/full: no space left on device (ENOSPC)\n` });
+    }
+    // both, with --json: the result as ever on stdout, a line per file that failed
+    const both = menic("run", "examples/scenarios/roce-pair.json", "--json", "--pcap", "/dev/full", "--trace", "/dev/full");
+    expect(both.status).toBe(1);
+    expect(both.stdout).toBe(`${JSON.stringify(r)}\n`);
+    expect(both.stderr).toBe("menic: --pcap /dev/full: no space left on device (ENOSPC)\nmenic: --trace /dev/full: no space left on device (ENOSPC)\n");
+  });
+
+  it("a run that failed keeps its own exit status; the message comes after its results", () => {
+    const out = menic("run", "examples/scenarios/roce-pair.json", "--set", "traffic.messages=4", "--set", "until=20us", "--pcap", "/dev/full");
+    expect(out.status).toBe(1);
+    expect(out.stdout).toMatch(/^roce-pair \(seed 1\): ran out of time/);
+    expect(out.stderr).toBe("menic: --pcap /dev/full: no space left on device (ENOSPC)\n");
+  });
+});
+
 describe("menic run --pcap: fabric traffic as Ethernet frames, read by Wireshark", () => {
   // 2% loss on every link: lost frames leave and never arrive, go-back-N retransmits
   const sets = ["--set", "traffic.messages=4", "--set", "traffic.messageBytes=65536", "--set", "faults[0].random=0.02"];

@@ -1,6 +1,6 @@
 import { describe, it, expect } from "vitest";
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runFirmware } from "../host/fw/run.js";
@@ -134,6 +134,16 @@ describe("menic: help, version, usage errors", () => {
     }
     // no command at all: the help, on stderr
     expect(menic()).toMatchObject({ status: 2, stdout: "", stderr: menic("--help").stdout });
+  });
+
+  // /dev/full: every write fails with ENOSPC, as on a full disk (Linux)
+  it.skipIf(!existsSync("/dev/full"))("a trace or JUnit file on a full disk: the summary and TAP all the same, then the option and the path, exit 1", () => {
+    const whole = menic("fw", "run", "firmware/examples/hello.elf", "--engines", "2", "--json");
+    const full = menic("fw", "run", "firmware/examples/hello.elf", "--engines", "2", "--json", "--trace", "/dev/full");
+    expect(full).toEqual({ status: 1, stdout: whole.stdout, stderr: "menic: --trace /dev/full: no space left on device (ENOSPC)\n" });
+    const tap = menic("fw", "test", "firmware/tests/unit");
+    const junit = menic("fw", "test", "firmware/tests/unit", "--junit", "/dev/full");
+    expect(junit).toEqual({ status: 1, stdout: tap.stdout, stderr: "menic: --junit /dev/full: no space left on device (ENOSPC)\n" });
   });
 
   it("checks output paths before running: a missing directory, a directory", () => {

@@ -9,6 +9,7 @@ import { runSweep, formatSweep } from "../host/scenario/sweep.js";
 import { formatResult } from "../host/scenario/report.js";
 import { resolveScenario } from "../host/scenario/scenario.js";
 import { ScenarioTracer } from "../host/scenario/trace.js";
+import { traceSink } from "./helpers/trace-read.js";
 import { criticalPath } from "../host/graph/index.js";
 import type { RunObserver } from "../host/scenario/run.js";
 import type { Context } from "../host/verbs.js";
@@ -186,10 +187,13 @@ describe("collective scenarios", () => {
 
   it("--trace shows every node as a slice on its engine's track, after every node it depends on, with an arrow per dependency", async () => {
     const sc = { name: "traced", seed: 2, transport: "metaroce", devices: { count: 4 }, fabric: { topology: { kind: "single-switch" } }, collective: { op: "all-reduce", sizes: [32768], engines: 4, dtype: "f32" } };
-    const tracer = new ScenarioTracer();
+    const out = traceSink();
+    const tracer = new ScenarioTracer(out.sink);
     const r = await runScenario(coreModule(), sc, { observer: tracer });
+    tracer.close();
     expect(r.finished).toBe(true);
-    const slices = tracer.events.filter((e) => e.ph === "X" && e.cat === "graph");
+    const events = out.read().traceEvents;
+    const slices = events.filter((e) => e.ph === "X" && e.cat === "graph");
     // 4 devices x (4 engines x (5 x 3 nodes + a signal when done) + engine 0's wait and final signal)
     expect(slices.length).toBe(4 * (4 * 16 + 2));
     const byDevice = new Map<number, Map<number, { ts: number; end: number; tid: number }>>();
@@ -210,8 +214,8 @@ describe("collective scenarios", () => {
       }
       expect(m.get(i)!.tid).toBe(n.engine + 1);
     }));
-    expect(tracer.events.filter((e) => e.ph === "s").length).toBe(edges);
-    expect(tracer.events.filter((e) => e.ph === "f").length).toBe(edges);
+    expect(events.filter((e) => e.ph === "s").length).toBe(edges);
+    expect(events.filter((e) => e.ph === "f").length).toBe(edges);
     // the final signal ends at the measured time (from the doorbell) on some device
     const ends = [...byDevice.values()].map((m) => m.get(p.ranks[0]!.nodes.length - 1)!.end);
     // each engine's signal waits for that engine's last nodes; engine 0's wait is done only after all of them

@@ -7,6 +7,8 @@ import { runScenario, type ScenarioResult } from "../host/scenario/run.js";
 import { ScenarioTracer, type ScenarioTraceEvent } from "../host/scenario/trace.js";
 import type { Fabric } from "../host/fabric/fabric.js";
 import { coreModule } from "../host/platform/node.js";
+import { formatTime } from "../host/units.js";
+import { traceSink } from "./helpers/trace-read.js";
 
 // `menic run --trace`: a scenario as Perfetto counters and message slices.
 
@@ -15,12 +17,15 @@ const tmp = mkdtempSync(join(tmpdir(), "menic-trace-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
 describe("the trace of examples/scenarios/dcqcn-converge.json", () => {
-  let tracer: ScenarioTracer, traced: ScenarioResult, queuePeak = 0;
-  const counter = (name: string) => tracer.events.filter((e) => e.ph === "C" && e.name === name).map((e) => ({ ts: e.ts!, v: (e.args as { value: number }).value }));
+  let events: ScenarioTraceEvent[], traced: ScenarioResult, queuePeak = 0;
+  const counter = (name: string) => events.filter((e) => e.ph === "C" && e.name === name).map((e) => ({ ts: e.ts!, v: (e.args as { value: number }).value }));
   beforeAll(async () => {
-    tracer = new ScenarioTracer(1_000_000);
+    const out = traceSink();
+    const tracer = new ScenarioTracer(out.sink, { intervalPs: 1_000_000 });
     let fabric!: Fabric;
     traced = await runScenario(coreModule(), load("dcqcn-converge"), { observer: tracer, onBuilt: (c) => { fabric = c.fabric; } });
+    tracer.close();
+    events = out.read().traceEvents;
     queuePeak = fabric.stats().links.find((l) => l.name === "dev0.port0-sw0")!.ba.queuePeakBytes;
   });
 
@@ -29,7 +34,7 @@ describe("the trace of examples/scenarios/dcqcn-converge.json", () => {
   });
 
   it("has one slice per message, from its post to its completion", () => {
-    const begins = tracer.events.filter((e) => e.ph === "b"), ends = tracer.events.filter((e) => e.ph === "e");
+    const begins = events.filter((e) => e.ph === "b"), ends = events.filter((e) => e.ph === "e");
     expect(begins.length).toBe(32);
     expect(new Set(begins.map((e) => e.id)).size).toBe(32);
     const endOf = new Map(ends.map((e) => [e.id, e]));
@@ -71,7 +76,7 @@ describe("the trace of examples/scenarios/dcqcn-converge.json", () => {
     expect(max * 1000).toBeLessThanOrEqual(queuePeak);
     expect(max * 1000).toBeGreaterThan(0.5 * queuePeak);
     // no other queue ever held a byte (the senders' ports face an idle switch)
-    expect(new Set(tracer.events.filter((e) => e.ph === "C" && e.name.startsWith("queue")).map((e) => e.name))).toEqual(new Set(["queue sw0 → dev0.port0 KB"]));
+    expect(new Set(events.filter((e) => e.ph === "C" && e.name.startsWith("queue")).map((e) => e.name))).toEqual(new Set(["queue sw0 → dev0.port0 KB"]));
   });
 });
 
@@ -98,14 +103,42 @@ describe("menic run --trace", () => {
     expect(c.status).toBe(2);
     expect(c.stderr).toMatch(/^menic: --trace-interval must be at least 1ns, got 500 ps\n/);
     expect(existsSync(join(tmp, "u.json"))).toBe(false); // the path was checked, not created
+    const d = spawnSync("node", ["bin/menic.js", "run", "examples/scenarios/dcqcn-converge.json", "--trace", join(tmp, "u.json"), "--trace-max-bytes", "100"], { encoding: "utf8" });
+    expect([d.status, d.stderr]).toEqual([2, "menic: --trace-max-bytes must be at least 1024 (or 0: no bound), got 100\n(menic run --help says how to use it)\n"]);
+    const e = spawnSync("node", ["bin/menic.js", "run", "examples/scenarios/dcqcn-converge.json", "--trace", join(tmp, "u.json"), "--trace-max-bytes", "12 parsecs"], { encoding: "utf8" });
+    expect(e.status).toBe(2);
+    expect(e.stderr).toMatch(/^menic: --trace-max-bytes 12 parsecs: not a size: bytes, or with a unit/);
+    const f = spawnSync("node", ["bin/menic.js", "run", "examples/scenarios/dcqcn-converge.json", "--trace-max-bytes", "1MB"], { encoding: "utf8" });
+    expect([f.status, f.stderr]).toEqual([2, "menic: --trace-max-bytes needs --trace\n(menic run --help says how to use it)\n"]);
+    const missing = join(tmp, "no", "such", "t.json");
+    const g = spawnSync("node", ["bin/menic.js", "run", "examples/scenarios/dcqcn-converge.json", "--trace", missing], { encoding: "utf8" });
+    expect([g.status, g.stdout, g.stderr]).toEqual([2, "", `menic: --trace ${missing}: directory ${join(tmp, "no", "such")} does not exist\n(menic run --help says how to use it)\n`]);
+    expect(existsSync(join(tmp, "u.json"))).toBe(false);
+  });
+
+  it("--trace-max-bytes: the trace stops at the bound, says at what simulated time, and the run goes on to its results", () => {
+    const out = join(tmp, "bounded.json");
+    const r = spawnSync("node", ["bin/menic.js", "run", "examples/scenarios/dcqcn-converge.json", "--trace", out, "--trace-interval", "100ns", "--trace-max-bytes", "64KB"], { encoding: "utf8" });
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/^dcqcn-converge \(seed \d+\): finished at /);
+    const file = readFileSync(out);
+    expect(file.length).toBeLessThanOrEqual(64_000);
+    const t = JSON.parse(file.toString("utf8")) as { traceEvents: ScenarioTraceEvent[] };
+    const note = t.traceEvents.at(-1)!;
+    expect(note.name).toBe("trace truncated: its size bound (64000 bytes) reached");
+    expect(r.stderr).toContain(`menic: wrote ${out} (${t.traceEvents.length - 1} trace events)\n`);
+    expect(r.stderr).toContain(`menic: --trace ${out}: truncated at ${formatTime(Math.round(note.ts! * 1e6))} of simulated time, its size bound of 64000 bytes reached`);
   });
 });
 
 describe("the trace of a MetaRoCE-like run (examples/scenarios/metaroce-plane-failure.json)", () => {
   it("shows each path's window, hint and state: the plane-1 paths go suspect, failed, and back; the others stay active", async () => {
-    const tracer = new ScenarioTracer(5_000_000);
+    const out = traceSink();
+    const tracer = new ScenarioTracer(out.sink, { intervalPs: 5_000_000 });
     await runScenario(coreModule(), load("metaroce-plane-failure"), { observer: tracer });
-    const series = (pid: number, name: string) => tracer.events.filter((e) => e.ph === "C" && e.pid === pid && e.name === name).map((e) => (e.args as { value: number }).value);
+    tracer.close();
+    const events = out.read().traceEvents;
+    const series = (pid: number, name: string) => events.filter((e) => e.ph === "C" && e.pid === pid && e.name === name).map((e) => (e.args as { value: number }).value);
     // device 0 sends to device 1 over 8 paths, path k on port k mod 4: paths 1 and 5 cross plane 1
     for (let k = 0; k < 8; k++) {
       const state = series(1, `to 1 path ${k} state`);
@@ -119,6 +152,56 @@ describe("the trace of a MetaRoCE-like run (examples/scenarios/metaroce-plane-fa
       expect(drops, `path ${k}`).toEqual(k % 4 === 1 ? [262.144] : []);
     }
     // no DCQCN counters on this transport
-    expect(tracer.events.some((e) => e.name.includes("DCQCN"))).toBe(false);
+    expect(events.some((e) => e.name.includes("DCQCN"))).toBe(false);
+  });
+});
+
+describe("the trace is written as the run goes, within a size bound (issue 26)", () => {
+  // dcqcn-converge sampled every 100 ns: about 390 kB of trace
+  const traced = async (o: { maxBytes?: number; chunkBytes?: number }) => {
+    const out = traceSink();
+    const tracer = new ScenarioTracer(out.sink, { intervalPs: 100_000, ...o });
+    const seen: { nowPs: number; chunks: number; bytes: number }[] = [];
+    const r = await runScenario(coreModule(), load("dcqcn-converge"), {
+      observer: tracer,
+      onProgress: (nowPs) => { seen.push({ nowPs, chunks: out.chunks.length, bytes: out.chunks.reduce((s, c) => s + c.length, 0) }); },
+    });
+    tracer.close();
+    return { out, tracer, seen, r };
+  };
+
+  it("hands the sink its bytes in chunks no bigger than its buffer as the run goes, not at the end", async () => {
+    const chunkBytes = 4096;
+    const { out, tracer, seen, r } = await traced({ chunkBytes, maxBytes: Infinity });
+    const file = out.bytes();
+    expect(file.length).toBe(tracer.writer.bytes);
+    expect(file.length).toBeGreaterThan(50 * chunkBytes); // a trace many times the buffer...
+    expect(Math.max(...out.chunks.map((c) => c.length))).toBeLessThanOrEqual(chunkBytes); // ...never more than a buffer at once
+    // at each progress report, the sink already had all but the last buffer's worth of what was seen up to then
+    const half = seen.find((s) => s.nowPs >= r.endPs / 2)!;
+    expect(half.chunks).toBeGreaterThan(10);
+    expect(seen.at(-1)!.bytes).toBeGreaterThan(file.length - 2 * chunkBytes);
+    // the same file as one written with the default 1 MiB buffer, and it decodes
+    const whole = await traced({ maxBytes: Infinity });
+    expect(Buffer.compare(whole.out.bytes(), file)).toBe(0);
+    expect(out.read().traceEvents.length).toBe(tracer.writer.events);
+  });
+
+  it("stops at its size bound: the file stays whole JSON, holds the trace's first events, and says when it stopped", async () => {
+    const full = (await traced({ maxBytes: Infinity })).out.read().traceEvents;
+    const maxBytes = 40_000;
+    const { out, tracer } = await traced({ maxBytes });
+    const file = out.bytes();
+    expect(file.length).toBeLessThanOrEqual(maxBytes);
+    expect(file.length).toBeGreaterThan(maxBytes - 1024); // it uses the room it has
+    const events = out.read().traceEvents;
+    const kept = events.slice(0, -1), note = events.at(-1)!;
+    expect(kept.length).toBe(tracer.writer.events);
+    expect(kept).toEqual(full.slice(0, kept.length)); // a prefix of the whole trace
+    // the note: a global instant at the time of the first event left out
+    const atPs = tracer.writer.truncatedAtPs!;
+    expect(full[kept.length]!.ts).toBe(atPs / 1e6);
+    expect(note).toEqual({ name: `trace truncated: its size bound (${maxBytes} bytes) reached`, ph: "i", s: "g", ts: atPs / 1e6, pid: 0, tid: 0 });
+    expect(atPs).toBeGreaterThan(0);
   });
 });

@@ -37,8 +37,8 @@ export type FromWorker =
       resultJson: string;
       /** the summary as text */
       summary: string;
-      /** Chrome trace-event JSON (ui.perfetto.dev); none for a sweep */
-      trace: string | null;
+      /** Chrome trace-event JSON (ui.perfetto.dev), written in chunks (host/trace/writer.ts); none for a sweep */
+      trace: Blob | null;
       /** the scenario's frames as pcapng */
       pcap: Uint8Array | null;
     }

@@ -15,7 +15,8 @@ import { formatResult } from "../host/scenario/report.js";
 import { ScenarioTracer, TRACE_INTERVAL_DEFAULT_PS } from "../host/scenario/trace.js";
 import { ClusterCapture } from "../host/cluster/capture.js";
 import { PcapngWriter } from "../host/wire/pcapng.js";
-import { toPerfetto } from "../host/trace/perfetto.js";
+import { toPerfetto, writePerfetto } from "../host/trace/perfetto.js";
+import type { TraceSink } from "../host/trace/writer.js";
 import { parseTime, formatTime } from "../host/units.js";
 import { FirmwareSampler, ScenarioSampler, ClusterEngineSampler, Observers, type LiveFrame } from "../host/live.js";
 import { FIRMWARE } from "./firmware.js";
@@ -86,8 +87,15 @@ async function runFirmwareDoc(doc: FirmwareDoc): Promise<void> {
   post({
     type: "done", kind: "firmware",
     resultJson: JSON.stringify({ ...r, trace: undefined }), // as `menic fw run --json` prints it
-    summary: firmwareSummary(r), trace: JSON.stringify(toPerfetto(r.trace ?? [], dev.engines, BigInt(r.timePs))), pcap: null,
+    summary: firmwareSummary(r), trace: traceBlob((sink) => writePerfetto(toPerfetto(r.trace ?? [], dev.engines, BigInt(r.timePs)), sink)), pcap: null,
   });
+}
+
+/** A trace written in chunks as one Blob, as the CLI's file would hold it (no string of the whole). */
+function traceBlob(write: (sink: TraceSink) => void): Blob {
+  const parts: Uint8Array<ArrayBuffer>[] = [];
+  write((c) => parts.push(c as Uint8Array<ArrayBuffer>));
+  return new Blob(parts, { type: "application/json" });
 }
 
 function firmwareSummary(r: FwRunResult): string {
@@ -146,16 +154,19 @@ function watch(doc: Record<string, unknown>, out: Outbox, o: { observer?: RunObs
 async function runScenarioDoc(doc: Record<string, unknown>): Promise<void> {
   if (doc.sweep !== undefined && doc.sweep !== null) return runSweepDoc(doc);
   const out = new Outbox();
-  const tracer = new ScenarioTracer(TRACE_INTERVAL_DEFAULT_PS);
+  // the trace as `menic run --trace` writes it by default: its interval, its size bound
+  const traceParts: Uint8Array<ArrayBuffer>[] = [];
+  const tracer = new ScenarioTracer((c) => traceParts.push(c as Uint8Array<ArrayBuffer>), { intervalPs: TRACE_INTERVAL_DEFAULT_PS });
   const chunks: Uint8Array[] = [];
   const capture = new ClusterCapture(new PcapngWriter((c) => chunks.push(c), "menic page"));
   const w = watch(doc, out, { observer: tracer, onBuilt: (c) => capture.attach(c.endpoints), onFlush: (t) => capture.flush(t) });
   const r = await runScenario(await coreModule(), doc, w.options);
   capture.flush();
+  tracer.close();
   w.end(r.endPs);
   const pcap = new Uint8Array(chunks.reduce((s, c) => s + c.length, 0));
   chunks.reduce((at, c) => (pcap.set(c, at), at + c.length), 0);
-  post({ type: "done", kind: "scenario", resultJson: JSON.stringify(r), summary: formatResult(r), trace: JSON.stringify(tracer.toJSON()), pcap }, [pcap.buffer]);
+  post({ type: "done", kind: "scenario", resultJson: JSON.stringify(r), summary: formatResult(r), trace: new Blob(traceParts, { type: "application/json" }), pcap }, [pcap.buffer]);
 }
 
 /**

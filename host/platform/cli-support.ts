@@ -12,7 +12,11 @@ import { parseTime } from "../units.js";
 export const EXIT = {
   /** the command did what it was asked and the run succeeded */
   ok: 0,
-  /** the run itself failed: an engine faulted or exited non-zero, a message failed, time ran out, a test failed */
+  /**
+   * the run itself failed: an engine faulted or exited non-zero, a message failed, time ran out, a
+   * test failed; or an output file could not be written as the run went (a full disk), after the
+   * results were printed
+   */
   failed: 1,
   /** bad usage or bad input: an unknown option, a missing or bad value, an unreadable or invalid file, an unwritable output path */
   usage: 2,
@@ -21,7 +25,8 @@ export const EXIT = {
 } as const;
 
 export const EXIT_HELP = `exit status: ${EXIT.ok} success; ${EXIT.failed} the run failed (a fault, a non-zero exit, a failed message or
-test, time ran out); ${EXIT.usage} bad usage or bad input (any option or file); ${EXIT.stopped} stopped by Ctrl-C.`;
+test, time ran out) or an output file could not be written (a full disk: the results are printed
+first); ${EXIT.usage} bad usage or bad input (any option or file); ${EXIT.stopped} stopped by Ctrl-C.`;
 
 /** A mistake in how the command was called or in what it was given; exits EXIT.usage. */
 export class UsageError extends Error {
@@ -36,9 +41,10 @@ export class UsageError extends Error {
  * - string: one text value; `strings`: repeatable, every value kept in order
  * - time: a simulated time with its unit (`10ns`, `2.5us`); bigint ps
  * - int: a whole number within [min, max]
+ * - bytes: a size, bytes or with a unit (`64KB`, `256MiB`, `1.5GB`), within [min, max]; a number
  * - out: a file the command writes, checked writable before anything runs
  */
-export type OptionKind = "flag" | "string" | "strings" | "time" | "int" | "out";
+export type OptionKind = "flag" | "string" | "strings" | "time" | "int" | "bytes" | "out";
 
 export interface OptionSpec<K extends OptionKind = OptionKind> {
   kind: K;
@@ -79,7 +85,7 @@ export interface CommandSpec {
 type ValueOf<K extends OptionKind> = K extends "flag" ? boolean
   : K extends "strings" ? string[]
   : K extends "time" ? bigint | undefined
-  : K extends "int" ? number | undefined
+  : K extends "int" | "bytes" ? number | undefined
   : string | undefined;
 
 export type OptionValues<O extends Record<string, OptionSpec>> = { [N in keyof O]: ValueOf<O[N]["kind"]> };
@@ -163,6 +169,11 @@ function optionValue(o: OptionSpec, text: string): unknown {
       if ((o.min !== undefined && n < o.min) || (o.max !== undefined && n > o.max)) throw new Error(`must be in [${o.min ?? "-∞"}, ${o.max ?? "∞"}]`);
       return n;
     }
+    case "bytes": {
+      const n = parseByteSize(text);
+      if ((o.min !== undefined && n < o.min) || (o.max !== undefined && n > o.max)) throw new Error(`must be in [${o.min ?? 0}, ${o.max ?? "∞"}] bytes`);
+      return n;
+    }
     case "out": checkWritable(text); return text;
     default:
       if (o.choices && !o.choices.includes(text)) throw new Error(`must be one of ${o.choices.join(", ")}`);
@@ -174,6 +185,16 @@ function optionValue(o: OptionSpec, text: string): unknown {
 export function parseTimeWithUnit(text: string): bigint {
   if (/^\s*\d+(\.\d+)?\s*$/.test(text)) throw new Error(`a time needs a unit: ps, ns, us, ms or s (e.g. ${text.trim()}ns)`);
   return parseTime(text);
+}
+
+const BYTE_UNITS: Record<string, number> = { b: 1, k: 1e3, kb: 1e3, kib: 1024, m: 1e6, mb: 1e6, mib: 1024 ** 2, g: 1e9, gb: 1e9, gib: 1024 ** 3, t: 1e12, tb: 1e12, tib: 1024 ** 4 };
+
+/** A size typed on the command line: bytes, or a number and its unit (`64KB` = 64,000, `256MiB` = 256 × 2^20); whole bytes, rounded down. */
+export function parseByteSize(text: string): number {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(text);
+  const unit = m ? BYTE_UNITS[(m[2] || "b").toLowerCase()] : undefined;
+  if (!m || unit === undefined) throw new Error("not a size: bytes, or with a unit: KB, MB, GB (10^3, 10^6, 10^9) or KiB, MiB, GiB (2^10, 2^20, 2^30)");
+  return Math.floor(Number(m[1]) * unit);
 }
 
 /**

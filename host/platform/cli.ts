@@ -5,11 +5,11 @@
 // terminal. Exit statuses are cli-support's EXIT: 0 ok, 1 the run failed, 2 bad usage or
 // input, 130 stopped by Ctrl-C.
 
-import { readFileSync, writeFileSync, openSync, writeSync, closeSync, readdirSync, statSync } from "node:fs";
+import { readFileSync, readdirSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { runFirmware, type FwRunResult, type FwRunOptions } from "../fw/run.js";
 import { runFirmwareListening } from "./gdb-server.js";
-import { toPerfetto } from "../trace/perfetto.js";
+import { toPerfetto, writePerfetto } from "../trace/perfetto.js";
 import { formatLocation, Symbolizer } from "../debug/symbolize.js";
 import { formatProfile } from "../debug/profile.js";
 import { formatTime } from "../units.js";
@@ -22,6 +22,8 @@ import { resolveScenario, inlineGraphFiles } from "../scenario/scenario.js";
 import { applySet } from "../scenario/overrides.js";
 import { formatResult } from "../scenario/report.js";
 import { ScenarioTracer } from "../scenario/trace.js";
+import { TRACE_MAX_BYTES_DEFAULT, TRACE_MAX_BYTES_MIN } from "../trace/writer.js";
+import { OutputFile } from "./output.js";
 import { expandSweep, runSweep, formatSweep, type SweepRun } from "../scenario/sweep.js";
 import { ClusterCapture } from "../cluster/capture.js";
 import { PcapngWriter } from "../wire/pcapng.js";
@@ -47,9 +49,14 @@ its results: goodput per flow, completion times, drops, retransmissions. A scena
     pcap: { kind: "out", value: "<out.pcapng>", help: "write every frame at every device port (pcapng, Wireshark)", default: "(no capture)" },
     trace: { kind: "out", value: "<out.json>", help: "write a Perfetto trace: per-flow rates, switch queues, message slices", default: "(no trace)" },
     "trace-interval": { kind: "time", value: "<time>", help: "how often --trace samples rates and queues (at least 1ns)", default: "(1us)" },
+    "trace-max-bytes": {
+      kind: "bytes", value: "<size>", min: 0, help: `bound --trace's file (64MB, 1GiB, at least ${TRACE_MAX_BYTES_MIN}; 0: none): past it the trace stops, says where, and the run goes on`,
+      default: `(${TRACE_MAX_BYTES_DEFAULT / 2 ** 20}MiB)`,
+    },
   },
   notes: `${TIMES}.
-exit status: 0 every message completed; 1 one failed or time ran out; 2 bad usage or input;
+exit status: 0 every message completed; 1 one failed or time ran out, or --pcap's or --trace's
+file could not be written (a full disk: the results are printed first); 2 bad usage or input;
 130 stopped by Ctrl-C (it still prints and writes what was reached). A sweep exits 0 unless stopped.`,
 } satisfies CommandSpec;
 
@@ -233,8 +240,13 @@ async function fwTest(args: string[]): Promise<number> {
   const suites: FwTestSuite[] = [];
   for (const image of images) suites.push(await runFirmwareTests(image, readInput(image, image), { config, untilPs: values.until }));
   process.stdout.write(toTap(suites));
-  if (values.junit) writeFileSync(values.junit, toJunit(suites));
-  return suites.some(failed) ? EXIT.failed : EXIT.ok;
+  let junit: OutputFile | null = null;
+  if (values.junit) {
+    junit = new OutputFile("--junit", values.junit);
+    junit.write(toJunit(suites));
+    junit.close();
+  }
+  return withOutputs([junit], suites.some(failed) ? EXIT.failed : EXIT.ok);
 }
 
 async function fwRun(args: string[]): Promise<number> {
@@ -278,17 +290,19 @@ async function fwRun(args: string[]): Promise<number> {
       progress.clear();
     }
   }
-  if (values.trace) {
+  const traceFile = values.trace ? new OutputFile("--trace", values.trace) : null;
+  if (traceFile) {
     const symbols = values.profile ? Symbolizer.fromElf(elf) : null;
     const fn = symbols ? (pc: number) => symbols.functionAt(pc)?.name ?? `0x${pc.toString(16)}` : undefined;
-    writeFileSync(values.trace, JSON.stringify(toPerfetto(r.trace ?? [], r.engines.length, BigInt(r.timePs), fn)));
+    writePerfetto(toPerfetto(r.trace ?? [], r.engines.length, BigInt(r.timePs), fn), traceFile.write);
+    traceFile.close(); // a write that failed is said after the summary
   }
   if (json) console.log(JSON.stringify({ ...r, trace: undefined })); // the trace goes to its own file
   else {
     printSummary(r);
     if (r.profile) process.stdout.write(`\nprofile: self cycles per function, all engines\n${formatProfile(r.profile)}`);
   }
-  return r.stopped ? EXIT.stopped : r.ok ? EXIT.ok : EXIT.failed;
+  return withOutputs([traceFile], r.stopped ? EXIT.stopped : r.ok ? EXIT.ok : EXIT.failed);
 }
 
 function printSummary(r: FwRunResult): void {
@@ -322,7 +336,7 @@ async function scenarioRun(args: string[]): Promise<number> {
   const { values, positionals } = parsed;
   if (positionals.length !== 1) throw new UsageError("run needs exactly one scenario file", RUN.name);
   let scenario: Record<string, unknown>;
-  let tracer: ScenarioTracer | null;
+  let traceOptions: { intervalPs?: number; maxBytes: number } | null;
   try {
     const file = positionals[0]!;
     const text = readInput(file, file).toString("utf8");
@@ -338,10 +352,12 @@ async function scenarioRun(args: string[]): Promise<number> {
       if (values.pcap || values.trace) throw new UsageError(`${values.pcap ? "--pcap" : "--trace"} is for one run, not a sweep (--set sweep=null runs the scenario once)`, RUN.name);
       expandSweep(scenario); // every combination checked before the first runs
     }
-    if (values["trace-interval"] !== undefined && !values.trace) throw new UsageError("--trace-interval needs --trace", RUN.name);
+    for (const o of ["trace-interval", "trace-max-bytes"] as const) if (values[o] !== undefined && !values.trace) throw new UsageError(`--${o} needs --trace`, RUN.name);
     const interval = values["trace-interval"];
     if (interval !== undefined && interval < 1000n) throw new UsageError(`--trace-interval must be at least 1ns, got ${formatTime(interval)}`, RUN.name);
-    tracer = values.trace ? new ScenarioTracer(interval !== undefined ? Number(interval) : undefined) : null;
+    const max = values["trace-max-bytes"];
+    if (max !== undefined && max !== 0 && max < TRACE_MAX_BYTES_MIN) throw new UsageError(`--trace-max-bytes must be at least ${TRACE_MAX_BYTES_MIN} (or 0: no bound), got ${max}`, RUN.name);
+    traceOptions = values.trace ? { ...(interval !== undefined ? { intervalPs: Number(interval) } : {}), maxBytes: max === 0 ? Infinity : max ?? TRACE_MAX_BYTES_DEFAULT } : null;
   } catch (e) {
     return refuse(e);
   }
@@ -377,14 +393,19 @@ async function scenarioRun(args: string[]): Promise<number> {
     return runs.some((r) => r.result.ended === "stopped") ? EXIT.stopped : EXIT.ok;
   }
   const untilPs = resolveScenario(scenario).untilPs;
-  let pcapFd: number | null = null;
+  // a file that cannot be written as the run goes (a full disk) is said after the results, and exits 1
+  let pcapFile: OutputFile | null = null, traceFile: OutputFile | null = null;
   let capture: ClusterCapture | null = null;
+  let tracer: ScenarioTracer | null = null;
   let r: ScenarioResult;
   try {
     if (values.pcap) {
-      try { pcapFd = openSync(values.pcap, "w"); } catch (e) { throw new ConfigError(`--pcap ${values.pcap}`, (e as Error).message); }
-      const fd = pcapFd;
-      capture = new ClusterCapture(new PcapngWriter((chunk) => writeSync(fd, chunk), "menic run"));
+      pcapFile = new OutputFile("--pcap", values.pcap);
+      capture = new ClusterCapture(new PcapngWriter(pcapFile.write, "menic run"));
+    }
+    if (traceOptions) {
+      traceFile = new OutputFile("--trace", values.trace!);
+      tracer = new ScenarioTracer(traceFile.write, traceOptions);
     }
     r = await runScenario(coreModule(), scenario, {
       onBuilt: (c) => { onBuilt(c); capture?.attach(c.endpoints); },
@@ -400,15 +421,30 @@ async function scenarioRun(args: string[]): Promise<number> {
   } finally {
     interrupt.dispose();
     progress.clear();
-    if (capture) capture.flush();
-    if (pcapFd !== null) closeSync(pcapFd);
-    if (tracer) writeFileSync(values.trace!, JSON.stringify(tracer.toJSON()));
+    capture?.flush();
+    tracer?.close();
+    pcapFile?.close();
+    traceFile?.close();
   }
-  if (values.pcap) console.error(`menic: wrote ${values.pcap} (${capture!.written} frames)`);
-  if (tracer) console.error(`menic: wrote ${values.trace} (${tracer.events.length} trace events)`);
+  if (capture && pcapFile?.error === null) console.error(`menic: wrote ${values.pcap} (${capture.written} frames)`);
+  if (tracer && traceFile?.error === null) {
+    const w = tracer.writer;
+    console.error(`menic: wrote ${values.trace} (${w.events} trace events)`);
+    if (w.truncatedAtPs !== null) {
+      console.error(`menic: --trace ${values.trace}: truncated at ${formatTime(Math.round(w.truncatedAtPs))} of simulated time, its size bound of ${w.maxBytes} bytes reached ` +
+        "(--trace-max-bytes raises it; a longer --trace-interval writes fewer samples); the results cover the whole run");
+    }
+  }
   if (values.json) console.log(JSON.stringify(r));
   else process.stdout.write(formatResult(r));
-  return RUN_EXIT[r.ended];
+  return withOutputs([pcapFile, traceFile], RUN_EXIT[r.ended]);
+}
+
+/** After the results: says which output file could not be written; a run that was fine then exits 1. */
+function withOutputs(files: readonly (OutputFile | null)[], status: number): number {
+  const failed = files.map((f) => f?.failure() ?? null).filter((m) => m !== null);
+  for (const m of failed) console.error(`menic: ${m}`);
+  return failed.length && status === EXIT.ok ? EXIT.failed : status;
 }
 
 /** Says what is wrong with the input (a ConfigError) and gives its exit status; anything else is rethrown. */

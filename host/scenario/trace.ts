@@ -7,8 +7,13 @@
 // at most PATH_TRACKS_MAX paths in all). Counters are sampled every `intervalPs` of simulated
 // time and written only when they change. A collective scenario gives instead its graphs: a slice
 // per node on its engine's track, from posted to done, and a flow arrow per dependency.
+// Events go to a TraceWriter as they happen (host/trace/writer.ts): the tracer keeps only the
+// last value of each counter, so a trace costs the writer's buffer however long the run, and the
+// writer's size bound (TRACE_MAX_BYTES_DEFAULT) ends the file early with a note of the
+// simulated time where it stopped.
 
 import type { TraceEvent } from "../trace/perfetto.js";
+import { TraceWriter, type TraceSink, type TraceWriterOptions } from "../trace/writer.js";
 import type { RunObserver, BuiltRun, GraphTrace } from "./run.js";
 
 /** Chrome trace events as this file writes them: metadata, counters and async slices. */
@@ -28,8 +33,16 @@ export const TRACE_INTERVAL_DEFAULT_PS = 1_000_000;
 /** Paths beyond this many in all get no counters of their own (a trace of 4,000 connections would be mostly them). */
 export const PATH_TRACKS_MAX = 256;
 
+/** How a {@link ScenarioTracer} samples and how big its file may grow. */
+export interface ScenarioTraceOptions extends TraceWriterOptions {
+  /** how often counters are sampled, ps of simulated time (at least 1 ns); default {@link TRACE_INTERVAL_DEFAULT_PS} */
+  intervalPs?: number;
+}
+
 export class ScenarioTracer implements RunObserver {
-  readonly events: ScenarioTraceEvent[] = [];
+  readonly intervalPs: number;
+  /** the file as written so far: events, bytes, where the size bound cut it */
+  readonly writer: TraceWriter;
   private run: BuiltRun | null = null;
   /** the last value written per counter track, so unchanged samples write nothing */
   private readonly last = new Map<string, number>();
@@ -42,15 +55,23 @@ export class ScenarioTracer implements RunObserver {
   /** the sending devices whose paths get counters */
   private pathDevices: number[] = [];
 
-  constructor(readonly intervalPs = TRACE_INTERVAL_DEFAULT_PS) {
-    if (!(intervalPs >= 1000)) throw new RangeError(`trace interval must be at least 1 ns, got ${intervalPs} ps`);
+  /** Writes the trace to `sink` as the run goes; {@link close} ends the file. */
+  constructor(sink: TraceSink, o: ScenarioTraceOptions = {}) {
+    this.intervalPs = o.intervalPs ?? TRACE_INTERVAL_DEFAULT_PS;
+    if (!(this.intervalPs >= 1000)) throw new RangeError(`trace interval must be at least 1 ns, got ${this.intervalPs} ps`);
+    this.writer = new TraceWriter(sink, o);
+  }
+
+  /** Ends the file (its closing, and the truncation note when the size bound was reached) and hands the rest to the sink. */
+  close(): void {
+    this.writer.close();
   }
 
   begin(run: BuiltRun): void {
     this.run = run;
     this.sent = run.flows.map(() => 0);
     this.placed = run.flows.map(() => 0);
-    const meta = (pid: number, name: string) => this.events.push({ name: "process_name", ph: "M", pid, tid: 0, args: { name } });
+    const meta = (pid: number, name: string) => this.emit({ name: "process_name", ph: "M", pid, tid: 0, args: { name } }, 0);
     meta(FABRIC_PID, "fabric");
     const senders = [...new Set(run.flows.map((f) => f.src))].sort((a, b) => a - b);
     for (const d of senders) meta(devicePid(d), `device ${d}`);
@@ -66,18 +87,18 @@ export class ScenarioTracer implements RunObserver {
 
   posted(flow: number, wrId: number, atPs: number): void {
     const f = this.run!.flows[flow]!;
-    this.events.push({ name: `flow ${flow} → ${f.dst}`, cat: "message", ph: "b", id: this.sliceId(flow, wrId), ts: us(atPs), pid: devicePid(f.src), tid: 0, args: { wrId, bytes: f.messageBytes } });
+    this.emit({ name: `flow ${flow} → ${f.dst}`, cat: "message", ph: "b", id: this.sliceId(flow, wrId), ts: us(atPs), pid: devicePid(f.src), tid: 0, args: { wrId, bytes: f.messageBytes } }, atPs);
   }
 
   completed(flow: number, wrId: number, atPs: number, status: string): void {
     const f = this.run!.flows[flow]!;
-    this.events.push({ name: `flow ${flow} → ${f.dst}`, cat: "message", ph: "e", id: this.sliceId(flow, wrId), ts: us(atPs), pid: devicePid(f.src), tid: 0, args: { status } });
+    this.emit({ name: `flow ${flow} → ${f.dst}`, cat: "message", ph: "e", id: this.sliceId(flow, wrId), ts: us(atPs), pid: devicePid(f.src), tid: 0, args: { status } }, atPs);
   }
 
   sample(nowPs: number): void {
     const run = this.run!;
     const dt = nowPs - this.lastSamplePs;
-    if (dt <= 0) return;
+    if (dt <= 0 || this.writer.truncatedAtPs !== null) return; // the file is full: nothing more to write
     run.flows.forEach((f, i) => {
       // a rate over the interval just ended holds from its start
       const sent = f.sentBytes(), placed = f.placedBytes(), pid = devicePid(f.src);
@@ -105,7 +126,6 @@ export class ScenarioTracer implements RunObserver {
     }
   }
 
-  /** The trace as ui.perfetto.dev and chrome://tracing open it. */
   /**
    * A collective's graphs (a collective scenario): per size and device a process, per engine a
    * thread, every node a slice from posted to done, and a flow arrow along every dependency
@@ -115,29 +135,27 @@ export class ScenarioTracer implements RunObserver {
   graph(g: GraphTrace): void {
     g.spans.forEach((spans, d) => {
       const pid = 1000 * (g.index + 1) + d;
-      this.events.push({ name: "process_name", ph: "M", pid, tid: 0, args: { name: `${g.program.name}: device ${d}` } });
+      // its names, dated (should the size bound leave them out) by the device's first node
+      const first = spans.reduce((t, x) => (x.postedPs > 0 && (t === 0 || x.postedPs < t) ? x.postedPs : t), 0);
+      this.emit({ name: "process_name", ph: "M", pid, tid: 0, args: { name: `${g.program.name}: device ${d}` } }, first);
       const engines = new Set(spans.map((x) => x.engine));
-      for (const e of engines) this.events.push({ name: "thread_name", ph: "M", pid, tid: e + 1, args: { name: `engine ${e}` } });
+      for (const e of engines) this.emit({ name: "thread_name", ph: "M", pid, tid: e + 1, args: { name: `engine ${e}` } }, first);
       const end = Math.max(0, ...spans.map((x) => x.donePs));
       const byNode = new Map(spans.map((x) => [x.node, x]));
       for (const x of spans) {
         const n = g.program.ranks[d]!.nodes[x.node]!;
         if (x.postedPs === 0) continue; // never posted
         const done = x.donePs || end;
-        this.events.push({ name: n.name ?? n.op, cat: "graph", ph: "X", ts: us(x.postedPs), dur: us(Math.max(0, done - x.postedPs)), pid, tid: x.engine + 1, args: { node: x.node, op: n.op, ...("bytes" in n ? { bytes: n.bytes } : {}), ...(x.donePs ? {} : { done: false }) } });
+        this.emit({ name: n.name ?? n.op, cat: "graph", ph: "X", ts: us(x.postedPs), dur: us(Math.max(0, done - x.postedPs)), pid, tid: x.engine + 1, args: { node: x.node, op: n.op, ...("bytes" in n ? { bytes: n.bytes } : {}), ...(x.donePs ? {} : { done: false }) } }, x.postedPs);
         for (const dep of n.deps) {
           const a = byNode.get(dep);
           if (!a || a.postedPs === 0) continue;
           const id = ++this.flowId;
-          this.events.push({ name: "dep", cat: "graph", ph: "s", id, ts: us(a.postedPs), pid, tid: a.engine + 1 });
-          this.events.push({ name: "dep", cat: "graph", ph: "f", bp: "e", id, ts: us(x.postedPs), pid, tid: x.engine + 1 });
+          this.emit({ name: "dep", cat: "graph", ph: "s", id, ts: us(a.postedPs), pid, tid: a.engine + 1 }, a.postedPs);
+          this.emit({ name: "dep", cat: "graph", ph: "f", bp: "e", id, ts: us(x.postedPs), pid, tid: x.engine + 1 }, x.postedPs);
         }
       }
     });
-  }
-
-  toJSON(): { traceEvents: ScenarioTraceEvent[]; displayTimeUnit: "ns" } {
-    return { traceEvents: this.events, displayTimeUnit: "ns" };
   }
 
   private sliceId(flow: number, wrId: number): number {
@@ -149,6 +167,10 @@ export class ScenarioTracer implements RunObserver {
     const before = this.last.get(key);
     if (before === value || (before === undefined && value === 0 && name.startsWith("queue"))) return;
     this.last.set(key, value);
-    this.events.push({ name, ph: "C", ts: us(atPs), pid, tid: 0, args: { value } });
+    this.emit({ name, ph: "C", ts: us(atPs), pid, tid: 0, args: { value } }, atPs);
+  }
+
+  private emit(e: ScenarioTraceEvent, atPs: number): void {
+    this.writer.add(e, atPs);
   }
 }

@@ -3,6 +3,7 @@
 // and instant events for exit and fault. Timestamps are microseconds (ps / 1e6).
 
 import type { TraceRecord } from "../device.js";
+import { TraceWriter, type TraceSink } from "./writer.js";
 
 /** One event of the Chrome trace-event format, which ui.perfetto.dev opens. */
 export interface TraceEvent {
@@ -111,6 +112,18 @@ export function toPerfetto(records: readonly TraceRecord[], engines: number, end
   for (let e = 0; e < engines; e++) close(e, endPs);
   if (functionName) ev.push(...functionSpans(records, engines, endPs, functionName));
   return { traceEvents: ev, displayTimeUnit: "ns" };
+}
+
+/**
+ * Writes a trace to `sink` as a JSON file in chunks (host/trace/writer.ts), never as one string,
+ * which V8 refuses past ~512 MiB; no size bound (its records are all in memory already). Gives
+ * the writer, closed.
+ */
+export function writePerfetto(t: PerfettoTrace, sink: TraceSink): TraceWriter {
+  const w = new TraceWriter(sink, { maxBytes: Infinity });
+  for (const e of t.traceEvents) w.add(e, (e.ts ?? 0) * 1e6);
+  w.close();
+  return w;
 }
 
 /** Nested B/E spans per engine from engine.start (the entry function), engine.call and engine.ret; a stop closes them all. */
