@@ -19,8 +19,8 @@ export interface TraceEvent {
   pid: number;
   /** The track: an engine, or a QP number. */
   tid: number;
-  /** An instant's scope: `t`, its track. */
-  s?: "t";
+  /** An instant's scope: `t`, its track; `g`, the whole trace (host/trace/writer.ts's truncation note). */
+  s?: "t" | "g";
   /** What else it says (a track's name, a trap's cause). */
   args?: Record<string, unknown>;
 }

@@ -28,6 +28,8 @@ const TAIL = '\n],"displayTimeUnit":"ns"}\n';
 /** kept free for the closing and the truncation note (its name holds the bound's digits) */
 const TAIL_RESERVE = 512;
 
+import type { TraceEvent } from "./perfetto.js";
+
 const encoder = new TextEncoder();
 
 export interface TraceWriterOptions {
@@ -84,7 +86,7 @@ export class TraceWriter {
     if (this.closed) return;
     this.closed = true;
     if (this.truncatedAtPs !== null) {
-      const note = { name: `trace truncated: its size bound (${this.maxBytes} bytes) reached`, ph: "i", s: "g", ts: this.truncatedAtPs / 1e6, pid: 0, tid: 0 };
+      const note: TraceEvent = { name: `trace truncated: its size bound (${this.maxBytes} bytes) reached`, ph: "i", s: "g", ts: this.truncatedAtPs / 1e6, pid: 0, tid: 0 };
       this.put((this.events ? ",\n" : "") + JSON.stringify(note));
     }
     this.put(TAIL);
