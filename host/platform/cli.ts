@@ -328,7 +328,7 @@ function printSummary(r: FwRunResult): void {
 }
 
 /** Exit status of `menic run` for each way a run ends (0: every message completed). */
-const RUN_EXIT = { finished: EXIT.ok, failed: EXIT.failed, "time-limit": EXIT.failed, stopped: EXIT.stopped } as const;
+const RUN_EXIT = { finished: EXIT.ok, failed: EXIT.failed, "time-limit": EXIT.failed, stopped: EXIT.stopped, stalled: EXIT.failed } as const;
 
 async function scenarioRun(args: string[]): Promise<number> {
   const parsed = parseCommand(RUN, args);

@@ -31,7 +31,7 @@ export interface CollectiveRow {
   count: number;
   /** from the doorbell to the last device's final signal, ps */
   timePs: number;
-  /** bytes / time, GB/s */
+  /** bytes / time, GB/s (0 for a size not done) */
   algbwGBps: number;
   /** algbw x the collective's bus factor, GB/s */
   busbwGBps: number;
@@ -39,8 +39,8 @@ export interface CollectiveRow {
   engineUtil: number;
   /** "ok" when every device's result is the reference's, bit for bit; "skipped" in timing mode or when not asked */
   check: "ok" | "mismatch" | "skipped";
-  /** how the run of this size ended */
-  status: "done" | "failed" | "time-limit";
+  /** how the run of this size ended (stalled: still running, and nothing left to happen in the cluster: no engine, NIC or fabric event) */
+  status: "done" | "failed" | "time-limit" | "stalled";
   /** a failure: which node, on which device, with which status */
   error?: string;
   /** with `interference`: the matmul load run alongside, its slowdown (docs/compute.md) */
@@ -238,12 +238,15 @@ export async function runProgram(sc: Scenario, c: CollectiveSpec, p: GraphProgra
   // gpu-style: a window at a time, so that a device's compute units are given back within a
   // window of its final signal
   const step = c.interference?.mode === "gpu-style" ? runner.windowPs : chunk;
+  let stalled = false;
   while (state.state === "running" && runner.nowPs < sc.untilPs) {
     if (opts.shouldStop && (await opts.shouldStop())) { stopped = true; break; }
-    runner.runTo(Math.min(sc.untilPs, runner.nowPs + step));
+    // idle with the collective still running: no engine, NIC or fabric event is left to move it
+    const idle = runner.runUntilIdle(Math.min(sc.untilPs, runner.nowPs + step));
     state = run.poll();
     along?.poll(ended);
     opts.onProgress?.(runner.nowPs, index, total);
+    if (idle && state.state === "running") { stalled = true; break; }
   }
   const khz = Number(contexts[0].device.config.get("engineClockKhz"));
   const ps = (c: number) => Math.ceil((c * 1e9) / khz);
@@ -281,13 +284,14 @@ export async function runProgram(sc: Scenario, c: CollectiveSpec, p: GraphProgra
     else computeLate = !stopped;
   }
   const nccl = c.op === "all-gather" || c.op === "reduce-scatter" || c.op === "all-to-all" ? n * size : size;
-  const algbw = nccl / (timePs / 1e12) / 1e9;
+  // a bandwidth only for a size that was done: a failed or unfinished one moved less than its bytes
+  const algbw = state.state === "done" ? nccl / (timePs / 1e12) / 1e9 : 0;
   const row: CollectiveRow = {
     bytes: nccl, count: size / ESIZE[c.dtype], timePs, algbwGBps: algbw, busbwGBps: algbw * busFactor(c.op, n),
     // over the time run (to the poll after the end): engines still finish their bookkeeping after the last signal
     // (at most 1: every wake rounds the engine's clock up to its next cycle, a fraction of a ns each)
     engineUtil: Math.min(1, busy / (p.engines * n * Math.max(1, last - t0))), check,
-    status: state.state === "done" && !computeLate ? "done" : state.state === "failed" ? "failed" : "time-limit",
+    status: state.state === "done" && !computeLate ? "done" : state.state === "failed" ? "failed" : stalled ? "stalled" : "time-limit",
     ...(state.state === "failed" ? { error: `${state.where}: ${state.status}` } : {}),
     ...(computeLate ? { error: "the matmul load alongside did not end within the limit" } : {}),
     ...(interference ? { interference } : {}),
@@ -329,7 +333,7 @@ export async function runCollectiveScenario(coreModule: WebAssembly.Module, sc: 
   const fab = totals.fab;
   return {
     name: sc.name, seed: sc.seed, endPs, untilPs: sc.untilPs, finished,
-    ended: finished ? "finished" : stopped ? "stopped" : rows.some((r) => r.status === "time-limit") ? "time-limit" : "failed",
+    ended: finished ? "finished" : stopped ? "stopped" : rows.some((r) => r.status === "stalled") ? "stalled" : rows.some((r) => r.status === "time-limit") ? "time-limit" : "failed",
     messages: { total: c.sizes.length, completed: rows.length, failed }, flows: [], totalBytes: rows.reduce((a, r) => a + r.bytes, 0),
     totalGoodputGbps: 0, fctPs: { p50: 0, p99: 0, max: 0 }, transport: sc.transport, ...totals.sums,
     fabric: { ...fab, drops: fab.drops as ScenarioResult["fabric"]["drops"] }, deviceDrops: {},

@@ -15,6 +15,7 @@ const ENDED: Record<RunEnd, string> = {
   failed: "finished with failed messages",
   "time-limit": "ran out of time",
   stopped: "stopped",
+  stalled: "stalled (work outstanding, nothing left to happen)",
 };
 
 /** A flow's status for people: its error, "incomplete" while messages are outstanding, else SUCCESS. */

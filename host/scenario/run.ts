@@ -41,8 +41,12 @@ export interface FlowResult {
   goodputGbps: number;
 }
 
-/** How a run ended: every message done and successful; every message done, some failed; the scenario's time ran out first; the caller stopped it. */
-export type RunEnd = "finished" | "failed" | "time-limit" | "stopped";
+/**
+ * How a run ended: every message done and successful; every message done, some failed; the
+ * scenario's time ran out first; the caller stopped it; or stalled: work outstanding and nothing
+ * left to happen (no device event, no frame in the fabric), so nothing would ever complete it.
+ */
+export type RunEnd = "finished" | "failed" | "time-limit" | "stopped" | "stalled";
 
 /** Counters of frames a device dropped, by reason (layouts/stats.json names; rx_stage_full: arrivals the host could not stage in a window). */
 export const DEVICE_DROP_COUNTERS = ["port.tx_ring_full", "port.rx_ring_full", "roce.rx_malformed", "roce.rx_bad_icrc", "roce.rx_not_mine", "roce.rx_unknown_qp", "roce.rx_out_of_order", "roce.rx_duplicate",
@@ -338,14 +342,16 @@ export async function runScenario(coreModule: WebAssembly.Module, input: unknown
   const flowIndex = new Map(state.map((f, i) => [f, i]));
 
   const total = state.length * messagesPerFlow;
-  let completed = 0, stopped = false, lastCompletionPs = 0;
+  let completed = 0, stopped = false, stalled = false, lastCompletionPs = 0;
   const fct: number[] = [];
   const chunk = Math.max(runner.windowPs, Math.min(10_000_000, observer?.intervalPs ?? Infinity));
   const untilPs = sc.untilPs;
   opts.onStart?.(sc.traffic.messageBytes);
   while (completed < total && runner.nowPs < untilPs) {
     if (opts.shouldStop && (await opts.shouldStop())) { stopped = true; break; }
-    runner.runTo(Math.min(untilPs, runner.nowPs + chunk));
+    // idle: no device has an event, no frame is in the fabric; with messages outstanding that is
+    // a stall (nothing will ever complete them), reported as such rather than run to the limit
+    const idle = runner.runUntilIdle(Math.min(untilPs, runner.nowPs + chunk));
     for (let d = 0; d < n; d++) {
       for (const wc of contexts[d]!.pollCq(mem[d]!.cq, 1 << 16)) {
         const f = byQp[d]!.get(wc.qpNum);
@@ -366,6 +372,7 @@ export async function runScenario(coreModule: WebAssembly.Module, input: unknown
     }
     observer?.sample(runner.nowPs);
     opts.onProgress?.(runner.nowPs, completed, total);
+    if (idle && completed < total) { stalled = true; break; }
   }
 
   const sum = sumStats(contexts.map((c) => c.device), [...RESULT_COUNTERS, ...(sc.transport === "metaroce" ? METAROCE_COUNTERS : [])]);
@@ -391,7 +398,7 @@ export async function runScenario(coreModule: WebAssembly.Module, input: unknown
     // a run whose messages all completed ends at the last completion (not where the runner's
     // last chunk of time happened to end); otherwise where it stopped
     name: sc.name, seed: sc.seed, endPs: completed === total ? lastCompletionPs : runner.nowPs, untilPs, finished,
-    ended: finished ? "finished" : completed === total ? "failed" : stopped ? "stopped" : "time-limit",
+    ended: finished ? "finished" : completed === total ? "failed" : stopped ? "stopped" : stalled ? "stalled" : "time-limit",
     messages: { total, completed, failed }, flows: flowsOut, totalBytes,
     totalGoodputGbps: lastDone > startPs ? (totalBytes * 8000) / (lastDone - startPs) : 0,
     fctPs: { p50: pct(50), p99: pct(99), max: fct.length ? fct[fct.length - 1]! : 0 },

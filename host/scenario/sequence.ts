@@ -92,7 +92,7 @@ export async function runCollectiveSequence(coreModule: WebAssembly.Module, sc: 
   const fab = totals.fab;
   return {
     name: sc.name, seed: sc.seed, endPs: runner.nowPs, untilPs: sc.untilPs, finished,
-    ended: finished ? "finished" : stopped ? "stopped" : timeLimit || rows.some((r) => r.status === "time-limit") ? "time-limit" : "failed",
+    ended: finished ? "finished" : stopped ? "stopped" : rows.some((r) => r.status === "stalled") ? "stalled" : timeLimit || rows.some((r) => r.status === "time-limit") ? "time-limit" : "failed",
     messages: { total, completed: rows.length, failed }, flows: [], totalBytes: rows.reduce((a, r) => a + r.bytes, 0),
     totalGoodputGbps: 0, fctPs: { p50: 0, p99: 0, max: 0 }, transport: sc.transport, ...totals.sums,
     fabric: { ...fab, drops: fab.drops as ScenarioResult["fabric"]["drops"] }, deviceDrops: {},
