@@ -1,0 +1,63 @@
+// The fuzz tier in CI (issue 26, "Keep finding them"), with a small budget: random traffic
+// scenarios and collectives under random faults (test/helpers/fuzz-tier/scenarios.ts), every run
+// held to the tier's invariants: refused naming a field or run to an end that is not a stall, a
+// report that holds together (no SUCCESS without every message done, no bandwidth without a
+// completion, a done collective equal to the reference bit for bit), memory bounded, the same
+// input the same result. `npm run soak -- tier` runs thousands; FUZZ_TIER_SEED=n (the first
+// seed) and FUZZ_TIER_CASES=n explore others here. The forged-answer generator at two devices is
+// test/fuzz-answers.test.ts.
+import { describe, it, expect } from "vitest";
+import { coreModule } from "../host/platform/node.js";
+import { runScenario, type ScenarioResult } from "../host/scenario/run.js";
+import { trafficScenario, collectiveScenario, checkScenario, resultViolations } from "./helpers/fuzz-tier/scenarios.js";
+
+const FIRST = Number(process.env.FUZZ_TIER_SEED ?? 1);
+const CASES = Number(process.env.FUZZ_TIER_CASES ?? 0);
+
+async function tier(make: (seed: number) => Record<string, unknown>, cases: number) {
+  const violations: string[] = [], ends = new Map<string, number>();
+  let posted = 0, completed = 0;
+  for (let seed = FIRST; seed < FIRST + cases; seed++) {
+    const o = await checkScenario(coreModule(), make(seed), { determinism: seed % 4 === 0 });
+    violations.push(...o.violations);
+    ends.set(o.ended, (ends.get(o.ended) ?? 0) + 1);
+    posted += o.posted;
+    completed += o.completed;
+  }
+  return { violations, ends, posted, completed };
+}
+
+describe("the fuzz tier (CI budget)", () => {
+  it("random traffic scenarios: every invariant holds", async () => {
+    const r = await tier(trafficScenario, CASES || 48);
+    expect(r.violations).toEqual([]);
+    // the generator reaches the outcomes it is for: runs that finish, refusals, runs cut short
+    if (!CASES) expect([r.ends.get("finished")! > 30, r.ends.get("refused")! > 0, r.ends.get("time-limit")! > 0]).toEqual([true, true, true]);
+    expect(r.completed).toBeGreaterThan(r.posted / 2);
+  });
+
+  it("random collectives under random faults: every invariant holds", async () => {
+    const r = await tier(collectiveScenario, CASES || 24);
+    expect(r.violations).toEqual([]);
+    if (!CASES) expect([r.ends.get("finished")! > 15, (r.ends.get("failed") ?? 0) + (r.ends.get("time-limit") ?? 0) > 0]).toEqual([true, true]);
+  });
+
+  // the checks can fail: results doctored the ways the bugs this tier is for would make them
+  it("the checker flags SUCCESS without every message, goodput without a completion, a stall, a bandwidth for a size not done", async () => {
+    const traffic = await runScenario(coreModule(), trafficScenario(2));
+    expect(resultViolations("t", traffic)).toEqual([]);
+    const doctored = (f: (r: ScenarioResult) => void) => { const r = structuredClone(traffic); f(r); return resultViolations("t", r); };
+    expect([traffic.ended, traffic.flows[0]!.goodputGbps > 0]).toEqual(["finished", true]);
+    expect(doctored((r) => { r.messages.completed -= r.flows[0]!.completed; r.flows[0]!.completed = 0; })).toEqual([
+      expect.stringMatching(/^t: flow 0: 0\/\d+ done, 0 failed, status SUCCESS$/), expect.stringMatching(/^t: flow 0: goodput .* with no message done$/), expect.stringMatching(/^t: finished with \d+ of \d+ done$/),
+    ]);
+    expect(doctored((r) => { r.ended = "stalled"; })).toEqual([expect.stringMatching(/^t: stalled at/)]);
+    const coll = await runScenario(coreModule(), collectiveScenario(1));
+    expect(coll.collective!.rows[0]!.status).toBe("done");
+    const row = structuredClone(coll);
+    row.collective!.rows[0]!.status = "failed";
+    row.collective!.rows[0]!.error = "ranks[0].nodes[1] (send on engine 0): RETRY_EXC_ERR";
+    row.ended = "failed";
+    expect(resultViolations("c", row)).toEqual([expect.stringMatching(/^c: size 0: \d+(\.\d+)? GB\/s for a size not done$/)]);
+  });
+});
