@@ -26,8 +26,8 @@ describe("a refused one-packet WRITE never completes with success (issue 26, poi
       : how === "no REMOTE_WRITE" ? b.ctx.regMr(b.pd, dst, 8192, ["REMOTE_READ"]) : b.ctx.regMr(b.pd, dst, 4096, ["REMOTE_WRITE"]);
     const at = how === "out of bounds" ? dst + 4096 - 16 : dst;
     a.ctx.postSend(a.qp, [
-      { wrId: 1, opcode: "RDMA_WRITE", signaled: true, localAddr: src, length: len, lkey: smr.lkey, remoteAddr: at, rkey: mr.rkey },
-      { wrId: 2, opcode: "RDMA_WRITE", signaled: true, localAddr: src, length: 64, lkey: smr.lkey, remoteAddr: dst, rkey: mr.rkey },
+      { wrId: 1, opcode: "RDMA_WRITE" as const, signaled: true, localAddr: src, length: len, lkey: smr.lkey, remoteAddr: at, rkey: mr.rkey },
+      { wrId: 2, opcode: "RDMA_WRITE" as const, signaled: true, localAddr: src, length: 64, lkey: smr.lkey, remoteAddr: dst, rkey: mr.rkey },
     ].slice(0, alone ? 1 : 2));
     const wcs = settle(net, a.ctx, a.cq, alone ? 1 : 2).map((w) => [Number(w.wrId), w.status]);
     return { wcs, landed: b.ctx.read(dst, 8192), a, stats: a.ctx.device.stats(), bStats: b.ctx.device.stats() };
