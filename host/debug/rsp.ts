@@ -18,63 +18,101 @@ export type RspEvent =
 
 const DOLLAR = 0x24, HASH = 0x23, ESC = 0x7d, STAR = 0x2a;
 
-/** Splits a byte stream into RSP events; keeps a partial packet across calls. */
+/**
+ * Splits a byte stream into RSP events, one at a time: `push` keeps the bytes, `next` reads
+ * them up to the next event, so that a reader can stop between packets (the stub does while
+ * its client is behind on replies) and the bytes after wait, unparsed. A partial packet is kept
+ * across pushes in a buffer of MAX_PACKET_BYTES; nothing else grows with the input.
+ */
 export class RspReader {
   private state: "idle" | "payload" | "sum1" | "sum2" | "skip" | "skipSum1" | "skipSum2" = "idle";
   private buf = new Uint8Array(MAX_PACKET_BYTES);
   private len = 0;
   private sum = 0;
   private sumText = "";
+  private readonly input: Uint8Array[] = []; // pushed, not yet read (the caller's arrays, not copies)
+  private at = 0; // next byte of input[0]
+  private inputBytes = 0;
 
-  feed(bytes: Uint8Array): RspEvent[] {
-    const out: RspEvent[] = [];
-    for (const b of bytes) {
-      switch (this.state) {
-        case "idle":
-          if (b === DOLLAR) this.begin();
-          else if (b === 0x2b) out.push({ kind: "ack" });
-          else if (b === 0x2d) out.push({ kind: "nak" });
-          else if (b === 0x03) out.push({ kind: "interrupt" });
-          else out.push({ kind: "garbage", byte: b });
-          break;
-        case "payload":
-          if (b === HASH) {
-            this.state = "sum1";
-          } else if (b === DOLLAR) {
-            this.begin(); // a packet cut short by a new one: the sender gave up on it
-          } else if (this.len >= MAX_PACKET_BYTES) {
-            this.state = "skip";
-            out.push({ kind: "overlong" });
-          } else {
-            this.buf[this.len++] = b;
-            this.sum = (this.sum + b) & 0xff;
-          }
-          break;
-        case "sum1":
-          this.sumText = String.fromCharCode(b);
-          this.state = "sum2";
-          break;
-        case "sum2": {
-          this.sumText += String.fromCharCode(b);
-          this.state = "idle";
-          const got = /^[0-9a-fA-F]{2}$/.test(this.sumText) ? parseInt(this.sumText, 16) : -1;
-          if (got !== this.sum) out.push({ kind: "bad-checksum", want: this.sum, got: this.sumText });
-          else out.push({ kind: "packet", payload: unescape(this.buf.subarray(0, this.len)) });
-          break;
-        }
-        case "skip": // the rest of an overlong packet, up to its checksum or a new packet
-          if (b === HASH) this.state = "skipSum1";
-          else if (b === DOLLAR) this.begin();
-          break;
-        case "skipSum1":
-          this.state = "skipSum2";
-          break;
-        case "skipSum2":
-          this.state = "idle";
-          break;
+  /** Keeps `bytes` for `next` (not copied: the caller must not change them afterwards). */
+  push(bytes: Uint8Array): void {
+    if (bytes.length === 0) return;
+    this.input.push(bytes);
+    this.inputBytes += bytes.length;
+  }
+
+  /** Bytes pushed and not yet read. */
+  get held(): number {
+    return this.inputBytes;
+  }
+
+  /** The next event in the bytes pushed; null once they are all read (a partial packet waits for more). */
+  next(): RspEvent | null {
+    for (let chunk = this.input[0]; chunk; chunk = this.input[0]) {
+      while (this.at < chunk.length) {
+        this.inputBytes--;
+        const ev = this.step(chunk[this.at++]!);
+        if (ev) return ev;
       }
+      this.input.shift();
+      this.at = 0;
     }
+    return null;
+  }
+
+  /** Every event in `bytes` (and in bytes pushed before). */
+  feed(bytes: Uint8Array): RspEvent[] {
+    this.push(bytes);
+    const out: RspEvent[] = [];
+    for (let ev = this.next(); ev; ev = this.next()) out.push(ev);
     return out;
+  }
+
+  private step(b: number): RspEvent | null {
+    switch (this.state) {
+      case "idle":
+        if (b === DOLLAR) this.begin();
+        else if (b === 0x2b) return { kind: "ack" };
+        else if (b === 0x2d) return { kind: "nak" };
+        else if (b === 0x03) return { kind: "interrupt" };
+        else return { kind: "garbage", byte: b };
+        break;
+      case "payload":
+        if (b === HASH) {
+          this.state = "sum1";
+        } else if (b === DOLLAR) {
+          this.begin(); // a packet cut short by a new one: the sender gave up on it
+        } else if (this.len >= MAX_PACKET_BYTES) {
+          this.state = "skip";
+          return { kind: "overlong" };
+        } else {
+          this.buf[this.len++] = b;
+          this.sum = (this.sum + b) & 0xff;
+        }
+        break;
+      case "sum1":
+        this.sumText = String.fromCharCode(b);
+        this.state = "sum2";
+        break;
+      case "sum2": {
+        this.sumText += String.fromCharCode(b);
+        this.state = "idle";
+        const got = /^[0-9a-fA-F]{2}$/.test(this.sumText) ? parseInt(this.sumText, 16) : -1;
+        if (got !== this.sum) return { kind: "bad-checksum", want: this.sum, got: this.sumText };
+        return { kind: "packet", payload: unescape(this.buf.subarray(0, this.len)) };
+      }
+      case "skip": // the rest of an overlong packet, up to its checksum or a new packet
+        if (b === HASH) this.state = "skipSum1";
+        else if (b === DOLLAR) this.begin();
+        break;
+      case "skipSum1":
+        this.state = "skipSum2";
+        break;
+      case "skipSum2":
+        this.state = "idle";
+        break;
+    }
+    return null;
   }
 
   private begin(): void {
