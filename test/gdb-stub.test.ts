@@ -4,8 +4,10 @@
 import { describe, expect, it } from "vitest";
 import { readFileSync } from "node:fs";
 import { spawn, spawnSync } from "node:child_process";
-import { connect } from "node:net";
-import { runFirmwareGdb, type FwGdbResult } from "../host/fw/gdb.js";
+import { connect, createServer, type Socket } from "node:net";
+import { once } from "node:events";
+import { runFirmwareGdb, type FwGdbResult, type GdbConnection } from "../host/fw/gdb.js";
+import { socketConnection } from "../host/platform/gdb-server.js";
 import { runFirmware } from "../host/fw/run.js";
 import { RspReader, frame, latin1, MAX_PACKET_BYTES } from "../host/debug/rsp.js";
 import { Symbolizer } from "../host/debug/symbolize.js";
@@ -28,6 +30,11 @@ function session(): { client: GdbClient; done: Promise<FwGdbResult>; close(): vo
 
 const le32 = (v: number) => [v, v >>> 8, v >>> 16, v >>> 24].map((b) => (b & 0xff).toString(16).padStart(2, "0")).join("");
 const hexText = (s: string) => Buffer.from(s, "latin1").toString("hex");
+
+/** Resolves once `cond()` holds, looking after each turn of the event loop (no clock). */
+async function until(cond: () => boolean): Promise<void> {
+  while (!cond()) await new Promise((r) => setImmediate(r));
+}
 
 describe("RSP framing", () => {
   it("frames with a modulo-256 checksum and escapes #, $, } and *", () => {
@@ -226,6 +233,24 @@ describe("the GDB stub", () => {
     expect(r.gdb.errors).toEqual({ badChecksum: 1, overlong: 1, garbage: 5, dropped: 0 });
   });
 
+  it("handles no more packets once a send says the client is behind, and goes on when it has caught up", async () => {
+    const p = pipe();
+    let behind = false, drained = () => {};
+    const connection: GdbConnection = { ...p.connection, write: (b) => p.connection.write(b) && !behind, onDrain: (cb) => (drained = cb) };
+    const done = runFirmwareGdb(psum, { config: { engines: ENGINES }, connection });
+    const { client } = p;
+    expect(await client.ask("qC")).toBe("QC1");
+    behind = true;
+    client.raw(Uint8Array.from([...frame("p20"), ...frame("qAttached"), ...frame("Hg2")])); // one read
+    await until(() => client.pending > 0);
+    expect([client.pending, client.acks]).toEqual([1, "++"]); // the packet acknowledged is answered, no other
+    behind = false;
+    drained();
+    expect([await client.next(), await client.next(), await client.next(), client.acks]).toEqual([le32(ENTRY), "1", "OK", "++++"]);
+    client.send("k");
+    expect((await done).gdb.end).toBe("killed");
+  });
+
   it("a client that goes away in the middle of a packet leaves the run to finish", async () => {
     const plain = await runFirmware(psum, { config: { engines: ENGINES } });
     const { client, done, close } = session();
@@ -239,6 +264,92 @@ describe("the GDB stub", () => {
     expect(r.engines).toEqual(plain.engines);
     expect(r.timePs).toBe(plain.timePs);
   });
+});
+
+describe("a client that does not read its replies (back-pressure)", () => {
+  it("stops the stub reading requests with little held; once it reads, every reply comes, in order", async () => {
+    const server = createServer();
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const accepted = once(server, "connection");
+    const sock = connect((server.address() as { port: number }).port, "127.0.0.1");
+    const [stubSide] = (await accepted) as [Socket];
+    server.close();
+    stubSide.setNoDelay(true);
+
+    // request i reads `len` bytes at BASE + i: 0x400 (2 KiB of hex) until the stub side stops
+    // reading, then 8 (the flood goes on, cheaper to check); all requests have the same length
+    const L = 0x400, BASE = 0x80100000, CAP = 60000;
+    const request = (i: number, len: number) => frame(`m${(BASE + i).toString(16)},${len.toString(16).padStart(3, "0")}`);
+    const REQ_BYTES = request(0, L).length;
+    // what the stub side holds in JS: replies not yet taken by the kernel (writableLength), and
+    // bytes read from the client not yet answered (each request of the flood gets one reply)
+    let flooding = false, replies = 0, readAtStart = 0, maxOut = 0, maxIn = 0;
+    const measure = () => {
+      maxOut = Math.max(maxOut, stubSide.writableLength);
+      if (flooding) maxIn = Math.max(maxIn, stubSide.bytesRead - readAtStart - replies * REQ_BYTES);
+    };
+    const inner = socketConnection(stubSide);
+    const connection: GdbConnection = {
+      ...inner,
+      write: (bytes) => {
+        const ok = inner.write(bytes);
+        if (flooding && bytes[0] === 0x24) replies++;
+        measure();
+        return ok;
+      },
+      onData: (cb) => inner.onData((bytes) => (cb(bytes), measure())),
+    };
+    const done = runFirmwareGdb(psum, { config: { engines: ENGINES }, connection });
+    const client = new GdbClient((b) => sock.write(b));
+    sock.on("data", (b: Buffer) => client.fromStub(new Uint8Array(b)));
+
+    // HBM from BASE holds bytes that make each request's reply its own (the replies to requests
+    // i and j differ), so that a reply lost or out of order shows
+    const pattern = new Uint8Array(CAP + L);
+    for (let i = 0, x = 1; i < pattern.length; i++) pattern[i] = (x = (x * 1103515245 + 12345) >>> 0) >>> 24;
+    for (let off = 0; off < pattern.length; off += 0x1000) {
+      const part = pattern.subarray(off, off + 0x1000);
+      expect(await client.ask(`M${(BASE + off).toString(16)},${part.length.toString(16)}:${Buffer.from(part).toString("hex")}`)).toBe("OK");
+    }
+    const acksBefore = client.acks.length;
+
+    // the flood: batches of requests, the client reading nothing, until the stub side has
+    // stopped reading (its socket paused) and EXTRA more requests have been written after that
+    sock.pause();
+    flooding = true;
+    readAtStart = stubSide.bytesRead;
+    const OUT_BOUND = stubSide.writableHighWaterMark + MAX_PACKET_BYTES; // a full buffer, then one reply
+    const IN_BOUND = 2 * 0x10000 + stubSide.readableHighWaterMark; // a read the stub holds, a paused socket's buffer and its last read
+    const EXTRA = 16384, BATCH = 256; // EXTRA requests: more bytes than IN_BOUND
+    const lens: number[] = [];
+    let sentPaused = 0;
+    while (maxOut <= OUT_BOUND && maxIn <= IN_BOUND && sentPaused < EXTRA && lens.length < CAP) {
+      const paused = stubSide.isPaused(), len = paused ? 8 : L, first = lens.length;
+      for (let k = 0; k < BATCH; k++) lens.push(len);
+      sock.write(Buffer.concat(lens.slice(first).map((n, k) => request(first + k, n))));
+      if (paused) sentPaused += BATCH;
+      else await until(() => stubSide.isPaused() || stubSide.bytesRead - readAtStart >= lens.length * REQ_BYTES);
+    }
+    const sent = lens.length;
+    expect(maxOut).toBeLessThanOrEqual(OUT_BOUND);
+    expect(maxIn).toBeLessThanOrEqual(IN_BOUND);
+    expect(sentPaused).toBe(EXTRA);
+    expect(stubSide.isPaused()).toBe(true); // still not reading
+    expect(replies).toBeLessThanOrEqual(sent - EXTRA); // none of the requests written after the pause answered
+
+    // the client reads: every request gets its '+' and its reply, in order, byte for byte
+    sock.resume();
+    const want = (i: number) => Buffer.from(pattern.subarray(i, i + lens[i]!)).toString("hex");
+    let firstWrong = -1;
+    for (let i = 0; i < sent; i++) if ((await client.next()) !== want(i) && firstWrong < 0) firstWrong = i;
+    expect(firstWrong).toBe(-1);
+    expect(client.acks.slice(acksBefore)).toBe("+".repeat(sent));
+    expect(await client.ask("qC")).toBe("QC1"); // and goes on answering
+    expect(client.pending).toBe(0);
+    client.send("k");
+    expect((await done).gdb.end).toBe("killed");
+    sock.destroy();
+  }, 120_000);
 });
 
 describe("menic fw run --gdb over TCP", () => {

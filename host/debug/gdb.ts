@@ -10,12 +10,17 @@
 // and vCont (c, C, s, S, t), ^C and vCtrlC, H, T, qC, qfThreadInfo/qsThreadInfo,
 // qThreadExtraInfo, qAttached, D, k and vKill. Anything else gets the empty reply (unsupported).
 
-import { RspReader, frame, toHex, fromHex, latin1, MAX_PACKET_BYTES } from "./rsp.js";
+import { RspReader, type RspEvent, frame, toHex, fromHex, latin1, MAX_PACKET_BYTES } from "./rsp.js";
 import { PC_REGNUM, type EngineDebugger, type DebugStopEvent, type WatchKind } from "./target.js";
 
 /** What the stub asks of the host that runs the device. */
 export interface GdbHost {
-  send(bytes: Uint8Array): void;
+  /**
+   * Bytes for the client. False when the client is behind (its unread replies are over the
+   * connection's limit): the stub then handles no more packets, the bytes after wait in the
+   * stub unread, until `GdbStub.drained`.
+   */
+  send(bytes: Uint8Array): boolean;
   /**
    * Run until the debugger's checks stop the device (step: stop once that engine has executed
    * one instruction; only: the engines resumed, null for all: EngineDebugger.only).
@@ -100,6 +105,7 @@ export class GdbStub {
   private lastSent: Uint8Array = new Uint8Array();
   private running = false;
   private ended = false;
+  private blocked = false; // a send returned false: wait for drained()
   private readonly queue: Uint8Array[] = [];
   private lastStop: GdbStop = { engine: 0, signal: SIGTRAP };
   private gThread = 0; // engine that g/G/p/P/m/M act on
@@ -115,37 +121,63 @@ export class GdbStub {
     return this.running;
   }
 
-  /** Bytes from the client. */
+  /**
+   * Bytes from the client (kept, not copied). They are handled packet by packet while the
+   * client takes the replies; once it is behind they wait here, and the host should stop
+   * reading from the client (host/platform/gdb-server.ts pauses the socket) until `drained`.
+   */
   receive(bytes: Uint8Array): void {
-    for (const ev of this.reader.feed(bytes)) {
-      switch (ev.kind) {
-        case "packet":
-          if (!this.noAck) this.host.send(latin1("+"));
-          if (this.running) {
-            if (this.queue.length < QUEUE_LIMIT) this.queue.push(ev.payload);
-            else this.errors.dropped++;
-          } else this.handle(ev.payload);
-          break;
-        case "interrupt":
-          if (this.running) this.host.interrupt();
-          break;
-        case "nak":
-          if (!this.noAck && this.lastSent.length) this.host.send(this.lastSent);
-          break;
-        case "ack":
-          break;
-        case "bad-checksum":
-          this.errors.badChecksum++;
-          if (!this.noAck) this.host.send(latin1("-"));
-          break;
-        case "overlong":
-          this.errors.overlong++;
-          if (!this.noAck) this.host.send(latin1("-"));
-          break;
-        case "garbage":
-          this.errors.garbage++;
-          break;
+    this.reader.push(bytes);
+    this.work();
+  }
+
+  /** The client has taken the replies sent: go on with the packets that wait. */
+  drained(): void {
+    this.blocked = false;
+    this.work();
+  }
+
+  /** Handles what came, one event at a time, until there is nothing left or the client is behind. */
+  private work(): void {
+    while (!this.blocked) {
+      if (!this.running && !this.ended && this.queue.length) {
+        this.handle(this.queue.shift()!);
+        continue;
       }
+      const ev = this.reader.next();
+      if (!ev) return;
+      this.event(ev);
+    }
+  }
+
+  private event(ev: RspEvent): void {
+    switch (ev.kind) {
+      case "packet":
+        if (!this.noAck) this.send(latin1("+"));
+        if (this.running) {
+          if (this.queue.length < QUEUE_LIMIT) this.queue.push(ev.payload);
+          else this.errors.dropped++;
+        } else this.handle(ev.payload);
+        break;
+      case "interrupt":
+        if (this.running) this.host.interrupt();
+        break;
+      case "nak":
+        if (!this.noAck && this.lastSent.length) this.send(this.lastSent);
+        break;
+      case "ack":
+        break;
+      case "bad-checksum":
+        this.errors.badChecksum++;
+        if (!this.noAck) this.send(latin1("-"));
+        break;
+      case "overlong":
+        this.errors.overlong++;
+        if (!this.noAck) this.send(latin1("-"));
+        break;
+      case "garbage":
+        this.errors.garbage++;
+        break;
     }
   }
 
@@ -154,8 +186,8 @@ export class GdbStub {
     this.running = false;
     this.lastStop = stop;
     this.gThread = this.cThread = stop.engine;
-    this.reply(this.stopReply(stop));
-    while (!this.running && !this.ended && this.queue.length) this.handle(this.queue.shift()!);
+    this.reply(this.stopReply(stop)); // sent even when the client is behind: one reply, to a packet handled
+    this.work();
   }
 
   /** The run ended with `code` (the process's exit status). */
@@ -176,7 +208,11 @@ export class GdbStub {
 
   private reply(text: string | Uint8Array): void {
     this.lastSent = frame(text);
-    this.host.send(this.lastSent);
+    this.send(this.lastSent);
+  }
+
+  private send(bytes: Uint8Array): void {
+    if (!this.host.send(bytes)) this.blocked = true;
   }
 
   private run(step: number | null, only: number[] | null = null): void {

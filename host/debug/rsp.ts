@@ -32,25 +32,17 @@ export class RspReader {
   private sumText = "";
   private readonly input: Uint8Array[] = []; // pushed, not yet read (the caller's arrays, not copies)
   private at = 0; // next byte of input[0]
-  private inputBytes = 0;
 
   /** Keeps `bytes` for `next` (not copied: the caller must not change them afterwards). */
   push(bytes: Uint8Array): void {
     if (bytes.length === 0) return;
     this.input.push(bytes);
-    this.inputBytes += bytes.length;
-  }
-
-  /** Bytes pushed and not yet read. */
-  get held(): number {
-    return this.inputBytes;
   }
 
   /** The next event in the bytes pushed; null once they are all read (a partial packet waits for more). */
   next(): RspEvent | null {
     for (let chunk = this.input[0]; chunk; chunk = this.input[0]) {
       while (this.at < chunk.length) {
-        this.inputBytes--;
         const ev = this.step(chunk[this.at++]!);
         if (ev) return ev;
       }

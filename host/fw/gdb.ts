@@ -10,10 +10,18 @@ import { EngineDebugger, type DebugStopEvent } from "../debug/target.js";
 import { GdbStub, SIGINT, SIGTRAP, faultSignal } from "../debug/gdb.js";
 import { startFirmware, finishFirmware, DEFAULT_UNTIL_PS, type FwRunOptions, type FwRunResult } from "./run.js";
 
-/** A client's byte stream: the platform's socket (host/platform/gdb-server.ts) or a test's pipe. */
+/**
+ * A client's byte stream: the platform's socket (host/platform/gdb-server.ts) or a test's pipe.
+ * Back-pressure: `write` returns false once the client is behind on reading (the socket's
+ * write buffer is full); the connection then delivers no more data until it has called
+ * `onDrain`'s callback (the socket stops reading, so the client's own writes block), and the
+ * stub sends nothing more meanwhile but the reply to a packet it already handled.
+ */
 export interface GdbConnection {
-  write(bytes: Uint8Array): void;
+  write(bytes: Uint8Array): boolean;
   onData(cb: (bytes: Uint8Array) => void): void;
+  /** The client has caught up after a write returned false. */
+  onDrain(cb: () => void): void;
   onClose(cb: () => void): void;
   close(): void;
 }
@@ -118,14 +126,16 @@ export async function runFirmwareGdb(elf: Uint8Array, opts: FwGdbOptions): Promi
       setTimeout(pump, 0);
     };
 
-    conn.onData((bytes) => {
+    const guarded = (f: () => void) => {
       if (state === "done") return;
       try {
-        stub.receive(bytes);
+        f();
       } catch (e) {
         fail(e);
       }
-    });
+    };
+    conn.onData((bytes) => guarded(() => stub.receive(bytes)));
+    conn.onDrain(() => guarded(() => stub.drained()));
     conn.onClose(() => release("disconnected"));
   });
 }

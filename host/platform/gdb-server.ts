@@ -37,7 +37,13 @@ export class GdbListener {
   }
 }
 
-function socketConnection(socket: Socket): GdbConnection {
+/**
+ * A connected socket as a GdbConnection, with back-pressure: once socket.write says its buffer
+ * is full (the client is not reading), the socket stops reading until 'drain', so that the
+ * client's requests wait in the kernel's buffers (and then the client's) rather than replies
+ * piling up here: what is held stays under the socket's writableHighWaterMark plus one reply.
+ */
+export function socketConnection(socket: Socket): GdbConnection {
   let closed = false;
   const onClose: (() => void)[] = [];
   const close = () => {
@@ -47,11 +53,20 @@ function socketConnection(socket: Socket): GdbConnection {
   };
   socket.on("close", close);
   socket.on("error", () => socket.destroy()); // a reset connection ends as a close
+  const onDrain: (() => void)[] = [];
+  socket.on("drain", () => {
+    for (const cb of onDrain) cb();
+    if (!socket.writableNeedDrain) socket.resume(); // unless the callbacks filled it again
+  });
   return {
     write: (bytes) => {
-      if (!closed && socket.writable) socket.write(bytes);
+      if (closed || !socket.writable) return true; // nobody to wait for
+      if (socket.write(bytes)) return true;
+      socket.pause();
+      return false;
     },
     onData: (cb) => socket.on("data", (b: Buffer) => cb(new Uint8Array(b.buffer, b.byteOffset, b.length))),
+    onDrain: (cb) => onDrain.push(cb),
     onClose: (cb) => onClose.push(cb),
     close: () => socket.end(),
   };

@@ -76,7 +76,9 @@ export function pipe(): { connection: GdbConnection; client: GdbClient; close():
   const connection: GdbConnection = {
     write: (bytes) => {
       if (!closed) client.fromStub(bytes.slice());
+      return true; // taken at once: never behind
     },
+    onDrain: () => {},
     onData: (cb) => {
       onData = cb;
       for (const b of early.splice(0)) cb(b);
