@@ -132,6 +132,10 @@ describe("--set path=value", () => {
     expect([r.untilPs, r.traffic.messages, r.faults[0]]).toEqual([20_000_000, 3, { kind: "loss", links: "all", random: 0.05 }]);
     expect(() => applySet(s, "traffic.pattern.x=1")).toThrow('scenario.traffic.pattern: is "pairs", which has no field x');
     expect(() => applySet(s, "novalue")).toThrow(/wants path=value/);
+    // null removes a field: it takes its default (WAS: kept as null, refused "must be an object, got null")
+    applySet(s, "sweep={\"traffic.messages\":[1,2]}");
+    applySet(s, "sweep=null");
+    expect("sweep" in s).toBe(false);
     applySet(s, "traffic.messages=lots");
     expect(() => resolveScenario(s)).toThrow('scenario.traffic.messages: must be an integer in [1, 4096], got "lots"');
   });

@@ -44,7 +44,7 @@ its results: goodput per flow, completion times, drops, retransmissions. A scena
   options: {
     seed: { kind: "int", value: "<n>", min: 0, max: 0xffffffff, help: "the seed of every random stream", default: "(the scenario's seed, 1 when it has none)" },
     until: { kind: "time", value: "<time>", help: "simulated-time limit (the same as --set until=<time>)", default: "(the scenario's until, 1s when it has none)" },
-    set: { kind: "strings", value: "<path>=<value>", help: "set a scenario field before it is checked: --set traffic.messages=4, --set 'faults[0].random=0.05'", default: "(none)" },
+    set: { kind: "strings", value: "<path>=<value>", help: "set a scenario field before it is checked: --set traffic.messages=4, --set 'faults[0].random=0.05'; null removes one (--set sweep=null)", default: "(none)" },
     json: { kind: "flag", help: "print the result as one JSON object on stdout, nothing else", default: "(off: a results table)" },
     pcap: { kind: "out", value: "<out.pcapng>", help: "write every frame at every device port (pcapng, Wireshark)", default: "(no capture)" },
     trace: { kind: "out", value: "<out.json>", help: "write a Perfetto trace: per-flow rates, switch queues, message slices", default: "(no trace)" },

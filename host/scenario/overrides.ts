@@ -30,7 +30,7 @@ export function parseValue(text: string): unknown {
   }
 }
 
-/** Sets `path=value` (one `--set` argument) in `target`, a parsed scenario; `root` names it in errors. */
+/** Sets `path=value` (one `--set` argument) in `target`, a parsed scenario; `root` names it in errors. The value null removes the field (it takes its default; `--set sweep=null` runs a sweep's scenario once). */
 export function applySet(target: Record<string, unknown>, assignment: string, root = "scenario"): void {
   const eq = assignment.indexOf("=");
   if (eq < 1) throw new ConfigError(`--set ${assignment}`, "wants path=value, e.g. faults[0].random=0.05");
@@ -45,5 +45,7 @@ export function applySet(target: Record<string, unknown>, assignment: string, ro
     if (typeof next !== "object" || next === null) throw new ConfigError(where, `is ${JSON.stringify(next)}, which has no field ${path[i + 1]}`);
     o = next as Record<string | number, unknown>;
   }
-  o[path[path.length - 1]!] = parseValue(assignment.slice(eq + 1));
+  const value = parseValue(assignment.slice(eq + 1)), last = path[path.length - 1]!;
+  if (value === null && !Array.isArray(o)) delete o[last];
+  else o[last] = value;
 }
