@@ -285,7 +285,13 @@ function scan(fab: usize, from: i64): i64 {
     const sw = w >> 5;
     const sm = load<u32>(summary + (<usize>sw << 2)) & (0xffffffff << (w & 31)) & ~(1 << (w & 31));
     if (sm != 0) dist += <i64>((((sw << 5) + ctz(sm)) - w) << 5);
-    else dist += <i64>((32 - (w & 31)) << 5);
+    else {
+      // on to the next summary word's first word, or to the ring's first word when the ring
+      // ends first (a ring of fewer than 1,024 buckets has fewer than 32 words: a summary word's
+      // end lies past the wrap, and jumping there skipped the ring's first words)
+      const groupEnd = (sw + 1) << 5, words = nb >> 5;
+      dist += <i64>(((groupEnd < words ? groupEnd : words) - w) << 5);
+    }
   }
   return NO_BUCKET;
 }
