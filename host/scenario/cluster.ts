@@ -57,11 +57,17 @@ export function clusterHome(coreModule: WebAssembly.Module, devices: number, con
   return devices * perDevice <= SHARED_INSTANCE_BYTES ? new CoreInstance(coreModule) : coreModule;
 }
 
-/** The scenario's fabric with its faults (in `home`: its devices' instance, or a new one), `contexts`' devices as its endpoints, and the runner over them. */
-export function buildCluster(home: WebAssembly.Module | CoreInstance, sc: Scenario, contexts: readonly Context[]): { fabric: Fabric; endpoints: DeviceEndpoint[]; runner: ClusterRunner } {
+/**
+ * The scenario's fabric with its faults (in `home`: its devices' instance, or a new one),
+ * `contexts`' devices as its endpoints, and the runner over them: its windows the largest
+ * multiple of the devices' interleave quantum within the smallest link latency (windowFor), or
+ * `windowPs` when given (a what-if: docs/fabric.md says which results may depend on it).
+ */
+export function buildCluster(home: WebAssembly.Module | CoreInstance, sc: Scenario, contexts: readonly Context[], windowPs?: number): { fabric: Fabric; endpoints: DeviceEndpoint[]; runner: ClusterRunner } {
   const topo = buildTopology(sc);
   const fabric = new Fabric(home, topo, { mode: sc.fabric.mode, seed: sc.seed, ...(sc.fabric.switch ? { switch: sc.fabric.switch } : {}) });
   applyFaults(sc, fabric, topo);
   const endpoints = contexts.map((c) => new DeviceEndpoint(c.device));
-  return { fabric, endpoints, runner: new ClusterRunner(fabric, endpoints) };
+  const quantumPs = contexts.length > 0 ? Number(contexts[0]!.device.config.get("interleaveQuantumPs")) : undefined;
+  return { fabric, endpoints, runner: new ClusterRunner(fabric, endpoints, { quantumPs, ...(windowPs !== undefined ? { windowPs } : {}) }) };
 }

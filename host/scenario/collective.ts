@@ -201,7 +201,7 @@ export async function openCluster(coreModule: WebAssembly.Module, sc: Scenario, 
 
 /** The cluster of `contexts` on the scenario's fabric, its engines booted (asleep, waiting for a doorbell). */
 export function bootCluster(home: WebAssembly.Module | CoreInstance, sc: Scenario, contexts: Context[], opts: RunOptions) {
-  const { fabric, endpoints, runner } = buildCluster(home, sc, contexts);
+  const { fabric, endpoints, runner } = buildCluster(home, sc, contexts, opts.windowPs);
   opts.onBuilt?.({ fabric, runner, contexts, endpoints });
   // the engines boot the executor and sleep, waiting for the doorbell (bindProgram refuses them before)
   while (!executorsReady(contexts) && runner.nowPs < sc.untilPs) runner.runTo(runner.nowPs + 10_000_000);

@@ -249,6 +249,12 @@ export interface RunOptions {
    * scenario's once per size, when that size's run rings its doorbells (`size`: its bytes)
    */
   onStart?: (size: number) => void;
+  /**
+   * the cluster runner's window instead of the largest multiple of the devices' interleave
+   * quantum within the smallest link latency: at most that latency (docs/fabric.md, "Windows":
+   * what may and may not depend on it)
+   */
+  windowPs?: number;
 }
 
 /**
@@ -288,7 +294,7 @@ export async function runScenario(coreModule: WebAssembly.Module, input: unknown
     if (d === 0) home = clusterHome(coreModule, n, config);
     contexts.push(await Context.open(home, config));
   }
-  const { fabric, endpoints, runner } = buildCluster(home, sc, contexts);
+  const { fabric, endpoints, runner } = buildCluster(home, sc, contexts, opts.windowPs);
   opts.onBuilt?.({ fabric, runner, contexts, endpoints });
 
   // the memory and the QPs
