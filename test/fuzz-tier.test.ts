@@ -9,6 +9,7 @@
 import { describe, it, expect } from "vitest";
 import { coreModule } from "../host/platform/node.js";
 import { runScenario, type ScenarioResult } from "../host/scenario/run.js";
+import { formatResult } from "../host/scenario/report.js";
 import { trafficScenario, collectiveScenario, checkScenario, resultViolations } from "./helpers/fuzz-tier/scenarios.js";
 
 const FIRST = Number(process.env.FUZZ_TIER_SEED ?? 1);
@@ -52,6 +53,11 @@ describe("the fuzz tier (CI budget)", () => {
       expect.stringMatching(/^t: flow 0: 0\/\d+ done, 0 failed, status SUCCESS$/), expect.stringMatching(/^t: flow 0: goodput .* with no message done$/), expect.stringMatching(/^t: finished with \d+ of \d+ done$/),
     ]);
     expect(doctored((r) => { r.ended = "stalled"; })).toEqual([expect.stringMatching(/^t: stalled at/)]);
+    // a late arrival is a violation here, and a warning in the report (issue 27: a causality break)
+    expect(traffic.lateArrivals).toBe(0);
+    expect(doctored((r) => { r.lateArrivals = 3; })).toEqual(["t: 3 frames reached a device in its past (port.rx_late)"]);
+    expect(formatResult(traffic)).not.toMatch(/WARNING/);
+    expect(formatResult({ ...traffic, lateArrivals: 3 })).toMatch(/^WARNING: 3 frames reached a device after its clock had passed their arrival \(port\.rx_late\)/m);
     const coll = await runScenario(coreModule(), collectiveScenario(1));
     expect(coll.collective!.rows[0]!.status).toBe("done");
     const row = structuredClone(coll);

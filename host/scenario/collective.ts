@@ -18,7 +18,7 @@ import type { CoreInstance } from "../wasm.js";
 import { resolveConfig } from "../config.js";
 import type { Fabric } from "../fabric/fabric.js";
 import type { ClusterRunner } from "../fabric/runner.js";
-import { sumStats, transportSums, TRANSPORT_COUNTERS } from "./counters.js";
+import { sumStats, transportSums, TRANSPORT_COUNTERS, type TransportSums } from "./counters.js";
 import { Alongside, matmulAlonePs, type InterferenceRow } from "./interference.js";
 import type { Scenario, CollectiveSpec } from "./scenario.js";
 import type { RunOptions, ScenarioResult } from "./run.js";
@@ -154,7 +154,7 @@ function input(bytes: number, seed: number, d: number, dtype: CollectiveSpec["dt
 
 /** Transport and fabric counters of a collective scenario, summed over its clusters. */
 export interface Totals {
-  sums: { retransmits: number; timeouts: number; naksSent: number; cnpsSent: number };
+  sums: TransportSums;
   fab: { drops: Record<string, number>; ecnMarks: number; pfcPauses: number; hops: number; delivered: number };
 }
 
@@ -165,6 +165,7 @@ export function addTotals(t: Totals, contexts: readonly Context[], fabric: Fabri
   t.sums.timeouts += sum.timeouts;
   t.sums.naksSent += sum.naksSent;
   t.sums.cnpsSent += sum.cnpsSent;
+  t.sums.lateArrivals += sum.lateArrivals;
   const fs = fabric.totals();
   for (const [k, v] of Object.entries(fs.drops)) t.fab.drops[k] = (t.fab.drops[k] ?? 0) + v;
   t.fab.ecnMarks += fs.ecnMarks;
@@ -256,9 +257,11 @@ export async function runProgram(sc: Scenario, c: CollectiveSpec, p: GraphProgra
   });
   const end = state.state === "done" ? Math.max(...contexts.map((_, d) => Math.ceil((run.endCycles(d) * 1e9) / khz))) : runner.nowPs;
   const timePs = Math.max(1, end - t0);
-  // busy: each engine's clock advanced less its time asleep; an engine's clock may run a little
-  // past the cluster's (by an instruction, or a stall), so the span ends at the latest of them
-  let busy = 0, last = runner.nowPs;
+  // busy: each engine's clock advanced less its time asleep, over the span from the doorbells to
+  // the end (the last device's final signal; where the run stopped, when it did not end) or to
+  // the latest engine's clock, when an engine ran on past it (bookkeeping after its signal, by an
+  // instruction or a stall): not to where the runner stopped, which is a window boundary
+  let busy = 0, last = end;
   contexts.forEach((ctx, d) => {
     for (let e = 0; e < p.engines; e++) {
       const a = before[d][e], b = ctx.device.engine(e);
@@ -306,7 +309,7 @@ export async function runCollectiveScenario(coreModule: WebAssembly.Module, sc: 
   const rows: CollectiveRow[] = [];
   let endPs = 0, stopped = false;
   // transport and fabric counters, summed over the sizes' runs
-  const totals: Totals = { sums: { retransmits: 0, timeouts: 0, naksSent: 0, cnpsSent: 0 }, fab: { drops: {}, ecnMarks: 0, pfcPauses: 0, hops: 0, delivered: 0 } };
+  const totals: Totals = { sums: { retransmits: 0, timeouts: 0, naksSent: 0, cnpsSent: 0, lateArrivals: 0 }, fab: { drops: {}, ecnMarks: 0, pfcPauses: 0, hops: 0, delivered: 0 } };
   let alonePs: number | null = null;
   let portFrames: number[] = [], portBytes: number[] = [];
   const [ports] = stripePorts(sc);

@@ -5,14 +5,22 @@
 import type { Device } from "../device.js";
 
 /** The counters both transports keep of what the network did to them (transportSums adds each pair). */
-export const TRANSPORT_COUNTERS = ["roce.retransmits", "mrt.tx_retransmits", "roce.timeouts", "mrt.rtos", "roce.naks_sent", "mrt.naks_sent", "roce.cnps_sent"] as const;
+export const TRANSPORT_COUNTERS = ["roce.retransmits", "mrt.tx_retransmits", "roce.timeouts", "mrt.rtos", "roce.naks_sent", "mrt.naks_sent", "roce.cnps_sent", "port.rx_late"] as const;
 
-/** Retransmissions, timeouts, NAKs and CNPs over both transports, from sums of TRANSPORT_COUNTERS. */
-export function transportSums(sum: Record<(typeof TRANSPORT_COUNTERS)[number], number>): { retransmits: number; timeouts: number; naksSent: number; cnpsSent: number } {
+/** What every result reports of the transports and the devices' clocks: TransportSums of TRANSPORT_COUNTERS. */
+export interface TransportSums { retransmits: number; timeouts: number; naksSent: number; cnpsSent: number; lateArrivals: number }
+
+/** Retransmissions, timeouts, NAKs and CNPs over both transports, and late arrivals, from sums of TRANSPORT_COUNTERS. */
+export function transportSums(sum: Record<(typeof TRANSPORT_COUNTERS)[number], number>): TransportSums {
   return {
     retransmits: sum["roce.retransmits"] + sum["mrt.tx_retransmits"], timeouts: sum["roce.timeouts"] + sum["mrt.rtos"],
-    naksSent: sum["roce.naks_sent"] + sum["mrt.naks_sent"], cnpsSent: sum["roce.cnps_sent"],
+    naksSent: sum["roce.naks_sent"] + sum["mrt.naks_sent"], cnpsSent: sum["roce.cnps_sent"], lateArrivals: sum["port.rx_late"],
   };
+}
+
+/** The line a result prints when frames reached a device in its past (a causality break: docs/fabric.md, "Windows"), or null. */
+export function lateWarning(lateArrivals: number): string | null {
+  return lateArrivals === 0 ? null : `WARNING: ${lateArrivals} frame${lateArrivals === 1 ? "" : "s"} reached a device after its clock had passed their arrival (port.rx_late): a causality break, the results may depend on the runner's window; please report it`;
 }
 
 /** Each of `names` (layouts/stats.json) summed over `devices` in their order, by name; an unknown name is a RangeError. */

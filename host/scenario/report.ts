@@ -6,6 +6,7 @@ import { formatTime } from "../units.js";
 import type { ScenarioResult, FlowResult, RunEnd } from "./run.js";
 import type { InterferenceRow } from "./interference.js";
 import type { CollectiveReport } from "./collective.js";
+import { lateWarning } from "./counters.js";
 
 /** Flows listed in the table at most; --json lists every one. */
 export const TABLE_FLOWS_MAX = 32;
@@ -61,6 +62,8 @@ function formatCollective(r: ScenarioResult, c: CollectiveReport): string[] {
 function collectiveFooter(r: ScenarioResult): string[] {
   const out: string[] = [];
   out.push("", `drops: fabric ${counts(r.fabric.drops)}; retransmissions ${r.retransmits}, timeouts ${r.timeouts}, NAKs ${r.naksSent}, ECN marks ${r.fabric.ecnMarks}`);
+  const late = lateWarning(r.lateArrivals);
+  if (late) out.push(late);
   out.push("busbw = algbw x 2(n-1)/n for all-reduce, (n-1)/n for reduce-scatter, all-gather and all-to-all, 1 for broadcast (NCCL's convention)");
   for (const c of r.collective ? [r.collective] : r.collectives ?? []) {
     const withLoad = c.rows.filter((x) => x.interference);
@@ -123,5 +126,7 @@ export function formatResult(r: ScenarioResult): string {
   } else {
     out.push(`retransmissions ${r.retransmits}, timeouts ${r.timeouts}, NAKs ${r.naksSent}, ECN marks ${r.fabric.ecnMarks}, CNPs ${r.cnpsSent}, PFC pauses ${r.fabric.pfcPauses}`);
   }
+  const late = lateWarning(r.lateArrivals);
+  if (late) out.push(late);
   return out.map((l) => `${l}\n`).join("");
 }

@@ -86,6 +86,12 @@ export interface ScenarioResult {
   naksSent: number;
   /** DCQCN congestion notification packets the receivers sent (answers to ECN marks). */
   cnpsSent: number;
+  /**
+   * Frames that reached a device after its clock had passed their arrival time (port.rx_late):
+   * a causality break in the cluster runner's windows, always 0 in a sound run (docs/fabric.md,
+   * "Windows"); the report warns when it is not.
+   */
+  lateArrivals: number;
   /** What the fabric did. */
   fabric: FabricCounts;
   /** frames the devices dropped, by reason (DEVICE_DROP_COUNTERS, and rx_stage_full) */

@@ -84,7 +84,7 @@ export async function runCollectiveSequence(coreModule: WebAssembly.Module, sc: 
     report.portBytes = after.bytes.map((x, p) => x - before.bytes[p]!);
     if (stopped || report.rows.some((r) => r.status !== "done")) break;
   }
-  const totals: Totals = { sums: { retransmits: 0, timeouts: 0, naksSent: 0, cnpsSent: 0 }, fab: { drops: {}, ecnMarks: 0, pfcPauses: 0, hops: 0, delivered: 0 } };
+  const totals: Totals = { sums: { retransmits: 0, timeouts: 0, naksSent: 0, cnpsSent: 0, lateArrivals: 0 }, fab: { drops: {}, ecnMarks: 0, pfcPauses: 0, hops: 0, delivered: 0 } };
   addTotals(totals, contexts, fabric);
   const rows = reports.flatMap((r) => r.rows);
   const failed = rows.filter((r) => r.status !== "done" || r.check === "mismatch").length + reports.filter((r) => r.error).length;

@@ -8,6 +8,7 @@ import { applySet } from "./overrides.js";
 import { resolveScenario } from "./scenario.js";
 import { runScenario, type RunOptions, type ScenarioResult } from "./run.js";
 import { formatTime } from "../units.js";
+import { lateWarning } from "./counters.js";
 import { INTERFERENCE_HEAD, interferenceCells } from "./report.js";
 
 export interface SweepRun {
@@ -69,7 +70,15 @@ export function formatSweep(name: string, runs: readonly SweepRun[]): string {
   const right = (i: number) => i >= keys.length && i < head.length - 1;
   const line = (cells: string[]) => cells.map((c, i) => (right(i) ? c.padStart(w[i]!) : c.padEnd(w[i]!))).join("  ").trimEnd();
   const note = "retransmits: RoCEv2 counts go-back-N restarts, the MetaRoCE-like transport packets sent again; timeouts: RoCEv2 timer expiries, MetaRoCE-like path RTOs";
-  return [`${name}: ${runs.length} run${runs.length === 1 ? "" : "s"}`, "", line(head), ...rows.map(line), "", note].map((l) => `${l}\n`).join("");
+  return [`${name}: ${runs.length} run${runs.length === 1 ? "" : "s"}`, "", line(head), ...rows.map(line), "", note, ...lateLines(runs)].map((l) => `${l}\n`).join("");
+}
+
+/** A warning per run whose frames reached a device in its past (report.ts prints the same for one run). */
+function lateLines(runs: readonly SweepRun[]): string[] {
+  return runs.flatMap(({ set, result }, i) => {
+    const w = lateWarning(result.lateArrivals);
+    return w ? [`run ${i} (${JSON.stringify(set)}): ${w}`] : [];
+  });
 }
 
 function formatCollectiveSweep(name: string, keys: string[], runs: readonly SweepRun[]): string {
@@ -92,5 +101,5 @@ function formatCollectiveSweep(name: string, keys: string[], runs: readonly Swee
   const right = (i: number) => i >= keys.length + at && i < keys.length + at + 4 + extra.length;
   const line = (cells: string[]) => cells.map((c, i) => (right(i) ? c.padStart(w[i]!) : c.padEnd(w[i]!))).join("  ").trimEnd();
   const notes = ["retransmits: over all the run's sizes", ...(load ? ["matmul load (docs/compute.md): slowdown = alongside / alone - 1 (the slowest device); lost = (alongside - alone) / the collective's time"] : [])];
-  return [`${name}: ${runs.length} run${runs.length === 1 ? "" : "s"}`, "", line(head), ...rows.map(line), "", ...notes].map((l) => `${l}\n`).join("");
+  return [`${name}: ${runs.length} run${runs.length === 1 ? "" : "s"}`, "", line(head), ...rows.map(line), "", ...notes, ...lateLines(runs)].map((l) => `${l}\n`).join("");
 }

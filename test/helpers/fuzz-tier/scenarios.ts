@@ -4,6 +4,7 @@
 // - it is refused with a ConfigError that names a field (scenario.…), or it runs: nothing else
 //   escapes (no RangeError, no trap, no "Invalid string length");
 // - it never stalls: work outstanding with nothing left to happen (RunEnd "stalled");
+// - no frame reaches a device in its past (lateArrivals, port.rx_late: a causality break);
 // - what it reports holds together: a flow is SUCCESS exactly when every message it posted
 //   completed with success, INCOMPLETE when some are outstanding and none failed, its first error
 //   otherwise; no goodput without a completion; a run "finished" has every message done;
@@ -143,6 +144,7 @@ export function resultViolations(name: string, r: ScenarioResult): string[] {
   const violations: string[] = [];
   const say = (what: string) => violations.push(`${name}: ${what}`);
   if (r.ended === "stalled") say(`stalled at ${r.endPs} ps with ${r.messages.total - r.messages.completed} of ${r.messages.total} outstanding`);
+  if (r.lateArrivals !== 0) say(`${r.lateArrivals} frames reached a device in its past (port.rx_late)`);
   if (r.collective) {
     r.collective.rows.forEach((row, i) => {
       if (row.status === "done" && row.check === "mismatch") say(`size ${i}: done, but its result differs from the reference's`);
