@@ -293,18 +293,22 @@ export function broadcastRing(o: CollectiveOptions & { root?: number; chunks?: n
     const next = (r + 1) % N, prev = mod(r - 1, N), last = mod(root - 1, N) === r;
     for (let e = 0; e < lanes; e++) {
       const [e0, en] = split(elems, lanes, e);
-      for (let c = 0; c < chunks; c++) {
+      const pieces = Array.from({ length: chunks }, (_, c) => {
         const [c0, cn] = split(en, chunks, c);
-        if (cn === 0) continue;
-        const at = (buffer: string): BufferRef => ({ buffer, offset: (e0 + c0) * esize }), bytes = cn * esize;
-        if (r === root) {
+        return { c, bytes: cn * esize, at: (buffer: string): BufferRef => ({ buffer, offset: (e0 + c0) * esize }) };
+      }).filter((x) => x.bytes > 0);
+      if (r === root) {
+        for (const { c, bytes, at } of pieces) {
           add({ op: "copy", name: `c${c}.own`, engine: e, src: at("in"), dst: at("out"), bytes, deps: [] });
           if (N > 1) add({ op: "send", name: `c${c}.send`, engine: e, peer: next, stream, src: at("in"), bytes, deps: [] });
-          continue;
         }
-        const got = add({ op: "recv", name: `c${c}.recv`, engine: e, peer: prev, stream, dst: at("out"), bytes, deps: [] });
-        if (!last) add({ op: "send", name: `c${c}.send`, engine: e, peer: next, stream, src: at("out"), bytes, deps: [got] });
+        continue;
       }
+      // every piece's receive first, then the sends that pass them on: a receive posted only
+      // after the previous piece went on met its SEND early (an RNR NAK and a retransmission
+      // per piece, with no loss: issue 27), as the other collectives post theirs first
+      const got = pieces.map(({ c, bytes, at }) => add({ op: "recv", name: `c${c}.recv`, engine: e, peer: prev, stream, dst: at("out"), bytes, deps: [] }));
+      if (!last) pieces.forEach(({ c, bytes, at }, k) => add({ op: "send", name: `c${c}.send`, engine: e, peer: next, stream, src: at("out"), bytes, deps: [got[k]!] }));
     }
   }, stripes);
 }
