@@ -271,11 +271,11 @@ export class Device {
     if (core.layoutHash() >>> 0 !== LAYOUT_HASH)
       throw new Error(`the device core was built from other layouts (0x${(core.layoutHash() >>> 0).toString(16)}, host has 0x${LAYOUT_HASH.toString(16)}): run npm run build`);
     const slots = packConfig(cfg);
-    const cfgPtr = core.configAlloc();
+    const cfgPtr = core.configAlloc() >>> 0;
     new BigUint64Array(core.memory.buffer, cfgPtr, slots.length).set(slots);
     const handle = core.create(cfgPtr);
     if (handle === 0) throw arenaTooLarge(cfg); // the core refuses a device larger than its heap's largest block
-    const scratch = core.scratchAlloc(SCRATCH_BYTES);
+    const scratch = core.scratchAlloc(SCRATCH_BYTES) >>> 0;
     return new Device(core, handle, scratch, cfg, options);
   }
 
@@ -305,8 +305,8 @@ export class Device {
       const where = placeSegment(s, this.sramBytes, this.hbmBytes, i);
       const targets =
         where === "sram"
-          ? Array.from({ length: this.engines }, (_, e) => this.core.sramPtr(this.handle, e) + (s.vaddr - REGIONS.SRAM.base))
-          : [this.core.hbmPtr(this.handle) + (s.vaddr - REGIONS.HBM.base)];
+          ? Array.from({ length: this.engines }, (_, e) => (this.core.sramPtr(this.handle, e) >>> 0) + (s.vaddr - REGIONS.SRAM.base))
+          : [(this.core.hbmPtr(this.handle) >>> 0) + (s.vaddr - REGIONS.HBM.base)];
       for (const at of targets) {
         mem.fill(0, at, at + s.memsz);
         mem.set(s.data, at);
@@ -440,7 +440,7 @@ export class Device {
   /** Every statistic the core counts, by name (`nic.wqe_done`, `hbm.flow_full`, ...: docs/memory-map.md lists them). */
   stats(): Record<string, number> {
     const n = this.core.statCount();
-    const v = new BigUint64Array(this.core.memory.buffer, this.core.statsPtr(this.handle), n);
+    const v = new BigUint64Array(this.core.memory.buffer, this.core.statsPtr(this.handle) >>> 0, n);
     const out: Record<string, number> = {};
     STAT_NAMES.forEach((name, i) => (out[name] = Number(v[i])));
     return out;
@@ -451,7 +451,7 @@ export class Device {
    * wants a few counters of many devices (a scenario's results). An unknown name is a RangeError.
    */
   statValues(names: readonly string[]): number[] {
-    const v = new BigUint64Array(this.core.memory.buffer, this.core.statsPtr(this.handle), this.core.statCount());
+    const v = new BigUint64Array(this.core.memory.buffer, this.core.statsPtr(this.handle) >>> 0, this.core.statCount());
     return names.map((name) => {
       const i = STAT_INDEX.get(name);
       if (i === undefined) throw new RangeError(`statValues: no statistic named ${JSON.stringify(name)} (docs/memory-map.md lists them)`);
@@ -588,7 +588,7 @@ export class Device {
   /** Bytes of HBM, for hosts and tests (a copy). */
   readHbm(offset: number, length: number): Uint8Array {
     checkInt("length", length, 0, this.hbmBytes - checkInt("offset", offset, 0, this.hbmBytes));
-    const at = this.core.hbmPtr(this.handle) + offset;
+    const at = (this.core.hbmPtr(this.handle) >>> 0) + offset;
     return this.refreshView().slice(at, at + length);
   }
 

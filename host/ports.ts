@@ -36,10 +36,11 @@ export class DevicePorts {
 
   constructor(readonly device: Device) {
     const c = device.core, h = device.handle;
-    this.recs = c.txRecords(h);
-    this.bodies = c.txBodies(h);
-    this.stage = c.rxStage(h);
-    this.stageBodies = c.rxStageBodies(h);
+    // addresses arrive as signed i32: an instance past 2 GiB (a cluster's shared one) has them above 2^31
+    this.recs = c.txRecords(h) >>> 0;
+    this.bodies = c.txBodies(h) >>> 0;
+    this.stage = c.rxStage(h) >>> 0;
+    this.stageBodies = c.rxStageBodies(h) >>> 0;
     this.txCap = Number(device.config.get("txRingEntries"));
     this.rxCap = Number(device.config.get("rxRingEntries"));
     this.rxBodyCap = device.config.get("timingMode") === 1n ? 0 : Number(device.config.get("rxBodyBytes"));

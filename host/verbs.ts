@@ -446,7 +446,7 @@ export class Context {
     readonly device: Device,
   ) {
     this.hbmLow = device.hbmBytes;
-    this.scratch = device.core.scratchAlloc(WQE.SIZE);
+    this.scratch = device.core.scratchAlloc(WQE.SIZE) >>> 0;
     const cfg = (k: string) => Number(device.config.get(k));
     this.deviceId = cfg("deviceId");
     this.maxQps = cfg("maxQps");
@@ -544,7 +544,7 @@ export class Context {
    * once, or use {@link read} and {@link write}. Throws VerbsError for a range outside them.
    */
   view(addr: number, length: number): Uint8Array {
-    const p = this.core.dmaAddr(this.h, checkU64("view: addr", addr), BigInt(checkInt("view: length", length, 0, Number.MAX_SAFE_INTEGER)));
+    const p = this.core.dmaAddr(this.h, checkU64("view: addr", addr), BigInt(checkInt("view: length", length, 0, Number.MAX_SAFE_INTEGER))) >>> 0;
     if (p === 0) throw new VerbsError(`view: [0x${addr.toString(16)}, +${length}) is not in host memory, HBM or engine SRAM`);
     return new Uint8Array(this.core.memory.buffer, p, length);
   }
