@@ -33,37 +33,74 @@ export function eventBound(c: Config): u32 {
 }
 
 /**
+ * Where each block of a device goes in its arena (bytes from the arena's start), and the
+ * arena's size: createDevice lays a device out by it.
+ */
+@unmanaged export class Layout {
+  cfg: usize;
+  eng: usize;
+  debug: usize;
+  mem: usize;
+  hbmModel: usize;
+  pcie: usize;
+  grid: usize;
+  nic: usize;
+  ports: usize;
+  mrt: usize;
+  stats: usize;
+  rng: usize;
+  events: usize;
+  evCap: usize;
+  trace: usize;
+  sram: usize;
+  hbm: usize;
+  host: usize;
+  bytes: usize;
+}
+
+/** The layout of a device configured by `c`: each block 16-byte aligned, the memories 64-byte aligned, last. */
+export function layoutOf(c: Config, L: Layout): void {
+  const n = <usize>c.engines;
+  L.evCap = <usize>(c.eventCapacity != 0 ? c.eventCapacity : eventBound(c));
+  let off: usize = align16(offsetof<Device>());
+  L.cfg = off; off = align16(off + offsetof<Config>());
+  L.eng = off; off = align16(off + enginesBytes(c));
+  L.debug = off; off = align16(off + debugBytes());
+  L.mem = off; off += MEMORIES_BYTES;
+  L.hbmModel = off; off = align16(off + hbmModelBytes());
+  L.pcie = off; off += PCIE_BYTES;
+  L.grid = off; off = align16(off + gridBytes());
+  L.nic = off; off = align16(off + nicBytes(c));
+  L.ports = off; off = align16(off + portsBytes(c));
+  L.mrt = off; off = align16(off + mrtBytes(c));
+  L.stats = off; off = align16(off + <usize>STAT_COUNT * 8);
+  L.rng = off; off += <usize>RNG_BLOCKS * RNG_STRIDE;
+  L.events = off; off = align16(off + L.evCap * EVENT_BYTES);
+  L.trace = off; off = align16(off + <usize>c.traceRingEntries * TRACE_BYTES);
+  off = (off + 63) & ~(<usize>63);
+  L.sram = off; off += n * <usize>c.sramBytes;
+  L.hbm = off; off += <usize>c.hbmBytes;
+  L.host = off; off += <usize>c.hostMemBytes;
+  L.bytes = off;
+}
+
+/** The scratch block createDevice reads a config into: the Config, then its Layout. */
+const SCRATCH_LAYOUT = align16(offsetof<Config>());
+const SCRATCH_BYTES = SCRATCH_LAYOUT + offsetof<Layout>();
+
+/**
  * Lays out a whole device in one arena. The config slots (`cfgIn`, CFG_SLOTS u64) have been
  * validated by the host; values are trusted here. Returns a null device when the arena would
  * not fit one block of the heap.
  */
 export function createDevice(cfgIn: usize): Device {
-  // the config is read once into a scratch record to size the arena, then copied into it
-  const c = changetype<Config>(heap.alloc(offsetof<Config>()));
+  // the config is read once into a scratch record to size the arena, then copied into it; the
+  // layout goes in the same scratch block
+  const c = changetype<Config>(heap.alloc(SCRATCH_BYTES));
   configLoad(c, cfgIn);
-  const n = <usize>c.engines;
-  const evCap = <usize>(c.eventCapacity != 0 ? c.eventCapacity : eventBound(c));
-
-  // offsets within the arena, each block 16-byte aligned (the memories 64-byte aligned)
-  let off: usize = align16(offsetof<Device>());
-  const oCfg = off; off = align16(off + offsetof<Config>());
-  const oEng = off; off = align16(off + enginesBytes(c));
-  const oDebug = off; off = align16(off + debugBytes());
-  const oMem = off; off += MEMORIES_BYTES;
-  const oHbmModel = off; off = align16(off + hbmModelBytes());
-  const oPcie = off; off += PCIE_BYTES;
-  const oGrid = off; off = align16(off + gridBytes());
-  const oNic = off; off = align16(off + nicBytes(c));
-  const oPorts = off; off = align16(off + portsBytes(c));
-  const oMrt = off; off = align16(off + mrtBytes(c));
-  const oStats = off; off = align16(off + <usize>STAT_COUNT * 8);
-  const oRng = off; off += <usize>RNG_BLOCKS * RNG_STRIDE;
-  const oEvents = off; off = align16(off + evCap * EVENT_BYTES);
-  const oTrace = off; off = align16(off + <usize>c.traceRingEntries * TRACE_BYTES);
-  off = (off + 63) & ~(<usize>63);
-  const oSram = off; off += n * <usize>c.sramBytes;
-  const oHbm = off; off += <usize>c.hbmBytes;
-  const oHost = off; off += <usize>c.hostMemBytes;
+  const L = changetype<Layout>(changetype<usize>(c) + SCRATCH_LAYOUT);
+  layoutOf(c, L);
+  const off = L.bytes;
 
   // one heap block holds at most BLOCK_MAXSIZE bytes (just under 1 GiB) and heap.alloc aborts
   // the instance on more; a null device tells the host the config is too large (the field
@@ -75,34 +112,34 @@ export function createDevice(cfgIn: usize): Device {
   // the bump allocator hands out memory never used before, which wasm zeroes when it grows;
   // clearing the records is cheap insurance, clearing tens of MiB of SRAM, HBM and host
   // memory again is not
-  memory.fill(arena, 0, oSram);
+  memory.fill(arena, 0, L.sram);
   const dev = changetype<Device>(arena);
   dev.arenaBase = arena;
   dev.arenaBytes = off;
-  dev.cfg = changetype<Config>(arena + oCfg);
-  memory.copy(arena + oCfg, changetype<usize>(c), offsetof<Config>());
-  heap.free(changetype<usize>(c));
+  dev.cfg = changetype<Config>(arena + L.cfg);
+  memory.copy(arena + L.cfg, changetype<usize>(c), offsetof<Config>());
 
-  dev.stats = arena + oStats;
-  dev.rng = arena + oRng;
+  dev.stats = arena + L.stats;
+  dev.rng = arena + L.rng;
   for (let b: u32 = 0; b < RNG_BLOCKS; b++) rngSeed(rngOf(dev, b), dev.cfg.seed, rngStreamOf(dev.cfg.deviceId, b));
-  dev.events = arena + oEvents;
-  dev.evCap = <u32>evCap;
-  dev.trace = arena + oTrace;
+  dev.events = arena + L.events;
+  dev.evCap = <u32>L.evCap;
+  dev.trace = arena + L.trace;
   dev.trCap = dev.cfg.traceRingEntries;
 
-  enginesInit(dev, arena + oEng, arena + oSram);
-  dev.debug = arena + oDebug;
+  enginesInit(dev, arena + L.eng, arena + L.sram);
+  dev.debug = arena + L.debug;
   debugInit(dev.debug);
-  dev.mem = arena + oMem;
+  dev.mem = arena + L.mem;
   const m = changetype<Memories>(dev.mem);
-  m.hbm = arena + oHbm;
-  m.host = arena + oHost;
-  hbmModelInit(dev, arena + oHbmModel);
-  dev.pcie = arena + oPcie;
-  gridInit(dev, arena + oGrid);
-  nicInit(dev, arena + oNic);
-  portsInit(dev, arena + oPorts);
-  mrtInit(dev, arena + oMrt);
+  m.hbm = arena + L.hbm;
+  m.host = arena + L.host;
+  hbmModelInit(dev, arena + L.hbmModel);
+  dev.pcie = arena + L.pcie;
+  gridInit(dev, arena + L.grid);
+  nicInit(dev, arena + L.nic);
+  portsInit(dev, arena + L.ports);
+  mrtInit(dev, arena + L.mrt);
+  heap.free(changetype<usize>(c));
   return dev;
 }
