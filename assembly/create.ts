@@ -34,7 +34,8 @@ export function eventBound(c: Config): u32 {
 
 /**
  * Where each block of a device goes in its arena (bytes from the arena's start), and the
- * arena's size: createDevice lays a device out by it.
+ * arena's size: createDevice lays a device out by it, and the host asks for `bytes`
+ * (index.ts arenaBytesFor) to size a cluster before it builds one.
  */
 @unmanaged export class Layout {
   cfg: usize;
@@ -84,9 +85,29 @@ export function layoutOf(c: Config, L: Layout): void {
   L.bytes = off;
 }
 
-/** The scratch block createDevice reads a config into: the Config, then its Layout. */
+/** The scratch block createDevice and arenaBytesFor read a config into: the Config, then its Layout. */
 const SCRATCH_LAYOUT = align16(offsetof<Config>());
 const SCRATCH_BYTES = SCRATCH_LAYOUT + offsetof<Layout>();
+
+/** The bytes of the arena a device configured by the slots `cfgIn` would take (the host sizes a cluster by it). */
+export function arenaBytesFor(cfgIn: usize): usize {
+  const c = changetype<Config>(heap.alloc(SCRATCH_BYTES));
+  configLoad(c, cfgIn);
+  const L = changetype<Layout>(changetype<usize>(c) + SCRATCH_LAYOUT);
+  layoutOf(c, L);
+  const bytes = L.bytes;
+  heap.free(changetype<usize>(c));
+  return bytes;
+}
+
+/** The events a device configured by the slots `cfgIn` can have pending at once (eventBound): the least eventCapacity that cannot overflow. */
+export function eventBoundFor(cfgIn: usize): u32 {
+  const c = changetype<Config>(heap.alloc(SCRATCH_BYTES));
+  configLoad(c, cfgIn);
+  const bound = eventBound(c);
+  heap.free(changetype<usize>(c));
+  return bound;
+}
 
 /**
  * Lays out a whole device in one arena. The config slots (`cfgIn`, CFG_SLOTS u64) have been

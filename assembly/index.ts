@@ -4,7 +4,7 @@
 
 import { Device, TRACE_BYTES } from "./core/device";
 import { memOf } from "./mem/dma";
-import { createDevice } from "./create";
+import { createDevice, arenaBytesFor as arenaBytesOf, eventBoundFor as eventBoundOf } from "./create";
 import { hartAt, engOf, profileBytes } from "./engine/engines";
 import { csrRead } from "./engine/csr";
 import { debugOf, debugAttach as attach, debugBreak as brk, debugWatch as watch, debugStep as stepOne, debugOnly as only, debugResume as resume } from "./engine/debug";
@@ -39,6 +39,12 @@ export function layoutHash(): u32 { return LAYOUT_HASH; }
 export function create(cfg: usize): usize {
   return changetype<usize>(createDevice(cfg));
 }
+
+/** The arena create() would lay out for config slots `cfg`, in bytes, without creating it (the host sizes a cluster by it). */
+export function arenaBytesFor(cfg: usize): usize { return arenaBytesOf(cfg); }
+
+/** The least eventCapacity with which a device of config slots `cfg` cannot overflow its event queue. */
+export function eventBoundFor(cfg: usize): u32 { return eventBoundOf(cfg); }
 
 /** Advances device `dev` to `untilPs` (see run.ts; flags: STEP_STOP_WHEN_QUIESCENT = 1). */
 export function step(dev: usize, untilPs: u64, flags: u32): u64 {

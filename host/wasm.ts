@@ -10,6 +10,8 @@ export interface MenicExports {
   configAlloc(): number;
   scratchAlloc(bytes: number): number;
   create(cfg: number): number;
+  arenaBytesFor(cfg: number): number;
+  eventBoundFor(cfg: number): number;
   step(dev: number, untilPs: bigint, flags: number): bigint;
   nextActivityPs(dev: number): bigint;
   fatal(dev: number): number;
@@ -147,6 +149,8 @@ export const EXPORT_SIGNATURES: { readonly [K in ExportName]: Signature<MenicExp
   configAlloc: [[], "i32"],
   scratchAlloc: [["i32"], "i32"],
   create: [["i32"], "i32"],
+  arenaBytesFor: [["i32"], "i32"],
+  eventBoundFor: [["i32"], "i32"],
   step: [["i32", "i64", "i32"], "i64"],
   nextActivityPs: [["i32"], "i64"],
   fatal: [["i32"], "i32"],
