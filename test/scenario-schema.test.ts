@@ -101,6 +101,15 @@ describe("an invalid scenario is refused with the field's path", () => {
     [bad({ devices: { count: 2, config: { deviceId: 3 } } }), "scenario.devices.config.deviceId: is set by the scenario, not by devices.config"],
     [bad({ devices: { count: 2, config: { engines: 99 } } }), "scenario.devices.config.engines: must be in [1, 64], got 99"],
     [bad({ devices: { count: 2, config: { ports: "2" } } }), 'scenario.devices.config.ports: must be an integer >= 0, got "2"'],
+    // what the schema cannot say
+    [{ devices: { count: 2 }, collective: { op: "all-reduce", sizes: [4096, 4098] } }, "scenario.collective.sizes[1]: 4098 bytes is not a whole number of f32 elements (4 bytes each)"],
+    [{ devices: { count: 2 }, collectives: [{ op: "all-gather" }, { op: "all-gather", dtype: "bf16", sizes: [7] }] }, "scenario.collectives[1].sizes[0]: 7 bytes is not a whole number of bf16 elements (2 bytes each)"],
+    [bad({ fabric: { hostLink: { latency: 0 } } }), "scenario.fabric.hostLink.latency: must be from 1 ps to 1 s, got 0 ps"],
+    [bad({ fabric: { fabricLink: { latency: "2s" } } }), "scenario.fabric.fabricLink.latency: must be from 1 ps to 1 s, got 2.000 s"],
+    [bad({ faults: [{ kind: "link-down", at: "10us", until: "5us" }] }), "scenario.faults[0].until: must come after at (10.000 us), got 5.000 us"],
+    [bad({ faults: [{ kind: "loss" }, { kind: "plane-down", plane: 0, at: "3us", until: 3_000_000 }] }), "scenario.faults[1].until: must come after at (3.000 us), got 3.000 us"],
+    [{ devices: { count: 2, config: { ports: 2, scaleUpPorts: 2 } }, traffic: { pattern: "pairs", portGroup: "SCALE_OUT" } }, "scenario.traffic.portGroup: SCALE_OUT has no ports: 2 of the 2 ports are scale-up (devices.config.scaleUpPorts and devices.config.ports)"],
+    [{ devices: { count: 2, config: { ports: 2, scaleUpPorts: 0 } }, traffic: { pattern: "pairs" } }, "scenario.traffic.portGroup: SCALE_UP has no ports: 0 of the 2 ports are scale-up (devices.config.scaleUpPorts and devices.config.ports)"],
   ])("%j", (input, message) => {
     let err: unknown;
     try { resolveScenario(input); } catch (e) { err = e; }

@@ -9,11 +9,11 @@ import { ConfigError, resolveConfig } from "../config.js";
 import type { LinkSpec } from "../fabric/topology.js";
 import type { GilbertElliott } from "../fabric/fabric.js";
 import { resolveFabricConfig, type FabricOptions, type SwitchOptions } from "../fabric/config.js";
-import { parseTime } from "../units.js";
+import { parseTime, formatTime } from "../units.js";
 import { validate, schema } from "../generated/scenario-validate.js";
 import { schemaError } from "./schema-errors.js";
 import { parseMscclXml, checkMsccl, MSCCL_COLLECTIVES } from "../graph/msccl.js";
-import { GraphError } from "../graph/types.js";
+import { GraphError, DTYPE_BYTES } from "../graph/types.js";
 
 /** One flow of a traffic pattern: a QP pair from device `src` to device `dst`. */
 export interface Flow {
@@ -288,16 +288,28 @@ export function resolveScenario(input: unknown, path = "scenario"): Scenario {
       throw new ConfigError(`${at}.${c.scaleUpPorts !== undefined ? "scaleUpPorts" : "portGroup"}`, `leaves the ${u.group === "SCALE_UP" ? "scale-up" : "scale-out"} group with no ports: ${up} of the ${ports} ports are scale-up${why}`);
     }
   }
+  // the traffic's group: with `collective(s)`, the loop above checked theirs
+  if (o.traffic && (o.traffic.portGroup === "SCALE_UP" ? up : ports - up) === 0)
+    throw new ConfigError(`${path}.traffic.portGroup`, `${o.traffic.portGroup} has no ports: ${up} of the ${ports} ports are scale-up (devices.config.scaleUpPorts and devices.config.ports)`);
+  for (const { c, at } of list) {
+    const e = DTYPE_BYTES[c.dtype];
+    c.sizes.forEach((bytes, i) => {
+      if (bytes % e !== 0) throw new ConfigError(`${at}.sizes[${i}]`, `${bytes} bytes is not a whole number of ${c.dtype} elements (${e} bytes each)`);
+    });
+  }
   const units = Number(cfg.get("computeUnits"));
   for (const { c, at } of list) {
     if (c.interference?.mode === "gpu-style" && c.interference.commUnits >= units)
       throw new ConfigError(`${at}.interference.commUnits`, `${c.interference.commUnits} leaves the load none of the devices' ${units} compute units (devices.config.computeUnits)`);
   }
   for (const { c, at } of list) if (c.graph) checkGraph(c, count, `${at}.graph`);
-  const link = (l: LinkInput, at: string): Partial<LinkSpec> => ({
-    ...(l.gbps !== undefined ? { gbps: l.gbps } : {}),
-    ...(l.latency !== undefined ? { latencyPs: time(l.latency, `${at}.latency`) } : {}),
-  });
+  const link = (l: LinkInput, at: string): Partial<LinkSpec> => {
+    if (l.latency === undefined) return l.gbps !== undefined ? { gbps: l.gbps } : {};
+    // the range host/fabric/topology.ts holds a link to
+    const latencyPs = time(l.latency, `${at}.latency`);
+    if (latencyPs < 1 || latencyPs > 1e12) throw new ConfigError(`${at}.latency`, `must be from 1 ps to 1 s, got ${formatTime(latencyPs)}`);
+    return { ...(l.gbps !== undefined ? { gbps: l.gbps } : {}), latencyPs };
+  };
   const { latency, ...sw } = o.fabric.switch;
   const switchOpts: FabricOptions["switch"] = { ...sw, latencyPs: time(latency, `${path}.fabric.switch.latency`) };
   prefixed(`${path}.fabric`, () => resolveFabricConfig({ switch: switchOpts }));
@@ -323,6 +335,8 @@ export function resolveScenario(input: unknown, path = "scenario"): Scenario {
       const at = `${path}.faults[${i}]`;
       if (f.kind === "loss") return f;
       const when = { atPs: time(f.at, `${at}.at`), ...(f.until !== undefined ? { untilPs: time(f.until, `${at}.until`) } : {}) };
+      if (when.untilPs !== undefined && when.untilPs <= when.atPs)
+        throw new ConfigError(`${at}.until`, `must come after at (${formatTime(when.atPs)}), got ${formatTime(when.untilPs)}`);
       return f.kind === "link-down" ? { kind: f.kind, links: f.links, ...when } : { kind: f.kind, plane: f.plane, ...when };
     }),
   };
