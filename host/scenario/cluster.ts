@@ -7,7 +7,7 @@ import { ClusterRunner } from "../fabric/runner.js";
 import { DeviceEndpoint } from "../cluster/endpoint.js";
 import type { Context } from "../verbs.js";
 import { leafSpine, singleSwitch, type Topology } from "../fabric/topology.js";
-import { ConfigError, resolveConfig, memoryBytes } from "../config.js";
+import { ConfigError, resolveConfig, packConfig } from "../config.js";
 import { CoreInstance } from "../wasm.js";
 import type { Scenario } from "./scenario.js";
 
@@ -43,18 +43,102 @@ export function applyFaults(sc: Scenario, fabric: Fabric, topo: Topology): void 
  * instance holds at most 4 GiB, and the fabric's tables grow beside the devices as it runs.
  */
 export const SHARED_INSTANCE_BYTES = 2 ** 31;
-/** A device's arena beyond its memories (rings, tables, trace; ~2.4 MiB at the defaults), as counted against that. */
-const TABLE_BYTES = 4 * 2 ** 20;
 
 /**
- * Where a scenario's `devices` devices, configured like `config`, are built: one core instance
- * they share with their fabric when their arenas fit SHARED_INSTANCE_BYTES (their window loop
- * then runs in the core, host/fabric/runner.ts), else `coreModule` itself (an instance each;
- * the host steps them).
+ * Memory a run's devices and fabric may need before it is refused, unless the caller allows more
+ * (RunOptions.maxMemoryBytes, `menic run --max-memory`): 16 GiB, which 1,024 devices at the
+ * defaults fit (about 10 GiB, docs/fabric.md "Memory").
  */
-export function clusterHome(coreModule: WebAssembly.Module, devices: number, config: unknown): WebAssembly.Module | CoreInstance {
-  const perDevice = Number(memoryBytes(resolveConfig(config))) + TABLE_BYTES;
-  return devices * perDevice <= SHARED_INSTANCE_BYTES ? new CoreInstance(coreModule) : coreModule;
+export const MEMORY_BOUND_BYTES = 16 * 2 ** 30;
+
+/**
+ * What a device costs besides the part of its arena a run writes: its host objects; and, when
+ * its engines run firmware (a collective's executor), per engine its translation tables and
+ * translated code (assembly/engine/jit-cache.ts, outside the arena). And what a link of the
+ * fabric costs as built (its tables in the core, its host objects). Measured: docs/fabric.md, "Memory".
+ */
+const HOST_BYTES_PER_DEVICE = 512 * 2 ** 10;
+const RUNNING_ENGINE_BYTES = 640 * 2 ** 10;
+const FABRIC_BYTES_PER_LINK = 8 * 2 ** 10;
+
+/** The core's answers about a config (assembly/create.ts), from one small instance per module. */
+const layoutCores = new WeakMap<WebAssembly.Module, { core: CoreInstance; cfg: number }>();
+
+/** The arena a device of `config` takes and the least eventCapacity that cannot overflow, as the core lays the device out. */
+export function deviceLayout(coreModule: WebAssembly.Module, config: Map<string, bigint>): { arenaBytes: number; eventBound: number } {
+  let c = layoutCores.get(coreModule);
+  if (!c) {
+    const core = new CoreInstance(coreModule);
+    c = { core, cfg: core.exports.configAlloc() >>> 0 };
+    layoutCores.set(coreModule, c);
+  }
+  const slots = packConfig(config);
+  const e = c.core.exports;
+  new BigUint64Array(e.memory.buffer, c.cfg, slots.length).set(slots);
+  return { arenaBytes: e.arenaBytesFor(c.cfg) >>> 0, eventBound: e.eventBoundFor(c.cfg) >>> 0 };
+}
+
+/**
+ * The memory the cluster of `sc`'s devices, each configured by `config`, needs: per device its
+ * arena less its host memory (a scenario never writes host memory, so its pages are never
+ * given), HOST_BYTES_PER_DEVICE, and RUNNING_ENGINE_BYTES per engine when they run a
+ * collective; and the fabric's links as built. Frames queued in the switches under congestion
+ * come on top (up to switch.bufferBytesPerPort for each switch port).
+ */
+export function clusterBytes(sc: Scenario, config: Map<string, bigint>, arenaBytes: number): { perDevice: number; total: number } {
+  const n = sc.devices.count, ports = Number(config.get("ports")!), t = sc.fabric.topology;
+  const links = n * ports + (t.kind === "leaf-spine" ? t.planes * Math.ceil(n / t.devicesPerLeaf) * t.spines : 0);
+  const running = sc.collective || sc.collectives ? Number(config.get("engines")!) : 0;
+  const perDevice = arenaBytes - Number(config.get("hostMemBytes")!) + HOST_BYTES_PER_DEVICE + running * RUNNING_ENGINE_BYTES;
+  return { perDevice, total: n * perDevice + links * FABRIC_BYTES_PER_LINK };
+}
+
+/**
+ * Refuses, before anything is built, a cluster of `sc`'s devices configured by `config` that
+ * would need more than `maxBytes` of memory (naming devices.count and the figure), or whose
+ * devices.config.eventCapacity is below what can be pending at once. `least`: `config` is the
+ * least any run of `sc` gives its devices ({@link leastConfig}), so the figures are "at least".
+ */
+export function checkCluster(coreModule: WebAssembly.Module, sc: Scenario, config: unknown, maxBytes = MEMORY_BOUND_BYTES, least = false): { arenaBytes: number } {
+  const cfg = resolveConfig(config, "scenario.devices.config");
+  const { arenaBytes, eventBound } = deviceLayout(coreModule, cfg);
+  const n = sc.devices.count;
+  const given = Number(cfg.get("eventCapacity")!);
+  if (given !== 0 && given < eventBound)
+    throw new ConfigError("scenario.devices.config.eventCapacity", `${given} is too few, the event queue can overflow: these devices can have ${least ? "at least " : ""}${eventBound} events pending at once; give ${eventBound} or more, or 0 (the default) to size it so`);
+  const need = clusterBytes(sc, cfg, arenaBytes);
+  if (need.total > maxBytes) {
+    const gib = (b: number) => `${(b / 2 ** 30).toFixed(1)} GiB`;
+    throw new ConfigError("scenario.devices.count",
+      `${n} devices need ${least ? "at least " : ""}${gib(need.total)} of memory (${(need.perDevice / 2 ** 20).toFixed(1)} MiB each, and the fabric), more than the ${gib(maxBytes)} a run may take ` +
+      "(docs/fabric.md, \"Memory\"): give fewer devices or smaller memories, or, if the machine has the memory, allow more (menic run --max-memory <GiB>; RunOptions.maxMemoryBytes)");
+  }
+  return { arenaBytes };
+}
+
+/**
+ * The least config any run of `sc` gives its devices: its devices.config with the fields a run
+ * sets (schemas/scenario.schema.json, devices.config) at their smallest; a run gives its devices
+ * more QPs, HBM and engines as its traffic or collective needs.
+ */
+export function leastConfig(sc: Scenario): Record<string, number> {
+  return {
+    // a collective's devices have 16 engines unless their config says (host/scenario/collective.ts openCluster)
+    engines: sc.collective || sc.collectives ? 16 : 1, ...sc.devices.config, maxQps: 4, maxCqs: 4, hbmBytes: 2 ** 20, mrtConnections: 1,
+    timingMode: sc.fabric.mode === "timing" ? 1 : 0, transport: sc.transport === "metaroce" ? 1 : 0,
+    ...(sc.fabric.mode === "timing" ? { txBodyBytes: 65536, rxBodyBytes: 65536 } : {}),
+  };
+}
+
+/**
+ * Where a scenario's devices, configured like `config`, are built: one core instance they share
+ * with their fabric when their arenas fit SHARED_INSTANCE_BYTES (their window loop then runs in
+ * the core, host/fabric/runner.ts), else `coreModule` itself (an instance each; the host steps
+ * them). Refuses first what checkCluster refuses.
+ */
+export function clusterHome(coreModule: WebAssembly.Module, sc: Scenario, config: unknown, maxMemoryBytes?: number): WebAssembly.Module | CoreInstance {
+  const { arenaBytes } = checkCluster(coreModule, sc, config, maxMemoryBytes);
+  return sc.devices.count * arenaBytes <= SHARED_INSTANCE_BYTES ? new CoreInstance(coreModule) : coreModule;
 }
 
 /**

@@ -191,7 +191,7 @@ export async function openCluster(coreModule: WebAssembly.Module, sc: Scenario, 
     };
     if (d === 0) {
       config0 = config;
-      home = clusterHome(coreModule, n, config);
+      home = clusterHome(coreModule, sc, config, opts.maxMemoryBytes);
     }
     const ctx = await Context.open(home, config);
     ctx.device.start(ctx.device.loadElf(elf).entry);

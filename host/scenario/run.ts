@@ -12,12 +12,14 @@ import { ClusterRunner } from "../fabric/runner.js";
 import { RandomStreams } from "../fabric/rng.js";
 import type { Scenario, Flow } from "./scenario.js";
 import { resolveScenario } from "./scenario.js";
-import { buildCluster, clusterHome } from "./cluster.js";
+import { buildCluster, checkCluster, clusterHome, leastConfig } from "./cluster.js";
 import type { CoreInstance } from "../wasm.js";
 import { runCollectiveScenario, type CollectiveReport } from "./collective.js";
 import { runCollectiveSequence } from "./sequence.js";
 import { sumStats, transportSums, TRANSPORT_COUNTERS } from "./counters.js";
 import type { GraphProgram } from "../graph/types.js";
+import { ConfigError } from "../config.js";
+import { CONFIG_FIELDS } from "../generated/layouts.js";
 
 /** What one flow (a QP pair of the traffic pattern) did in a scenario run. */
 export interface FlowResult {
@@ -250,6 +252,12 @@ export interface RunOptions {
   /** watches every message posted and completed, and time passing (what `--trace` writes) */
   observer?: RunObserver;
   /**
+   * The memory the run's devices and fabric may need: a scenario that needs more is refused
+   * before it is built, with a ConfigError naming devices.count (default MEMORY_BOUND_BYTES,
+   * 16 GiB; docs/fabric.md, "Memory")
+   */
+  maxMemoryBytes?: number;
+  /**
    * called when a run's set-up is done, just before its simulation starts: a traffic scenario's
    * once, its QPs connected and its messages posted (`size`: its message bytes); a collective
    * scenario's once per size, when that size's run rings its doorbells (`size`: its bytes)
@@ -264,6 +272,18 @@ export interface RunOptions {
 }
 
 /**
+ * What {@link runScenario} refuses before it makes anything (flows, programs, devices): a bad
+ * field ({@link resolveScenario}), and devices that cannot fit in `maxMemoryBytes` or whose
+ * eventCapacity can overflow (host/scenario/cluster.ts checkCluster). Throws ConfigError; gives
+ * the scenario resolved.
+ */
+export function checkScenario(coreModule: WebAssembly.Module, input: unknown, opts: Pick<RunOptions, "maxMemoryBytes"> = {}): Scenario {
+  const sc = resolveScenario(input);
+  checkCluster(coreModule, sc, leastConfig(sc), opts.maxMemoryBytes, true);
+  return sc;
+}
+
+/**
  * Builds and runs a scenario: devices on one fabric, QP pairs posting RDMA WRITEs in its
  * traffic pattern, its faults; measures what it did.
  * @param coreModule the compiled core (`await coreModule()`)
@@ -272,7 +292,7 @@ export interface RunOptions {
  * @param opts progress, stopping, observers
  */
 export async function runScenario(coreModule: WebAssembly.Module, input: unknown, opts: RunOptions = {}): Promise<ScenarioResult> {
-  const sc: Scenario = resolveScenario(input);
+  const sc = checkScenario(coreModule, input, opts);
   if (sc.collective) return runCollectiveScenario(coreModule, sc, opts);
   if (sc.collectives) return runCollectiveSequence(coreModule, sc, opts);
   const n = sc.devices.count;
@@ -287,6 +307,12 @@ export async function runScenario(coreModule: WebAssembly.Module, input: unknown
   const region = sc.traffic.messageBytes;
   const messagesPerFlow = sc.traffic.messages;
   const cqDepth = Math.max(16, messagesPerFlow * Math.max(...qpsPerDevice));
+  // the region, the CQ and the QPs' send rings in HBM
+  const hbmBytes = Math.max(1 << 20, roundUp(region + cqDepth * 32 + 2 * maxQps * messagesPerFlow * 128 + (1 << 16), 1 << 16));
+  if (hbmBytes > HBM_MAX_BYTES) {
+    const field = region >= hbmBytes / 2 ? "messageBytes" : "messages";
+    throw new ConfigError(`scenario.traffic.${field}`, `${sc.traffic[field]} needs ${hbmBytes} B of HBM per device (the ${region} B region, its completion queue and send rings), more than a device holds (${HBM_MAX_BYTES} B, the most hbmBytes allows)`);
+  }
   const contexts: Context[] = [];
   let home: WebAssembly.Module | CoreInstance = coreModule;
   for (let d = 0; d < n; d++) {
@@ -294,10 +320,10 @@ export async function runScenario(coreModule: WebAssembly.Module, input: unknown
       engines: 1, ...sc.devices.config, deviceId: d, seed: sc.seed, maxQps, maxCqs: 4,
       timingMode: sc.fabric.mode === "timing" ? 1 : 0,
       transport: sc.transport === "metaroce" ? 1 : 0, mrtConnections: connections, mrtCc: sc.devices.congestionControl === "nscc" ? 1 : 0,
-      hbmBytes: Math.max(1 << 20, roundUp(region + cqDepth * 32 + 2 * maxQps * messagesPerFlow * 128 + (1 << 16), 1 << 16)),
+      hbmBytes,
       ...(sc.fabric.mode === "timing" ? { txBodyBytes: 65536, rxBodyBytes: 65536 } : {}),
     };
-    if (d === 0) home = clusterHome(coreModule, n, config);
+    if (d === 0) home = clusterHome(coreModule, sc, config, opts.maxMemoryBytes);
     contexts.push(await Context.open(home, config));
   }
   const { fabric, endpoints, runner } = buildCluster(home, sc, contexts, opts.windowPs);
@@ -423,6 +449,8 @@ export async function runScenario(coreModule: WebAssembly.Module, input: unknown
 }
 
 const roundUp = (x: number, a: number) => Math.ceil(x / a) * a;
+/** The most HBM a device holds (the config field's maximum, layouts/config.json). */
+const HBM_MAX_BYTES = CONFIG_FIELDS.find((f) => f.name === "hbmBytes")!.max;
 
 /** The flows of the scenario's traffic pattern: (source device, destination device) pairs. */
 export function trafficFlows(sc: Scenario): Flow[] {
