@@ -1,6 +1,6 @@
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
-import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, statSync, truncateSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runScenario, trafficFlows, type ScenarioResult } from "../host/scenario/run.js";
@@ -116,6 +116,80 @@ describe("menic run: bad input", () => {
     expect(menic("run", "examples/scenarios/roce-pair.json", "--pcap", join(tmp, "no", "such", "dir.pcapng"))).toMatchObject({ status: 2, stderr: `menic: --pcap ${join(tmp, "no", "such", "dir.pcapng")}: directory ${join(tmp, "no", "such")} does not exist\n(menic run --help says how to use it)\n` });
     expect(menic("run").status).toBe(2);
     expect(menic("run", "examples/scenarios/roce-pair.json", "--seed")).toMatchObject({ status: 2, stderr: "menic: --seed needs a value <n>\n(menic run --help says how to use it)\n" });
+  });
+});
+
+// A command that must refuse its input before it builds anything: run with 40 GiB of address
+// space (each wasm memory reserves about 10 GiB of it: three devices' instances do not fit) and
+// a 256 MiB JavaScript heap, so that a refusal that comes too late fails instead of filling
+// memory. The timeout is a backstop only: a command that opened a pipe would wait for ever.
+const menicBounded = (...args: string[]) => {
+  const r = spawnSync("sh", ["-c", 'ulimit -v 41943040 && exec node --max-old-space-size=256 bin/menic.js "$@"', "sh", ...args], { encoding: "utf8", timeout: 120_000 });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+};
+const scenarioFile = (name: string, s: unknown) => {
+  const file = join(tmp, `${name}.json`);
+  writeFileSync(file, JSON.stringify(s));
+  return file;
+};
+const pair = { name: "p", devices: { count: 2, config: { ports: 1, scaleUpPorts: 1 } }, traffic: { pattern: "pairs", messageBytes: 4096, messages: 1 } };
+const upTo = (n: number) => Array.from({ length: n }, (_, i) => i + 1);
+
+describe("menic run: input that cannot run is refused before anything is built, in the user's words, exit 2", () => {
+  it.each([
+    ["collective.sizes[1]", { devices: { count: 2 }, collective: { op: "all-reduce", sizes: [4096, 4098], engines: 1 } },
+      "scenario.collective.sizes[1]: 4098 bytes is not a whole number of f32 elements (4 bytes each)"],
+    ["traffic.messageBytes", { ...pair, traffic: { pattern: "pairs", messageBytes: 2 ** 30, messages: 1 } },
+      "scenario.traffic.messageBytes: 1073741824 needs 1073872896 B of HBM per device (the 1073741824 B region, its completion queue and send rings), more than a device holds (1073741824 B, the most hbmBytes allows)"],
+    ["fabric.hostLink.latency", { ...pair, fabric: { hostLink: { latency: 0 } } }, "scenario.fabric.hostLink.latency: must be from 1 ps to 1 s, got 0 ps"],
+    ["faults[0].until", { ...pair, faults: [{ kind: "link-down", links: "all", at: "10us", until: "5us" }] }, "scenario.faults[0].until: must come after at (10.000 us), got 5.000 us"],
+    ["traffic.portGroup", { ...pair, traffic: { ...pair.traffic, portGroup: "SCALE_OUT" } },
+      "scenario.traffic.portGroup: SCALE_OUT has no ports: 1 of the 1 ports are scale-up (devices.config.scaleUpPorts and devices.config.ports)"],
+    ["devices.config.eventCapacity", { ...pair, devices: { count: 2, config: { ...pair.devices.config, eventCapacity: 16 } } },
+      /^menic: scenario\.devices\.config\.eventCapacity: 16 is too few, the event queue can overflow: these devices can have at least \d+ events pending at once; give \d+ or more, or 0 \(the default\) to size it so$/],
+  ])("%s, with --json too (the message on stderr, nothing on stdout)", (name, s, message) => {
+    const file = scenarioFile(name, s);
+    for (const json of [[], ["--json"]]) {
+      const out = menic("run", file, ...json);
+      expect(out).toMatchObject({ status: 2, stdout: "" });
+      if (typeof message === "string") expect(out.stderr).toBe(`menic: ${message}\n`);
+      else expect(out.stderr.trimEnd()).toMatch(message);
+    }
+  });
+
+  it("a sweep of 4 keys x 64 values (16,777,216 runs): refused, saying how many and how to allow them; --max-runs allows them", () => {
+    const huge = scenarioFile("huge-sweep", { ...pair, sweep: { seed: upTo(64), "traffic.messages": upTo(64), "traffic.messageBytes": upTo(64), "traffic.flowsPerPair": upTo(64) } });
+    expect(menicBounded("run", huge, "--json")).toEqual({ status: 2, stdout: "",
+      stderr: "menic: scenario.sweep: would make 16777216 runs (64 x 64 x 64 x 64 values), more than the 10000 a sweep may make: sweep fewer values, or allow more (menic run --max-runs 16777216; maxRuns in the API)\n" });
+    const three = scenarioFile("three-runs", { ...pair, sweep: { seed: [1, 2, 3] } });
+    expect(menicBounded("run", three, "--max-runs", "2")).toMatchObject({ status: 2, stdout: "", stderr: expect.stringMatching(/^menic: scenario\.sweep: would make 3 runs \(3 values\), more than the 2 a sweep may make: /) });
+    const out = menicBounded("run", three, "--max-runs", "3", "--json");
+    expect(out.status).toBe(0);
+    expect(JSON.parse(out.stdout).runs.map((r: { set: { seed: number }; result: ScenarioResult }) => [r.set.seed, r.result.ended])).toEqual([[1, "finished"], [2, "finished"], [3, "finished"]]);
+  });
+
+  it("65,536 devices: refused naming devices.count and the memory they need; --max-memory raises the bound", () => {
+    const many = scenarioFile("many-devices", { ...pair, devices: { ...pair.devices, count: 65536 } });
+    const out = menicBounded("run", many, "--json");
+    expect(out).toMatchObject({ status: 2, stdout: "" });
+    expect(out.stderr).toMatch(/^menic: scenario\.devices\.count: 65536 devices need at least \d+\.\d GiB of memory \(\d+\.\d MiB each, and the fabric\), more than the 16\.0 GiB a run may take \(docs\/fabric\.md, "Memory"\): give fewer devices or smaller memories, or, if the machine has the memory, allow more \(menic run --max-memory <GiB>; RunOptions\.maxMemoryBytes\)\n$/);
+    // 2,048 devices are refused at 16 GiB; with 64 the run goes on to what else is wrong with it (before building a device)
+    const big = scenarioFile("big-messages", { ...pair, devices: { ...pair.devices, count: 2048 }, traffic: { ...pair.traffic, messageBytes: 2 ** 30 } });
+    expect(menicBounded("run", big).stderr).toMatch(/^menic: scenario\.devices\.count: 2048 devices need at least/);
+    expect(menicBounded("run", big, "--max-memory", "64")).toMatchObject({ status: 2, stderr: expect.stringMatching(/^menic: scenario\.traffic\.messageBytes: 1073741824 needs /) });
+  });
+
+  it("a file that is not a regular file, or larger than 64 MiB, is refused unread, named by its field", () => {
+    const graph = (file: string) => scenarioFile("graph-file", { devices: { count: 2 }, collective: { op: "all-reduce", sizes: [4096], engines: 1, graph: { format: "msccl-xml", file } } });
+    expect(menicBounded("run", graph("/dev/zero"))).toEqual({ status: 2, stdout: "", stderr: "menic: scenario.collective.graph.file: /dev/zero: is a character device, not a regular file\n" });
+    expect(menicBounded("run", "/dev/zero")).toEqual({ status: 2, stdout: "", stderr: "menic: /dev/zero: is a character device, not a regular file\n" });
+    const fifo = join(tmp, "fifo.json");
+    execFileSync("mkfifo", [fifo]); // opening it would wait for a writer
+    expect(menicBounded("run", fifo)).toEqual({ status: 2, stdout: "", stderr: `menic: ${fifo}: is a pipe, not a regular file\n` });
+    const large = join(tmp, "large.xml");
+    writeFileSync(large, "");
+    truncateSync(large, 64 * 2 ** 20 + 1); // sparse: no disk taken
+    expect(menicBounded("run", graph(large))).toEqual({ status: 2, stdout: "", stderr: `menic: scenario.collective.graph.file: ${large}: holds 67108865 bytes, more than the 64 MiB an input file may\n` });
   });
 });
 

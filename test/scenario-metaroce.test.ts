@@ -78,7 +78,7 @@ class Placed implements RunObserver {
 }
 
 describe("N-to-1 incast, N = 8 to 256 (examples/scenarios/metaroce-incast.json)", () => {
-  const runs = new Map(expandSweep(load("metaroce-incast")).map((r) => [(r.set["devices.count"] as number) - 1, r.scenario]));
+  const runs = new Map([...expandSweep(load("metaroce-incast"))].map((r) => [(r.set["devices.count"] as number) - 1, r.scenario]));
   it.each([...runs.keys()])(
     "%i senders: each gets its fair share within 10 percent from 10 us on (the first ACK ~3 us, two round trips ~3.4 us later), and the port stays full",
     async (n) => {
@@ -133,7 +133,7 @@ class Queued extends Placed {
 
 describe("the congestion controllers under an 8-to-1 incast (examples/scenarios/metaroce-cc.json)", () => {
   it("NSCC takes the first flight's queue down in one round trip from the delay it measures, DCTCP over several as alpha learns; both then keep the port full and fair", async () => {
-    const runs = expandSweep(load("metaroce-cc"));
+    const runs = [...expandSweep(load("metaroce-cc"))];
     expect(runs.map((r) => r.set["devices.congestionControl"])).toEqual(["dctcp", "nscc"]);
     const us = 1_000_000;
     const out: Record<string, { drainedPs: number; marks: number; cuts: number; goodput: number; peak: number }> = {};
@@ -198,7 +198,7 @@ describe("a plane fails mid-transfer and comes back (examples/scenarios/metaroce
 
 describe("4 planes and 8, 4,032 connections on 64 devices (examples/scenarios/metaroce-planes.json)", () => {
   it("twice the planes carry twice the traffic: aggregate goodput ratio 2.0 within 5%, in the steady part of the run", async () => {
-    const runs = expandSweep(load("metaroce-planes"));
+    const runs = [...expandSweep(load("metaroce-planes"))];
     const steady: number[] = [];
     for (const { set, scenario } of runs) {
       const probe = new Placed(10_000_000);
@@ -235,10 +235,10 @@ describe("a scenario's sweep", () => {
   it("refuses a value that is wrong at its path, naming the sweep entry", () => {
     const s = load("metaroce-loss");
     s.sweep["faults[0].random"] = [0, 1.5];
-    expect(() => expandSweep(s)).toThrow(ConfigError);
-    expect(() => expandSweep(s)).toThrow(/^scenario\.sweep\["faults\[0\]\.random"\]: 1\.5: scenario\.faults\[0\]\.random: must be in \[0, 1\)/);
+    expect(() => [...expandSweep(s)]).toThrow(ConfigError);
+    expect(() => [...expandSweep(s)]).toThrow(/^scenario\.sweep\["faults\[0\]\.random"\]: 1\.5: scenario\.faults\[0\]\.random: must be in \[0, 1\)/);
     s.sweep = { transport: ["rocev2", "infiniband"] };
-    expect(() => expandSweep(s)).toThrow(/^scenario\.sweep\["transport"\]: "infiniband": scenario\.transport: must be one of rocev2, metaroce/);
+    expect(() => [...expandSweep(s)]).toThrow(/^scenario\.sweep\["transport"\]: "infiniband": scenario\.transport: must be one of rocev2, metaroce/);
   });
 
   it("menic run prints one row per run and exits 0 though RoCEv2's lossiest runs failed", () => {

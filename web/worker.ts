@@ -9,7 +9,7 @@
 import { coreModule } from "../host/browser.js";
 import { FirmwareSession, type FwRunResult } from "../host/fw/session.js";
 import { runScenario, type RunObserver, type RunOptions } from "../host/scenario/run.js";
-import { expandSweep, formatSweep, type SweepRun } from "../host/scenario/sweep.js";
+import { expandSweep, checkSweep, formatSweep, type SweepRun } from "../host/scenario/sweep.js";
 import { resolveScenario } from "../host/scenario/scenario.js";
 import { formatResult } from "../host/scenario/report.js";
 import { ScenarioTracer, TRACE_INTERVAL_DEFAULT_PS } from "../host/scenario/trace.js";
@@ -175,12 +175,14 @@ async function runScenarioDoc(doc: Record<string, unknown>): Promise<void> {
  * (`menic run --json` prints { name, runs }). Like the CLI, no trace or capture for a sweep.
  */
 async function runSweepDoc(doc: Record<string, unknown>): Promise<void> {
-  const combos = expandSweep(doc);
+  const sweep = expandSweep(doc); // at most SWEEP_RUNS_BOUND runs, made as they come
+  checkSweep(sweep); // every run checked before the first runs, as the CLI does
   const core = await coreModule();
   const runs: SweepRun[] = [];
-  for (const [index, c] of combos.entries()) {
+  let index = 0;
+  for (const c of sweep) {
     const out = new Outbox();
-    const w = watch(c.scenario, out, { sweep: { index, of: combos.length, set: c.set } });
+    const w = watch(c.scenario, out, { sweep: { index: index++, of: sweep.runs, set: c.set } });
     const result = await runScenario(core, c.scenario, w.options);
     w.end(result.endPs);
     runs.push({ set: c.set, result });

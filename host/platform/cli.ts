@@ -5,7 +5,7 @@
 // terminal. Exit statuses are cli-support's EXIT: 0 ok, 1 the run failed, 2 bad usage or
 // input, 130 stopped by Ctrl-C.
 
-import { readFileSync, readdirSync, statSync } from "node:fs";
+import { readFileSync, writeFileSync, openSync, writeSync, readSync, closeSync, readdirSync, statSync, fstatSync, constants, type Stats } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { runFirmware, type FwRunResult, type FwRunOptions } from "../fw/run.js";
 import { runFirmwareListening } from "./gdb-server.js";
@@ -17,14 +17,15 @@ import { ConfigError } from "../config.js";
 import { ElfError } from "../elf.js";
 import { buildFirmware, OPT_LEVELS, type OptLevel } from "../fw/build.js";
 import { runFirmwareTests, toTap, toJunit, failed, type FwTestSuite } from "../fw/test.js";
-import { runScenario, type ScenarioResult } from "../scenario/run.js";
+import { runScenario, checkScenario, type ScenarioResult } from "../scenario/run.js";
+import { MEMORY_BOUND_BYTES } from "../scenario/cluster.js";
 import { resolveScenario, inlineGraphFiles } from "../scenario/scenario.js";
 import { applySet } from "../scenario/overrides.js";
 import { formatResult } from "../scenario/report.js";
 import { ScenarioTracer } from "../scenario/trace.js";
 import { TRACE_MAX_BYTES_DEFAULT, TRACE_MAX_BYTES_MIN } from "../trace/writer.js";
 import { OutputFile } from "./output.js";
-import { expandSweep, runSweep, formatSweep, type SweepRun } from "../scenario/sweep.js";
+import { expandSweep, checkSweep, runSweep, formatSweep, SWEEP_RUNS_BOUND, type SweepRun } from "../scenario/sweep.js";
 import { ClusterCapture } from "../cluster/capture.js";
 import { PcapngWriter } from "../wire/pcapng.js";
 import { coreModule, packageRoot } from "./node.js";
@@ -33,6 +34,8 @@ import { catchInterrupt, progressLine, type ProgressSample } from "./progress.js
 import type { Fabric } from "../fabric/fabric.js";
 
 const TIMES = "times need a unit: ps, ns, us, ms or s (10ms, 2.5us, 750ns)";
+/** The most an input file (a scenario, a graph, a config, an ELF image) may hold: a larger one is refused, not read. */
+const INPUT_MAX_MIB = 64;
 
 const RUN = {
   name: "run",
@@ -53,8 +56,11 @@ its results: goodput per flow, completion times, drops, retransmissions. A scena
       kind: "bytes", value: "<size>", min: 0, help: `bound --trace's file (64MB, 1GiB, at least ${TRACE_MAX_BYTES_MIN}; 0: none): past it the trace stops, says where, and the run goes on`,
       default: `(${TRACE_MAX_BYTES_DEFAULT / 2 ** 20}MiB)`,
     },
+    "max-runs": { kind: "int", value: "<n>", min: 1, max: 2 ** 24, help: "refuse a sweep of more runs than this", default: String(SWEEP_RUNS_BOUND) },
+    "max-memory": { kind: "int", value: "<GiB>", min: 1, max: 2 ** 20, help: "refuse a scenario whose devices and fabric need more memory than this (docs/fabric.md, \"Memory\")", default: String(MEMORY_BOUND_BYTES / 2 ** 30) },
   },
   notes: `${TIMES}.
+input files (the scenario, a collective's graph.file): regular files of at most ${INPUT_MAX_MIB} MiB.
 exit status: 0 every message completed; 1 one failed or time ran out, or --pcap's or --trace's
 file could not be written (a full disk: the results are printed first); 2 bad usage or input;
 130 stopped by Ctrl-C (it still prints and writes what was reached). A sweep exits 0 unless stopped.`,
@@ -189,9 +195,34 @@ function help(words: string[]): number {
   return EXIT.ok;
 }
 
-/** Reads an input file; a missing or unreadable one is bad input (exit 2), named with the option that gave it. */
+/**
+ * Reads a file the user named, at most INPUT_MAX_MIB: a device, a pipe or a directory is
+ * refused before a byte is read (reading /dev/zero would never end), and so is a larger file.
+ * Throws an Error saying what is wrong with it.
+ */
+function readBounded(path: string): Buffer {
+  const max = INPUT_MAX_MIB * 2 ** 20;
+  const what = (st: Stats) => (st.isDirectory() ? "a directory" : st.isFIFO() ? "a pipe" : st.isCharacterDevice() ? "a character device" : st.isBlockDevice() ? "a block device" : st.isSocket() ? "a socket" : "not a file");
+  // non-blocking: opening a pipe would otherwise wait for a writer
+  const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) throw new Error(`is ${what(st)}, not a regular file`);
+    if (st.size > max) throw new Error(`holds ${st.size} bytes, more than the ${INPUT_MAX_MIB} MiB an input file may`);
+    // a byte more than it holds: a file that grows as it is read is refused, not read on
+    const buf = Buffer.alloc(st.size + 1);
+    let got = 0, n: number;
+    while (got < buf.length && (n = readSync(fd, buf, got, buf.length - got, null)) > 0) got += n;
+    if (got > st.size) throw new Error("grew while it was read");
+    return buf.subarray(0, got);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Reads an input file (readBounded); a missing, unreadable, special or too large one is bad input (exit 2), named with the option that gave it. */
 function readInput(path: string, what: string): Buffer {
-  try { return readFileSync(path); } catch (e) { throw new ConfigError(what, (e as Error).message); }
+  try { return readBounded(path); } catch (e) { throw new ConfigError(what, (e as Error).message); }
 }
 
 /** `--set field=value` assignments as a config object. */
@@ -337,6 +368,7 @@ async function scenarioRun(args: string[]): Promise<number> {
   if (positionals.length !== 1) throw new UsageError("run needs exactly one scenario file", RUN.name);
   let scenario: Record<string, unknown>;
   let traceOptions: { intervalPs?: number; maxBytes: number } | null;
+  const limits = { maxRuns: values["max-runs"], maxMemoryBytes: values["max-memory"]! * 2 ** 30 };
   try {
     const file = positionals[0]!;
     const text = readInput(file, file).toString("utf8");
@@ -346,11 +378,13 @@ async function scenarioRun(args: string[]): Promise<number> {
     if (values.seed !== undefined) applySet(scenario, `seed=${values.seed}`);
     if (values.until !== undefined) applySet(scenario, `until=${values.until}`);
     // a collective's graph file is relative to the scenario file
-    scenario = inlineGraphFiles(scenario, (f) => readFileSync(resolve(dirname(file), f), "utf8")) as Record<string, unknown>;
-    resolveScenario(scenario); // refuse bad input before building anything
-    if (scenario.sweep !== undefined) {
+    scenario = inlineGraphFiles(scenario, (f) => readBounded(resolve(dirname(file), f)).toString("utf8")) as Record<string, unknown>;
+    // refuse bad input before building anything
+    if (scenario.sweep === undefined) checkScenario(coreModule(), scenario, limits);
+    else {
       if (values.pcap || values.trace) throw new UsageError(`${values.pcap ? "--pcap" : "--trace"} is for one run, not a sweep (--set sweep=null runs the scenario once)`, RUN.name);
-      expandSweep(scenario); // every combination checked before the first runs
+      // every combination checked before the first runs
+      checkSweep(expandSweep(scenario, limits), (c) => checkScenario(coreModule(), c.scenario, limits));
     }
     for (const o of ["trace-interval", "trace-max-bytes"] as const) if (values[o] !== undefined && !values.trace) throw new UsageError(`--${o} needs --trace`, RUN.name);
     const interval = values["trace-interval"];
@@ -372,12 +406,12 @@ async function scenarioRun(args: string[]): Promise<number> {
     work: () => ({ count: fabric?.totals().hops ?? 0, unit: "hops/s" }),
   });
   if (scenario.sweep !== undefined) {
-    const untils = expandSweep(scenario).map((c) => resolveScenario(c.scenario).untilPs);
     let runUntilPs = 0;
     let runs: SweepRun[];
     try {
       runs = await runSweep(coreModule(), scenario, {
-        onRun: (k, n, set) => { runUntilPs = untils[k]!; progress.label(`run ${k + 1}/${n} ${JSON.stringify(set)}: `); },
+        ...limits,
+        onRun: (k, n, set, run) => { runUntilPs = resolveScenario(run).untilPs; progress.label(`run ${k + 1}/${n} ${JSON.stringify(set)}: `); },
         onBuilt,
         onProgress: (nowPs, done, total) => progress.update(sample(nowPs, runUntilPs, done, total)),
         shouldStop: interrupt.shouldStop,
@@ -408,6 +442,7 @@ async function scenarioRun(args: string[]): Promise<number> {
       tracer = new ScenarioTracer(traceFile.write, traceOptions);
     }
     r = await runScenario(coreModule(), scenario, {
+      ...limits,
       onBuilt: (c) => { onBuilt(c); capture?.attach(c.endpoints); },
       ...(tracer ? { observer: tracer } : {}),
       onProgress: (nowPs, done, total) => {

@@ -17,38 +17,85 @@ export interface SweepRun {
   result: ScenarioResult;
 }
 
-/** The scenarios a sweep stands for, each with the values it set; a scenario without a sweep is one run that set nothing. */
-export function expandSweep(input: unknown): { set: Record<string, unknown>; scenario: Record<string, unknown> }[] {
-  resolveScenario(input); // the sweep's own shape, and the scenario around it
-  const base = structuredClone(input) as Record<string, unknown>;
-  const sweep = (base.sweep ?? {}) as Record<string, unknown[]>;
-  delete base.sweep;
-  let combos: Record<string, unknown>[] = [{}];
-  for (const [path, values] of Object.entries(sweep)) combos = combos.flatMap((c) => values.map((v) => ({ ...c, [path]: v })));
-  return combos.map((set) => {
-    const scenario = structuredClone(base);
-    for (const [key, v] of Object.entries(set)) {
-      try {
-        // "a,b": paths that change together, each value a list of one value per path
-        const paths = key.split(",");
-        if (paths.length > 1 && !(Array.isArray(v) && v.length === paths.length)) throw new ConfigError("", `must be a list of ${paths.length} values, one per path`);
-        paths.forEach((path, i) => applySet(scenario, `${path}=${JSON.stringify(paths.length > 1 ? (v as unknown[])[i] : v)}`));
-        resolveScenario(scenario);
-      } catch (e) {
-        if (!(e instanceof ConfigError)) throw e;
-        throw new ConfigError(`scenario.sweep["${key}"]`, `${JSON.stringify(v)}: ${e.message.replace(/^: /, "")}`);
-      }
-    }
-    return { set, scenario };
-  });
+/**
+ * The runs a sweep may make unless the caller allows more (`maxRuns`, `menic run --max-runs`):
+ * every run is a whole scenario run and its result is kept for the table.
+ */
+export const SWEEP_RUNS_BOUND = 10_000;
+
+/** One run of a sweep: the values it set, by path, and the scenario it runs. */
+export interface SweepCombo {
+  set: Record<string, unknown>;
+  scenario: Record<string, unknown>;
 }
 
-/** Runs every combination of the sweep, one after another. */
-export async function runSweep(coreModule: WebAssembly.Module, input: unknown, opts: RunOptions & { onRun?: (k: number, n: number, set: Record<string, unknown>) => void } = {}): Promise<SweepRun[]> {
-  const runs = expandSweep(input);
+/**
+ * The runs a sweep stands for, made one at a time as they are asked for (each checked by
+ * resolveScenario then); `runs` says how many there are without making them.
+ */
+export interface Sweep extends Iterable<SweepCombo> {
+  readonly runs: number;
+}
+
+/**
+ * The runs a scenario's sweep stands for; a scenario without a sweep is one run that set
+ * nothing. Throws ConfigError when the scenario is bad, or when the sweep would make more than
+ * `maxRuns` runs (SWEEP_RUNS_BOUND by default); a bad value is refused when its run is made.
+ */
+export function expandSweep(input: unknown, opts: { maxRuns?: number } = {}): Sweep {
+  resolveScenario(input); // the sweep's own shape, and the scenario around it
+  const base = structuredClone(input) as Record<string, unknown>;
+  const sweep = Object.entries((base.sweep ?? {}) as Record<string, unknown[]>);
+  delete base.sweep;
+  const runs = sweep.reduce((k, [, values]) => k * values.length, 1);
+  const maxRuns = opts.maxRuns ?? SWEEP_RUNS_BOUND;
+  if (runs > maxRuns)
+    throw new ConfigError("scenario.sweep", `would make ${runs} runs (${sweep.map(([, v]) => v.length).join(" x ")} values), more than the ${maxRuns} a sweep may make: sweep fewer values, or allow more (menic run --max-runs ${runs}; maxRuns in the API)`);
+  return {
+    runs,
+    *[Symbol.iterator]() {
+      for (let k = 0; k < runs; k++) yield combo(base, sweep, k);
+    },
+  };
+}
+
+/** Makes every run of `sweep` once, keeping none, and hands each to `check`: a bad one is refused before the first runs. */
+export function checkSweep(sweep: Sweep, check: (c: SweepCombo) => void = () => {}): void {
+  for (const c of sweep) check(c);
+}
+
+/** Run `k` of a sweep: its values the digits of k, the last key changing fastest. */
+function combo(base: Record<string, unknown>, sweep: [string, unknown[]][], k: number): SweepCombo {
+  const set: Record<string, unknown> = {};
+  for (let i = sweep.length - 1; i >= 0; i--) {
+    const [key, values] = sweep[i]!;
+    set[key] = values[k % values.length];
+    k = Math.floor(k / values.length);
+  }
+  const scenario = structuredClone(base);
+  for (const key of sweep.map(([key]) => key)) {
+    const v = set[key];
+    try {
+      // "a,b": paths that change together, each value a list of one value per path
+      const paths = key.split(",");
+      if (paths.length > 1 && !(Array.isArray(v) && v.length === paths.length)) throw new ConfigError("", `must be a list of ${paths.length} values, one per path`);
+      paths.forEach((path, i) => applySet(scenario, `${path}=${JSON.stringify(paths.length > 1 ? (v as unknown[])[i] : v)}`));
+      resolveScenario(scenario);
+    } catch (e) {
+      if (!(e instanceof ConfigError)) throw e;
+      throw new ConfigError(`scenario.sweep["${key}"]`, `${JSON.stringify(v)}: ${e.message.replace(/^: /, "")}`);
+    }
+  }
+  return { set, scenario };
+}
+
+/** Runs every combination of the sweep, one after another (made as each run comes). */
+export async function runSweep(coreModule: WebAssembly.Module, input: unknown, opts: RunOptions & { maxRuns?: number; onRun?: (k: number, n: number, set: Record<string, unknown>, scenario: Record<string, unknown>) => void } = {}): Promise<SweepRun[]> {
+  const sweep = expandSweep(input, opts);
   const out: SweepRun[] = [];
-  for (const [k, r] of runs.entries()) {
-    opts.onRun?.(k, runs.length, r.set);
+  let k = 0;
+  for (const r of sweep) {
+    opts.onRun?.(k++, sweep.runs, r.set, r.scenario);
     out.push({ set: r.set, result: await runScenario(coreModule, r.scenario, opts) });
     if (out.at(-1)!.result.ended === "stopped") break;
   }
