@@ -89,21 +89,31 @@ export function layoutOf(c: Config, L: Layout): void {
 const SCRATCH_LAYOUT = align16(offsetof<Config>());
 const SCRATCH_BYTES = SCRATCH_LAYOUT + offsetof<Layout>();
 
-/** The bytes of the arena a device configured by the slots `cfgIn` would take (the host sizes a cluster by it). */
-export function arenaBytesFor(cfgIn: usize): usize {
+/** The config slots `cfgIn` read into a new scratch block (heap.free it), with room for its Layout. */
+function scratchConfig(cfgIn: usize): Config {
   const c = changetype<Config>(heap.alloc(SCRATCH_BYTES));
   configLoad(c, cfgIn);
+  return c;
+}
+
+/** The layout of the device scratch config `c` describes, in its scratch block. */
+function scratchLayout(c: Config): Layout {
   const L = changetype<Layout>(changetype<usize>(c) + SCRATCH_LAYOUT);
   layoutOf(c, L);
-  const bytes = L.bytes;
+  return L;
+}
+
+/** The bytes of the arena a device configured by the slots `cfgIn` would take (the host sizes a cluster by it). */
+export function arenaBytesFor(cfgIn: usize): usize {
+  const c = scratchConfig(cfgIn);
+  const bytes = scratchLayout(c).bytes;
   heap.free(changetype<usize>(c));
   return bytes;
 }
 
 /** The events a device configured by the slots `cfgIn` can have pending at once (eventBound): the least eventCapacity that cannot overflow. */
 export function eventBoundFor(cfgIn: usize): u32 {
-  const c = changetype<Config>(heap.alloc(SCRATCH_BYTES));
-  configLoad(c, cfgIn);
+  const c = scratchConfig(cfgIn);
   const bound = eventBound(c);
   heap.free(changetype<usize>(c));
   return bound;
@@ -117,10 +127,8 @@ export function eventBoundFor(cfgIn: usize): u32 {
 export function createDevice(cfgIn: usize): Device {
   // the config is read once into a scratch record to size the arena, then copied into it; the
   // layout goes in the same scratch block
-  const c = changetype<Config>(heap.alloc(SCRATCH_BYTES));
-  configLoad(c, cfgIn);
-  const L = changetype<Layout>(changetype<usize>(c) + SCRATCH_LAYOUT);
-  layoutOf(c, L);
+  const c = scratchConfig(cfgIn);
+  const L = scratchLayout(c);
   const off = L.bytes;
 
   // one heap block holds at most BLOCK_MAXSIZE bytes (just under 1 GiB) and heap.alloc aborts
