@@ -34,6 +34,7 @@ describe("a sweep", () => {
     ]);
     expect(first[1]!.scenario).toMatchObject({ seed: 1, traffic: { messages: 1, messageBytes: 1, flowsPerPair: 2 } });
     expect(first[1]!.scenario.sweep).toBeUndefined();
+    expect(Object.keys(first[1]!.set)).toEqual(["seed", "traffic.messages", "traffic.messageBytes", "traffic.flowsPerPair"]); // the table's columns
     for (let k = 2; k < 65; k++) it.next();
     // run 65 = (0, 0, 1, 1) in base 64
     expect(it.next().value!.set).toEqual({ seed: 1, "traffic.messages": 1, "traffic.messageBytes": 2, "traffic.flowsPerPair": 2 });

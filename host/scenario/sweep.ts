@@ -66,15 +66,16 @@ export function checkSweep(sweep: Sweep, check: (c: SweepCombo) => void = () => 
 
 /** Run `k` of a sweep: its values the digits of k, the last key changing fastest. */
 function combo(base: Record<string, unknown>, sweep: [string, unknown[]][], k: number): SweepCombo {
-  const set: Record<string, unknown> = {};
+  const digits: number[] = [];
   for (let i = sweep.length - 1; i >= 0; i--) {
-    const [key, values] = sweep[i]!;
-    set[key] = values[k % values.length];
-    k = Math.floor(k / values.length);
+    const n = sweep[i]![1].length;
+    digits[i] = k % n;
+    k = Math.floor(k / n);
   }
+  // in the sweep's order: the table's columns and --json's keys
+  const set = Object.fromEntries(sweep.map(([key, values], i) => [key, values[digits[i]!]]));
   const scenario = structuredClone(base);
-  for (const key of sweep.map(([key]) => key)) {
-    const v = set[key];
+  for (const [key, v] of Object.entries(set)) {
     try {
       // "a,b": paths that change together, each value a list of one value per path
       const paths = key.split(",");
