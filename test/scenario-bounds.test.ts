@@ -56,6 +56,13 @@ describe("a sweep", () => {
     const runs = await runSweep(coreModule(), two, { maxRuns: 2 });
     expect(runs.map((r) => [r.set.seed, r.result.ended])).toEqual([[1, "finished"], [2, "finished"]]);
   });
+
+  it("runSweep refuses a sweep with a run that cannot run before the first runs", async () => {
+    const s = { ...pairs(2), sweep: { "devices.config.eventCapacity": [0, 16] } };
+    let ran = 0;
+    await expect(runSweep(coreModule(), s, { onRun: () => ran++ })).rejects.toThrow(/^scenario\.devices\.config\.eventCapacity: 16 is too few/);
+    expect(ran).toBe(0);
+  });
 });
 
 describe("the memory a scenario's devices need", () => {

@@ -8,7 +8,7 @@
 
 import { coreModule } from "../host/browser.js";
 import { FirmwareSession, type FwRunResult } from "../host/fw/session.js";
-import { runScenario, type RunObserver, type RunOptions } from "../host/scenario/run.js";
+import { runScenario, checkScenario, type RunObserver, type RunOptions } from "../host/scenario/run.js";
 import { expandSweep, checkSweep, formatSweep, type SweepRun } from "../host/scenario/sweep.js";
 import { resolveScenario } from "../host/scenario/scenario.js";
 import { formatResult } from "../host/scenario/report.js";
@@ -176,8 +176,8 @@ async function runScenarioDoc(doc: Record<string, unknown>): Promise<void> {
  */
 async function runSweepDoc(doc: Record<string, unknown>): Promise<void> {
   const sweep = expandSweep(doc); // at most SWEEP_RUNS_BOUND runs, made as they come
-  checkSweep(sweep); // every run checked before the first runs, as the CLI does
   const core = await coreModule();
+  checkSweep(sweep, (c) => checkScenario(core, c.scenario)); // every run checked before the first runs, as the CLI does
   const runs: SweepRun[] = [];
   let index = 0;
   for (const c of sweep) {

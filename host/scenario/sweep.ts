@@ -6,7 +6,7 @@
 import { ConfigError } from "../config.js";
 import { applySet } from "./overrides.js";
 import { resolveScenario } from "./scenario.js";
-import { runScenario, type RunOptions, type ScenarioResult } from "./run.js";
+import { runScenario, checkScenario, type RunOptions, type ScenarioResult } from "./run.js";
 import { formatTime } from "../units.js";
 import { lateWarning } from "./counters.js";
 import { INTERFERENCE_HEAD, interferenceCells } from "./report.js";
@@ -90,9 +90,13 @@ function combo(base: Record<string, unknown>, sweep: [string, unknown[]][], k: n
   return { set, scenario };
 }
 
-/** Runs every combination of the sweep, one after another (made as each run comes). */
+/**
+ * Runs every combination of the sweep, one after another (made as each run comes), each checked
+ * first as runScenario checks it: a sweep with a bad run is refused before the first runs.
+ */
 export async function runSweep(coreModule: WebAssembly.Module, input: unknown, opts: RunOptions & { maxRuns?: number; onRun?: (k: number, n: number, set: Record<string, unknown>, scenario: Record<string, unknown>) => void } = {}): Promise<SweepRun[]> {
   const sweep = expandSweep(input, opts);
+  checkSweep(sweep, (c) => checkScenario(coreModule, c.scenario, opts));
   const out: SweepRun[] = [];
   let k = 0;
   for (const r of sweep) {
