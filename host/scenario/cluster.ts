@@ -100,7 +100,9 @@ export function clusterBytes(sc: Scenario, config: Map<string, bigint>, arenaByt
  * least any run of `sc` gives its devices ({@link leastConfig}), so the figures are "at least".
  */
 export function checkCluster(coreModule: WebAssembly.Module, sc: Scenario, config: unknown, maxBytes = MEMORY_BOUND_BYTES, least = false): { arenaBytes: number } {
-  const cfg = resolveConfig(config, "scenario.devices.config");
+  // the least config is the user's fields and the least of the rest; a run's own config holds
+  // what the run set too (hbmBytes for a collective's buffers), which the user did not write
+  const cfg = resolveConfig(config, least ? "scenario.devices.config" : "config");
   const { arenaBytes, eventBound } = deviceLayout(coreModule, cfg);
   const n = sc.devices.count;
   const given = Number(cfg.get("eventCapacity")!);
