@@ -40,7 +40,8 @@ describe("the fuzz tier (CI budget)", () => {
   it("random collectives under random faults: every invariant holds", async () => {
     const r = await tier(collectiveScenario, CASES || 24);
     expect(r.violations).toEqual([]);
-    if (!CASES) expect([r.ends.get("finished")! > 15, (r.ends.get("failed") ?? 0) + (r.ends.get("time-limit") ?? 0) > 0]).toEqual([true, true]);
+    // most finish; some end otherwise (refused, failed or cut short by their faults)
+    if (!CASES) expect([r.ends.get("finished")! > 15, r.ends.size > 1]).toEqual([true, true]);
   });
 
   // the checks can fail: results doctored the ways the bugs this tier is for would make them
