@@ -8,10 +8,11 @@
 //
 // What is never forged: an answer naming exactly a packet in flight (a RoCEv2 PSN between the
 // oldest unacknowledged one and the newest sent; a MetaRoCE-like PSN a path has sent and not
-// heard of, an SSN a stream has in flight, or a floor above a receiver's window). Without
-// authentication no transport can tell those from the real ones, so a SUCCESS without its data
-// after one is the attack succeeding, not a bug (the plant "inflight-answers" shows the checker
-// catching exactly that). Every forged number is chosen outside those ranges, with margins for
+// heard of, an SSN a stream has in flight, or a floor above a receiver's cumulative PSN).
+// Without authentication no transport can tell those from the real ones, so a SUCCESS without
+// its data after one is the attack succeeding, not a bug (the plant "inflight-answers" shows the
+// checker catching exactly that). The one exception is a MetaRoCE-like ACK of another epoch
+// than its path's, which may name anything: the epoch is how the transport tells it apart. Every forged number is chosen outside those ranges, with margins for
 // what the devices can send before the forged frame is taken; the tap checks the model the
 // margins rest on (every PSN and SSN sent belongs to a work request posted).
 //
@@ -181,17 +182,19 @@ export interface AnswersOptions {
   plant?: Plant;
   trace?: AnswersTrace;
   /**
-   * MetaRoCE-like ghost ACKs up to 2^31 - 1 PSNs past what was sent (by default at most 2^29,
-   * and stale ACKs only from what the receiver said since the path's last ghost): off while
-   * the transport resynchronises a path backwards from an ACK whose cumulative PSN is almost
-   * 2^31 ahead, the bug in test/fuzz-answers.test.ts "found by the forged-answer tier"; with
-   * it on, a case finds that bug within a few seeds.
+   * MetaRoCE-like ghost ACKs up to 2^31 - 1 PSNs past what was sent, and stale ACKs from
+   * anything the receiver said (by default ghosts go at most 2^29 past, and stale ACKs wait for
+   * what the receiver says after a path's ghost, so that no ACK reaches the device almost 2^31
+   * from the path's next PSN). Off while the transport resynchronises a path backwards from such
+   * an ACK, the bug in test/fuzz-answers.test.ts "found by the forged-answer tier"; on, a case
+   * finds that bug within a few seeds.
    */
   halfSpace?: boolean;
 }
 
-/** What a caller may see of a case as it runs (to reduce a violation): every frame sent, as it leaves, and every forged one, as it is staged. */
+/** What a caller may see of a case as it runs (to reduce a violation): every frame sent, as it leaves, every forged one, as it is staged, and every work request posted. */
 export interface AnswersTrace {
+  post?: (what: string, timePs: bigint) => void;
   frame?: (from: number, bytes: Uint8Array, hdrLen: number, fate: Fate, timePs: number) => void;
   forged?: (to: number, bytes: Uint8Array, hdrLen: number, timePs: number) => void;
 }
@@ -226,7 +229,7 @@ export async function answersCase(seed: number, transport: Transport, budget: An
   const lastArrival = [0, 0]; // the latest arrival staged at each device (forged frames stage after it, in time order)
   const paths0: PathSeen[] = [], paths1: PathSeen[] = []; // device 0's paths (device 1 acknowledges), device 1's paths
   const pathOf = (a: PathSeen[], k: number) => (a[k] ??= newPath());
-  let pairs: Pair[] = [];
+  const pairs: Pair[] = [];
   const byQpn0 = new Map<number, Pair>(), byQpn1 = new Map<number, Pair>();
 
   // ---- what the frames tell (both transports), and the model check
@@ -254,8 +257,8 @@ export async function answersCase(seed: number, transport: Transport, budget: An
     const mine = pathOf(from === 0 ? paths0 : paths1, k), theirs = pathOf(from === 0 ? paths1 : paths0, k);
     if (type === MRT.TYPE_ACK) {
       // an ACK of path k of the other device's connection: its receiver's cumulative PSN (once
-      // a forged ACK may have moved the path, only what the receiver said since)
-      if (f.timePs <= theirs.blindUntil) return;
+      // a forged ACK may have moved the path, only what the receiver said since: see halfSpace)
+      if (!opts.halfSpace && f.timePs <= theirs.blindUntil) return;
       if (!theirs.rcumSeen || d32(psn, theirs.rcum) > 0) theirs.rcum = psn;
       theirs.rcumSeen = true;
       theirs.hint = v.getUint16(ENV + MRA_OFFSET.hint);
@@ -420,6 +423,7 @@ export async function answersCase(seed: number, transport: Transport, budget: An
       p.recvQueue.push(w.recv);
     }
     wrs.set(w.id, w);
+    opts.trace?.post?.(describe(w), A.nowPs);
     p.pending.push(w);
     res.posted++;
     A.postSend(p.q0, [{
@@ -442,7 +446,7 @@ export async function answersCase(seed: number, transport: Transport, budget: An
 
   // ---- the checks at each completion
 
-  /** How many of the `len` bytes at `addr` of `ctx` differ from `want` (0: every byte landed). */
+  /** How many bytes at `addr` of `ctx` differ from `want` (0: every byte landed). */
   const missing = (ctx: Context, addr: number, want: Uint8Array) => {
     const got = ctx.read(addr, want.length);
     let n = 0;
@@ -653,7 +657,7 @@ export async function answersCase(seed: number, transport: Transport, budget: An
         const off = far === 0 ? MARGIN_P + rnd(8) : far === 1 ? top - rnd(8) : far === 2 ? MARGIN_P + rnd(1 << 16) : MARGIN_P + rnd(top - 2 * MARGIN_P);
         const cum = (path.bound + off) >>> 0, sack = chance(50) ? randomSack() : 0n;
         path.known = false;
-        path.rcumSeen = false;
+        if (!opts.halfSpace) path.rcumSeen = false;
         path.blindUntil = Number(end + 2n * L);
         kind(far === 1 ? `ACK ghost ~2^${opts.halfSpace ? 31 : 29}` : "ACK ghost");
         return ack({ epoch: path.epoch, cum, sack, ...nak() });
@@ -799,7 +803,10 @@ export async function answersCase(seed: number, transport: Transport, budget: An
       break;
     }
   }
-  for (const p of pairs) for (const w of p.pending) violate(`${describe(w)}: not complete ${Number(settlePs) / 1e6} us after the forging stopped (stall; QP ${A.qpState(p.q0)})`);
+  for (const p of pairs) for (const w of p.pending) {
+    violate(`${describe(w)}: not complete ${Number(settlePs) / 1e6} us after the forging stopped (stall; QP ${A.qpState(p.q0)})`);
+    maybeWrote(w.dst[0], w.dst[1], w.pattern); // what it wrote so far is its own
+  }
 
   // the receives left at device 1 are those of requests that failed: flushed
   for (const p of pairs) {
