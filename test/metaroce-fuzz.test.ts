@@ -544,7 +544,7 @@ describe("MetaRoCE-like bad input: single frames at the edges", () => {
       return { b: buildFrame({ opcode: OP.RC_WRITE_ONLY, destQp: t.idle.qpn, psn: 0, ipSrc: ipOf(0, rport), ipDst: ipOf(1, rport), reth: { va: BigInt(t.data.addr), rkey: t.data.rkey, dmaLength: 64 }, payload: new Uint8Array(64).fill(0xcc) }), port: rport };
     };
     const NAK = "mrt.naks_sent +1";
-    type Edge = [string, () => Uint8Array, { moved: string[]; hdrLen?: number; lie?: Lie; port?: number; before?: () => void; writes?: boolean; recv?: string[]; lands?: [number, number]; sentTo?: number }];
+    type Edge = [string, () => Uint8Array, { moved: string[]; hdrLen?: number; lie?: Lie; port?: number; before?: () => void; writes?: boolean; recv?: string[]; lands?: [number, number]; sentTo?: number; sentBelow?: number }];
     const edges: Edge[] = [
       ["an empty record", () => new Uint8Array(0), { hdrLen: 0, moved: ["roce.rx_malformed +1"] }],
       ["a descriptor saying 65535 bytes of headers", () => data(), { lie: { hdrLen: 0xffff }, moved: ["roce.rx_malformed +1"] }],
@@ -599,12 +599,18 @@ describe("MetaRoCE-like bad input: single frames at the edges", () => {
       ["an ACK whose cumulative PSN is beyond what was sent", () => ack({ cum: (sent() + 1) >>> 0 }), { moved: ["mrt.rx_malformed +1", "mrt.ack_cum_beyond_sent +1"], sentTo: 1 }],
       ["an ACK SACKing the PSN after the last sent", () => ack({ sack: 1n }), { moved: ["mrt.rx_malformed +1", "mrt.ack_sack_beyond_sent +1"], sentTo: 2 }],
       ["an ACK SACKing 256 PSNs beyond", () => ack({ sack: 1n << 255n }), { moved: ["mrt.rx_malformed +1", "mrt.ack_sack_beyond_sent +1"], sentTo: 1 }],
-      ["an ACK 2^31 - 1 PSNs beyond", () => ack({ cum: (sent() + 0x7fffffff) >>> 0 }), { moved: ["mrt.rx_malformed +1", "mrt.ack_cum_beyond_sent +1"], sentTo: 0x7fffffff }],
+      ["an ACK 2^30 PSNs beyond", () => ack({ cum: (sent() + 0x40000000) >>> 0 }), { moved: ["mrt.rx_malformed +1", "mrt.ack_cum_beyond_sent +1"], sentTo: 0x40000000 }],
+      // beyond a quarter of the PSN space a path does not follow (rx.ts PSN_JUMP_MAX: the two ends
+      // must never stand half the space apart): dropped, and the path sends on where it was
+      ["an ACK 2^31 - 1 PSNs beyond", () => ack({ cum: (sent() + 0x7fffffff) >>> 0 }), { moved: ["mrt.rx_malformed +1", "mrt.ack_cum_beyond_sent +1"], sentTo: 0, sentBelow: 0x40000000 }],
       ["a DATA packet whose floor is one above its PSN", () => data({ floor: (cum() + 1) >>> 0 }), { moved: ["mrt.rx_malformed +1", "mrt.rx_floor_above_psn +1"] }],
       ["a PROBE whose floor is 2^31 - 1 above its PSN", () => probe({ floor: (cum() + 0x7fffffff) >>> 0 }), { moved: ["mrt.rx_malformed +1", "mrt.rx_floor_above_psn +1"] }],
       // WAS A BUG: the window moved one PSN at a time to a floor 2^31 - 1 ahead (the device hung in one frame)
-      ["a floor 2^31 - 1 PSNs ahead (PSN there too)", () => data({ psn: (cum() + 0x7fffffff) >>> 0, floor: (cum() + 0x7fffffff) >>> 0 }), { moved: ["mrt.rx_data +1"], writes: true }],
-      ["a PROBE whose floor is 2^31 - 1 ahead", () => probe({ psn: (cum() + 0x7fffffff) >>> 0, floor: (cum() + 0x7fffffff) >>> 0 }), { moved: ["mrt.rx_probes +1"] }],
+      ["a floor 2^30 PSNs ahead (PSN there too)", () => data({ psn: (cum() + 0x40000000) >>> 0, floor: (cum() + 0x40000000) >>> 0 }), { moved: ["mrt.rx_data +1"], writes: true }],
+      ["a PROBE whose floor is 2^30 ahead", () => probe({ psn: (cum() + 0x40000000) >>> 0, floor: (cum() + 0x40000000) >>> 0 }), { moved: ["mrt.rx_probes +1"] }],
+      // a floor further than a quarter of the space is not taken (rx.ts PSN_JUMP_MAX)
+      ["a floor 2^31 - 1 PSNs ahead (PSN there too)", () => data({ psn: (cum() + 0x7fffffff) >>> 0, floor: (cum() + 0x7fffffff) >>> 0 }), { moved: ["mrt.rx_beyond_window +1"] }],
+      ["a PROBE whose floor is 2^30 + 1 ahead", () => probe({ psn: (cum() + 0x40000001) >>> 0, floor: (cum() + 0x40000001) >>> 0 }), { moved: ["mrt.rx_beyond_window +1"] }],
     ];
     const WATCH = [...RX, "port.rx_ring_full", "mrt.rx_duplicate", "mrt.naks_sent", "mrt.rx_floor_above_psn", "mrt.ack_cum_beyond_sent", "mrt.ack_sack_beyond_sent", "mrt.losses_resync"] as const;
     for (const [name, make, want] of edges) {
@@ -626,6 +632,7 @@ describe("MetaRoCE-like bad input: single frames at the edges", () => {
         w.post(t, t.idle, { opcode: "RDMA_WRITE", localAddr: t.data.addr, length: 8 * MTU, lkey: t.data.lkey, remoteAddr: w.p.data.addr, rkey: w.p.data.rkey });
         w.runFor(8);
         expect((w.targetPsn.get(0)! - sent0) >>> 0, name).toBeGreaterThanOrEqual(want.sentTo);
+        if (want.sentBelow !== undefined) expect((w.targetPsn.get(0)! - sent0) >>> 0, name).toBeLessThan(want.sentBelow);
         expect(w.completions.slice(done0).map((c) => c.status), name).toEqual(["SUCCESS"]);
         continue;
       }

@@ -104,10 +104,23 @@ function pathAdmit(dev: Device, g: u32, h: usize): bool {
   const r = rxPathAt(dev, g);
   const floor = getMrhFloor(h);
   if (!r.started) { r.started = 1; r.cum = floor; }
-  if (pdiff(floor, r.cum) > 0) advanceTo(r, floor);
+  const up = pdiff(floor, r.cum);
+  // a floor more than a quarter of the PSN space ahead comes from no sender (a sender's floor is
+  // never far from what this receiver acknowledged): not taken, so that the sender, which only
+  // follows a window moved at most that far, and this receiver never stand half the space apart,
+  // where "ahead" and "behind" cannot be told apart
+  if (up > PSN_JUMP_MAX) { statAdd(dev, STAT_MRT_RX_BEYOND_WINDOW, 1); return false; }
+  if (up > 0) advanceTo(r, floor);
   if (pdiff(getMrhPsn(h), r.cum) > <i32>MRT_PATH_WINDOW) { statAdd(dev, STAT_MRT_RX_BEYOND_WINDOW, 1); return false; }
   return true;
 }
+
+/**
+ * The farthest a path's PSNs may jump at once: a receiver's window to a packet's floor, a
+ * sender's next PSN to what an ACK covers (a resynchronisation). A quarter of the 32-bit space,
+ * so that the two ends never stand half the space apart, where pdiff cannot tell ahead from behind.
+ */
+const PSN_JUMP_MAX: i32 = 1 << 30;
 
 /** Records PSN psn of path `g` as arrived (pathAdmit took it). */
 function pathRecord(dev: Device, g: u32, h: usize, ce: bool, t: u64): void {
@@ -350,12 +363,16 @@ function ackIn(dev: Device, c: u32, g: u32, h: usize, t: u64): void {
   const cum = getMraCum(h);
   const s0 = getMraSack0(h), s1 = getMraSack1(h), s2 = getMraSack2(h), s3 = getMraSack3(h);
   const high = highestCovered(cum, s0, s1, s2, s3);
-  // what it covers cannot lie beyond what was sent: dropped, and the path resynchronised past it
+  // what it covers cannot lie beyond what was sent: dropped, and the path resynchronised past it,
+  // only ever forward: with cum almost 2^31 from the next PSN, cum reads as beyond while the
+  // highest PSN covered (cum and its SACK read together) lies behind, and moving the path back
+  // would send PSNs again that an ACK still on its way may cover (a completion without its data)
   const cumBeyond = pdiff(cum, p.nxt) > 0;
   if (cumBeyond || pdiff(high, p.nxt) >= 0) {
     statAdd(dev, STAT_MRT_RX_MALFORMED, 1);
     statAdd(dev, cumBeyond ? STAT_MRT_ACK_CUM_BEYOND_SENT : STAT_MRT_ACK_SACK_BEYOND_SENT, 1);
-    pathResync(dev, c, g, high + 1, t);
+    const jump = pdiff(high + 1, p.nxt);
+    if (jump > 0 && jump <= PSN_JUMP_MAX) pathResync(dev, c, g, high + 1, t);
     return;
   }
   statAdd(dev, STAT_MRT_RX_ACKS, 1);

@@ -185,9 +185,9 @@ export interface AnswersOptions {
    * MetaRoCE-like ghost ACKs up to 2^31 - 1 PSNs past what was sent, and stale ACKs from
    * anything the receiver said (by default ghosts go at most 2^29 past, and stale ACKs wait for
    * what the receiver says after a path's ghost, so that no ACK reaches the device almost 2^31
-   * from the path's next PSN). Off while the transport resynchronises a path backwards from such
-   * an ACK, the bug in test/fuzz-answers.test.ts "found by the forged-answer tier"; on, a case
-   * finds that bug within a few seeds.
+   * from the path's next PSN). On, it tests the transport's bound on how far a path's PSNs may
+   * jump (docs/protocol.md): before it, the transport resynchronised a path backwards from such an
+   * ACK (test/fuzz-answers.test.ts, "found by the forged-answer tier"), found within a few seeds.
    */
   halfSpace?: boolean;
 }
