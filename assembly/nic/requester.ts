@@ -181,6 +181,7 @@ function startSend(dev: Device, q: Qp, qpn: u32, t: u64): void {
   }
   q.txPsn = q.msgPsn;
   q.rspPsn = q.msgPsn;
+  q.rspAsked = NOT_ARMED;
   if (dev.mrt != 0) {
     // MetaRoCE-like: every message joins the outstanding ones and the queue starts its next
     // entry; its packets are the stream's SSNs msgPsn .. msgLastPsn. A SEND or WRITE_IMM names

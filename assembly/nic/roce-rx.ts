@@ -350,12 +350,16 @@ function complete(dev: Device, q: Qp, qpn: u32, status: u32, t: u64): void {
   phaseAt(dev, q, qpn, NicPhase.Done, cqeVisible(dev, q.sendCq, t));
 }
 
-/** Goes back to PSN `psn` of the current message and sends again from there. */
+/**
+ * Goes back to PSN `psn` of the current message and sends again from there; a READ asks for
+ * its responses from `psn` on (those before it are in).
+ */
 function goBack(dev: Device, q: Qp, qpn: u32, psn: u32, t: u64): void {
   statAdd(dev, STAT_ROCE_RETRANSMITS, 1);
   if (q.outCount == 0) disarmTimer(dev, q, qpn);
   q.txPsn = psn;
-  q.rspPsn = q.msgPsn;
+  q.rspPsn = psn;
+  q.rspAsked = psn;
   q.phase = NicPhase.Send;
   queueRequest(dev, q, qpn, t);
 }
@@ -464,9 +468,11 @@ function requester(dev: Device, q: Qp, qpn: u32, op: u32, bth: usize, x: usize, 
   // a READ response: in PSN order, placed where the request's local address says
   if (!isRead) { statAdd(dev, STAT_ROCE_STALE_ANSWERS, 1); return; }
   if (psn != q.rspPsn) {
-    // one was lost: ask again from the first missing one (the READ request is re-sent for the rest)
+    // one was lost: the READ request is re-sent for the rest, from the first missing one,
+    // once for this gap; the later responses of the gap are dropped (as Linux rxe does): the
+    // responder sends them again. A gap that stays (what was asked for lost too) is the timer's.
     statAdd(dev, STAT_ROCE_RX_OUT_OF_ORDER, 1);
-    if (psnDiff(psn, q.rspPsn) > 0) goBack(dev, q, qpn, q.msgPsn, t);
+    if (psnDiff(psn, q.rspPsn) > 0 && q.rspAsked != q.rspPsn) goBack(dev, q, qpn, q.rspPsn, t);
     return;
   }
   statAdd(dev, STAT_ROCE_RX_ANSWERS, 1);
@@ -505,8 +511,10 @@ export function nicTimer(dev: Device, qpn: u32, t: u64): void {
     statAdd(dev, STAT_ROCE_TIMEOUTS, 1);
     if (q.retriesLeft == 0) complete(dev, q, qpn, STATUS_RETRY_EXC_ERR, t);
     else {
+      // the head sent again from its start; a READ asks for the responses not in yet
       q.retriesLeft--;
-      goBack(dev, q, qpn, q.msgPsn, t);
+      const isRead = <u32>load<u8>(qpWqe(dev, qpn) + WQE_OPCODE) == OPCODE_RDMA_READ;
+      goBack(dev, q, qpn, isRead ? q.rspPsn : q.msgPsn, t);
     }
   }
   // what is still armed: one event for the earlier of the two

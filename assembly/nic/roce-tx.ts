@@ -241,10 +241,13 @@ function buildData(dev: Device, q: Qp, qpn: u32, w: usize, msgPsn: u32, psn: u32
   const len = load<u32>(w + WQE_LENGTH);
   const mtu = dev.cfg.mtuBytes;
   if (op == OPCODE_RDMA_READ) {
+    // from PSN `psn` on: asked again from a missing response, it asks only for the rest of
+    // the READ, the responses before it being in (IBA vol. 1 9.7.5.1.3)
+    const done = ((psn - msgPsn) & BTH_PSN_MASK) * mtu;
     const at = headers(dev, q, qpn, OP_RC_READ_REQUEST, psn, true, RETH_SIZE, 0);
-    setRethVa(at, load<u64>(w + WQE_RADDR));
+    setRethVa(at, load<u64>(w + WQE_RADDR) + <u64>done);
     setRethRkey(at, load<u32>(w + WQE_RKEY));
-    setRethDmaLength(at, len);
+    setRethDmaLength(at, len - done);
     return finish(dev, at + RETH_SIZE, 0, 0);
   }
   const k = (psn - msgPsn) & BTH_PSN_MASK;

@@ -110,6 +110,7 @@ export const RANGES: u32 = 8;
   txListed: u32; // 1 while in that list
   timerAt: u64; // when its transport timer expires (NEVER: not armed)
   timerPending: u32; // 1 while a NicTimer event is pending for it (it re-arms lazily)
+  rspAsked: u32; // READ: the missing response it last asked for again (the rest re-requested from it); NOT_ARMED: none
   timerEventAt: u64; // that event's time
   // responder side of RoCEv2
   ePsn: u32; // the PSN it expects next
