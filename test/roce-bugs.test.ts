@@ -3,7 +3,7 @@ import { cabled, frameCopy, type CableFate } from "./helpers/cable.js";
 import { parseFrame, buildFrame, type RoceFrame } from "../host/wire/rocev2.js";
 import { readLoss } from "../bench/read-loss.js";
 import { portAddress } from "../host/fabric/topology.js";
-import { AETH_SYNDROME } from "../host/generated/headers.js";
+import { AETH_SYNDROME, AETH_NAK } from "../host/generated/headers.js";
 import { OP } from "../host/generated/headers.js";
 import type { Context, Cq, Mr, Qp, Wc } from "../host/verbs.js";
 
@@ -151,6 +151,31 @@ describe("a READ's lost responses cost the rest of the READ once (issue 27)", ()
     expect(r.requests.map((_, n) => r.asked(n))).toEqual([[0, 0, N * MTU], [5, 5 * MTU, 20 * MTU], [10, 10 * MTU, 15 * MTU]]);
     expect(r.responses).toBe(N + 20 + 15);
     expect(r.stats["roce.timeouts"]).toBe(0);
+  });
+
+  // Asking for the rest must not take anything but the responses themselves as proof that those
+  // before it are in: a PSN-sequence NAK naming a PSN inside the READ (issue 26's kind of frame:
+  // no responder sends one, the READ's PSNs being taken at once) sends the request from there,
+  // but the responses from there are out of order: it asks again from the first missing one.
+  // (Taking the NAK's PSN as the first missing one completed the READ with its first 10 KiB unread.)
+  it("a NAK naming a PSN inside the READ skips none of the responses before it", async () => {
+    let port = -1, first = -1, responses = 0;
+    const { net, a, b, settle } = await pair((from, _n, f) => {
+      const p = parseFrame(frameCopy(f));
+      if (from === 0 && p.ok && p.frame.opcode === OP.RC_READ_REQUEST && first < 0) { port = f.port; first = p.frame.psn; }
+      return from === 1 && p.ok && isResponse(p.frame.opcode) && responses++ < N ? "drop" : "pass"; // the first READ's all lost
+    }, { mtuBytes: MTU });
+    const len = N * MTU;
+    b.ctx.write(b.buf, Uint8Array.from({ length: len }, (_, i) => (i * 13 + (i >> 10)) & 0xff));
+    a.ctx.postSend(a.qp, [{ wrId: 9, opcode: "RDMA_READ", signaled: true, localAddr: a.buf, length: len, lkey: a.mr.lkey, remoteAddr: b.buf, rkey: b.mr.rkey }]);
+    net.run(3_000_000n);
+    expect(responses).toBe(N);
+    const nak = buildFrame({ opcode: OP.RC_ACK, destQp: a.qp.qpn, psn: (first + 10) & 0xffffff, ipSrc: portAddress(1, port), ipDst: portAddress(0, port), aeth: { syndrome: AETH_SYNDROME.NAK | AETH_NAK.PSN_SEQ_ERR, msn: 0 } });
+    if (!net.ports[0]!.stageArrival(Number(a.ctx.nowPs + 500_000n), port, nak.length, 1, 0, nak, 0, nak.length - 4, nak, nak.length - 4, 4)) throw new Error("stage full");
+    net.ports[0]!.commitArrivals();
+    expect(settle(a, 1).map((w) => w.status)).toEqual(["SUCCESS"]);
+    expect(a.ctx.read(a.buf, len)).toEqual(b.ctx.read(b.buf, len));
+    expect(responses).toBe(N + (N - 10) + N); // the rest from the NAK's PSN, then all of it
   });
 
   // The goal (bench/read-loss.ts measures it on its own seeds): 8 READs of 25 packets, 1 % of

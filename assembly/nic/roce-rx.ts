@@ -352,13 +352,14 @@ function complete(dev: Device, q: Qp, qpn: u32, status: u32, t: u64): void {
 
 /**
  * Goes back to PSN `psn` of the current message and sends again from there; a READ asks for
- * its responses from `psn` on (those before it are in).
+ * its responses from `psn` on (those before it are in: it never takes a NAK's word that they
+ * are, so it still expects the first missing one).
  */
 function goBack(dev: Device, q: Qp, qpn: u32, psn: u32, t: u64): void {
   statAdd(dev, STAT_ROCE_RETRANSMITS, 1);
   if (q.outCount == 0) disarmTimer(dev, q, qpn);
   q.txPsn = psn;
-  q.rspPsn = psn;
+  if (psnDiff(psn, q.rspPsn) < 0) q.rspPsn = psn;
   q.rspAsked = psn;
   q.phase = NicPhase.Send;
   queueRequest(dev, q, qpn, t);
