@@ -101,9 +101,10 @@ describe("the forged-answer checker catches what it checks", () => {
 });
 
 // Bugs the tier found, each reduced to a few frames. The transport is not fixed here: each test
-// states the right behaviour and is marked `it.fails` until the fix lands (then make it `it`).
+// states the right behaviour; both were marked `it.fails` until their fixes landed (01d0988, and
+// the RoCEv2 timer's in the same issue).
 describe("found by the forged-answer tier", () => {
-  // BUG (MetaRoCE-like; found with seed 1, QP 1, SSN 253: a SEND_WITH_IMM of 1025 B completed
+  // WAS A BUG (MetaRoCE-like; found with seed 1, QP 1, SSN 253: a SEND_WITH_IMM of 1025 B completed
   // SUCCESS with its last byte never placed, and every later receive of its QP stalled).
   // assembly/metaroce/rx.ts ackIn() takes an ACK as "beyond what was sent" when
   // pdiff(cum, p.nxt) > 0, then pathResync()s the path to high + 1 (tx.ts) without checking that
@@ -119,7 +120,7 @@ describe("found by the forged-answer tier", () => {
   // completes WRITE 2 with SUCCESS, none of its bytes at device 1. A fix: resynchronise only
   // forward (an ACK whose high + 1 is not past p.nxt is dropped, or read cum and high in one
   // half-space).
-  // BUG (RoCEv2; found with seeds 41, 61 and 88 of 1..200 as a stall: a QP in RTS with 12
+  // WAS A BUG (RoCEv2; found with seeds 41, 61 and 88 of 1..200 as a stall: a QP in RTS with 12
   // requests outstanding, a READ at or next to its head, and no event left in either device).
   // No forged frame is needed: a lost last READ response does it. When a READ completes with
   // a WRITE ahead of it acknowledged but not yet drained (q.outCount > 0), roce-rx.ts complete()
@@ -131,8 +132,9 @@ describe("found by the forged-answer tier", () => {
   // time, the same loss is recovered by a timeout after 10 us. (In seed 88 the READ's responses
   // were cut short by a forged duplicate READ request, which the responder runs again from its
   // own PSN, as IBA 9.7.5.1.3 says, in place of the READ it was answering.) A fix: clear
-  // q.timerAt when the timer fires with nothing to time, or arm whenever a request is sent.
-  it.fails("RoCEv2: a READ whose last response is lost is asked again, after a WRITE and a READ completed and the QP idled", async () => {
+  // q.timerAt when the timer fires with nothing to time, or arm whenever a request is sent (the
+  // fix: nicTimer disarms it when nothing is busy or outstanding).
+  it("RoCEv2: a READ whose last response is lost is asked again, after a WRITE and a READ completed and the QP idled", async () => {
     let dropLast = false;
     const { net, a, b } = await connectedPair({ mtuBytes: 1024, transportTimeoutPs: 10_000_000, transportRetries: 3 }, (from, _n, f) => {
       if (dropLast && from === 1 && f.mem[f.hdrAt + 42] === OP.RC_READ_RESPONSE_LAST) { dropLast = false; return "drop"; }

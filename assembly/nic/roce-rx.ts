@@ -518,6 +518,11 @@ export function nicTimer(dev: Device, qpn: u32, t: u64): void {
       goBack(dev, q, qpn, isRead ? q.rspPsn : q.msgPsn, t);
     }
   }
+  // nothing left to time (what it timed completed meanwhile): disarmed, so that the next request
+  // sent arms it again. requestSent arms only a disarmed timer, and a deadline kept here with no
+  // event left for it (none is re-armed below) left a READ sent later with no timer at all: its
+  // lost response was never asked again (found by the forged-answer fuzz tier, issue 26)
+  if (!q.busy && q.outAcked >= q.outCount) q.timerAt = NEVER;
   // what is still armed: one event for the earlier of the two
   let next = NEVER;
   if ((q.busy || q.outAcked < q.outCount) && q.timerAt != NEVER && q.timerAt != 0) next = q.timerAt;
