@@ -100,9 +100,9 @@ describe("the forged-answer checker catches what it checks", () => {
   });
 });
 
-// Bugs the tier found, each reduced to a few frames. The transport is not fixed here: each test
-// states the right behaviour; both were marked `it.fails` until their fixes landed (01d0988, and
-// the RoCEv2 timer's in the same issue).
+// Bugs the tier found, each reduced to a few frames: each test states the right behaviour, and
+// was marked `it.fails` until its fix landed (7943d07 for the MetaRoCE-like path, 21a247b for
+// the RoCEv2 timer).
 describe("found by the forged-answer tier", () => {
   // WAS A BUG (MetaRoCE-like; found with seed 1, QP 1, SSN 253: a SEND_WITH_IMM of 1025 B completed
   // SUCCESS with its last byte never placed, and every later receive of its QP stalled).
