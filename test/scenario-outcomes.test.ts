@@ -70,3 +70,17 @@ describe("a flow's status says what happened (point 5)", () => {
     await expect(run).rejects.toThrow(/traffic\.pattern.*permutation needs at least 2 devices, and devices\.count is 1/);
   });
 });
+
+describe("a collective size no device can hold is refused up front, in the user's words", () => {
+  // WAS: each size was compiled and sized as its turn came, and the one over a device's HBM was
+  // refused after the sizes before it had run, naming config.hbmBytes (found by issue 27's grid)
+  it("reduce-scatter of 64 MiB on 8 devices: collective.sizes[1], before any size runs", async () => {
+    let started = 0;
+    const run = runScenario(coreModule(), {
+      name: "big", devices: { count: 8 }, fabric: { topology: { kind: "single-switch" } },
+      collective: { op: "reduce-scatter", sizes: [1024, 67108864] },
+    }, { onStart: () => { started++; } });
+    await expect(run).rejects.toThrow(/^scenario\.collective\.sizes\[1\]: 67108864 B needs \d+ B of HBM on each device .* more than the 1073741824 B a device can have/);
+    expect(started).toBe(0);
+  });
+});

@@ -15,7 +15,8 @@ import {
 import { executorElf } from "../generated/executor-elf.js";
 import { buildCluster, buildTopology, clusterHome } from "./cluster.js";
 import type { CoreInstance } from "../wasm.js";
-import { resolveConfig } from "../config.js";
+import { resolveConfig, ConfigError } from "../config.js";
+import { CONFIG_FIELDS } from "../generated/layouts.js";
 import type { Fabric } from "../fabric/fabric.js";
 import type { ClusterRunner } from "../fabric/runner.js";
 import { sumStats, transportSums, TRANSPORT_COUNTERS, type TransportSums } from "./counters.js";
@@ -302,6 +303,9 @@ export async function runProgram(sc: Scenario, c: CollectiveSpec, p: GraphProgra
   return { row, stopped };
 }
 
+/** The most HBM a device can have (config.hbmBytes' maximum). */
+export const HBM_MAX_BYTES = CONFIG_FIELDS.find((f) => f.name === "hbmBytes")!.max;
+
 /** Runs scenario `sc` (which has a collective) and reports it in a ScenarioResult with `collective`. */
 export async function runCollectiveScenario(coreModule: WebAssembly.Module, sc: Scenario, opts: RunOptions = {}): Promise<ScenarioResult> {
   const c = sc.collective!;
@@ -313,9 +317,17 @@ export async function runCollectiveScenario(coreModule: WebAssembly.Module, sc: 
   let alonePs: number | null = null;
   let portFrames: number[] = [], portBytes: number[] = [];
   const [ports] = stripePorts(sc);
-  for (const size of c.sizes) {
+  // every size compiled and sized before the first runs: one a device cannot hold is refused up
+  // front, in the user's words, not after the sizes before it ran
+  const programs = c.sizes.map((size, i) => {
     const p = compileCollective(c, n, size, ports);
-    const { contexts, config0, home } = await openCluster(coreModule, sc, graphDeviceConfig(p), opts);
+    const need = graphDeviceConfig(p);
+    if (need.hbmBytes > HBM_MAX_BYTES)
+      throw new ConfigError(`scenario.collective.sizes[${i}]`, `${size} B needs ${need.hbmBytes} B of HBM on each device (the collective's buffers and graph), more than the ${HBM_MAX_BYTES} B a device can have (config.hbmBytes)`);
+    return { size, p, need };
+  });
+  for (const { size, p, need } of programs) {
+    const { contexts, config0, home } = await openCluster(coreModule, sc, need, opts);
     // the matmul alone, once: on a device of the same config (the sizes change only its memory)
     if (c.interference && alonePs === null) alonePs = await matmulAlonePs(coreModule, config0, c.interference, sc.untilPs);
     const { fabric, runner } = bootCluster(home, sc, contexts, opts);

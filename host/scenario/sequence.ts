@@ -10,7 +10,8 @@
 import type { Context } from "../verbs.js";
 import type { ClusterRunner } from "../fabric/runner.js";
 import { graphDeviceConfig, executorsReady } from "../graph/index.js";
-import { compileCollective, stripePorts, portTraffic, openCluster, bootCluster, runProgram, addTotals, reportOf, type CollectiveReport, type Totals } from "./collective.js";
+import { compileCollective, stripePorts, portTraffic, openCluster, bootCluster, runProgram, addTotals, reportOf, HBM_MAX_BYTES, type CollectiveReport, type Totals } from "./collective.js";
+import { ConfigError } from "../config.js";
 import { matmulAlonePs } from "./interference.js";
 import type { Scenario } from "./scenario.js";
 import type { RunOptions, ScenarioResult } from "./run.js";
@@ -52,7 +53,10 @@ export async function runCollectiveSequence(coreModule: WebAssembly.Module, sc: 
   const stripes = stripePorts(sc);
   const programs = list.map((c, i) => c.sizes.map((size) => compileCollective(c, n, size, stripes[i])));
   const total = programs.reduce((a, x) => a + x.length, 0);
-  const { contexts, config0, home } = await openCluster(coreModule, sc, needOfAll(programs.flat().map(graphDeviceConfig), n), opts);
+  const need = needOfAll(programs.flat().map(graphDeviceConfig), n);
+  if (need.hbmBytes > HBM_MAX_BYTES)
+    throw new ConfigError("scenario.collectives", `its sizes need ${need.hbmBytes} B of HBM on each device together (one cluster holds every collective's buffers and graph), more than the ${HBM_MAX_BYTES} B a device can have (config.hbmBytes)`);
+  const { contexts, config0, home } = await openCluster(coreModule, sc, need, opts);
   // a collective with a matmul load alongside: the load alone, on a device of the same config
   const alone = await Promise.all(list.map((c) => (c.interference ? matmulAlonePs(coreModule, config0, c.interference, sc.untilPs) : null)));
   const { fabric, runner } = bootCluster(home, sc, contexts, opts);
