@@ -19,7 +19,7 @@ import { resolveConfig, ConfigError } from "../config.js";
 import { CONFIG_FIELDS } from "../generated/layouts.js";
 import type { Fabric } from "../fabric/fabric.js";
 import type { ClusterRunner } from "../fabric/runner.js";
-import { sumStats, transportSums, TRANSPORT_COUNTERS, type TransportSums } from "./counters.js";
+import { sumStats, transportSums, TRANSPORT_COUNTERS, DEVICE_DROP_COUNTERS, METAROCE_COUNTERS, type TransportSums, type MetaroceCounts } from "./counters.js";
 import { Alongside, matmulAlonePs, type InterferenceRow } from "./interference.js";
 import type { Scenario, CollectiveSpec } from "./scenario.js";
 import type { RunOptions, ScenarioResult } from "./run.js";
@@ -157,11 +157,29 @@ function input(bytes: number, seed: number, d: number, dtype: CollectiveSpec["dt
 export interface Totals {
   sums: TransportSums;
   fab: { drops: Record<string, number>; ecnMarks: number; pfcPauses: number; hops: number; delivered: number };
+  /** frames the devices dropped, by reason (as a traffic result's deviceDrops) */
+  deviceDrops: Record<string, number>;
+  /** the MetaRoCE-like transport's own counters (as a traffic result's metaroce), when it ran */
+  metaroce?: MetaroceCounts;
+}
+
+/** Totals with nothing counted yet. */
+export function noTotals(): Totals {
+  return { sums: { retransmits: 0, timeouts: 0, naksSent: 0, cnpsSent: 0, lateArrivals: 0 }, fab: { drops: {}, ecnMarks: 0, pfcPauses: 0, hops: 0, delivered: 0 }, deviceDrops: {} };
 }
 
 /** Adds what a cluster's devices and fabric counted to `t`. */
-export function addTotals(t: Totals, contexts: readonly Context[], fabric: Fabric): void {
-  const sum = transportSums(sumStats(contexts.map((ctx) => ctx.device), TRANSPORT_COUNTERS));
+export function addTotals(t: Totals, contexts: readonly Context[], fabric: Fabric, runner: ClusterRunner): void {
+  const devices = contexts.map((ctx) => ctx.device);
+  const sum = transportSums(sumStats(devices, TRANSPORT_COUNTERS));
+  const drops = sumStats(devices, DEVICE_DROP_COUNTERS);
+  for (const k of DEVICE_DROP_COUNTERS) t.deviceDrops[k] = (t.deviceDrops[k] ?? 0) + drops[k];
+  t.deviceDrops.rx_stage_full = (t.deviceDrops.rx_stage_full ?? 0) + runner.stageDrops();
+  if (devices[0]?.config.get("transport") === 1n) {
+    const m = sumStats(devices, METAROCE_COUNTERS);
+    const into = (t.metaroce ??= Object.fromEntries(METAROCE_COUNTERS.map((k) => [k.slice(4), 0])) as MetaroceCounts);
+    for (const k of METAROCE_COUNTERS) into[k.slice(4) as keyof MetaroceCounts] += m[k];
+  }
   t.sums.retransmits += sum.retransmits;
   t.sums.timeouts += sum.timeouts;
   t.sums.naksSent += sum.naksSent;
@@ -313,7 +331,7 @@ export async function runCollectiveScenario(coreModule: WebAssembly.Module, sc: 
   const rows: CollectiveRow[] = [];
   let endPs = 0, stopped = false;
   // transport and fabric counters, summed over the sizes' runs
-  const totals: Totals = { sums: { retransmits: 0, timeouts: 0, naksSent: 0, cnpsSent: 0, lateArrivals: 0 }, fab: { drops: {}, ecnMarks: 0, pfcPauses: 0, hops: 0, delivered: 0 } };
+  const totals = noTotals();
   let alonePs: number | null = null;
   let portFrames: number[] = [], portBytes: number[] = [];
   const [ports] = stripePorts(sc);
@@ -337,7 +355,7 @@ export async function runCollectiveScenario(coreModule: WebAssembly.Module, sc: 
     rows.push(r.row);
     stopped = r.stopped;
     endPs += r.row.timePs;
-    addTotals(totals, contexts, fabric);
+    addTotals(totals, contexts, fabric, runner);
     const t = portTraffic(sc, contexts, fabric);
     portFrames = t.frames.map((x, i) => x + (portFrames[i] ?? 0));
     portBytes = t.bytes.map((x, i) => x + (portBytes[i] ?? 0));
@@ -351,7 +369,8 @@ export async function runCollectiveScenario(coreModule: WebAssembly.Module, sc: 
     ended: finished ? "finished" : stopped ? "stopped" : rows.some((r) => r.status === "stalled") ? "stalled" : rows.some((r) => r.status === "time-limit") ? "time-limit" : "failed",
     messages: { total: c.sizes.length, completed: rows.length, failed }, flows: [], totalBytes: rows.reduce((a, r) => a + r.bytes, 0),
     totalGoodputGbps: 0, fctPs: { p50: 0, p99: 0, max: 0 }, transport: sc.transport, ...totals.sums,
-    fabric: { ...fab, drops: fab.drops as ScenarioResult["fabric"]["drops"] }, deviceDrops: {},
+    fabric: { ...fab, drops: fab.drops as ScenarioResult["fabric"]["drops"] }, deviceDrops: totals.deviceDrops,
+    ...(totals.metaroce ? { metaroce: totals.metaroce } : {}),
     collective: { ...reportOf(c, n), rows, portFrames, portBytes },
   };
 }

@@ -4,6 +4,17 @@
 
 import type { Device } from "../device.js";
 
+/** Counters of frames a device dropped, by reason (layouts/stats.json names; rx_stage_full: arrivals the host could not stage in a window). */
+export const DEVICE_DROP_COUNTERS = ["port.tx_ring_full", "port.rx_ring_full", "roce.rx_malformed", "roce.rx_bad_icrc", "roce.rx_not_mine", "roce.rx_unknown_qp", "roce.rx_out_of_order", "roce.rx_duplicate",
+  "mrt.rx_malformed", "mrt.rx_bad_crc", "mrt.rx_unknown", "mrt.rx_beyond_window"] as const;
+/** The MetaRoCE-like counters a result reports: why packets were sent again, what the paths went through. */
+export const METAROCE_COUNTERS = [
+  "mrt.tx_data", "mrt.tx_retransmits", "mrt.losses_sack", "mrt.losses_rto", "mrt.tx_probes", "mrt.rtos", "mrt.paths_failed",
+  "mrt.paths_recovered", "mrt.cwnd_cuts", "mrt.rx_duplicate", "mrt.rnr_naks",
+] as const;
+/** The MetaRoCE-like transport's counters, summed over the devices, by their names without `mrt.` (layouts/stats.json). */
+export type MetaroceCounts = Record<(typeof METAROCE_COUNTERS)[number] extends `mrt.${infer K}` ? K : never, number>;
+
 /** The counters both transports keep of what the network did to them (transportSums adds each pair). */
 export const TRANSPORT_COUNTERS = ["roce.retransmits", "mrt.tx_retransmits", "roce.timeouts", "mrt.rtos", "roce.naks_sent", "mrt.naks_sent", "roce.cnps_sent", "port.rx_late"] as const;
 

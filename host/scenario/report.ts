@@ -3,7 +3,7 @@
 // percentiles; drops by reason; retransmissions, timeouts, NAKs, ECN marks.
 
 import { formatTime } from "../units.js";
-import type { ScenarioResult, FlowResult, RunEnd } from "./run.js";
+import type { ScenarioResult, FlowResult, RunEnd, MetaroceCounts } from "./run.js";
 import type { InterferenceRow } from "./interference.js";
 import type { CollectiveReport } from "./collective.js";
 import { lateWarning } from "./counters.js";
@@ -58,10 +58,16 @@ function formatCollective(r: ScenarioResult, c: CollectiveReport): string[] {
   return out;
 }
 
+/** Why the MetaRoCE-like transport sent packets again. */
+function metaroceLine(m: MetaroceCounts): string {
+  return `transport metaroce: packets sent ${m.tx_data}, again ${m.tx_retransmits} (lost in a SACK hole ${m.losses_sack}, at an RTO ${m.losses_rto}; received twice ${m.rx_duplicate})`;
+}
+
 /** What follows a collective scenario's tables: drops, transport counters, the bus bandwidth convention. */
 function collectiveFooter(r: ScenarioResult): string[] {
   const out: string[] = [];
-  out.push("", `drops: fabric ${counts(r.fabric.drops)}; retransmissions ${r.retransmits}, timeouts ${r.timeouts}, NAKs ${r.naksSent}, ECN marks ${r.fabric.ecnMarks}`);
+  out.push("", `drops: fabric ${counts(r.fabric.drops)}; devices ${counts(r.deviceDrops)}; retransmissions ${r.retransmits}, timeouts ${r.timeouts}, NAKs ${r.naksSent}, ECN marks ${r.fabric.ecnMarks}`);
+  if (r.metaroce) out.push(metaroceLine(r.metaroce));
   const late = lateWarning(r.lateArrivals);
   if (late) out.push(late);
   out.push("busbw = algbw x 2(n-1)/n for all-reduce, (n-1)/n for reduce-scatter, all-gather and all-to-all, 1 for broadcast (NCCL's convention)");
@@ -117,7 +123,7 @@ export function formatResult(r: ScenarioResult): string {
   out.push(`drops: fabric ${counts(r.fabric.drops)}; devices ${counts(r.deviceDrops)}`);
   if (r.metaroce) {
     const m = r.metaroce;
-    out.push(`transport metaroce: packets sent ${m.tx_data}, again ${m.tx_retransmits} (lost in a SACK hole ${m.losses_sack}, at an RTO ${m.losses_rto}; received twice ${m.rx_duplicate})`);
+    out.push(metaroceLine(m));
     out.push(`paths: probes ${m.tx_probes}, RTOs ${m.rtos}, failed ${m.paths_failed}, recovered ${m.paths_recovered}, window cuts ${m.cwnd_cuts}, RNR NAKs ${m.rnr_naks}; ECN marks ${r.fabric.ecnMarks}`);
     if (r.paths) {
       const p = r.paths, kb = (n: number) => (n / 1024).toFixed(0), us = (n: number) => formatTime(Math.round(n)), g = (n: number) => n.toFixed(1);

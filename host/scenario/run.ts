@@ -16,7 +16,9 @@ import { buildCluster, checkCluster, clusterHome, leastConfig } from "./cluster.
 import type { CoreInstance } from "../wasm.js";
 import { runCollectiveScenario, type CollectiveReport } from "./collective.js";
 import { runCollectiveSequence } from "./sequence.js";
-import { sumStats, transportSums, TRANSPORT_COUNTERS } from "./counters.js";
+import { sumStats, transportSums, TRANSPORT_COUNTERS, DEVICE_DROP_COUNTERS, METAROCE_COUNTERS, type MetaroceCounts } from "./counters.js";
+
+export { DEVICE_DROP_COUNTERS, METAROCE_COUNTERS, type MetaroceCounts } from "./counters.js";
 import type { GraphProgram } from "../graph/types.js";
 import { ConfigError } from "../config.js";
 import { CONFIG_FIELDS } from "../generated/layouts.js";
@@ -50,9 +52,6 @@ export interface FlowResult {
  */
 export type RunEnd = "finished" | "failed" | "time-limit" | "stopped" | "stalled";
 
-/** Counters of frames a device dropped, by reason (layouts/stats.json names; rx_stage_full: arrivals the host could not stage in a window). */
-export const DEVICE_DROP_COUNTERS = ["port.tx_ring_full", "port.rx_ring_full", "roce.rx_malformed", "roce.rx_bad_icrc", "roce.rx_not_mine", "roce.rx_unknown_qp", "roce.rx_out_of_order", "roce.rx_duplicate",
-  "mrt.rx_malformed", "mrt.rx_bad_crc", "mrt.rx_unknown", "mrt.rx_beyond_window"] as const;
 
 /** What a scenario run did ({@link runScenario}; `menic run --json` prints it). */
 export interface ScenarioResult {
@@ -179,15 +178,8 @@ function pathSummary(contexts: readonly Context[]): PathSummary {
   };
 }
 
-/** The MetaRoCE-like counters a result reports: why packets were sent again, what the paths went through. */
-export const METAROCE_COUNTERS = [
-  "mrt.tx_data", "mrt.tx_retransmits", "mrt.losses_sack", "mrt.losses_rto", "mrt.tx_probes", "mrt.rtos", "mrt.paths_failed",
-  "mrt.paths_recovered", "mrt.cwnd_cuts", "mrt.rx_duplicate", "mrt.rnr_naks",
-] as const;
 /** The device counters every result sums (the MetaRoCE-like run's own: METAROCE_COUNTERS). */
 const RESULT_COUNTERS = [...DEVICE_DROP_COUNTERS, ...TRANSPORT_COUNTERS] as const;
-/** The MetaRoCE-like transport's counters, summed over the devices, by their names without `mrt.` (layouts/stats.json). */
-export type MetaroceCounts = Record<(typeof METAROCE_COUNTERS)[number] extends `mrt.${infer K}` ? K : never, number>;
 
 interface FlowState {
   spec: Flow;

@@ -10,7 +10,7 @@
 import type { Context } from "../verbs.js";
 import type { ClusterRunner } from "../fabric/runner.js";
 import { graphDeviceConfig, executorsReady } from "../graph/index.js";
-import { compileCollective, stripePorts, portTraffic, openCluster, bootCluster, runProgram, addTotals, reportOf, HBM_MAX_BYTES, type CollectiveReport, type Totals } from "./collective.js";
+import { compileCollective, stripePorts, portTraffic, openCluster, bootCluster, runProgram, addTotals, noTotals, reportOf, HBM_MAX_BYTES, type CollectiveReport } from "./collective.js";
 import { ConfigError } from "../config.js";
 import { matmulAlonePs } from "./interference.js";
 import type { Scenario } from "./scenario.js";
@@ -88,8 +88,8 @@ export async function runCollectiveSequence(coreModule: WebAssembly.Module, sc: 
     report.portBytes = after.bytes.map((x, p) => x - before.bytes[p]!);
     if (stopped || report.rows.some((r) => r.status !== "done")) break;
   }
-  const totals: Totals = { sums: { retransmits: 0, timeouts: 0, naksSent: 0, cnpsSent: 0, lateArrivals: 0 }, fab: { drops: {}, ecnMarks: 0, pfcPauses: 0, hops: 0, delivered: 0 } };
-  addTotals(totals, contexts, fabric);
+  const totals = noTotals();
+  addTotals(totals, contexts, fabric, runner);
   const rows = reports.flatMap((r) => r.rows);
   const failed = rows.filter((r) => r.status !== "done" || r.check === "mismatch").length + reports.filter((r) => r.error).length;
   const finished = rows.length === total && failed === 0;
@@ -99,7 +99,8 @@ export async function runCollectiveSequence(coreModule: WebAssembly.Module, sc: 
     ended: finished ? "finished" : stopped ? "stopped" : rows.some((r) => r.status === "stalled") ? "stalled" : timeLimit || rows.some((r) => r.status === "time-limit") ? "time-limit" : "failed",
     messages: { total, completed: rows.length, failed }, flows: [], totalBytes: rows.reduce((a, r) => a + r.bytes, 0),
     totalGoodputGbps: 0, fctPs: { p50: 0, p99: 0, max: 0 }, transport: sc.transport, ...totals.sums,
-    fabric: { ...fab, drops: fab.drops as ScenarioResult["fabric"]["drops"] }, deviceDrops: {},
+    fabric: { ...fab, drops: fab.drops as ScenarioResult["fabric"]["drops"] }, deviceDrops: totals.deviceDrops,
+    ...(totals.metaroce ? { metaroce: totals.metaroce } : {}),
     collectives: reports,
   };
 }
