@@ -385,15 +385,14 @@ function ackIn(dev: Device, c: u32, g: u32, h: usize, t: u64): void {
   const code = getMraNakCode(h);
   let naked = code != 0 ? nakedStream(dev, c, getMraNakQp(h)) : NO_STREAM;
   const nakSsn = getMraNakSsn(h);
-  if (naked != NO_STREAM) {
-    const s = unsent(dev, g, p, naked, nakSsn);
-    if (s != 0) {
-      heard = true;
-      sample = <f64>(t - load<u64>(s, 8));
-    } else {
-      statAdd(dev, STAT_MRT_NAKS_STRAY, 1);
-      naked = NO_STREAM;
-    }
+  const s = naked != NO_STREAM ? unsent(dev, g, p, naked, nakSsn) : 0;
+  if (s != 0) {
+    heard = true;
+    sample = <f64>(t - load<u64>(s, 8));
+  } else if (code != 0) {
+    // no stream of ours sends to the QP it names, or no packet of it is in flight here
+    statAdd(dev, STAT_MRT_NAKS_STRAY, 1);
+    naked = NO_STREAM;
   }
   // PSNs above the highest it covers are neither acknowledged nor lost yet
   for (let psn = p.una; pdiff(psn, p.nxt) < 0 && pdiff(psn, high) <= 0; psn++) {
