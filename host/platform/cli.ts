@@ -61,8 +61,9 @@ its results: goodput per flow, completion times, drops, retransmissions. A scena
   },
   notes: `${TIMES}.
 input files (the scenario, a collective's graph.file): regular files of at most ${INPUT_MAX_MIB} MiB.
-exit status: 0 every message completed; 1 one failed or time ran out, or --pcap's or --trace's
-file could not be written (a full disk: the results are printed first); 2 bad usage or input;
+exit status: 0 every message completed; 1 one failed, time ran out or the run stalled (work left,
+nothing to happen), or --pcap's or --trace's file could not be written (a full disk: the results
+are printed first); 2 bad usage or input;
 130 stopped by Ctrl-C (it still prints and writes what was reached). A sweep exits 0 unless stopped.`,
 } satisfies CommandSpec;
 
