@@ -25,6 +25,8 @@ export class ConfigError extends Error {
 export const ARENA_LIMIT_BYTES = 2 ** 30;
 
 const byName = new Map<string, ConfigField>(CONFIG_FIELDS.map((f) => [f.name, f]));
+/** The most HBM a device can have (config.hbmBytes' maximum, layouts/config.json). */
+export const HBM_MAX_BYTES = byName.get("hbmBytes")!.max;
 
 /** Full configuration with defaults filled in; throws ConfigError naming the first bad field (or the fields that overfill the arena). */
 export function resolveConfig(partial: unknown, path = "config"): Map<string, bigint> {

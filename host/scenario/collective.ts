@@ -15,8 +15,7 @@ import {
 import { executorElf } from "../generated/executor-elf.js";
 import { buildCluster, buildTopology, clusterHome } from "./cluster.js";
 import type { CoreInstance } from "../wasm.js";
-import { resolveConfig, ConfigError } from "../config.js";
-import { CONFIG_FIELDS } from "../generated/layouts.js";
+import { resolveConfig, ConfigError, HBM_MAX_BYTES } from "../config.js";
 import type { Fabric } from "../fabric/fabric.js";
 import type { ClusterRunner } from "../fabric/runner.js";
 import { sumStats, transportSums, TRANSPORT_COUNTERS, DEVICE_DROP_COUNTERS, METAROCE_COUNTERS, type TransportSums, type MetaroceCounts } from "./counters.js";
@@ -320,9 +319,6 @@ export async function runProgram(sc: Scenario, c: CollectiveSpec, p: GraphProgra
   };
   return { row, stopped };
 }
-
-/** The most HBM a device can have (config.hbmBytes' maximum). */
-export const HBM_MAX_BYTES = CONFIG_FIELDS.find((f) => f.name === "hbmBytes")!.max;
 
 /** Runs scenario `sc` (which has a collective) and reports it in a ScenarioResult with `collective`. */
 export async function runCollectiveScenario(coreModule: WebAssembly.Module, sc: Scenario, opts: RunOptions = {}): Promise<ScenarioResult> {

@@ -20,8 +20,7 @@ import { sumStats, transportSums, TRANSPORT_COUNTERS, DEVICE_DROP_COUNTERS, META
 
 export { DEVICE_DROP_COUNTERS, METAROCE_COUNTERS, type MetaroceCounts } from "./counters.js";
 import type { GraphProgram } from "../graph/types.js";
-import { ConfigError } from "../config.js";
-import { CONFIG_FIELDS } from "../generated/layouts.js";
+import { ConfigError, HBM_MAX_BYTES } from "../config.js";
 
 /** What one flow (a QP pair of the traffic pattern) did in a scenario run. */
 export interface FlowResult {
@@ -441,8 +440,6 @@ export async function runScenario(coreModule: WebAssembly.Module, input: unknown
 }
 
 const roundUp = (x: number, a: number) => Math.ceil(x / a) * a;
-/** The most HBM a device holds (the config field's maximum, layouts/config.json). */
-const HBM_MAX_BYTES = CONFIG_FIELDS.find((f) => f.name === "hbmBytes")!.max;
 
 /** The flows of the scenario's traffic pattern: (source device, destination device) pairs. */
 export function trafficFlows(sc: Scenario): Flow[] {

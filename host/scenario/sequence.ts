@@ -10,8 +10,8 @@
 import type { Context } from "../verbs.js";
 import type { ClusterRunner } from "../fabric/runner.js";
 import { graphDeviceConfig, executorsReady } from "../graph/index.js";
-import { compileCollective, stripePorts, portTraffic, openCluster, bootCluster, runProgram, addTotals, noTotals, reportOf, HBM_MAX_BYTES, type CollectiveReport } from "./collective.js";
-import { ConfigError } from "../config.js";
+import { compileCollective, stripePorts, portTraffic, openCluster, bootCluster, runProgram, addTotals, noTotals, reportOf, type CollectiveReport } from "./collective.js";
+import { ConfigError, HBM_MAX_BYTES } from "../config.js";
 import { matmulAlonePs } from "./interference.js";
 import type { Scenario } from "./scenario.js";
 import type { RunOptions, ScenarioResult } from "./run.js";
