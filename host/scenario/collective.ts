@@ -18,7 +18,7 @@ import type { CoreInstance } from "../wasm.js";
 import { resolveConfig, ConfigError, HBM_MAX_BYTES } from "../config.js";
 import type { Fabric } from "../fabric/fabric.js";
 import type { ClusterRunner } from "../fabric/runner.js";
-import { sumStats, transportSums, TRANSPORT_COUNTERS, DEVICE_DROP_COUNTERS, METAROCE_COUNTERS, type TransportSums, type MetaroceCounts } from "./counters.js";
+import { deviceCounts, type TransportSums, type MetaroceCounts } from "./counters.js";
 import { Alongside, matmulAlonePs, type InterferenceRow } from "./interference.js";
 import type { Scenario, CollectiveSpec } from "./scenario.js";
 import type { RunOptions, ScenarioResult } from "./run.js";
@@ -162,6 +162,12 @@ export interface Totals {
   metaroce?: MetaroceCounts;
 }
 
+/** Adds each count of `from` to `into`'s (absent ones start at 0); gives `into`. */
+function addInto(into: Record<string, number>, from: Readonly<Record<string, number>>): Record<string, number> {
+  for (const [k, v] of Object.entries(from)) into[k] = (into[k] ?? 0) + v;
+  return into;
+}
+
 /** Totals with nothing counted yet. */
 export function noTotals(): Totals {
   return { sums: { retransmits: 0, timeouts: 0, naksSent: 0, cnpsSent: 0, lateArrivals: 0 }, fab: { drops: {}, ecnMarks: 0, pfcPauses: 0, hops: 0, delivered: 0 }, deviceDrops: {} };
@@ -170,22 +176,12 @@ export function noTotals(): Totals {
 /** Adds what a cluster's devices and fabric counted to `t`. */
 export function addTotals(t: Totals, contexts: readonly Context[], fabric: Fabric, runner: ClusterRunner): void {
   const devices = contexts.map((ctx) => ctx.device);
-  const sum = transportSums(sumStats(devices, TRANSPORT_COUNTERS));
-  const drops = sumStats(devices, DEVICE_DROP_COUNTERS);
-  for (const k of DEVICE_DROP_COUNTERS) t.deviceDrops[k] = (t.deviceDrops[k] ?? 0) + drops[k];
-  t.deviceDrops.rx_stage_full = (t.deviceDrops.rx_stage_full ?? 0) + runner.stageDrops();
-  if (devices[0]?.config.get("transport") === 1n) {
-    const m = sumStats(devices, METAROCE_COUNTERS);
-    const into = (t.metaroce ??= Object.fromEntries(METAROCE_COUNTERS.map((k) => [k.slice(4), 0])) as MetaroceCounts);
-    for (const k of METAROCE_COUNTERS) into[k.slice(4) as keyof MetaroceCounts] += m[k];
-  }
-  t.sums.retransmits += sum.retransmits;
-  t.sums.timeouts += sum.timeouts;
-  t.sums.naksSent += sum.naksSent;
-  t.sums.cnpsSent += sum.cnpsSent;
-  t.sums.lateArrivals += sum.lateArrivals;
+  const { deviceDrops, metaroce, ...sums } = deviceCounts(devices, runner.stageDrops(), devices[0]?.config.get("transport") === 1n);
+  addInto(t.sums, sums);
+  addInto(t.deviceDrops, deviceDrops);
+  if (metaroce) t.metaroce = addInto(t.metaroce ?? {}, metaroce) as MetaroceCounts;
   const fs = fabric.totals();
-  for (const [k, v] of Object.entries(fs.drops)) t.fab.drops[k] = (t.fab.drops[k] ?? 0) + v;
+  addInto(t.fab.drops, fs.drops);
   t.fab.ecnMarks += fs.ecnMarks;
   t.fab.pfcPauses += fs.pfcPauses;
   t.fab.hops += fs.hops;

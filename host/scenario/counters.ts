@@ -19,7 +19,7 @@ export type MetaroceCounts = Record<(typeof METAROCE_COUNTERS)[number] extends `
 export const TRANSPORT_COUNTERS = ["roce.retransmits", "mrt.tx_retransmits", "roce.timeouts", "mrt.rtos", "roce.naks_sent", "mrt.naks_sent", "roce.cnps_sent", "port.rx_late"] as const;
 
 /** What every result reports of the transports and the devices' clocks: TransportSums of TRANSPORT_COUNTERS. */
-export interface TransportSums { retransmits: number; timeouts: number; naksSent: number; cnpsSent: number; lateArrivals: number }
+export type TransportSums = { retransmits: number; timeouts: number; naksSent: number; cnpsSent: number; lateArrivals: number };
 
 /** Retransmissions, timeouts, NAKs and CNPs over both transports, and late arrivals, from sums of TRANSPORT_COUNTERS. */
 export function transportSums(sum: Record<(typeof TRANSPORT_COUNTERS)[number], number>): TransportSums {
@@ -32,6 +32,27 @@ export function transportSums(sum: Record<(typeof TRANSPORT_COUNTERS)[number], n
 /** The line a result prints when frames reached a device in its past (a causality break: docs/fabric.md, "Windows"), or null. */
 export function lateWarning(lateArrivals: number): string | null {
   return lateArrivals === 0 ? null : `WARNING: ${lateArrivals} frame${lateArrivals === 1 ? "" : "s"} reached a device after its clock had passed their arrival (port.rx_late): a causality break, the results may depend on the runner's window; please report it`;
+}
+
+/** What every result reports of its devices' counters: the transport sums, the frames dropped by reason, and the MetaRoCE-like transport's own counters when it ran. */
+export interface DeviceCounts extends TransportSums {
+  deviceDrops: Record<string, number>;
+  metaroce?: MetaroceCounts;
+}
+
+/**
+ * The counters of `devices` as a result reports them ({@link DeviceCounts}): the drops by reason
+ * with `stageDrops` (arrivals the runner could not stage) as rx_stage_full, and with `metaroce`
+ * the MetaRoCE-like transport's counters by their names without `mrt.`.
+ */
+export function deviceCounts(devices: readonly Device[], stageDrops: number, metaroce: boolean): DeviceCounts {
+  const sum = sumStats(devices, [...DEVICE_DROP_COUNTERS, ...TRANSPORT_COUNTERS, ...(metaroce ? METAROCE_COUNTERS : [])]);
+  const deviceDrops: Record<string, number> = Object.fromEntries(DEVICE_DROP_COUNTERS.map((k) => [k, sum[k]]));
+  deviceDrops.rx_stage_full = stageDrops;
+  return {
+    ...transportSums(sum), deviceDrops,
+    ...(metaroce ? { metaroce: Object.fromEntries(METAROCE_COUNTERS.map((k) => [k.slice(4), sum[k]])) as MetaroceCounts } : {}),
+  };
 }
 
 /** Each of `names` (layouts/stats.json) summed over `devices` in their order, by name; an unknown name is a RangeError. */

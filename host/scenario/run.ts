@@ -16,7 +16,7 @@ import { buildCluster, checkCluster, clusterHome, leastConfig } from "./cluster.
 import type { CoreInstance } from "../wasm.js";
 import { runCollectiveScenario, type CollectiveReport } from "./collective.js";
 import { runCollectiveSequence } from "./sequence.js";
-import { sumStats, transportSums, TRANSPORT_COUNTERS, DEVICE_DROP_COUNTERS, METAROCE_COUNTERS, type MetaroceCounts } from "./counters.js";
+import { deviceCounts, type MetaroceCounts } from "./counters.js";
 
 export { DEVICE_DROP_COUNTERS, METAROCE_COUNTERS, type MetaroceCounts } from "./counters.js";
 import type { GraphProgram } from "../graph/types.js";
@@ -177,8 +177,6 @@ function pathSummary(contexts: readonly Context[]): PathSummary {
   };
 }
 
-/** The device counters every result sums (the MetaRoCE-like run's own: METAROCE_COUNTERS). */
-const RESULT_COUNTERS = [...DEVICE_DROP_COUNTERS, ...TRANSPORT_COUNTERS] as const;
 
 interface FlowState {
   spec: Flow;
@@ -404,7 +402,7 @@ export async function runScenario(coreModule: WebAssembly.Module, input: unknown
     if (idle && completed < total) { stalled = true; break; }
   }
 
-  const sum = sumStats(contexts.map((c) => c.device), [...RESULT_COUNTERS, ...(sc.transport === "metaroce" ? METAROCE_COUNTERS : [])]);
+  const counts = deviceCounts(contexts.map((c) => c.device), runner.stageDrops(), sc.transport === "metaroce");
   const flowsOut: FlowResult[] = state.map((f) => {
     const bytes = f.completed * sc.traffic.messageBytes;
     const durationPs = f.completed > 0 ? f.lastDonePs - f.firstPostPs : 0;
@@ -421,8 +419,6 @@ export async function runScenario(coreModule: WebAssembly.Module, input: unknown
   const fs = fabric.totals();
   const failed = flowsOut.reduce((s, f) => s + f.failed, 0);
   const finished = completed === total && failed === 0;
-  const deviceDrops: Record<string, number> = Object.fromEntries(DEVICE_DROP_COUNTERS.map((k) => [k, sum[k]]));
-  deviceDrops.rx_stage_full = runner.stageDrops();
   return {
     // a run whose messages all completed ends at the last completion (not where the runner's
     // last chunk of time happened to end); otherwise where it stopped
@@ -432,10 +428,9 @@ export async function runScenario(coreModule: WebAssembly.Module, input: unknown
     totalGoodputGbps: lastDone > startPs ? (totalBytes * 8000) / (lastDone - startPs) : 0,
     fctPs: { p50: pct(50), p99: pct(99), max: fct.length ? fct[fct.length - 1]! : 0 },
     transport: sc.transport,
-    ...transportSums(sum),
-    ...(sc.transport === "metaroce" ? { metaroce: Object.fromEntries(METAROCE_COUNTERS.map((k) => [k.slice(4), sum[k]])) as MetaroceCounts, paths: pathSummary(contexts) } : {}),
+    ...counts,
+    ...(sc.transport === "metaroce" ? { paths: pathSummary(contexts) } : {}),
     fabric: { drops: fs.drops, ecnMarks: fs.ecnMarks, pfcPauses: fs.pfcPauses, hops: fs.hops, delivered: fs.delivered },
-    deviceDrops,
   };
 }
 
