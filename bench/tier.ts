@@ -7,7 +7,7 @@
 // violation with the seed that replays it (FUZZ_TIER_SEED=<seed> FUZZ_TIER_CASES=1 npx vitest run
 // test/fuzz-tier.test.ts).
 import { coreModule } from "../host/platform/node.js";
-import { trafficScenario, collectiveScenario, checkScenario } from "../test/helpers/fuzz-tier/scenarios.js";
+import { trafficScenario, collectiveScenario, runTierCase } from "../test/helpers/fuzz-tier/scenarios.js";
 import { answersCase } from "../test/helpers/fuzz-tier/answers.js";
 import { figure } from "./lib/report.js";
 
@@ -21,7 +21,7 @@ export async function run(): Promise<void> {
     let posted = 0, completed = 0, lastReport = performance.now();
     const t0 = performance.now();
     for (let seed = first; seed < first + n; seed++) {
-      const o = await checkScenario(module, make(seed), { determinism: seed % 4 === 0 });
+      const o = await runTierCase(module, make(seed), { determinism: seed % 4 === 0 });
       violations.push(...o.violations);
       ends[o.ended] = (ends[o.ended] ?? 0) + 1;
       posted += o.posted;

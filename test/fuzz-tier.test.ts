@@ -10,7 +10,7 @@ import { describe, it, expect } from "vitest";
 import { coreModule } from "../host/platform/node.js";
 import { runScenario, type ScenarioResult } from "../host/scenario/run.js";
 import { formatResult } from "../host/scenario/report.js";
-import { trafficScenario, collectiveScenario, checkScenario, resultViolations } from "./helpers/fuzz-tier/scenarios.js";
+import { trafficScenario, collectiveScenario, runTierCase, resultViolations } from "./helpers/fuzz-tier/scenarios.js";
 
 const FIRST = Number(process.env.FUZZ_TIER_SEED ?? 1);
 const CASES = Number(process.env.FUZZ_TIER_CASES ?? 0);
@@ -19,7 +19,7 @@ async function tier(make: (seed: number) => Record<string, unknown>, cases: numb
   const violations: string[] = [], ends = new Map<string, number>();
   let posted = 0, completed = 0;
   for (let seed = FIRST; seed < FIRST + cases; seed++) {
-    const o = await checkScenario(coreModule(), make(seed), { determinism: seed % 4 === 0 });
+    const o = await runTierCase(coreModule(), make(seed), { determinism: seed % 4 === 0 });
     violations.push(...o.violations);
     ends.set(o.ended, (ends.get(o.ended) ?? 0) + 1);
     posted += o.posted;

@@ -105,7 +105,7 @@ export function collectiveScenario(seed: number): Record<string, unknown> {
 }
 
 /** Runs `input` and checks every invariant of the tier; never throws for what the run does. */
-export async function checkScenario(module: WebAssembly.Module, input: Record<string, unknown>, opts: { determinism?: boolean } = {}): Promise<TierOutcome> {
+export async function runTierCase(module: WebAssembly.Module, input: Record<string, unknown>, opts: { determinism?: boolean } = {}): Promise<TierOutcome> {
   const violations: string[] = [];
   const name = String(input.name);
   let grew = 0;
