@@ -243,3 +243,76 @@ describe("ghost answers (issue 26)", () => {
     expect(last.stats["roce.ghost_answers"]).toBe(0);
   });
 });
+
+// Issue 26: READ responses other than the ones the READ asked for. Found by the fuzz test
+// (FUZZ_SEED=67822): the target, its responder's PSNs moved by forged requests, answered a
+// one-packet READ with the FIRST response of a longer READ a forger had asked for.
+describe("bad READ responses (issue 26)", () => {
+  /** a READs `len` bytes of b; every frame b sends is lost, and `responses(psn of the READ request)` reach a instead. */
+  async function answered(len: number, responses: (psn: number) => { opcode: number; payload: Uint8Array }[]) {
+    let port = -1, psn = -1;
+    const { net, a, b, settle } = await pair((from, _n, f) => {
+      if (from === 1) return "drop";
+      const p = parseFrame(frameCopy(f));
+      if (p.ok && p.frame.opcode === OP.RC_READ_REQUEST && psn < 0) { port = f.port; psn = p.frame.psn; }
+      return "pass";
+    });
+    b.ctx.write(b.buf, Uint8Array.from({ length: len }, (_, i) => (i * 7) & 0xff));
+    a.ctx.write(a.buf, new Uint8Array(len).fill(0xaa));
+    a.ctx.postSend(a.qp, [{ wrId: 9, opcode: "RDMA_READ", signaled: true, localAddr: a.buf, length: len, lkey: a.mr.lkey, remoteAddr: b.buf, rkey: b.mr.rkey }]);
+    net.run(2_000_000n); // the request sent
+    expect(psn).toBeGreaterThanOrEqual(0);
+    const at = a.ctx.nowPs + 500_000n;
+    responses(psn).forEach((r, k) => {
+      const hasAeth = r.opcode !== OP.RC_READ_RESPONSE_MIDDLE;
+      const bytes = buildFrame({ opcode: r.opcode, destQp: a.qp.qpn, psn: (psn + k) & 0xffffff, ipSrc: portAddress(1, port), ipDst: portAddress(0, port), payload: r.payload, ...(hasAeth ? { aeth: { syndrome: AETH_SYNDROME.ACK | AETH_SYNDROME.CREDITS_INVALID, msn: 1 } } : {}) });
+      const hdrLen = 54 + (hasAeth ? 4 : 0); // Ethernet, IPv4, UDP, BTH, AETH
+      if (!net.ports[0]!.stageArrival(Number(at) + 1000 * k, port, bytes.length, 1, 0, bytes, 0, hdrLen, bytes, hdrLen, bytes.length - hdrLen)) throw new Error("stage full");
+    });
+    net.ports[0]!.commitArrivals();
+    return { wcs: settle(a, 1), got: a.ctx.read(a.buf, len), want: b.ctx.read(b.buf, len), stats: a.ctx.device.stats() };
+  }
+
+  // WAS: the FIRST was taken as the READ's one response: the READ's next expected response moved
+  // past its last PSN without a completion, and the timer's request for "the rest" asked for
+  // nothing: the READ never completed, and its QP sent nothing again
+  it("a one-packet READ answered by a FIRST response completes BAD_RESP_ERR", async () => {
+    const r = await answered(64, () => [{ opcode: OP.RC_READ_RESPONSE_FIRST, payload: new Uint8Array(4096).fill(1) }]);
+    expect(r.wcs.map((w) => w.status)).toEqual(["BAD_RESP_ERR"]);
+  });
+
+  // WAS: SUCCESS, with the READ's last 100 bytes never written (a short FIRST or MIDDLE is
+  // malformed and dropped before it reaches the QP: only a LAST can be short)
+  it("a READ of 3 packets whose LAST is 100 bytes short completes BAD_RESP_ERR, not SUCCESS with a hole", async () => {
+    const len = 3 * 4096 - 100;
+    const r = await answered(len, () => {
+      const data = Uint8Array.from({ length: len }, (_, i) => (i * 7) & 0xff);
+      return [
+        { opcode: OP.RC_READ_RESPONSE_FIRST, payload: data.slice(0, 4096) },
+        { opcode: OP.RC_READ_RESPONSE_MIDDLE, payload: data.slice(4096, 8192) },
+        { opcode: OP.RC_READ_RESPONSE_LAST, payload: data.slice(8192, len - 100) },
+      ];
+    });
+    expect(r.wcs.map((w) => w.status)).toEqual(["BAD_RESP_ERR"]);
+  });
+
+  it("the same three responses with a full FIRST complete SUCCESS with every byte (the check refuses only bad ones)", async () => {
+    const len = 3 * 4096 - 100;
+    const r = await answered(len, () => {
+      const data = Uint8Array.from({ length: len }, (_, i) => (i * 7) & 0xff);
+      return [
+        { opcode: OP.RC_READ_RESPONSE_FIRST, payload: data.slice(0, 4096) },
+        { opcode: OP.RC_READ_RESPONSE_MIDDLE, payload: data.slice(4096, 8192) },
+        { opcode: OP.RC_READ_RESPONSE_LAST, payload: data.slice(8192) },
+      ];
+    });
+    expect(r.wcs.map((w) => w.status)).toEqual(["SUCCESS"]);
+    expect(r.got).toEqual(r.want);
+  });
+
+  it("a READ of 2 packets answered ONLY, then a LAST too long, completes BAD_RESP_ERR at the first", async () => {
+    const r = await answered(4096 + 10, () => [{ opcode: OP.RC_READ_RESPONSE_ONLY, payload: new Uint8Array(4096) }, { opcode: OP.RC_READ_RESPONSE_LAST, payload: new Uint8Array(20) }]);
+    expect(r.wcs.map((w) => w.status)).toEqual(["BAD_RESP_ERR"]);
+    expect(r.got).toEqual(new Uint8Array(4096 + 10).fill(0xaa)); // nothing of a bad response lands
+  });
+});

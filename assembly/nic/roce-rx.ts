@@ -36,7 +36,7 @@ import {
 import {
   OPCODE_RDMA_WRITE, OPCODE_RDMA_WRITE_WITH_IMM, OPCODE_SEND, OPCODE_SEND_WITH_IMM, OPCODE_RDMA_READ, OPCODE_RECV,
   STATUS_SUCCESS, STATUS_LOC_LEN_ERR, STATUS_LOC_PROT_ERR, STATUS_REM_INV_REQ_ERR, STATUS_REM_ACCESS_ERR, STATUS_REM_OP_ERR,
-  STATUS_RETRY_EXC_ERR, STATUS_RNR_RETRY_EXC_ERR, STAT_NIC_RNR_RETRIES, ACCESS_LOCAL_WRITE, ACCESS_REMOTE_WRITE, ACCESS_REMOTE_READ, QP_STATE_RTR, QP_STATE_RTS,
+  STATUS_RETRY_EXC_ERR, STATUS_RNR_RETRY_EXC_ERR, STATUS_BAD_RESP_ERR, STAT_NIC_RNR_RETRIES, ACCESS_LOCAL_WRITE, ACCESS_REMOTE_WRITE, ACCESS_REMOTE_READ, QP_STATE_RTR, QP_STATE_RTS,
   WQE_OPCODE, WQE_LADDR, WQE_LENGTH, WQE_LKEY, WQE_WR_ID,
   PKT_SIZE, PKT_TIME_PS, PKT_WIRE_LEN, PKT_PORT, PKT_HDR_LEN, PKT_BODY_LEN, PKT_BODY_OFF, PKT_HDR,
   STAT_PORT_RX_PACKETS, STAT_PORT_RX_RING_FULL, STAT_PORT_RX_LATE, STAT_ROCE_RX_MALFORMED, STAT_ROCE_RX_BAD_ICRC,
@@ -481,13 +481,30 @@ function requester(dev: Device, q: Qp, qpn: u32, op: u32, bth: usize, x: usize, 
   const off = <u64>k * <u64>dev.cfg.mtuBytes;
   const laddr = load<u64>(w + WQE_LADDR) + off;
   const len = <u64>load<u32>(w + WQE_LENGTH);
-  if (off + <u64>payload > len || !mrCheck(dev, load<u32>(w + WQE_LKEY), false, q.pd, laddr, <u64>payload, ACCESS_LOCAL_WRITE)) {
-    complete(dev, q, qpn, payload > 0 && off + <u64>payload > len ? STATUS_LOC_LEN_ERR : STATUS_LOC_PROT_ERR, t);
-    return;
-  }
+  // the response must be one its PSN can carry, with the bytes it names; any other is a bad
+  // response (IBA vol. 1 9.7.5.1.6, as rxe's check_op_seq): taking a FIRST as the only response
+  // moved past the READ's last PSN without completing it, and the READ waited forever (found by
+  // the fuzz tier, FUZZ_SEED=67822); a short MIDDLE left a hole in a READ that completed
+  const n = packetsOf(<u32>len, dev.cfg.mtuBytes);
+  const want = k == n - 1 ? len - off : <u64>dev.cfg.mtuBytes;
+  if (!readResponseFits(op, k, n, psn == q.rspAsked) || <u64>payload != want) { complete(dev, q, qpn, STATUS_BAD_RESP_ERR, t); return; }
+  if (!mrCheck(dev, load<u32>(w + WQE_LKEY), false, q.pd, laddr, <u64>payload, ACCESS_LOCAL_WRITE)) { complete(dev, q, qpn, STATUS_LOC_PROT_ERR, t); return; }
   if (dev.cfg.timingMode == 0 && payload > 0) memory.copy(dmaPtr(dev, laddr, <u64>payload), pl, payload);
   q.rspPsn = psnAdd(q.rspPsn, 1);
   if (op == OP_RC_READ_RESPONSE_LAST || op == OP_RC_READ_RESPONSE_ONLY) complete(dev, q, qpn, STATUS_SUCCESS, t);
+}
+
+/**
+ * May response `k` of a READ of `n` response packets carry opcode `op`? The last ends a
+ * response stream (LAST or ONLY), the others do not. A stream starts (FIRST or ONLY) at the
+ * READ's first PSN, or where the requester asked for the rest from (`askedHere`: a request for
+ * the rest is answered as a READ of its own); a response of an earlier stream may still pass
+ * there as a MIDDLE or LAST.
+ */
+@inline function readResponseFits(op: u32, k: u32, n: u32, askedHere: bool): bool {
+  const starts = op == OP_RC_READ_RESPONSE_FIRST || op == OP_RC_READ_RESPONSE_ONLY;
+  const ends = op == OP_RC_READ_RESPONSE_LAST || op == OP_RC_READ_RESPONSE_ONLY;
+  return ends == (k == n - 1) && (k == 0 ? starts : !starts || askedHere);
 }
 
 /** The NicTimer event of QP `qpn`: its transport timer and its DCQCN timer, re-armed lazily. */

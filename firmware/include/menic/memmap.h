@@ -159,6 +159,7 @@
 #define MENIC_STATUS_LOC_QP_OP_ERR 2 /* local QP operation error: unknown opcode, a malformed request (nsrc outside 2..8, bad dtype or op) */
 #define MENIC_STATUS_LOC_PROT_ERR 4 /* local protection error: bad lkey, bytes outside the region, missing access right */
 #define MENIC_STATUS_WR_FLUSH_ERR 5 /* flushed: the QP was in the error state */
+#define MENIC_STATUS_BAD_RESP_ERR 7 /* bad response: the responder answered a READ out of the opcode sequence or length the request asked for */
 #define MENIC_STATUS_REM_INV_REQ_ERR 9 /* remote invalid request: the target's receive buffer was too small, or it cannot take the opcode */
 #define MENIC_STATUS_REM_ACCESS_ERR 10 /* remote access error: bad rkey, bytes outside the region, missing access right */
 #define MENIC_STATUS_REM_OP_ERR 11 /* remote operational error: the target could not place a SEND (its receive buffer failed its key or access check) */
