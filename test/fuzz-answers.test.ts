@@ -212,4 +212,40 @@ describe("found by the forged-answer tier", () => {
     expect([...sent].filter(([, k]) => k > 1).map(([psn]) => (psn - n1) | 0)).toEqual([]);
     expect(w2?.status === "SUCCESS" ? b.ctx.read(dst + 16384, 64) : "not SUCCESS").toEqual(w2?.status === "SUCCESS" ? a.ctx.read(src + 16384, 64) : "not SUCCESS");
   });
+  // WAS A BUG (found by test/metaroce-fuzz.test.ts with FUZZ_SEED=67822): each end follows the
+  // other's PSN jumps only 2^30 at a time, so two forged resynchronisations of the sender's path
+  // before the receiver heard parted the ends for good: the receiver refused every floor the
+  // sender sent, probes too, and the path never came back (the WRITE failed when the connection
+  // gave up). A probe whose floor stands that far off now restarts the receiver's window.
+  it("MetaRoCE-like: a path moved 1.2 x 2^30 ahead by two forged ACKs comes back at its probe, and the WRITE lands", async () => {
+    let port = -1, epoch = 0, nxt = 0;
+    const { net, a, b } = await connectedPair(
+      { transport: 1, mrtConnections: 2, mrtPaths: 1, mtuBytes: 1024, mrtProbeMinPs: 50_000_000, mrtRtoMinPs: 100_000_000, mrtRtoInitPs: 200_000_000 },
+      (from, _n, f) => {
+        const v = new DataView(f.mem.buffer, f.mem.byteOffset + f.hdrAt, f.hdrLen);
+        if (from === 0 && (v.getUint8(42 + MRA_OFFSET.type) & 15) !== MRT.TYPE_ACK) [nxt, port, epoch] = [(v.getUint32(42 + MRH_OFFSET.psn) + 1) >>> 0, f.port, v.getUint8(42 + MRH_OFFSET.epoch)];
+        return "pass";
+      });
+    const src = a.ctx.allocHbm(65536), dst = b.ctx.allocHbm(65536);
+    const smr = a.ctx.regMr(a.pd, src, 65536), dmr = b.ctx.regMr(b.pd, dst, 65536, ["LOCAL_WRITE", "REMOTE_WRITE"]);
+    a.ctx.write(src, Uint8Array.from({ length: 65536 }, (_, i) => (i * 7 + 1) & 0xff));
+    const write = (id: number, at: number) => a.ctx.postSend(a.qp, [{ wrId: id, opcode: "RDMA_WRITE", signaled: true, localAddr: src + at, length: 64, lkey: smr.lkey, remoteAddr: dst + at, rkey: dmr.rkey }]);
+    write(1, 0);
+    expect(settle(net, a.ctx, a.cq, 1).map((w) => w.status)).toEqual(["SUCCESS"]);
+    // two forged ACKs in one window, each 0.6 x 2^30 beyond what the path sent: it follows both
+    const jump = Math.round(0.6 * 2 ** 30);
+    const ack = (cum: number) => buildMetaroceFrame({ type: MRT.TYPE_ACK, ipSrc: portAddress(1, port), ipDst: portAddress(0, port), path: 0, epoch, cum });
+    for (const cum of [(nxt + jump) >>> 0, (nxt + 2 * jump) >>> 0]) {
+      const bytes = ack(cum);
+      if (!net.ports[0]!.stageArrival(Number(a.ctx.nowPs) + 1000, port, bytes.length, 1, 0, bytes, 0, 42 + MRA_SIZE, bytes, 42 + MRA_SIZE, bytes.length - 42 - MRA_SIZE)) throw new Error("stage full");
+      net.ports[0]!.commitArrivals();
+      net.run(a.ctx.nowPs + 1_000_000n);
+    }
+    expect(a.ctx.device.stats()["mrt.ack_cum_beyond_sent"]).toBe(2);
+    write(2, 8192);
+    expect(settle(net, a.ctx, a.cq, 1, 100_000_000_000n).map((w) => w.status)).toEqual(["SUCCESS"]); // was: none in 100 ms (every probe refused)
+    expect(b.ctx.read(dst + 8192, 64)).toEqual(a.ctx.read(src + 8192, 64));
+    expect(b.ctx.device.stats()["mrt.rx_path_restarts"]).toBe(1);
+    expect(a.ctx.device.metarocePaths().map((p) => p.state)).toEqual(["active"]);
+  });
 });

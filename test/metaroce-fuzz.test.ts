@@ -610,9 +610,15 @@ describe("MetaRoCE-like bad input: single frames at the edges", () => {
       ["a PROBE whose floor is 2^30 ahead", () => probe({ psn: (cum() + 0x40000000) >>> 0, floor: (cum() + 0x40000000) >>> 0 }), { moved: ["mrt.rx_probes +1"] }],
       // a floor further than a quarter of the space is not taken (rx.ts PSN_JUMP_MAX)
       ["a floor 2^31 - 1 PSNs ahead (PSN there too)", () => data({ psn: (cum() + 0x7fffffff) >>> 0, floor: (cum() + 0x7fffffff) >>> 0 }), { moved: ["mrt.rx_beyond_window +1"] }],
-      ["a PROBE whose floor is 2^30 + 1 ahead", () => probe({ psn: (cum() + 0x40000001) >>> 0, floor: (cum() + 0x40000001) >>> 0 }), { moved: ["mrt.rx_beyond_window +1"] }],
+      // but a PROBE that far off, either way, restarts the window at its floor (rx.ts probeRestart):
+      // forged frames that moved one end twice before the other heard must not part them for good
+      // WAS A BUG (FUZZ_SEED=67822: two forged resyncs of the target's path, 0.68 and 0.56 x 2^30,
+      // before the peer heard; the peer refused its every probe, and the path stayed suspect)
+      ["a PROBE whose floor is 2^30 + 1 ahead", () => probe({ psn: (cum() + 0x40000001) >>> 0, floor: (cum() + 0x40000001) >>> 0 }), { moved: ["mrt.rx_probes +1", "mrt.rx_path_restarts +1"] }],
+      ["a PROBE whose floor is 2^30 + 1 behind", () => probe({ psn: (cum() - 0x40000001) >>> 0, floor: (cum() - 0x40000001) >>> 0 }), { moved: ["mrt.rx_probes +1", "mrt.rx_path_restarts +1"] }],
+      ["a PROBE 2^30 behind is no restart (its PSN is old: the window keeps its place)", () => probe({ psn: (cum() - 0x40000000) >>> 0, floor: (cum() - 0x40000000) >>> 0 }), { moved: ["mrt.rx_probes +1"] }],
     ];
-    const WATCH = [...RX, "port.rx_ring_full", "mrt.rx_duplicate", "mrt.naks_sent", "mrt.rx_floor_above_psn", "mrt.ack_cum_beyond_sent", "mrt.ack_sack_beyond_sent", "mrt.losses_resync"] as const;
+    const WATCH = [...RX, "port.rx_ring_full", "mrt.rx_duplicate", "mrt.naks_sent", "mrt.rx_floor_above_psn", "mrt.ack_cum_beyond_sent", "mrt.ack_sack_beyond_sent", "mrt.losses_resync", "mrt.rx_path_restarts"] as const;
     for (const [name, make, want] of edges) {
       for (const state of ["ERR", "RESET", "INIT", "RTR", "RTS"] as const) T.modifyQp(t.idle, { state, destQpNum: w.p.idle.qpn, destDevice: 0 });
       want.before?.();

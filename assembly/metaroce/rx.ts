@@ -39,7 +39,7 @@ import {
   OPCODE_RECV, OPCODE_RDMA_WRITE_WITH_IMM, STATUS_SUCCESS, STATUS_REM_ACCESS_ERR, STATUS_REM_INV_REQ_ERR, STATUS_RNR_RETRY_EXC_ERR,
   STAT_MRT_RX_DATA, STAT_MRT_RX_ACKS, STAT_MRT_RX_PROBES, STAT_MRT_RX_MALFORMED, STAT_MRT_RX_BAD_CRC, STAT_MRT_RX_UNKNOWN,
   STAT_MRT_RX_DUPLICATE, STAT_MRT_RX_BEYOND_WINDOW, STAT_MRT_LOSSES_SACK, STAT_MRT_NAKS_SENT, STAT_MRT_RNR_NAKS, STAT_MRT_NAKS_STRAY,
-  STAT_MRT_PATHS_RECOVERED, STAT_NIC_RNR_RETRIES, STAT_MRT_RX_FLOOR_ABOVE_PSN, STAT_MRT_ACK_CUM_BEYOND_SENT, STAT_MRT_ACK_SACK_BEYOND_SENT,
+  STAT_MRT_PATHS_RECOVERED, STAT_MRT_RX_PATH_RESTARTS, STAT_NIC_RNR_RETRIES, STAT_MRT_RX_FLOOR_ABOVE_PSN, STAT_MRT_ACK_CUM_BEYOND_SENT, STAT_MRT_ACK_SACK_BEYOND_SENT,
 } from "../generated/layouts";
 
 const HDRS: u32 = ETH_SIZE + IPV4_SIZE + UDP_SIZE;
@@ -78,6 +78,7 @@ export function mrtReceive(dev: Device, f: usize, wire: u32, hdrLen: u32, port: 
   const ce = getIpv4Ecn(f + ETH_SIZE) == IPV4_ECN_CE;
   if (type == MRT_TYPE_PROBE) {
     if (getMrhDestQp(h) != MRT_PROBE_QP) { statAdd(dev, STAT_MRT_RX_MALFORMED, 1); return; }
+    probeRestart(dev, g, h);
     if (!pathAdmit(dev, g, h)) return;
     statAdd(dev, STAT_MRT_RX_PROBES, 1);
     pathRecord(dev, g, h, ce, t);
@@ -113,6 +114,27 @@ function pathAdmit(dev: Device, g: u32, h: usize): bool {
   if (up > 0) advanceTo(r, floor);
   if (pdiff(getMrhPsn(h), r.cum) > <i32>MRT_PATH_WINDOW) { statAdd(dev, STAT_MRT_RX_BEYOND_WINDOW, 1); return false; }
   return true;
+}
+
+/**
+ * A probe whose floor stands more than PSN_JUMP_MAX from the path's cumulative PSN, either way,
+ * restarts the path's receive window at the floor. The two ends follow each other's jumps only
+ * that far at a time (pathAdmit here, the sender's resynchronisation on an ACK beyond what it
+ * sent), so forged frames that move one end twice before the other hears it part them for good:
+ * the sender's floor then lies in the receiver's refused band, or the receiver's ACKs beyond
+ * any resynchronisation. A probe comes only from a suspect or failed path, after its PSNs in
+ * flight were declared lost, so taking its floor loses nothing: a packet taken twice is
+ * placed twice at most, the same bytes (its stream's SSN bitmap still drops the copy).
+ */
+function probeRestart(dev: Device, g: u32, h: usize): void {
+  const r = rxPathAt(dev, g);
+  if (!r.started) return;
+  const floor = getMrhFloor(h);
+  const d = pdiff(floor, r.cum);
+  if (d <= PSN_JUMP_MAX && d >= -PSN_JUMP_MAX) return;
+  statAdd(dev, STAT_MRT_RX_PATH_RESTARTS, 1);
+  r.bits0 = 0; r.bits1 = 0; r.bits2 = 0; r.bits3 = 0;
+  r.cum = floor;
 }
 
 /**
