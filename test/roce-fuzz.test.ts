@@ -357,6 +357,14 @@ async function fuzz(timing: boolean, rounds: number, frames: number, taken: numb
     }
     expect(w.stats.fuzzed).toBeGreaterThanOrEqual(frames);
 
+    // a remote operational error NAK (AETH 0x63) whatever the seed: a SEND into a receive whose
+    // key fails (the fuzz forges SENDs to the idle QP's such receive, but reaching it depends on the seed)
+    w.postRecv(w.t, w.t.qps[0]!, 0, 64, w.t.data.rkey);
+    w.post(w.p, w.p.qps[0]!, { opcode: "SEND", localAddr: w.p.data.addr, length: 8, lkey: w.p.data.lkey, remoteAddr: 0, rkey: 0, imm: 0 });
+    const sent = w.completions.length;
+    endRound(w);
+    expect(w.completions.slice(sent).filter((c) => c.opcode === "SEND").map((c) => c.status)).toEqual(["REM_OP_ERR"]);
+
     // the same QPs carry every verb again, and the bytes land
     const slot = (dir: number, i: number) => (dir * 4 + i) * 8192;
     const plan = [["RDMA_WRITE", 2 * MTU + 5], ["RDMA_WRITE_WITH_IMM", 1], ["SEND", MTU + 1], ["SEND_WITH_IMM", 0], ["RDMA_READ", 3 * MTU + 3]] as const;
