@@ -166,26 +166,34 @@ export function allReduceRing(o: AllReduceOptions): GraphProgram {
       };
       if (slice("in", 0)[1] === 0) continue; // segment 0 is the largest: no slice e there, none anywhere
       const remote = { engine: e, stream };
-      // reduce-scatter: receives first (they wait for nothing), then send, reduce
+      // every receive first (they wait for nothing), in the order the previous device sends:
+      // the executor posts an engine's nodes in order, and the all-gather's first receive, posted
+      // behind the reduce-scatter's last reduce, met the previous device's next message first
+      // (an RNR NAK: 2 retransmissions at 8 devices and 64 MiB on RoCEv2). The all-gather's go to
+      // segments of `out` nothing else touches until they are done.
       const rsRecv: number[] = [], rsSend: number[] = [], rsReduce: number[] = [];
       for (let k = 0; k < N - 1; k++) {
         const [dst, bytes] = slice("tmp", mod(r - k - 1, N));
         rsRecv.push(bytes ? add({ op: "recv", name: `rs${k}.recv`, ...remote, peer: prev, dst, bytes, deps: [] }) : -1);
       }
-      for (let k = 0; k < N - 1; k++) {
+      const rsSendOf = (k: number) => {
         const [src, sbytes] = slice(k === 0 ? "in" : "acc", mod(r - k, N));
-        if (sbytes) rsSend.push(add({ op: "send", name: `rs${k}.send`, ...remote, peer: next, src, bytes: sbytes, deps: k > 0 && rsReduce[k - 1] >= 0 ? [rsReduce[k - 1]] : [] }));
-        else rsSend.push(-1);
-        const s = mod(r - k - 1, N);
-        const [mine, bytes] = slice("in", s);
-        rsReduce.push(bytes ? add({ op: "reduce", name: `rs${k}.reduce`, engine: e, dtype: o.dtype, redop, srcs: [mine, slice("tmp", s)[0]], dst: slice(k === N - 2 ? "out" : "acc", s)[0], bytes, deps: [rsRecv[k]] }) : -1);
-      }
-      // all-gather: its receives go to segments of `out` nothing else touches, so they are posted at once
+        rsSend.push(sbytes ? add({ op: "send", name: `rs${k}.send`, ...remote, peer: next, src, bytes: sbytes, deps: k > 0 && rsReduce[k - 1] >= 0 ? [rsReduce[k - 1]] : [] }) : -1);
+      };
+      rsSendOf(0); // it waits for nothing: the first bytes leave before the rest is posted
       const agRecv: number[] = [];
       for (let k = 0; k < N - 1; k++) {
         const [dst, rbytes] = slice("out", mod(r - k, N));
         agRecv.push(rbytes ? add({ op: "recv", name: `ag${k}.recv`, ...remote, peer: prev, dst, bytes: rbytes, deps: [] }) : -1);
       }
+      // reduce-scatter: send, reduce
+      for (let k = 0; k < N - 1; k++) {
+        if (k > 0) rsSendOf(k);
+        const s = mod(r - k - 1, N);
+        const [mine, bytes] = slice("in", s);
+        rsReduce.push(bytes ? add({ op: "reduce", name: `rs${k}.reduce`, engine: e, dtype: o.dtype, redop, srcs: [mine, slice("tmp", s)[0]], dst: slice(k === N - 2 ? "out" : "acc", s)[0], bytes, deps: [rsRecv[k]] }) : -1);
+      }
+      // all-gather: send what is held on
       for (let k = 0; k < N - 1; k++) {
         const [src, sbytes] = slice("out", mod(r + 1 - k, N));
         const after = k === 0 ? rsReduce[N - 2] : agRecv[k - 1];
