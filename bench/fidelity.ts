@@ -4,7 +4,8 @@
 // (every figure per seed, every run's inputs and metrics, the hashes of the core and of the
 // claims table) and docs/fidelity.md, rendered from that JSON by bench/lib/fidelity-render.ts.
 // --quick (one seed, short runs, for working on the table) writes build/fidelity-quick.json and
-// .md instead, never the committed page. As a bench suite (`npm run bench -- fidelity`) it
+// .md instead, never the committed page; --render measures nothing and renders the page again
+// from docs/fidelity.json (after a change to the page's layout alone). As a bench suite (`npm run bench -- fidelity`) it
 // prints each claim's median figure and writes nothing.
 import { createHash } from "node:crypto";
 import { cpus } from "node:os";
@@ -100,6 +101,15 @@ export async function writeSheet(opts: { quick?: boolean } = {}): Promise<{ json
 }
 
 const UNIT: Record<FidelitySheet["claims"][number]["format"], string> = { percent: "fraction", ratio: "x", ns: "ns", tbps: "TB/s", rtts: "RTTs", count: "count" };
+
+/** docs/fidelity.md again from docs/fidelity.json, nothing measured: after a change to the page's layout (bench/lib/fidelity-render.ts). */
+export function renderSheet(): { md: string; sheet: FidelitySheet } {
+  const docs = join(packageRoot(), "docs");
+  const sheet = JSON.parse(readFileSync(join(docs, "fidelity.json"), "utf8")) as FidelitySheet;
+  const md = join(docs, "fidelity.md");
+  writeFileSync(md, renderFidelity(sheet));
+  return { md, sheet };
+}
 
 /** The bench suite: each claim's median figure, its verdict beside it; writes nothing. */
 export async function run(): Promise<void> {

@@ -24,7 +24,7 @@ import { readLoss } from "../read-loss.js";
 import type { Bound, Format } from "./fidelity-render.js";
 
 /** Seeds of the large scenarios (planes, incast, interference: seconds a run); no test uses them (test/fidelity.test.ts checks). */
-export const SEEDS = [91001, 91002, 91003];
+export const SEEDS = [91001, 91002, 91003, 91004, 91005];
 /** Seeds of the small runs (loss, plane failure, READs: a fraction of a second each). */
 export const SMALL_SEEDS = Array.from({ length: 10 }, (_, k) => 91001 + k);
 /** READs under loss: each seed s stands for a batch of bench/read-loss.ts runs on seeds s × 100 + 0 … 19 (its figure is the batch's). */
