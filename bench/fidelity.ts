@@ -1,12 +1,13 @@
-// npm run fidelity [-- --quick]: the seeds' claims measured (issue 27 §4). Runs every claim of
-// bench/lib/fidelity-claims.ts on each of its seeds, and the loss grid (0.1, 1, 3 and 10 %,
-// independent and bursty, both transports), each distinct run once; writes docs/fidelity.json
-// (every figure per seed, every run's inputs and metrics, the hashes of the core and of the
-// claims table) and docs/fidelity.md, rendered from that JSON by bench/lib/fidelity-render.ts.
-// --quick (one seed, short runs, for working on the table) writes build/fidelity-quick.json and
-// .md instead, never the committed page; --render measures nothing and renders the page again
-// from docs/fidelity.json (after a change to the page's layout alone). As a bench suite (`npm run bench -- fidelity`) it
-// prints each claim's median figure and writes nothing.
+// npm run fidelity [-- --quick | --render]: the seeds' claims measured (issue 27 §4). Runs every
+// claim of bench/lib/fidelity-claims.ts on each of its seeds, and the loss grid (0.1, 1, 3 and
+// 10 %, independent and bursty, both transports), each distinct run once; writes
+// docs/fidelity.json (every figure per seed, every run's inputs and metrics, the hashes of the
+// core and of the claims table) and docs/fidelity.md, rendered from that JSON by
+// bench/lib/fidelity-render.ts. --quick (one seed, short runs, for working on the table) writes
+// build/fidelity-quick.json and .md instead, never the committed page; --render measures nothing
+// and renders the page again from docs/fidelity.json (after a change to the page's layout
+// alone). As a bench suite (`npm run bench -- fidelity`) it prints each claim's median figure
+// and writes nothing.
 import { createHash } from "node:crypto";
 import { cpus } from "node:os";
 import { readFileSync, writeFileSync, mkdirSync } from "node:fs";

@@ -1,9 +1,9 @@
 import { describe, it, expect } from "vitest";
-import { createHash } from "node:crypto";
 import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { renderFidelity, spreadOf, verdictOf, type FidelitySheet } from "../bench/lib/fidelity-render.js";
 import { CLAIMS, SEEDS, SMALL_SEEDS, claimsFile, readBatch } from "../bench/lib/fidelity-claims.js";
+import { sha256 } from "../bench/fidelity.js";
 
 // docs/fidelity.md, the seeds' claims as menic measures them, is written by `npm run fidelity`
 // (bench/fidelity.ts) with docs/fidelity.json, from which it is rendered. Running the claims
@@ -14,7 +14,6 @@ import { CLAIMS, SEEDS, SMALL_SEEDS, claimsFile, readBatch } from "../bench/lib/
 // build is byte-reproducible (built twice, and in another directory: the same sha256), so its
 // hash names the core's behaviour.
 
-const sha256 = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
 const sheet = JSON.parse(readFileSync("docs/fidelity.json", "utf8")) as FidelitySheet;
 const STALE = "run npm run fidelity";
 
