@@ -13,8 +13,9 @@ export {
   type AccessFlag, type WcStatus, type ReduceOp, type ReduceDtype, type ReduceSource, type PortGroup, type PostSendOptions, type PostRecvOptions,
 } from "./verbs.js";
 export {
-  runScenario, type ScenarioResult, type FlowResult, type RunOptions, type RunEnd, type MessageCounts, type Percentiles, type PathSummary, type MetaroceCounts, type FabricCounts,
+  runScenario, type ScenarioResult, type FlowResult, type RunOptions, type RunEnd, type MessageCounts, type Percentiles, type PathSummary, type MetaroceCounts, type FabricCounts, type PortCounts,
 } from "./scenario/run.js";
+export type { RetransmitCauses } from "./scenario/counters.js";
 export {
   resolveScenario, inlineGraphFiles, type GraphSpec, type Scenario, type CollectiveSpec, type InterferenceSpec, type Flow, type Fault, type LossFault, type LinkDownFault, type PlaneDownFault, type LinkSelection, type Topology, type SingleSwitch, type LeafSpine,
 } from "./scenario/scenario.js";

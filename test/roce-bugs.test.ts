@@ -52,6 +52,10 @@ describe("RC recovery (regressions)", () => {
     b.ctx.postRecv(b.qp, [{ wrId: 2, localAddr: b.buf, length: 0, lkey: b.mr.lkey }]);
     expect(settle(a, 1).map((w) => w.status)).toEqual(["SUCCESS"]); // was REM_INV_REQ_ERR
     expect(b.ctx.pollCq(b.cq, 4).map((w) => [w.status, w.imm])).toEqual([["SUCCESS", 7]]);
+    // the message went again once, for the RNR NAK (issue 27: retransmissions by cause; was not
+    // counted as a retransmission at all when the RNR named the message in flight)
+    const st = a.ctx.device.stats();
+    expect([st["roce.retransmits"], st["roce.retransmits_rnr"], st["roce.retransmits_nak"], st["roce.retransmits_timeout"]]).toEqual([1, 1, 0, 0]);
   });
 
   // WAS: a lost READ response ended the READ with RETRY_EXC_ERR. The requester asks again by

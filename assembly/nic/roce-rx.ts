@@ -42,6 +42,7 @@ import {
   STAT_PORT_RX_PACKETS, STAT_PORT_RX_RING_FULL, STAT_PORT_RX_LATE, STAT_ROCE_RX_MALFORMED, STAT_ROCE_RX_BAD_ICRC,
   STAT_ROCE_RX_NOT_MINE, STAT_ROCE_RX_UNKNOWN_QP, STAT_ROCE_RX_DUPLICATE, STAT_ROCE_RX_OUT_OF_ORDER, STAT_ROCE_RX_CNP,
   STAT_ROCE_NAKS_SENT, STAT_ROCE_RETRANSMITS, STAT_ROCE_TIMEOUTS, STAT_ROCE_STALE_ANSWERS, STAT_ROCE_RX_CE, STAT_ROCE_RX_REQUESTS, STAT_ROCE_RX_ANSWERS, STAT_ROCE_GHOST_ANSWERS,
+  STAT_ROCE_RETRANSMITS_NAK, STAT_ROCE_RETRANSMITS_READ_GAP, STAT_ROCE_RETRANSMITS_TIMEOUT, STAT_ROCE_RETRANSMITS_RNR,
 } from "../generated/layouts";
 
 // Qp.rxOp: the kind of message being received
@@ -355,8 +356,8 @@ function complete(dev: Device, q: Qp, qpn: u32, status: u32, t: u64): void {
  * its responses from `psn` on (those before it are in: it never takes a NAK's word that they
  * are, so it still expects the first missing one).
  */
-function goBack(dev: Device, q: Qp, qpn: u32, psn: u32, t: u64): void {
-  statAdd(dev, STAT_ROCE_RETRANSMITS, 1);
+function goBack(dev: Device, q: Qp, qpn: u32, psn: u32, cause: u32, t: u64): void {
+  retransmit(dev, cause);
   if (q.outCount == 0) disarmTimer(dev, q, qpn);
   q.txPsn = psn;
   if (psnDiff(psn, q.rspPsn) < 0) q.rspPsn = psn;
@@ -383,9 +384,15 @@ function ackOutstanding(dev: Device, q: Qp, qpn: u32, upto: u32, t: u64): void {
   else disarmTimer(dev, q, qpn);
 }
 
-/** Sends the outstanding messages again from PSN `psn` (of the oldest), then the head's from its start. */
-function resendOutstanding(dev: Device, q: Qp, qpn: u32, psn: u32, t: u64): void {
+/** A requester sends again from a PSN, for `cause` (a STAT_ROCE_RETRANSMITS_* counter). */
+@inline function retransmit(dev: Device, cause: u32): void {
   statAdd(dev, STAT_ROCE_RETRANSMITS, 1);
+  statAdd(dev, cause, 1);
+}
+
+/** Sends the outstanding messages again from PSN `psn` (of the oldest), then the head's from its start, for `cause` (a STAT_ROCE_RETRANSMITS_* counter). */
+function resendOutstanding(dev: Device, q: Qp, qpn: u32, psn: u32, cause: u32, t: u64): void {
+  retransmit(dev, cause);
   q.rtxActive = 1;
   q.rtxK = q.outAcked; // the first not acknowledged
   q.rtxPsn = psn;
@@ -415,11 +422,11 @@ function outstandingAnswer(dev: Device, q: Qp, qpn: u32, x: usize, psn: u32, t: 
     // the message starts again, after the RNR timer
     q.holdUntil = t + dev.cfg.rnrTimerPs;
     armTimer(dev, q, qpn, q.holdUntil + dev.cfg.transportTimeoutPs);
-    resendOutstanding(dev, q, qpn, outFirstPsn(outAt(dev, q, qpn, q.outAcked)), t);
+    resendOutstanding(dev, q, qpn, outFirstPsn(outAt(dev, q, qpn, q.outAcked)), STAT_ROCE_RETRANSMITS_RNR, t);
     return;
   }
   const code = syn & AETH_SYNDROME_VALUE_MASK;
-  if (code == AETH_NAK_PSN_SEQ_ERR) { resendOutstanding(dev, q, qpn, psn, t); return; }
+  if (code == AETH_NAK_PSN_SEQ_ERR) { resendOutstanding(dev, q, qpn, psn, STAT_ROCE_RETRANSMITS_NAK, t); return; }
   failOutstanding(dev, q, qpn, code == AETH_NAK_REMOTE_ACCESS_ERROR ? STATUS_REM_ACCESS_ERR : code == AETH_NAK_REMOTE_OPERATIONAL_ERROR ? STATUS_REM_OP_ERR : STATUS_REM_INV_REQ_ERR, t);
 }
 
@@ -458,11 +465,12 @@ function requester(dev: Device, q: Qp, qpn: u32, op: u32, bth: usize, x: usize, 
       disarmTimer(dev, q, qpn);
       q.txPsn = psnAdd(q.msgLastPsn, 1);
       q.gen++;
+      retransmit(dev, STAT_ROCE_RETRANSMITS_RNR); // the message goes again after the RNR timer
       notReady(dev, q, qpn, t);
       return;
     }
     const code = syn & AETH_SYNDROME_VALUE_MASK;
-    if (code == AETH_NAK_PSN_SEQ_ERR) { goBack(dev, q, qpn, psn, t); return; }
+    if (code == AETH_NAK_PSN_SEQ_ERR) { goBack(dev, q, qpn, psn, STAT_ROCE_RETRANSMITS_NAK, t); return; }
     complete(dev, q, qpn, code == AETH_NAK_REMOTE_ACCESS_ERROR ? STATUS_REM_ACCESS_ERR : code == AETH_NAK_REMOTE_OPERATIONAL_ERROR ? STATUS_REM_OP_ERR : STATUS_REM_INV_REQ_ERR, t);
     return;
   }
@@ -473,7 +481,7 @@ function requester(dev: Device, q: Qp, qpn: u32, op: u32, bth: usize, x: usize, 
     // once for this gap; the later responses of the gap are dropped (as Linux rxe does): the
     // responder sends them again. A gap that stays (what was asked for lost too) is the timer's.
     statAdd(dev, STAT_ROCE_RX_OUT_OF_ORDER, 1);
-    if (psnDiff(psn, q.rspPsn) > 0 && q.rspAsked != q.rspPsn) goBack(dev, q, qpn, q.rspPsn, t);
+    if (psnDiff(psn, q.rspPsn) > 0 && q.rspAsked != q.rspPsn) goBack(dev, q, qpn, q.rspPsn, STAT_ROCE_RETRANSMITS_READ_GAP, t);
     return;
   }
   statAdd(dev, STAT_ROCE_RX_ANSWERS, 1);
@@ -522,7 +530,7 @@ export function nicTimer(dev: Device, qpn: u32, t: u64): void {
     else {
       q.retriesLeft--;
       armTimer(dev, q, qpn, t + dev.cfg.transportTimeoutPs);
-      resendOutstanding(dev, q, qpn, outFirstPsn(outAt(dev, q, qpn, q.outAcked)), t);
+      resendOutstanding(dev, q, qpn, outFirstPsn(outAt(dev, q, qpn, q.outAcked)), STAT_ROCE_RETRANSMITS_TIMEOUT, t);
     }
   } else if (armed && q.timerAt <= t && q.busy) {
     q.timerAt = NEVER;
@@ -532,7 +540,7 @@ export function nicTimer(dev: Device, qpn: u32, t: u64): void {
       // the head sent again from its start; a READ asks for the responses not in yet
       q.retriesLeft--;
       const isRead = <u32>load<u8>(qpWqe(dev, qpn) + WQE_OPCODE) == OPCODE_RDMA_READ;
-      goBack(dev, q, qpn, isRead ? q.rspPsn : q.msgPsn, t);
+      goBack(dev, q, qpn, isRead ? q.rspPsn : q.msgPsn, STAT_ROCE_RETRANSMITS_TIMEOUT, t);
     }
   }
   // nothing left to time (what it timed completed meanwhile): disarmed, so that the next request

@@ -18,7 +18,7 @@ import type { CoreInstance } from "../wasm.js";
 import { resolveConfig, ConfigError, HBM_MAX_BYTES } from "../config.js";
 import type { Fabric } from "../fabric/fabric.js";
 import type { ClusterRunner } from "../fabric/runner.js";
-import { deviceCounts, type TransportSums, type MetaroceCounts } from "./counters.js";
+import { deviceCounts, percentiles, type TransportSums, type MetaroceCounts, type RetransmitCauses } from "./counters.js";
 import { Alongside, matmulAlonePs, type InterferenceRow } from "./interference.js";
 import type { Scenario, CollectiveSpec } from "./scenario.js";
 import type { RunOptions, ScenarioResult } from "./run.js";
@@ -155,6 +155,8 @@ function input(bytes: number, seed: number, d: number, dtype: CollectiveSpec["dt
 /** Transport and fabric counters of a collective scenario, summed over its clusters. */
 export interface Totals {
   sums: TransportSums;
+  /** why packets were sent again (as a traffic result's retransmitCauses) */
+  retransmitCauses: RetransmitCauses;
   fab: { drops: Record<string, number>; ecnMarks: number; pfcPauses: number; hops: number; delivered: number };
   /** frames the devices dropped, by reason (as a traffic result's deviceDrops) */
   deviceDrops: Record<string, number>;
@@ -170,14 +172,15 @@ function addInto(into: Record<string, number>, from: Readonly<Record<string, num
 
 /** Totals with nothing counted yet. */
 export function noTotals(): Totals {
-  return { sums: { retransmits: 0, timeouts: 0, naksSent: 0, cnpsSent: 0, lateArrivals: 0 }, fab: { drops: {}, ecnMarks: 0, pfcPauses: 0, hops: 0, delivered: 0 }, deviceDrops: {} };
+  return { sums: { retransmits: 0, timeouts: 0, naksSent: 0, cnpsSent: 0, lateArrivals: 0 }, retransmitCauses: { lossDetected: 0, timeout: 0, rnr: 0, resync: 0, probes: 0, duplicatesAtReceiver: 0 }, fab: { drops: {}, ecnMarks: 0, pfcPauses: 0, hops: 0, delivered: 0 }, deviceDrops: {} };
 }
 
 /** Adds what a cluster's devices and fabric counted to `t`. */
 export function addTotals(t: Totals, contexts: readonly Context[], fabric: Fabric, runner: ClusterRunner): void {
   const devices = contexts.map((ctx) => ctx.device);
-  const { deviceDrops, metaroce, ...sums } = deviceCounts(devices, runner.stageDrops(), devices[0]?.config.get("transport") === 1n);
+  const { deviceDrops, metaroce, retransmitCauses, ...sums } = deviceCounts(devices, runner.stageDrops(), devices[0]?.config.get("transport") === 1n);
   addInto(t.sums, sums);
+  for (const k of Object.keys(retransmitCauses) as (keyof RetransmitCauses)[]) t.retransmitCauses[k] += retransmitCauses[k];
   addInto(t.deviceDrops, deviceDrops);
   if (metaroce) t.metaroce = addInto(t.metaroce ?? {}, metaroce) as MetaroceCounts;
   const fs = fabric.totals();
@@ -360,11 +363,23 @@ export async function runCollectiveScenario(coreModule: WebAssembly.Module, sc: 
     name: sc.name, seed: sc.seed, endPs, untilPs: sc.untilPs, finished,
     ended: finished ? "finished" : stopped ? "stopped" : rows.some((r) => r.status === "stalled") ? "stalled" : rows.some((r) => r.status === "time-limit") ? "time-limit" : "failed",
     messages: { total: c.sizes.length, completed: rows.length, failed }, flows: [], totalBytes: rows.reduce((a, r) => a + r.bytes, 0),
-    totalGoodputGbps: 0, fctPs: { p50: 0, p99: 0, max: 0 }, transport: sc.transport, ...totals.sums,
-    fabric: { ...fab, drops: fab.drops as ScenarioResult["fabric"]["drops"] }, deviceDrops: totals.deviceDrops,
+    ...collectiveTimes(rows), transport: sc.transport, ...totals.sums, retransmitCauses: totals.retransmitCauses,
+    fabric: { ...fab, drops: fab.drops as ScenarioResult["fabric"]["drops"] }, deviceDrops: totals.deviceDrops, ports: { frames: portFrames, bytes: portBytes },
     ...(totals.metaroce ? { metaroce: totals.metaroce } : {}),
     collective: { ...reportOf(c, n), rows, portFrames, portBytes },
   };
+}
+
+/**
+ * A collective result's goodput and completion times: each size run is one "message" of its
+ * vector's bytes, done in its row's time (post to the last device's signal); the goodput is
+ * the bytes over the times, Gb/s (the collectives' algorithm bandwidth, as algbwGBps × 8).
+ */
+export function collectiveTimes(rows: readonly CollectiveRow[]): Pick<ScenarioResult, "totalGoodputGbps" | "fctPs"> {
+  const done = rows.filter((r) => r.status === "done");
+  const times = done.map((r) => r.timePs).sort((a, b) => a - b);
+  const busy = times.reduce((a, t) => a + t, 0), bytes = done.reduce((a, r) => a + r.bytes, 0);
+  return { totalGoodputGbps: busy > 0 ? (bytes * 8000) / busy : 0, fctPs: percentiles(times) };
 }
 
 function equal(a: Uint8Array, b: Uint8Array): boolean {

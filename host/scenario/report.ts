@@ -63,10 +63,17 @@ function metaroceLine(m: MetaroceCounts): string {
   return `transport metaroce: packets sent ${m.tx_data}, again ${m.tx_retransmits} (lost in a SACK hole ${m.losses_sack}, at an RTO ${m.losses_rto}; received twice ${m.rx_duplicate})`;
 }
 
+/** Why packets were sent again, by cause (ScenarioResult.retransmitCauses). */
+function causesLine(r: ScenarioResult): string {
+  const c = r.retransmitCauses;
+  return `sent again for: a loss detected ${c.lossDetected}, a timeout ${c.timeout}, an RNR NAK ${c.rnr}, a resync ${c.resync}, probes ${c.probes}; received twice ${c.duplicatesAtReceiver}`;
+}
+
 /** What follows a collective scenario's tables: drops, transport counters, the bus bandwidth convention. */
 function collectiveFooter(r: ScenarioResult): string[] {
   const out: string[] = [];
   out.push("", `drops: fabric ${counts(r.fabric.drops)}; devices ${counts(r.deviceDrops)}; retransmissions ${r.retransmits}, timeouts ${r.timeouts}, NAKs ${r.naksSent}, ECN marks ${r.fabric.ecnMarks}`);
+  out.push(causesLine(r));
   if (r.metaroce) out.push(metaroceLine(r.metaroce));
   const late = lateWarning(r.lateArrivals);
   if (late) out.push(late);
@@ -132,6 +139,7 @@ export function formatResult(r: ScenarioResult): string {
   } else {
     out.push(`retransmissions ${r.retransmits}, timeouts ${r.timeouts}, NAKs ${r.naksSent}, ECN marks ${r.fabric.ecnMarks}, CNPs ${r.cnpsSent}, PFC pauses ${r.fabric.pfcPauses}`);
   }
+  out.push(causesLine(r));
   const late = lateWarning(r.lateArrivals);
   if (late) out.push(late);
   return out.map((l) => `${l}\n`).join("");

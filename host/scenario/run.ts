@@ -14,9 +14,9 @@ import type { Scenario, Flow } from "./scenario.js";
 import { resolveScenario } from "./scenario.js";
 import { buildCluster, checkCluster, clusterHome, leastConfig } from "./cluster.js";
 import type { CoreInstance } from "../wasm.js";
-import { runCollectiveScenario, type CollectiveReport } from "./collective.js";
+import { runCollectiveScenario, portTraffic, type CollectiveReport } from "./collective.js";
 import { runCollectiveSequence } from "./sequence.js";
-import { deviceCounts, type MetaroceCounts } from "./counters.js";
+import { deviceCounts, percentiles, type MetaroceCounts, type RetransmitCauses } from "./counters.js";
 
 export { DEVICE_DROP_COUNTERS, METAROCE_COUNTERS, type MetaroceCounts } from "./counters.js";
 import type { GraphProgram } from "../graph/types.js";
@@ -92,10 +92,14 @@ export interface ScenarioResult {
    * "Windows"); the report warns when it is not.
    */
   lateArrivals: number;
+  /** why packets were sent again, by cause, and how many arrived twice */
+  retransmitCauses: RetransmitCauses;
   /** What the fabric did. */
   fabric: FabricCounts;
   /** frames the devices dropped, by reason (DEVICE_DROP_COUNTERS, and rx_stage_full) */
   deviceDrops: Record<string, number>;
+  /** frames and bytes the devices sent, per port, summed over the devices */
+  ports: PortCounts;
   /** the MetaRoCE-like transport's own counters, summed over the devices (layouts/stats.json mrt.*) */
   metaroce?: MetaroceCounts;
   /** the MetaRoCE-like paths of every device at the end of the run */
@@ -104,6 +108,14 @@ export interface ScenarioResult {
   collective?: CollectiveReport;
   /** a scenario of `collectives`: one report per collective, in order, each with the split it ran under and its frames per port (`endPs`: the whole sequence's end) */
   collectives?: CollectiveReport[];
+}
+
+/** What the devices sent per port, summed over the devices: index p is every device's port p. */
+export interface PortCounts {
+  /** frames sent */
+  frames: number[];
+  /** their bytes on the wire */
+  bytes: number[];
 }
 
 /** What the fabric did in a run. */
@@ -415,7 +427,6 @@ export async function runScenario(coreModule: WebAssembly.Module, input: unknown
   const totalBytes = flowsOut.reduce((s, f) => s + f.bytes, 0);
   const lastDone = Math.max(0, ...state.map((f) => f.lastDonePs));
   fct.sort((a, b) => a - b);
-  const pct = (p: number) => (fct.length === 0 ? 0 : fct[Math.min(fct.length - 1, Math.ceil((p / 100) * fct.length) - 1)]!);
   const fs = fabric.totals();
   const failed = flowsOut.reduce((s, f) => s + f.failed, 0);
   const finished = completed === total && failed === 0;
@@ -426,11 +437,12 @@ export async function runScenario(coreModule: WebAssembly.Module, input: unknown
     ended: finished ? "finished" : completed === total ? "failed" : stopped ? "stopped" : stalled ? "stalled" : "time-limit",
     messages: { total, completed, failed }, flows: flowsOut, totalBytes,
     totalGoodputGbps: lastDone > startPs ? (totalBytes * 8000) / (lastDone - startPs) : 0,
-    fctPs: { p50: pct(50), p99: pct(99), max: fct.length ? fct[fct.length - 1]! : 0 },
+    fctPs: percentiles(fct),
     transport: sc.transport,
     ...counts,
     ...(sc.transport === "metaroce" ? { paths: pathSummary(contexts) } : {}),
     fabric: { drops: fs.drops, ecnMarks: fs.ecnMarks, pfcPauses: fs.pfcPauses, hops: fs.hops, delivered: fs.delivered },
+    ports: portTraffic(sc, contexts, fabric),
   };
 }
 

@@ -10,7 +10,7 @@
 import type { Context } from "../verbs.js";
 import type { ClusterRunner } from "../fabric/runner.js";
 import { graphDeviceConfig, executorsReady } from "../graph/index.js";
-import { compileCollective, stripePorts, portTraffic, openCluster, bootCluster, runProgram, addTotals, noTotals, reportOf, type CollectiveReport } from "./collective.js";
+import { compileCollective, stripePorts, portTraffic, openCluster, bootCluster, runProgram, addTotals, noTotals, reportOf, collectiveTimes, type CollectiveReport } from "./collective.js";
 import { ConfigError, HBM_MAX_BYTES } from "../config.js";
 import { matmulAlonePs } from "./interference.js";
 import type { Scenario } from "./scenario.js";
@@ -98,8 +98,8 @@ export async function runCollectiveSequence(coreModule: WebAssembly.Module, sc: 
     name: sc.name, seed: sc.seed, endPs: runner.nowPs, untilPs: sc.untilPs, finished,
     ended: finished ? "finished" : stopped ? "stopped" : rows.some((r) => r.status === "stalled") ? "stalled" : timeLimit || rows.some((r) => r.status === "time-limit") ? "time-limit" : "failed",
     messages: { total, completed: rows.length, failed }, flows: [], totalBytes: rows.reduce((a, r) => a + r.bytes, 0),
-    totalGoodputGbps: 0, fctPs: { p50: 0, p99: 0, max: 0 }, transport: sc.transport, ...totals.sums,
-    fabric: { ...fab, drops: fab.drops as ScenarioResult["fabric"]["drops"] }, deviceDrops: totals.deviceDrops,
+    ...collectiveTimes(rows), transport: sc.transport, ...totals.sums, retransmitCauses: totals.retransmitCauses,
+    fabric: { ...fab, drops: fab.drops as ScenarioResult["fabric"]["drops"] }, deviceDrops: totals.deviceDrops, ports: portFrames(),
     ...(totals.metaroce ? { metaroce: totals.metaroce } : {}),
     collectives: reports,
   };
