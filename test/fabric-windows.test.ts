@@ -55,13 +55,13 @@ describe("results do not depend on the runner's window (docs/fabric.md, Windows)
     });
   }
 
-  // KNOWN (issue 27): found by WINDOWS_SEEDS=60. With 4 engines a device and 1% loss on RoCEv2,
-  // windows of 250 and 500 ns give one result and windows of 125, 100 and 50 ns another. The
-  // frames delivered to every device are identical up to 15.47 us; then device 3's port 0 sends
-  // two packets of its QPs in the other order, so the difference is inside a device, and it needs
-  // several engines (with 1 engine, or without loss, or as traffic, the windows agree). The cause
-  // is not found yet: this test fails while it is there and will pass once it is gone.
-  it.fails("KNOWN: an all-gather of 4 engines a device over RoCEv2 at 1% loss, windows 500 and 100 ns", async () => {
+  // WAS A BUG (issue 27, found by WINDOWS_SEEDS=60): with windows of 250 and 500 ns one result,
+  // with 125, 100 and 50 ns another. A NAK reached device 3 at the very picosecond its port chose
+  // its next frame; events of one picosecond ran in the order they were scheduled, and the host
+  // stages arrivals when their window starts, so with long windows the NAK came first (its QP
+  // took the port's next turn) and with short ones the port did. Now an arrival sorts before
+  // every other event of its picosecond (assembly/core/sched.ts).
+  it("an all-gather of 4 engines a device over RoCEv2 at 1% loss gives the same bytes with windows of 500 and 100 ns", async () => {
     const input = {
       name: "windows-60", seed: 60, until: "2ms", transport: "rocev2",
       devices: { count: 6, config: { interleaveQuantumPs: 25_000, ports: 1, scaleUpPorts: 1 } },

@@ -1,5 +1,10 @@
 // The device event queue: a binary min-heap ordered by (time, insertion sequence), so events
-// at the same picosecond run in the order they were scheduled, on every run.
+// at the same picosecond run in the order they were scheduled, on every run. An arrival
+// (RxArrive) sorts before every other event of its picosecond, whenever it was scheduled: the
+// host stages arrivals at the start of the window they fall in, so their place among the
+// device's own events of the same picosecond would otherwise move with the window's length (a
+// port choosing its next frame at the instant a NAK arrived chose another QP with windows of
+// 100 ns than with 500 ns: test/fabric-windows.test.ts).
 // Record layout (EVENT_BYTES = 32): time u64 @0, seq u64 @8, kind u32 @16, a u32 @20, b u32 @24.
 
 import { Device, EVENT_BYTES, FATAL_EVENT_OVERFLOW, statAdd } from "./device";
@@ -54,12 +59,13 @@ let handling: usize = 0;
  * (FATAL_EVENT_OVERFLOW: the step loop stops and the host throws) and false is returned.
  */
 export function schedule(dev: Device, time: u64, kind: u32, a: u32, b: u32): bool {
+  const seq: u64 = kind == EventKind.RxArrive ? 0 : 1 + dev.seq++;
   if (handling == changetype<usize>(dev)) {
     // in place of the event being handled (popped already, as far as anything can tell)
     handling = 0;
     const p = dev.events;
     store<u64>(p, time);
-    store<u64>(p, dev.seq++, 8);
+    store<u64>(p, seq, 8);
     store<u32>(p, kind, 16);
     store<u32>(p, a, 20);
     store<u32>(p, b, 24);
@@ -74,7 +80,7 @@ export function schedule(dev: Device, time: u64, kind: u32, a: u32, b: u32): boo
   const i = dev.evCount++;
   const p = rec(dev, i);
   store<u64>(p, time);
-  store<u64>(p, dev.seq++, 8);
+  store<u64>(p, seq, 8);
   store<u32>(p, kind, 16);
   store<u32>(p, a, 20);
   store<u32>(p, b, 24);
@@ -105,7 +111,8 @@ function siftDown(dev: Device, i: u32): void {
         ct = dt;
       }
     }
-    // sequences are unique: a child that is not earlier is later
+    // sequences are unique (but an arrival's, 0, and a stale arrival event's is no other
+    // kind's): a child that is not earlier is later
     if (ct > t || (ct == t && load<u64>(cp, 8) > s)) break;
     moveEvent(hole, cp);
     hole = cp;
