@@ -111,8 +111,8 @@ function siftDown(dev: Device, i: u32): void {
         ct = dt;
       }
     }
-    // sequences are unique (but an arrival's, 0, and a stale arrival event's is no other
-    // kind's): a child that is not earlier is later
+    // sequences differ but between arrival events (all 0; of two at one time, the one run
+    // second takes only what is still due): a child that is not earlier is later
     if (ct > t || (ct == t && load<u64>(cp, 8) > s)) break;
     moveEvent(hole, cp);
     hole = cp;

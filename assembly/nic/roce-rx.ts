@@ -492,7 +492,7 @@ function requester(dev: Device, q: Qp, qpn: u32, op: u32, bth: usize, x: usize, 
   // the response must be one its PSN can carry, with the bytes it names; any other is a bad
   // response (IBA vol. 1 9.7.5.1.6, as rxe's check_op_seq): taking a FIRST as the only response
   // moved past the READ's last PSN without completing it, and the READ waited forever (found by
-  // the fuzz tier, FUZZ_SEED=67822); a short MIDDLE left a hole in a READ that completed
+  // the fuzz tier, FUZZ_SEED=67822); a short LAST left a hole in a READ that completed
   const n = packetsOf(<u32>len, dev.cfg.mtuBytes);
   const want = k == n - 1 ? len - off : <u64>dev.cfg.mtuBytes;
   if (!readResponseFits(op, k, n, psn == q.rspAsked) || <u64>payload != want) { complete(dev, q, qpn, STATUS_BAD_RESP_ERR, t); return; }
