@@ -91,7 +91,7 @@ describe("menic run: progress", () => {
     expect(lines.length).toBeGreaterThanOrEqual(2);
     for (const l of lines) expect(l).toMatch(/^simulated \d+\.\d{3} (us|ms) of 1\.000 s, messages \d+\/4096, [\d.]+ (k |M )?hops\/s, wall \d+\.\d s, ETA ≤ \d+( min \d+)? s(\^C)?$/);
     expect(out).toMatch(/roce-pair \(seed 1\): stopped at /);
-  }, 120_000);
+  });
 
   it.skipIf(!hasScript)("shows nothing when the run is short", () => {
     const r = spawnSync("script", ["-qec", "node bin/menic.js run examples/scenarios/roce-pair.json --set traffic.messages=2", "/dev/null"], { encoding: "utf8" });
@@ -124,7 +124,7 @@ describe("menic run: bad input", () => {
 // a 256 MiB JavaScript heap, so that a refusal that comes too late fails instead of filling
 // memory. The timeout is a backstop only: a command that opened a pipe would wait for ever.
 const menicBounded = (...args: string[]) => {
-  const r = spawnSync("sh", ["-c", 'ulimit -v 41943040 && exec node --max-old-space-size=256 bin/menic.js "$@"', "sh", ...args], { encoding: "utf8", timeout: 120_000 });
+  const r = spawnSync("sh", ["-c", 'ulimit -v 41943040 && exec node --max-old-space-size=256 bin/menic.js "$@"', "sh", ...args], { encoding: "utf8" });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 };
 const scenarioFile = (name: string, s: unknown) => {
@@ -240,8 +240,8 @@ describe("menic run: Ctrl-C", () => {
     child.stderr.on("data", (d) => (stderr += d));
     const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
     // the capture writes a buffer of frames at a time: once there are bytes, the run is on
-    const t0 = Date.now();
-    while (!(existsSync(pcap) && statSync(pcap).size > 0) && Date.now() - t0 < 60_000) await new Promise((r) => setTimeout(r, 20));
+    // (no wall-clock limit: a loaded machine may take long to start; the test's timeout is the backstop)
+    while (!(existsSync(pcap) && statSync(pcap).size > 0) && child.exitCode === null) await new Promise((r) => setTimeout(r, 20));
     child.kill("SIGINT");
     expect(await exited).toBe(130);
     const j = JSON.parse(stdout);

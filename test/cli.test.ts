@@ -226,15 +226,13 @@ describe("menic fw run: a long run", () => {
     expect(last).toBeCloseTo(Number(end![1]) * (end![2] === "ms" ? 1000 : 1), 0);
   });
 
-  it("the JSON result says stopped", async () => {
-    const child = spawn("node", ["bin/menic.js", "fw", "run", spinElf, "--engines", "1", "--json"], { stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    child.stdout.on("data", (d) => (stdout += d));
-    const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
-    await new Promise((r) => setTimeout(r, 1500)); // no console lines with --json: wait for the run
-    child.kill("SIGINT");
-    expect(await exited).toBe(130);
-    const j = JSON.parse(stdout);
+  // WAS: Ctrl-C 1.5 s after the spawn, a wall-clock bet that the run had begun (on a loaded
+  // machine node had not yet installed the CLI's handler, and the signal killed it). With --json
+  // no console line says the run is on, so it runs on a terminal, where its progress line does.
+  it.skipIf(!hasScript)("the JSON result says stopped", async () => {
+    const { status, out } = await ctrlCOnTerminal(`node bin/menic.js fw run ${spinElf} --engines 1 --until 100s --json`, 1);
+    expect(status).toBe(130);
+    const j = JSON.parse(out.slice(out.indexOf('{"'), out.lastIndexOf("}") + 1)); // the one JSON object, among the terminal's other lines
     expect([j.stopped, j.ok, j.engines[0].state]).toEqual([true, false, "running"]);
     expect(j.timePs).toBeGreaterThan(0);
     expect(j.timePs).toBeLessThan(1e12);
@@ -268,7 +266,7 @@ describe("menic fw run: progress on a terminal", () => {
     for (const l of lines) expect(l).toMatch(/^simulated \d+\.\d{3} (us|ms|s) of 100\.000 s, \d+\.\d MIPS, wall \d+\.\d s, ETA ≤ \d+( min \d+)? s(\^C)?$|^simulated .* ETA ≤ \d+ h \d+ min(\^C)?$/); // the terminal echoes ^C
     expect(out).toMatch(/\r\x1b\[K[^]*menic: stopping \(Ctrl-C again to quit now\)/); // cleared, then the stop
     expect(out).toMatch(/stopped by Ctrl-C: simulated \d+\.\d{3} (us|ms|s); 0\/1 engines exited 0/);
-  }, 120_000);
+  });
 });
 
 describe("the progress line", () => {

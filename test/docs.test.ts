@@ -21,7 +21,7 @@ describe("the host API reference (docs/api/)", () => {
   let run: { status: number | null; stdout: string; stderr: string };
   beforeAll(() => {
     run = spawnSync(process.execPath, [typedoc, "--out", out, "--treatWarningsAsErrors", "--logLevel", "Warn"], { encoding: "utf8" });
-  }, 120_000);
+  });
 
   it("builds without a warning: every export documented, every link resolved", () => {
     expect(run.stdout + run.stderr).toBe("");

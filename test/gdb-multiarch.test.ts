@@ -115,7 +115,7 @@ describe.skipIf(!haveGdb)("gdb-multiarch against menic fw run --gdb", () => {
     const { gdb: session, ...result } = JSON.parse(r.out);
     expect(session).toEqual({ end: "exited", errors: { badChecksum: 0, overlong: 0, garbage: 0, dropped: 0 } });
     expect(result).toEqual(want);
-  }, 120_000);
+  });
 
   it("writes a variable and memory: the program computes with what was written", async () => {
     const { port, end } = await startStub();
@@ -140,5 +140,5 @@ describe.skipIf(!haveGdb)("gdb-multiarch against menic fw run --gdb", () => {
     expect(r.code).toBe(1);
     const json = JSON.parse(r.out);
     expect(json.engines[0].console).toContain(`total ${total}, expected ${TOTAL}: WRONG`);
-  }, 120_000);
+  });
 });

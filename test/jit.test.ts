@@ -189,7 +189,7 @@ describe("the JIT runs programs exactly as the interpreter does", () => {
       const r = spawnSync(process.execPath, ["bin/menic.js", "fw", "run", `firmware/examples/${elf}`, "--json", "--set", "jit=1"], { cwd: new URL("..", import.meta.url), encoding: "utf8" });
       expect({ status: r.status, output: JSON.parse(r.stdout) }, name).toEqual({ status: golden.result.exitStatus, output: golden.result.output });
     }
-  }, 120_000);
+  });
 
   it("a window may end at any instruction of translated code: stepped a few cycles at a time, every step ends alike", async () => {
     // a loop of ALU runs of mixed costs (1, 3 and 34 cycles), a store and a load between them, a

@@ -66,5 +66,5 @@ describe("a capture of a lossy MetaRoCE-like run", () => {
 
   it.skipIf(!hasTshark)("every frame decodes with the dissector, each field as sent, none malformed", () => {
     checkMetaroceCapture(file, frames);
-  }, 120_000);
+  });
 });

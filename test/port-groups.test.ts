@@ -92,7 +92,7 @@ describe("a RoCEv2 QP's port lane", () => {
       expect(second[p]).toBeLessThan(2 * data);
     }
     expect(second.slice(4)).toEqual([0, 0, 0, 0]);
-  }, 60_000);
+  });
 
   it("refuses a lane that is not a whole number below PORT_LANE_AUTO, naming it", async () => {
     const ctx = await Context.open(coreModule(), { engines: 1 });
@@ -139,7 +139,7 @@ describe.each([["rocev2", 0], ["metaroce", 1]] as const)("re-splitting the ports
     expect(ratio).toBeGreaterThan(2.5);
     expect(ratio).toBeLessThan(3.05);
     console.log(`${name}: ${FLOWS} x ${BYTES} B on 1 port ${slow} ps, on 3 ports ${fast} ps (x${ratio.toFixed(2)}); frames per port ${first.join("/")} then ${second.join("/")}`);
-  }, 60_000);
+  });
 
   it("refuses a re-split while a write is in flight, naming the QP, and changes nothing; drained, it goes through", async () => {
     const t = await pair(transport);
@@ -169,7 +169,7 @@ describe.each([["rocev2", 0], ["metaroce", 1]] as const)("re-splitting the ports
     expect(b.ctx.device.portGroupsBlocker(5)).toBeNull();
     for (const c of t.ctxs) c.device.setPortGroups({ scaleUpPorts: 5 });
     expect(a.ctx.device.portGroups().scaleUpPorts).toBe(5);
-  }, 60_000);
+  });
 
   it("refuses a split that leaves a connected QP's group with no ports, and a bad split names the field", async () => {
     const t = await pair(transport);

@@ -42,7 +42,7 @@ describe("a sequence of collectives with the ports re-split between them", () =>
     const text = formatResult(r);
     expect(text).toMatch(/port group SCALE_OUT: ports 2\.\.7 of 8 \(2 scale-up, re-split at [\d.]+ us\); frames sent per port 0 0 [1-9]/);
     expect(text).toMatch(/\(limit 20\.000 ms for the whole sequence\)/);
-  }, 120_000);
+  });
 
   it("over RoCEv2 too: each collective's queue pairs on its group's ports, every result checked", async () => {
     const sc = { ...shipped, transport: "rocev2", collectives: shipped.collectives.map((c: object) => ({ ...c, sizes: [65536] })) };
@@ -54,7 +54,7 @@ describe("a sequence of collectives with the ports re-split between them", () =>
       expect(used(c.portFrames!).length).toBeGreaterThan(0);
       for (const p of used(c.portFrames!)) expect(groups[i]).toContain(p);
     });
-  }, 120_000);
+  });
 
   it("refuses a sequence that cannot run, naming the field", () => {
     const base = { name: "x", devices: { count: 2, config: { ports: 8, scaleUpPorts: 6 } } };

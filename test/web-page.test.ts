@@ -143,7 +143,7 @@ describe.skipIf(!hasChromium)("the page, in chromium", () => {
     for (const s of onPage.occupancy.slice(1)) expect(Math.max(...s)).toBeGreaterThan(10);
     expect(errors).toEqual([]);
     await page.close();
-  }, 300_000);
+  });
 
   it("runs sweeps one run after another, as the CLI: a traffic sweep from the list and an edited collective sweep give its --json byte for byte", async () => {
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
@@ -177,7 +177,7 @@ describe.skipIf(!hasChromium)("the page, in chromium", () => {
     expect(JSON.parse((await page.getAttribute("#plots", "data-plotted"))!)).toEqual(plotted(sampler.plots, sampler.frames));
     expect(errors).toEqual([]);
     await page.close();
-  }, 600_000);
+  });
 
   it("runs a MetaRoCE-like scenario picked from the list: the same result, trace and plots as Node", async () => {
     const file = "examples/scenarios/metaroce-plane-failure.json";

@@ -33,8 +33,8 @@ export class GdbClient {
     this.write(frame(payload));
   }
 
-  /** The next reply packet (waits up to `ms`). */
-  async next(ms = 20000): Promise<string> {
+  /** The next reply packet (waits up to `ms`: by default as long as it takes, the test's timeout being the backstop for a hang). */
+  async next(ms = Infinity): Promise<string> {
     const deadline = Date.now() + ms;
     while (this.replies.length === 0) {
       if (Date.now() > deadline) throw new Error("gdb client: no reply");
