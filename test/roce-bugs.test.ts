@@ -285,31 +285,27 @@ describe("bad READ responses (issue 26)", () => {
     expect(r.wcs.map((w) => w.status)).toEqual(["BAD_RESP_ERR"]);
   });
 
+  /** The three responses of a READ of `len` bytes, b's bytes in them, the LAST `short` bytes short. */
+  const threeResponses = (len: number, short: number) => {
+    const data = Uint8Array.from({ length: len }, (_, i) => (i * 7) & 0xff);
+    return [
+      { opcode: OP.RC_READ_RESPONSE_FIRST, payload: data.slice(0, 4096) },
+      { opcode: OP.RC_READ_RESPONSE_MIDDLE, payload: data.slice(4096, 8192) },
+      { opcode: OP.RC_READ_RESPONSE_LAST, payload: data.slice(8192, len - short) },
+    ];
+  };
+
   // WAS: SUCCESS, with the READ's last 100 bytes never written (a short FIRST or MIDDLE is
   // malformed and dropped before it reaches the QP: only a LAST can be short)
   it("a READ of 3 packets whose LAST is 100 bytes short completes BAD_RESP_ERR, not SUCCESS with a hole", async () => {
     const len = 3 * 4096 - 100;
-    const r = await answered(len, () => {
-      const data = Uint8Array.from({ length: len }, (_, i) => (i * 7) & 0xff);
-      return [
-        { opcode: OP.RC_READ_RESPONSE_FIRST, payload: data.slice(0, 4096) },
-        { opcode: OP.RC_READ_RESPONSE_MIDDLE, payload: data.slice(4096, 8192) },
-        { opcode: OP.RC_READ_RESPONSE_LAST, payload: data.slice(8192, len - 100) },
-      ];
-    });
+    const r = await answered(len, () => threeResponses(len, 100));
     expect(r.wcs.map((w) => w.status)).toEqual(["BAD_RESP_ERR"]);
   });
 
-  it("the same three responses with a full FIRST complete SUCCESS with every byte (the check refuses only bad ones)", async () => {
+  it("the same three responses with the whole LAST complete SUCCESS with every byte (the check refuses only bad ones)", async () => {
     const len = 3 * 4096 - 100;
-    const r = await answered(len, () => {
-      const data = Uint8Array.from({ length: len }, (_, i) => (i * 7) & 0xff);
-      return [
-        { opcode: OP.RC_READ_RESPONSE_FIRST, payload: data.slice(0, 4096) },
-        { opcode: OP.RC_READ_RESPONSE_MIDDLE, payload: data.slice(4096, 8192) },
-        { opcode: OP.RC_READ_RESPONSE_LAST, payload: data.slice(8192) },
-      ];
-    });
+    const r = await answered(len, () => threeResponses(len, 0));
     expect(r.wcs.map((w) => w.status)).toEqual(["SUCCESS"]);
     expect(r.got).toEqual(r.want);
   });
