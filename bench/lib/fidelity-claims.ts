@@ -21,7 +21,7 @@ import { Context } from "../../host/verbs.js";
 import { coreModule, packageRoot } from "../../host/platform/node.js";
 import { hostDoorbell } from "../../host/scenarios/doorbell.js";
 import { readLoss } from "../read-loss.js";
-import type { Bound, Format } from "./fidelity-render.js";
+import type { ClaimText } from "./fidelity-render.js";
 
 /** Seeds of the large scenarios (planes, incast, interference: seconds a run); no test uses them (test/fidelity.test.ts checks). */
 export const SEEDS = [91001, 91002, 91003, 91004, 91005];
@@ -49,25 +49,7 @@ export interface Figure {
   parts?: Record<string, number | null>;
 }
 
-export interface Claim {
-  /** fixed once published: other tools read the JSON by it */
-  id: string;
-  /** what the source says */
-  claim: string;
-  /** where it says it: a seed article (/work/shared/seeds/), DESIGN.md §7, issue 27 */
-  source: string;
-  bound: Bound;
-  /** how the bound reads to a person, when its numbers alone do not say it */
-  boundNote?: string;
-  format: Format;
-  /** how the figure is measured: the scenario, the window, the quantity */
-  how: string;
-  /** when the run is smaller than what the claim names, how much smaller and why */
-  scale?: string;
-  /** why a figure outside the bound is what the design gives (the verdict is then "explained") */
-  explained?: string;
-  /** the seeds it runs on; null: the run draws nothing at random, so it runs once */
-  seeds: number[] | null;
+export interface Claim extends ClaimText {
   runs(seed: number | null, quick: boolean): RunSpec[];
   figure(m: Metrics[]): Figure;
 }

@@ -22,18 +22,29 @@ export interface Spread {
   max: number | null;
 }
 
-export interface SheetClaim {
+/** What a claim says and how it is measured, in words: the claims table's entries and the sheet's alike. */
+export interface ClaimText {
+  /** fixed once published: other tools read the JSON by it */
   id: string;
+  /** what the source says */
   claim: string;
+  /** where it says it: a seed article (/work/shared/seeds/), DESIGN.md §7, issue 27 */
   source: string;
   bound: Bound;
+  /** how the bound reads to a person, when its numbers alone do not say it */
   boundNote?: string;
   format: Format;
+  /** how the figure is measured: the scenario, the window, the quantity */
   how: string;
+  /** when the run is smaller than what the claim names, how much smaller and why */
   scale?: string;
+  /** why a figure outside the bound is what the design gives (the verdict is then "explained") */
   explained?: string;
-  /** null: nothing random in the run; it ran once */
+  /** the seeds it runs on; null: the run draws nothing at random, so it runs once */
   seeds: number[] | null;
+}
+
+export interface SheetClaim extends ClaimText {
   perSeed: { seed: number | null; value: number | null; parts?: Record<string, number | null>; runs: number[] }[];
   spread: Spread;
   verdict: Verdict;
