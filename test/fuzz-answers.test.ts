@@ -16,8 +16,6 @@ import { OP, MRT, MRA_SIZE, MRA_OFFSET, MRH_OFFSET } from "../host/generated/hea
 const SEEDS = Number(process.env.FUZZ_TIER_SEEDS ?? 3);
 const FIRST = Number(process.env.FUZZ_TIER_SEED ?? 1);
 const BUDGET = { windows: Number(process.env.FUZZ_TIER_WINDOWS ?? 300), forgedPerWindow: Number(process.env.FUZZ_TIER_FORGED ?? 6) };
-/** a backstop only (a case takes about a second of CPU at the default budget): generous for a loaded machine */
-const TIMEOUT = 60_000 + SEEDS * 20_000 * Math.max(1, BUDGET.windows / 300);
 
 /** One line per case, for the log (figures the report quotes). */
 const line = (r: AnswersResult) =>
@@ -47,13 +45,13 @@ describe("forged answers: no completion without its data (issue 26)", () => {
     expect(sum(rs, (r) => r.counters["roce.ghost_answers"]!)).toBeGreaterThan(100 * SEEDS);
     expect(sum(rs, (r) => r.counters["roce.stale_answers"]!)).toBeGreaterThan(100 * SEEDS);
     expect(sum(rs, (r) => r.counters["roce.rx_duplicate"]! + r.counters["roce.rx_out_of_order"]!)).toBeGreaterThan(0);
-  }, TIMEOUT);
+  });
 
   it("MetaRoCE-like: the same, under forged ACKs beyond what was sent, stale, of old epochs, with stray NAKs, and DATA for nothing", async () => {
     const rs = await run("metaroce");
     for (const k of ["mrt.ack_cum_beyond_sent", "mrt.losses_resync", "mrt.naks_stray", "mrt.rx_unknown", "mrt.rx_beyond_window", "mrt.rx_duplicate"])
       expect(sum(rs, (r) => r.counters[k]!), k).toBeGreaterThan(0);
-  }, TIMEOUT);
+  });
 
   // ghost ACKs up to 2^31 - 1 past what was sent, stale ACKs from anything the receiver said:
   // before the paths' PSNs were held to jumps of a quarter of the space (rx.ts PSN_JUMP_MAX),
@@ -61,7 +59,7 @@ describe("forged answers: no completion without its data (issue 26)", () => {
   it("MetaRoCE-like, with ACKs up to half the PSN space away: the same", async () => {
     const rs = await run("metaroce", true);
     expect(sum(rs, (r) => r.counters["mrt.ack_cum_beyond_sent"]!)).toBeGreaterThan(0);
-  }, TIMEOUT);
+  });
 });
 
 // The checker is not vacuous: each planted fault is reported by the invariant it breaks.
