@@ -40,8 +40,8 @@ describe("the fuzz tier (CI budget)", () => {
   it("random collectives under random faults: every invariant holds", async () => {
     const r = await tier(collectiveScenario, CASES || 24);
     expect(r.violations).toEqual([]);
-    // most finish; some end otherwise (refused, failed or cut short by their faults)
-    if (!CASES) expect([r.ends.get("finished")! > 15, r.ends.size > 1]).toEqual([true, true]);
+    // most finish; one in six is given too little time (scenarios.ts), and faults end others
+    if (!CASES) expect([r.ends.get("finished")! > 12, r.ends.get("time-limit")! >= 4]).toEqual([true, true]);
   });
 
   // the checks can fail: results doctored the ways the bugs this tier is for would make them
