@@ -165,9 +165,11 @@ describe("the congestion controllers under an 8-to-1 incast (examples/scenarios/
     expect(nscc.drainedPs).toBeLessThan(80 * us);
     expect(dctcp.drainedPs).toBeGreaterThan(130 * us);
     expect(dctcp.drainedPs / nscc.drainedPs).toBeGreaterThan(1.8);
-    // fewer marks and fewer cuts for it: one cut per path where DCTCP needs several
+    // fewer marks and fewer cuts for it (seed 1: 1,898 marks and 410 cuts against 3,559 and 739;
+    // it was a third of the cuts until a packet that leaves late stopped costing its path pacing
+    // rate: the next one now follows it sooner, and NSCC's paths see a little more queue)
     expect(nscc.marks).toBeLessThan(0.6 * dctcp.marks);
-    expect(nscc.cuts).toBeLessThan(0.5 * dctcp.cuts);
+    expect(nscc.cuts).toBeLessThan(0.6 * dctcp.cuts);
     // and no goodput lost for it
     expect(nscc.goodput).toBeGreaterThan(0.99 * dctcp.goodput);
   });

@@ -57,10 +57,14 @@ export function drainOf(dev: Device, k: Conn, p: Path): u64 {
   return d < dev.cfg.mrtRtoInitPs ? d : dev.cfg.mrtRtoInitPs;
 }
 
-/** How long path `p` may stay silent with packets out before its RTO: its RTO, or the drain bound if longer. */
+/**
+ * How long path `p` may stay silent with packets out before its RTO: its RTO, or the drain bound
+ * and then its RTO if the bound is longer (the tail probe waits for the bound: its answer must
+ * have the time an RTO gives it, or behind a deep queue the RTO would always come first).
+ */
 export function rtoWait(dev: Device, k: Conn, p: Path): u64 {
   const r = rtoOf(dev, k, p), d = drainOf(dev, k, p);
-  return r > d ? r : d;
+  return r > d ? r : d + r;
 }
 
 /** Path `p`'s RTO expired: it backs off (doubles), to at most 1 s. */

@@ -511,10 +511,17 @@ function finish(dev: Device, at: usize, from: u64, payload: u32): u32 {
   return wire;
 }
 
-/** The path's next packet no sooner than this one's size at its pacing rate after this one began. */
+/**
+ * The path's next packet no sooner than this one's size at its pacing rate after this one was
+ * due: a packet that left late (its connection's window held it, or the port was busy) costs the
+ * path no rate, up to one packet's gap (no more: a path idle for long does not burst).
+ */
 function pace(dev: Device, p: Path, t: u64, wire: u32): void {
   const r = ccPaceRate(dev, p);
-  p.nextTxAt = r > 0 ? t + <u64>Math.ceil(<f64>(wire + WIRE_OVERHEAD) / r) : 0;
+  if (r <= 0) { p.nextTxAt = 0; return; }
+  const gap = <u64>Math.ceil(<f64>(wire + WIRE_OVERHEAD) / r);
+  const due = p.nextTxAt + gap > t ? p.nextTxAt : t - gap;
+  p.nextTxAt = due + gap;
 }
 
 /** A path's window is set when it first sends, once every connection of the run is likely made (the port's share depends on them all). */
@@ -597,16 +604,36 @@ function buildAck(dev: Device, g: u32, t: u64): u32 {
   return finish(dev, h + MRA_SIZE, 0, 0);
 }
 
-/** The rate hint of receiving port `p` at `t`: mrtHintPermille of its line rate shared by the connections active on it, x 65535. */
+/**
+ * The rate hint of receiving port `p` at `t`: mrtHintPermille of its line rate shared by the
+ * connections active on it, x 65535. Active: delivered within mrtHintWindowPs, or within twice
+ * the gap between a connection's packets at its share if that is longer (256 connections at
+ * their share of 800 Gb/s deliver every 10.8 us each: a fixed window would miss some, and their
+ * hint, shared among fewer, would add up to more than the port).
+ */
 function hintOf(dev: Device, p: u32, t: u64): u32 {
+  const gap = <f64>framePs(dev, dev.cfg.mtuBytes);
+  let window = dev.cfg.mrtHintWindowPs;
+  let active = activeOn(dev, p, t, window);
+  for (let i = 0; i < 2; i++) {
+    const w = <u64>(<f64>active * gap * 2.0);
+    if (w <= window) break;
+    window = w;
+    active = activeOn(dev, p, t, window);
+  }
+  if (active == 0) active = 1;
+  return <u32>Math.floor(<f64>dev.cfg.mrtHintPermille / 1000 / <f64>active * 65535);
+}
+
+/** Connections that delivered to port `p` within `window` before `t`. */
+function activeOn(dev: Device, p: u32, t: u64, window: u64): u32 {
   const m = mrtOf(dev);
   let active: u32 = 0;
   for (let c: u32 = 0; c < m.connCount; c++) {
     const seen = load<u64>(portSeenAt(dev, p, c));
-    if (seen != 0 && t - seen <= dev.cfg.mrtHintWindowPs) active++;
+    if (seen != 0 && t - seen <= window) active++;
   }
-  if (active == 0) active = 1;
-  return <u32>Math.floor(<f64>dev.cfg.mrtHintPermille / 1000 / <f64>active * 65535);
+  return active;
 }
 
 // ---- timers: one MrtTimer per connection, re-armed lazily for the earliest of its paths' times
