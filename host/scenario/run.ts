@@ -316,17 +316,18 @@ export async function runScenario(coreModule: WebAssembly.Module, input: unknown
   }
   const contexts: Context[] = [];
   let home: WebAssembly.Module | CoreInstance = coreModule;
-  for (let d = 0; d < n; d++) {
-    const config = {
-      engines: 1, ...sc.devices.config, deviceId: d, seed: sc.seed, maxQps, maxCqs: 4,
-      timingMode: sc.fabric.mode === "timing" ? 1 : 0,
-      transport: sc.transport === "metaroce" ? 1 : 0, mrtConnections: connections, mrtCc: sc.devices.congestionControl === "nscc" ? 1 : 0,
-      hbmBytes,
-      ...(sc.fabric.mode === "timing" ? { txBodyBytes: 65536, rxBodyBytes: 65536 } : {}),
-    };
-    if (d === 0) home = clusterHome(coreModule, sc, config, opts.maxMemoryBytes);
-    contexts.push(await Context.open(home, config));
-  }
+  // each device sized for its own QPs and peers (an incast's senders hold one connection, its
+  // receiver N: sized alike, 257 devices took 5.5 GB); the cluster's memory bound and whether
+  // its devices share one instance are judged by the largest
+  const configOf = (d: number, qps: number, conns: number) => ({
+    engines: 1, ...sc.devices.config, deviceId: d, seed: sc.seed, maxQps: qps, maxCqs: 4,
+    timingMode: sc.fabric.mode === "timing" ? 1 : 0,
+    transport: sc.transport === "metaroce" ? 1 : 0, mrtConnections: conns, mrtCc: sc.devices.congestionControl === "nscc" ? 1 : 0,
+    hbmBytes,
+    ...(sc.fabric.mode === "timing" ? { txBodyBytes: 65536, rxBodyBytes: 65536 } : {}),
+  });
+  home = clusterHome(coreModule, sc, configOf(0, maxQps, connections), opts.maxMemoryBytes);
+  for (let d = 0; d < n; d++) contexts.push(await Context.open(home, configOf(d, Math.max(4, qpsPerDevice[d]!), Math.max(1, peers[d]!.size))));
   const { fabric, endpoints, runner } = buildCluster(home, sc, contexts, opts.windowPs);
   opts.onBuilt?.({ fabric, runner, contexts, endpoints });
 
