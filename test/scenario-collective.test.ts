@@ -4,21 +4,26 @@
 import { describe, it, expect } from "vitest";
 import { readFileSync } from "node:fs";
 import { coreModule } from "../host/platform/node.js";
-import { runScenario } from "../host/scenario/run.js";
+import { runScenario, type ScenarioResult } from "../host/scenario/run.js";
 import { runSweep, formatSweep } from "../host/scenario/sweep.js";
 import { formatResult } from "../host/scenario/report.js";
 import { resolveScenario } from "../host/scenario/scenario.js";
 import { ScenarioTracer } from "../host/scenario/trace.js";
 import { traceSink } from "./helpers/trace-read.js";
+import { goldenRun, goldenSweep } from "./helpers/golden.js";
 import { criticalPath } from "../host/graph/index.js";
 import type { RunObserver } from "../host/scenario/run.js";
 import type { Context } from "../host/verbs.js";
 
 const shipped = JSON.parse(readFileSync("examples/scenarios/allreduce-ring.json", "utf8"));
 
+/** examples/scenarios/allreduce-plane-failure.json with every plane up, run once for the tests that compare with it. */
+let healthy: Promise<ScenarioResult> | undefined;
+const healthyPlanes = () => (healthy ??= runScenario(coreModule(), { ...JSON.parse(readFileSync("examples/scenarios/allreduce-plane-failure.json", "utf8")), faults: [] }));
+
 describe("collective scenarios", () => {
-  it("the shipped all-reduce: every run checks out; under 1% loss the MetaRoCE-like transport finishes in under half RoCEv2's time", async () => {
-    const runs = await runSweep(coreModule(), shipped);
+  it("the shipped all-reduce: every run checks out; under 1% loss the MetaRoCE-like transport finishes in under half RoCEv2's time", () => {
+    const runs = goldenSweep("allreduce-ring");
     expect(runs.length).toBe(8);
     const time = (transport: string, dtype: string, loss: number, k: number) => {
       const r = runs.find((x) => x.set.transport === transport && x.set["collective.dtype"] === dtype && x.set["faults[0].random"] === loss)!.result;
@@ -33,8 +38,9 @@ describe("collective scenarios", () => {
       expect(time("rocev2", dtype, 0.01, k) / time("rocev2", dtype, 0, k)).toBeGreaterThan(3);
       expect(time("rocev2", dtype, 0.01, k) / time("metaroce", dtype, 0.01, k)).toBeGreaterThan(1.8);
     }
+    // (a golden file sorts keys: the sweep's columns come in the order of their names)
     const table = formatSweep(shipped.name, runs);
-    expect(table).toMatch(/^metaroce +bf16 +0\.01 +1048576 +\d+\.\d+ us +\d+\.\d\d +\d+\.\d% +ok +\d+ +done$/m);
+    expect(table).toMatch(/^bf16 +0\.01 +metaroce +1048576 +\d+\.\d+ us +\d+\.\d\d +\d+\.\d% +ok +\d+ +done$/m);
   });
 
   it("the shipped tree against the ring on 12 devices: 2 ceil(log2 N) = 8 hops on the critical path against 2 (N - 1) = 22, each device sending 1x or 2x its data on the wire", async () => {
@@ -138,15 +144,16 @@ describe("collective scenarios", () => {
     expect(row.timePs).toBeLessThan(1_000_000_000);
   });
 
-  it("all-to-all over 8 planes: every block lands where it belongs", async () => {
-    const r = await runScenario(coreModule(), JSON.parse(readFileSync("examples/scenarios/alltoall-planes.json", "utf8")));
+  // the shipped scenarios' own runs are test/golden's (test/golden.test.ts holds them to the code)
+  it("all-to-all over 8 planes: every block lands where it belongs", () => {
+    const r = goldenRun("alltoall-planes");
     expect(r.finished).toBe(true);
     expect(r.collective!.rows.map((x) => [x.status, x.check])).toEqual([["done", "ok"], ["done", "ok"]]);
   });
 
   it("a plane failing for good mid-all-reduce: the MetaRoCE-like transport moves its packets to the other planes, and the result checks out", async () => {
     const sc = JSON.parse(readFileSync("examples/scenarios/allreduce-plane-failure.json", "utf8"));
-    const r = await runScenario(coreModule(), sc);
+    const r = goldenRun("allreduce-plane-failure");
     expect(r.finished).toBe(true);
     const row = r.collective!.rows[0]!;
     expect([row.status, row.check]).toEqual(["done", "ok"]);
@@ -157,7 +164,7 @@ describe("collective scenarios", () => {
     expect(r.naksSent).toBe(0);
     // against the same collective with every plane up: longer by less than three minimum RTOs
     // (mrtRtoMinPs, 20 us): the failed paths time out, their packets go again elsewhere
-    const healthy = await runScenario(coreModule(), { ...sc, faults: [] });
+    const healthy = await healthyPlanes();
     expect(row.timePs - healthy.collective!.rows[0]!.timePs).toBeLessThan(3 * 20_000_000);
     expect(row.timePs).toBeGreaterThan(healthy.collective!.rows[0]!.timePs);
     // RoCEv2 binds a queue pair to one port: one on the failed plane gives up, naming its node
@@ -169,7 +176,7 @@ describe("collective scenarios", () => {
   it("a plane failing before its paths heard their first ACK: they time out by their connection's RTT, not the 5 ms initial RTO", async () => {
     const sc = JSON.parse(readFileSync("examples/scenarios/allreduce-plane-failure.json", "utf8"));
     const early = await runScenario(coreModule(), { ...sc, faults: [{ ...sc.faults[0], at: "10us" }] });
-    const healthy = await runScenario(coreModule(), { ...sc, faults: [] });
+    const healthy = await healthyPlanes();
     const row = early.collective!.rows[0]!;
     expect([row.status, row.check]).toEqual(["done", "ok"]);
     expect(early.fabric.drops.link_down).toBeGreaterThan(0);
@@ -179,8 +186,8 @@ describe("collective scenarios", () => {
     expect(row.timePs - healthy.collective!.rows[0]!.timePs).toBeLessThan(2 * 20_000_000);
   });
 
-  it("64 devices in timing mode: the all-reduce runs to its end (no bytes move, so no check)", async () => {
-    const r = await runScenario(coreModule(), JSON.parse(readFileSync("examples/scenarios/allreduce-64.json", "utf8")));
+  it("64 devices in timing mode: the all-reduce runs to its end (no bytes move, so no check)", () => {
+    const r = goldenRun("allreduce-64");
     expect(r.finished).toBe(true);
     const row = r.collective!.rows[0]!;
     expect([row.status, row.check, r.collective!.devices]).toEqual(["done", "skipped", 64]);

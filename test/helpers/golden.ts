@@ -11,6 +11,8 @@ import { join } from "node:path";
 import { build } from "esbuild";
 import { coreModule, packageRoot } from "../../host/platform/node.js";
 import { hostDoorbell, engineDoorbell } from "../../host/scenarios/doorbell.js";
+import type { ScenarioResult } from "../../host/scenario/run.js";
+import type { SweepRun } from "../../host/scenario/sweep.js";
 
 export interface GoldenCase {
   /** The golden file is test/golden/<name>.json. */
@@ -23,6 +25,22 @@ export interface GoldenCase {
 const root = packageRoot();
 export const GOLDEN_DIR = join(root, "test", "golden");
 export const goldenFile = (name: string) => join(GOLDEN_DIR, `${name}.json`);
+
+/**
+ * What `menic run examples/scenarios/<scenario>.json --json` printed when test/golden was last
+ * written (its flows cut to GOLDEN_FLOWS_MAX): test/golden.test.ts holds it to what the code
+ * prints now, so a scenario test can assert on it instead of running the scenario again.
+ */
+export function goldenRun(scenario: string): ScenarioResult {
+  const g = JSON.parse(readFileSync(goldenFile(`run-${scenario}`), "utf8")) as { result: { exitStatus: number; output: ScenarioResult } };
+  if (g.result.exitStatus !== 0) throw new Error(`test/golden/run-${scenario}.json: menic run exited ${g.result.exitStatus}`);
+  return g.result.output;
+}
+
+/** As goldenRun, for a scenario with a sweep: its runs, each its `--set` values and its result. */
+export function goldenSweep(scenario: string): SweepRun[] {
+  return (goldenRun(scenario) as unknown as { runs: SweepRun[] }).runs;
+}
 
 /** Runs a command from the repository root; its exit status and output are part of the golden. */
 function run(args: string[]): { status: number | null; stdout: string; stderr: string } {
