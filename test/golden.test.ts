@@ -1,4 +1,4 @@
-// Golden outputs (STYLE.md 13): every firmware example as `menic fw run --json` prints it, every
+// Golden outputs: every firmware example as `menic fw run --json` prints it, every
 // shipped scenario as `menic run --json` prints it, the doorbell scenario and
 // examples/save-restore.ts, recomputed and compared with test/golden/*.json.
 // A deterministic change in behaviour shows here; when it is intended, `npm run golden`

@@ -77,7 +77,9 @@ export const NO_TABLE: u32 = 0xffffffff;
 /** Bytes of the emit buffer: the largest block's module fits many times over. */
 export const JIT_BUF_BYTES: u32 = 65536;
 
-// The registry: a handful of devices per instance (the host makes one instance per device).
+// The registry: up to 64 devices per instance. A cluster's devices may share one instance
+// (host/scenario/cluster.ts): past the 64th, a device's engines are interpreted (jitCacheOf
+// returns 0), which changes their speed on the host and nothing they do.
 const MAX_DEVICES: i32 = 64;
 const registry = new StaticArray<usize>(MAX_DEVICES);
 let registered: i32 = 0;

@@ -3,7 +3,8 @@
 // descriptor and the frame's first bytes, the rest of a full-mode frame (payload, pad, ICRC) in
 // the ring's body area. The host drains the transmit ring and fills the receive ring a window
 // at a time (a few calls, no call per packet). Each port serialises one frame at a time at
-// portGbps; which QP sends next is transmit.ts's business, this file keeps the state.
+// portGbps; which QP sends next is the transports' business (roce-tx.ts, metaroce/tx.ts),
+// this file keeps the state.
 //
 // Addresses: port p of device d is 10.p.(d >> 8).(d & 255), MAC 02:00 followed by the address
 // (host/fabric/topology.ts has the same rule; a test holds them together).

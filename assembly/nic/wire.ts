@@ -1,7 +1,7 @@
-// Where a request packet goes. Today every QP's destination is a QP of this device, so the
-// wire is a wire to myself: the packet reaches this device's responder at once and its answer
-// comes back at once. Ports and a fabric replace this with packets that take time to cross,
-// and answers that arrive as packets of their own.
+// Where a request packet to a QP of this same device goes (loopback): the packet reaches this
+// device's responder at once and its answer comes back at once. A QP to another device sends
+// frames through its ports instead (roce-tx.ts, metaroce/tx.ts), which take time to cross the
+// fabric, and its answers arrive as frames of their own.
 
 import { Device } from "../core/device";
 import { Packet } from "./packet";

@@ -2,7 +2,7 @@
  * `fw build`: compiles message-engine firmware (C and assembly) with the menic SDK into an
  * ELF the loader accepts.
  *
- * This is the one Node-specific file of the firmware tooling (STYLE.md, principle 11): it
+ * This is the one Node-specific file of the firmware tooling: it
  * spawns clang and touches the file system, so it must not be imported by code that also
  * runs in a browser.
  *
