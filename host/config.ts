@@ -28,6 +28,13 @@ const byName = new Map<string, ConfigField>(CONFIG_FIELDS.map((f) => [f.name, f]
 /** The most HBM a device can have (config.hbmBytes' maximum, layouts/config.json). */
 export const HBM_MAX_BYTES = byName.get("hbmBytes")!.max;
 
+/** Config field `name`'s default (layouts/config.json): for a host constant that must agree with the core's. */
+export function configDefault(name: string): number {
+  const f = byName.get(name);
+  if (!f) throw new Error(`no config field ${name}`);
+  return Number(f.default);
+}
+
 /** Full configuration with defaults filled in; throws ConfigError naming the first bad field (or the fields that overfill the arena). */
 export function resolveConfig(partial: unknown, path = "config"): Map<string, bigint> {
   if (partial === undefined || partial === null) partial = {};

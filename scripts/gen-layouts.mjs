@@ -21,11 +21,13 @@ const device = read("device.json");
 const graph = read("graph.json");
 const fabric = read("fabric.json");
 /** Enumerations for the core and the host; firmware sees the verbs and graph ones (C view). */
-const ENUMS = [...verbs.enums, ...device.enums, ...graph.enums];
+const ENUMS = [...verbs.enums, ...device.enums, ...graph.enums, ...fabric.enums];
 /** Binary layouts for the core and the host; firmware sees the verbs and graph ones (C view). */
 const STRUCTS = [...verbs.structs, trace.record, ...(device.structs ?? []), ...graph.structs, ...fabric.structs];
 /** Constants for every view. */
 const CONSTANTS = [...verbs.constants, ...graph.constants];
+/** Constants for the core and the host only (firmware has no use for them). */
+const CORE_CONSTANTS = device.constants;
 /** What firmware sees (C view). */
 const C_ENUMS = [...verbs.enums, ...graph.enums];
 const C_STRUCTS = [...verbs.structs, ...graph.structs];
@@ -85,7 +87,7 @@ function validate() {
       if (f.offset % SIZES[f.type]) throw new Error(`${st.name}.${f.name} is not naturally aligned`);
     }
   }
-  for (const c of CONSTANTS) {
+  for (const c of [...CONSTANTS, ...CORE_CONSTANTS]) {
     if (!(Number.isInteger(num(c.value)) && num(c.value) >= 0 && num(c.value) <= 0xffffffff)) throw new Error(`constant ${c.name}: not a u32`);
   }
   const names = new Set();
@@ -119,7 +121,7 @@ function asView() {
   }
   for (const r of memmap.dma.regions) L.push(`/** ${r.doc} */`, `export const ${r.name}_BASE: u64 = ${hex(num(r.base))};`);
   L.push("", "// ---- verbs (layouts/verbs.json), device (layouts/device.json), trace record (layouts/trace.json), graph (layouts/graph.json)");
-  for (const c of CONSTANTS) L.push(`/** ${c.doc} */`, `export const ${c.name}: u32 = ${c.value};`);
+  for (const c of [...CONSTANTS, ...CORE_CONSTANTS]) L.push(`/** ${c.doc} */`, `export const ${c.name}: u32 = ${c.value};`);
   for (const e of ENUMS) {
     const type = e.values.some((v) => v.value < 0) ? "i32" : "u32";
     for (const v of e.values) L.push(`/** ${e.doc}: ${v.doc} */`, `export const ${e.name}_${v.name}: ${type} = ${v.value};`);
@@ -164,7 +166,7 @@ function tsView() {
   L.push("export const DMA = {");
   for (const r of memmap.dma.regions) L.push(`  ${r.name}: ${num(r.base)},`);
   L.push("} as const;", "");
-  for (const c of CONSTANTS) L.push(`/** ${c.doc} */`, `export const ${c.name} = ${c.value};`);
+  for (const c of [...CONSTANTS, ...CORE_CONSTANTS]) L.push(`/** ${c.doc} */`, `export const ${c.name} = ${c.value};`);
   for (const e of ENUMS) {
     L.push(`/** ${e.doc} */`, `export const ${e.name} = {`);
     for (const v of e.values) L.push(`  ${v.name}: ${v.value},`);
@@ -265,8 +267,12 @@ function mdView() {
   for (const c of verbs.constants) L.push(`| ${c.name} | \`${c.value}\` | ${c.doc} |`);
   verbs.structs.forEach(struct);
   verbs.enums.forEach(enumeration);
-  L.push("", "# Device enumerations", "", device.doc);
+  L.push("", "# Device constants and enumerations", "", device.doc);
+  L.push("", "## Constants", "", "| name | value | what |", "|---|---|---|");
+  for (const c of device.constants) L.push(`| ${c.name} | \`${c.value}\` | ${c.doc} |`);
   device.enums.forEach(enumeration);
+  L.push("", "# Fabric enumerations", "", fabric.doc);
+  fabric.enums.forEach(enumeration);
   L.push("", "# Graph layouts", "", graph.doc, "", "See docs/graph.md for what the graph means.");
   L.push("", "## Constants", "", "| name | value | what |", "|---|---|---|");
   for (const c of graph.constants) L.push(`| ${c.name} | \`${c.value}\` | ${c.doc} |`);

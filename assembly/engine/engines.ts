@@ -7,6 +7,7 @@ import { Fifo, fifoInit } from "../core/fifo";
 import { Hart, EngineState, NO_RESERVATION, MSTATUS_MPP, HART_STRIDE, NIC_IRQ_DEPTH } from "./hart";
 import { NEVER } from "../core/time";
 import { consoleLineSlots } from "./console";
+import { PROFILE_ENTRY_BYTES as PROFILE_ENTRY } from "../generated/layouts";
 
 @unmanaged export class Engines {
   harts: usize; // cfg.engines Hart records, HART_STRIDE apart
@@ -21,8 +22,8 @@ import { consoleLineSlots } from "./console";
   profile: usize; // with cfg.profile: PROFILE_ENTRY_BYTES per SRAM word per engine (profile.ts), else 0
 }
 
-/** A profile entry per SRAM word (engine/profile.ts): cycles u64, instructions u32, calls u32. */
-export const PROFILE_ENTRY_BYTES: usize = 16;
+/** A profile entry per SRAM word (engine/profile.ts): cycles u64, instructions u32, calls u32 (layouts/device.json). */
+export const PROFILE_ENTRY_BYTES: usize = <usize>PROFILE_ENTRY;
 
 /** Bytes of one engine's profile: an entry per word of its SRAM (0 without cfg.profile). */
 export function profileBytes(c: Config): usize {

@@ -43,6 +43,8 @@ import {
   FPKT_ARRIVE_PS, FPKT_SEQ, FPKT_SRC_EP, FPKT_DST_EP, FPKT_WIRE_LEN, FPKT_META,
   FPKX_NEXT_TIME, FPKX_NEXT_KEY, FPKX_NEXT, FPKX_IN_CH, FPKX_HASH,
   PKT_SIZE, PKT_TIME_PS, PKT_WIRE_LEN, PKT_PORT, PKT_HDR_LEN, PKT_BODY_LEN, PKT_BODY_OFF, PKT_SEQ, PKT_SRC_DEVICE, PKT_HDR,
+  DROP_REASON_BUFFER_FULL, DROP_REASON_PORT_CAP, DROP_REASON_NO_ROUTE, DROP_REASON_LINK_DOWN, DROP_REASON_RANDOM_LOSS,
+  DROP_REASON_GE_LOSS, DROP_REASON_BAD_FRAME, FAULT_DOWN, FAULT_UP, FAULT_KNOWN_DOWN, FAULT_KNOWN_UP,
 } from "../generated/layouts";
 import { IPV4_ECN_ECT0, IPV4_ECN_ECT1 } from "../generated/headers";
 import { eventsInit, eventsNextTime, eventsPush, eventsPushKeyed, eventsPopBefore } from "./events";
@@ -52,9 +54,10 @@ import { rngNext32, hashTuple, ecmpPick } from "./rng";
 import { zeroed, grow, nones } from "./memory";
 import { copyBytes } from "../core/copy";
 
-// Why a frame was dropped (host/fabric/fabric.ts DROP_REASONS, in this order).
-const R_BUFFER = 0, R_PORT_CAP = 1, R_NO_ROUTE = 2, R_LINK_DOWN = 3, R_RANDOM = 4, R_GE = 5, R_BAD = 6;
-const NR: u32 = 7;
+// Why a frame was dropped (layouts/fabric.json DROP_REASON; the host names them in lower case).
+const R_BUFFER = <i32>DROP_REASON_BUFFER_FULL, R_PORT_CAP = <i32>DROP_REASON_PORT_CAP, R_NO_ROUTE = <i32>DROP_REASON_NO_ROUTE;
+const R_LINK_DOWN = <i32>DROP_REASON_LINK_DOWN, R_RANDOM = <i32>DROP_REASON_RANDOM_LOSS, R_GE = <i32>DROP_REASON_GE_LOSS, R_BAD = <i32>DROP_REASON_BAD_FRAME;
+const NR: u32 = DROP_REASON_BAD_FRAME + 1;
 
 // Events: kind in the low 3 bits, an index (device port, channel or fault) above. A frame has
 // no event of its own: a device port's frames waiting to enter and a channel's frames on the
@@ -62,8 +65,8 @@ const NR: u32 = 7;
 const EV_INJECT = 0, EV_ARRIVE = 1, EV_TX_DONE = 2, EV_PAUSE = 3, EV_RESUME = 4, EV_FAULT = 5;
 const EV_BITS = 3, EV_MASK = 7;
 
-/** Kinds of a scheduled fault (fabricSchedule). */
-export const F_DOWN: u32 = 0, F_UP: u32 = 1, F_KNOWN_DOWN: u32 = 2, F_KNOWN_UP: u32 = 3;
+/** Kinds of a scheduled fault (fabricSchedule; layouts/fabric.json FAULT). */
+export const F_DOWN = FAULT_DOWN, F_UP = FAULT_UP, F_KNOWN_DOWN = FAULT_KNOWN_DOWN, F_KNOWN_UP = FAULT_KNOWN_UP;
 
 const ROLE_SPINE: u8 = 1;
 // FENT.len_meta: wire bytes, then the ECN bits, then a frame lost when it started (a dead entry)

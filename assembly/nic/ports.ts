@@ -15,11 +15,11 @@ import { copyBytes } from "../core/copy";
 import { schedule, unschedule, EventKind } from "../core/sched";
 import {
   PKT_SIZE, PKT_HDR, PKT_TIME_PS, PKT_WIRE_LEN, PKT_PORT, PKT_HDR_LEN, PKT_BODY_LEN, PKT_BODY_OFF, PKT_SEQ, PKT_SRC_DEVICE,
-  STAT_PORT_TX_RING_FULL, STAT_PORT_TX_PACKETS, STAT_PORT_TX_BYTES,
+  STAT_PORT_TX_RING_FULL, STAT_PORT_TX_PACKETS, STAT_PORT_TX_BYTES, WIRE_OVERHEAD_BYTES,
 } from "../generated/layouts";
 
 /** Bytes a frame also takes on the wire: preamble and start delimiter (8), FCS (4), gap (12). */
-export const WIRE_OVERHEAD: u32 = 24;
+export const WIRE_OVERHEAD: u32 = WIRE_OVERHEAD_BYTES;
 /** The largest frame the NIC builds: headers (at most 74 B), an MTU of payload, pad and ICRC. */
 export const FRAME_MAX: u32 = 4096 + 128;
 /** Header bytes a record holds inline (PKT.hdr). */

@@ -7,9 +7,10 @@ import { DevicePorts } from "../ports.js";
 import type { Endpoint, CoreDevice } from "../fabric/runner.js";
 import type { MenicExports } from "../wasm.js";
 import type { TxSink, ArrivalBatch } from "../fabric/batch.js";
+import { WIRE_OVERHEAD_BYTES } from "../generated/layouts.js";
 
 /** Bytes a frame spends on the wire beyond its own: preamble and delimiter, FCS, gap (assembly/nic/ports.ts WIRE_OVERHEAD). */
-export const FRAME_OVERHEAD_BYTES = 24;
+export const FRAME_OVERHEAD_BYTES = WIRE_OVERHEAD_BYTES;
 
 /**
  * Sees every frame a device exchanges with the fabric, at its port (a pcap capture, a test).

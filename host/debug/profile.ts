@@ -3,9 +3,10 @@
 // each function, summed over engines, and the table `menic fw run --profile` prints.
 
 import type { Symbolizer } from "./symbolize.js";
+import { PROFILE_ENTRY_BYTES } from "../generated/layouts.js";
 
 /** One engine's profile table as the core keeps it: per SRAM word, cycles u64, instructions u32, calls u32. */
-export const PROFILE_ENTRY_BYTES = 16;
+export { PROFILE_ENTRY_BYTES };
 
 /** One function's share of a profiled run (`runFirmware` with `profile`). */
 export interface ProfileRow {

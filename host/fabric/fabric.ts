@@ -12,17 +12,20 @@ import { resolveFabricConfig, type FabricConfig, type FabricOptions } from "./co
 import { type Topology } from "./topology.js";
 import { ConfigError } from "../config.js";
 import { instantiateCoreSync, CoreInstance, type MenicExports } from "../wasm.js";
-import { FAB, FCH, PKT } from "../generated/layouts.js";
+import { FAB, FCH, PKT, DROP_REASON, FAULT } from "../generated/layouts.js";
 import { putPktDescriptor } from "../pkt.js";
 
-/** Why the fabric dropped a frame; each is counted per channel, per switch and in total. */
-export const DROP_REASONS = ["buffer_full", "port_cap", "no_route", "link_down", "random_loss", "ge_loss", "bad_frame"] as const;
-export type DropReason = (typeof DROP_REASONS)[number];
-const R_BAD = 6;
+/** Why the fabric dropped a frame (layouts/fabric.json DROP_REASON, in lower case); each is counted per channel, per switch and in total. */
+export type DropReason = Lowercase<keyof typeof DROP_REASON>;
+/** The drop reasons in the order of their numbers: buffer_full, port_cap, no_route, link_down, random_loss, ge_loss, bad_frame. */
+export const DROP_REASONS: readonly DropReason[] = (Object.keys(DROP_REASON) as (keyof typeof DROP_REASON)[])
+  .sort((a, b) => DROP_REASON[a] - DROP_REASON[b])
+  .map((k) => k.toLowerCase() as DropReason);
+const R_BAD = DROP_REASON.BAD_FRAME;
 const NR = DROP_REASONS.length;
 
-// fault kinds (assembly/fabric/fabric.ts F_*)
-const F_DOWN = 0, F_UP = 1;
+// fault kinds
+const F_DOWN = FAULT.DOWN, F_UP = FAULT.UP;
 const NONE = -1;
 /** Bytes of a PKT record's header room: a frame's headers may be at most this long. */
 const HDR_ROOM = PKT.SIZE - PKT.hdr;

@@ -26,6 +26,7 @@ import { ArrivalBatch, type TxSink } from "./batch.js";
 import type { Fabric } from "./fabric.js";
 import type { MenicExports } from "../wasm.js";
 import { CLU } from "../generated/layouts.js";
+import { configDefault } from "../config.js";
 
 /** A device the core can step in the cluster's window loop (Endpoint.inCore). */
 export interface CoreDevice {
@@ -68,7 +69,7 @@ export interface Endpoint {
 }
 
 /** The device interleave quantum (layouts/config.json interleaveQuantumPs default). */
-export const QUANTUM_PS_DEFAULT = 200_000;
+export const QUANTUM_PS_DEFAULT = configDefault("interleaveQuantumPs");
 
 /** The window rule: the largest multiple of `quantumPs` not above `minLatencyPs`, or minLatencyPs when that is smaller. */
 export function windowFor(minLatencyPs: number, quantumPs = QUANTUM_PS_DEFAULT): number {

@@ -6,11 +6,11 @@
 // leaf (end a) to a spine (end b). Link L carries two directed channels: 2L from a to b, 2L+1
 // from b to a, each with its own transmitter, queue, loss stream and counters.
 
-import { ConfigError } from "../config.js";
+import { ConfigError, configDefault } from "../config.js";
 import { macForIpv4 } from "../wire/rocev2.js";
 
-/** Ports per device unless a topology says otherwise: 12 × 800 Gb/s (DESIGN §1, seed 000). */
-export const PORTS_DEFAULT = 12;
+/** Ports per device unless a topology says otherwise: the config's (layouts/config.json ports: 12 × 800 Gb/s). */
+export const PORTS_DEFAULT = configDefault("ports");
 
 /**
  * The one addressing rule: port p of device d has the IPv4 address 10.p.(d >> 8).(d & 255),

@@ -6,7 +6,7 @@ import { Fabric } from "../fabric/fabric.js";
 import { ClusterRunner } from "../fabric/runner.js";
 import { DeviceEndpoint } from "../cluster/endpoint.js";
 import type { Context } from "../verbs.js";
-import { leafSpine, singleSwitch, type Topology } from "../fabric/topology.js";
+import { leafSpine, singleSwitch, PORTS_DEFAULT, type Topology } from "../fabric/topology.js";
 import { ConfigError, resolveConfig, packConfig } from "../config.js";
 import { CoreInstance } from "../wasm.js";
 import type { Scenario } from "./scenario.js";
@@ -14,7 +14,7 @@ import type { Scenario } from "./scenario.js";
 /** The topology of the scenario's fabric, with the devices' port count. */
 export function buildTopology(sc: Scenario): Topology {
   const t = sc.fabric.topology;
-  const ports = Number(sc.devices.config.ports ?? 12);
+  const ports = Number(sc.devices.config.ports ?? PORTS_DEFAULT);
   if (t.kind === "single-switch") return singleSwitch({ devices: sc.devices.count, ports, link: sc.fabric.hostLink });
   return leafSpine({
     devices: sc.devices.count, ports, planes: t.planes, spines: t.spines, devicesPerLeaf: t.devicesPerLeaf,
