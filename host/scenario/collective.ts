@@ -21,61 +21,8 @@ import type { ClusterRunner } from "../fabric/runner.js";
 import { deviceCounts, percentiles, type TransportSums, type MetaroceCounts, type RetransmitCauses } from "./counters.js";
 import { Alongside, matmulAlonePs, type InterferenceRow } from "./interference.js";
 import type { Scenario, CollectiveSpec } from "./scenario.js";
-import type { RunOptions, ScenarioResult } from "./run.js";
-
-/** One size of a collective scenario. */
-export interface CollectiveRow {
-  /** NCCL's "size": bytes of the collective's data per device (all-gather, reduce-scatter, all-to-all: all devices' blocks) */
-  bytes: number;
-  /** elements per device */
-  count: number;
-  /** from the doorbell to the last device's final signal, ps */
-  timePs: number;
-  /** bytes / time, GB/s (0 for a size not done) */
-  algbwGBps: number;
-  /** algbw x the collective's bus factor, GB/s */
-  busbwGBps: number;
-  /** engines running (not asleep in wfi) from the doorbell to the first poll after the end, as a fraction of engines x devices x that time */
-  engineUtil: number;
-  /** "ok" when every device's result is the reference's, bit for bit; "skipped" in timing mode or when not asked */
-  check: "ok" | "mismatch" | "skipped";
-  /** how the run of this size ended (stalled: still running, and nothing left to happen in the cluster: no engine, NIC or fabric event) */
-  status: "done" | "failed" | "time-limit" | "stalled";
-  /** a failure: which node, on which device, with which status */
-  error?: string;
-  /** with `interference`: the matmul load run alongside, its slowdown (docs/compute.md) */
-  interference?: InterferenceRow;
-}
-
-/** What a collective scenario did ({@link ScenarioResult.collective}): one row per size. */
-export interface CollectiveReport {
-  /** The collective. */
-  op: CollectiveSpec["op"];
-  /** ring, halving-doubling, tree, direct (all-to-all), or `msccl "<name>"` (an imported MSCCL algorithm) */
-  algorithm: string;
-  /** Element type. */
-  dtype: CollectiveSpec["dtype"];
-  /** Reduction. */
-  redop: CollectiveSpec["redop"];
-  /** Devices taking part. */
-  devices: number;
-  /** Engines per device running it. */
-  engines: number;
-  /** One per size, in the order of `sizes`. */
-  rows: CollectiveRow[];
-  /** `collectives`: the port group its queue pairs used. */
-  portGroup?: CollectiveSpec["portGroup"];
-  /** `collectives`: the scale-up ports of the split it ran under (the rest were scale-out). */
-  scaleUpPorts?: number;
-  /** `collectives`: when the re-split before it took effect, ps (absent: no re-split). */
-  resplitPs?: number;
-  /** Frames each port (by index, summed over the devices) sent into the fabric while it ran (its sizes together). */
-  portFrames?: number[];
-  /** Bytes each port (by index, summed over the devices) sent into the fabric while it ran (its sizes together). */
-  portBytes?: number[];
-  /** `collectives`: why it did not run (the re-split before it was refused until the time limit). */
-  error?: string;
-}
+import type { RunOptions, ScenarioResult, CollectiveRow, CollectiveReport } from "./result.js";
+export type { CollectiveRow, CollectiveReport } from "./result.js";
 
 /** A report's head for collective `c` on `n` devices, its rows to come. */
 export function reportOf(c: CollectiveSpec, n: number): CollectiveReport {

@@ -3,7 +3,16 @@
 // (Device.statValues), not every counter of every device as objects (Device.stats).
 
 import type { Device } from "../device.js";
-import type { Percentiles } from "./run.js";
+
+/** A distribution's median, 99th percentile and maximum. */
+export interface Percentiles {
+  /** The median. */
+  p50: number;
+  /** The 99th percentile. */
+  p99: number;
+  /** The largest. */
+  max: number;
+}
 
 /** Counters of frames a device dropped, by reason (layouts/stats.json names; rx_stage_full: arrivals the host could not stage in a window). */
 export const DEVICE_DROP_COUNTERS = ["port.tx_ring_full", "port.rx_ring_full", "roce.rx_malformed", "roce.rx_bad_icrc", "roce.rx_not_mine", "roce.rx_unknown_qp", "roce.rx_out_of_order", "roce.rx_duplicate",

@@ -5,170 +5,21 @@
 // browser tab as well.
 
 import { Context, type Qp, type Cq } from "../verbs.js";
-import type { Device } from "../device.js";
-import { DeviceEndpoint } from "../cluster/endpoint.js";
-import { Fabric, type DropReason, type FabricStats } from "../fabric/fabric.js";
-import { ClusterRunner } from "../fabric/runner.js";
 import { RandomStreams } from "../fabric/rng.js";
 import type { Scenario, Flow } from "./scenario.js";
 import { resolveScenario } from "./scenario.js";
 import { buildCluster, checkCluster, clusterHome, leastConfig } from "./cluster.js";
 import type { CoreInstance } from "../wasm.js";
-import { runCollectiveScenario, portTraffic, type CollectiveReport } from "./collective.js";
+import { runCollectiveScenario, portTraffic } from "./collective.js";
 import { runCollectiveSequence } from "./sequence.js";
-import { deviceCounts, percentiles, type MetaroceCounts, type RetransmitCauses } from "./counters.js";
-
-export { DEVICE_DROP_COUNTERS, METAROCE_COUNTERS, type MetaroceCounts } from "./counters.js";
-import type { GraphProgram } from "../graph/types.js";
+import { deviceCounts, percentiles } from "./counters.js";
+import type { FlowResult, ScenarioResult, PathSummary, RunOptions } from "./result.js";
 import { ConfigError, HBM_MAX_BYTES } from "../config.js";
 
-/** What one flow (a QP pair of the traffic pattern) did in a scenario run. */
-export interface FlowResult {
-  /** The sending device. */
-  src: number;
-  /** The receiving device. */
-  dst: number;
-  /** Payload bytes of the messages that completed successfully. */
-  bytes: number;
-  /** Messages it posted. */
-  messages: number;
-  /** Messages that completed successfully. */
-  completed: number;
-  /** messages that completed with an error (WR_FLUSH_ERR behind the first) */
-  failed: number;
-  /** SUCCESS when every message posted completed with success; else the first error a message completed with, or INCOMPLETE (the run ended with messages outstanding) */
-  status: string;
-  /** from the first post to the last completion, ps */
-  durationPs: number;
-  /** `bytes` over `durationPs`, Gb/s. */
-  goodputGbps: number;
-}
-
-/**
- * How a run ended: every message done and successful; every message done, some failed; the
- * scenario's time ran out first; the caller stopped it; or stalled: work outstanding and nothing
- * left to happen (no device event, no frame in the fabric), so nothing would ever complete it.
- */
-export type RunEnd = "finished" | "failed" | "time-limit" | "stopped" | "stalled";
-
-
-/** What a scenario run did ({@link runScenario}; `menic run --json` prints it). */
-export interface ScenarioResult {
-  /** The scenario's name. */
-  name: string;
-  /** The seed every random stream derived from. */
-  seed: number;
-  /** simulated time of the last completion when every message completed, else the time reached, ps */
-  endPs: number;
-  /** the scenario's time limit, ps */
-  untilPs: number;
-  /** true when every message completed successfully */
-  finished: boolean;
-  /** How the run ended. */
-  ended: RunEnd;
-  /** Messages over all flows. */
-  messages: MessageCounts;
-  /** Every flow, in the order of the traffic pattern. */
-  flows: FlowResult[];
-  /** Payload bytes delivered over all flows. */
-  totalBytes: number;
-  /** `totalBytes` over the time from the first post to the last completion, Gb/s. */
-  totalGoodputGbps: number;
-  /** Per-message completion time (post to completion), ps. */
-  fctPs: Percentiles;
-  /** the transport QPs between devices ran */
-  transport: "rocev2" | "metaroce";
-  /** RoCEv2: go-back-N restarts (each sends again from a PSN); MetaRoCE-like: packets sent again */
-  retransmits: number;
-  /** RoCEv2: transport timer expiries; MetaRoCE-like: path RTOs */
-  timeouts: number;
-  /** RoCEv2 NAKs the responders sent (sequence errors, RNR, access errors). */
-  naksSent: number;
-  /** DCQCN congestion notification packets the receivers sent (answers to ECN marks). */
-  cnpsSent: number;
-  /**
-   * Frames that reached a device after its clock had passed their arrival time (port.rx_late):
-   * a causality break in the cluster runner's windows, always 0 in a sound run (docs/fabric.md,
-   * "Windows"); the report warns when it is not.
-   */
-  lateArrivals: number;
-  /** why packets were sent again, by cause, and how many arrived twice */
-  retransmitCauses: RetransmitCauses;
-  /** What the fabric did. */
-  fabric: FabricCounts;
-  /** frames the devices dropped, by reason (DEVICE_DROP_COUNTERS, and rx_stage_full) */
-  deviceDrops: Record<string, number>;
-  /** frames and bytes the devices sent, per port, summed over the devices */
-  ports: PortCounts;
-  /** the MetaRoCE-like transport's own counters, summed over the devices (layouts/stats.json mrt.*) */
-  metaroce?: MetaroceCounts;
-  /** the MetaRoCE-like paths of every device at the end of the run */
-  paths?: PathSummary;
-  /** a collective scenario's results, one row per size (its traffic fields are empty) */
-  collective?: CollectiveReport;
-  /** a scenario of `collectives`: one report per collective, in order, each with the split it ran under and its frames per port (`endPs`: the whole sequence's end) */
-  collectives?: CollectiveReport[];
-}
-
-/** What the devices sent per port, summed over the devices: index p is every device's port p. */
-export interface PortCounts {
-  /** frames sent */
-  frames: number[];
-  /** their bytes on the wire */
-  bytes: number[];
-}
-
-/** What the fabric did in a run. */
-export interface FabricCounts {
-  /** Frames dropped, by reason: `buffer_full`, `port_cap`, `no_route`, `link_down`, `random_loss`, `ge_loss` (bursty loss), `bad_frame`. */
-  drops: Record<DropReason, number>;
-  /** Frames a switch marked with ECN CE. */
-  ecnMarks: number;
-  /** PFC pause frames the switches sent. */
-  pfcPauses: number;
-  /** Frames serialised onto a link (a frame crossing 4 links makes 4 hops). */
-  hops: number;
-  /** Frames delivered to a device. */
-  delivered: number;
-}
-
-/** Messages over all flows of a run. */
-export interface MessageCounts {
-  /** Posted. */
-  total: number;
-  /** Completed, successfully or not. */
-  completed: number;
-  /** Completed with an error. */
-  failed: number;
-}
-
-/** A distribution's median, 99th percentile and maximum. */
-export interface Percentiles {
-  /** The median. */
-  p50: number;
-  /** The 99th percentile. */
-  p99: number;
-  /** The largest. */
-  max: number;
-}
-
-/** What the MetaRoCE-like paths looked like at the end: how many in each state, and the spread of their windows, RTTs and hints. */
-export interface PathSummary {
-  /** Paths over all devices. */
-  count: number;
-  /** Paths in the active state. */
-  active: number;
-  /** Paths suspect after a timeout. */
-  suspect: number;
-  /** Paths failed (probed until they answer). */
-  failed: number;
-  /** min, median, max over the paths */
-  cwndBytes: [number, number, number];
-  /** over the paths with a sample */
-  srttPs: [number, number, number];
-  /** over the paths with a hint */
-  hintGbps: [number, number, number];
-}
+// what a run takes and gives is result.ts's; these names have always been importable from here
+export { DEVICE_DROP_COUNTERS, METAROCE_COUNTERS, type MetaroceCounts } from "./counters.js";
+export type { FlowResult, RunEnd, ScenarioResult, PortCounts, FabricCounts, MessageCounts, PathSummary, BuiltRun, RunObserver, GraphTrace, RunOptions, CollectiveRow, CollectiveReport } from "./result.js";
+export type { Percentiles } from "./counters.js";
 
 function spread(v: number[]): [number, number, number] {
   if (v.length === 0) return [0, 0, 0];
@@ -206,71 +57,6 @@ interface FlowState {
   status: string;
 }
 
-/** The built run as an observer sees it: the fabric and the flows, in the order of `trafficFlows`. */
-export interface BuiltRun {
-  fabric: Fabric;
-  /** the devices, by device number */
-  devices: readonly Device[];
-  transport: "rocev2" | "metaroce";
-  messagesPerFlow: number;
-  /** per flow: its DCQCN rate now, and the payload bytes its sender has sent (retransmissions included) and its receiver has placed in order */
-  flows: readonly { src: number; dst: number; messageBytes: number; rateGbps(): number; sentBytes(): number; placedBytes(): number }[];
-}
-
-/** Watches a run as it goes (a trace): every message posted and completed, and time passing. */
-export interface RunObserver {
-  /** sample wants to be called at least this often, ps of simulated time */
-  readonly intervalPs: number;
-  begin(run: BuiltRun): void;
-  posted(flow: number, wrId: number, atPs: number): void;
-  completed(flow: number, wrId: number, atPs: number, status: string): void;
-  sample(nowPs: number): void;
-  /** a collective scenario: one size's run is over; its graphs' nodes as they ran on the engines */
-  graph?(g: GraphTrace): void;
-}
-
-/** A collective's nodes as they ran (RunObserver.graph): per device, in node order. */
-export interface GraphTrace {
-  /** which of the scenario's sizes (0-based) and its bytes */
-  index: number;
-  size: number;
-  program: GraphProgram;
-  /** per device: its nodes' spans, times in ps from the start of the simulation */
-  spans: { node: number; engine: number; postedPs: number; donePs: number }[][];
-}
-
-/** How {@link runScenario} reports and may be stopped. */
-export interface RunOptions {
-  /** called now and then with the simulated time reached and the messages completed so far */
-  onProgress?: (nowPs: number, completed: number, total: number) => void;
-  /**
-   * Awaited between chunks of simulated time: when it gives true the run stops where it is. The
-   * run yields to the caller's event loop only here (a Ctrl-C handler runs when this waits).
-   */
-  shouldStop?: () => boolean | Promise<boolean>;
-  /** a hook that sees the built cluster before it runs (pcap capture: endpoints[d].tap, tests) */
-  onBuilt?: (c: { fabric: Fabric; runner: ClusterRunner; contexts: Context[]; endpoints: DeviceEndpoint[] }) => void;
-  /** watches every message posted and completed, and time passing (what `--trace` writes) */
-  observer?: RunObserver;
-  /**
-   * The memory the run's devices and fabric may need: a scenario that needs more is refused
-   * before it is built, with a ConfigError naming devices.count (default MEMORY_BOUND_BYTES,
-   * 16 GiB; docs/fabric.md, "Memory")
-   */
-  maxMemoryBytes?: number;
-  /**
-   * called when a run's set-up is done, just before its simulation starts: a traffic scenario's
-   * once, its QPs connected and its messages posted (`size`: its message bytes); a collective
-   * scenario's once per size, when that size's run rings its doorbells (`size`: its bytes)
-   */
-  onStart?: (size: number) => void;
-  /**
-   * the cluster runner's window instead of the largest multiple of the devices' interleave
-   * quantum within the smallest link latency: at most that latency (docs/fabric.md, "Windows":
-   * what may and may not depend on it)
-   */
-  windowPs?: number;
-}
 
 /**
  * What {@link runScenario} refuses before it makes anything (flows, programs, devices): a bad

@@ -14,7 +14,7 @@ import { compileCollective, stripePorts, portTraffic, openCluster, bootCluster, 
 import { ConfigError, HBM_MAX_BYTES } from "../config.js";
 import { matmulAlonePs } from "./interference.js";
 import type { Scenario } from "./scenario.js";
-import type { RunOptions, ScenarioResult } from "./run.js";
+import type { RunOptions, ScenarioResult } from "./result.js";
 
 /** What every program of the sequence needs together: the most engines, and room for all their queue pairs, CQs, regions, PDs and HBM (nothing is freed between them). */
 function needOfAll(needs: Record<string, number>[], devices: number): Record<string, number> {
