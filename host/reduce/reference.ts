@@ -20,18 +20,25 @@ export const F32_CANON_NAN = 0x7fc00000;
 export const F16_CANON_NAN = 0x7e00;
 export const BF16_CANON_NAN = 0x7fc0;
 
-const scratch = new DataView(new ArrayBuffer(4));
+// One 4-byte scratch seen as an f32 and as a u32 (both in the platform's byte order, so the
+// bits mean the same). These two went through a DataView (setFloat32, getUint32) until a bf16
+// all-reduce's reference came out wrong in some processes and right in others (Node 20: the
+// same run and inputs; one element's high byte 0x00 where the device had 0x40), never with V8's
+// optimizing compiler off (--no-opt). With the typed arrays, 8 processes of 8 agree with the
+// device (test/compute-interference.test.ts had failed on this, seemingly at random).
+const scratchF32 = new Float32Array(1);
+const scratchU32 = new Uint32Array(scratchF32.buffer);
 
 /** The IEEE binary32 bits of `x` rounded to f32 (a NaN gives whatever bits the engine picks). */
 export function f32Bits(x: number): number {
-  scratch.setFloat32(0, x, true);
-  return scratch.getUint32(0, true);
+  scratchF32[0] = x;
+  return scratchU32[0]!;
 }
 
 /** The f32 value of 32 bits `b`. */
 export function bitsToF32(b: number): number {
-  scratch.setUint32(0, b >>> 0, true);
-  return scratch.getFloat32(0, true);
+  scratchU32[0] = b >>> 0;
+  return scratchF32[0]!;
 }
 
 /** Rounds a non-negative number to the nearest integer, ties to even. */
