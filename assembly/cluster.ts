@@ -17,16 +17,16 @@ import { NEVER } from "./core/time";
 import { copyBytes } from "./core/copy";
 import { jitNewEpoch } from "./engine/jit-cache";
 import { nextActivity, step, hasOutput } from "./run";
-import { Ports, portsOf, txRing, rxRing, ringConsume } from "./nic/ports";
+import { Ports, portsOf, txRing, rxRing, ringConsume, portAt, portPause } from "./nic/ports";
 import { portsUnblock } from "./nic/roce-tx";
 import { rxPut, rxCommit } from "./nic/roce-rx";
-import { takeDue, heldBodyBytes, writeHeld, fabricRelease, fabricRunTo, fabricNextEvent, fabricFull, fabricOutbox, ingestRing } from "./fabric/fabric";
+import { takeDue, heldBodyBytes, writeHeld, fabricRelease, fabricRunTo, fabricNextEvent, fabricFull, fabricOutbox, ingestRing, fabricEpPaused } from "./fabric/fabric";
 import { zeroed } from "./fabric/memory";
 import { HDR_SLOT } from "./fabric/packets";
 import {
   CLU_SIZE, CLU_FAB, CLU_N, CLU_DEV, CLU_ORDER, CLU_NEXT, CLU_PS_PER_BYTE, CLU_STAGE_DROPS, CLU_OVERHEAD, CLU_NOW_PS,
   CLU_WINDOW_PS, CLU_WINDOWS, CLU_STEPS, CLU_DELIVERIES, CLU_WIN_END, CLU_RESUME, CLU_RESUME_STEPPED,
-  FAB_DEVICES, FAB_PEND_MIN, FAB_OUTBOX, FAB_OUTBOX_BODY,
+  FAB_DEVICES, FAB_PEND_MIN, FAB_OUTBOX, FAB_OUTBOX_BODY, FAB_PFC_ON, FAB_PORTS,
   PKT_SIZE, PKT_HDR_LEN, PKT_BODY_LEN, PKT_BODY_OFF,
 } from "./generated/layouts";
 
@@ -86,6 +86,10 @@ export function clusterRun(cl: usize, endPs: f64, stopWhenIdle: bool, fresh: boo
   if (load<i32>(cl + CLU_RESUME) >= 0 && !finishWindow(cl, fab, n)) return CLUSTER_ATTENTION;
   while (load<f64>(cl + CLU_NOW_PS) < endPs) {
     const now = load<f64>(cl + CLU_NOW_PS);
+    // the pauses the fabric holds the devices' ports under, from now (an XON wakes a port)
+    if (load<u32>(fab + FAB_PFC_ON) != 0) {
+      for (let i = 0; i < n; i++) if (syncPauses(fab, i, devAt(cl, i), <u64>now)) setF64(cl, CLU_NEXT, i, nextOf(devAt(cl, i)));
+    }
     let next = fabricNextEvent(fab);
     const pend = <usize>load<u32>(fab + FAB_PEND_MIN), acts = tab(cl, CLU_NEXT);
     for (let i = 0; i < n; i++) {
@@ -161,6 +165,21 @@ function stepDevice(cl: usize, fab: usize, i: i32, end: f64): bool {
   }
   setF64(cl, CLU_NEXT, i, nextOf(dev));
   return true;
+}
+
+/** Device `i`'s ports paused or let go as the fabric now holds their links (from `t`); true when one changed. */
+function syncPauses(fab: usize, i: i32, dev: Device, t: u64): bool {
+  const ports = load<u32>(fab + FAB_PORTS);
+  const n = ports < dev.cfg.ports ? ports : dev.cfg.ports;
+  const at = t > dev.now ? t : dev.now;
+  let changed = false;
+  for (let p: u32 = 0; p < n; p++) {
+    const paused = fabricEpPaused(fab, i * <i32>ports + <i32>p) != 0;
+    if (paused == (portAt(dev, p).paused != 0)) continue;
+    portPause(dev, p, paused, at);
+    changed = true;
+  }
+  return changed;
 }
 
 /**

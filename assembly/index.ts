@@ -52,6 +52,12 @@ export function step(dev: usize, untilPs: u64, flags: u32): u64 {
   return stepDevice(changetype<Device>(dev), untilPs, flags);
 }
 
+/** Port `port` of device `dev` is paused by its link partner's PFC (paused 1) or free again (0), from `atPs` (nic/ports.ts portPause). */
+export function portPaused(dev: usize, port: u32, paused: u32, atPs: u64): void {
+  const d = changetype<Device>(dev);
+  if (port < d.cfg.ports) portPause(d, port, paused != 0, atPs > d.now ? atPs : d.now);
+}
+
 /** When something next happens in the device (ps): its time while an engine runs; u64 max when nothing ever will. */
 export function nextActivityPs(dev: usize): u64 {
   return nextActivity(changetype<Device>(dev));
@@ -309,7 +315,7 @@ export function qpRqDone(dev: usize, qpn: u32): u32 { return qpAt(changetype<Dev
 
 // ---- ports: the device/fabric boundary (nic/ports.ts). The host drains the transmit ring and
 // fills the receive ring a window at a time.
-import { portsOf, txRing, ringConsume } from "./nic/ports";
+import { portsOf, txRing, ringConsume, portPause } from "./nic/ports";
 import { portsUnblock } from "./nic/roce-tx";
 import { rxPut as rxPutV } from "./nic/roce-rx";
 
@@ -361,7 +367,7 @@ export function configSetJit(dev: usize, on: u32): void {
 // ---- the fabric (assembly/fabric/: a fabric is a handle too, in a core instance of its own or in
 // the instance of its devices)
 export {
-  fabricNew, fabricInit, fabricInbox, fabricIngest, fabricNextEvent, fabricRunTo, fabricTake, fabricRelease,
+  fabricNew, fabricInit, fabricInbox, fabricIngest, fabricNextEvent, fabricRunTo, fabricTake, fabricRelease, fabricEpPaused,
   fabricOutages, fabricSchedule, fabricRebuildGroups, portCatchUp as fabricCatchUp,
   fabricReadFrame, fabricMarkCe, fabricDraw, fabricEcmpPick, fabricHashTuple, fabricEventPush, fabricEventPop,
 } from "./fabric/fabric";

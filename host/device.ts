@@ -354,6 +354,14 @@ export class Device {
     return this.ordered !== null;
   }
 
+  /**
+   * @internal Port `port`'s link partner paused it by PFC (true: it starts no frame) or let it go
+   * (false), from `atPs`: the cluster runner tells it so from the fabric (docs/fabric.md, "PFC and devices").
+   */
+  portPaused(port: number, paused: boolean, atPs: number): void {
+    this.core.portPaused(this.handle, port, paused ? 1 : 0, BigInt(Math.ceil(atPs)));
+  }
+
   /** When something next happens in the device (ps): now while an engine runs; null when nothing ever will. */
   get nextActivityPs(): bigint | null {
     const t = BigInt.asUintN(64, this.core.nextActivityPs(this.handle));

@@ -14,6 +14,8 @@ export interface MenicExports {
   eventBoundFor(cfg: number): number;
   step(dev: number, untilPs: bigint, flags: number): bigint;
   nextActivityPs(dev: number): bigint;
+  /** port `port` paused (1) by its link partner's PFC, or free again (0), from `atPs` */
+  portPaused(dev: number, port: number, paused: number, atPs: bigint): void;
   fatal(dev: number): number;
   now(dev: number): bigint;
   arenaBase(dev: number): number;
@@ -110,6 +112,8 @@ export interface MenicExports {
   fabricRunTo(fab: number, endPs: number): void;
   fabricTake(fab: number, device: number, endPs: number, columns: number): number;
   fabricRelease(fab: number): void;
+  /** 1 while device port `ep`'s link into the fabric is paused (PFC) */
+  fabricEpPaused(fab: number, ep: number): number;
   fabricOutages(fab: number, link: number, n: number): number;
   fabricSchedule(fab: number, link: number, kind: number, atPs: number): void;
   fabricRebuildGroups(fab: number, plane: number): void;
@@ -153,6 +157,7 @@ export const EXPORT_SIGNATURES: { readonly [K in ExportName]: Signature<MenicExp
   eventBoundFor: [["i32"], "i32"],
   step: [["i32", "i64", "i32"], "i64"],
   nextActivityPs: [["i32"], "i64"],
+  portPaused: [["i32", "i32", "i32", "i64"], "void"],
   fatal: [["i32"], "i32"],
   now: [["i32"], "i64"],
   arenaBase: [["i32"], "i32"],
@@ -247,6 +252,7 @@ export const EXPORT_SIGNATURES: { readonly [K in ExportName]: Signature<MenicExp
   fabricRunTo: [["i32", "f64"], "void"],
   fabricTake: [["i32", "i32", "f64", "i32"], "i32"],
   fabricRelease: [["i32"], "void"],
+  fabricEpPaused: [["i32", "i32"], "i32"],
   fabricOutages: [["i32", "i32", "i32"], "i32"],
   fabricSchedule: [["i32", "i32", "i32", "f64"], "void"],
   fabricRebuildGroups: [["i32", "i32"], "void"],

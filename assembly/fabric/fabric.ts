@@ -402,6 +402,17 @@ function addressEp(fab: usize, addr: u32): i32 {
 
 // ---- the event loop ----------------------------------------------------------------------
 
+/**
+ * 1 while device port `ep`'s link into the fabric is paused (PFC: its switch's ingress holds
+ * too much): what the cluster runner tells the device at a window's start (its port then starts
+ * no frame). The fabric still holds what the device sent before it heard, at most a window's.
+ */
+export function fabricEpPaused(fab: usize, ep: i32): u32 {
+  if (load<u32>(fab + FAB_PFC_ON) == 0) return 0;
+  const c = i32Of(fab, FAB_EP_UP_CH, ep);
+  return c != NONE && load<u8>(chan(fab, c) + FCH_PAUSED) != 0 ? 1 : 0;
+}
+
 /** Time of the next event, Infinity when there is none. */
 export function fabricNextEvent(fab: usize): f64 {
   return eventsNextTime(fab);

@@ -15,7 +15,7 @@ import { copyBytes } from "../core/copy";
 import { schedule, unschedule, EventKind } from "../core/sched";
 import {
   PKT_SIZE, PKT_HDR, PKT_TIME_PS, PKT_WIRE_LEN, PKT_PORT, PKT_HDR_LEN, PKT_BODY_LEN, PKT_BODY_OFF, PKT_SEQ, PKT_SRC_DEVICE,
-  STAT_PORT_TX_RING_FULL, STAT_PORT_TX_PACKETS, STAT_PORT_TX_BYTES, WIRE_OVERHEAD_BYTES,
+  STAT_PORT_TX_RING_FULL, STAT_PORT_TX_PACKETS, STAT_PORT_TX_BYTES, STAT_PORT_PFC_PAUSES, WIRE_OVERHEAD_BYTES,
 } from "../generated/layouts";
 
 /** Bytes a frame also takes on the wire: preamble and start delimiter (8), FCS (4), gap (12). */
@@ -35,6 +35,7 @@ export const HDR_MAX: u32 = PKT_SIZE - PKT_HDR;
   txPending: u32; // 1 while a PortTx event is pending for it (one at most)
   wakeAt: u64; // that event's time
   blocked: u32; // 1 while the transmit ring is full: the host's drain restarts it
+  paused: u32; // 1 while its link partner's PFC pause holds it: it starts no frame (portPause)
 }
 
 export const PORT_STRIDE: usize = (offsetof<Port>() + 15) & ~(<usize>15);
@@ -216,7 +217,7 @@ function bodyFits(r: PktRing, len: u32): bool {
 /** Makes sure port `p` looks for work at `t` (or when its current frame has left), even if it was asleep until later. */
 export function wakePort(dev: Device, p: u32, t: u64): void {
   const port = portAt(dev, p);
-  if (port.blocked) return;
+  if (port.blocked || port.paused) return;
   const at = port.busyUntil > t ? port.busyUntil : t;
   if (port.txPending) {
     if (port.wakeAt <= at) return;
@@ -224,6 +225,20 @@ export function wakePort(dev: Device, p: u32, t: u64): void {
     unschedule(dev, EventKind.PortTx, p);
   }
   portWakeAt(dev, port, p, at);
+}
+
+/**
+ * Port `p`'s link partner paused it (IEEE 802.1Qbb XOFF: the switch's ingress for it holds too
+ * much) or let it go again (XON), as the cluster runner reads the fabric at a window's start.
+ * Paused, the port starts no frame: its PortTx event, if one is pending, is dropped when it
+ * comes (run.ts), and wakePort schedules none; its QPs keep their packets and their timers run.
+ */
+export function portPause(dev: Device, p: u32, paused: bool, t: u64): void {
+  const port = portAt(dev, p);
+  if (paused == (port.paused != 0)) return;
+  port.paused = paused ? 1 : 0;
+  if (paused) statAdd(dev, STAT_PORT_PFC_PAUSES, 1);
+  else wakePort(dev, p, t);
 }
 
 /** Schedules port `p`'s one PortTx event at `at`. */

@@ -67,6 +67,10 @@ export class DeviceEndpoint implements Endpoint {
     return { handle: d.handle, psPerByte: this.psPerByte, overheadBytes: FRAME_OVERHEAD_BYTES };
   }
 
+  pause(port: number, paused: boolean, atPs: number): void {
+    this.device.portPaused(port, paused, atPs);
+  }
+
   attend(): void {
     this.device.afterStep();
   }

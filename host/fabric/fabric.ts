@@ -114,6 +114,8 @@ export class Fabric {
   readonly devices: number;
   readonly ports: number;
 
+  /** PFC is on: a switch pauses the links into an ingress that holds too much (devices' too). */
+  readonly pfc: boolean;
   /** @internal the core instance it runs in */
   readonly core: MenicExports;
   /** @internal the fabric's header in the core's memory */
@@ -153,6 +155,7 @@ export class Fabric {
     const nLinks = (this.nLinks = t.links.length), nCh = (this.nCh = 2 * nLinks), nSw = (this.nSw = t.switches.length);
     const leaves = t.leavesPerPlane, spines = t.spinesPerPlane, firstSpine = t.planes * leaves;
     const e = cfg.switch.ecn, p = cfg.switch.pfc;
+    this.pfc = p.enabled;
     this.views();
     const put32 = (f: number, v: number) => this.dv.setUint32(fab + f, v, true);
     const putF = (f: number, v: number) => this.dv.setFloat64(fab + f, v, true);
@@ -354,6 +357,11 @@ export class Fabric {
   }
 
   // ---- the event loop --------------------------------------------------------------------
+
+  /** True while port `port` of device `device` is paused: its link into the fabric (PFC), as of the fabric's time. */
+  portPaused(device: number, port: number): boolean {
+    return this.pfc && this.core.fabricEpPaused(this.fab, device * this.ports + port) !== 0;
+  }
 
   /** Time of the next event, Infinity when there is none. */
   nextEventPs(): number {

@@ -66,6 +66,11 @@ export interface Endpoint {
   inCore?(core: MenicExports): CoreDevice | null;
   /** The core's window loop stopped at it: read its output, throw if it failed (Device.afterStep). */
   attend?(): void;
+  /**
+   * Its port `port`'s link into the fabric is paused by PFC (true) or free again (false), from
+   * `atPs` (a window's start): a device's port then starts no frame. Absent: it does not obey.
+   */
+  pause?(port: number, paused: boolean, atPs: number): void;
 }
 
 /** The device interleave quantum (layouts/config.json interleaveQuantumPs default). */
@@ -115,6 +120,8 @@ export class ClusterRunner {
   /** the core's cluster (assembly/cluster.ts) once the loop has run there; 0 before */
   private cl = 0;
   private readonly loop: "core" | "host";
+  /** per endpoint and port: 1 while the fabric holds that port paused, as last told (host loop) */
+  private paused: Uint8Array | undefined;
 
   constructor(readonly fabric: Fabric, readonly endpoints: readonly Endpoint[], o: RunnerOptions = {}) {
     if (endpoints.length !== fabric.devices) throw new RangeError(`the fabric has ${fabric.devices} devices, got ${endpoints.length} endpoints`);
@@ -155,6 +162,8 @@ export class ClusterRunner {
     const W = this.windowPs, fabric = this.fabric, eps = this.endpoints, n = eps.length;
     for (let i = 0; i < n; i++) this.nextAct[i] = eps[i].nextActivityPs();
     while (this.nowPs < endPs) {
+      // the pauses the fabric holds the endpoints' ports under, from now (an XON wakes a port)
+      if (fabric.pfc) this.syncPauses();
       // the next time anything happens; skip idle windows in one jump
       let next = fabric.nextEventPs();
       for (let i = 0; i < n; i++) next = Math.min(next, this.nextAct[i], fabric.nextArrivalPs(i));
@@ -185,6 +194,25 @@ export class ClusterRunner {
       this.windows++;
     }
     return false;
+  }
+
+  /** Tells each endpoint whose port's pause changed (Endpoint.pause), as assembly/cluster.ts syncPauses does in the core. */
+  private syncPauses(): void {
+    const fabric = this.fabric, ports = fabric.ports;
+    this.paused ??= new Uint8Array(this.endpoints.length * ports);
+    for (let i = 0; i < this.endpoints.length; i++) {
+      const ep = this.endpoints[i]!;
+      if (!ep.pause) continue;
+      let changed = false;
+      for (let p = 0; p < ports; p++) {
+        const now = fabric.portPaused(i, p) ? 1 : 0;
+        if (this.paused[i * ports + p] === now) continue;
+        this.paused[i * ports + p] = now;
+        ep.pause(p, now === 1, this.nowPs);
+        changed = true;
+      }
+      if (changed) this.nextAct[i] = ep.nextActivityPs();
+    }
   }
 
   /** Every endpoint as a device the core can step, or null when one cannot be. */

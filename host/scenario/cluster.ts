@@ -7,7 +7,8 @@ import { ClusterRunner } from "../fabric/runner.js";
 import { DeviceEndpoint } from "../cluster/endpoint.js";
 import type { Context } from "../verbs.js";
 import { leafSpine, singleSwitch, PORTS_DEFAULT, type Topology } from "../fabric/topology.js";
-import { ConfigError, resolveConfig, packConfig } from "../config.js";
+import { ConfigError, resolveConfig, packConfig, configDefault } from "../config.js";
+import { PAYLOAD_SLOT_BYTES_DEFAULT } from "../fabric/config.js";
 import { CoreInstance } from "../wasm.js";
 import type { Scenario } from "./scenario.js";
 
@@ -151,7 +152,12 @@ export function clusterHome(coreModule: WebAssembly.Module, sc: Scenario, config
  */
 export function buildCluster(home: WebAssembly.Module | CoreInstance, sc: Scenario, contexts: readonly Context[], windowPs?: number): { fabric: Fabric; endpoints: DeviceEndpoint[]; runner: ClusterRunner } {
   const topo = buildTopology(sc);
-  const fabric = new Fabric(home, topo, { mode: sc.fabric.mode, seed: sc.seed, ...(sc.fabric.switch ? { switch: sc.fabric.switch } : {}) });
+  // a payload slot fits the largest frame the devices build: their MTU, and pad and ICRC with room
+  // to spare (the default at the default MTU); at an MTU of 256 a switch buffer of small frames
+  // held 6 x the memory in slots of 4,608 B
+  const mtu = Number(sc.devices.config.mtuBytes ?? configDefault("mtuBytes"));
+  const payloadSlotBytes = mtu + (PAYLOAD_SLOT_BYTES_DEFAULT - configDefault("mtuBytes"));
+  const fabric = new Fabric(home, topo, { mode: sc.fabric.mode, seed: sc.seed, payloadSlotBytes, ...(sc.fabric.switch ? { switch: sc.fabric.switch } : {}) });
   applyFaults(sc, fabric, topo);
   const endpoints = contexts.map((c) => new DeviceEndpoint(c.device));
   const quantumPs = contexts.length > 0 ? Number(contexts[0]!.device.config.get("interleaveQuantumPs")) : undefined;
