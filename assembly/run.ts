@@ -12,7 +12,6 @@ import { Hart, EngineState, MIP_MTIP, MSTATUS_MIE } from "./engine/hart";
 import { wake, interruptEngine } from "./engine/wake";
 import { mailboxArrive } from "./engine/mailbox";
 import { portTx } from "./nic/roce-tx";
-import { portAt } from "./nic/ports";
 import { mrtPortTx, mrtTimer } from "./metaroce/tx";
 import { rxArrive, nicTimer } from "./nic/roce-rx";
 import { execute } from "./engine/exec";
@@ -67,11 +66,7 @@ function runEvents(dev: Device): void {
       case EventKind.NicKick: qpAt(dev, a).kickPending = 0; kick(dev, a, t); break;
       case EventKind.Doorbell: dbqArrive(dev, a, t); break;
       case EventKind.Mailbox: mailboxArrive(dev, t); break;
-      case EventKind.PortTx:
-        // a port paused since this was scheduled starts nothing: the XON wakes it again
-        if (portAt(dev, a).paused != 0) { portAt(dev, a).txPending = 0; break; }
-        if (dev.mrt != 0) mrtPortTx(dev, a, t); else portTx(dev, a, t);
-        break;
+      case EventKind.PortTx: if (dev.mrt != 0) mrtPortTx(dev, a, t); else portTx(dev, a, t); break;
       case EventKind.RxArrive: rxArrive(dev, t); break;
       case EventKind.NicTimer: nicTimer(dev, a, t); break;
       case EventKind.MrtTimer: mrtTimer(dev, a, t); break;

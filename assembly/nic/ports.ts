@@ -230,15 +230,20 @@ export function wakePort(dev: Device, p: u32, t: u64): void {
 /**
  * Port `p`'s link partner paused it (IEEE 802.1Qbb XOFF: the switch's ingress for it holds too
  * much) or let it go again (XON), as the cluster runner reads the fabric at a window's start.
- * Paused, the port starts no frame: its PortTx event, if one is pending, is dropped when it
- * comes (run.ts), and wakePort schedules none; its QPs keep their packets and their timers run.
+ * Paused, the port starts no frame: its pending PortTx event is taken back and wakePort
+ * schedules none (every other PortTx is scheduled by the port's own handler, which then does not
+ * run); its QPs keep their packets and their timers run.
  */
 export function portPause(dev: Device, p: u32, paused: bool, t: u64): void {
   const port = portAt(dev, p);
   if (paused == (port.paused != 0)) return;
   port.paused = paused ? 1 : 0;
-  if (paused) statAdd(dev, STAT_PORT_PFC_PAUSES, 1);
-  else wakePort(dev, p, t);
+  if (!paused) { wakePort(dev, p, t); return; }
+  statAdd(dev, STAT_PORT_PFC_PAUSES, 1);
+  if (port.txPending) {
+    unschedule(dev, EventKind.PortTx, p);
+    port.txPending = 0;
+  }
 }
 
 /** Schedules port `p`'s one PortTx event at `at`. */
