@@ -63,11 +63,25 @@ function faults(next: Rng): Record<string, unknown>[] {
 }
 
 /** A random traffic scenario (seeded): every field the schema allows, small enough to run in well under a second. */
+/**
+ * How a case is made to end, whatever the seed range (null: as it goes): traffic, one case in
+ * sixteen asks for 0 messages (refused, naming scenario.traffic.messages) and one has 1 us (too
+ * little to finish); collectives, one in six has 3 us. Cut short, a case ends at its time limit
+ * unless something else in it is refused. The tests check each such case, and so every budget
+ * reaches every outcome (a fresh range of 24 collectives may otherwise all finish, and one of 48
+ * traffic cases had none refused).
+ */
+export function forcedEnd(kind: "traffic" | "collective", seed: number): "refused" | "time-limit" | null {
+  if (kind === "collective") return seed % 6 === 5 ? "time-limit" : null;
+  return seed % 16 === 15 ? "refused" : seed % 16 === 7 ? "time-limit" : null;
+}
+
 export function trafficScenario(seed: number): Record<string, unknown> {
   const next = xorshift32(seed * 2 + 1);
   const count = between(next, 2, 8);
   const { ports, scaleUpPorts, extra } = deviceConfig(next);
-  return {
+  const forced = forcedEnd("traffic", seed);
+  const s = {
     name: `tier-traffic-${seed}`, seed, until: pick(next, ["200us", "1ms", "3ms"]),
     transport: pick(next, ["rocev2", "metaroce"]),
     devices: { count, congestionControl: pick(next, ["dctcp", "nscc"]), config: { ports, scaleUpPorts, ...extra } },
@@ -82,6 +96,9 @@ export function trafficScenario(seed: number): Record<string, unknown> {
     },
     faults: faults(next),
   };
+  if (forced === "refused") s.traffic.messages = 0;
+  if (forced === "time-limit") s.until = "1us";
+  return s;
 }
 
 /** A random collective under random faults (seeded). */
@@ -95,9 +112,8 @@ export function collectiveScenario(seed: number): Record<string, unknown> {
   // a whole number of elements on every device
   const unit = 4 * count * 8;
   return {
-    // one case in six with too little time to finish (every 5 ms case on a fresh seed range might
-    // finish): the checks must hold for a collective cut short too, and every budget reaches one
-    name: `tier-collective-${seed}`, seed, until: seed % 6 === 5 ? "3us" : "5ms",
+    // cut short as forcedEnd says: the checks must hold for a collective that did not finish too
+    name: `tier-collective-${seed}`, seed, until: forcedEnd("collective", seed) ? "3us" : "5ms",
     transport: pick(next, ["rocev2", "metaroce"]),
     devices: { count, config: { ports, scaleUpPorts, transportTimeoutPs: 65_536_000, ...extra } },
     fabric: { topology: topology(next, count) },
