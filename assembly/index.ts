@@ -315,9 +315,8 @@ export function qpRqDone(dev: usize, qpn: u32): u32 { return qpAt(changetype<Dev
 
 // ---- ports: the device/fabric boundary (nic/ports.ts). The host drains the transmit ring and
 // fills the receive ring a window at a time.
-import { portsOf, txRing, ringConsume, portPause } from "./nic/ports";
-import { portsUnblock } from "./nic/roce-tx";
-import { rxPut as rxPutV } from "./nic/roce-rx";
+import { portsOf, txRing, ringConsume, portPause, portsUnblock } from "./nic/ports";
+import { rxPut as rxPutV } from "./nic/rx";
 
 /** Wasm address of the transmit ring's records (txRingEntries of PKT_SIZE). */
 export function txRecords(dev: usize): usize { return txRing(changetype<Device>(dev)).recs; }

@@ -123,10 +123,10 @@ describe("found by the forged-answer tier", () => {
   // WAS A BUG (RoCEv2; found with seeds 41, 61 and 88 of 1..200 as a stall: a QP in RTS with 12
   // requests outstanding, a READ at or next to its head, and no event left in either device).
   // No forged frame is needed: a lost last READ response does it. When a READ completes with
-  // a WRITE ahead of it acknowledged but not yet drained (q.outCount > 0), roce-rx.ts complete()
+  // a WRITE ahead of it acknowledged but not yet drained (q.outCount > 0), rocev2/rx.ts complete()
   // leaves the transport timer armed; its NicTimer event fires on the idle QP (nicTimer():
   // neither the outstanding nor the busy branch runs) and q.timerAt keeps the expired deadline.
-  // roce-tx.ts requestSent() arms the timer only when q.timerAt is NEVER or 0, so the next
+  // rocev2/tx.ts requestSent() arms the timer only when q.timerAt is NEVER or 0, so the next
   // request leaves with no timer: if its answer is lost, nothing ever asks again (here 200 us,
   // and roce.timeouts stays 0). Without the WRITE and READ before it, or without the idle
   // time, the same loss is recovered by a timeout after 10 us. (In seed 88 the READ's responses

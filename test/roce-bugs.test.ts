@@ -8,7 +8,7 @@ import { OP } from "../host/generated/headers.js";
 import type { Context, Cq, Mr, Qp, Wc } from "../host/verbs.js";
 
 // RC recovery the RoCEv2 transport once got wrong, found while writing the fuzz test
-// (test/roce-fuzz.test.ts) by reading assembly/nic/roce-rx.ts; each test failed on the old code.
+// (test/roce-fuzz.test.ts) by reading assembly/rocev2/rx.ts (then nic/roce-rx.ts); each test failed on the old code.
 
 /** Devices 0 and 1 cabled, QP a on 0 connected to QP b on 1, a region on each with every right. */
 async function pair(fate?: CableFate, config: Record<string, number> = {}) {
@@ -36,7 +36,7 @@ async function pair(fate?: CableFate, config: Record<string, number> = {}) {
 interface End { ctx: Context; cq: Cq; buf: number; mr: Mr; qp: Qp }
 
 describe("RC recovery (regressions)", () => {
-  // WAS: roce-rx.ts responder() took a FIRST or ONLY packet as the start of a message
+  // WAS: rocev2/rx.ts responder() took a FIRST or ONLY packet as the start of a message
   // (q.rxOp = RX_WRITE) before it checks that a WRITE ONLY with immediate has a receive for its
   // immediate. With none posted it answers RNR NAK but leaves rxOp set and ePsn where it was; the
   // requester sends the WRITE ONLY with immediate again after rnrTimerPs, at the same PSN, and the
@@ -59,7 +59,7 @@ describe("RC recovery (regressions)", () => {
   });
 
   // WAS: a lost READ response ended the READ with RETRY_EXC_ERR. The requester asks again by
-  // sending the READ request again (roce-rx.ts requester(), goBack to msgPsn; the timer does the
+  // sending the READ request again (rocev2/rx.ts requester(), goBack to msgPsn; the timer does the
   // same), at the PSN the responder has already moved past, so responder() takes it as a
   // duplicate and only ACKs it (the d < 0 branch); an ACK does not complete a READ, the timer
   // expires again, and after transportRetries the READ fails. IBA vol. 1 9.7.5.1.3 (duplicate

@@ -521,7 +521,7 @@ describe("RoCEv2 bad input: a device under 100,000 random and mutated frames whi
 
   // WAS A BUG (found by the fuzzer: FUZZ_SEED=6, timing mode, where a QP whose rate fuzzed CNPs had cut
   // was reset and its port still slept): a port waiting for a paced QP's next slot sends nothing
-  // else until then. roce-tx.ts paceHead() schedules the port's PortTx at that time and sets
+  // else until then. rocev2/tx.ts paceHead() schedules the port's PortTx at that time and sets
   // txPending; wakePort() returns at once while txPending is set, so an ACK, NAK or READ
   // response queued on the port meanwhile (answers go first, and DCQCN paces data, not answers),
   // or a QP that is not paced (or no longer: RESET sets rateMbps to 0), waits for the paced slot:

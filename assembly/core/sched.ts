@@ -18,9 +18,9 @@ export const enum EventKind {
   NicKick = 4, // a: qpn
   Doorbell = 5, // a: ringer index (doorbells.ts): its oldest doorbell has arrived
   Mailbox = 6, // the oldest host mailbox word given for a later time has arrived (engine/mailbox.ts)
-  PortTx = 7, // a: port: it is free to send its next frame (nic/roce-tx.ts; at most one pending per port)
-  RxArrive = 8, // the receive ring's oldest arrival is due (nic/roce-rx.ts; at most one pending)
-  NicTimer = 9, // a: qpn: its transport timer (nic/roce-rx.ts; at most one pending per QP, re-armed lazily)
+  PortTx = 7, // a: port: it is free to send its next frame (nic/transport.ts; at most one pending per port)
+  RxArrive = 8, // the receive ring's oldest arrival is due (nic/rx.ts; at most one pending)
+  NicTimer = 9, // a: qpn: its transport timer (rocev2/rx.ts; at most one pending per QP, re-armed lazily)
   MrtTimer = 10, // a: connection: its paths' timers (metaroce/tx.ts; at most one pending per connection, re-armed lazily)
   ComputeLoaded = 11, // the matmul grid's tile load has moved its bytes (compute/grid.ts; an HBM flow's end)
   ComputeDone = 12, // b: generation: the matmul grid's tile computing is done (at most one pending)

@@ -45,7 +45,7 @@ import {
 const HDRS: u32 = ETH_SIZE + IPV4_SIZE + UDP_SIZE;
 
 /**
- * A frame to UDP port MRT_UDP_PORT, its Ethernet, IPv4 and UDP headers already checked (roce-rx.ts):
+ * A frame to UDP port MRT_UDP_PORT, its Ethernet, IPv4 and UDP headers already checked (nic/rx.ts):
  * `f` the frame (full mode: all of it; timing mode: its headers), `wire` its length, `hdrLen`
  * the header bytes the record holds, `port` where it arrived.
  */

@@ -7,10 +7,11 @@
 
 import { Device } from "../core/device";
 import { NEVER } from "../core/time";
-import { connAt, pathAt, rxPathAt, portLists, PORT_DATA_COUNT, portPathsAt, pathHdrs, pdiff, PATH_ACTIVE } from "./state";
+import { mrtOf, connAt, pathAt, rxPathAt, portLists, PORT_DATA_COUNT, portPathsAt, pathHdrs, pdiff, PATH_ACTIVE } from "./state";
 import { ethIpUdpTemplate } from "../nic/ethernet";
 import { MRT_UDP_PORT } from "../generated/headers";
 import { ccInit } from "./cc";
+import { groupFirst, groupCount } from "../nic/ports";
 
 /** The port of a path whose group has no ports (the connection is parked until a QP opens the group again). */
 export const PORT_NONE: u32 = 0xffffffff;
@@ -102,4 +103,23 @@ function unlink(dev: Device, heads: usize, g: u32, ack: bool): void {
 
 @inline function nextOf(dev: Device, g: u32, ack: bool): u32 {
   return ack ? rxPathAt(dev, g).next : pathAt(dev, g).next;
+}
+
+/** The first connection that is not quiescent (connQuiet), or -1. */
+export function connBusy(dev: Device): i32 {
+  for (let c: u32 = 0; c < mrtOf(dev).connCount; c++) if (!connQuiet(dev, c)) return <i32>c;
+  return -1;
+}
+
+/** The peer device of connection `c`. */
+export function connPeer(dev: Device, c: u32): u32 {
+  return connAt(dev, c).peer;
+}
+
+/** The ports are re-split, `up` of them scale-up: every connection's paths move to its group's ports now. */
+export function connsRespread(dev: Device, up: u32): void {
+  for (let c: u32 = 0; c < mrtOf(dev).connCount; c++) {
+    const g = connAt(dev, c).group;
+    connSpread(dev, c, groupFirst(g, up), groupCount(g, up, dev.cfg.ports), false);
+  }
 }

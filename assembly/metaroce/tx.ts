@@ -7,12 +7,12 @@
 import { Device, statAdd } from "../core/device";
 import { schedule, unschedule, EventKind } from "../core/sched";
 import { NEVER } from "../core/time";
-import { Qp, qpAt } from "../nic/verbs";
+import { Qp, qpAt, qpWqe } from "../nic/verbs";
 import { dmaPtr } from "../mem/dma";
 import { Port, portAt, portsOf, txRoom, framePs, emit, wakePort, portWakeAt, WIRE_OVERHEAD } from "../nic/ports";
 import { ethIpUdpFrom } from "../nic/ethernet";
 import { psnAdd, psnDiff, packetsOf } from "../nic/psn";
-import { outAt, outFirstPsn, outLastPsn, outMsn, outFlags, outDrain, outComplete, outFlush, OUT_RESPONSE } from "../nic/outstanding";
+import { outAt, outFirstPsn, outLastPsn, outMsn, outFlags, outDrain, outComplete, outFlush, outPush, kickAt, OUT_RESPONSE, OUT_WAIT_RESPONSE } from "../nic/outstanding";
 import { qpError } from "../nic/queues";
 import { crc32 } from "../wire/icrc";
 import {
@@ -75,6 +75,29 @@ export function streamOpen(dev: Device, q: Qp, qpn: u32, c: u32): void {
   q.mtRnrAt = 0;
   ssnClear(ackedBitmap(dev, qpn));
   ssnClear(placedBitmap(dev, qpn));
+}
+
+/** QP `qpn` goes to RTR towards device `peer`: it becomes a stream of the connection over `group` (false: the connection table is full, mrtConnections). */
+export function mrtConnect(dev: Device, q: Qp, qpn: u32, peer: u32, group: u32, first: u32, count: u32): bool {
+  const c = connOpen(dev, peer, group, first, count);
+  if (c < 0) return false;
+  streamOpen(dev, q, qpn, <u32>c);
+  return true;
+}
+
+/**
+ * The request at the head of QP `qpn` (operation `op`) has its source read: every message joins
+ * the outstanding ones and the queue starts its next entry; its packets are the stream's SSNs
+ * msgPsn .. msgLastPsn. A SEND or WRITE_IMM names the receive it fills; a READ is acknowledged
+ * only once its response is all in.
+ */
+export function mrtSend(dev: Device, q: Qp, qpn: u32, op: u32, t: u64): void {
+  const consumes = op == OPCODE_SEND || op == OPCODE_SEND_WITH_IMM || op == OPCODE_RDMA_WRITE_WITH_IMM;
+  const msn = consumes ? q.mtRecvNext++ : q.mtMsn;
+  q.mtMsn++;
+  outPush(dev, q, qpn, qpWqe(dev, qpn), q.msgPsn, q.msgLastPsn, msn, op == OPCODE_RDMA_READ ? OUT_WAIT_RESPONSE : 0);
+  streamReady(dev, q, qpn, t);
+  kickAt(dev, q, qpn, t);
 }
 
 /** Stream `q` has new packets (a message joined its outstanding ones): its connection has work. */
@@ -748,7 +771,7 @@ function connMaybeDead(dev: Device, c: u32, t: u64): void {
 
 /**
  * Every path of connection `c` has been failed for mrtGiveUpPs: the peer is unreachable. Its
- * streams end as a RoCEv2 QP does when its retries run out (nic/roce-rx.ts): the oldest
+ * streams end as a RoCEv2 QP does when its retries run out (rocev2/rx.ts): the oldest
  * outstanding message with RETRY_EXC_ERR, the rest flushed, the QP in ERR. The failed paths are
  * still probed (a QP connected later may find them back), and the bound starts again for
  * QPs that join the connection while it stays dead.

@@ -1,5 +1,5 @@
 // The Ethernet II, IPv4 and UDP headers every frame a port sends starts with, whatever the
-// transport after them (RoCEv2: roce-tx.ts; the MetaRoCE-like transport: metaroce/tx.ts).
+// transport after them (RoCEv2: rocev2/tx.ts; the MetaRoCE-like transport: metaroce/tx.ts).
 
 import { Device } from "../core/device";
 import { portsOf, portIpv4, macOf } from "./ports";

@@ -4,7 +4,7 @@
 // its WQE and its PSNs) and the send queue goes on, up to OUT_MAX messages ahead (RC allows as
 // many as the PSN window; real NICs bound it too). The port sends them in order from a cursor
 // (Qp.rtxK, rtxPsn); ACKs complete them in order; a NAK or the timer moves the cursor back to
-// a PSN (roce-rx.ts, roce-tx.ts). A READ stays at the head of its queue until its responses
+// a PSN (rocev2/rx.ts, rocev2/tx.ts). A READ stays at the head of its queue until its responses
 // are in.
 
 import { Device, statAdd, tracePoint } from "../core/device";

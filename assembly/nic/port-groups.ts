@@ -18,26 +18,14 @@
 
 import { Device } from "../core/device";
 import { nicOf } from "./state";
+import { groupFirst, groupCount } from "./ports";
 import { Qp, qpAt } from "./verbs";
 import { dbqSendPendingFor } from "./doorbells";
-import { unlistQp, RESP_NONE } from "./roce-tx";
-import { connAt, mrtOf } from "../metaroce/state";
-import { connQuiet, connSpread } from "../metaroce/spread";
-import { NEVER } from "../core/time";
+import { transportAnswering, transportMoved, transportBusyConnection, transportConnectionPeer, transportRespread } from "./transport";
 import {
-  PORT_GROUP_SCALE_UP, PORT_GROUP_SCALE_OUT, PORT_SPLIT_BLOCK_SEND, PORT_SPLIT_BLOCK_ANSWER, PORT_SPLIT_BLOCK_PATHS,
+  PORT_SPLIT_BLOCK_SEND, PORT_SPLIT_BLOCK_ANSWER, PORT_SPLIT_BLOCK_PATHS,
   PORT_SPLIT_BLOCK_EMPTY_GROUP, CMD_ERR_IN_USE, CMD_ERR_ARGUMENT, QP_STATE_RTR, QP_STATE_RTS, PORT_LANE_AUTO,
 } from "../generated/layouts";
-
-/** The first port of group `group` (PORT_GROUP_*) when `up` ports are scale-up. */
-@inline export function groupFirst(group: u32, up: u32): u32 {
-  return group == PORT_GROUP_SCALE_UP ? 0 : up;
-}
-
-/** The ports of group `group` when `up` of `ports` are scale-up (0: none, or no such group). */
-@inline export function groupCount(group: u32, up: u32, ports: u32): u32 {
-  return group == PORT_GROUP_SCALE_UP ? up : group == PORT_GROUP_SCALE_OUT ? ports - up : 0;
-}
 
 /** Ports 0 .. portSplit(dev) - 1 are the scale-up group now. */
 @inline export function portSplit(dev: Device): u32 {
@@ -70,13 +58,10 @@ export function portSplitBlocker(dev: Device, up: u32): u64 {
     const q = qpAt(dev, qpn);
     if (!connected(q)) continue;
     if (sendBusy(dev, q, qpn)) return blocked(PORT_SPLIT_BLOCK_SEND, q.destDevice, qpn);
-    if (q.rxOp != 0 || q.respKind != RESP_NONE || q.cnpPending != 0 || q.rdLen != 0) return blocked(PORT_SPLIT_BLOCK_ANSWER, q.destDevice, qpn);
+    if (transportAnswering(dev, q)) return blocked(PORT_SPLIT_BLOCK_ANSWER, q.destDevice, qpn);
   }
-  if (dev.mrt != 0) {
-    for (let c: u32 = 0; c < mrtOf(dev).connCount; c++) {
-      if (!connQuiet(dev, c)) return blocked(PORT_SPLIT_BLOCK_PATHS, connAt(dev, c).peer, c);
-    }
-  }
+  const c = transportBusyConnection(dev);
+  if (c >= 0) return blocked(PORT_SPLIT_BLOCK_PATHS, transportConnectionPeer(dev, <u32>c), <u32>c);
   return 0;
 }
 
@@ -112,21 +97,9 @@ export function portSplitSet(dev: Device, up: u32): i32 {
     if (!connected(q)) continue;
     const port = qpPortIn(qpn, q.destQpn, q.lane, groupFirst(q.group, up), groupCount(q.group, up, dev.cfg.ports));
     if (port == q.port) continue; // the same path: its rate stays
-    unlistQp(dev, q, qpn); // idle entries of its old port's lists
+    transportMoved(dev, q, qpn);
     q.port = port;
-    q.rateMbps = 0;
-    q.targetMbps = 0;
-    q.nextTxAt = 0;
-    q.dcqcnAt = NEVER;
-    q.dcqcnStage = 0;
-    q.byteStage = 0;
-    q.bytesSinceStage = 0;
   }
-  if (dev.mrt != 0) {
-    for (let c: u32 = 0; c < mrtOf(dev).connCount; c++) {
-      const g = connAt(dev, c).group;
-      connSpread(dev, c, groupFirst(g, up), groupCount(g, up, dev.cfg.ports), false);
-    }
-  }
+  transportRespread(dev, up);
   return 0;
 }

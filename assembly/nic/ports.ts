@@ -3,7 +3,7 @@
 // descriptor and the frame's first bytes, the rest of a full-mode frame (payload, pad, ICRC) in
 // the ring's body area. The host drains the transmit ring and fills the receive ring a window
 // at a time (a few calls, no call per packet). Each port serialises one frame at a time at
-// portGbps; which QP sends next is the transports' business (roce-tx.ts, metaroce/tx.ts),
+// portGbps; which QP sends next is the transports' business (nic/transport.ts: rocev2/tx.ts, metaroce/tx.ts),
 // this file keeps the state.
 //
 // Addresses: port p of device d is 10.p.(d >> 8).(d & 255), MAC 02:00 followed by the address
@@ -16,6 +16,7 @@ import { schedule, unschedule, EventKind } from "../core/sched";
 import {
   PKT_SIZE, PKT_HDR, PKT_TIME_PS, PKT_WIRE_LEN, PKT_PORT, PKT_HDR_LEN, PKT_BODY_LEN, PKT_BODY_OFF, PKT_SEQ, PKT_SRC_DEVICE,
   STAT_PORT_TX_RING_FULL, STAT_PORT_TX_PACKETS, STAT_PORT_TX_BYTES, STAT_PORT_PFC_PAUSES, WIRE_OVERHEAD_BYTES,
+  PORT_GROUP_SCALE_UP, PORT_GROUP_SCALE_OUT,
 } from "../generated/layouts";
 
 /** Bytes a frame also takes on the wire: preamble and start delimiter (8), FCS (4), gap (12). */
@@ -212,7 +213,7 @@ function bodyFits(r: PktRing, len: u32): bool {
   return r.bodyHead - r.bodyTail >= len;
 }
 
-// ---- the transmitters (each transport decides what a free port sends: roce-tx.ts, metaroce/tx.ts)
+// ---- the transmitters (each transport decides what a free port sends: rocev2/tx.ts, metaroce/tx.ts)
 
 /** Makes sure port `p` looks for work at `t` (or when its current frame has left), even if it was asleep until later. */
 export function wakePort(dev: Device, p: u32, t: u64): void {
@@ -277,4 +278,26 @@ export function emit(dev: Device, p: u32, end: u64, wire: u32, hdrLen: u32): voi
   r.count++;
   statAdd(dev, STAT_PORT_TX_PACKETS, 1);
   statAdd(dev, STAT_PORT_TX_BYTES, wire);
+}
+
+/** The host drained the transmit ring: ports that found it full look again at `t`. */
+export function portsUnblock(dev: Device, t: u64): void {
+  for (let p: u32 = 0; p < dev.cfg.ports; p++) {
+    const port = portAt(dev, p);
+    if (!port.blocked) continue;
+    port.blocked = 0;
+    wakePort(dev, p, t);
+  }
+}
+
+// ---- port groups (nic/port-groups.ts splits the ports into them)
+
+/** The first port of group `group` (PORT_GROUP_*) when `up` ports are scale-up. */
+@inline export function groupFirst(group: u32, up: u32): u32 {
+  return group == PORT_GROUP_SCALE_UP ? 0 : up;
+}
+
+/** The ports of group `group` when `up` of `ports` are scale-up (0: none, or no such group). */
+@inline export function groupCount(group: u32, up: u32, ports: u32): u32 {
+  return group == PORT_GROUP_SCALE_UP ? up : group == PORT_GROUP_SCALE_OUT ? ports - up : 0;
 }

@@ -24,14 +24,13 @@ import { cqeVisible } from "./completions";
 import { readyTime, flush, qpError, completeHead } from "./queues";
 import { Packet, PacketKind, packetOut, packetIn } from "./packet";
 import { NicPhase, FLOW_ENDED, REQ_DST_HOST, REQ_REDUCE, REQ_DST_SRAM, REQ_REMOTE, phaseAt, fail, noAnswer, notReady } from "./phases";
-import { queueRequest } from "./roce-tx";
-import { streamReady } from "../metaroce/tx";
-import { packetsOf, psnAdd } from "./psn";
-import { OUT_MAX, OUT_WAIT_RESPONSE, outDrain, outPush, kickAt } from "./outstanding";
+import { transportRequestPackets, transportSend } from "./transport";
+import { psnAdd } from "./psn";
+import { OUT_MAX, outDrain } from "./outstanding";
 import { wireRequest } from "./wire";
 import { checkCopy, checkReduce, reduceBlockOf, placeReduce, freeBlock } from "./local-ops";
 import {
-  OPCODE_RDMA_READ, OPCODE_SEND, OPCODE_SEND_WITH_IMM, OPCODE_RDMA_WRITE_WITH_IMM, OPCODE_REDUCE, OPCODE_COPY,
+  OPCODE_RDMA_READ, OPCODE_REDUCE, OPCODE_COPY,
   STATUS_SUCCESS, STATUS_LOC_QP_OP_ERR, STATUS_LOC_PROT_ERR, STATUS_WR_FLUSH_ERR, STATUS_RETRY_EXC_ERR, STATUS_RNR_RETRY_EXC_ERR,
   ACCESS_LOCAL_WRITE, QP_STATE_RTS, QP_STATE_ERR,
   WQE_SIZE, WQE_OPCODE, WQE_NSRC, WQE_LADDR, WQE_LENGTH, WQE_LKEY, WQE_RADDR, WQE_RKEY, WQE_IMM,
@@ -146,7 +145,7 @@ function attempt(dev: Device, qpn: u32, t: u64): void {
 }
 
 /**
- * A transfer to another device (RoCEv2, roce-tx.ts and roce-rx.ts): the source is read (Head,
+ * A transfer to another device (through nic/transport.ts: rocev2/ or metaroce/): the source is read (Head,
  * Flow), then its packets go out on the QP's port and the answer decides. A READ reads nothing
  * here: its bytes come back in the responses and land as they arrive.
  */
@@ -173,8 +172,7 @@ function startSend(dev: Device, q: Qp, qpn: u32, t: u64): void {
   if (!q.msgPsnSet) {
     const w = qpWqe(dev, qpn);
     q.msgPsn = q.sqPsn;
-    // a MetaRoCE-like READ request is one packet of its stream (its response comes on the peer's)
-    const packets = dev.mrt != 0 && op == OPCODE_RDMA_READ ? 1 : packetsOf(load<u32>(w + WQE_LENGTH), dev.cfg.mtuBytes);
+    const packets = transportRequestPackets(dev, op, load<u32>(w + WQE_LENGTH));
     q.msgLastPsn = psnAdd(q.msgPsn, packets - 1);
     q.sqPsn = psnAdd(q.msgLastPsn, 1);
     q.msgPsnSet = 1;
@@ -182,27 +180,7 @@ function startSend(dev: Device, q: Qp, qpn: u32, t: u64): void {
   q.txPsn = q.msgPsn;
   q.rspPsn = q.msgPsn;
   q.rspAsked = NOT_ARMED;
-  if (dev.mrt != 0) {
-    // MetaRoCE-like: every message joins the outstanding ones and the queue starts its next
-    // entry; its packets are the stream's SSNs msgPsn .. msgLastPsn. A SEND or WRITE_IMM names
-    // the receive it fills; a READ is acknowledged only once its response is all in.
-    const consumes = op == OPCODE_SEND || op == OPCODE_SEND_WITH_IMM || op == OPCODE_RDMA_WRITE_WITH_IMM;
-    const msn = consumes ? q.mtRecvNext++ : q.mtMsn;
-    q.mtMsn++;
-    outPush(dev, q, qpn, qpWqe(dev, qpn), q.msgPsn, q.msgLastPsn, msn, op == OPCODE_RDMA_READ ? OUT_WAIT_RESPONSE : 0);
-    streamReady(dev, q, qpn, t);
-    kickAt(dev, q, qpn, t);
-    return;
-  }
-  if (op != OPCODE_RDMA_READ) {
-    // a WRITE or SEND joins the outstanding messages and the queue starts its next entry
-    outPush(dev, q, qpn, qpWqe(dev, qpn), q.msgPsn, q.msgLastPsn);
-    queueRequest(dev, q, qpn, t);
-    kickAt(dev, q, qpn, t);
-    return;
-  }
-  q.phase = NicPhase.Send;
-  queueRequest(dev, q, qpn, t);
+  transportSend(dev, q, qpn, op, t);
 }
 
 function attemptReduce(dev: Device, q: Qp, qpn: u32, w: usize, t: u64): void {

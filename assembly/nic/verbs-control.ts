@@ -8,10 +8,10 @@ import { dmaPtr } from "../mem/dma";
 import { kick } from "./requester";
 import { qpError, qpReset } from "./queues";
 import { dbqDeliverFor } from "./doorbells";
-import { unlistQp } from "./roce-tx";
-import { connOpen, streamOpen, streamClose } from "../metaroce/tx";
+import { transportConnect, transportClose } from "./transport";
 import { unschedule, EventKind } from "../core/sched";
-import { portSplit, groupFirst, groupCount, qpPortIn } from "./port-groups";
+import { portSplit, qpPortIn } from "./port-groups";
+import { groupFirst, groupCount } from "./ports";
 import {
   CMD_ERR_NO_OBJECT, CMD_ERR_TRANSITION, CMD_ERR_IN_USE, CMD_ERR_ARGUMENT, QP_STATE_RESET, QP_STATE_INIT, QP_STATE_RTR, QP_STATE_RTS, QP_STATE_ERR, WQE_SIZE, MAX_QUEUE_DEPTH, PORT_LANE_AUTO,
 } from "../generated/layouts";
@@ -85,12 +85,9 @@ export function qpModify(dev: Device, qpn: u32, state: u32, destQpn: u32, destDe
       q.port = qpPortIn(qpn, destQpn, lane, first, count);
       q.group = portGroup;
       q.lane = lane;
-      if (dev.mrt != 0) {
-        // the MetaRoCE-like transport: the QP is a stream of the connection to that device
-        const c = connOpen(dev, destDevice, portGroup, first, count);
-        if (c < 0) return E_ARGUMENT; // the connection table is full (mrtConnections)
-        streamOpen(dev, q, qpn, <u32>c);
-      }
+      // the MetaRoCE-like transport: the QP is a stream of the connection to that device, refused
+      // when the connection table is full (mrtConnections)
+      if (!transportConnect(dev, q, qpn, destDevice, portGroup, first, count)) return E_ARGUMENT;
     }
     q.destQpn = destQpn;
     q.destDevice = destDevice;
@@ -111,8 +108,7 @@ export function qpDestroy(dev: Device, qpn: u32): i32 {
   const t = dev.now;
   dbqDeliverFor(dev, qpn, t);
   qpError(dev, qpn, t);
-  unlistQp(dev, q, qpn);
-  streamClose(dev, q, qpn);
+  transportClose(dev, q, qpn);
   if (q.timerPending) { unschedule(dev, EventKind.NicTimer, qpn); q.timerPending = 0; }
   if (q.kickPending) {
     // a QP created in this slot starts with no event pending

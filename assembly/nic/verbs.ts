@@ -99,7 +99,7 @@ export const RANGES: u32 = 8;
   port: u32; // the port it sends on (in its port group)
   group: u32; // PORT_GROUP_*: its port group (a re-split moves it to a port of the group's new ports)
   lane: u32; // its port's index in the group, modulo the group's size (PORT_LANE_AUTO: from the QP numbers)
-  // requester side of RoCEv2 (roce-tx.ts, roce-rx.ts): one message in flight at a time
+  // requester side of RoCEv2 (rocev2/tx.ts, rocev2/rx.ts): one message in flight at a time
   sqPsn: u32; // the PSN the next message starts at
   msgPsn: u32; // the current message's first PSN
   msgLastPsn: u32; // and its last
@@ -131,7 +131,7 @@ export const RANGES: u32 = 8;
   rdLen: u32; // bytes of it still to send
   rdPsn: u32; // PSN of its next packet
   rdFirst: u32; // 1 before its first packet
-  // DCQCN (roce-tx.ts: the sender's rate; roce-rx.ts: CNPs)
+  // DCQCN (rocev2/tx.ts: the sender's rate; rocev2/rx.ts: CNPs)
   lastCnpAt: u64; // receiver: when it last sent a CNP (NEVER: not yet)
   rateMbps: f64; // sender: current rate Rc (0: not limited yet, line rate)
   targetMbps: f64; // target rate Rt

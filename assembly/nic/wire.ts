@@ -1,6 +1,6 @@
 // Where a request packet to a QP of this same device goes (loopback): the packet reaches this
 // device's responder at once and its answer comes back at once. A QP to another device sends
-// frames through its ports instead (roce-tx.ts, metaroce/tx.ts), which take time to cross the
+// frames through its ports instead (rocev2/tx.ts, metaroce/tx.ts), which take time to cross the
 // fabric, and its answers arrive as frames of their own.
 
 import { Device } from "../core/device";

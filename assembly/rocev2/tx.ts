@@ -7,16 +7,16 @@
 import { Device, statAdd } from "../core/device";
 import { schedule, unschedule, EventKind } from "../core/sched";
 import { NEVER } from "../core/time";
-import { Qp, qpAt, qpWqe } from "./verbs";
+import { Qp, qpAt, qpWqe } from "../nic/verbs";
 import { dmaPtr } from "../mem/dma";
 import {
   Port, PORT_STRIDE, WIRE_OVERHEAD, portsOf, portAt, txRoom, framePs, wakePort, portWakeAt, emit,
-} from "./ports";
-import { NicPhase } from "./phases";
-import { packetsOf, psnAdd } from "./psn";
-import { outAt, outFirstPsn, outLastPsn } from "./outstanding";
+} from "../nic/ports";
+import { NicPhase } from "../nic/phases";
+import { packetsOf, psnAdd } from "../nic/psn";
+import { outAt, outFirstPsn, outLastPsn, outPush, kickAt } from "../nic/outstanding";
 import { icrcIpv4 } from "../wire/icrc";
-import { ethIpUdp } from "./ethernet";
+import { ethIpUdp } from "../nic/ethernet";
 import {
   ETH_SIZE, UDP_PORT_ROCEV2,
   BTH_SIZE, BTH_P_KEY_DEFAULT, BTH_PSN_MASK, setBthOpcode, setBthSe, setBthMigReq, setBthPadCnt, setBthTVer, setBthPKey,
@@ -109,6 +109,38 @@ function unlink(dev: Device, headTail: usize, qpn: u32, viaResp: bool): void {
   if (viaResp) { q.respNext = 0; q.respListed = 0; } else { q.txNext = 0; q.txListed = 0; }
 }
 
+/**
+ * The request at the head of QP `qpn` (operation `op`) has its source read: a WRITE or SEND joins
+ * the outstanding messages and the queue starts its next entry; a READ waits for its responses.
+ */
+export function rocev2Send(dev: Device, q: Qp, qpn: u32, op: u32, t: u64): void {
+  if (op != OPCODE_RDMA_READ) {
+    outPush(dev, q, qpn, qpWqe(dev, qpn), q.msgPsn, q.msgLastPsn);
+    queueRequest(dev, q, qpn, t);
+    kickAt(dev, q, qpn, t);
+    return;
+  }
+  q.phase = NicPhase.Send;
+  queueRequest(dev, q, qpn, t);
+}
+
+/** Does QP `q` owe its peer an answer (an ACK, NAK, READ response or CNP), or is it half way through receiving a message? */
+export function rocev2Answering(q: Qp): bool {
+  return q.rxOp != 0 || q.respKind != RESP_NONE || q.cnpPending != 0 || q.rdLen != 0;
+}
+
+/** QP `qpn` now sends on another port (a re-split): off its old port's lists, and DCQCN back at line rate (its rate was the old path's). */
+export function rocev2Moved(dev: Device, q: Qp, qpn: u32): void {
+  unlistQp(dev, q, qpn); // idle entries of its old port's lists
+  q.rateMbps = 0;
+  q.targetMbps = 0;
+  q.nextTxAt = 0;
+  q.dcqcnAt = NEVER;
+  q.dcqcnStage = 0;
+  q.byteStage = 0;
+  q.bytesSinceStage = 0;
+}
+
 /** The PortTx event: port `p` is free at `t`; it sends its next frame, if any. */
 export function portTx(dev: Device, p: u32, t: u64): void {
   const port = portAt(dev, p);
@@ -164,16 +196,6 @@ function paceHead(dev: Device, port: Port, t: u64): bool {
 
 @inline function portIndex(dev: Device, port: Port): u32 {
   return <u32>((changetype<usize>(port) - portsOf(dev).port) / PORT_STRIDE);
-}
-
-/** The host drained the transmit ring: ports that found it full look again at `t`. */
-export function portsUnblock(dev: Device, t: u64): void {
-  for (let p: u32 = 0; p < dev.cfg.ports; p++) {
-    const port = portAt(dev, p);
-    if (!port.blocked) continue;
-    port.blocked = 0;
-    wakePort(dev, p, t);
-  }
 }
 
 // ---- frames

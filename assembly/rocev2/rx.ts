@@ -1,30 +1,27 @@
-// RoCEv2 into the ports: arrived frames are checked, then a request goes to its QP's responder
-// half, an answer (ACK, NAK, READ response) to its requester half; and the transport timer.
+// RoCEv2 frames in (nic/rx.ts checked their Ethernet, IPv4 and UDP headers and dispatched them
+// by UDP port, nic/transport.ts): BTH and the rest are checked, then a request goes to its QP's
+// responder half, an answer (ACK, NAK, READ response) to its requester half; and the transport
+// timer.
 // RC semantics (IBA vol. 1 ch. 9): the responder takes packets in PSN order only — a duplicate
 // is answered with an ACK again, a packet ahead of the expected PSN with one PSN-sequence NAK per
 // expected PSN — and places each packet's payload where its message says, on arrival. Bad
 // frames are counted by reason and dropped; nothing traps.
 
 import { Device, statAdd } from "../core/device";
-import { schedule, EventKind } from "../core/sched";
 import { NEVER } from "../core/time";
-import { copyBytes } from "../core/copy";
-import { Qp, qpAt, qpWqe, rqSlot, mrCheck } from "./verbs";
+import { Qp, qpAt, qpWqe, rqSlot, mrCheck } from "../nic/verbs";
 import { dmaPtr } from "../mem/dma";
-import { cqPush, cqeVisible } from "./completions";
-import { qpError } from "./queues";
-import { NicPhase, phaseAt, fail, notReady } from "./phases";
-import { PktRing, portsOf, rxRing, ringRec, ringConsume, bodyAlloc, portIpv4, FRAME_MAX, HDR_MAX } from "./ports";
-import { queueRequest, queueAnswer, queueCnp, wantTimer, armTimer, disarmTimer, dcqcnCut, dcqcnTimer, RESP_ACK, RESP_READ, RESP_NONE } from "./roce-tx";
-import { packetsOf, psnAdd, psnDiff } from "./psn";
-import { outAt, outFirstPsn, outLastPsn, outComplete, outAck, outDrain } from "./outstanding";
+import { cqPush, cqeVisible } from "../nic/completions";
+import { qpError } from "../nic/queues";
+import { NicPhase, phaseAt, fail, notReady } from "../nic/phases";
+import { queueRequest, queueAnswer, queueCnp, wantTimer, armTimer, disarmTimer, dcqcnCut, dcqcnTimer, RESP_ACK, RESP_READ, RESP_NONE } from "./tx";
+import { packetsOf, psnAdd, psnDiff } from "../nic/psn";
+import { outAt, outFirstPsn, outLastPsn, outComplete, outAck, outDrain } from "../nic/outstanding";
 import { icrcIpv4 } from "../wire/icrc";
-import { ipv4Checksum } from "../wire/ipv4";
-import { mrtReceive } from "../metaroce/rx";
 import {
-  ETH_SIZE, ETH_TYPE_IPV4, getEthEtherType, IPV4_SIZE, IPV4_VERSION, IPV4_IHL_MIN, IPV4_PROTO_UDP, getIpv4Version, getIpv4Ihl,
-  getIpv4TotalLength, getIpv4Protocol, getIpv4Dst, getIpv4Ecn, IPV4_ECN_CE, UDP_SIZE, UDP_PORT_ROCEV2, getUdpDstPort, getUdpLength,
-  MRT_UDP_PORT, BTH_SIZE, BTH_PSN_MASK, getBthOpcode, getBthPadCnt, getBthTVer, getBthDestQp, getBthAckReq, getBthPsn,
+  ETH_SIZE, IPV4_SIZE,
+  getIpv4Ecn, IPV4_ECN_CE, UDP_SIZE, UDP_PORT_ROCEV2,
+  BTH_SIZE, BTH_PSN_MASK, getBthOpcode, getBthPadCnt, getBthTVer, getBthDestQp, getBthAckReq, getBthPsn,
   RETH_SIZE, getRethVa, getRethRkey, getRethDmaLength, AETH_SIZE, getAethSyndrome, IMM_DT_SIZE, getImmDtData, ICRC_SIZE,
   AETH_SYNDROME_TYPE_MASK, AETH_SYNDROME_ACK, AETH_SYNDROME_RNR_NAK, AETH_SYNDROME_NAK, AETH_SYNDROME_VALUE_MASK,
   AETH_NAK_PSN_SEQ_ERR, AETH_NAK_INVALID_REQUEST, AETH_NAK_REMOTE_ACCESS_ERROR, AETH_NAK_REMOTE_OPERATIONAL_ERROR,
@@ -37,10 +34,9 @@ import {
   OPCODE_RDMA_WRITE, OPCODE_RDMA_WRITE_WITH_IMM, OPCODE_SEND, OPCODE_SEND_WITH_IMM, OPCODE_RDMA_READ, OPCODE_RECV,
   STATUS_SUCCESS, STATUS_LOC_LEN_ERR, STATUS_LOC_PROT_ERR, STATUS_REM_INV_REQ_ERR, STATUS_REM_ACCESS_ERR, STATUS_REM_OP_ERR,
   STATUS_RETRY_EXC_ERR, STATUS_RNR_RETRY_EXC_ERR, STATUS_BAD_RESP_ERR, STAT_NIC_RNR_RETRIES, ACCESS_LOCAL_WRITE, ACCESS_REMOTE_WRITE, ACCESS_REMOTE_READ, QP_STATE_RTR, QP_STATE_RTS,
-  WQE_OPCODE, WQE_LADDR, WQE_LENGTH, WQE_LKEY, WQE_WR_ID,
-  PKT_SIZE, PKT_TIME_PS, PKT_WIRE_LEN, PKT_PORT, PKT_HDR_LEN, PKT_BODY_LEN, PKT_BODY_OFF, PKT_HDR,
-  STAT_PORT_RX_PACKETS, STAT_PORT_RX_RING_FULL, STAT_PORT_RX_LATE, STAT_ROCE_RX_MALFORMED, STAT_ROCE_RX_BAD_ICRC,
-  STAT_ROCE_RX_NOT_MINE, STAT_ROCE_RX_UNKNOWN_QP, STAT_ROCE_RX_DUPLICATE, STAT_ROCE_RX_OUT_OF_ORDER, STAT_ROCE_RX_CNP,
+  WQE_OPCODE, WQE_LADDR, WQE_LENGTH, WQE_LKEY, WQE_WR_ID, TRANSPORT_ROCEV2,
+  STAT_ROCE_RX_MALFORMED, STAT_ROCE_RX_BAD_ICRC,
+  STAT_ROCE_RX_UNKNOWN_QP, STAT_ROCE_RX_DUPLICATE, STAT_ROCE_RX_OUT_OF_ORDER, STAT_ROCE_RX_CNP,
   STAT_ROCE_NAKS_SENT, STAT_ROCE_RETRANSMITS, STAT_ROCE_TIMEOUTS, STAT_ROCE_STALE_ANSWERS, STAT_ROCE_RX_CE, STAT_ROCE_RX_REQUESTS, STAT_ROCE_RX_ANSWERS, STAT_ROCE_GHOST_ANSWERS,
   STAT_ROCE_RETRANSMITS_NAK, STAT_ROCE_RETRANSMITS_READ_GAP, STAT_ROCE_RETRANSMITS_TIMEOUT, STAT_ROCE_RETRANSMITS_RNR,
 } from "../generated/layouts";
@@ -50,113 +46,17 @@ const RX_NONE: u32 = 0;
 const RX_WRITE: u32 = 1;
 const RX_SEND: u32 = 2;
 
-// ---- the receive ring: the host hands arrivals over a window at a time
-
-/**
- * Takes `n` arrivals the host staged (records at Ports.stage, bodies at Ports.stageBody) into
- * the receive ring, in the order given. An arrival before now is late (counted) and taken as
- * arriving now; one before the previous arrival is taken at that one's time; one that finds the
- * ring full is dropped (counted). Returns how many were taken.
- */
-export function rxPut(dev: Device, n: u32): u32 {
-  const s = portsOf(dev);
-  const r = rxRing(dev);
-  let taken: u32 = 0;
-  for (let k: u32 = 0; k < n && k < dev.cfg.rxRingEntries; k++) {
-    const src = s.stage + <usize>k * <usize>PKT_SIZE;
-    const bodyLen: u32 = dev.cfg.timingMode != 0 ? 0 : load<u32>(src + PKT_BODY_LEN);
-    if (r.count >= r.cap || bodyLen > dev.cfg.rxBodyBytes) { statAdd(dev, STAT_PORT_RX_RING_FULL, 1); continue; }
-    const at = bodyAlloc(r, bodyLen);
-    if (at < 0) { statAdd(dev, STAT_PORT_RX_RING_FULL, 1); continue; }
-    const dst = ringRec(r, r.count);
-    copyBytes(dst, src, <usize>PKT_SIZE);
-    const off = load<u32>(src + PKT_BODY_OFF);
-    if (bodyLen > 0 && <u64>off + <u64>bodyLen <= <u64>dev.cfg.rxBodyBytes) memory.copy(r.body + <usize>at, s.stageBody + <usize>off, bodyLen);
-    else if (bodyLen > 0) memory.fill(r.body + <usize>at, 0, bodyLen); // a body outside the stage: the frame will not check
-    store<u32>(dst + PKT_BODY_LEN, bodyLen);
-    store<u32>(dst + PKT_BODY_OFF, <u32>at);
-    rxAppended(dev, r);
-    taken++;
-  }
-  if (r.count > 0) wantRxEvent(dev, load<u64>(ringRec(r, 0) + PKT_TIME_PS));
-  return taken;
-}
-
-/**
- * The record just written after the receive ring's last one (its body in place, or none) is
- * an arrival: its time is kept no earlier than now and than the one before it, and it joins
- * the ring.
- */
-@inline function rxAppended(dev: Device, r: PktRing): void {
-  const dst = ringRec(r, r.count);
-  let t = load<u64>(dst + PKT_TIME_PS);
-  if (t < dev.now) { statAdd(dev, STAT_PORT_RX_LATE, 1); t = dev.now; }
-  if (r.count > 0) { const prev = load<u64>(ringRec(r, r.count - 1) + PKT_TIME_PS); if (t < prev) t = prev; }
-  store<u64>(dst + PKT_TIME_PS, t);
-  r.count++;
-}
-
-/**
- * As rxPut, for `n` bodiless arrivals (timing mode) written straight into the receive ring
- * after its last record (the cluster's delivery, when the ring has room for all of them);
- * they join it as rxPut's would.
- */
-export function rxCommit(dev: Device, n: u32): void {
-  const r = rxRing(dev);
-  for (let k: u32 = 0; k < n; k++) rxAppended(dev, r);
-  if (r.count > 0) wantRxEvent(dev, load<u64>(ringRec(r, 0) + PKT_TIME_PS));
-}
-
-function wantRxEvent(dev: Device, t: u64): void {
-  const s = portsOf(dev);
-  if (s.rxEventAt <= t) return;
-  s.rxEventAt = t;
-  schedule(dev, t, EventKind.RxArrive, 0, 0);
-}
-
-/** The RxArrive event: every arrival due by `t` is received, in order. */
-export function rxArrive(dev: Device, t: u64): void {
-  const s = portsOf(dev);
-  if (t != s.rxEventAt) return; // an earlier event took its place
-  s.rxEventAt = NEVER;
-  const r = rxRing(dev);
-  while (r.count > 0) {
-    const rec = ringRec(r, 0);
-    const at = load<u64>(rec + PKT_TIME_PS);
-    if (at > t) { wantRxEvent(dev, at); return; }
-    receive(dev, rec, r.body, at);
-    ringConsume(r, 1);
-  }
-}
-
 // ---- one frame
 
 @inline function bad(dev: Device, stat: u32): void { statAdd(dev, stat, 1); }
 
-/** Checks the frame of record `rec` and hands it to its QP. */
-function receive(dev: Device, rec: usize, body: usize, t: u64): void {
-  statAdd(dev, STAT_PORT_RX_PACKETS, 1);
-  const s = portsOf(dev);
-  const wire = load<u32>(rec + PKT_WIRE_LEN), hdrLen = <u32>load<u16>(rec + PKT_HDR_LEN);
-  const port = <u32>load<u16>(rec + PKT_PORT);
-  const full = dev.cfg.timingMode == 0;
-  const bodyLen = load<u32>(rec + PKT_BODY_LEN);
+/**
+ * A frame to UDP port UDP_PORT_ROCEV2, its Ethernet, IPv4 and UDP headers already checked
+ * (nic/rx.ts): `f` its headers (and in full mode its body after them), `hdrLen` their length.
+ */
+@inline export function rocev2Receive(dev: Device, f: usize, wire: u32, hdrLen: u32, port: u32, full: bool, t: u64): void {
+  const ip = f + ETH_SIZE, bth = ip + IPV4_SIZE + UDP_SIZE;
   const minHdr = ETH_SIZE + IPV4_SIZE + UDP_SIZE + BTH_SIZE;
-  if (hdrLen < minHdr || hdrLen > HDR_MAX || wire < hdrLen + ICRC_SIZE || wire > FRAME_MAX || port >= dev.cfg.ports
-    || (full && bodyLen != wire - hdrLen)) { bad(dev, STAT_ROCE_RX_MALFORMED); return; }
-  // full mode: headers and body side by side in the frame buffer (the ICRC covers both);
-  // timing mode has no body, and the headers are read where they are, in the ring's record
-  let f = s.frame;
-  if (full) {
-    copyBytes(f, rec + PKT_HDR, hdrLen);
-    memory.copy(f + hdrLen, body + <usize>load<u32>(rec + PKT_BODY_OFF), bodyLen);
-  } else f = rec + PKT_HDR;
-  const ip = f + ETH_SIZE, udp = ip + IPV4_SIZE, bth = udp + UDP_SIZE;
-  if (getEthEtherType(f) != ETH_TYPE_IPV4 || getIpv4Version(ip) != IPV4_VERSION || getIpv4Ihl(ip) != IPV4_IHL_MIN
-    || getIpv4TotalLength(ip) != wire - ETH_SIZE || ipv4Checksum(ip) != 0 || getIpv4Protocol(ip) != IPV4_PROTO_UDP
-    || (getUdpDstPort(udp) != UDP_PORT_ROCEV2 && getUdpDstPort(udp) != MRT_UDP_PORT) || getUdpLength(udp) != wire - ETH_SIZE - IPV4_SIZE) { bad(dev, STAT_ROCE_RX_MALFORMED); return; }
-  if (getIpv4Dst(ip) != portIpv4(dev.cfg.deviceId, port)) { bad(dev, STAT_ROCE_RX_NOT_MINE); return; }
-  if (getUdpDstPort(udp) == MRT_UDP_PORT) { mrtReceive(dev, f, wire, hdrLen, port, full, t); return; } // the MetaRoCE-like transport
   const op = getBthOpcode(bth);
   const flags = opcodeFlags(op);
   if ((flags & OPF_KNOWN) == 0 || getBthTVer(bth) != 0) { bad(dev, STAT_ROCE_RX_MALFORMED); return; }
@@ -173,7 +73,7 @@ function receive(dev: Device, rec: usize, body: usize, t: u64): void {
   if (qpn >= dev.cfg.maxQps) { bad(dev, STAT_ROCE_RX_UNKNOWN_QP); return; }
   const q = qpAt(dev, qpn);
   // a device running the MetaRoCE-like transport has no RoCEv2 QP: its QPs are streams of that transport
-  if (!q.valid || !q.remote || q.port != port || dev.mrt != 0) { bad(dev, STAT_ROCE_RX_UNKNOWN_QP); return; }
+  if (!q.valid || !q.remote || q.port != port || dev.cfg.transport != TRANSPORT_ROCEV2) { bad(dev, STAT_ROCE_RX_UNKNOWN_QP); return; }
   if ((flags & OPF_CNP) != 0) { statAdd(dev, STAT_ROCE_RX_CNP, 1); dcqcnCut(dev, q, qpn, t); return; }
   const x = bth + BTH_SIZE; // extension headers, then the payload
   if (op <= OP_RC_READ_REQUEST) {
