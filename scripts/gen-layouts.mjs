@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// Writes every generated view of the layouts in layouts/*.json:
+// Writes every generated view of the layouts in layouts/*.json (but isa.json, the engines' decode
+// table, whose views scripts/gen-isa.mjs writes):
 //   assembly/generated/layouts.ts   constants for the device (AssemblyScript)
 //   host/generated/layouts.ts       constants and tables for the host (TypeScript)
 //   firmware/include/menic/memmap.h register addresses for firmware (C)
@@ -34,6 +35,7 @@ const C_STRUCTS = [...verbs.structs, ...graph.structs];
 
 // FNV-1a over every layout file: the core and the host both carry it, and the host refuses a
 // core built from other layouts (a stale build/menic.wasm would misread the config slots).
+// isa.json is not one: no number of it crosses the wasm boundary (scripts/gen-isa.mjs).
 const LAYOUT_HASH = ["memmap.json", "config.json", "stats.json", "trace.json", "verbs.json", "device.json", "graph.json", "fabric.json"]
   .map((f) => readFileSync(join(root, "layouts", f), "utf8"))
   .join("\0")
