@@ -2,7 +2,10 @@
 // something happens that the run loop must look at (a trap, CSR access, MMIO access, MRET,
 // WFI, exit). pc, cycle and instret live in locals; registers in the engine's register block.
 // Dispatch is on opcode bits 6:2 so the switch compiles to a jump table (DESIGN.md section 8).
-// Each case cites its instruction; encodings are from the RISC-V unprivileged spec, ch. 2, 7, 8.
+// Each case cites its instruction; encodings are from the RISC-V unprivileged spec, ch. 2, 7, 8,
+// named once in layouts/isa.json (assembly/generated/isa.ts: OPC_*, F3_*, ...). The hot loop
+// tests the fields itself rather than calling insnClass; test/isa-table.test.ts holds its
+// legality to the table's.
 
 import { memOf } from "../mem/dma";
 import { engOf, hartAt } from "./engines";
@@ -16,6 +19,16 @@ import { psOfCycle, NEVER } from "../core/time";
 import { immI, immS, immB, immJ } from "./decode";
 import { jitCacheIfAny, jitCodePages, jitInvalidate, jitStored, JIT_PAGE_SHIFT } from "./jit-cache";
 import { HBM_BASE, STAT_AMO_SC_FAIL, STAT_AMO_RESV_BROKEN, TP_ENGINE_SLEEP } from "../generated/layouts";
+import {
+  InsnClass, insnClass, isWide, opcodeOf, funct3Of, funct7Of, funct5Of, funct10Of, rs1Of, rs2Of, loadBytes, storeBytes,
+  OPC_LUI, OPC_AUIPC, OPC_JAL, OPC_JALR, OPC_BRANCH, OPC_LOAD, OPC_STORE, OPC_OP_IMM, OPC_OP, OPC_MISC_MEM, OPC_AMO, OPC_SYSTEM,
+  F3_JALR, F3_BEQ, F3_BNE, F3_BLT, F3_BGE, F3_BLTU, F3_BGEU, F3_LB, F3_LH, F3_LW, F3_LBU, F3_LHU, F3_SB, F3_SH,
+  F3_ADDI, F3_SLTI, F3_SLTIU, F3_XORI, F3_ORI, F3_ANDI, F3_SLLI, F7_SLLI, F7_SRLI, F7_SRAI, F3_FENCE, F3_FENCE_I,
+  F10_ADD, F10_SUB, F10_SLL, F10_SLT, F10_SLTU, F10_XOR, F10_SRL, F10_SRA, F10_OR, F10_AND,
+  F10_MUL, F10_MULH, F10_MULHSU, F10_MULHU, F10_DIV, F10_DIVU, F10_REM, F10_REMU,
+  F3_LR_W, F5_LR_W, F5_SC_W, F5_AMOSWAP_W, F5_AMOADD_W, F5_AMOXOR_W, F5_AMOAND_W, F5_AMOOR_W, F5_AMOMIN_W, F5_AMOMAX_W, F5_AMOMINU_W, F5_AMOMAXU_W,
+  F3_CSRRW, F3_CSRRWI, F3_CSRRS, F3_CSRRSI,
+} from "../generated/isa";
 
 @inline function rget(regs: usize, ir: u32, shift: u32): u32 {
   return load<u32>(regs + (((ir >> shift) & 31) << 2));
@@ -112,22 +125,22 @@ export function execute(dev: Device, h: Hart, stop: u64, jumps: bool = false): b
     }
     const ir = load<u32>(sram + <usize>pc);
     store<u32>(regs, 0); // x0
-    if ((ir & 3) != 3) {
+    if (!isWide(ir)) {
       raise(dev, h, pc, cycle, instret, CAUSE_ILLEGAL, ir);
       return false;
     }
-    switch ((ir >> 2) & 31) {
-      case 0x0d: { // LUI
+    switch (opcodeOf(ir)) {
+      case OPC_LUI: {
         rset(regs, ir, ir & 0xfffff000);
         pc += 4; cycle += cAlu;
         break;
       }
-      case 0x05: { // AUIPC
+      case OPC_AUIPC: {
         rset(regs, ir, pc + (ir & 0xfffff000));
         pc += 4; cycle += cAlu;
         break;
       }
-      case 0x1b: { // JAL
+      case OPC_JAL: {
         const target = pc + immJ(ir);
         if (target & 3) {
           raise(dev, h, pc, cycle, instret, CAUSE_MISALIGNED_FETCH, target);
@@ -139,8 +152,8 @@ export function execute(dev: Device, h: Hart, stop: u64, jumps: bool = false): b
         if (jumps) { h.pc = pc; h.cycle = cycle; h.instret = instret + 1; return true; }
         break;
       }
-      case 0x19: { // JALR
-        if (((ir >> 12) & 7) != 0) { raise(dev, h, pc, cycle, instret, CAUSE_ILLEGAL, ir); return false; }
+      case OPC_JALR: {
+        if (funct3Of(ir) != F3_JALR) { raise(dev, h, pc, cycle, instret, CAUSE_ILLEGAL, ir); return false; }
         const target = (rget(regs, ir, 15) + immI(ir)) & ~(<u32>1);
         if (target & 3) {
           raise(dev, h, pc, cycle, instret, CAUSE_MISALIGNED_FETCH, target);
@@ -152,17 +165,17 @@ export function execute(dev: Device, h: Hart, stop: u64, jumps: bool = false): b
         if (jumps) { h.pc = pc; h.cycle = cycle; h.instret = instret + 1; return true; }
         break;
       }
-      case 0x18: { // BRANCH: BEQ BNE BLT BGE BLTU BGEU
+      case OPC_BRANCH: {
         const a = rget(regs, ir, 15);
         const b = rget(regs, ir, 20);
         let taken: bool;
-        switch ((ir >> 12) & 7) {
-          case 0: taken = a == b; break;
-          case 1: taken = a != b; break;
-          case 4: taken = <i32>a < <i32>b; break;
-          case 5: taken = <i32>a >= <i32>b; break;
-          case 6: taken = a < b; break;
-          case 7: taken = a >= b; break;
+        switch (funct3Of(ir)) {
+          case F3_BEQ: taken = a == b; break;
+          case F3_BNE: taken = a != b; break;
+          case F3_BLT: taken = <i32>a < <i32>b; break;
+          case F3_BGE: taken = <i32>a >= <i32>b; break;
+          case F3_BLTU: taken = a < b; break;
+          case F3_BGEU: taken = a >= b; break;
           default: { raise(dev, h, pc, cycle, instret, CAUSE_ILLEGAL, ir); return false; }
         }
         if (taken) {
@@ -178,12 +191,12 @@ export function execute(dev: Device, h: Hart, stop: u64, jumps: bool = false): b
         }
         break;
       }
-      case 0x00: { // LOAD: LB LH LW LBU LHU
-        const f3 = (ir >> 12) & 7;
+      case OPC_LOAD: {
+        const f3 = funct3Of(ir);
         const addr = rget(regs, ir, 15) + immI(ir);
-        const mask: u32 = (1 << (f3 & 3)) - 1;
-        if ((f3 & 3) == 3 || f3 >= 6) { raise(dev, h, pc, cycle, instret, CAUSE_ILLEGAL, ir); return false; }
-        if (addr & mask) { raise(dev, h, pc, cycle, instret, CAUSE_MISALIGNED_LOAD, addr); return false; }
+        const bytes = loadBytes(f3);
+        if (bytes == 0) { raise(dev, h, pc, cycle, instret, CAUSE_ILLEGAL, ir); return false; }
+        if (addr & (bytes - 1)) { raise(dev, h, pc, cycle, instret, CAUSE_MISALIGNED_LOAD, addr); return false; }
         let p: usize;
         if (addr - guard < span) { p = sram + <usize>addr; cycle += cLdS; }
         else if (addr - HBM_BASE < hbmBytes) { p = hbm + <usize>(addr - HBM_BASE); cycle += cLdH; }
@@ -193,11 +206,11 @@ export function execute(dev: Device, h: Hart, stop: u64, jumps: bool = false): b
           if (r == MMIO_FAULT) { takeTrap(dev, h, CAUSE_LOAD_ACCESS, addr); return false; }
           let v = <u32>r;
           switch (f3) {
-            case 0: v = <u32>(<i32>(<i8>v)); break;
-            case 1: v = <u32>(<i32>(<i16>v)); break;
-            case 4: v &= 0xff; break;
-            case 5: v &= 0xffff; break;
-            default: break;
+            case F3_LB: v = <u32>(<i32>(<i8>v)); break;
+            case F3_LH: v = <u32>(<i32>(<i16>v)); break;
+            case F3_LBU: v &= 0xff; break;
+            case F3_LHU: v &= 0xffff; break;
+            default: break; // LW
           }
           rset(regs, ir, v);
           store<u32>(regs, 0);
@@ -206,22 +219,23 @@ export function execute(dev: Device, h: Hart, stop: u64, jumps: bool = false): b
         }
         let v: u32;
         switch (f3) {
-          case 0: v = <u32>load<i8>(p); break;
-          case 1: v = <u32>load<i16>(p); break;
-          case 2: v = load<u32>(p); break;
-          case 4: v = <u32>load<u8>(p); break;
-          default: v = <u32>load<u16>(p); break;
+          case F3_LB: v = <u32>load<i8>(p); break;
+          case F3_LH: v = <u32>load<i16>(p); break;
+          case F3_LW: v = load<u32>(p); break;
+          case F3_LBU: v = <u32>load<u8>(p); break;
+          default: v = <u32>load<u16>(p); break; // LHU: loadBytes let no other through
         }
         rset(regs, ir, v);
         pc += 4;
         break;
       }
-      case 0x08: { // STORE: SB SH SW
-        const f3 = (ir >> 12) & 7;
+      case OPC_STORE: {
+        const f3 = funct3Of(ir);
         const addr = rget(regs, ir, 15) + immS(ir);
         const v = rget(regs, ir, 20);
-        if (f3 > 2) { raise(dev, h, pc, cycle, instret, CAUSE_ILLEGAL, ir); return false; }
-        if (addr & ((1 << f3) - 1)) { raise(dev, h, pc, cycle, instret, CAUSE_MISALIGNED_STORE, addr); return false; }
+        const bytes = storeBytes(f3);
+        if (bytes == 0) { raise(dev, h, pc, cycle, instret, CAUSE_ILLEGAL, ir); return false; }
+        if (addr & (bytes - 1)) { raise(dev, h, pc, cycle, instret, CAUSE_MISALIGNED_STORE, addr); return false; }
         let p: usize;
         if (addr - guard < span) {
           p = sram + <usize>addr; cycle += cStS;
@@ -232,7 +246,7 @@ export function execute(dev: Device, h: Hart, stop: u64, jumps: bool = false): b
           if (engOf(dev).resvCount != 0) breakReservations(dev, h.id, addr);
         } else {
           h.pc = pc; h.cycle = cycle; h.instret = instret;
-          const cost = mmioStore(dev, h, addr, v, 1 << f3);
+          const cost = mmioStore(dev, h, addr, v, bytes);
           if (cost == MMIO_FAULT) { takeTrap(dev, h, CAUSE_STORE_ACCESS, addr); return false; }
           // the device cannot take the store yet: wait, then execute it again
           if (cost & MMIO_RETRY) { h.cycle = cycle + <u64>(cost & (MMIO_RETRY - 1)); return false; }
@@ -241,31 +255,31 @@ export function execute(dev: Device, h: Hart, stop: u64, jumps: bool = false): b
           h.cycle = cycle + <u64>cost; h.instret = instret + 1;
           return false;
         }
-        if (f3 == 0) store<u8>(p, <u8>v);
-        else if (f3 == 1) store<u16>(p, <u16>v);
-        else store<u32>(p, v);
+        if (f3 == F3_SB) store<u8>(p, <u8>v);
+        else if (f3 == F3_SH) store<u16>(p, <u16>v);
+        else store<u32>(p, v); // SW
         pc += 4;
         break;
       }
-      case 0x04: { // OP-IMM: ADDI SLTI SLTIU XORI ORI ANDI SLLI SRLI SRAI
+      case OPC_OP_IMM: {
         const a = rget(regs, ir, 15);
         const imm = immI(ir);
         let v: u32;
-        switch ((ir >> 12) & 7) {
-          case 0: v = a + imm; break;
-          case 2: v = <u32>(<i32>a < <i32>imm); break;
-          case 3: v = <u32>(a < imm); break;
-          case 4: v = a ^ imm; break;
-          case 6: v = a | imm; break;
-          case 7: v = a & imm; break;
-          case 1: {
-            if ((ir >> 25) != 0) { raise(dev, h, pc, cycle, instret, CAUSE_ILLEGAL, ir); return false; }
+        switch (funct3Of(ir)) {
+          case F3_ADDI: v = a + imm; break;
+          case F3_SLTI: v = <u32>(<i32>a < <i32>imm); break;
+          case F3_SLTIU: v = <u32>(a < imm); break;
+          case F3_XORI: v = a ^ imm; break;
+          case F3_ORI: v = a | imm; break;
+          case F3_ANDI: v = a & imm; break;
+          case F3_SLLI: {
+            if (funct7Of(ir) != F7_SLLI) { raise(dev, h, pc, cycle, instret, CAUSE_ILLEGAL, ir); return false; }
             v = a << (imm & 31); break;
           }
-          default: { // 5
-            const f7 = ir >> 25;
-            if (f7 == 0) v = a >>> (imm & 31);
-            else if (f7 == 0x20) v = <u32>(<i32>a >> (imm & 31));
+          default: { // F3_SRLI, F3_SRAI
+            const f7 = funct7Of(ir);
+            if (f7 == F7_SRLI) v = a >>> (imm & 31);
+            else if (f7 == F7_SRAI) v = <u32>(<i32>a >> (imm & 31));
             else { raise(dev, h, pc, cycle, instret, CAUSE_ILLEGAL, ir); return false; }
             break;
           }
@@ -274,51 +288,52 @@ export function execute(dev: Device, h: Hart, stop: u64, jumps: bool = false): b
         pc += 4; cycle += cAlu;
         break;
       }
-      case 0x0c: { // OP: RV32I register-register and the M extension
+      case OPC_OP: { // RV32I register-register and the M extension
         const a = rget(regs, ir, 15);
         const b = rget(regs, ir, 20);
         let v: u32;
         let cost = cAlu;
-        switch (((ir >> 22) & 0x3f8) | ((ir >> 12) & 7)) { // funct7 << 3 | funct3
-          case 0x000: v = a + b; break; // ADD
-          case 0x100: v = a - b; break; // SUB
-          case 0x001: v = a << (b & 31); break; // SLL
-          case 0x002: v = <u32>(<i32>a < <i32>b); break; // SLT
-          case 0x003: v = <u32>(a < b); break; // SLTU
-          case 0x004: v = a ^ b; break; // XOR
-          case 0x005: v = a >>> (b & 31); break; // SRL
-          case 0x105: v = <u32>(<i32>a >> (b & 31)); break; // SRA
-          case 0x006: v = a | b; break; // OR
-          case 0x007: v = a & b; break; // AND
-          case 0x008: v = a * b; cost = cMul; break; // MUL
-          case 0x009: v = <u32>((<i64><i32>a * <i64><i32>b) >> 32); cost = cMul; break; // MULH
-          case 0x00a: v = <u32>((<i64><i32>a * <i64>b) >> 32); cost = cMul; break; // MULHSU
-          case 0x00b: v = <u32>((<u64>a * <u64>b) >> 32); cost = cMul; break; // MULHU
-          case 0x00c: // DIV: x/0 = -1, MIN/-1 = MIN (spec 7.2)
+        switch (funct10Of(ir)) {
+          case F10_ADD: v = a + b; break;
+          case F10_SUB: v = a - b; break;
+          case F10_SLL: v = a << (b & 31); break;
+          case F10_SLT: v = <u32>(<i32>a < <i32>b); break;
+          case F10_SLTU: v = <u32>(a < b); break;
+          case F10_XOR: v = a ^ b; break;
+          case F10_SRL: v = a >>> (b & 31); break;
+          case F10_SRA: v = <u32>(<i32>a >> (b & 31)); break;
+          case F10_OR: v = a | b; break;
+          case F10_AND: v = a & b; break;
+          case F10_MUL: v = a * b; cost = cMul; break;
+          case F10_MULH: v = <u32>((<i64><i32>a * <i64><i32>b) >> 32); cost = cMul; break;
+          case F10_MULHSU: v = <u32>((<i64><i32>a * <i64>b) >> 32); cost = cMul; break;
+          case F10_MULHU: v = <u32>((<u64>a * <u64>b) >> 32); cost = cMul; break;
+          case F10_DIV: // x/0 = -1, MIN/-1 = MIN (spec 7.2)
             v = b == 0 ? 0xffffffff : (a == 0x80000000 && b == 0xffffffff ? a : <u32>(<i32>a / <i32>b));
             cost = cDiv; break;
-          case 0x00d: v = b == 0 ? 0xffffffff : a / b; cost = cDiv; break; // DIVU
-          case 0x00e: // REM: x%0 = x, MIN%-1 = 0
+          case F10_DIVU: v = b == 0 ? 0xffffffff : a / b; cost = cDiv; break;
+          case F10_REM: // x%0 = x, MIN%-1 = 0
             v = b == 0 ? a : (a == 0x80000000 && b == 0xffffffff ? 0 : <u32>(<i32>a % <i32>b));
             cost = cDiv; break;
-          case 0x00f: v = b == 0 ? a : a % b; cost = cDiv; break; // REMU
+          case F10_REMU: v = b == 0 ? a : a % b; cost = cDiv; break;
           default: { raise(dev, h, pc, cycle, instret, CAUSE_ILLEGAL, ir); return false; }
         }
         rset(regs, ir, v);
         pc += 4; cycle += cost;
         break;
       }
-      case 0x03: { // MISC-MEM: FENCE, FENCE.I (memory is sequentially consistent here: no-ops)
-        if (((ir >> 12) & 7) > 1) { raise(dev, h, pc, cycle, instret, CAUSE_ILLEGAL, ir); return false; }
+      case OPC_MISC_MEM: { // FENCE, FENCE.I (memory is sequentially consistent here: no-ops)
+        const f3 = funct3Of(ir);
+        if (f3 != F3_FENCE && f3 != F3_FENCE_I) { raise(dev, h, pc, cycle, instret, CAUSE_ILLEGAL, ir); return false; }
         pc += 4; cycle += cAlu;
         break;
       }
-      case 0x0b: { // AMO: LR.W SC.W AMO*.W
+      case OPC_AMO: { // LR.W SC.W AMO*.W
         h.pc = pc; h.cycle = cycle; h.instret = instret;
         amo(dev, h, ir);
         return false;
       }
-      case 0x1c: { // SYSTEM
+      case OPC_SYSTEM: {
         h.pc = pc; h.cycle = cycle; h.instret = instret;
         system(dev, h, ir);
         return false;
@@ -344,11 +359,11 @@ export function execute(dev: Device, h: Hart, stop: u64, jumps: bool = false): b
 /** A-extension instructions, one at a time with the state in `h` (spec chapter 8). */
 function amo(dev: Device, h: Hart, ir: u32): void {
   const regs = h.regs;
-  const f5 = ir >> 27;
-  const rs2 = (ir >> 20) & 31;
-  if (((ir >> 12) & 7) != 2 || (f5 == 0x02 && rs2 != 0)) { takeTrap(dev, h, CAUSE_ILLEGAL, ir); return; }
+  const f5 = funct5Of(ir);
+  const rs2 = rs2Of(ir);
+  if (funct3Of(ir) != F3_LR_W || (f5 == F5_LR_W && rs2 != 0)) { takeTrap(dev, h, CAUSE_ILLEGAL, ir); return; } // every AMO's funct3 is LR.W's
   const addr = rget(regs, ir, 15);
-  const isLr = f5 == 0x02;
+  const isLr = f5 == F5_LR_W;
   if (addr & 3) { takeTrap(dev, h, isLr ? CAUSE_MISALIGNED_LOAD : CAUSE_MISALIGNED_STORE, addr); return; }
   let p: usize;
   let cost: u64;
@@ -366,7 +381,7 @@ function amo(dev: Device, h: Hart, ir: u32): void {
     retire(h, cost);
     return;
   }
-  if (f5 == 0x03) { // SC.W
+  if (f5 == F5_SC_W) {
     const ok = h.resvAddr == addr;
     clearReservation(dev, h);
     if (ok) {
@@ -384,15 +399,15 @@ function amo(dev: Device, h: Hart, ir: u32): void {
   const a = load<u32>(p);
   let v: u32;
   switch (f5) {
-    case 0x01: v = b; break; // AMOSWAP
-    case 0x00: v = a + b; break; // AMOADD
-    case 0x04: v = a ^ b; break; // AMOXOR
-    case 0x0c: v = a & b; break; // AMOAND
-    case 0x08: v = a | b; break; // AMOOR
-    case 0x10: v = <i32>a < <i32>b ? a : b; break; // AMOMIN
-    case 0x14: v = <i32>a > <i32>b ? a : b; break; // AMOMAX
-    case 0x18: v = a < b ? a : b; break; // AMOMINU
-    case 0x1c: v = a > b ? a : b; break; // AMOMAXU
+    case F5_AMOSWAP_W: v = b; break;
+    case F5_AMOADD_W: v = a + b; break;
+    case F5_AMOXOR_W: v = a ^ b; break;
+    case F5_AMOAND_W: v = a & b; break;
+    case F5_AMOOR_W: v = a | b; break;
+    case F5_AMOMIN_W: v = <i32>a < <i32>b ? a : b; break;
+    case F5_AMOMAX_W: v = <i32>a > <i32>b ? a : b; break;
+    case F5_AMOMINU_W: v = a < b ? a : b; break;
+    case F5_AMOMAXU_W: v = a > b ? a : b; break;
     default: { takeTrap(dev, h, CAUSE_ILLEGAL, ir); return; }
   }
   store<u32>(p, v);
@@ -403,28 +418,27 @@ function amo(dev: Device, h: Hart, ir: u32): void {
   retire(h, cost);
 }
 
-/** SYSTEM instructions: ECALL EBREAK MRET WFI and the six CSR instructions. */
+/** SYSTEM instructions: ECALL EBREAK MRET WFI and the six CSR instructions (their classes: insnClass). */
 function system(dev: Device, h: Hart, ir: u32): void {
-  const f3 = (ir >> 12) & 7;
-  if (f3 == 0) {
-    switch (ir) {
-      case 0x00000073: takeTrap(dev, h, CAUSE_ECALL_M, 0); return;
-      case 0x00100073: takeTrap(dev, h, CAUSE_BREAKPOINT, h.pc); return;
-      case 0x30200073: h.cycle += <u64>dev.cfg.cpiTrap; h.instret++; mret(dev, h); return;
-      case 0x10500073: retire(h, <u64>dev.cfg.cpiAlu); sleep(dev, h); return;
-      default: takeTrap(dev, h, CAUSE_ILLEGAL, ir); return;
-    }
+  const cls = insnClass(ir);
+  switch (cls) {
+    case InsnClass.Ecall: takeTrap(dev, h, CAUSE_ECALL_M, 0); return;
+    case InsnClass.Ebreak: takeTrap(dev, h, CAUSE_BREAKPOINT, h.pc); return;
+    case InsnClass.Mret: h.cycle += <u64>dev.cfg.cpiTrap; h.instret++; mret(dev, h); return;
+    case InsnClass.Wfi: retire(h, <u64>dev.cfg.cpiAlu); sleep(dev, h); return;
+    case InsnClass.Csr: case InsnClass.CsrImm: break;
+    default: takeTrap(dev, h, CAUSE_ILLEGAL, ir); return;
   }
-  if (f3 == 4) { takeTrap(dev, h, CAUSE_ILLEGAL, ir); return; }
+  const f3 = funct3Of(ir);
   const csr = ir >> 20;
-  const rs1 = (ir >> 15) & 31;
-  const src = f3 >= 5 ? rs1 : load<u32>(h.regs + (<usize>rs1 << 2)); // CSRR*I take a 5-bit immediate
+  const rs1 = rs1Of(ir);
+  const src = cls == InsnClass.CsrImm ? rs1 : load<u32>(h.regs + (<usize>rs1 << 2)); // CSRR*I take a 5-bit immediate
   const old = csrRead(h, csr);
   if (old == CSR_ILLEGAL) { takeTrap(dev, h, CAUSE_ILLEGAL, ir); return; }
-  const op = f3 & 3; // 1 write, 2 set, 3 clear
-  const writes = op == 1 || rs1 != 0; // CSRRS/CSRRC with x0 / zero immediate only read
+  const write = f3 == F3_CSRRW || f3 == F3_CSRRWI;
+  const writes = write || rs1 != 0; // CSRRS/CSRRC with x0 / zero immediate only read
   if (writes) {
-    const v = op == 1 ? src : op == 2 ? <u32>old | src : <u32>old & ~src;
+    const v = write ? src : f3 == F3_CSRRS || f3 == F3_CSRRSI ? <u32>old | src : <u32>old & ~src; // else CSRRC, CSRRCI
     if (!csrWrite(dev, h, csr, v)) { takeTrap(dev, h, CAUSE_ILLEGAL, ir); return; }
   }
   rset(h.regs, ir, <u32>old);
