@@ -3,7 +3,8 @@
 // run loop then calls it instead of interpreting. Translations live in jit-cache.ts.
 //
 // A block runs straight on from its first instruction to its first branch or jump (included), to
-// an instruction it does not translate (excluded: SYSTEM, AMO, anything illegal), or to
+// an instruction it does not translate (excluded: SYSTEM, AMO, anything illegal: what is legal is
+// layouts/isa.json's, through insnClass, as for the interpreter), or to
 // JIT_BLOCK_INSNS instructions. A translation is a region of blocks: the one where the
 // interpreter lands after a jump or taken branch (executeJit counts those landings: JIT_HOT of
 // them translate it) and the blocks its branches and jumps reach, up to JIT_REGION_BLOCKS of
@@ -43,6 +44,13 @@ import {
   JIT_MAX_INSNS, JIT_REGION_BLOCKS, JIT_HOT, JIT_PAGE_SHIFT, JIT_RECORD_BYTES, NO_BLOCK, NOT_TRANSLATABLE, NO_TABLE,
 } from "./jit-cache";
 import { HBM_BASE } from "../generated/layouts";
+import {
+  InsnClass, insnClass, classHas, INSN_READS_RS1, INSN_READS_RS2, INSN_WRITES_RD, rdOf, rs1Of, rs2Of, funct3Of, funct7Of, funct10Of, loadBytes, storeBytes,
+  F3_BEQ, F3_BNE, F3_BLT, F3_BGE, F3_BLTU, F3_LB, F3_LH, F3_LW, F3_LBU, F3_SB, F3_SH,
+  F3_ADDI, F3_SLTI, F3_SLTIU, F3_XORI, F3_ORI, F3_ANDI, F3_SLLI, F7_SRLI,
+  F10_ADD, F10_SUB, F10_SLL, F10_SLT, F10_SLTU, F10_XOR, F10_SRL, F10_SRA, F10_OR, F10_AND,
+  F10_MUL, F10_MULH, F10_MULHU, F10_DIV, F10_REM, F10_REMU,
+} from "../generated/isa";
 
 /**
  * The host compiles `len` bytes at `ptr` (a module exporting `f`) and puts `f` at function table
@@ -130,33 +138,18 @@ const K_NONE: u32 = 0, K_ALU: u32 = 1, K_LOAD: u32 = 2, K_STORE: u32 = 3, K_END:
 
 /** What a block does with instruction `ir` at `pc`: K_NONE (not translated: the block ends before it), K_END (translated, ends the block), or go on. */
 function kindOf(ir: u32, pc: u32, guard: u32): u32 {
-  if ((ir & 3) != 3) return K_NONE;
-  const f3 = (ir >> 12) & 7;
-  switch ((ir >> 2) & 31) {
-    case 0x0d: case 0x05: return K_ALU; // LUI AUIPC
-    case 0x03: return f3 <= 1 ? K_ALU : K_NONE; // FENCE FENCE.I
-    case 0x04: { // OP-IMM
-      if (f3 == 1) return (ir >> 25) == 0 ? K_ALU : K_NONE;
-      if (f3 == 5) return (ir >> 25) == 0 || (ir >> 25) == 0x20 ? K_ALU : K_NONE;
-      return K_ALU;
-    }
-    case 0x0c: { // OP
-      const f7 = ir >> 25;
-      if (f7 == 0 || f7 == 1) return K_ALU;
-      return f7 == 0x20 && (f3 == 0 || f3 == 5) ? K_ALU : K_NONE;
-    }
-    case 0x00: return (f3 & 3) == 3 || f3 >= 6 ? K_NONE : K_LOAD;
-    case 0x08: return f3 > 2 ? K_NONE : K_STORE;
-    case 0x18: { // BRANCH: a bad target is the interpreter's to fault
-      if (f3 == 2 || f3 == 3) return K_NONE;
-      return ((pc + immB(ir)) & 3) != 0 ? K_NONE : K_END;
-    }
-    case 0x1b: { // JAL
+  switch (insnClass(ir)) {
+    case InsnClass.Lui: case InsnClass.Auipc: case InsnClass.Fence:
+    case InsnClass.AluImm: case InsnClass.Alu: case InsnClass.Mul: case InsnClass.Div: return K_ALU;
+    case InsnClass.Load: return K_LOAD;
+    case InsnClass.Store: return K_STORE;
+    case InsnClass.Branch: return ((pc + immB(ir)) & 3) != 0 ? K_NONE : K_END; // a bad target is the interpreter's to fault
+    case InsnClass.Jal: {
       const t = pc + immJ(ir);
       return (t & 3) != 0 || t < guard ? K_NONE : K_END;
     }
-    case 0x19: return f3 == 0 ? K_END : K_NONE; // JALR
-    default: return K_NONE;
+    case InsnClass.Jalr: return K_END;
+    default: return K_NONE; // illegal, AMO, SYSTEM: the interpreter's
   }
 }
 
@@ -348,36 +341,35 @@ function address(dev: Device, h: Hart, pc: u32, k: u32, isStore: bool): void {
 function emitInsn(dev: Device, h: Hart, ir: u32, bpc: u32, k: u32, n: u32): void {
   const pc = bpc + 4 * k, last = k == n - 1;
   const cfg = dev.cfg;
-  const rd = (ir >> 7) & 31, rs1 = (ir >> 15) & 31, rs2 = (ir >> 20) & 31, f3 = (ir >> 12) & 7;
+  const rd = rdOf(ir), rs1 = rs1Of(ir), rs2 = rs2Of(ir), f3 = funct3Of(ir);
   const cAlu = <u64>cfg.cpiAlu;
   wroteX0 = false;
-  switch ((ir >> 2) & 31) {
-    case 0x0d: i32c(ir & 0xfffff000); setReg(rd); pend += cAlu; break; // LUI
-    case 0x05: i32c(pc + (ir & 0xfffff000)); setReg(rd); pend += cAlu; break; // AUIPC
-    case 0x03: pend += cAlu; break; // FENCE, FENCE.I: no-ops (memory is sequentially consistent)
-    case 0x04: { // OP-IMM
+  const cls = insnClass(ir);
+  switch (cls) {
+    case InsnClass.Lui: i32c(ir & 0xfffff000); setReg(rd); pend += cAlu; break;
+    case InsnClass.Auipc: i32c(pc + (ir & 0xfffff000)); setReg(rd); pend += cAlu; break;
+    case InsnClass.Fence: pend += cAlu; break; // FENCE, FENCE.I: no-ops (memory is sequentially consistent)
+    case InsnClass.AluImm: {
       const imm = immI(ir);
       reg(rs1);
       switch (f3) {
-        case 0: i32c(imm); op(I32_ADD); break;
-        case 2: i32c(imm); op(I32_LT_S); break;
-        case 3: i32c(imm); op(I32_LT_U); break;
-        case 4: i32c(imm); op(I32_XOR); break;
-        case 6: i32c(imm); op(I32_OR); break;
-        case 7: i32c(imm); op(I32_AND); break;
-        case 1: i32c(imm & 31); op(I32_SHL); break;
-        default: i32c(imm & 31); op((ir >> 25) == 0 ? I32_SHR_U : I32_SHR_S); break;
+        case F3_ADDI: i32c(imm); op(I32_ADD); break;
+        case F3_SLTI: i32c(imm); op(I32_LT_S); break;
+        case F3_SLTIU: i32c(imm); op(I32_LT_U); break;
+        case F3_XORI: i32c(imm); op(I32_XOR); break;
+        case F3_ORI: i32c(imm); op(I32_OR); break;
+        case F3_ANDI: i32c(imm); op(I32_AND); break;
+        case F3_SLLI: i32c(imm & 31); op(I32_SHL); break;
+        default: i32c(imm & 31); op(funct7Of(ir) == F7_SRLI ? I32_SHR_U : I32_SHR_S); break; // SRLI SRAI
       }
       setReg(rd); pend += cAlu;
       break;
     }
-    case 0x0c: { // OP
-      const sel = ((ir >> 22) & 0x3f8) | f3;
-      let cost = cAlu;
-      if (sel >= 0x008 && sel <= 0x00f) cost = sel >= 0x00c ? <u64>cfg.cpiDiv : <u64>cfg.cpiMul;
-      if (sel >= 0x00c && sel <= 0x00f) { // DIV DIVU REM REMU: the spec's results for x/0 and MIN/-1, which trap in wasm
+    case InsnClass.Alu: case InsnClass.Mul: case InsnClass.Div: {
+      const sel = funct10Of(ir);
+      if (cls == InsnClass.Div) { // DIV DIVU REM REMU: the spec's results for x/0 and MIN/-1, which trap in wasm
         reg(rs1); set(L_A); reg(rs2); set(L_B);
-        const signed = sel == 0x00c || sel == 0x00e, rem = sel >= 0x00e;
+        const signed = sel == F10_DIV || sel == F10_REM, rem = sel == F10_REM || sel == F10_REMU;
         get(L_A);
         // a safe divisor: 1 where the spec fixes the result (b == 0; MIN / -1, where a / 1 and a % 1 are it)
         i32c(1); get(L_B);
@@ -388,65 +380,66 @@ function emitInsn(dev: Device, h: Hart, ir: u32, bpc: u32, k: u32, n: u32): void
         // b == 0: -1 for a division, a for a remainder
         if (rem) get(L_A); else i32c(0xffffffff);
         get(L_B); op(SELECT);
-      } else if (sel >= 0x009 && sel <= 0x00b) { // MULH MULHSU MULHU
-        reg(rs1); op(sel == 0x00b ? I64_EXTEND_I32_U : I64_EXTEND_I32_S);
-        reg(rs2); op(sel == 0x009 ? I64_EXTEND_I32_S : I64_EXTEND_I32_U);
-        op(I64_MUL); i64c(32); op(sel == 0x00b ? I64_SHR_U : I64_SHR_S); op(I32_WRAP_I64);
+      } else if (cls == InsnClass.Mul && sel != F10_MUL) { // MULH MULHSU MULHU
+        reg(rs1); op(sel == F10_MULHU ? I64_EXTEND_I32_U : I64_EXTEND_I32_S);
+        reg(rs2); op(sel == F10_MULH ? I64_EXTEND_I32_S : I64_EXTEND_I32_U);
+        op(I64_MUL); i64c(32); op(sel == F10_MULHU ? I64_SHR_U : I64_SHR_S); op(I32_WRAP_I64);
       } else {
         reg(rs1); reg(rs2);
         switch (sel) {
-          case 0x000: op(I32_ADD); break;
-          case 0x100: op(I32_SUB); break;
-          case 0x001: op(I32_SHL); break; // wasm takes the shift amount mod 32, as RISC-V does
-          case 0x002: op(I32_LT_S); break;
-          case 0x003: op(I32_LT_U); break;
-          case 0x004: op(I32_XOR); break;
-          case 0x005: op(I32_SHR_U); break;
-          case 0x105: op(I32_SHR_S); break;
-          case 0x006: op(I32_OR); break;
-          case 0x007: op(I32_AND); break;
-          default: op(I32_MUL); break; // 0x008 MUL
+          case F10_ADD: op(I32_ADD); break;
+          case F10_SUB: op(I32_SUB); break;
+          case F10_SLL: op(I32_SHL); break; // wasm takes the shift amount mod 32, as RISC-V does
+          case F10_SLT: op(I32_LT_S); break;
+          case F10_SLTU: op(I32_LT_U); break;
+          case F10_XOR: op(I32_XOR); break;
+          case F10_SRL: op(I32_SHR_U); break;
+          case F10_SRA: op(I32_SHR_S); break;
+          case F10_OR: op(I32_OR); break;
+          case F10_AND: op(I32_AND); break;
+          default: op(I32_MUL); break; // MUL
         }
       }
-      setReg(rd); pend += cost;
+      setReg(rd); pend += fixedCost(cfg, ir);
       break;
     }
-    case 0x00: { // LOAD
+    case InsnClass.Load: {
       reg(rs1); i32c(immI(ir)); op(I32_ADD); set(L_ADDR);
-      const mask: u32 = (1 << (f3 & 3)) - 1;
+      const mask = loadBytes(f3) - 1;
       if (mask != 0) { get(L_ADDR); i32c(mask); op(I32_AND); ifThen(); sideExit(pc, k); endIf(); }
       address(dev, h, pc, k, false);
       switch (f3) {
-        case 0: mem(I32_LOAD8_S, 0, 0); break;
-        case 1: mem(I32_LOAD16_S, 1, 0); break;
-        case 2: mem(I32_LOAD, 2, 0); break;
-        case 4: mem(I32_LOAD8_U, 0, 0); break;
-        default: mem(I32_LOAD16_U, 1, 0); break;
+        case F3_LB: mem(I32_LOAD8_S, 0, 0); break;
+        case F3_LH: mem(I32_LOAD16_S, 1, 0); break;
+        case F3_LW: mem(I32_LOAD, 2, 0); break;
+        case F3_LBU: mem(I32_LOAD8_U, 0, 0); break;
+        default: mem(I32_LOAD16_U, 1, 0); break; // LHU
       }
       setReg(rd);
       segmentStart(dev, h, bpc, n, k + 1);
       break;
     }
-    case 0x08: { // STORE
+    case InsnClass.Store: {
       reg(rs1); i32c(immS(ir)); op(I32_ADD); set(L_ADDR);
-      if (f3 != 0) { get(L_ADDR); i32c((1 << f3) - 1); op(I32_AND); ifThen(); sideExit(pc, k); endIf(); }
+      const mask = storeBytes(f3) - 1;
+      if (mask != 0) { get(L_ADDR); i32c(mask); op(I32_AND); ifThen(); sideExit(pc, k); endIf(); }
       address(dev, h, pc, k, true);
       set(L_PTR); get(L_PTR); reg(rs2);
-      if (f3 == 0) mem(I32_STORE8, 0, 0);
-      else if (f3 == 1) mem(I32_STORE16, 1, 0);
-      else mem(I32_STORE, 2, 0);
+      if (f3 == F3_SB) mem(I32_STORE8, 0, 0);
+      else if (f3 == F3_SH) mem(I32_STORE16, 1, 0);
+      else mem(I32_STORE, 2, 0); // SW
       segmentStart(dev, h, bpc, n, k + 1);
       break;
     }
-    case 0x18: { // BRANCH: the block's end
+    case InsnClass.Branch: { // the block's end
       reg(rs1); reg(rs2);
       switch (f3) {
-        case 0: op(I32_EQ); break;
-        case 1: op(I32_NE); break;
-        case 4: op(I32_LT_S); break;
-        case 5: op(I32_GE_S); break;
-        case 6: op(I32_LT_U); break;
-        default: op(I32_GE_U); break;
+        case F3_BEQ: op(I32_EQ); break;
+        case F3_BNE: op(I32_NE); break;
+        case F3_BLT: op(I32_LT_S); break;
+        case F3_BGE: op(I32_GE_S); break;
+        case F3_BLTU: op(I32_LT_U); break;
+        default: op(I32_GE_U); break; // BGEU
       }
       const p0 = pend;
       ifThen();
@@ -456,12 +449,12 @@ function emitInsn(dev: Device, h: Hart, ir: u32, bpc: u32, k: u32, n: u32): void
       blockEnd(pc + 4, cAlu, false);
       return;
     }
-    case 0x1b: { // JAL: the block's end
+    case InsnClass.Jal: { // the block's end
       i32c(pc + 4); setReg(rd);
       blockEnd(pc + immJ(ir), <u64>cfg.cpiJump, rd == 0);
       return;
     }
-    case 0x19: { // JALR: the block's and the region's end; a bad target is the interpreter's to fault
+    case InsnClass.Jalr: { // the block's and the region's end; a bad target is the interpreter's to fault
       reg(rs1); i32c(immI(ir)); op(I32_ADD); i32c(~(<u32>1)); op(I32_AND); set(L_ADDR);
       get(L_ADDR); i32c(3); op(I32_AND); get(L_ADDR); i32c(cfg.nullGuardBytes); op(I32_LT_U); op(I32_OR);
       ifThen(); sideExit(pc, k); endIf();
@@ -475,24 +468,25 @@ function emitInsn(dev: Device, h: Hart, ir: u32, bpc: u32, k: u32, n: u32): void
   if (last) blockEnd(pc + 4, 0, wroteX0);
 }
 
-/** Registers an instruction reads (bit r). */
+/** Registers an instruction reads (bit r): its class's (layouts/isa.json). */
 function regsRead(ir: u32): u32 {
-  const o = (ir >> 2) & 31, rs1 = (ir >> 15) & 31, rs2 = (ir >> 20) & 31;
-  if (o == 0x0d || o == 0x05 || o == 0x1b || o == 0x03) return 0;
-  if (o == 0x04 || o == 0x00 || o == 0x19) return <u32>1 << rs1;
-  return (<u32>1 << rs1) | (<u32>1 << rs2); // OP, STORE, BRANCH
+  const c = insnClass(ir);
+  let m: u32 = 0;
+  if (classHas(INSN_READS_RS1, c)) m |= <u32>1 << rs1Of(ir);
+  if (classHas(INSN_READS_RS2, c)) m |= <u32>1 << rs2Of(ir);
+  return m;
 }
 
 /** The register an instruction writes, 32 for none. */
 function regWritten(ir: u32): u32 {
-  const o = (ir >> 2) & 31;
-  if (o == 0x08 || o == 0x18 || o == 0x03) return 32;
-  return (ir >> 7) & 31;
+  return classHas(INSN_WRITES_RD, insnClass(ir)) ? rdOf(ir) : 32;
 }
 
 /** The cycles of an instruction that does not touch memory and is not a block's last (ALU only). */
 function fixedCost(cfg: Config, ir: u32): u64 {
-  if (((ir >> 2) & 31) == 0x0c && (ir >> 25) == 1) return (((ir >> 12) & 7) >= 4 ? <u64>cfg.cpiDiv : <u64>cfg.cpiMul);
+  const c = insnClass(ir);
+  if (c == InsnClass.Mul) return <u64>cfg.cpiMul;
+  if (c == InsnClass.Div) return <u64>cfg.cpiDiv;
   return <u64>cfg.cpiAlu;
 }
 
@@ -525,10 +519,10 @@ function addBlock(cfg: Config, h: Hart, pc: u32): i32 {
 function successors(cfg: Config, h: Hart, i: i32): void {
   const pc = unchecked(rPc[i]), n = unchecked(rN[i]);
   const lastPc = pc + 4 * (n - 1), ir = load<u32>(h.sram + <usize>lastPc);
-  const o = (ir >> 2) & 31;
-  if (o == 0x19) return; // JALR
-  if (o == 0x1b) { want(cfg, h, lastPc + immJ(ir)); return; }
-  if (o == 0x18) want(cfg, h, lastPc + immB(ir));
+  const c = insnClass(ir);
+  if (c == InsnClass.Jalr) return;
+  if (c == InsnClass.Jal) { want(cfg, h, lastPc + immJ(ir)); return; }
+  if (c == InsnClass.Branch) want(cfg, h, lastPc + immB(ir));
   want(cfg, h, lastPc + 4);
 }
 
