@@ -15,6 +15,8 @@ import { engOf, PROFILE_ENTRY_BYTES } from "./engines";
 import { execute } from "./exec";
 import { psOfCycle } from "../core/time";
 import { TP_ENGINE_CALL, TP_ENGINE_RET } from "../generated/layouts";
+import { InsnClass, insnClass, rdOf, rs1Of } from "../generated/isa";
+import { immI } from "./decode";
 
 const RA: u32 = 1;
 
@@ -35,12 +37,12 @@ export function executeProfiled(dev: Device, h: Hart, stop: u64): void {
   store<u64>(at, load<u64>(at) + (h.cycle - cycle));
   if (h.instret == instret) return; // it trapped or stalled: not retired
   store<u32>(at + 8, load<u32>(at + 8) + 1);
-  const op = ir & 0x7f, rd = (ir >> 7) & 31;
-  if ((op == 0x6f || op == 0x67) && rd == RA) { // JAL / JALR linking ra: a call
+  const cls = insnClass(ir), rd = rdOf(ir);
+  if ((cls == InsnClass.Jal || cls == InsnClass.Jalr) && rd == RA) { // linking ra: a call
     const target = entryOf(dev, h, h.pc);
     if (target != 0) store<u32>(target + 12, load<u32>(target + 12) + 1);
     tracePoint(dev, psOfCycle(cycle, dev.cfg.engineClockKhz), TP_ENGINE_CALL, h.id, h.pc);
-  } else if (op == 0x67 && rd == 0 && ((ir >> 15) & 31) == RA && (ir >> 20) == 0) { // jalr x0, 0(ra): a return
+  } else if (cls == InsnClass.Jalr && rd == 0 && rs1Of(ir) == RA && immI(ir) == 0) { // jalr x0, 0(ra): a return
     tracePoint(dev, psOfCycle(cycle, dev.cfg.engineClockKhz), TP_ENGINE_RET, h.id, h.pc);
   }
 }
