@@ -9,6 +9,7 @@ import { Device } from "../host/device.js";
 import { coreModule } from "../host/platform/node.js";
 import { EngineDebugger, PC_REGNUM, type DebugStopEvent } from "../host/debug/target.js";
 import { Symbolizer } from "../host/debug/symbolize.js";
+import { assemble, writeElf, I, reg, CODE_BASE } from "./helpers/rv.js";
 
 const psum = new Uint8Array(readFileSync("firmware/examples/psum.elf"));
 const symbols = Symbolizer.fromElf(psum);
@@ -222,6 +223,23 @@ describe("the engines under a debugger", () => {
     expect(d.writeMemory(1, 0x80000100, Uint8Array.of(9, 8))).toBe(true);
     expect([...d.readMemory(0, 0x80000100, 2)!]).toEqual([9, 8]);
     expect([...dev.readHbm(0x100, 2)]).toEqual([9, 8]);
+  });
+
+  it("a watchpoint stops only an instruction that accesses memory: an illegal load encoding faults", async () => {
+    // funct3 3 of LOAD is RV64's `ld`, illegal here (layouts/isa.json): it reads nothing, so the
+    // access watchpoint over its address lets it run into its illegal-instruction trap; the same
+    // place with `lw` stops before it
+    const stopAt = async (f3: number) => {
+      const code = Uint32Array.from([...assemble("li t0, 0x80000000", CODE_BASE), I(0, reg("t0"), f3, reg("t1"), 0x03)]);
+      const dev = await Device.create(coreModule(), { engines: 1 });
+      dev.start(dev.loadElf(writeElf(CODE_BASE, [{ vaddr: CODE_BASE, data: new Uint8Array(code.buffer) }])).entry);
+      const d = new EngineDebugger(dev);
+      expect(d.setWatchpoint("access", 0x80000000, 4, true)).toBe(true);
+      const r = d.run(UNTIL);
+      return { stop: r.kind === "stopped" ? r.stop.reason : r.kind, pc: dev.engine(0).pc - CODE_BASE, mcause: dev.engine(0).mcause };
+    };
+    expect(await stopAt(2)).toEqual({ stop: "watch-access", pc: 8, mcause: null });
+    expect(await stopAt(3)).toEqual({ stop: "fault", pc: 8, mcause: 2 });
   });
 
   it("tables have a fixed size and say when they are full or hold no such entry", async () => {

@@ -13,6 +13,8 @@ import { execute } from "./exec";
 import { executeProfiled } from "./profile";
 import { interruptToTake, takeTrap } from "./trap";
 import { MIP_MTIP, MSTATUS_MIE } from "./hart";
+import { immI, immS } from "./decode";
+import { InsnClass, insnClass, rs1Of, funct3Of, loadBytes, storeBytes } from "../generated/isa";
 
 export const MAX_BREAKPOINTS: u32 = 64;
 export const MAX_WATCHPOINTS: u32 = 16;
@@ -161,19 +163,21 @@ function stopAt(d: Debug, h: Hart, why: DebugStop, addr: u32): void {
   d.markInstret = h.instret;
 }
 
-/** The watch stop the instruction `ir` at h.pc causes, or None: its address and width decoded as exec.ts does. */
+/**
+ * The watch stop the instruction `ir` at h.pc causes, or None: its address and width decoded as
+ * exec.ts does (an illegal encoding accesses nothing: layouts/isa.json, through insnClass).
+ */
 function watchHit(d: Debug, h: Hart, ir: u32): DebugStop {
-  const op = ir & 0x7f;
   let addr: u32, size: u32, reads: bool, writes: bool;
-  const base = load<u32>(h.regs + (<usize>((ir >> 15) & 31) << 2));
-  if (op == 0x03) { // LOAD
-    addr = base + <u32>(<i32>ir >> 20); size = 1 << ((ir >> 12) & 3); reads = true; writes = false;
-  } else if (op == 0x23) { // STORE
-    addr = base + (<u32>((<i32>ir >> 25) << 5) | ((ir >> 7) & 31)); size = 1 << ((ir >> 12) & 3); reads = false; writes = true;
-  } else if (op == 0x2f) { // AMO: LR reads, SC writes, the others both
-    const f5 = ir >> 27;
-    addr = base; size = 4; reads = f5 != 0x03; writes = f5 != 0x02;
-  } else return DebugStop.None;
+  const base = load<u32>(h.regs + (<usize>rs1Of(ir) << 2));
+  switch (insnClass(ir)) {
+    case InsnClass.Load: addr = base + immI(ir); size = loadBytes(funct3Of(ir)); reads = true; writes = false; break;
+    case InsnClass.Store: addr = base + immS(ir); size = storeBytes(funct3Of(ir)); reads = false; writes = true; break;
+    case InsnClass.Lr: addr = base; size = 4; reads = true; writes = false; break;
+    case InsnClass.Sc: addr = base; size = 4; reads = false; writes = true; break;
+    case InsnClass.Amo: addr = base; size = 4; reads = true; writes = true; break;
+    default: return DebugStop.None;
+  }
   for (let i: u32 = 0; i < d.nWatch; i++) {
     const p = d.watches + <usize>i * WATCH_BYTES;
     const wa = load<u32>(p), wl = load<u32>(p, 4), kind = load<u32>(p, 8);
