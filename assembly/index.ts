@@ -22,6 +22,7 @@ import { hbmSetCompute, hbmServed as served } from "./mem/hbm";
 import { jitNewEpoch, jitCacheIfAny } from "./engine/jit-cache";
 import { gridOf, gridStart, gridReserve } from "./compute/grid";
 import { CFG_SLOTS, STAT_COUNT, LAYOUT_HASH } from "./generated/layouts";
+import { insnClass } from "./generated/isa";
 
 /** Allocates the block of CFG_SLOTS u64 the host fills before create(). */
 export function configAlloc(): usize {
@@ -99,6 +100,8 @@ export function profilePtr(dev: usize, i: u32): usize {
 }
 /** CSR `csr` of engine `i` as the engine would read it, or -1 if the engine has no such CSR. */
 export function engineCsr(dev: usize, i: u32, csr: u32): i64 { return csrRead(hartAt(changetype<Device>(dev), i), csr & 0xfff); }
+/** The class layouts/isa.json gives instruction word `ir` (generated/isa.ts InsnClass, 0: illegal): what the JIT translates by; for test/isa-table.test.ts. */
+export function insnClassOf(ir: u32): u32 { return insnClass(ir); }
 
 // ---- a debugger (host/debug/gdb.ts through host/debug/target.ts; engine/debug.ts)
 export function debugAttach(dev: usize, on: u32): void { attach(changetype<Device>(dev), on); }

@@ -35,6 +35,8 @@ export interface MenicExports {
   engineSleepPs(dev: number, i: number): bigint;
   engineReg(dev: number, i: number, r: number): number;
   engineCsr(dev: number, i: number, csr: number): bigint;
+  /** the class layouts/isa.json gives instruction word `ir` (0: illegal; assembly/generated/isa.ts InsnClass) */
+  insnClassOf(ir: number): number;
   profilePtr(dev: number, i: number): number;
   debugAttach(dev: number, on: number): void;
   debugBreak(dev: number, addr: number, set: number): number;
@@ -177,6 +179,7 @@ export const EXPORT_SIGNATURES: { readonly [K in ExportName]: Signature<MenicExp
   engineSleepPs: [["i32", "i32"], "i64"],
   engineReg: [["i32", "i32", "i32"], "i32"],
   engineCsr: [["i32", "i32", "i32"], "i64"],
+  insnClassOf: [["i32"], "i32"],
   profilePtr: [["i32", "i32"], "i32"],
   debugAttach: [["i32", "i32"], "void"],
   debugBreak: [["i32", "i32", "i32"], "i32"],
