@@ -6,10 +6,11 @@
 
 import { Device, statAdd } from "../core/device";
 import { NEVER } from "../core/time";
-import { Qp, qpAt, rqSlot, mrCheck } from "../nic/verbs";
+import { Qp, qpAt } from "../nic/verbs";
 import { dmaPtr } from "../mem/dma";
-import { cqPush } from "../nic/completions";
+
 import { qpError } from "../nic/queues";
+import { recvPosted, remoteGrants, recvAddr, recvFits, recvComplete } from "../nic/receive";
 import {
   OUT_MAX, OUT_WAIT_RESPONSE, OUT_HAVE_LAST, OUT_RESPONSE, outAt, outAck, outDrain, outComplete, outFlush, outAppend, outMsn, outFlags,
   outSetFlags, outRespLast, outSetRespLast,
@@ -17,7 +18,7 @@ import {
 import { psnAdd, psnDiff, packetsOf } from "../nic/psn";
 import { crc32 } from "../wire/icrc";
 import {
-  Path, RxPath, mrtOf, connAt, peerFirst, pathAt, rxPathAt, sentAt, ackedBitmap, placedBitmap, ssnHas, ssnMark, ssnAdvance, recvAt, portSeenAt, pdiff,
+  Path, RxPath, connAt, peerFirst, pathAt, rxPathAt, sentAt, ackedBitmap, placedBitmap, ssnHas, ssnMark, ssnAdvance, recvAt, portSeenAt, pdiff,
   PATH_ACTIVE, PATH_FAILED, SENT_NONE, SENT_OUT, SENT_PROBE, RECV_RING,
 } from "./state";
 import { owesAck, queueRtx, pathWant, pathResync, streamReady, wantTimer, armPath } from "./tx";
@@ -25,16 +26,16 @@ import { ccOnAck, ccInit } from "./cc";
 import { rttSample } from "./rto";
 import {
   ETH_SIZE, IPV4_SIZE, UDP_SIZE, IPV4_ECN_CE, getIpv4Ecn, getIpv4Src,
-  MRT_VERSION, MRT_TYPE_DATA, MRT_TYPE_ACK, MRT_TYPE_PROBE, MRT_FLAG_LAST, MRT_FLAG_ACK_REQ, MRT_OP_WRITE, MRT_OP_WRITE_IMM,
+  MRT_VERSION, MRT_TYPE_DATA, MRT_TYPE_ACK, MRT_TYPE_PROBE, MRT_FLAG_LAST, MRT_FLAG_ACK_REQ, MRT_OP_WRITE_IMM,
   MRT_OP_SEND, MRT_OP_SEND_IMM, MRT_OP_READ_REQ, MRT_OP_READ_RESP, MRT_PROBE_QP, MRT_STREAM_WINDOW, MRT_PATH_WINDOW, MRT_NAK_RNR, MRT_NAK_REMOTE_ACCESS,
   MRT_NAK_INVALID_REQUEST, MRH_SIZE, MRA_SIZE, MRC_SIZE,
   getMrhVersion, getMrhType, getMrhFlags, getMrhPath, getMrhEpoch, getMrhPsn, getMrhFloor, getMrhOp, getMrhDestQp, getMrhSsn,
   getMrhMsn, getMrhOffset, getMrhLength, getMrhAddr, getMrhRkey, getMrhImm,
-  getMraVersion, getMraType, getMraPath, getMraEpoch, getMraCum, getMraSack0, getMraSack1, getMraSack2, getMraSack3, getMraCe,
+  getMraEpoch, getMraCum, getMraSack0, getMraSack1, getMraSack2, getMraSack3, getMraCe,
   getMraHint, getMraNakQp, getMraNakCode, getMraNakSsn,
 } from "../generated/headers";
 import {
-  QP_STATE_RTR, QP_STATE_RTS, ACCESS_REMOTE_WRITE, ACCESS_REMOTE_READ, ACCESS_LOCAL_WRITE, WQE_LADDR, WQE_LENGTH, WQE_LKEY, WQE_WR_ID,
+  QP_STATE_RTR, QP_STATE_RTS, ACCESS_REMOTE_WRITE, ACCESS_REMOTE_READ, WQE_LADDR, WQE_LENGTH,
   WQE_SIZE, WQE_OPCODE, OPCODE_RDMA_READ,
   OPCODE_RECV, OPCODE_RDMA_WRITE_WITH_IMM, STATUS_SUCCESS, STATUS_REM_ACCESS_ERR, STATUS_REM_INV_REQ_ERR, STATUS_RNR_RETRY_EXC_ERR,
   STAT_MRT_RX_DATA, STAT_MRT_RX_ACKS, STAT_MRT_RX_PROBES, STAT_MRT_RX_MALFORMED, STAT_MRT_RX_BAD_CRC, STAT_MRT_RX_UNKNOWN,
@@ -224,18 +225,15 @@ function dataIn(dev: Device, c: u32, g: u32, h: usize, pl: usize, payload: u32, 
   let recv: u32 = 0;
   if (consumes) {
     recv = q.mtRecvBase + getMrhMsn(h);
-    const ahead = recv - q.rqCi;
-    if (ahead >= q.rqPi - q.rqCi || ahead >= RECV_RING) {
+    if (!recvPosted(q, recv) || recv - q.rqCi >= RECV_RING) {
       // its receive is not posted: not placed, not recorded (so sent again), and its sender told to wait
       nak(dev, g, qpn, MRT_NAK_RNR, ssn, t);
       return;
     }
   }
   if (op == MRT_OP_SEND || op == MRT_OP_SEND_IMM) {
-    const r = rqSlot(dev, q, recv);
-    if (<u64>off + <u64>payload > <u64>load<u32>(r + WQE_LENGTH)) { refuse(dev, g, qpn, MRT_NAK_INVALID_REQUEST, ssn, t); return; }
-    dst = load<u64>(r + WQE_LADDR) + <u64>off;
-    if (!mrCheck(dev, load<u32>(r + WQE_LKEY), false, q.pd, dst, <u64>payload, ACCESS_LOCAL_WRITE)) { refuse(dev, g, qpn, MRT_NAK_INVALID_REQUEST, ssn, t); return; }
+    if (recvFits(dev, q, recv, off, payload) != STATUS_SUCCESS) { refuse(dev, g, qpn, MRT_NAK_INVALID_REQUEST, ssn, t); return; }
+    dst = recvAddr(dev, q, recv, off);
   } else if (op == MRT_OP_READ_RESP) {
     // its bytes land where our READ of that MSN says (none when the READ is over: a copy late)
     read = readOf(dev, q, qpn, getMrhMsn(h));
@@ -243,7 +241,7 @@ function dataIn(dev: Device, c: u32, g: u32, h: usize, pl: usize, payload: u32, 
     if (read != 0) dst = load<u64>(read + WQE_LADDR) + <u64>off;
   } else {
     dst = getMrhAddr(h);
-    if (!mrCheck(dev, getMrhRkey(h), true, q.pd, dst, <u64>payload, ACCESS_REMOTE_WRITE)) { refuse(dev, g, qpn, MRT_NAK_REMOTE_ACCESS, ssn, t); return; }
+    if (!remoteGrants(dev, q, getMrhRkey(h), dst, <u64>payload, ACCESS_REMOTE_WRITE)) { refuse(dev, g, qpn, MRT_NAK_REMOTE_ACCESS, ssn, t); return; }
   }
   pathRecord(dev, g, h, ce, t);
   if (dev.cfg.timingMode == 0 && payload > 0 && (op != MRT_OP_READ_RESP || read != 0)) memory.copy(dmaPtr(dev, dst, <u64>payload), pl, payload);
@@ -302,7 +300,7 @@ function readsDone(dev: Device, q: Qp, qpn: u32, t: u64): void {
  */
 function readRequest(dev: Device, c: u32, g: u32, h: usize, q: Qp, qpn: u32, ssn: u32, ce: bool, t: u64): void {
   const addr = getMrhAddr(h), len = getMrhLength(h);
-  if (!mrCheck(dev, getMrhRkey(h), true, q.pd, addr, <u64>len, ACCESS_REMOTE_READ)) { refuse(dev, g, qpn, MRT_NAK_REMOTE_ACCESS, ssn, t); return; }
+  if (!remoteGrants(dev, q, getMrhRkey(h), addr, <u64>len, ACCESS_REMOTE_READ)) { refuse(dev, g, qpn, MRT_NAK_REMOTE_ACCESS, ssn, t); return; }
   // no room among our outstanding messages: not taken, and its sender told to wait
   if (q.outCount >= OUT_MAX) { nak(dev, g, qpn, MRT_NAK_RNR, ssn, t); return; }
   pathRecord(dev, g, h, ce, t);
@@ -325,12 +323,10 @@ function completeReceives(dev: Device, q: Qp, qpn: u32, t: u64): void {
     const e = recvAt(dev, qpn, q.rqCi);
     if (load<u32>(e) != q.rqCi + 1 || psnDiff(q.mtRcum, load<u32>(e, 4)) <= 0) return;
     const op = load<u32>(e, 8);
-    const r = rqSlot(dev, q, q.rqCi);
     store<u32>(e, 0);
-    q.rqCi++;
     const imm = op == MRT_OP_WRITE_IMM || op == MRT_OP_SEND_IMM;
     const rxOp = op == MRT_OP_WRITE_IMM ? OPCODE_RDMA_WRITE_WITH_IMM : OPCODE_RECV;
-    if (!cqPush(dev, q.recvCq, t, load<u64>(r + WQE_WR_ID), load<u32>(e, 16), load<u32>(e, 12), imm, qpn, STATUS_SUCCESS, rxOp)) { qpError(dev, qpn, t); return; }
+    if (!recvComplete(dev, q, qpn, load<u32>(e, 16), load<u32>(e, 12), imm, rxOp, t)) return;
   }
 }
 

@@ -7,16 +7,15 @@
 // key fails that receive too, and the QP goes to error (IB spec 9.9.3).
 
 import { Device, statAdd } from "../core/device";
-import { qpAt, rqSlot, mrCheck } from "./verbs";
+import { qpAt } from "./verbs";
 import { dmaPtr } from "../mem/dma";
-import { cqPush } from "./completions";
 import { qpError } from "./queues";
+import { recvPosted, remoteGrants, recvAddr, recvFits, recvComplete, recvFail } from "./receive";
 import { Packet, PacketKind } from "./packet";
 import {
   OPCODE_RDMA_WRITE, OPCODE_RDMA_WRITE_WITH_IMM, OPCODE_SEND, OPCODE_RDMA_READ, OPCODE_RECV,
-  STATUS_SUCCESS, STATUS_LOC_LEN_ERR, STATUS_LOC_PROT_ERR, STATUS_REM_INV_REQ_ERR, STATUS_REM_ACCESS_ERR, STATUS_REM_OP_ERR,
-  STATUS_RNR_RETRY_EXC_ERR, ACCESS_LOCAL_WRITE, ACCESS_REMOTE_WRITE, ACCESS_REMOTE_READ, QP_STATE_RTR, QP_STATE_RTS,
-  WQE_WR_ID, WQE_LADDR, WQE_LENGTH, WQE_LKEY, STAT_NIC_ERRORS,
+  STATUS_SUCCESS, STATUS_LOC_LEN_ERR, STATUS_REM_INV_REQ_ERR, STATUS_REM_ACCESS_ERR, STATUS_REM_OP_ERR,
+  STATUS_RNR_RETRY_EXC_ERR, ACCESS_REMOTE_WRITE, ACCESS_REMOTE_READ, QP_STATE_RTR, QP_STATE_RTS, STAT_NIC_ERRORS,
 } from "../generated/layouts";
 
 @inline function answer(a: Packet, p: Packet, kind: PacketKind, status: u32): bool {
@@ -42,14 +41,13 @@ export function respond(dev: Device, p: Packet, t: u64, a: Packet): bool {
   const len = <u64>p.length;
   const isRead = op == OPCODE_RDMA_READ;
   if (op == OPCODE_RDMA_WRITE || op == OPCODE_RDMA_WRITE_WITH_IMM || isRead) {
-    if (!mrCheck(dev, p.rkey, true, d.pd, p.raddr, len, isRead ? ACCESS_REMOTE_READ : ACCESS_REMOTE_WRITE)) return answer(a, p, PacketKind.Nak, STATUS_REM_ACCESS_ERR);
+    if (!remoteGrants(dev, d, p.rkey, p.raddr, len, isRead ? ACCESS_REMOTE_READ : ACCESS_REMOTE_WRITE)) return answer(a, p, PacketKind.Nak, STATUS_REM_ACCESS_ERR);
   }
   const consumesRecv = !isRead && op != OPCODE_RDMA_WRITE;
   // SEND, SEND_WITH_IMM and WRITE_WITH_IMM consume the next posted receive
-  if (consumesRecv && d.rqCi == d.rqPi) return answer(a, p, PacketKind.Nak, STATUS_RNR_RETRY_EXC_ERR);
+  if (consumesRecv && !recvPosted(d, d.rqCi)) return answer(a, p, PacketKind.Nak, STATUS_RNR_RETRY_EXC_ERR);
   const isSend = consumesRecv && op != OPCODE_RDMA_WRITE_WITH_IMM;
-  const r = consumesRecv ? rqSlot(dev, d, d.rqCi) : 0;
-  const dst = isSend ? load<u64>(r + WQE_LADDR) : p.raddr;
+  const dst = isSend ? recvAddr(dev, d, d.rqCi, 0) : p.raddr;
   if (p.kind == PacketKind.ReqFirst) {
     answer(a, p, PacketKind.Accept, STATUS_SUCCESS);
     a.placeAddr = dst;
@@ -57,8 +55,13 @@ export function respond(dev: Device, p: Packet, t: u64, a: Packet): bool {
   }
   // ReqLast: the receive is chosen now, so two requesters each fill their own
   if (isSend) {
-    if (len > <u64>load<u32>(r + WQE_LENGTH)) return failRecv(dev, qpn, r, t, a, p, STATUS_REM_INV_REQ_ERR, STATUS_LOC_LEN_ERR);
-    if (!mrCheck(dev, load<u32>(r + WQE_LKEY), false, d.pd, dst, len, ACCESS_LOCAL_WRITE)) return failRecv(dev, qpn, r, t, a, p, STATUS_REM_OP_ERR, STATUS_LOC_PROT_ERR);
+    const fits = recvFits(dev, d, d.rqCi, 0, p.length);
+    if (fits != STATUS_SUCCESS) {
+      recvFail(dev, d, qpn, fits, t);
+      statAdd(dev, STAT_NIC_ERRORS, 1);
+      qpError(dev, qpn, t);
+      return answer(a, p, PacketKind.Nak, fits == STATUS_LOC_LEN_ERR ? STATUS_REM_INV_REQ_ERR : STATUS_REM_OP_ERR);
+    }
   }
   if (isRead) {
     answer(a, p, PacketKind.ReadResponse, STATUS_SUCCESS);
@@ -66,20 +69,6 @@ export function respond(dev: Device, p: Packet, t: u64, a: Packet): bool {
     return true;
   }
   if (len > 0) memory.copy(dmaPtr(dev, dst, len), dmaPtr(dev, p.payload, len), <usize>len);
-  if (consumesRecv) {
-    d.rqCi++;
-    const rxOp = op == OPCODE_RDMA_WRITE_WITH_IMM ? OPCODE_RDMA_WRITE_WITH_IMM : OPCODE_RECV;
-    if (!cqPush(dev, d.recvCq, t, load<u64>(r + WQE_WR_ID), p.length, p.imm, op != OPCODE_SEND, qpn, STATUS_SUCCESS, rxOp)) qpError(dev, qpn, t);
-  }
+  if (consumesRecv) recvComplete(dev, d, qpn, p.length, p.imm, op != OPCODE_SEND, op == OPCODE_RDMA_WRITE_WITH_IMM ? OPCODE_RDMA_WRITE_WITH_IMM : OPCODE_RECV, t);
   return answer(a, p, PacketKind.Ack, STATUS_SUCCESS);
-}
-
-/** The receive at `r` fails with `rxStatus`, the QP goes to error, and the requester is told `status`. */
-function failRecv(dev: Device, qpn: u32, r: usize, t: u64, a: Packet, p: Packet, status: u32, rxStatus: u32): bool {
-  const d = qpAt(dev, qpn);
-  d.rqCi++;
-  cqPush(dev, d.recvCq, t, load<u64>(r + WQE_WR_ID), 0, 0, false, qpn, rxStatus, OPCODE_RECV);
-  statAdd(dev, STAT_NIC_ERRORS, 1);
-  qpError(dev, qpn, t);
-  return answer(a, p, PacketKind.Nak, status);
 }

@@ -9,12 +9,13 @@
 
 import { Device, statAdd } from "../core/device";
 import { NEVER } from "../core/time";
-import { Qp, qpAt, qpWqe, rqSlot, mrCheck } from "../nic/verbs";
+import { Qp, qpAt, qpWqe, mrCheck } from "../nic/verbs";
 import { dmaPtr } from "../mem/dma";
-import { cqPush, cqeVisible } from "../nic/completions";
+import { cqeVisible } from "../nic/completions";
 import { qpError } from "../nic/queues";
-import { NicPhase, phaseAt, fail, notReady } from "../nic/phases";
-import { queueRequest, queueAnswer, queueCnp, wantTimer, armTimer, disarmTimer, dcqcnCut, dcqcnTimer, RESP_ACK, RESP_READ, RESP_NONE } from "./tx";
+import { recvPosted, remoteGrants, recvAddr, recvLength, recvFits, recvComplete, recvFail } from "../nic/receive";
+import { NicPhase, phaseAt, notReady } from "../nic/phases";
+import { queueRequest, queueAnswer, queueCnp, wantTimer, armTimer, disarmTimer, dcqcnCut, dcqcnTimer, RESP_ACK, RESP_READ } from "./tx";
 import { packetsOf, psnAdd, psnDiff } from "../nic/psn";
 import { outAt, outFirstPsn, outLastPsn, outComplete, outAck, outDrain } from "../nic/outstanding";
 import { icrcIpv4 } from "../wire/icrc";
@@ -31,10 +32,10 @@ import {
   OP_RC_READ_REQUEST, OP_RC_READ_RESPONSE_FIRST, OP_RC_READ_RESPONSE_MIDDLE, OP_RC_READ_RESPONSE_LAST, OP_RC_READ_RESPONSE_ONLY, OP_RC_ACK,
 } from "../generated/headers";
 import {
-  OPCODE_RDMA_WRITE, OPCODE_RDMA_WRITE_WITH_IMM, OPCODE_SEND, OPCODE_SEND_WITH_IMM, OPCODE_RDMA_READ, OPCODE_RECV,
+  OPCODE_RDMA_WRITE_WITH_IMM, OPCODE_RDMA_READ, OPCODE_RECV,
   STATUS_SUCCESS, STATUS_LOC_LEN_ERR, STATUS_LOC_PROT_ERR, STATUS_REM_INV_REQ_ERR, STATUS_REM_ACCESS_ERR, STATUS_REM_OP_ERR,
   STATUS_RETRY_EXC_ERR, STATUS_RNR_RETRY_EXC_ERR, STATUS_BAD_RESP_ERR, STAT_NIC_RNR_RETRIES, ACCESS_LOCAL_WRITE, ACCESS_REMOTE_WRITE, ACCESS_REMOTE_READ, QP_STATE_RTR, QP_STATE_RTS,
-  WQE_OPCODE, WQE_LADDR, WQE_LENGTH, WQE_LKEY, WQE_WR_ID, TRANSPORT_ROCEV2,
+  WQE_OPCODE, WQE_LADDR, WQE_LENGTH, WQE_LKEY, TRANSPORT_ROCEV2,
   STAT_ROCE_RX_MALFORMED, STAT_ROCE_RX_BAD_ICRC,
   STAT_ROCE_RX_UNKNOWN_QP, STAT_ROCE_RX_DUPLICATE, STAT_ROCE_RX_OUT_OF_ORDER, STAT_ROCE_RX_CNP,
   STAT_ROCE_NAKS_SENT, STAT_ROCE_RETRANSMITS, STAT_ROCE_TIMEOUTS, STAT_ROCE_STALE_ANSWERS, STAT_ROCE_RX_CE, STAT_ROCE_RX_REQUESTS, STAT_ROCE_RX_ANSWERS, STAT_ROCE_GHOST_ANSWERS,
@@ -122,7 +123,7 @@ function answer(dev: Device, q: Qp, qpn: u32, psn: u32, syndrome: u32, t: u64): 
 
 /** Does the RETH at `x` name memory of QP `q`'s PD that grants `need`? */
 function rethGrants(dev: Device, q: Qp, x: usize, need: u32): bool {
-  return mrCheck(dev, getRethRkey(x), true, q.pd, getRethVa(x), <u64>getRethDmaLength(x), need);
+  return remoteGrants(dev, q, getRethRkey(x), getRethVa(x), <u64>getRethDmaLength(x), need);
 }
 
 /** A request packet for QP `q` (its headers after the BTH at `x`, its payload at `pl`). */
@@ -172,7 +173,7 @@ function responder(dev: Device, q: Qp, qpn: u32, op: u32, flags: u32, bth: usize
     return;
   }
   const withImm = (flags & OPF_IMM_DT) != 0;
-  if (isLast(op) && withImm && !isSend(op) && q.rqCi == q.rqPi) {
+  if (isLast(op) && withImm && !isSend(op) && !recvPosted(q, q.rqCi)) {
     // a WRITE with immediate needs a receive for its immediate: not ready; nothing is taken
     // or placed, so the same packet is welcome again when the requester retries
     answer(dev, q, qpn, psn, AETH_SYNDROME_RNR_NAK, t);
@@ -181,10 +182,9 @@ function responder(dev: Device, q: Qp, qpn: u32, op: u32, flags: u32, bth: usize
   if (isFirst(op)) {
     if (q.rxOp != RX_NONE) { answer(dev, q, qpn, psn, AETH_SYNDROME_NAK | AETH_NAK_INVALID_REQUEST, t); return; }
     if (isSend(op)) {
-      if (q.rqCi == q.rqPi) { answer(dev, q, qpn, psn, AETH_SYNDROME_RNR_NAK, t); return; } // receiver not ready
-      const r = rqSlot(dev, q, q.rqCi);
-      q.rxDst = load<u64>(r + WQE_LADDR);
-      q.rxLen = load<u32>(r + WQE_LENGTH);
+      if (!recvPosted(q, q.rqCi)) { answer(dev, q, qpn, psn, AETH_SYNDROME_RNR_NAK, t); return; } // receiver not ready
+      q.rxDst = recvAddr(dev, q, q.rqCi, 0);
+      q.rxLen = recvLength(dev, q, q.rqCi);
       q.rxRecv = q.rqCi;
       q.rxOp = RX_SEND;
     } else {
@@ -199,16 +199,15 @@ function responder(dev: Device, q: Qp, qpn: u32, op: u32, flags: u32, bth: usize
     return;
   }
   // place the payload where the message says
-  if (<u64>q.rxOff + <u64>payload > <u64>q.rxLen) {
-    if (isSend(op)) { failRecv(dev, q, qpn, psn, STATUS_LOC_LEN_ERR, AETH_NAK_INVALID_REQUEST, t); return; }
+  if (isSend(op)) {
+    // the receive the SEND fills (the oldest: one message at a time) takes these bytes, or fails
+    const fits = recvFits(dev, q, q.rxRecv, q.rxOff, payload);
+    if (fits != STATUS_SUCCESS) { failRecv(dev, q, qpn, psn, fits, fits == STATUS_LOC_LEN_ERR ? AETH_NAK_INVALID_REQUEST : AETH_NAK_REMOTE_OPERATIONAL_ERROR, t); return; }
+  } else if (<u64>q.rxOff + <u64>payload > <u64>q.rxLen) {
     answer(dev, q, qpn, psn, AETH_SYNDROME_NAK | AETH_NAK_INVALID_REQUEST, t);
     return;
   }
   const dst = q.rxDst + <u64>q.rxOff;
-  if (isSend(op) && payload > 0) {
-    const r = rqSlot(dev, q, q.rxRecv);
-    if (!mrCheck(dev, load<u32>(r + WQE_LKEY), false, q.pd, dst, <u64>payload, ACCESS_LOCAL_WRITE)) { failRecv(dev, q, qpn, psn, STATUS_LOC_PROT_ERR, AETH_NAK_REMOTE_OPERATIONAL_ERROR, t); return; }
-  }
   if (dev.cfg.timingMode == 0 && payload > 0) memory.copy(dmaPtr(dev, dst, <u64>payload), pl, payload);
   q.rxOff += payload;
   q.rxBytes += payload;
@@ -216,13 +215,10 @@ function responder(dev: Device, q: Qp, qpn: u32, op: u32, flags: u32, bth: usize
   if (isLast(op)) {
     if (isSend(op) || withImm) {
       // a SEND fills its receive; a WRITE with immediate consumes one for the immediate
-      if (!isSend(op)) q.rxRecv = q.rqCi;
-      const r = rqSlot(dev, q, q.rxRecv);
-      q.rqCi++;
       const imm = withImm ? getImmDtData(x + ((flags & OPF_RETH) ? RETH_SIZE : 0)) : 0;
       const rxOpcode = isSend(op) ? OPCODE_RECV : OPCODE_RDMA_WRITE_WITH_IMM;
       const byteLen = isSend(op) ? q.rxOff : q.rxLen;
-      if (!cqPush(dev, q.recvCq, t, load<u64>(r + WQE_WR_ID), byteLen, imm, withImm, qpn, STATUS_SUCCESS, rxOpcode)) qpError(dev, qpn, t);
+      recvComplete(dev, q, qpn, byteLen, imm, withImm, rxOpcode, t); // the oldest receive (the one a SEND began filling)
     }
     q.msn++;
     q.rxOp = RX_NONE;
@@ -230,12 +226,10 @@ function responder(dev: Device, q: Qp, qpn: u32, op: u32, flags: u32, bth: usize
   if (getBthAckReq(bth)) answer(dev, q, qpn, psn, AETH_SYNDROME_ACK | AETH_SYNDROME_VALUE_MASK, t);
 }
 
-/** The receive being filled fails with `rxStatus`, the QP goes to error, and the requester gets a NAK. */
+/** The receive being filled (the oldest) fails with `rxStatus`, the requester gets a NAK, and the QP goes to error. */
 function failRecv(dev: Device, q: Qp, qpn: u32, psn: u32, rxStatus: u32, nak: u32, t: u64): void {
-  const r = rqSlot(dev, q, q.rxRecv);
-  q.rqCi++;
   q.rxOp = RX_NONE;
-  cqPush(dev, q.recvCq, t, load<u64>(r + WQE_WR_ID), 0, 0, false, qpn, rxStatus, OPCODE_RECV);
+  recvFail(dev, q, qpn, rxStatus, t);
   answer(dev, q, qpn, psn, AETH_SYNDROME_NAK | nak, t);
   qpError(dev, qpn, t);
 }
