@@ -334,7 +334,7 @@ function endRound(w: World) {
 }
 
 const STATS = ["port.rx_packets", "port.rx_ring_full", "port.rx_late", "roce.rx_malformed", "roce.rx_bad_icrc", "roce.rx_not_mine", "roce.rx_cnp",
-  "roce.rx_unknown_qp", "roce.rx_duplicate", "roce.rx_out_of_order", "roce.stale_answers", "roce.ghost_answers", "mrt.rx_unknown"] as const;
+  "roce.rx_unknown_qp", "roce.rx_duplicate", "roce.rx_out_of_order", "roce.stale_answers", "roce.ghost_answers", "mrt.rx_unknown", "nic.errors"] as const;
 
 /**
  * The fuzz run: `rounds` rounds of traffic, each fuzzed for 12 windows, then settled and the
@@ -489,8 +489,8 @@ describe("RoCEv2 bad input: a device under 100,000 random and mutated frames whi
       ["a WRITE of 2^32 - 1 bytes", () => mk({ opcode: OP.RC_WRITE_FIRST, reth: { va: BigInt(t.data.addr), rkey: t.data.rkey, dmaLength: 0xffffffff }, payload: new Uint8Array(MTU) }), { answer: "AETH 0x62" }],
       ["a WRITE MIDDLE with no FIRST", () => mk({ opcode: OP.RC_WRITE_MIDDLE, payload: new Uint8Array(MTU) }), { answer: "AETH 0x61" }],
       ["a SEND with no receive posted", () => sendOnly, { answer: "AETH 0x20" }],
-      ["a SEND of 64 bytes into a receive of 16", () => sendOnly, { before: () => w.postRecv(t, t.idle, 0, 16), answer: "AETH 0x61", recv: "LOC_LEN_ERR" }],
-      ["a SEND into a receive whose key is an rkey", () => sendOnly, { before: () => w.postRecv(t, t.idle, 0, 4096, t.data.rkey), answer: "AETH 0x63", recv: "LOC_PROT_ERR" }],
+      ["a SEND of 64 bytes into a receive of 16", () => sendOnly, { before: () => w.postRecv(t, t.idle, 0, 16), answer: "AETH 0x61", recv: "LOC_LEN_ERR", stat: "nic.errors" }],
+      ["a SEND into a receive whose key is an rkey", () => sendOnly, { before: () => w.postRecv(t, t.idle, 0, 4096, t.data.rkey), answer: "AETH 0x63", recv: "LOC_PROT_ERR", stat: "nic.errors" }],
       ["a READ of no bytes with a key that is nobody's: no key to check (IBA 9.4.3)", () => mk({ opcode: OP.RC_READ_REQUEST, reth: { va: 2n ** 64n - 1n, rkey: 0x12345678, dmaLength: 0 } }), { answer: "READ response" }],
       ["an ACK for nothing in flight", () => mk({ opcode: OP.RC_ACK, aeth: { syndrome: 0x1f, msn: 1 } }), { stat: "roce.stale_answers" }],
       ["a READ response for nothing in flight", () => mk({ opcode: OP.RC_READ_RESPONSE_ONLY, aeth: { syndrome: 0x1f, msn: 1 }, payload: new Uint8Array(16) }), { stat: "roce.stale_answers" }],

@@ -2,18 +2,18 @@
 // RoCEv2's (rocev2/rx.ts) and the MetaRoCE-like transport's (metaroce/rx.ts). What a request may
 // do to this device's memory (its remote key), what a SEND may put into the receive it fills
 // (length, local key), and how a receive completes or fails (IB spec 9.9.3: a receive that cannot
-// take its SEND completes in error, and its QP goes to error). Each
+// take its SEND completes in error, counted as nic.errors, and its QP goes to error). Each
 // responder decides when (per packet or per message) and what its peer is told: the
 // MetaRoCE-like one refuses a sprayed packet its receive cannot take with a NAK and fails nothing
 // here (docs/protocol.md, Receiver).
 
-import { Device } from "../core/device";
+import { Device, statAdd } from "../core/device";
 import { Qp, rqSlot, mrCheck } from "./verbs";
 import { cqPush } from "./completions";
 import { qpError } from "./queues";
 import {
   OPCODE_RECV, STATUS_SUCCESS, STATUS_LOC_LEN_ERR, STATUS_LOC_PROT_ERR, ACCESS_LOCAL_WRITE,
-  WQE_WR_ID, WQE_LADDR, WQE_LENGTH, WQE_LKEY,
+  WQE_WR_ID, WQE_LADDR, WQE_LENGTH, WQE_LKEY, STAT_NIC_ERRORS,
 } from "../generated/layouts";
 
 /** Is receive number `i` (counting every receive posted to QP `q`) posted and not yet completed? */
@@ -63,11 +63,12 @@ export function recvComplete(dev: Device, q: Qp, qpn: u32, byteLen: u32, imm: u3
 }
 
 /**
- * The oldest receive of QP `qpn` fails with `status`. The
+ * The oldest receive of QP `qpn` fails with `status` (a local error: counted as nic.errors). The
  * caller then puts the QP in error (qpError), after telling its peer if it does.
  */
 export function recvFail(dev: Device, q: Qp, qpn: u32, status: u32, t: u64): void {
   const r = rqSlot(dev, q, q.rqCi);
   q.rqCi++;
   cqPush(dev, q.recvCq, t, load<u64>(r + WQE_WR_ID), 0, 0, false, qpn, status, OPCODE_RECV);
+  statAdd(dev, STAT_NIC_ERRORS, 1);
 }

@@ -6,7 +6,7 @@
 // error with nothing consumed; a SEND too long for its receive or into a receive with a bad
 // key fails that receive too, and the QP goes to error (IB spec 9.9.3).
 
-import { Device, statAdd } from "../core/device";
+import { Device } from "../core/device";
 import { qpAt } from "./verbs";
 import { dmaPtr } from "../mem/dma";
 import { qpError } from "./queues";
@@ -15,7 +15,7 @@ import { Packet, PacketKind } from "./packet";
 import {
   OPCODE_RDMA_WRITE, OPCODE_RDMA_WRITE_WITH_IMM, OPCODE_SEND, OPCODE_RDMA_READ, OPCODE_RECV,
   STATUS_SUCCESS, STATUS_LOC_LEN_ERR, STATUS_REM_INV_REQ_ERR, STATUS_REM_ACCESS_ERR, STATUS_REM_OP_ERR,
-  STATUS_RNR_RETRY_EXC_ERR, ACCESS_REMOTE_WRITE, ACCESS_REMOTE_READ, QP_STATE_RTR, QP_STATE_RTS, STAT_NIC_ERRORS,
+  STATUS_RNR_RETRY_EXC_ERR, ACCESS_REMOTE_WRITE, ACCESS_REMOTE_READ, QP_STATE_RTR, QP_STATE_RTS,
 } from "../generated/layouts";
 
 @inline function answer(a: Packet, p: Packet, kind: PacketKind, status: u32): bool {
@@ -58,7 +58,6 @@ export function respond(dev: Device, p: Packet, t: u64, a: Packet): bool {
     const fits = recvFits(dev, d, d.rqCi, 0, p.length);
     if (fits != STATUS_SUCCESS) {
       recvFail(dev, d, qpn, fits, t);
-      statAdd(dev, STAT_NIC_ERRORS, 1);
       qpError(dev, qpn, t);
       return answer(a, p, PacketKind.Nak, fits == STATUS_LOC_LEN_ERR ? STATUS_REM_INV_REQ_ERR : STATUS_REM_OP_ERR);
     }
