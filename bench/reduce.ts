@@ -19,9 +19,8 @@ const BUF = 32 << 20;
 const SAMPLES = 31;
 const WARMUP = 3;
 
-// memcopy is exported by assembly/index.ts for this benchmark only; it is not part of the
-// device's typed surface (host/wasm.ts)
-type Core = MenicExports & { memcopy(dst: number, src: number, n: number): void };
+// memcopy is exported by assembly/index.ts for this benchmark only
+type Core = MenicExports;
 
 interface Case {
   name: string;

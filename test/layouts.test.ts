@@ -19,4 +19,8 @@ describe("generated layouts", () => {
   it("the decode table's views are what scripts/gen-isa.mjs writes from layouts/isa.json now (regenerate: npm run gen)", () => {
     expect(stale("scripts/gen-isa.mjs")).toBe("");
   });
+
+  it("the host's view of the core's exports is what scripts/gen-exports.mjs writes from assembly/index.ts now (regenerate: npm run gen)", () => {
+    expect(stale("scripts/gen-exports.mjs")).toBe("");
+  });
 });
