@@ -1,0 +1,50 @@
+// A channel's ring of FENT entries (fabric.ts says what an entry holds): a frame joins at the
+// back, waiting, and the ring doubles when full; the oldest frame on the wire leaves from the
+// front when it reaches the next holder, with the dead entries (frames lost as they started)
+// behind it.
+
+import {
+  FCH_RING, FCH_RMASK, FCH_RHEAD, FCH_RCOUNT, FCH_RWIRE, FENT_SIZE, FENT_KEY, FENT_PKT, FENT_DST_EP, FENT_HASH,
+  FENT_LEN_META,
+} from "../generated/layouts";
+import { LM_DEAD, ENT, ent } from "./tables";
+import { zeroed } from "./memory";
+import { copyBytes } from "../core/copy";
+
+/** A frame joins the back of channel record `o`'s ring (waiting), the ring doubling when full. */
+@inline export function ringPush(o: usize, key: f64, p: i32, dst: i32, hash: u32, lm: u32): void {
+  const n = load<u32>(o + FCH_RCOUNT);
+  if (n > load<u32>(o + FCH_RMASK)) ringGrow(o, n);
+  const e = ent(o, n);
+  store<f64>(e + FENT_KEY, key);
+  store<i32>(e + FENT_PKT, p);
+  store<i32>(e + FENT_DST_EP, dst);
+  store<u32>(e + FENT_HASH, hash);
+  store<u32>(e + FENT_LEN_META, lm);
+  store<u32>(o + FCH_RCOUNT, n + 1);
+}
+
+/** Moves the `n` entries of channel record `o`'s full ring into one twice its size. */
+function ringGrow(o: usize, n: u32): void {
+  const cap = load<u32>(o + FCH_RMASK) + 1;
+  const ring = zeroed(<usize>cap << (ENT + 1));
+  for (let i: u32 = 0; i < n; i++) copyBytes(ring + (<usize>i << ENT), ent(o, i), FENT_SIZE);
+  store<u32>(o + FCH_RING, <u32>ring);
+  store<u32>(o + FCH_RMASK, 2 * cap - 1);
+  store<u32>(o + FCH_RHEAD, 0);
+}
+
+/** The oldest frame on the wire of channel record `o` has reached the next holder: it leaves the ring, and so do the dead entries behind it. */
+@inline export function ringPop(o: usize): void {
+  const m = load<u32>(o + FCH_RMASK), ring = <usize>load<u32>(o + FCH_RING);
+  let head = load<u32>(o + FCH_RHEAD), n = load<u32>(o + FCH_RCOUNT), wire = load<u32>(o + FCH_RWIRE);
+  do {
+    head = (head + 1) & m;
+    n--;
+    wire--;
+  } while (wire > 0 && (load<u32>(ring + (<usize>head << ENT) + FENT_LEN_META) & LM_DEAD) != 0);
+  // an emptied ring starts again at its first entry (the same lines, still in cache)
+  store<u32>(o + FCH_RHEAD, n != 0 ? head : 0);
+  store<u32>(o + FCH_RCOUNT, n);
+  store<u32>(o + FCH_RWIRE, wire);
+}
