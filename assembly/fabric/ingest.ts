@@ -1,7 +1,8 @@
 // Frames in: a device's PKT records (from the inbox, or its transmit ring read in place), each
-// checked, read (its 5-tuple and ECN) and given a packet block. Without PFC a frame starts on
-// its port's link at once, the port's queue kept as the times its frames start; with PFC it
-// joins its port's list of frames waiting to enter, and enters by an event at its departure.
+// checked, read (its 5-tuple and ECN) and given a packet block. Without PFC a frame goes to
+// its port's transmitter at once, its start known then; until it starts it counts in the
+// port's queue, kept as (start, bytes) pairs that portCatchUp drops as time passes. With PFC
+// it joins its port's list of frames waiting to enter, and enters by an event at its departure.
 
 import {
   FAB_NOW_PS, FAB_INJECTED, FAB_LATE_TX, FAB_UNORDERED_TX, FAB_DEVICES, FAB_PORTS, FAB_FULL, FAB_PFC_ON,

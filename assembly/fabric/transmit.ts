@@ -2,7 +2,7 @@
 // switch's buffer, it is serialised at the link's rate, it may be lost as it starts (random or
 // Gilbert–Elliott loss, or a link the outage schedule takes down before its last bit arrives),
 // and it goes on the wire: into a switch, the oldest frame on the wire has an arrival event; to
-// a device, it becomes its port's head for the host's take (deliver.ts).
+// a device, the oldest is its port's head, which deliver.ts takes.
 
 import {
   FAB_OVERHEAD, FAB_HOPS, FAB_PORTS, FAB_GE_ON, FAB_GE_BAD, FAB_GE_THR, FAB_LAST_HEAD_PS, FAB_LAST_HEAD_KEY,
