@@ -80,6 +80,31 @@ function parseFunction(lines, i, file, as) {
 }
 
 /**
+ * Where `name` is an `export function` of the module at `path`, or of a module that module
+ * re-exports it from (`export { name } from "./m"`, `export { x as name } from "./m"`), followed
+ * as far as it goes; null when it is neither.
+ */
+function findFunction(path, name, read, depth = 0) {
+  const lines = read(path).split("\n");
+  const def = lines.findIndex((l) => new RegExp(`^export\\s+function\\s+${name.replace(/\$/g, "\\$")}\\s*\\(`).test(l));
+  if (def >= 0) return { path, lines, line: def };
+  if (depth > 8) return null;
+  for (let i = 0; i < lines.length; i++) {
+    if (!/^export\s*\{/.test(lines[i])) continue;
+    let j = i, stmt = lines[i];
+    while (!stmt.includes("}") && j + 1 < lines.length) stmt += " " + lines[++j];
+    const m = REEXPORT.exec(stmt);
+    if (!m) continue;
+    for (const item of m[1].split(",").map((s) => s.trim()).filter((s) => s !== "")) {
+      const im = new RegExp(`^(${IDENT})(?:\\s+as\\s+(${IDENT}))?$`).exec(item);
+      if (!im || (im[2] ?? im[1]) !== name) continue;
+      return findFunction(relative(root, join(root, dirname(path), m[2] + ".ts")), im[1], read, depth + 1);
+    }
+  }
+  return null;
+}
+
+/**
  * The exported functions of the AssemblyScript module `text` (of path `file`, relative to the
  * repository root), in the order it exports them. `read(path)` gives the text of a module a
  * re-export names (path relative to the root). Throws `file:line: what` on an export it cannot map.
@@ -102,13 +127,12 @@ export function parseExports(text, file, read = (path) => readFileSync(join(root
     const m = REEXPORT.exec(stmt);
     if (!m) throw new Error(`${at}: cannot map this export to the host (\`export { … }\` must name a module: \`export { a, b as c } from "./module"\`)`);
     const path = relative(root, join(root, dirname(file), m[2] + ".ts"));
-    const modLines = read(path).split("\n");
     for (const item of m[1].split(",").map((s) => s.trim()).filter((s) => s !== "")) {
       const im = new RegExp(`^(${IDENT})(?:\\s+as\\s+(${IDENT}))?$`).exec(item);
       if (!im) throw new Error(`${at}: cannot read \`${item}\` in this export`);
-      const def = modLines.findIndex((l) => new RegExp(`^export\\s+function\\s+${im[1].replace(/\$/g, "\\$")}\\s*\\(`).test(l));
-      if (def < 0) throw new Error(`${at}: ${im[1]} is not an \`export function\` of ${path}`);
-      out.push(parseFunction(modLines, def, path, im[2]));
+      const found = findFunction(path, im[1], read);
+      if (!found) throw new Error(`${at}: ${im[1]} is not an \`export function\` of ${path} (nor of a module it re-exports it from)`);
+      out.push(parseFunction(found.lines, found.line, found.path, im[2]));
     }
     i = j;
   }

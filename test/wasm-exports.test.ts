@@ -78,6 +78,7 @@ describe("scripts/gen-exports.mjs", () => {
       "// not a doc comment",
       "export function h(): void {}",
       'export { g, k as kk } from "./sub/m";',
+      'export { dd as outer } from "./sub/front";',
     ].join("\n");
     const modules: Record<string, string> = {
       "assembly/sub/m.ts": [
@@ -89,6 +90,9 @@ describe("scripts/gen-exports.mjs", () => {
         "function helper(a: Thing): void {}",
         "export function k(): i32 { return 0; }",
       ].join("\n"),
+      // a front module that re-exports what another defines (as assembly/fabric/fabric.ts does)
+      "assembly/sub/front.ts": 'export { other } from "./m";\nexport { deep as dd } from "./deep";',
+      "assembly/sub/deep.ts": "export function deep(a: u32): void {}",
     };
     const got = parseExports(index, "assembly/index.ts", (path) => modules[path]!);
     expect(got.map((f) => [f.name, f.params.map((p) => `${p.name}: ${p.ts} ${p.wasm}`), `${f.result.ts} ${f.result.wasm}`, f.doc, f.at])).toEqual([
@@ -96,6 +100,7 @@ describe("scripts/gen-exports.mjs", () => {
       ["h", [], "void void", [], "assembly/index.ts:5"],
       ["g", ["a: bigint i64"], "number i32", ["Does g,", "over two lines."], "assembly/sub/m.ts:5"],
       ["kk", [], "number i32", [], "assembly/sub/m.ts:7"],
+      ["outer", ["a: number i32"], "void void", [], "assembly/sub/deep.ts:1"],
     ]);
   });
 
@@ -107,7 +112,7 @@ describe("scripts/gen-exports.mjs", () => {
     ["an exported class", "export class C {}", /^x\.ts:2: cannot map this export/],
     ["a decorated export", "@inline export function f(): void {}", /^x\.ts:2: cannot map this export/],
     ["a re-export without a module", "export { a as b };", /^x\.ts:2: cannot map this export/],
-    ["a re-export of what the module does not export as a function", 'export { nope } from "./m";', /^x\.ts:2: nope is not an `export function` of m\.ts/],
+    ["a re-export of what the module does not export as a function", 'export { nope } from "./m";', /^x\.ts:2: nope is not an `export function` of m\.ts \(nor of a module it re-exports it from\)/],
   ])("refuses %s, naming file and line", (_, line, error) => {
     const text = `/** a comment */\n${line}\n`;
     expect(() => parseExports(text, "x.ts", () => "export function a(): void {}\n")).toThrow(error);
