@@ -87,6 +87,12 @@ export function probeWait(dev: Device, k: Conn, p: Path): u64 {
   return d > drain ? d : drain;
 }
 
+/** How long a tail probe's answer may take: 2 x SRTT (its own, else its connection's). */
+export function probeAnswerWait(dev: Device, k: Conn, p: Path): u64 {
+  const srtt = p.srtt > 0 ? p.srtt : k.srtt;
+  return <u64>(2.0 * srtt);
+}
+
 /** A failed path is probed every RTO, at most every 4 x mrtRtoMinPs (its backed-off RTO would find a recovery late). */
 export function failedProbeEvery(dev: Device, k: Conn, p: Path): u64 {
   const most = 4 * dev.cfg.mrtRtoMinPs;

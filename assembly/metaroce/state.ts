@@ -71,6 +71,7 @@ export const PATH_FAILED: u32 = PATH_STATE_FAILED; // mrtFailAfter RTOs in a row
   cleanBytes: f64; // NSCC: bytes acknowledged since the last sign of congestion (a mark or a delay above the target)
   probes: u32; // tail probes sent since it last heard (an active path)
   probeAt: u64; // when the last of them was due
+  probeFirstAt: u64; // when the first of them went (its RTO counts from there: the probe has a whole RTO to be answered)
   portShare: u32; // paths of its connection on its port (at least 1): they share the receiver's hint there
 }
 

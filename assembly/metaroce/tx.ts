@@ -21,7 +21,7 @@ import {
 } from "./state";
 import { ccInit, ccOnRto, ccPaceRate } from "./cc";
 import { connSpread } from "./spread";
-import { rtoWait, rtoBackoff, probeWait, failedProbeEvery } from "./rto";
+import { rtoWait, rtoBackoff, probeWait, probeAnswerWait, failedProbeEvery } from "./rto";
 import {
   ETH_SIZE, MRT_UDP_PORT, MRT_VERSION, MRT_TYPE_DATA, MRT_TYPE_ACK, MRT_TYPE_PROBE, MRT_FLAG_FIRST, MRT_FLAG_LAST,
   MRT_FLAG_ACK_REQ, MRT_FLAG_RETX, MRT_OP_WRITE, MRT_OP_WRITE_IMM, MRT_OP_SEND, MRT_OP_SEND_IMM, MRT_OP_READ_REQ, MRT_OP_READ_RESP, MRT_PROBE_QP,
@@ -666,12 +666,28 @@ function pathDue(dev: Device, k: Conn, p: Path): u64 {
   if (p.lastHeard == NEVER) return NEVER;
   if (p.state == PATH_FAILED) return p.lastHeard + failedProbeEvery(dev, k, p);
   if (pdiff(p.nxt, p.una) <= 0) return NEVER; // nothing in flight
-  const rto = p.lastHeard + rtoWait(dev, k, p);
-  // one probe after the probe time; on an active path, while none is answered, another after
-  // twice as long from the last, and so on until the RTO
+  const wait = rtoWait(dev, k, p);
+  const rto = rtoAtOf(dev, k, p, wait);
+  // one probe after the probe time, never after the RTO would have come (RACK-TLP, RFC 8985
+  // 7.2); on an active path, while none is answered, another after twice as long from the last,
+  // and so on until the RTO, which counts from the first probe
   if (p.probing == 1 || (p.probing != 0 && (p.state != PATH_ACTIVE || p.probes == 0))) return rto;
-  const probe = p.probes == 0 ? p.lastHeard + probeWait(dev, k, p) : p.probeAt + (probeWait(dev, k, p) << <u64>(p.probes < 20 ? p.probes : 20));
+  const pw = probeWait(dev, k, p);
+  const probe = p.probes == 0 ? p.lastHeard + (pw < wait ? pw : wait) : p.probeAt + (pw << <u64>(p.probes < 20 ? p.probes : 20));
   return probe < rto ? probe : rto;
+}
+
+/**
+ * When path `p`'s RTO comes: `wait` (rtoWait) after it was last heard from, and on an active
+ * path that has sent a tail probe, no sooner than the probe's answer can come (probeAnswerWait
+ * after it). Behind a deep queue SRTT + 4 RTTVAR is shorter than the probe time (2 SRTT): the
+ * RTO came first, and a tail loss cost an RTO where a probe finds it (RACK-TLP, RFC 8985 7.2).
+ */
+@inline function rtoAtOf(dev: Device, k: Conn, p: Path, wait: u64): u64 {
+  const rto = p.lastHeard + wait;
+  if (p.state != PATH_ACTIVE || p.probes == 0) return rto;
+  const answer = p.probeFirstAt + probeAnswerWait(dev, k, p);
+  return answer > rto ? answer : rto;
 }
 
 /** Connection `c`'s timer is armed for path `p`'s next RTO or tail probe. */
@@ -724,14 +740,16 @@ export function mrtTimer(dev: Device, c: u32, t: u64): void {
 /** Path `g`'s own time has come: a tail probe, or its RTO. */
 function pathTimer(dev: Device, c: u32, g: u32, p: Path, t: u64): void {
   const k = connAt(dev, c);
-  const rtoAt = p.lastHeard + rtoWait(dev, k, p);
-  if (p.state != PATH_FAILED && p.probing != 1 && t < rtoAt) {
-    // silent for a probe time with packets out: ask for an ACK, which shows any hole. A probe
-    // takes a PSN: with the record full it would take the slot of the oldest packet out, whose
-    // loss nothing would then find; the RTO comes instead
+  const rtoAt = rtoAtOf(dev, k, p, rtoWait(dev, k, p));
+  if (p.state != PATH_FAILED && p.probing != 1 && (t < rtoAt || (p.state == PATH_ACTIVE && p.probes == 0))) {
+    // silent for a probe time with packets out (at the latest when its RTO would come): ask
+    // for an ACK, which shows any hole. A probe takes a PSN: with the record full it would take
+    // the slot of the oldest packet out, whose loss nothing would then find; the RTO comes
+    // instead, counted from when the path was last heard from
     p.probes++;
     p.probeAt = t;
     p.probing = recordFull(p) ? 2 : 1;
+    if (p.probes == 1) p.probeFirstAt = p.probing == 1 ? t : p.lastHeard;
     if (p.probing == 1) forceList(dev, g, t);
     return;
   }
