@@ -458,7 +458,7 @@ export const CNP_RESV1_OFFSET: u32 = 8;
 /** Invariant CRC (ICRC): bytes */
 export const ICRC_SIZE: u32 = 4;
 export const ICRC_VALUE_OFFSET: u32 = 0;
-/** ICRC.value, 32 bits at bit 0, little-endian: the CRC-32 value; host/wire/icrc.ts and assembly/wire/icrc.ts compute it */
+/** ICRC.value, 32 bits at bit 0, little-endian: the CRC-32 value; host/wire/icrc.ts and assembly/checksum/icrc.ts compute it */
 @inline export function getIcrcValue(p: usize): u32 {
   return load<u32>(p);
 }

@@ -16,7 +16,7 @@ import {
   outSetFlags, outRespLast, outSetRespLast,
 } from "../nic/outstanding";
 import { psnAdd, psnDiff, packetsOf } from "../nic/psn";
-import { crc32 } from "../wire/icrc";
+import { crc32 } from "../checksum/icrc";
 import {
   Path, RxPath, connAt, peerFirst, pathAt, rxPathAt, sentAt, ackedBitmap, placedBitmap, ssnHas, ssnMark, ssnAdvance, recvAt, portSeenAt, pdiff,
   PATH_ACTIVE, PATH_FAILED, SENT_NONE, SENT_OUT, SENT_PROBE, RECV_RING,

@@ -14,7 +14,7 @@ import { ethIpUdpFrom } from "../nic/ethernet";
 import { psnAdd, psnDiff, packetsOf } from "../nic/psn";
 import { outAt, outFirstPsn, outLastPsn, outMsn, outFlags, outDrain, outComplete, outFlush, outPush, kickAt, OUT_RESPONSE, OUT_WAIT_RESPONSE } from "../nic/outstanding";
 import { qpError } from "../nic/queues";
-import { crc32 } from "../wire/icrc";
+import { crc32 } from "../checksum/icrc";
 import {
   Conn, Path, RxPath, mrtOf, connAt, peerFirst, peerAdd, pathAt, pathHdrs, rxPathAt, sentAt, rtxAt, rtxCap, ackedBitmap, placedBitmap, ssnClear, ssnHas, portLists, PORT_DATA_COUNT, portSeenAt, portPathsAt,
   pdiff, PATH_ACTIVE, PATH_SUSPECT, PATH_FAILED, SENT_NONE, SENT_OUT, SENT_PROBE,

@@ -3,7 +3,7 @@
 
 import { Device } from "../core/device";
 import { portsOf, portIpv4, macOf } from "./ports";
-import { ipv4Checksum } from "../wire/ipv4";
+import { ipv4Checksum } from "../checksum/ipv4";
 import {
   ETH_SIZE, ETH_TYPE_IPV4, setEthDst, setEthSrc, setEthEtherType,
   IPV4_SIZE, IPV4_VERSION, IPV4_IHL_MIN, IPV4_TTL_DEFAULT, IPV4_PROTO_UDP, IPV4_ECN_ECT0,

@@ -1,7 +1,7 @@
 // What the two halves of the NIC say to each other. A requester (the send queue running a
 // request) sends request packets to the responder of its destination QP; the responder answers.
-// Today a message is two request packets, each answered at once by the loopback wire
-// (wire.ts): its First packet carries the request's header (RETH-like: remote address, key,
+// Today a message is two request packets, each answered at once by the loopback
+// (loopback.ts): its First packet carries the request's header (RETH-like: remote address, key,
 // length) and is checked by the responder, its Last packet comes when the source bytes have
 // been read and is where the responder places them and completes its side. The packets are
 // plain records in the arena; nothing here knows a wire format.

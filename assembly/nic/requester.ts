@@ -27,7 +27,7 @@ import { NicPhase, FLOW_ENDED, REQ_DST_HOST, REQ_REDUCE, REQ_DST_SRAM, REQ_REMOT
 import { transportRequestPackets, transportSend } from "./transport";
 import { psnAdd } from "./psn";
 import { OUT_MAX, outDrain } from "./outstanding";
-import { wireRequest } from "./wire";
+import { loopbackRequest } from "./loopback";
 import { checkCopy, checkReduce, reduceBlockOf, placeReduce, freeBlock } from "./local-ops";
 import {
   OPCODE_RDMA_READ, OPCODE_REDUCE, OPCODE_COPY,
@@ -92,7 +92,7 @@ function sendPacket(dev: Device, q: Qp, qpn: u32, w: usize, kind: PacketKind, t:
   p.length = load<u32>(w + WQE_LENGTH);
   p.imm = load<u32>(w + WQE_IMM);
   p.payload = load<u64>(w + WQE_LADDR);
-  return wireRequest(dev, p, t, packetIn(nicOf(dev).packets));
+  return loopbackRequest(dev, p, t, packetIn(nicOf(dev).packets));
 }
 
 /** Checks a request, asks its destination, then starts its Head phase. */

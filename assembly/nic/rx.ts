@@ -9,7 +9,7 @@ import { NEVER } from "../core/time";
 import { copyBytes } from "../core/copy";
 import { PktRing, portsOf, rxRing, ringRec, ringConsume, bodyAlloc, portIpv4, FRAME_MAX, HDR_MAX } from "./ports";
 import { transportOfUdpPort, transportReceive, TRANSPORT_HDR_MIN, TRANSPORT_TRAILER } from "./transport";
-import { ipv4Checksum } from "../wire/ipv4";
+import { ipv4Checksum } from "../checksum/ipv4";
 import {
   ETH_SIZE, ETH_TYPE_IPV4, getEthEtherType, IPV4_SIZE, IPV4_VERSION, IPV4_IHL_MIN, IPV4_PROTO_UDP, getIpv4Version, getIpv4Ihl,
   getIpv4TotalLength, getIpv4Protocol, getIpv4Dst, UDP_SIZE, getUdpDstPort, getUdpLength,

@@ -18,7 +18,7 @@ import { NicPhase, phaseAt, notReady } from "../nic/phases";
 import { queueRequest, queueAnswer, queueCnp, wantTimer, armTimer, disarmTimer, dcqcnCut, dcqcnTimer, RESP_ACK, RESP_READ } from "./tx";
 import { packetsOf, psnAdd, psnDiff } from "../nic/psn";
 import { outAt, outFirstPsn, outLastPsn, outComplete, outAck, outDrain } from "../nic/outstanding";
-import { icrcIpv4 } from "../wire/icrc";
+import { icrcIpv4 } from "../checksum/icrc";
 import {
   ETH_SIZE, IPV4_SIZE,
   getIpv4Ecn, IPV4_ECN_CE, UDP_SIZE, UDP_PORT_ROCEV2,

@@ -15,7 +15,7 @@ import {
 import { NicPhase } from "../nic/phases";
 import { packetsOf, psnAdd } from "../nic/psn";
 import { outAt, outFirstPsn, outLastPsn, outPush, kickAt } from "../nic/outstanding";
-import { icrcIpv4 } from "../wire/icrc";
+import { icrcIpv4 } from "../checksum/icrc";
 import { ethIpUdp } from "../nic/ethernet";
 import {
   ETH_SIZE, UDP_PORT_ROCEV2,

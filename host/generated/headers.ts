@@ -255,7 +255,7 @@ export function setCnpResv1(v: DataView, at: number, x: bigint): void { v.setBig
 export const ICRC_SIZE = 4;
 /** byte offset of each field's first bit */
 export const ICRC_OFFSET = { value: 0 } as const;
-/** ICRC.value, 32 bits at bit 0, little-endian: the CRC-32 value; host/wire/icrc.ts and assembly/wire/icrc.ts compute it */
+/** ICRC.value, 32 bits at bit 0, little-endian: the CRC-32 value; host/wire/icrc.ts and assembly/checksum/icrc.ts compute it */
 export function getIcrcValue(v: DataView, at: number): number { return v.getUint32(at, true); }
 export function setIcrcValue(v: DataView, at: number, x: number): void { v.setUint32(at, x, true); }
 
@@ -485,7 +485,7 @@ export const HEADER_LAYOUTS: readonly HeaderLayout[] = [
     { name: "resv1", bit: 64, bits: 64, icrcMasked: false, littleEndian: false, doc: "reserved, sent as 0" },
   ] },
   { name: "Icrc", size: 4, icrcMask: 0x0, fields: [
-    { name: "value", bit: 0, bits: 32, icrcMasked: false, littleEndian: true, doc: "the CRC-32 value; host/wire/icrc.ts and assembly/wire/icrc.ts compute it" },
+    { name: "value", bit: 0, bits: 32, icrcMasked: false, littleEndian: true, doc: "the CRC-32 value; host/wire/icrc.ts and assembly/checksum/icrc.ts compute it" },
   ] },
   { name: "Mrh", size: 48, icrcMask: 0x0, fields: [
     { name: "version", bit: 0, bits: 4, icrcMasked: false, littleEndian: false, doc: "MRT_VERSION" },

@@ -1,5 +1,8 @@
+// host/wire/ holds wire formats, the bytes a link carries or a capture keeps: the one thing
+// "wire" names among menic's folders (the core's checksums are assembly/checksum/).
+//
 // The RoCEv2 invariant CRC (ICRC), the host's reference implementation: plain and byte at a time,
-// so that it can check the core's table-driven one (assembly/wire/icrc.ts) and the frames menic
+// so that it can check the core's table-driven one (assembly/checksum/icrc.ts) and the frames menic
 // writes. IBA Vol. 1 §7.8 defines the ICRC as the CRC-32 of IEEE 802.3 over the packet's
 // invariant fields; Annex A17 (RoCEv2) says what it covers over UDP/IP: 8 bytes of all ones in
 // place of the InfiniBand LRH, then the IP header, UDP header, BTH, extension headers, payload and

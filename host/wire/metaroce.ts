@@ -1,3 +1,6 @@
+// host/wire/ holds wire formats, the bytes a link carries or a capture keeps: the one thing
+// "wire" names among menic's folders (the core's checksums are assembly/checksum/).
+//
 // MetaRoCE-like frames on the host (docs/protocol.md, "Packets"): a plain description of a packet
 // (MetaroceFrame) and the bytes on the wire, both ways. Ethernet II / IPv4 / UDP to port 4792
 // (udp-ipv4.ts) / the data header Mrh (DATA, PROBE) or the ACK header Mra / the payload (DATA

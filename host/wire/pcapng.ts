@@ -1,3 +1,6 @@
+// host/wire/ holds wire formats, the bytes a link carries or a capture keeps: the one thing
+// "wire" names among menic's folders (the core's checksums are assembly/checksum/).
+//
 // A pcapng writer for fabric captures: one Section Header Block, one Interface Description Block
 // per capture point (link type Ethernet), then an Enhanced Packet Block per frame. Block layouts
 // from the pcapng specification (IETF draft-ietf-opsawg-pcapng: §4.1 SHB, §4.2 IDB, §4.3 EPB, §3.5

@@ -1,3 +1,6 @@
+// host/wire/ holds wire formats, the bytes a link carries or a capture keeps: the one thing
+// "wire" names among menic's folders (the core's checksums are assembly/checksum/).
+//
 // RoCEv2 frames on the host: a plain description of a packet (RoceFrame) and the bytes on the
 // wire, both ways. Ethernet II / IPv4 / UDP to port 4791 (udp-ipv4.ts) / BTH / the extension
 // headers the opcode calls for (RETH, AETH, ImmDt, or a CNP's reserved bytes) / payload and pad /

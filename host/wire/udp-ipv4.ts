@@ -1,3 +1,6 @@
+// host/wire/ holds wire formats, the bytes a link carries or a capture keeps: the one thing
+// "wire" names among menic's folders (the core's checksums are assembly/checksum/).
+//
 // The Ethernet II / IPv4 / UDP envelope that both transports' frames travel in (RoCEv2 to UDP
 // port 4791, host/wire/rocev2.ts; the MetaRoCE-like transport to 4792, host/wire/metaroce.ts):
 // the fields a frame description carries for it, writing it in front of a UDP payload, and

@@ -1,6 +1,6 @@
-// Builds a small test-only wasm module around the core's wire code (assembly/wire/, the generated
-// header views) so tests can call it directly: assembly/index.ts stays the device's only export
-// file. The entry is written into build/test-wire/ at test time, never committed. It exports a
+// Builds a small test-only wasm module around the core's wire-format code (the ICRC of
+// assembly/checksum/, the generated header views) so tests can call it directly:
+// assembly/index.ts stays the device's only export file. The entry is written into build/test-wire/ at test time, never committed. It exports a
 // scratch buffer, the ICRC functions, opcodeFlags/opcodeExtBytes, and a get/set pair per header
 // field named get_<Header>_<field> / set_<Header>_<field> (u64 in and out, so BigInt in JS).
 
@@ -26,8 +26,8 @@ const cap = (s: string) => s[0]!.toUpperCase() + s.slice(1);
 
 function entrySource(): string {
   const L = [
-    "// written by test/helpers/wire-wasm.ts: a test-only entry around the core's wire code",
-    'export { crc32Update, icrcIpv4 } from "../../assembly/wire/icrc";',
+    "// written by test/helpers/wire-wasm.ts: a test-only entry around the core's wire-format code",
+    'export { crc32Update, icrcIpv4 } from "../../assembly/checksum/icrc";',
     'export { opcodeFlags, opcodeExtBytes } from "../../assembly/generated/headers";',
     'import * as H from "../../assembly/generated/headers";',
     `const SCRATCH = memory.data(${SCRATCH_BYTES}, 16);`,
