@@ -66,13 +66,13 @@ export function connOpen(dev: Device, peer: u32, group: u32, portFirst: u32, por
 
 /** QP `qpn` becomes a stream of connection `c`: its bitmaps and counters start again (at RTR). */
 export function streamOpen(dev: Device, q: Qp, qpn: u32, c: u32): void {
-  q.mtConn = c;
-  q.mtUna = q.sqPsn;
-  q.mtRcum = q.ePsn;
-  q.mtRecvNext = 0;
-  q.mtMsn = 0;
-  q.mtRecvBase = q.rqCi;
-  q.mtRnrAt = 0;
+  q.mrtConn = c;
+  q.mrtUna = q.sqPsn;
+  q.mrtRcum = q.ePsn;
+  q.mrtRecvNext = 0;
+  q.mrtMsn = 0;
+  q.mrtRecvBase = q.rqCi;
+  q.mrtRnrAt = 0;
   ssnClear(ackedBitmap(dev, qpn));
   ssnClear(placedBitmap(dev, qpn));
 }
@@ -93,8 +93,8 @@ export function mrtConnect(dev: Device, q: Qp, qpn: u32, peer: u32, group: u32, 
  */
 export function mrtSend(dev: Device, q: Qp, qpn: u32, op: u32, t: u64): void {
   const consumes = op == OPCODE_SEND || op == OPCODE_SEND_WITH_IMM || op == OPCODE_RDMA_WRITE_WITH_IMM;
-  const msn = consumes ? q.mtRecvNext++ : q.mtMsn;
-  q.mtMsn++;
+  const msn = consumes ? q.mrtRecvNext++ : q.mrtMsn;
+  q.mrtMsn++;
   outPush(dev, q, qpn, qpWqe(dev, qpn), q.msgPsn, q.msgLastPsn, msn, op == OPCODE_RDMA_READ ? OUT_WAIT_RESPONSE : 0);
   streamReady(dev, q, qpn, t);
   kickAt(dev, q, qpn, t);
@@ -102,22 +102,22 @@ export function mrtSend(dev: Device, q: Qp, qpn: u32, op: u32, t: u64): void {
 
 /** Stream `q` has new packets (a message joined its outstanding ones): its connection has work. */
 export function streamReady(dev: Device, q: Qp, qpn: u32, t: u64): void {
-  if (!q.mtListed) pushStream(dev, connAt(dev, q.mtConn), q, qpn);
-  connWant(dev, q.mtConn, t);
+  if (!q.mrtListed) pushStream(dev, connAt(dev, q.mrtConn), q, qpn);
+  connWant(dev, q.mrtConn, t);
 }
 
 /** Takes QP `qpn` out of its connection's stream list (it is being destroyed or reset). */
 export function streamClose(dev: Device, q: Qp, qpn: u32): void {
-  if (dev.mrt == 0 || !q.mtListed) return;
-  const k = connAt(dev, q.mtConn);
+  if (dev.mrt == 0 || !q.mrtListed) return;
+  const k = connAt(dev, q.mrtConn);
   let prev: u32 = 0, cur = k.streamHead;
-  while (cur != 0 && cur != qpn + 1) { prev = cur; cur = qpAt(dev, cur - 1).mtNext; }
+  while (cur != 0 && cur != qpn + 1) { prev = cur; cur = qpAt(dev, cur - 1).mrtNext; }
   if (cur == 0) return;
-  if (prev == 0) k.streamHead = q.mtNext; else qpAt(dev, prev - 1).mtNext = q.mtNext;
+  if (prev == 0) k.streamHead = q.mrtNext; else qpAt(dev, prev - 1).mrtNext = q.mrtNext;
   if (k.streamTail == qpn + 1) k.streamTail = prev;
   k.streamCount--;
-  q.mtListed = 0;
-  q.mtNext = 0;
+  q.mrtListed = 0;
+  q.mrtNext = 0;
 }
 
 /** SSN `ssn` of stream `qpn` was lost: it goes to its connection's retransmit ring. */
@@ -340,7 +340,7 @@ function buildNext(dev: Device, c: u32, g: u32, probe: bool, t: u64): u32 {
     const live = qpn < dev.cfg.maxQps && streamLive(dev, qpAt(dev, qpn), c) && !isAcked(dev, qpAt(dev, qpn), qpn, ssn);
     if (!live) { rtxRemove(dev, c, scanned); continue; }
     const q = qpAt(dev, qpn);
-    if (q.mtRnrAt > t) { holdUntil(dev, c, q.mtRnrAt); scanned++; continue; }
+    if (q.mrtRnrAt > t) { holdUntil(dev, c, q.mrtRnrAt); scanned++; continue; }
     rtxRemove(dev, c, scanned);
     const wire = buildData(dev, c, g, q, qpn, ssn, true, probe, t);
     if (wire != 0) return wire;
@@ -351,9 +351,9 @@ function buildNext(dev: Device, c: u32, g: u32, probe: bool, t: u64): u32 {
     const q = qpAt(dev, qpn);
     popStream(dev, k, q);
     if (!streamLive(dev, q, c) || !q.rtxActive) continue; // nothing new: out of the list
-    if (q.mtRnrAt > t) { holdUntil(dev, c, q.mtRnrAt); pushStream(dev, k, q, qpn); continue; }
+    if (q.mrtRnrAt > t) { holdUntil(dev, c, q.mrtRnrAt); pushStream(dev, k, q, qpn); continue; }
     const ssn = q.rtxPsn;
-    if (psnDiff(ssn, q.mtUna) >= <i32>MRT_STREAM_WINDOW) { pushStream(dev, k, q, qpn); continue; } // its window: an ACK reopens it
+    if (psnDiff(ssn, q.mrtUna) >= <i32>MRT_STREAM_WINDOW) { pushStream(dev, k, q, qpn); continue; } // its window: an ACK reopens it
     // the cursor on to the next new packet
     const e = outAt(dev, q, qpn, q.rtxK);
     if (ssn == outLastPsn(e)) {
@@ -369,18 +369,18 @@ function buildNext(dev: Device, c: u32, g: u32, probe: bool, t: u64): u32 {
 }
 
 function popStream(dev: Device, k: Conn, q: Qp): void {
-  k.streamHead = q.mtNext;
+  k.streamHead = q.mrtNext;
   if (k.streamHead == 0) k.streamTail = 0;
   k.streamCount--;
-  q.mtNext = 0;
-  q.mtListed = 0;
+  q.mrtNext = 0;
+  q.mrtListed = 0;
 }
 
 function pushStream(dev: Device, k: Conn, q: Qp, qpn: u32): void {
-  q.mtListed = 1;
-  q.mtNext = 0;
+  q.mrtListed = 1;
+  q.mrtNext = 0;
   if (k.streamTail == 0) k.streamHead = qpn + 1;
-  else qpAt(dev, k.streamTail - 1).mtNext = qpn + 1;
+  else qpAt(dev, k.streamTail - 1).mrtNext = qpn + 1;
   k.streamTail = qpn + 1;
   k.streamCount++;
 }
@@ -422,12 +422,12 @@ function holdUntil(dev: Device, c: u32, at: u64): void {
 }
 
 @inline function streamLive(dev: Device, q: Qp, c: u32): bool {
-  return q.valid != 0 && q.remote != 0 && q.mtConn == c;
+  return q.valid != 0 && q.remote != 0 && q.mrtConn == c;
 }
 
 /** Has SSN `ssn` of stream `q` been acknowledged? */
 export function isAcked(dev: Device, q: Qp, qpn: u32, ssn: u32): bool {
-  const d = psnDiff(ssn, q.mtUna);
+  const d = psnDiff(ssn, q.mrtUna);
   if (d < 0) return true;
   if (d >= <i32>MRT_STREAM_WINDOW) return false;
   return ssnHas(ackedBitmap(dev, qpn), ssn);

@@ -76,7 +76,7 @@ export function portSplitBlocker(dev: Device, up: u32): u64 {
 
 /** Has QP `qpn` send work: a doorbell on its way, entries the NIC knows of and has not completed, messages unacknowledged or being sent again, packets queued? */
 function sendBusy(dev: Device, q: Qp, qpn: u32): bool {
-  return q.busy != 0 || q.announced != q.sqCi || q.outCount != 0 || q.rtxActive != 0 || q.mtListed != 0 || dbqSendPendingFor(dev, qpn);
+  return q.busy != 0 || q.announced != q.sqCi || q.outCount != 0 || q.rtxActive != 0 || q.mrtListed != 0 || dbqSendPendingFor(dev, qpn);
 }
 
 /**

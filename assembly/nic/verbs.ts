@@ -42,16 +42,16 @@ export const RANGES: u32 = 8;
   state: u32; // QP_STATE_*
   remote: u32; // 1 when destDevice is another device
   destQpn: u32;
-  // the MetaRoCE-like transport (metaroce/): the QP is a stream of connection mtConn
-  mtConn: u32;
-  mtNext: u32; // next QP (qpn + 1) in its connection's list of streams with new packets; 0 ends it
-  mtListed: u32;
-  mtUna: u32; // sender: the oldest SSN not acknowledged (the acked bitmap covers mtUna ..)
-  mtRecvNext: u32; // sender: the receive index its next SEND or WRITE_IMM fills
-  mtMsn: u32; // sender: messages sent on the stream
-  mtRcum: u32; // receiver: every SSN below this is placed (the placed bitmap covers mtRcum ..)
-  mtRecvBase: u32; // receiver: the receive queue index its peer's receive index 0 stands for
-  mtRnrAt: u64; // sender: RNR-held until this time
+  // the MetaRoCE-like transport (metaroce/): the QP is a stream of connection mrtConn
+  mrtConn: u32;
+  mrtNext: u32; // next QP (qpn + 1) in its connection's list of streams with new packets; 0 ends it
+  mrtListed: u32;
+  mrtUna: u32; // sender: the oldest SSN not acknowledged (the acked bitmap covers mrtUna ..)
+  mrtRecvNext: u32; // sender: the receive index its next SEND or WRITE_IMM fills
+  mrtMsn: u32; // sender: messages sent on the stream
+  mrtRcum: u32; // receiver: every SSN below this is placed (the placed bitmap covers mrtRcum ..)
+  mrtRecvBase: u32; // receiver: the receive queue index its peer's receive index 0 stands for
+  mrtRnrAt: u64; // sender: RNR-held until this time
   // messages sent and not yet acknowledged (outstanding.ts)
   outHead: u32;
   outCount: u32;
