@@ -23,8 +23,9 @@ import { takeDue, heldBodyBytes, writeHeld, fabricRelease, fabricRunTo, fabricNe
 import { zeroed } from "./fabric/memory";
 import { HDR_SLOT } from "./fabric/packets";
 import {
-  CLU_SIZE, CLU_FAB, CLU_N, CLU_DEV, CLU_ORDER, CLU_NEXT, CLU_PS_PER_BYTE, CLU_STAGE_DROPS, CLU_OVERHEAD, CLU_NOW_PS,
-  CLU_WINDOW_PS, CLU_WINDOWS, CLU_STEPS, CLU_DELIVERIES, CLU_WIN_END, CLU_RESUME, CLU_RESUME_STEPPED,
+  CLUSTER_SIZE, CLUSTER_FAB, CLUSTER_N, CLUSTER_DEV, CLUSTER_ORDER, CLUSTER_NEXT, CLUSTER_PS_PER_BYTE,
+  CLUSTER_STAGE_DROPS, CLUSTER_OVERHEAD, CLUSTER_NOW_PS, CLUSTER_WINDOW_PS, CLUSTER_WINDOWS, CLUSTER_STEPS,
+  CLUSTER_DELIVERIES, CLUSTER_WIN_END, CLUSTER_RESUME, CLUSTER_RESUME_STEPPED,
   FAB_DEVICES, FAB_PEND_MIN, FAB_OUTBOX, FAB_OUTBOX_BODY, FAB_PFC_ON, FAB_PORTS,
   PKT_SIZE, PKT_HDR_LEN, PKT_BODY_LEN, PKT_BODY_OFF,
 } from "./generated/layouts";
@@ -37,32 +38,32 @@ export const CLUSTER_ATTENTION: i32 = 2; // a device wants the host (clusterAtte
 @inline function tab(cl: usize, field: u32): usize { return <usize>load<u32>(cl + field); }
 @inline function f64At(cl: usize, field: u32, i: i32): f64 { return load<f64>(tab(cl, field) + (<usize>i << 3)); }
 @inline function setF64(cl: usize, field: u32, i: i32, v: f64): void { store<f64>(tab(cl, field) + (<usize>i << 3), v); }
-@inline function devAt(cl: usize, i: i32): Device { return changetype<Device>(<usize>load<u32>(tab(cl, CLU_DEV) + (<usize>i << 2))); }
+@inline function devAt(cl: usize, i: i32): Device { return changetype<Device>(<usize>load<u32>(tab(cl, CLUSTER_DEV) + (<usize>i << 2))); }
 @inline function bump(cl: usize, field: u32, by: f64): void { store<f64>(cl + field, load<f64>(cl + field) + by); }
 
 /** A cluster over fabric `fab` (its device count), windows of `windowPs`; the host then places each device (clusterSetDevice). */
 export function clusterNew(fab: usize, windowPs: f64, overheadBytes: u32): usize {
-  const cl = zeroed(CLU_SIZE);
+  const cl = zeroed(CLUSTER_SIZE);
   const n = load<u32>(fab + FAB_DEVICES);
-  store<u32>(cl + CLU_FAB, <u32>fab);
-  store<u32>(cl + CLU_N, n);
-  store<u32>(cl + CLU_DEV, <u32>zeroed(<usize>n << 2));
+  store<u32>(cl + CLUSTER_FAB, <u32>fab);
+  store<u32>(cl + CLUSTER_N, n);
+  store<u32>(cl + CLUSTER_DEV, <u32>zeroed(<usize>n << 2));
   const order = zeroed(<usize>n << 2);
   for (let i: u32 = 0; i < n; i++) store<u32>(order + (<usize>i << 2), i);
-  store<u32>(cl + CLU_ORDER, <u32>order);
-  store<u32>(cl + CLU_NEXT, <u32>zeroed(<usize>n << 3));
-  store<u32>(cl + CLU_PS_PER_BYTE, <u32>zeroed(<usize>n << 3));
-  store<u32>(cl + CLU_STAGE_DROPS, <u32>zeroed(<usize>n << 3));
-  store<u32>(cl + CLU_OVERHEAD, overheadBytes);
-  store<f64>(cl + CLU_WINDOW_PS, windowPs);
-  store<i32>(cl + CLU_RESUME, -1);
+  store<u32>(cl + CLUSTER_ORDER, <u32>order);
+  store<u32>(cl + CLUSTER_NEXT, <u32>zeroed(<usize>n << 3));
+  store<u32>(cl + CLUSTER_PS_PER_BYTE, <u32>zeroed(<usize>n << 3));
+  store<u32>(cl + CLUSTER_STAGE_DROPS, <u32>zeroed(<usize>n << 3));
+  store<u32>(cl + CLUSTER_OVERHEAD, overheadBytes);
+  store<f64>(cl + CLUSTER_WINDOW_PS, windowPs);
+  store<i32>(cl + CLUSTER_RESUME, -1);
   return cl;
 }
 
 /** Device `i` of the fabric is the device at `dev` (this instance), sending at `psPerByte`. */
 export function clusterSetDevice(cl: usize, i: u32, dev: usize, psPerByte: f64): void {
-  store<u32>(tab(cl, CLU_DEV) + (<usize>i << 2), <u32>dev);
-  setF64(cl, CLU_PS_PER_BYTE, <i32>i, psPerByte);
+  store<u32>(tab(cl, CLUSTER_DEV) + (<usize>i << 2), <u32>dev);
+  setF64(cl, CLUSTER_PS_PER_BYTE, <i32>i, psPerByte);
 }
 
 /** When a device next acts of its own accord, as the runner keeps it (ps; Infinity: never). */
@@ -75,22 +76,22 @@ function nextOf(dev: Device): f64 {
  * Runs windows until the time reaches `endPs` (a multiple of the window), or, with
  * `stopWhenIdle`, until nothing can happen any more. `fresh`: the host may have given devices
  * work since the last call, so each is asked again when it next acts (the runner does so at the
- * start of every run). Returns CLUSTER_*.
+ * start of every run). Returns CLUSTER_REACHED, CLUSTER_IDLE or CLUSTER_ATTENTION.
  */
 export function clusterRun(cl: usize, endPs: f64, stopWhenIdle: bool, fresh: bool): i32 {
-  const fab = <usize>load<u32>(cl + CLU_FAB), n = <i32>load<u32>(cl + CLU_N);
-  const W = load<f64>(cl + CLU_WINDOW_PS);
-  if (fresh) for (let i = 0; i < n; i++) setF64(cl, CLU_NEXT, i, nextOf(devAt(cl, i)));
+  const fab = <usize>load<u32>(cl + CLUSTER_FAB), n = <i32>load<u32>(cl + CLUSTER_N);
+  const W = load<f64>(cl + CLUSTER_WINDOW_PS);
+  if (fresh) for (let i = 0; i < n; i++) setF64(cl, CLUSTER_NEXT, i, nextOf(devAt(cl, i)));
   // a window a device interrupted goes on first
-  if (load<i32>(cl + CLU_RESUME) >= 0 && !finishWindow(cl, fab, n)) return CLUSTER_ATTENTION;
-  while (load<f64>(cl + CLU_NOW_PS) < endPs) {
-    const now = load<f64>(cl + CLU_NOW_PS);
+  if (load<i32>(cl + CLUSTER_RESUME) >= 0 && !finishWindow(cl, fab, n)) return CLUSTER_ATTENTION;
+  while (load<f64>(cl + CLUSTER_NOW_PS) < endPs) {
+    const now = load<f64>(cl + CLUSTER_NOW_PS);
     // the pauses the fabric holds the devices' ports under, from now (an XON wakes a port)
     if (load<u32>(fab + FAB_PFC_ON) != 0) {
-      for (let i = 0; i < n; i++) if (syncPauses(fab, i, devAt(cl, i), <u64>now)) setF64(cl, CLU_NEXT, i, nextOf(devAt(cl, i)));
+      for (let i = 0; i < n; i++) if (syncPauses(fab, i, devAt(cl, i), <u64>now)) setF64(cl, CLUSTER_NEXT, i, nextOf(devAt(cl, i)));
     }
     let next = fabricNextEvent(fab);
-    const pend = <usize>load<u32>(fab + FAB_PEND_MIN), acts = tab(cl, CLU_NEXT);
+    const pend = <usize>load<u32>(fab + FAB_PEND_MIN), acts = tab(cl, CLUSTER_NEXT);
     for (let i = 0; i < n; i++) {
       next = Math.min(next, load<f64>(acts + (<usize>i << 3)));
       next = Math.min(next, load<f64>(pend + (<usize>i << 3)));
@@ -98,13 +99,13 @@ export function clusterRun(cl: usize, endPs: f64, stopWhenIdle: bool, fresh: boo
     if (next == Infinity && stopWhenIdle) return CLUSTER_IDLE;
     if (next >= now + W) {
       const t = Math.min(endPs, Math.max(now, Math.floor(next / W) * W));
-      store<f64>(cl + CLU_NOW_PS, t);
+      store<f64>(cl + CLUSTER_NOW_PS, t);
       fabricRunTo(fab, t);
       continue;
     }
-    store<f64>(cl + CLU_WIN_END, now + W);
-    store<i32>(cl + CLU_RESUME, 0);
-    store<u32>(cl + CLU_RESUME_STEPPED, 0);
+    store<f64>(cl + CLUSTER_WIN_END, now + W);
+    store<i32>(cl + CLUSTER_RESUME, 0);
+    store<u32>(cl + CLUSTER_RESUME_STEPPED, 0);
     if (!finishWindow(cl, fab, n)) return CLUSTER_ATTENTION;
   }
   return CLUSTER_REACHED;
@@ -112,42 +113,42 @@ export function clusterRun(cl: usize, endPs: f64, stopWhenIdle: bool, fresh: boo
 
 /** The device the host is asked to look at (ATTENTION): its index in the fabric. */
 export function clusterAttention(cl: usize): i32 {
-  const k = load<i32>(cl + CLU_RESUME);
-  return k < 0 ? -1 : <i32>load<u32>(tab(cl, CLU_ORDER) + (<usize>k << 2));
+  const k = load<i32>(cl + CLUSTER_RESUME);
+  return k < 0 ? -1 : <i32>load<u32>(tab(cl, CLUSTER_ORDER) + (<usize>k << 2));
 }
 
 /**
- * Steps the window in progress (CLU.win_end) from the device at position CLU.resume of the
- * order on, then runs the fabric to its end. False when a device wants the host: CLU.resume
+ * Steps the window in progress (CLUSTER.win_end) from the device at position CLUSTER.resume of the
+ * order on, then runs the fabric to its end. False when a device wants the host: CLUSTER.resume
  * then names it, and the next call goes on there.
  */
 function finishWindow(cl: usize, fab: usize, n: i32): bool {
-  const end = load<f64>(cl + CLU_WIN_END), order = tab(cl, CLU_ORDER);
-  for (let k = load<i32>(cl + CLU_RESUME); k < n; k++) {
-    store<i32>(cl + CLU_RESUME, k);
+  const end = load<f64>(cl + CLUSTER_WIN_END), order = tab(cl, CLUSTER_ORDER);
+  for (let k = load<i32>(cl + CLUSTER_RESUME); k < n; k++) {
+    store<i32>(cl + CLUSTER_RESUME, k);
     if (!stepDevice(cl, fab, <i32>load<u32>(order + (<usize>k << 2)), end)) return false;
-    store<u32>(cl + CLU_RESUME_STEPPED, 0);
+    store<u32>(cl + CLUSTER_RESUME_STEPPED, 0);
   }
-  store<i32>(cl + CLU_RESUME, -1);
+  store<i32>(cl + CLUSTER_RESUME, -1);
   fabricRunTo(fab, end);
-  store<f64>(cl + CLU_NOW_PS, end);
-  bump(cl, CLU_WINDOWS, 1);
+  store<f64>(cl + CLUSTER_NOW_PS, end);
+  bump(cl, CLUSTER_WINDOWS, 1);
   return true;
 }
 
 /**
  * Device `i`'s part of the window ending at `end`: its due arrivals, its run to the end, its
  * frames into the fabric. False when it stopped for the host (output to read, a failure);
- * CLU.resume_stepped is then 1: the next call goes on with its run.
+ * CLUSTER.resume_stepped is then 1: the next call goes on with its run.
  */
 function stepDevice(cl: usize, fab: usize, i: i32, end: f64): bool {
   const dev = devAt(cl, i), until = <u64>end;
-  if (load<u32>(cl + CLU_RESUME_STEPPED) == 0) {
+  if (load<u32>(cl + CLUSTER_RESUME_STEPPED) == 0) {
     const due = load<f64>(<usize>load<u32>(fab + FAB_PEND_MIN) + (<usize>i << 3)) < end;
-    if (!due && f64At(cl, CLU_NEXT, i) >= end) return true;
+    if (!due && f64At(cl, CLUSTER_NEXT, i) >= end) return true;
     if (due) deliver(cl, fab, i, dev, end);
-    bump(cl, CLU_STEPS, 1);
-    store<u32>(cl + CLU_RESUME_STEPPED, 1);
+    bump(cl, CLUSTER_STEPS, 1);
+    store<u32>(cl + CLUSTER_RESUME_STEPPED, 1);
   }
   // as Device.advance: steps until the end, the host reading its output after any step that left some
   while (dev.now < until) {
@@ -158,11 +159,11 @@ function stepDevice(cl: usize, fab: usize, i: i32, end: f64): bool {
   // its frames, read in place from its transmit ring
   const r = txRing(dev), sent = r.count;
   if (sent != 0) {
-    ingestRing(fab, <u32>i, r.recs, r.head, sent, dev.cfg.txRingEntries, r.body, f64At(cl, CLU_PS_PER_BYTE, i), load<u32>(cl + CLU_OVERHEAD));
+    ingestRing(fab, <u32>i, r.recs, r.head, sent, dev.cfg.txRingEntries, r.body, f64At(cl, CLUSTER_PS_PER_BYTE, i), load<u32>(cl + CLUSTER_OVERHEAD));
     ringConsume(r, sent);
     portsUnblock(dev, dev.now);
   }
-  setF64(cl, CLU_NEXT, i, nextOf(dev));
+  setF64(cl, CLUSTER_NEXT, i, nextOf(dev));
   return true;
 }
 
@@ -190,7 +191,7 @@ function syncPauses(fab: usize, i: i32, dev: Device, t: u64): bool {
  */
 function deliver(cl: usize, fab: usize, i: i32, dev: Device, end: f64): void {
   const n = takeDue(fab, i, end);
-  bump(cl, CLU_DELIVERIES, <f64>n);
+  bump(cl, CLUSTER_DELIVERIES, <f64>n);
   const ports = portsOf(dev), cap = dev.cfg.rxRingEntries;
   const bodyCap: u32 = dev.cfg.timingMode != 0 ? 0 : dev.cfg.rxBodyBytes;
   const ring = rxRing(dev);
@@ -234,6 +235,6 @@ function stageSome(cl: usize, fab: usize, i: i32, ports: Ports, n: u32, cap: u32
     staged++;
     stagedBody += blen;
   }
-  if (lost != 0) setF64(cl, CLU_STAGE_DROPS, i, f64At(cl, CLU_STAGE_DROPS, i) + <f64>lost);
+  if (lost != 0) setF64(cl, CLUSTER_STAGE_DROPS, i, f64At(cl, CLUSTER_STAGE_DROPS, i) + <f64>lost);
   return staged;
 }

@@ -5,7 +5,7 @@
 
 import {
   FAB_XOFF, FAB_XON, FAB_PFC_RESUMES, FAB_PFC_ON, FAB_PAUSE_SENT, FAB_CH_DROPS, FAB_BUF_USED, FAB_SW_PAUSES, FCH_LAT,
-  FCH_IN_BYTES, FCH_SRC_SW, FPKX_IN_CH,
+  FCH_IN_BYTES, FCH_SRC_SW, FPKT_SIDE_IN_CH,
 } from "../generated/layouts";
 import { NR, EV_PAUSE, EV_RESUME, EV_BITS, u8Of, setU8, addF64, bump, bumpDrop, chan } from "./tables";
 import { eventsPush } from "./events";
@@ -40,7 +40,7 @@ export function holdAtIngress(fab: usize, s: i32, cin: i32, len: f64, now: f64):
 
 /** PFC: frame `p`'s `len` bytes no longer count against its ingress; at XON the sender there resumes. */
 function pfcRelease(fab: usize, p: i32, len: f64, now: f64): void {
-  const cin = load<i32>(pktSide(fab, p) + FPKX_IN_CH), oi = chan(fab, cin);
+  const cin = load<i32>(pktSide(fab, p) + FPKT_SIDE_IN_CH), oi = chan(fab, cin);
   const held = load<f64>(oi + FCH_IN_BYTES) - len;
   store<f64>(oi + FCH_IN_BYTES, held);
   if (held <= load<f64>(fab + FAB_XON) && u8Of(fab, FAB_PAUSE_SENT, cin) != 0) {

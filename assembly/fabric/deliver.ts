@@ -6,9 +6,9 @@ import {
   FAB_DELIVERED, FAB_PORTS, FAB_PAYLOAD_SLOT_BYTES, FAB_LAST_HEAD_PS, FAB_LAST_HEAD_KEY, FAB_EP_DOWN_CH, FAB_PEND_MIN,
   FAB_PAY, FAB_PAY_LEN, FAB_HELD, FAB_HELD_CAP, FAB_HELD_N, FAB_DUE, FAB_OUTBOX, FAB_OUTBOX_BODY, FAB_B_ARRIVAL,
   FAB_B_PORT, FAB_B_SRC_DEVICE, FAB_B_SRC_PORT, FAB_B_SEQ, FAB_B_WIRE_LEN, FAB_B_HDR_OFF, FAB_B_HDR_LEN,
-  FAB_B_PAYLOAD_OFF, FAB_B_PAYLOAD_LEN, FCH_RWIRE, FENT_T, FENT_KEY, FENT_PKT, FENT_LEN_META, FPKT_ARRIVE_PS, FPKT_SEQ,
-  FPKT_SRC_EP, FPKT_DST_EP, FPKT_WIRE_LEN, FPKT_META, PKT_SIZE, PKT_TIME_PS, PKT_WIRE_LEN, PKT_PORT, PKT_HDR_LEN,
-  PKT_BODY_LEN, PKT_BODY_OFF, PKT_SEQ, PKT_SRC_DEVICE, PKT_HDR,
+  FAB_B_PAYLOAD_OFF, FAB_B_PAYLOAD_LEN, FCH_RWIRE, FRING_ENTRY_T, FRING_ENTRY_KEY, FRING_ENTRY_PKT,
+  FRING_ENTRY_LEN_META, FPKT_ARRIVE_PS, FPKT_SEQ, FPKT_SRC_EP, FPKT_DST_EP, FPKT_WIRE_LEN, FPKT_META, PKT_SIZE,
+  PKT_TIME_PS, PKT_WIRE_LEN, PKT_PORT, PKT_HDR_LEN, PKT_BODY_LEN, PKT_BODY_OFF, PKT_SEQ, PKT_SRC_DEVICE, PKT_HDR,
 } from "../generated/layouts";
 import { LM_CE, tab, i32Of, f64Of, setI32, setF64, chan, ent } from "./tables";
 import { fabricFull, fabricOutbox } from "./build";
@@ -56,7 +56,7 @@ export function takeDue(fab: usize, device: i32, endPs: f64): u32 {
     const bestPs = load<f64>(heads + (<usize>best << 3));
     const o = chan(fab, i32Of(fab, FAB_EP_DOWN_CH, base + best));
     const e = ent(o, 0);
-    const p = load<i32>(e + FENT_PKT), lm = load<u32>(e + FENT_LEN_META);
+    const p = load<i32>(e + FRING_ENTRY_PKT), lm = load<u32>(e + FRING_ENTRY_LEN_META);
     // what the host reads of it: its arrival, and the mark it may have picked up on the way
     const r = pkt(fab, p);
     store<f64>(r + FPKT_ARRIVE_PS, bestPs);
@@ -65,8 +65,8 @@ export function takeDue(fab: usize, device: i32, endPs: f64): u32 {
     let next = Infinity;
     if (load<u32>(o + FCH_RWIRE) != 0) {
       const h = ent(o, 0);
-      next = load<f64>(h + FENT_T);
-      store<f64>(keys + (<usize>best << 3), load<f64>(h + FENT_KEY));
+      next = load<f64>(h + FRING_ENTRY_T);
+      store<f64>(keys + (<usize>best << 3), load<f64>(h + FRING_ENTRY_KEY));
     }
     store<f64>(heads + (<usize>best << 3), next);
     if (next < endPs) {

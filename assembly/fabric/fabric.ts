@@ -13,11 +13,11 @@
 // time at the device is known when the last transmission starts; the frame then waits in its
 // channel's ring until the host takes it (fabricTake).
 //
-// A channel keeps its frames in one ring of 32-byte entries (FENT), oldest first: those on the
-// wire, then those waiting in its queue (a channel sends and delivers in one order). An entry
-// holds what every hop reads (arrival time, event key, destination, tuple hash, length, ECN
-// bits), so that a hop touches the channel's ring, not the packet's own record: a frame's record
-// is written when it enters and read when the host takes it.
+// A channel keeps its frames in one ring of 32-byte entries (FRING_ENTRY), oldest first: those
+// on the wire, then those waiting in its queue (a channel sends and delivers in one order). An
+// entry holds what every hop reads (arrival time, event key, destination, tuple hash, length,
+// ECN bits), so that a hop touches the channel's ring, not the packet's own record: a frame's
+// record is written when it enters and read when the host takes it.
 //
 // Decisions made when a transmission starts: buffer bytes are released (a queue holds frames
 // waiting, not the one on the wire); random and Gilbert–Elliott loss are drawn; a frame on a

@@ -7,8 +7,8 @@
 import {
   FAB_FAILURE_DETECT_PS, FAB_LEAVES, FAB_SPINES, FAB_LINK_UP, FAB_LINK_KNOWN_UP, FAB_LINK_FABRIC, FAB_LINK_PLANE,
   FAB_OUTAGE_PTR, FAB_OUTAGE_N, FAB_GRP, FAB_GRP_N, FAB_FABRIC_LINK_OF, FAB_FAULT_LINK, FAB_FAULT_KIND, FAB_FAULT_N,
-  FAB_FAULT_CAP, FCH_QBYTES, FCH_RCOUNT, FCH_RWIRE, FENT_PKT, FENT_LEN_META, FAULT_DOWN, FAULT_UP, FAULT_KNOWN_DOWN,
-  FAULT_KNOWN_UP,
+  FAB_FAULT_CAP, FCH_QBYTES, FCH_RCOUNT, FCH_RWIRE, FRING_ENTRY_PKT, FRING_ENTRY_LEN_META, FAULT_DOWN, FAULT_UP,
+  FAULT_KNOWN_DOWN, FAULT_KNOWN_UP,
 } from "../generated/layouts";
 import { R_LINK_DOWN, EV_FAULT, EV_BITS, LM_LEN, tab, i32Of, u32Of, u8Of, setI32, setU8, chan, ent } from "./tables";
 import { dropAt, release } from "./buffer";
@@ -62,7 +62,7 @@ function flush(fab: usize, c: i32, now: f64): void {
   const wire = load<u32>(o + FCH_RWIRE), n = load<u32>(o + FCH_RCOUNT);
   for (let i = wire; i < n; i++) {
     const e = ent(o, i);
-    const p = load<i32>(e + FENT_PKT), len = <f64>(load<u32>(e + FENT_LEN_META) & LM_LEN);
+    const p = load<i32>(e + FRING_ENTRY_PKT), len = <f64>(load<u32>(e + FRING_ENTRY_LEN_META) & LM_LEN);
     store<f64>(o + FCH_QBYTES, load<f64>(o + FCH_QBYTES) - len);
     release(fab, o, p, len, now);
     dropAt(fab, c, p, R_LINK_DOWN);

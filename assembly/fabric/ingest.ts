@@ -8,9 +8,9 @@ import {
   FAB_NOW_PS, FAB_INJECTED, FAB_LATE_TX, FAB_UNORDERED_TX, FAB_DEVICES, FAB_PORTS, FAB_FULL, FAB_PFC_ON,
   FAB_PAYLOAD_SLOT_BYTES, FAB_WAIT_PTR, FAB_WAIT_CAP, FAB_OUTAGE_N, FAB_EP_UP_CH, FAB_EP_SEQ, FAB_LAST_DEPART,
   FAB_INJ_HEAD, FAB_INJ_TAIL, FAB_INBOX, FAB_INBOX_BODY, FAB_FRAME, FCH_BUSY, FCH_QBYTES, FCH_QPEAK, FCH_WAIT_HEAD,
-  FCH_WAIT_COUNT, FPKT_SEQ, FPKT_SRC_EP, FPKT_DST_EP, FPKT_WIRE_LEN, FPKT_META, FPKX_NEXT_TIME, FPKX_NEXT_KEY,
-  FPKX_NEXT, FPKX_HASH, PKT_SIZE, PKT_TIME_PS, PKT_WIRE_LEN, PKT_PORT, PKT_HDR_LEN, PKT_BODY_LEN, PKT_BODY_OFF,
-  PKT_HDR,
+  FCH_WAIT_COUNT, FPKT_SEQ, FPKT_SRC_EP, FPKT_DST_EP, FPKT_WIRE_LEN, FPKT_META, FPKT_SIDE_NEXT_TIME,
+  FPKT_SIDE_NEXT_KEY, FPKT_SIDE_NEXT, FPKT_SIDE_HASH, PKT_SIZE, PKT_TIME_PS, PKT_WIRE_LEN, PKT_PORT, PKT_HDR_LEN,
+  PKT_BODY_LEN, PKT_BODY_OFF, PKT_HDR,
 } from "../generated/layouts";
 import { IPV4_ECN_ECT0, IPV4_ECN_ECT1 } from "../generated/headers";
 import {
@@ -119,16 +119,16 @@ function send(fab: usize, f: FrameFields, device: u32, port: u32, departPs: f64,
     return true;
   }
   // With PFC a pause may hold the transmitter: the frame enters at its departure time.
-  store<u32>(pktSide(fab, id) + FPKX_HASH, hash);
+  store<u32>(pktSide(fab, id) + FPKT_SIDE_HASH, hash);
   const tail = i32Of(fab, FAB_INJ_TAIL, ep);
   if (tail == NONE) {
     setI32(fab, FAB_INJ_HEAD, ep, id);
     eventsPushKeyed(fab, departPs, entryKey(ep, seq), (ep << EV_BITS) | EV_INJECT);
   } else {
     const tr = pktSide(fab, tail);
-    store<i32>(tr + FPKX_NEXT, id);
-    store<f64>(tr + FPKX_NEXT_TIME, departPs);
-    store<f64>(tr + FPKX_NEXT_KEY, entryKey(ep, seq));
+    store<i32>(tr + FPKT_SIDE_NEXT, id);
+    store<f64>(tr + FPKT_SIDE_NEXT_TIME, departPs);
+    store<f64>(tr + FPKT_SIDE_NEXT_KEY, entryKey(ep, seq));
   }
   setI32(fab, FAB_INJ_TAIL, ep, id);
   return true;

@@ -8,9 +8,9 @@ import {
   FAB_FIRST_SPINE, FAB_PFC_ON, FAB_ECN_ON, FAB_CH_MARKS, FAB_CH_PAUSES, FAB_LINK_UP, FAB_SW_ROLE, FAB_SW_SEED,
   FAB_SW_LOCAL, FAB_SW_PLANE, FAB_BUF_USED, FAB_BUF_CAP, FAB_BUF_PEAK, FAB_PORT_CAP, FAB_SW_DROPS, FAB_SW_MARKS,
   FAB_DOWN_CH, FAB_GRP, FAB_GRP_N, FAB_EP_UP_CH, FAB_EP_LEAF, FAB_EP_DOWN_CH, FAB_INJ_HEAD, FAB_INJ_TAIL, FCH_BUSY,
-  FCH_QBYTES, FCH_QPEAK, FCH_RWIRE, FCH_SRC_SW, FCH_DST_SW, FCH_PAUSED, FCH_DONE, FENT_T, FENT_KEY, FENT_PKT,
-  FENT_DST_EP, FENT_HASH, FENT_LEN_META, FPKT_SEQ, FPKT_DST_EP, FPKT_WIRE_LEN, FPKT_META, FPKX_NEXT_TIME,
-  FPKX_NEXT_KEY, FPKX_NEXT, FPKX_IN_CH, FPKX_HASH,
+  FCH_QBYTES, FCH_QPEAK, FCH_RWIRE, FCH_SRC_SW, FCH_DST_SW, FCH_PAUSED, FCH_DONE, FRING_ENTRY_T, FRING_ENTRY_KEY,
+  FRING_ENTRY_PKT, FRING_ENTRY_DST_EP, FRING_ENTRY_HASH, FRING_ENTRY_LEN_META, FPKT_SEQ, FPKT_DST_EP, FPKT_WIRE_LEN,
+  FPKT_META, FPKT_SIDE_NEXT_TIME, FPKT_SIDE_NEXT_KEY, FPKT_SIDE_NEXT, FPKT_SIDE_IN_CH, FPKT_SIDE_HASH,
 } from "../generated/layouts";
 import {
   R_BUFFER, R_PORT_CAP, R_NO_ROUTE, R_LINK_DOWN, NR, EV_INJECT, EV_ARRIVE, EV_TX_DONE, EV_PAUSE, EV_RESUME, EV_FAULT,
@@ -65,10 +65,10 @@ export function fabricRunTo(fab: usize, endPs: f64): void {
 /** The head frame of device port `ep` enters the fabric at its departure time (PFC). */
 function inject(fab: usize, ep: i32, now: f64): void {
   const p = i32Of(fab, FAB_INJ_HEAD, ep), r = pkt(fab, p), x = pktSide(fab, p);
-  const next = load<i32>(x + FPKX_NEXT);
+  const next = load<i32>(x + FPKT_SIDE_NEXT);
   setI32(fab, FAB_INJ_HEAD, ep, next);
   if (next == NONE) setI32(fab, FAB_INJ_TAIL, ep, NONE);
-  else eventsPushKeyed(fab, load<f64>(x + FPKX_NEXT_TIME), load<f64>(x + FPKX_NEXT_KEY), (ep << EV_BITS) | EV_INJECT);
+  else eventsPushKeyed(fab, load<f64>(x + FPKT_SIDE_NEXT_TIME), load<f64>(x + FPKT_SIDE_NEXT_KEY), (ep << EV_BITS) | EV_INJECT);
   bump(fab, FAB_INJECTED);
   const c = i32Of(fab, FAB_EP_UP_CH, ep);
   if (c == NONE) {
@@ -78,22 +78,22 @@ function inject(fab: usize, ep: i32, now: f64): void {
   }
   const meta = load<u32>(r + FPKT_META);
   const lm = load<u32>(r + FPKT_WIRE_LEN) | ((meta & META_ECT) != 0 ? LM_ECT : 0);
-  enqueue(fab, c, NONE, entryKey(ep, load<f64>(r + FPKT_SEQ)), p, load<i32>(r + FPKT_DST_EP), load<u32>(x + FPKX_HASH), lm, now);
+  enqueue(fab, c, NONE, entryKey(ep, load<f64>(r + FPKT_SEQ)), p, load<i32>(r + FPKT_DST_EP), load<u32>(x + FPKT_SIDE_HASH), lm, now);
 }
 
 /** The oldest frame on channel `cin` is in the switch at its end: route, admit, mark, queue. */
 function arrive(fab: usize, cin: i32, now: f64): void {
   const o = chan(fab, cin);
   const e = ent(o, 0);
-  const key = load<f64>(e + FENT_KEY), p = load<i32>(e + FENT_PKT), dst = load<i32>(e + FENT_DST_EP);
-  const hash = load<u32>(e + FENT_HASH), lm = load<u32>(e + FENT_LEN_META);
+  const key = load<f64>(e + FRING_ENTRY_KEY), p = load<i32>(e + FRING_ENTRY_PKT), dst = load<i32>(e + FRING_ENTRY_DST_EP);
+  const hash = load<u32>(e + FRING_ENTRY_HASH), lm = load<u32>(e + FRING_ENTRY_LEN_META);
   ringPop(o);
   if (load<u32>(o + FCH_RWIRE) != 0) {
     const h = ent(o, 0);
-    eventsPushKeyed(fab, load<f64>(h + FENT_T), load<f64>(h + FENT_KEY), (cin << EV_BITS) | EV_ARRIVE);
+    eventsPushKeyed(fab, load<f64>(h + FRING_ENTRY_T), load<f64>(h + FRING_ENTRY_KEY), (cin << EV_BITS) | EV_ARRIVE);
   }
   const s = load<i32>(o + FCH_DST_SW);
-  if (load<u32>(fab + FAB_PFC_ON) != 0) store<i32>(pktSide(fab, p) + FPKX_IN_CH, cin);
+  if (load<u32>(fab + FAB_PFC_ON) != 0) store<i32>(pktSide(fab, p) + FPKT_SIDE_IN_CH, cin);
   const out = route(fab, s, dst, hash);
   if (out == NONE) {
     dropAt(fab, cin, p, R_NO_ROUTE);
@@ -196,7 +196,7 @@ function txDone(fab: usize, c: i32, now: f64): void {
 
 /** The first frame waiting in the queue of channel record `o` is about to start: its bytes no longer count as queued. */
 @inline function leaveQueue(o: usize): void {
-  const len = load<u32>(ent(o, load<u32>(o + FCH_RWIRE)) + FENT_LEN_META) & LM_LEN;
+  const len = load<u32>(ent(o, load<u32>(o + FCH_RWIRE)) + FRING_ENTRY_LEN_META) & LM_LEN;
   store<f64>(o + FCH_QBYTES, load<f64>(o + FCH_QBYTES) - <f64>len);
 }
 

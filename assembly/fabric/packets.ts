@@ -1,22 +1,22 @@
 // Packets in flight through the fabric: a 128-byte block per packet id, 128-aligned, holding its
 // FPKT record (32 bytes) and then its header slot (HDR_SLOT bytes), as a PKT record holds its
 // fields and headers; with a free list, and in full mode a payload slot per packet that has bytes
-// beyond its headers. What every hop reads travels in the channels' rings (FENT), so a block is
-// written when its frame enters and read when the host takes it: one pair of lines, which the
-// core's L2 fetches together (a 64-byte record and a 96-byte slot apart were three lines in two
-// places, and their reading at delivery was the fabric's largest cache miss). What only PFC and
-// full mode need (a device port's list of frames waiting to enter, the channel a frame came in
-// by, its payload slot) sits apart in an FPKX record, which timing mode without PFC never
-// allocates nor touches.
+// beyond its headers. What every hop reads travels in the channels' rings (FRING_ENTRY), so a
+// block is written when its frame enters and read when the host takes it: one pair of lines,
+// which the core's L2 fetches together (a 64-byte record and a 96-byte slot apart were three
+// lines in two places, and their reading at delivery was the fabric's largest cache miss). What
+// only PFC and full mode need (a device port's list of frames waiting to enter, the channel a
+// frame came in by, its payload slot) sits apart in an FPKT_SIDE record, which timing mode
+// without PFC never allocates nor touches.
 //
 // Blocks come in segments of SEG packets, found through a table of segment addresses: the pool
 // grows by a segment, never copying what is in flight (growing by copying into a block twice the
 // size touched three times the memory, all of it fresh pages).
 
 import {
-  FAB_PKT_REC, FAB_PKT_SIDE, FAB_PKT_CAP, FAB_PKT_SEG_CAP, FAB_PKT_FREE, FAB_PKT_LIVE, FAB_PKT_PEAK, FAB_PFC_ON, FAB_FULL,
-  FAB_PAY, FAB_PAY_LEN, FAB_PAY_NEXT, FAB_PAY_SLOTS, FAB_PAY_FREE, FAB_PAYLOAD_SLOT_BYTES,
-  FPKT_SIZE, FPKX_SIZE, FPKX_NEXT, FPKX_IN_CH, FPKX_PAYLOAD, PKT_SIZE, PKT_HDR,
+  FAB_PKT_REC, FAB_PKT_SIDE, FAB_PKT_CAP, FAB_PKT_SEG_CAP, FAB_PKT_FREE, FAB_PKT_LIVE, FAB_PKT_PEAK, FAB_PFC_ON,
+  FAB_FULL, FAB_PAY, FAB_PAY_LEN, FAB_PAY_NEXT, FAB_PAY_SLOTS, FAB_PAY_FREE, FAB_PAYLOAD_SLOT_BYTES, FPKT_SIZE,
+  FPKT_SIDE_SIZE, FPKT_SIDE_NEXT, FPKT_SIDE_IN_CH, FPKT_SIDE_PAYLOAD, PKT_SIZE, PKT_HDR,
 } from "../generated/layouts";
 import { grow, zeroed } from "./memory";
 
@@ -58,12 +58,12 @@ const SEG: u32 = 1 << SEG_BITS;
   return pkt(fab, p) + FPKT_SIZE;
 }
 
-/** Packet `p`'s FPKX record (PFC, full mode: the pool has them only then, pktSides). */
+/** Packet `p`'s FPKT_SIDE record (PFC, full mode: the pool has them only then, pktSides). */
 @inline export function pktSide(fab: usize, p: i32): usize {
-  return <usize>load<u32>(load<usize>(fab + FAB_PKT_SIDE) + (<usize>(<u32>p >> SEG_BITS) << 2)) + <usize>(<u32>p & (SEG - 1)) * FPKX_SIZE;
+  return <usize>load<u32>(load<usize>(fab + FAB_PKT_SIDE) + (<usize>(<u32>p >> SEG_BITS) << 2)) + <usize>(<u32>p & (SEG - 1)) * FPKT_SIDE_SIZE;
 }
 
-/** Do packets have FPKX records (PFC or full mode)? */
+/** Do packets have FPKT_SIDE records (PFC or full mode)? */
 @inline function pktSides(fab: usize): bool {
   return (load<u32>(fab + FAB_PFC_ON) | load<u32>(fab + FAB_FULL)) != 0;
 }
@@ -86,7 +86,7 @@ export function pktGrow(fab: usize, n: u32): void {
   for (; segs < want; segs++) {
     const blocks = (zeroed((<usize>SEG << BLOCK) + align) + align) & ~align;
     store<u32>(load<usize>(fab + FAB_PKT_REC) + (<usize>segs << 2), <u32>blocks);
-    if (sides) store<u32>(load<usize>(fab + FAB_PKT_SIDE) + (<usize>segs << 2), <u32>zeroed(<usize>SEG * FPKX_SIZE));
+    if (sides) store<u32>(load<usize>(fab + FAB_PKT_SIDE) + (<usize>segs << 2), <u32>zeroed(<usize>SEG * FPKT_SIDE_SIZE));
   }
   const cap = segs << SEG_BITS;
   let free = load<i32>(fab + FAB_PKT_FREE);
@@ -105,9 +105,9 @@ export function pktAlloc(fab: usize): i32 {
   store<i32>(fab + FAB_PKT_FREE, load<i32>(pktHdr(fab, id)));
   if (pktSides(fab)) {
     const x = pktSide(fab, id);
-    store<i32>(x + FPKX_NEXT, NONE);
-    store<i32>(x + FPKX_IN_CH, NONE);
-    store<i32>(x + FPKX_PAYLOAD, NONE);
+    store<i32>(x + FPKT_SIDE_NEXT, NONE);
+    store<i32>(x + FPKT_SIDE_IN_CH, NONE);
+    store<i32>(x + FPKT_SIDE_PAYLOAD, NONE);
   }
   const live = load<u32>(fab + FAB_PKT_LIVE) + 1;
   store<u32>(fab + FAB_PKT_LIVE, live);
@@ -117,7 +117,7 @@ export function pktAlloc(fab: usize): i32 {
 
 /** Packet `id`'s payload slot, NONE when it has none (always in timing mode). */
 @inline export function pktPayload(fab: usize, id: i32): i32 {
-  return load<u32>(fab + FAB_FULL) != 0 ? load<i32>(pktSide(fab, id) + FPKX_PAYLOAD) : NONE;
+  return load<u32>(fab + FAB_FULL) != 0 ? load<i32>(pktSide(fab, id) + FPKT_SIDE_PAYLOAD) : NONE;
 }
 
 export function pktRelease(fab: usize, id: i32): void {
@@ -150,7 +150,7 @@ export function pktAllocPayload(fab: usize, id: i32, len: u32): usize {
   }
   const slot = load<i32>(fab + FAB_PAY_FREE);
   store<i32>(fab + FAB_PAY_FREE, load<i32>(load<usize>(fab + FAB_PAY_NEXT) + (<usize>slot << 2)));
-  store<i32>(pktSide(fab, id) + FPKX_PAYLOAD, slot);
+  store<i32>(pktSide(fab, id) + FPKT_SIDE_PAYLOAD, slot);
   store<u32>(load<usize>(fab + FAB_PAY_LEN) + (<usize>slot << 2), len);
   return load<usize>(fab + FAB_PAY) + <usize>slot * <usize>load<u32>(fab + FAB_PAYLOAD_SLOT_BYTES);
 }

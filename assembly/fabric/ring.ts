@@ -1,11 +1,11 @@
-// A channel's ring of FENT entries (fabric.ts says what an entry holds): a frame joins at the
-// back, waiting, and the ring doubles when full; the oldest frame on the wire leaves from the
-// front when it reaches the next holder, with the dead entries (frames lost as they started)
-// behind it.
+// A channel's ring of FRING_ENTRY records (fabric.ts says what an entry holds): a frame joins at
+// the back, waiting, and the ring doubles when full; the oldest frame on the wire leaves from
+// the front when it reaches the next holder, with the dead entries (frames lost as they
+// started) behind it.
 
 import {
-  FCH_RING, FCH_RMASK, FCH_RHEAD, FCH_RCOUNT, FCH_RWIRE, FENT_SIZE, FENT_KEY, FENT_PKT, FENT_DST_EP, FENT_HASH,
-  FENT_LEN_META,
+  FCH_RING, FCH_RMASK, FCH_RHEAD, FCH_RCOUNT, FCH_RWIRE, FRING_ENTRY_SIZE, FRING_ENTRY_KEY, FRING_ENTRY_PKT,
+  FRING_ENTRY_DST_EP, FRING_ENTRY_HASH, FRING_ENTRY_LEN_META,
 } from "../generated/layouts";
 import { LM_DEAD, ENT, ent } from "./tables";
 import { zeroed } from "./memory";
@@ -16,11 +16,11 @@ import { copyBytes } from "../core/copy";
   const n = load<u32>(o + FCH_RCOUNT);
   if (n > load<u32>(o + FCH_RMASK)) ringGrow(o, n);
   const e = ent(o, n);
-  store<f64>(e + FENT_KEY, key);
-  store<i32>(e + FENT_PKT, p);
-  store<i32>(e + FENT_DST_EP, dst);
-  store<u32>(e + FENT_HASH, hash);
-  store<u32>(e + FENT_LEN_META, lm);
+  store<f64>(e + FRING_ENTRY_KEY, key);
+  store<i32>(e + FRING_ENTRY_PKT, p);
+  store<i32>(e + FRING_ENTRY_DST_EP, dst);
+  store<u32>(e + FRING_ENTRY_HASH, hash);
+  store<u32>(e + FRING_ENTRY_LEN_META, lm);
   store<u32>(o + FCH_RCOUNT, n + 1);
 }
 
@@ -28,7 +28,7 @@ import { copyBytes } from "../core/copy";
 function ringGrow(o: usize, n: u32): void {
   const cap = load<u32>(o + FCH_RMASK) + 1;
   const ring = zeroed(<usize>cap << (ENT + 1));
-  for (let i: u32 = 0; i < n; i++) copyBytes(ring + (<usize>i << ENT), ent(o, i), FENT_SIZE);
+  for (let i: u32 = 0; i < n; i++) copyBytes(ring + (<usize>i << ENT), ent(o, i), FRING_ENTRY_SIZE);
   store<u32>(o + FCH_RING, <u32>ring);
   store<u32>(o + FCH_RMASK, 2 * cap - 1);
   store<u32>(o + FCH_RHEAD, 0);
@@ -42,7 +42,7 @@ function ringGrow(o: usize, n: u32): void {
     head = (head + 1) & m;
     n--;
     wire--;
-  } while (wire > 0 && (load<u32>(ring + (<usize>head << ENT) + FENT_LEN_META) & LM_DEAD) != 0);
+  } while (wire > 0 && (load<u32>(ring + (<usize>head << ENT) + FRING_ENTRY_LEN_META) & LM_DEAD) != 0);
   // an emptied ring starts again at its first entry (the same lines, still in cache)
   store<u32>(o + FCH_RHEAD, n != 0 ? head : 0);
   store<u32>(o + FCH_RCOUNT, n);

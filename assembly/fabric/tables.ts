@@ -21,9 +21,9 @@ export const NR: u32 = DROP_REASON_BAD_FRAME + 1;
 export const EV_INJECT = 0, EV_ARRIVE = 1, EV_TX_DONE = 2, EV_PAUSE = 3, EV_RESUME = 4, EV_FAULT = 5;
 export const EV_BITS = 3, EV_MASK = 7;
 
-// FENT.len_meta: wire bytes, then the ECN bits, then a frame lost when it started (a dead entry)
+// FRING_ENTRY.len_meta: wire bytes, the ECN bits, a frame lost when it started (a dead entry)
 export const LM_LEN: u32 = 0xffffff, LM_ECT: u32 = 1 << 24, LM_CE: u32 = 1 << 25, LM_DEAD: u32 = 1 << 26;
-/** log2 of an entry's bytes (FENT_SIZE). */
+/** log2 of an entry's bytes (FRING_ENTRY_SIZE). */
 export const ENT: u32 = 5;
 
 @inline export function tab(fab: usize, field: u32): usize { return load<usize>(fab + field); }

@@ -7,8 +7,8 @@
 import {
   FAB_OVERHEAD, FAB_HOPS, FAB_PORTS, FAB_GE_ON, FAB_GE_BAD, FAB_GE_THR, FAB_LAST_HEAD_PS, FAB_LAST_HEAD_KEY,
   FAB_OUTAGE_N, FAB_PEND_MIN, FAB_SER_LEN, FAB_SER_GBPS, FAB_SER_PS, FCH_BUSY, FCH_DELAY, FCH_LAT, FCH_GBPS, FCH_LOSS,
-  FCH_PKTS, FCH_BYTES, FCH_RMASK, FCH_RHEAD, FCH_RCOUNT, FCH_RWIRE, FCH_DST_EP, FCH_DONE, FCH_LOSSY, FENT_T, FENT_KEY,
-  FENT_PKT, FENT_LEN_META,
+  FCH_PKTS, FCH_BYTES, FCH_RMASK, FCH_RHEAD, FCH_RCOUNT, FCH_RWIRE, FCH_DST_EP, FCH_DONE, FCH_LOSSY, FRING_ENTRY_T,
+  FRING_ENTRY_KEY, FRING_ENTRY_PKT, FRING_ENTRY_LEN_META,
 } from "../generated/layouts";
 import {
   R_LINK_DOWN, R_RANDOM, R_GE, EV_ARRIVE, EV_TX_DONE, EV_BITS, LM_LEN, LM_DEAD, tab, f64Of, u8Of, setF64, setU8, bump,
@@ -23,7 +23,7 @@ import { NONE } from "./packets";
 export function transmit(fab: usize, c: i32, o: usize, now: f64): void {
   const link = c >> 1;
   const wire = load<u32>(o + FCH_RWIRE), e = ent(o, wire);
-  const p = load<i32>(e + FENT_PKT), len = load<u32>(e + FENT_LEN_META) & LM_LEN;
+  const p = load<i32>(e + FRING_ENTRY_PKT), len = load<u32>(e + FRING_ENTRY_LEN_META) & LM_LEN;
   release(fab, o, p, <f64>len, now);
   const end = now + serialisePs(fab, <f64>len + load<f64>(fab + FAB_OVERHEAD), load<f64>(o + FCH_GBPS));
   store<f64>(o + FCH_BUSY, end);
@@ -54,10 +54,10 @@ export function transmit(fab: usize, c: i32, o: usize, now: f64): void {
   // frames wait there for the host
   const ep = load<i32>(o + FCH_DST_EP);
   const at = ep == NONE ? end + load<f64>(o + FCH_DELAY) : tail;
-  store<f64>(e + FENT_T, at);
+  store<f64>(e + FRING_ENTRY_T, at);
   store<u32>(o + FCH_RWIRE, wire + 1);
   if (wire != 0) return;
-  const key = load<f64>(e + FENT_KEY);
+  const key = load<f64>(e + FRING_ENTRY_KEY);
   if (ep == NONE) eventsPushKeyed(fab, at, key, (c << EV_BITS) | EV_ARRIVE);
   else {
     setF64(fab, FAB_LAST_HEAD_PS, ep, at);
@@ -88,7 +88,7 @@ function lostAtStart(fab: usize, o: usize, c: i32, wire: u32, p: i32, reason: i3
     store<u32>(o + FCH_RHEAD, (load<u32>(o + FCH_RHEAD) + 1) & load<u32>(o + FCH_RMASK));
     store<u32>(o + FCH_RCOUNT, load<u32>(o + FCH_RCOUNT) - 1);
   } else {
-    const e = ent(o, wire) + FENT_LEN_META;
+    const e = ent(o, wire) + FRING_ENTRY_LEN_META;
     store<u32>(e, load<u32>(e) | LM_DEAD);
     store<u32>(o + FCH_RWIRE, wire + 1);
   }

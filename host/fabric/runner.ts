@@ -25,7 +25,7 @@
 import { ArrivalBatch, type TxSink } from "./batch.js";
 import type { Fabric } from "./fabric.js";
 import type { MenicExports } from "../wasm.js";
-import { CLU } from "../generated/layouts.js";
+import { CLUSTER } from "../generated/layouts.js";
 import { configDefault } from "../config.js";
 
 /** A device the core can step in the cluster's window loop (Endpoint.inCore). */
@@ -237,17 +237,17 @@ export class ClusterRunner {
         core.clusterSetDevice(cl, i, d.handle, d.psPerByte);
       });
       const dv = new DataView(core.memory.buffer);
-      const order = dv.getUint32(cl + CLU.order, true);
+      const order = dv.getUint32(cl + CLUSTER.order, true);
       this.order.forEach((i, k) => dv.setUint32(order + 4 * k, i, true));
       this.cl = cl;
     }
     // the host's loop may have run since the core's last stretch
-    new DataView(core.memory.buffer).setFloat64(this.cl + CLU.now_ps, this.nowPs, true);
+    new DataView(core.memory.buffer).setFloat64(this.cl + CLUSTER.now_ps, this.nowPs, true);
     let fresh = 1;
     for (;;) {
       const r = core.clusterRun(this.cl, endPs, stopWhenIdle ? 1 : 0, fresh);
       fresh = 0;
-      this.nowPs = new DataView(core.memory.buffer).getFloat64(this.cl + CLU.now_ps, true);
+      this.nowPs = new DataView(core.memory.buffer).getFloat64(this.cl + CLUSTER.now_ps, true);
       if (r !== 2) return r === 1;
       this.endpoints[core.clusterAttention(this.cl)]!.attend?.();
     }
@@ -263,7 +263,7 @@ export class ClusterRunner {
     let n = 0;
     for (const ep of this.endpoints) n += ep.stageDrops ?? 0;
     if (this.cl !== 0) {
-      const dv = new DataView(this.fabric.core.memory.buffer), at = dv.getUint32(this.cl + CLU.stage_drops, true);
+      const dv = new DataView(this.fabric.core.memory.buffer), at = dv.getUint32(this.cl + CLUSTER.stage_drops, true);
       for (let i = 0; i < this.endpoints.length; i++) n += dv.getFloat64(at + 8 * i, true);
     }
     return n;
@@ -273,9 +273,9 @@ export class ClusterRunner {
     let { windows, steps, deliveries } = this;
     if (this.cl !== 0) {
       const dv = new DataView(this.fabric.core.memory.buffer);
-      windows += dv.getFloat64(this.cl + CLU.windows, true);
-      steps += dv.getFloat64(this.cl + CLU.steps, true);
-      deliveries += dv.getFloat64(this.cl + CLU.deliveries, true);
+      windows += dv.getFloat64(this.cl + CLUSTER.windows, true);
+      steps += dv.getFloat64(this.cl + CLUSTER.steps, true);
+      deliveries += dv.getFloat64(this.cl + CLUSTER.deliveries, true);
     }
     return { windowPs: this.windowPs, nowPs: this.nowPs, windows, steps, deliveries };
   }

@@ -245,7 +245,7 @@ export interface MenicExports {
    * Runs windows until the time reaches `endPs` (a multiple of the window), or, with
    * `stopWhenIdle`, until nothing can happen any more. `fresh`: the host may have given devices
    * work since the last call, so each is asked again when it next acts (the runner does so at the
-   * start of every run). Returns CLUSTER_*.
+   * start of every run). Returns CLUSTER_REACHED, CLUSTER_IDLE or CLUSTER_ATTENTION.
    */
   clusterRun(cl: number, endPs: number, stopWhenIdle: number, fresh: number): number;
   /** The device the host is asked to look at (ATTENTION): its index in the fabric. */
