@@ -23,7 +23,7 @@ import { BLOCK_MAXSIZE } from "rt/common";
 
 /**
  * Events that can be pending at once (ARCHITECTURE.md, event loop): a timer per engine, a
- * doorbell arrival per ringer (engines and the host), a phase or kick and a transport timer
+ * doorbell arrival per ringer (engines and the host), a phase or NicStartNext and a transport timer
  * per QP, a completion per HBM flow slot, a transmit per port, the HBM tick, the host mailbox
  * queue's head, the receive ring's head, a timer per MetaRoCE-like connection, the matmul
  * grid's tile end and retry (its load's end is an HBM flow's); with a margin.

@@ -25,7 +25,7 @@ import { cyclesCeil, psOfCycle, minU64, NEVER } from "./core/time";
 import { fifoPush, fifoPop } from "./core/fifo";
 import { hbmTick } from "./mem/hbm";
 import { gridLoaded, gridComputed, gridRetry } from "./compute/grid";
-import { nicPhase, kick } from "./nic/requester";
+import { nicPhase, startNextRequest } from "./nic/requester";
 import { dbqArrive } from "./nic/doorbells";
 import { qpAt } from "./nic/verbs";
 import {
@@ -64,7 +64,7 @@ function runEvents(dev: Device): void {
       }
       case EventKind.HbmTick: hbmTick(dev, t); break;
       case EventKind.NicPhase: nicPhase(dev, a, b, t); break;
-      case EventKind.NicKick: qpAt(dev, a).kickPending = 0; kick(dev, a, t); break;
+      case EventKind.NicStartNext: qpAt(dev, a).startNextPending = 0; startNextRequest(dev, a, t); break;
       case EventKind.Doorbell: dbqArrive(dev, a, t); break;
       case EventKind.Mailbox: mailboxArrive(dev, t); break;
       case EventKind.PortTx: transportPortTx(dev, a, t); break;

@@ -15,7 +15,7 @@ export const enum EventKind {
   Timer = 1, // a: engine, b: wake generation (at most one pending per engine)
   HbmTick = 2, // the HBM model's next flow completion (at most one pending)
   NicPhase = 3, // a: qpn, b: request generation
-  NicKick = 4, // a: qpn
+  NicStartNext = 4, // a: qpn
   Doorbell = 5, // a: ringer index (doorbells.ts): its oldest doorbell has arrived
   Mailbox = 6, // the oldest host mailbox word given for a later time has arrived (engine/mailbox.ts)
   PortTx = 7, // a: port: it is free to send its next frame (nic/transport.ts; at most one pending per port)

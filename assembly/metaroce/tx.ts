@@ -12,7 +12,7 @@ import { dmaPtr } from "../mem/dma";
 import { Port, portAt, portsOf, txRoom, framePs, emit, wakePort, portWakeAt, WIRE_OVERHEAD } from "../nic/ports";
 import { ethIpUdpFrom } from "../nic/ethernet";
 import { psnAdd, psnDiff, packetsOf } from "../nic/psn";
-import { outAt, outFirstPsn, outLastPsn, outMsn, outFlags, outDrain, outComplete, outFlush, outPush, kickAt, OUT_RESPONSE, OUT_WAIT_RESPONSE } from "../nic/outstanding";
+import { outAt, outFirstPsn, outLastPsn, outMsn, outFlags, outDrain, outComplete, outFlush, outPush, startNextAt, OUT_RESPONSE, OUT_WAIT_RESPONSE } from "../nic/outstanding";
 import { qpError } from "../nic/queues";
 import { crc32 } from "../checksum/icrc";
 import {
@@ -97,7 +97,7 @@ export function mrtSend(dev: Device, q: Qp, qpn: u32, op: u32, t: u64): void {
   q.mrtMsn++;
   outPush(dev, q, qpn, qpWqe(dev, qpn), q.msgPsn, q.msgLastPsn, msn, op == OPCODE_RDMA_READ ? OUT_WAIT_RESPONSE : 0);
   streamReady(dev, q, qpn, t);
-  kickAt(dev, q, qpn, t);
+  startNextAt(dev, q, qpn, t);
 }
 
 /** Stream `q` has new packets (a message joined its outstanding ones): its connection has work. */

@@ -23,7 +23,7 @@ import { schedule, EventKind } from "../core/sched";
 import { Qp, qpAt, sqSlot } from "./verbs";
 import { dmaIsHost, dmaIsSram, sramDmaPs } from "../mem/dma";
 import { pcieRead } from "../mem/pcie";
-import { kick } from "./requester";
+import { startNextRequest } from "./requester";
 import { rangePush, flush, qpError } from "./queues";
 import { WQE_SIZE, WQE_QPN, QP_STATE_ERR, STAT_NIC_DOORBELL_STALLS, STAT_NIC_BAD_DOORBELL, TP_NIC_DOORBELL } from "../generated/layouts";
 
@@ -196,7 +196,7 @@ export function sqDoorbell(dev: Device, qpn: u32, ringer: u32, pi16: u32, t: u64
     : t + (dmaIsSram(dev, q.sqBase, 1) ? dev.cfg.nicSramLatencyPs + sramDmaPs(dev, bytes) : dev.cfg.hbmLatencyPs);
   q.announced += n;
   rangePush(dev, q, qpn, q.announced, fetched);
-  kick(dev, qpn, t);
+  startNextRequest(dev, qpn, t);
 }
 
 export function rqDoorbell(dev: Device, qpn: u32, ringer: u32, pi16: u32, t: u64): void {
@@ -219,5 +219,5 @@ export function expressDoorbell(dev: Device, e: usize, ringer: u32, t: u64): voi
   copyBytes(sqSlot(dev, q, q.announced), e, WQE_SIZE);
   q.announced++;
   rangePush(dev, q, qpn, q.announced, t);
-  kick(dev, qpn, t);
+  startNextRequest(dev, qpn, t);
 }

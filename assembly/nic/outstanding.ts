@@ -115,7 +115,7 @@ export function outComplete(dev: Device, q: Qp, qpn: u32, status: u32, t: u64): 
 
 /**
  * Every outstanding message up to PSN `upto` is acknowledged at `t`: each completes once its
- * completion entry can be visible (cqeVisible), in order (outDrain, from the QP's NicKick).
+ * completion entry can be visible (cqeVisible), in order (outDrain, from the QP's NicStartNext).
  * Returns how many were newly acknowledged.
  */
 export function outAck(dev: Device, q: Qp, qpn: u32, upto: u32, t: u64): u32 {
@@ -127,7 +127,7 @@ export function outAck(dev: Device, q: Qp, qpn: u32, upto: u32, t: u64): u32 {
     q.outAcked++;
     n++;
   }
-  if (n > 0) kickAt(dev, q, qpn, outVisibleAt(outAt(dev, q, qpn, 0)));
+  if (n > 0) startNextAt(dev, q, qpn, outVisibleAt(outAt(dev, q, qpn, 0)));
   return n;
 }
 
@@ -136,7 +136,7 @@ export function outDrain(dev: Device, q: Qp, qpn: u32, t: u64, all: bool): bool 
   while (q.outAcked > 0 && (all || outVisibleAt(outAt(dev, q, qpn, 0)) <= t)) {
     if (!outComplete(dev, q, qpn, STATUS_SUCCESS, t)) return false; // its CQ overran: the caller moves the QP to error
   }
-  if (q.outAcked > 0) kickAt(dev, q, qpn, outVisibleAt(outAt(dev, q, qpn, 0)));
+  if (q.outAcked > 0) startNextAt(dev, q, qpn, outVisibleAt(outAt(dev, q, qpn, 0)));
   return true;
 }
 
@@ -148,9 +148,9 @@ export function outFlush(dev: Device, qpn: u32, t: u64): void {
   q.rtxActive = 0;
 }
 
-/** The QP's send queue looks again at `t` (a NicKick: completions due, room for a message). */
-export function kickAt(dev: Device, q: Qp, qpn: u32, t: u64): void {
-  if (q.kickPending) return;
-  q.kickPending = 1;
-  schedule(dev, t, EventKind.NicKick, qpn, 0);
+/** The QP's send queue looks again at `t` (a NicStartNext: completions due, room for a message). */
+export function startNextAt(dev: Device, q: Qp, qpn: u32, t: u64): void {
+  if (q.startNextPending) return;
+  q.startNextPending = 1;
+  schedule(dev, t, EventKind.NicStartNext, qpn, 0);
 }

@@ -95,7 +95,7 @@ function endInFlight(dev: Device, q: Qp, qpn: u32, t: u64): void {
  * Completes every outstanding entry of an errored QP (IB spec 10.7.3.1), in the order posted:
  * messages sent and not acknowledged, the request in flight (endInFlight), then the rest with
  * WR_FLUSH_ERR, each once. A request whose Done is running (it made its own QP fail, as a SEND
- * to itself does) completes itself first; its kick flushes the rest.
+ * to itself does) completes itself first; its startNextRequest flushes the rest.
  */
 export function flush(dev: Device, qpn: u32, t: u64): void {
   const q = qpAt(dev, qpn);

@@ -38,7 +38,7 @@ import {
 } from "../generated/layouts";
 
 /** Starts the next request of a send queue if it is runnable now, or arranges to look again. */
-export function kick(dev: Device, qpn: u32, t: u64): void {
+export function startNextRequest(dev: Device, qpn: u32, t: u64): void {
   const q = qpAt(dev, qpn);
   if (!q.valid) return;
   // acknowledged RoCEv2 messages whose completions are visible now complete first
@@ -49,9 +49,9 @@ export function kick(dev: Device, qpn: u32, t: u64): void {
   if (q.remote && q.outCount >= OUT_MAX) return; // an ACK makes room and looks again (outAck)
   const ready = readyTime(dev, q, qpn);
   if (ready > t) {
-    if (!q.kickPending) {
-      q.kickPending = 1;
-      schedule(dev, ready, EventKind.NicKick, qpn, 0);
+    if (!q.startNextPending) {
+      q.startNextPending = 1;
+      schedule(dev, ready, EventKind.NicStartNext, qpn, 0);
     }
     return;
   }
@@ -63,7 +63,7 @@ export function kick(dev: Device, qpn: u32, t: u64): void {
   copyBytes(qpWqe(dev, qpn), sqSlot(dev, q, q.sqCi), WQE_SIZE);
   statAdd(dev, STAT_NIC_WQES, 1);
   tracePoint(dev, t, TP_NIC_WQE_START, 0xffff, qpn);
-  attempt(dev, qpn, t);
+  beginRequest(dev, qpn, t);
 }
 
 /** Is a Nak's status the receiver-not-ready answer? */
@@ -95,8 +95,8 @@ function sendPacket(dev: Device, q: Qp, qpn: u32, w: usize, kind: PacketKind, t:
   return loopbackRequest(dev, p, t, packetIn(nicOf(dev).packets));
 }
 
-/** Checks a request, asks its destination, then starts its Head phase. */
-function attempt(dev: Device, qpn: u32, t: u64): void {
+/** Checks a request, asks its destination, then starts its Head phase (again after a Wait). */
+function beginRequest(dev: Device, qpn: u32, t: u64): void {
   const q = qpAt(dev, qpn);
   const w = qpWqe(dev, qpn);
   q.reqFlags = 0;
@@ -108,7 +108,7 @@ function attempt(dev: Device, qpn: u32, t: u64): void {
     return;
   }
   const op = <u32>load<u8>(w + WQE_OPCODE);
-  if (op == OPCODE_REDUCE) { attemptReduce(dev, q, qpn, w, t); return; }
+  if (op == OPCODE_REDUCE) { beginReduce(dev, q, qpn, w, t); return; }
   const len = <u64>load<u32>(w + WQE_LENGTH);
   let src = load<u64>(w + WQE_LADDR), dst = load<u64>(w + WQE_RADDR);
   if (op == OPCODE_COPY) {
@@ -119,7 +119,7 @@ function attempt(dev: Device, qpn: u32, t: u64): void {
   } else {
     const status = checkLocal(dev, q, w);
     if (status != STATUS_SUCCESS) { fail(dev, q, qpn, t, status); return; }
-    if (q.remote) { attemptRemote(dev, q, qpn, w, t); return; }
+    if (q.remote) { beginRemote(dev, q, qpn, w, t); return; }
     if (!sendPacket(dev, q, qpn, w, PacketKind.ReqFirst, t)) { noAnswer(dev, q, qpn, t); return; }
     const a = packetIn(nicOf(dev).packets);
     if (isRnr(a)) { notReady(dev, q, qpn, t); return; }
@@ -149,7 +149,7 @@ function attempt(dev: Device, qpn: u32, t: u64): void {
  * Flow), then its packets go out on the QP's port and the answer decides. A READ reads nothing
  * here: its bytes come back in the responses and land as they arrive.
  */
-function attemptRemote(dev: Device, q: Qp, qpn: u32, w: usize, t: u64): void {
+function beginRemote(dev: Device, q: Qp, qpn: u32, w: usize, t: u64): void {
   const op = <u32>load<u8>(w + WQE_OPCODE);
   const len = <u64>load<u32>(w + WQE_LENGTH);
   const src = load<u64>(w + WQE_LADDR);
@@ -183,7 +183,8 @@ function startSend(dev: Device, q: Qp, qpn: u32, t: u64): void {
   transportSend(dev, q, qpn, op, t);
 }
 
-function attemptReduce(dev: Device, q: Qp, qpn: u32, w: usize, t: u64): void {
+/** A REDUCE's start: its operands checked, then its reduction block taken (Head) or waited for. */
+function beginReduce(dev: Device, q: Qp, qpn: u32, w: usize, t: u64): void {
   const status = checkReduce(dev, q, w);
   if (status != STATUS_SUCCESS) { fail(dev, q, qpn, t, status); return; }
   const len = <u64>load<u32>(w + WQE_LENGTH);
@@ -210,18 +211,18 @@ export function nicPhase(dev: Device, qpn: u32, genWord: u32, t: u64): void {
   const q = qpAt(dev, qpn);
   if (!q.valid || !q.busy || (q.gen & ~FLOW_ENDED) != (genWord & ~FLOW_ENDED)) return;
   switch (q.phase) {
-    case NicPhase.Wait: attempt(dev, qpn, t); return;
+    case NicPhase.Wait: beginRequest(dev, qpn, t); return;
     case NicPhase.Head: startFlow(dev, q, qpn, t); return;
-    case NicPhase.Flow: tail(dev, q, qpn, t); return;
-    case NicPhase.Tail: tail(dev, q, qpn, t); return;
-    case NicPhase.Done: done(dev, qpn, t); return;
+    case NicPhase.Flow: startTail(dev, q, qpn, t); return;
+    case NicPhase.Tail: startTail(dev, q, qpn, t); return;
+    case NicPhase.Done: completeRequest(dev, qpn, t); return;
     default: return;
   }
 }
 
 /** Streams the request's HBM bytes, or goes straight to the tail when it has none. */
 function startFlow(dev: Device, q: Qp, qpn: u32, t: u64): void {
-  if (q.status != STATUS_SUCCESS || q.reqBytes == 0) { tail(dev, q, qpn, t); return; }
+  if (q.status != STATUS_SUCCESS || q.reqBytes == 0) { startTail(dev, q, qpn, t); return; }
   let peak = nicOf(dev).nicDmaBytesPerPs;
   let cls = FlowClass.Nic;
   if (q.reqFlags & REQ_REDUCE) {
@@ -254,7 +255,11 @@ function wakeFlowWaiter(dev: Device, t: u64): void {
   }
 }
 
-function tail(dev: Device, q: Qp, qpn: u32, t: u64): void {
+/**
+ * The Tail phase, once the source is read (and streamed): a remote request's packets go out; a
+ * local one writes a host or SRAM destination, and reaches Done when its completion can be seen.
+ */
+function startTail(dev: Device, q: Qp, qpn: u32, t: u64): void {
   if (q.status == STATUS_SUCCESS && (q.reqFlags & REQ_REMOTE)) { startSend(dev, q, qpn, t); return; }
   let end = t;
   if (q.status == STATUS_SUCCESS && (q.reqFlags & REQ_DST_HOST)) end = pcieWrite(dev, PcieDir.Up, t, q.reqLen);
@@ -289,7 +294,7 @@ function finishTransfer(dev: Device, q: Qp, qpn: u32, w: usize, t: u64): bool {
 }
 
 /** Places the bytes, writes the completion and starts the next request. */
-function done(dev: Device, qpn: u32, t: u64): void {
+function completeRequest(dev: Device, qpn: u32, t: u64): void {
   const q = qpAt(dev, qpn);
   const w = qpWqe(dev, qpn);
   // the request executes now: what its placement does to its own QP (a SEND to itself that
@@ -305,11 +310,11 @@ function done(dev: Device, qpn: u32, t: u64): void {
   }
   const status = q.status;
   if (!completeHead(dev, q, qpn, status, t) || status != STATUS_SUCCESS) qpError(dev, qpn, t);
-  kick(dev, qpn, t);
+  startNextRequest(dev, qpn, t);
 }
 
 /** Frees a reduction block and restarts the first QP (in QP order) waiting for it. */
 function releaseBlock(dev: Device, block: u32, t: u64): void {
   const next = freeBlock(dev, block);
-  if (next >= 0) attempt(dev, <u32>next, t);
+  if (next >= 0) beginRequest(dev, <u32>next, t);
 }

@@ -5,7 +5,7 @@
 import { Device } from "../core/device";
 import { Qp, qpAt, cqAt, pdValid, OWNER_HOST, NOT_ARMED } from "./verbs";
 import { dmaPtr } from "../mem/dma";
-import { kick } from "./requester";
+import { startNextRequest } from "./requester";
 import { qpError, qpReset } from "./queues";
 import { dbqDeliverFor } from "./doorbells";
 import { transportConnect, transportClose } from "./transport";
@@ -94,7 +94,7 @@ export function qpModify(dev: Device, qpn: u32, state: u32, destQpn: u32, destDe
     q.remote = remote ? 1 : 0;
   }
   q.state = state;
-  if (state == QP_STATE_RTS) kick(dev, qpn, t);
+  if (state == QP_STATE_RTS) startNextRequest(dev, qpn, t);
   return E_OK;
 }
 
@@ -110,10 +110,10 @@ export function qpDestroy(dev: Device, qpn: u32): i32 {
   qpError(dev, qpn, t);
   transportClose(dev, q, qpn);
   if (q.timerPending) { unschedule(dev, EventKind.NicTimer, qpn); q.timerPending = 0; }
-  if (q.kickPending) {
+  if (q.startNextPending) {
     // a QP created in this slot starts with no event pending
-    unschedule(dev, EventKind.NicKick, qpn);
-    q.kickPending = 0;
+    unschedule(dev, EventKind.NicStartNext, qpn);
+    q.startNextPending = 0;
   }
   q.valid = 0;
   return E_OK;

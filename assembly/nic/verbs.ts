@@ -86,7 +86,7 @@ export const RANGES: u32 = 8;
   status: u32; // the request's outcome so far
   waitBlock: u32; // reduction block this QP waits for, or NOT_ARMED
   waitFlow: u32; // 1 while its request waits for a free slot of the HBM flow table
-  kickPending: u32;
+  startNextPending: u32; // 1 while a NicStartNext event is scheduled for it
   nranges: u32;
   rnrLeft: u32;
   reqFlags: u32;

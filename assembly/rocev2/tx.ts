@@ -14,7 +14,7 @@ import {
 } from "../nic/ports";
 import { NicPhase } from "../nic/phases";
 import { packetsOf, psnAdd } from "../nic/psn";
-import { outAt, outFirstPsn, outLastPsn, outPush, kickAt } from "../nic/outstanding";
+import { outAt, outFirstPsn, outLastPsn, outPush, startNextAt } from "../nic/outstanding";
 import { icrcIpv4 } from "../checksum/icrc";
 import { ethIpUdp } from "../nic/ethernet";
 import {
@@ -117,7 +117,7 @@ export function rocev2Send(dev: Device, q: Qp, qpn: u32, op: u32, t: u64): void 
   if (op != OPCODE_RDMA_READ) {
     outPush(dev, q, qpn, qpWqe(dev, qpn), q.msgPsn, q.msgLastPsn);
     queueRequest(dev, q, qpn, t);
-    kickAt(dev, q, qpn, t);
+    startNextAt(dev, q, qpn, t);
     return;
   }
   q.phase = NicPhase.Send;
