@@ -5,15 +5,13 @@ import { describe, it, expect } from "vitest";
 import { readFileSync } from "node:fs";
 import { coreModule } from "../host/platform/node.js";
 import { runScenario, type ScenarioResult } from "../host/scenario/run.js";
-import { runSweep, formatSweep } from "../host/scenario/sweep.js";
+import { formatSweep } from "../host/scenario/sweep.js";
 import { formatResult } from "../host/scenario/report.js";
 import { resolveScenario } from "../host/scenario/scenario.js";
 import { ScenarioTracer } from "../host/scenario/trace.js";
 import { traceSink } from "./helpers/trace-read.js";
 import { goldenRun, goldenSweep } from "./helpers/golden.js";
-import { criticalPath } from "../host/graph/index.js";
-import type { RunObserver } from "../host/scenario/run.js";
-import type { Context } from "../host/verbs.js";
+import type { CollectiveRow } from "../host/scenario/run.js";
 
 const shipped = JSON.parse(readFileSync("examples/scenarios/allreduce-ring.json", "utf8"));
 
@@ -43,47 +41,39 @@ describe("collective scenarios", () => {
     expect(table).toMatch(/^bf16 +0\.01 +metaroce +1048576 +\d+\.\d+ us +\d+\.\d\d +\d+\.\d% +ok +\d+ +done$/m);
   });
 
-  it("the shipped tree against the ring on 12 devices: 2 ceil(log2 N) = 8 hops on the critical path against 2 (N - 1) = 22, each device sending 1x or 2x its data on the wire", async () => {
-    const sc = JSON.parse(readFileSync("examples/scenarios/allreduce-tree.json", "utf8"));
+  it("the shipped tree against the ring on 12 devices: 2 ceil(log2 N) = 8 hops on the critical path against 2 (N - 1) = 22, each device sending 1x or 2x its data on the wire", () => {
+    // what `menic run examples/scenarios/allreduce-tree.json --json` printed (test/golden.test.ts holds it to the code)
+    const runs = goldenSweep("allreduce-tree");
     const N = 12;
-    let contexts: Context[] = [];
-    const seen = new Map<string, { hops: number; txPerByte: number[] }>();
-    const observer: RunObserver = {
-      intervalPs: Number.MAX_SAFE_INTEGER, begin() {}, posted() {}, completed() {}, sample() {},
-      graph(g) {
-        // measured from the run: the chain of events that decided its end, from the engines' own times
-        const { hops } = criticalPath(g.program, g.spans.map((d) => d.map((x) => ({ node: x.node, posted: x.postedPs, done: x.donePs }))));
-        // each size runs on fresh devices: their ports' bytes (headers and acknowledgements too) are this size's
-        const txPerByte = contexts.map((c) => c.device.stats()["port.tx_bytes"] / g.size);
-        seen.set(`${g.program.name.split("-")[1]}/${g.size}`, { hops, txPerByte });
-      },
-    };
-    const runs = await runSweep(coreModule(), sc, { observer, onBuilt: (c) => (contexts = c.contexts) });
-    const time = (algorithm: string, k: number) => {
+    const rows = (algorithm: string) => {
       const r = runs.find((x) => x.set["collective.algorithm"] === algorithm)!.result;
       expect(r.finished).toBe(true);
       expect(r.collective!.rows.map((x) => x.check)).toEqual(["ok", "ok", "ok"]);
-      return r.collective!.rows[k]!.timePs;
+      expect(r.collective!.rows.map((x) => x.bytes)).toEqual([4096, 1048576, 16777216]);
+      return r.collective!.rows;
     };
-    for (const size of [4096, 1048576, 16777216]) {
-      expect(seen.get(`ring/${size}`)!.hops).toBe(2 * (N - 1));
-      expect(seen.get(`tree/${size}`)!.hops).toBe(2 * Math.ceil(Math.log2(N)));
+    const ring = rows("ring"), tree = rows("tree");
+    // measured from each run: the chain of events that decided its end, from the engines' own times
+    for (const k of [0, 1, 2]) {
+      expect(ring[k]!.criticalPathHops).toBe(2 * (N - 1));
+      expect(tree[k]!.criticalPathHops).toBe(2 * Math.ceil(Math.log2(N)));
     }
     // 4 KiB: latency-bound, the tree's 8 hops against the ring's 22
-    expect(time("ring", 0) / time("tree", 0)).toBeGreaterThan(2);
+    expect(ring[0]!.timePs / tree[0]!.timePs).toBeGreaterThan(2);
     // 16 MiB: bandwidth-bound, the ring's even 2 (N - 1) / N x per device beats the tree's 2x on its interior devices
-    expect(time("ring", 2)).toBeLessThan(time("tree", 2));
-    // on the wire at 16 MiB (3 % of headers and acknowledgements): the tree's two roots send their
-    // data once, every other device twice (NCCL's tree: ~2x); the ring's every device 2 x 11/12;
-    // in all both move 2 (N - 1) x the data
-    const ring = seen.get("ring/16777216")!.txPerByte, tree = seen.get("tree/16777216")!.txPerByte;
-    for (const x of ring) expect(x / ((2 * (N - 1)) / N)).toBeCloseTo(1.03, 1);
-    const sorted = [...tree].sort((a, b) => a - b);
+    expect(ring[2]!.timePs).toBeLessThan(tree[2]!.timePs);
+    // on the wire at 16 MiB (3 % of headers and acknowledgements), each size on fresh devices:
+    // the tree's two roots send their data once, every other device twice (NCCL's tree: ~2x);
+    // the ring's every device 2 x 11/12; in all both move 2 (N - 1) x the data
+    const perByte = (row: CollectiveRow) => row.txBytes.map((b) => b / row.bytes);
+    expect(ring[2]!.txBytes).toHaveLength(N);
+    for (const x of perByte(ring[2]!)) expect(x / ((2 * (N - 1)) / N)).toBeCloseTo(1.03, 1);
+    const sorted = perByte(tree[2]!).sort((a, b) => a - b);
     for (const x of sorted.slice(0, 2)) expect(x).toBeCloseTo(1.03, 1);
     for (const x of sorted.slice(2)) expect(x / 2).toBeCloseTo(1.03, 1);
     const total = (a: number[]) => a.reduce((s, x) => s + x, 0);
-    expect(total(tree) / total(ring)).toBeCloseTo(1, 2);
-    expect(formatSweep(sc.name, runs)).toMatch(/^tree +4096 +\d+\.\d+ us +\d+\.\d\d +\d+\.\d% +ok +\d+ +done$/m);
+    expect(total(tree[2]!.txBytes) / total(ring[2]!.txBytes)).toBeCloseTo(1, 2);
+    expect(formatSweep("allreduce-tree", runs)).toMatch(/^tree +4096 +\d+\.\d+ us +\d+\.\d\d +\d+\.\d% +ok +\d+ +done$/m);
   });
 
   it("over RoCEv2 a ring all-reduce spreads over every scale-up port, for 1.5x the bus bandwidth of one queue pair per engine on its QP-number port", async () => {

@@ -21,6 +21,7 @@ import type { ClusterRunner } from "../fabric/runner.js";
 import { deviceCounts, percentiles, type TransportSums, type MetaroceCounts, type RetransmitCauses } from "./counters.js";
 import { Alongside, matmulAlonePs, type InterferenceRow } from "./interference.js";
 import type { Scenario, CollectiveSpec } from "./scenario.js";
+import { criticalPath } from "../graph/critical.js";
 import type { RunOptions, ScenarioResult, CollectiveRow, CollectiveReport } from "./result.js";
 export type { CollectiveRow, CollectiveReport } from "./result.js";
 
@@ -193,6 +194,7 @@ export async function runProgram(sc: Scenario, c: CollectiveSpec, p: GraphProgra
   const t0 = runner.nowPs;
   for (const ctx of contexts) ctx.run(BigInt(t0));
   const before = contexts.map((ctx) => Array.from({ length: p.engines }, (_, e) => ctx.device.engine(e)));
+  const txBefore = contexts.map((ctx) => ctx.device.stats()["port.tx_bytes"]);
   run.start();
   const along = c.interference ? new Alongside(contexts.map((x) => x.device), c.interference) : null;
   along?.start();
@@ -215,10 +217,10 @@ export async function runProgram(sc: Scenario, c: CollectiveSpec, p: GraphProgra
   }
   const khz = Number(contexts[0].device.config.get("engineClockKhz"));
   const ps = (c: number) => Math.ceil((c * 1e9) / khz);
-  opts.observer?.graph?.({
-    index, size, program: p,
-    spans: contexts.map((_, d) => run.spans(d).map((x) => ({ node: x.node, engine: x.engine, postedPs: ps(x.postedCycles), donePs: ps(x.doneCycles) }))),
-  });
+  const spans = contexts.map((_, d) => run.spans(d).map((x) => ({ node: x.node, engine: x.engine, postedPs: ps(x.postedCycles), donePs: ps(x.doneCycles) })));
+  opts.observer?.graph?.({ index, size, program: p, spans });
+  // the chain of events that decided the end, from the engines' own times (every node has them once it is done)
+  const hops = state.state === "done" ? criticalPath(p, spans.map((d) => d.map((x) => ({ node: x.node, posted: x.postedPs, done: x.donePs })))).hops : undefined;
   const end = state.state === "done" ? Math.max(...contexts.map((_, d) => Math.ceil((run.endCycles(d) * 1e9) / khz))) : runner.nowPs;
   const timePs = Math.max(1, end - t0);
   // busy: each engine's clock advanced less its time asleep, over the span from the doorbells to
@@ -259,6 +261,8 @@ export async function runProgram(sc: Scenario, c: CollectiveSpec, p: GraphProgra
     // (at most 1: every wake rounds the engine's clock up to its next cycle, a fraction of a ns each)
     engineUtil: Math.min(1, busy / (p.engines * n * Math.max(1, last - t0))), check,
     status: state.state === "done" && !computeLate ? "done" : state.state === "failed" ? "failed" : stalled ? "stalled" : "time-limit",
+    txBytes: contexts.map((ctx, d) => ctx.device.stats()["port.tx_bytes"] - txBefore[d]!),
+    ...(hops !== undefined ? { criticalPathHops: hops } : {}),
     ...(state.state === "failed" ? { error: `${state.where}: ${state.status}` } : {}),
     ...(computeLate ? { error: "the matmul load alongside did not end within the limit" } : {}),
     ...(interference ? { interference } : {}),

@@ -165,6 +165,13 @@ export interface CollectiveRow {
   engineUtil: number;
   /** "ok" when every device's result is the reference's, bit for bit; "skipped" in timing mode or when not asked */
   check: "ok" | "mismatch" | "skipped";
+  /** per device, the bytes its ports sent for this size (frames whole: headers, acknowledgements and retransmissions too) */
+  txBytes: number[];
+  /**
+   * messages in sequence on the chain of events that decided this size's end (host/graph/critical.ts:
+   * a ring all-reduce on N devices 2 (N - 1), a double binary tree 2 ceil(log2 N)); only for a size done
+   */
+  criticalPathHops?: number;
   /** how the run of this size ended (stalled: still running, and nothing left to happen in the cluster: no engine, NIC or fabric event) */
   status: "done" | "failed" | "time-limit" | "stalled";
   /** a failure: which node, on which device, with which status */
