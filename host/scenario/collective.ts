@@ -174,13 +174,16 @@ export function bootCluster(home: WebAssembly.Module | CoreInstance, sc: Scenari
   return { fabric, runner };
 }
 
+/** What a program's run takes of its scenario: the seed its inputs are drawn from, the time limit, and whether frames carry bytes (a check needs them). */
+export type ProgramRun = Pick<Scenario, "seed" | "untilPs"> & { fabric: Pick<Scenario["fabric"], "mode"> };
+
 /**
  * Runs program `p` (collective `c` at `size` bytes per device, the `index`th run of `total`)
  * on the cluster: binds it, writes each device's input, rings the doorbells, runs until every
  * device's final signal, a failure, the time limit or a stop (with `interference`: the matmul
  * load alongside, `alonePs` its time alone), and measures it. Its row, and whether it was stopped.
  */
-export async function runProgram(sc: Scenario, c: CollectiveSpec, p: GraphProgram, size: number, index: number, total: number, contexts: Context[], runner: ClusterRunner, alonePs: number | null, opts: RunOptions) {
+export async function runProgram(sc: ProgramRun, c: CollectiveSpec, p: GraphProgram, size: number, index: number, total: number, contexts: Context[], runner: ClusterRunner, alonePs: number | null, opts: RunOptions) {
   const n = contexts.length;
   let stopped = false;
   const run = bindProgram(contexts, p, { portGroup: c.portGroup, spreadPorts: c.spreadPorts });
