@@ -670,7 +670,7 @@ function pathDue(dev: Device, k: Conn, p: Path): u64 {
   const rto = rtoAtOf(dev, k, p, wait);
   // one probe after the probe time, never after the RTO would have come (RACK-TLP, RFC 8985
   // 7.2); on an active path, while none is answered, another after twice as long from the last,
-  // and so on until the RTO, which counts from the first probe
+  // and so on until the RTO, which leaves the first probe the time its answer needs (rtoAtOf)
   if (p.probing == 1 || (p.probing != 0 && (p.state != PATH_ACTIVE || p.probes == 0))) return rto;
   const pw = probeWait(dev, k, p);
   const probe = p.probes == 0 ? p.lastHeard + (pw < wait ? pw : wait) : p.probeAt + (pw << <u64>(p.probes < 20 ? p.probes : 20));
@@ -745,7 +745,8 @@ function pathTimer(dev: Device, c: u32, g: u32, p: Path, t: u64): void {
     // silent for a probe time with packets out (at the latest when its RTO would come): ask
     // for an ACK, which shows any hole. A probe takes a PSN: with the record full it would take
     // the slot of the oldest packet out, whose loss nothing would then find; the RTO comes
-    // instead, counted from when the path was last heard from
+    // instead (no sooner than 2 x SRTT after the path was last heard from: probeFirstAt is then
+    // that time)
     p.probes++;
     p.probeAt = t;
     p.probing = recordFull(p) ? 2 : 1;
