@@ -16,7 +16,7 @@ export const enum NicPhase {
   Wait = 5, // a retry timer, or the reduction block
   Send = 6, // its packets wait for, or are on, its port (rocev2/tx.ts, metaroce/tx.ts)
   AwaitAck = 7, // all sent: the answer is awaited (rocev2/rx.ts, metaroce/rx.ts)
-  Completing = 8, // its Done is running: it places its bytes and completes itself (requester.ts done)
+  Completing = 8, // its Done is running: it places its bytes and completes itself (requester.ts completeRequest)
 }
 
 // what a request does, kept in Qp.reqFlags while it runs
