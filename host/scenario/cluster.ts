@@ -10,10 +10,22 @@ import { leafSpine, singleSwitch, PORTS_DEFAULT, type Topology } from "../fabric
 import { ConfigError, resolveConfig, packConfig, configDefault } from "../config.js";
 import { PAYLOAD_SLOT_BYTES_DEFAULT } from "../fabric/config.js";
 import { CoreInstance } from "../wasm.js";
-import type { Scenario } from "./scenario.js";
+import type { Scenario, Fault } from "./scenario.js";
+
+/** What a scenario's topology is built from: the devices' count and config (their ports), the fabric's shape and links. */
+export type TopologyOf = { devices: Pick<Scenario["devices"], "count" | "config">; fabric: Pick<Scenario["fabric"], "topology" | "hostLink" | "fabricLink"> };
+
+/** What a scenario's fabric is built from: its topology's fields, the fabric's mode and switches, the seed and the faults. */
+export type FabricOf = TopologyOf & Pick<Scenario, "fabric" | "seed" | "faults">;
+
+/** What a cluster's memory is judged from: the device count, the fabric's shape, and whether a collective runs (firmware on the engines). */
+export type ClusterSizeOf = Pick<Scenario, "collective" | "collectives"> & { devices: Pick<Scenario["devices"], "count">; fabric: Pick<Scenario["fabric"], "topology"> };
+
+/** What the least config of a scenario's devices depends on: their config, the fabric's mode, the transport, whether a collective runs. */
+export type LeastConfigOf = Pick<Scenario, "collective" | "collectives" | "transport"> & { devices: Pick<Scenario["devices"], "config">; fabric: Pick<Scenario["fabric"], "mode"> };
 
 /** The topology of the scenario's fabric, with the devices' port count. */
-export function buildTopology(sc: Scenario): Topology {
+export function buildTopology(sc: TopologyOf): Topology {
   const t = sc.fabric.topology;
   const ports = Number(sc.devices.config.ports ?? PORTS_DEFAULT);
   if (t.kind === "single-switch") return singleSwitch({ devices: sc.devices.count, ports, link: sc.fabric.hostLink });
@@ -23,8 +35,9 @@ export function buildTopology(sc: Scenario): Topology {
   });
 }
 
-export function applyFaults(sc: Scenario, fabric: Fabric, topo: Topology): void {
-  sc.faults.forEach((f, i) => {
+/** Applies `faults` (the scenario's, in order) to `fabric` over `topo`; a plane or link it does not have is a ConfigError naming the fault. */
+export function applyFaults(faults: readonly Fault[], fabric: Fabric, topo: Topology): void {
+  faults.forEach((f, i) => {
     if (f.kind === "plane-down") {
       if (f.plane >= topo.planes) throw new ConfigError(`scenario.faults[${i}].plane`, `plane ${f.plane} does not exist (the topology has ${topo.planes})`);
       fabric.failPlane(f.plane, f.atPs, f.untilPs ?? Infinity);
@@ -86,7 +99,7 @@ export function deviceLayout(coreModule: WebAssembly.Module, config: Map<string,
  * collective; and the fabric's links as built. Frames queued in the switches under congestion
  * come on top (up to switch.bufferBytesPerPort for each switch port).
  */
-export function clusterBytes(sc: Scenario, config: Map<string, bigint>, arenaBytes: number): { perDevice: number; total: number } {
+export function clusterBytes(sc: ClusterSizeOf, config: Map<string, bigint>, arenaBytes: number): { perDevice: number; total: number } {
   const n = sc.devices.count, ports = Number(config.get("ports")!), t = sc.fabric.topology;
   const links = n * ports + (t.kind === "leaf-spine" ? t.planes * Math.ceil(n / t.devicesPerLeaf) * t.spines : 0);
   const running = sc.collective || sc.collectives ? Number(config.get("engines")!) : 0;
@@ -100,7 +113,7 @@ export function clusterBytes(sc: Scenario, config: Map<string, bigint>, arenaByt
  * devices.config.eventCapacity is below what can be pending at once. `least`: `config` is the
  * least any run of `sc` gives its devices ({@link leastConfig}), so the figures are "at least".
  */
-export function checkCluster(coreModule: WebAssembly.Module, sc: Scenario, config: unknown, maxBytes = MEMORY_BOUND_BYTES, least = false): { arenaBytes: number } {
+export function checkCluster(coreModule: WebAssembly.Module, sc: ClusterSizeOf, config: unknown, maxBytes = MEMORY_BOUND_BYTES, least = false): { arenaBytes: number } {
   // the least config is the user's fields and the least of the rest; a run's own config holds
   // what the run set too (hbmBytes for a collective's buffers), which the user did not write
   const cfg = resolveConfig(config, least ? "scenario.devices.config" : "config");
@@ -124,7 +137,7 @@ export function checkCluster(coreModule: WebAssembly.Module, sc: Scenario, confi
  * sets (schemas/scenario.schema.json, devices.config) at their smallest; a run gives its devices
  * more QPs, HBM and engines as its traffic or collective needs.
  */
-export function leastConfig(sc: Scenario): Record<string, number> {
+export function leastConfig(sc: LeastConfigOf): Record<string, number> {
   return {
     // a collective's devices have 16 engines unless their config says (host/scenario/collective.ts openCluster)
     engines: sc.collective || sc.collectives ? 16 : 1, ...sc.devices.config, maxQps: 4, maxCqs: 4, hbmBytes: 2 ** 20, mrtConnections: 1,
@@ -139,7 +152,7 @@ export function leastConfig(sc: Scenario): Record<string, number> {
  * the core, host/fabric/runner.ts), else `coreModule` itself (an instance each; the host steps
  * them). Refuses first what checkCluster refuses.
  */
-export function clusterHome(coreModule: WebAssembly.Module, sc: Scenario, config: unknown, maxMemoryBytes?: number): WebAssembly.Module | CoreInstance {
+export function clusterHome(coreModule: WebAssembly.Module, sc: ClusterSizeOf, config: unknown, maxMemoryBytes?: number): WebAssembly.Module | CoreInstance {
   const { arenaBytes } = checkCluster(coreModule, sc, config, maxMemoryBytes);
   return sc.devices.count * arenaBytes <= SHARED_INSTANCE_BYTES ? new CoreInstance(coreModule) : coreModule;
 }
@@ -150,7 +163,7 @@ export function clusterHome(coreModule: WebAssembly.Module, sc: Scenario, config
  * multiple of the devices' interleave quantum within the smallest link latency (windowFor), or
  * `windowPs` when given (a what-if: docs/fabric.md says which results may depend on it).
  */
-export function buildCluster(home: WebAssembly.Module | CoreInstance, sc: Scenario, contexts: readonly Context[], windowPs?: number): { fabric: Fabric; endpoints: DeviceEndpoint[]; runner: ClusterRunner } {
+export function buildCluster(home: WebAssembly.Module | CoreInstance, sc: FabricOf, contexts: readonly Context[], windowPs?: number): { fabric: Fabric; endpoints: DeviceEndpoint[]; runner: ClusterRunner } {
   const topo = buildTopology(sc);
   // a payload slot fits the largest frame the devices build: their MTU, and pad and ICRC with room
   // to spare (the default at the default MTU); at an MTU of 256 a switch buffer of small frames
@@ -158,7 +171,7 @@ export function buildCluster(home: WebAssembly.Module | CoreInstance, sc: Scenar
   const mtu = Number(sc.devices.config.mtuBytes ?? configDefault("mtuBytes"));
   const payloadSlotBytes = mtu + (PAYLOAD_SLOT_BYTES_DEFAULT - configDefault("mtuBytes"));
   const fabric = new Fabric(home, topo, { mode: sc.fabric.mode, seed: sc.seed, payloadSlotBytes, ...(sc.fabric.switch ? { switch: sc.fabric.switch } : {}) });
-  applyFaults(sc, fabric, topo);
+  applyFaults(sc.faults, fabric, topo);
   const endpoints = contexts.map((c) => new DeviceEndpoint(c.device));
   const quantumPs = contexts.length > 0 ? Number(contexts[0]!.device.config.get("interleaveQuantumPs")) : undefined;
   return { fabric, endpoints, runner: new ClusterRunner(fabric, endpoints, { quantumPs, ...(windowPs !== undefined ? { windowPs } : {}) }) };
