@@ -13,7 +13,7 @@ import {
   bindProgram, executorsReady, graphDeviceConfig, runReference, importMsccl, parseMscclXml, type GraphProgram,
 } from "../graph/index.js";
 import { executorElf } from "../generated/executor-elf.js";
-import { buildCluster, buildTopology, clusterHome } from "./cluster.js";
+import { buildCluster, buildTopology, clusterHome, type TopologyOf, type FabricOf, type ClusterSizeOf } from "./cluster.js";
 import type { CoreInstance } from "../wasm.js";
 import { resolveConfig, ConfigError, HBM_MAX_BYTES } from "../config.js";
 import type { Fabric } from "../fabric/fabric.js";
@@ -54,13 +54,16 @@ export function compileCollective(c: CollectiveSpec, n: number, bytes: number, p
   }
 }
 
+/** What a collective's striping depends on: the collectives, the devices' config (their ports and split) and the transport. */
+export type StripesOf = Pick<Scenario, "collective" | "collectives" | "transport"> & { devices: Pick<Scenario["devices"], "config"> };
+
 /**
  * The ports each of `sc`'s collectives (its collective, or each of its collectives) is striped
  * over: over RoCEv2 with spreadPorts, its group's ports under the split it runs under (a queue
  * pair sends on one port); else 1 (the MetaRoCE-like transport sprays each connection over the
  * group itself).
  */
-export function stripePorts(sc: Scenario): number[] {
+export function stripePorts(sc: StripesOf): number[] {
   const cfg = resolveConfig({ engines: 1, ...sc.devices.config });
   const ports = Number(cfg.get("ports"));
   let up = Math.min(ports, Number(cfg.get("scaleUpPorts")));
@@ -72,7 +75,7 @@ export function stripePorts(sc: Scenario): number[] {
 }
 
 /** Frames and bytes each port index has sent into the fabric so far, summed over the devices (the links from a device to its switch). */
-export function portTraffic(sc: Scenario, contexts: readonly Context[], fabric: Fabric): { frames: number[]; bytes: number[] } {
+export function portTraffic(sc: TopologyOf, contexts: readonly Context[], fabric: Fabric): { frames: number[]; bytes: number[] } {
   const ports = Number(contexts[0]!.device.config.get("ports"));
   const frames = new Array<number>(ports).fill(0), bytes = new Array<number>(ports).fill(0), links = fabric.stats().links;
   buildTopology(sc).links.forEach((l, k) => {
@@ -139,8 +142,11 @@ export function addTotals(t: Totals, contexts: readonly Context[], fabric: Fabri
   t.fab.delivered += fs.delivered;
 }
 
+/** What a collective's devices are opened from: their count and config, the seed, the fabric's mode, the transport, and what their cluster's memory is judged from. */
+export type CollectiveDevicesOf = ClusterSizeOf & Pick<Scenario, "seed" | "transport"> & { devices: Pick<Scenario["devices"], "count" | "config">; fabric: Pick<Scenario["fabric"], "mode"> };
+
 /** The scenario's devices for programs needing `need` (graphDeviceConfig), each running the executor, not yet on the fabric (bootCluster); and device 0's config. */
-export async function openCluster(coreModule: WebAssembly.Module, sc: Scenario, need: Record<string, number>, opts: RunOptions) {
+export async function openCluster(coreModule: WebAssembly.Module, sc: CollectiveDevicesOf, need: Record<string, number>, opts: RunOptions) {
   const n = sc.devices.count;
   const elf = executorElf();
   const contexts: Context[] = [];
@@ -165,8 +171,8 @@ export async function openCluster(coreModule: WebAssembly.Module, sc: Scenario, 
   return { contexts, config0, home };
 }
 
-/** The cluster of `contexts` on the scenario's fabric, its engines booted (asleep, waiting for a doorbell). */
-export function bootCluster(home: WebAssembly.Module | CoreInstance, sc: Scenario, contexts: Context[], opts: RunOptions) {
+/** The cluster of `contexts` on the scenario's fabric, its engines booted (asleep, waiting for a doorbell) unless `sc.untilPs` comes first. */
+export function bootCluster(home: WebAssembly.Module | CoreInstance, sc: FabricOf & Pick<Scenario, "untilPs">, contexts: Context[], opts: RunOptions) {
   const { fabric, endpoints, runner } = buildCluster(home, sc, contexts, opts.windowPs);
   opts.onBuilt?.({ fabric, runner, contexts, endpoints });
   // the engines boot the executor and sleep, waiting for the doorbell (bindProgram refuses them before)
