@@ -8,7 +8,7 @@
 import { Context, type Qp, type Cq, type Pd, type Mr } from "../verbs.js";
 import { RandomStreams } from "../fabric/rng.js";
 import type { Scenario, Flow } from "./scenario.js";
-import { buildCluster, clusterHome } from "./cluster.js";
+import { buildCluster, clusterHome, type TopologyOf, type FabricOf, type ClusterSizeOf } from "./cluster.js";
 import type { CoreInstance } from "../wasm.js";
 import { portTraffic } from "./collective.js";
 import { deviceCounts, percentiles } from "./counters.js";
@@ -83,7 +83,7 @@ export function trafficSizes(n: number, flows: readonly Flow[], messageBytes: nu
  * connection, its receiver N: sized alike, 257 devices took 5.5 GB), on its fabric; the
  * cluster's memory bound and whether its devices share one instance are judged by the largest.
  */
-async function openTrafficCluster(coreModule: WebAssembly.Module, sc: Scenario, sizes: TrafficSizes, opts: RunOptions): Promise<Cluster> {
+async function openTrafficCluster(coreModule: WebAssembly.Module, sc: FabricOf & ClusterSizeOf & Pick<Scenario, "devices" | "transport">, sizes: TrafficSizes, opts: RunOptions): Promise<Cluster> {
   const configOf = (d: number, qps: number, conns: number) => ({
     engines: 1, ...sc.devices.config, deviceId: d, seed: sc.seed, maxQps: qps, maxCqs: 4,
     timingMode: sc.fabric.mode === "timing" ? 1 : 0,
@@ -196,8 +196,11 @@ async function runFlows(built: Cluster, mem: readonly DeviceMemory[], state: rea
   return p;
 }
 
+/** What a traffic result reports of its scenario: its name, seed, limit and transport, the messages' size and start, and the topology (the ports' traffic). */
+type TrafficResultOf = Pick<Scenario, "name" | "seed" | "untilPs" | "transport"> & { traffic: Pick<Scenario["traffic"], "messageBytes" | "startPs"> } & TopologyOf;
+
 /** What the run did: per flow and in total, completion times, the devices' and the fabric's counters. */
-function trafficResult(sc: Scenario, built: Cluster, state: readonly FlowState[], p: RunProgress): ScenarioResult {
+function trafficResult(sc: TrafficResultOf, built: Cluster, state: readonly FlowState[], p: RunProgress): ScenarioResult {
   const { runner, contexts, fabric } = built;
   const counts = deviceCounts(contexts.map((c) => c.device), runner.stageDrops(), sc.transport === "metaroce");
   const flowsOut: FlowResult[] = state.map((f) => {
@@ -256,8 +259,11 @@ export async function runTrafficScenario(coreModule: WebAssembly.Module, sc: Sce
 
 const roundUp = (x: number, a: number) => Math.ceil(x / a) * a;
 
+/** What a traffic pattern's flows are drawn from: the device count, the pattern and its parameters, the seed (a permutation's). */
+export type TrafficPatternOf = Pick<Scenario, "seed"> & { devices: Pick<Scenario["devices"], "count">; traffic: Pick<Scenario["traffic"], "pattern" | "flowsPerPair" | "incastSenders"> };
+
 /** The flows of the scenario's traffic pattern: (source device, destination device) pairs. */
-export function trafficFlows(sc: Scenario): Flow[] {
+export function trafficFlows(sc: TrafficPatternOf): Flow[] {
   const n = sc.devices.count, t = sc.traffic;
   const out: Flow[] = [];
   const repeat = (src: number, dst: number) => {
