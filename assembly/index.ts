@@ -14,6 +14,7 @@ import { rngNext, rngSeed, rngOf, Rng, RNG_BLOCKS } from "./core/rng";
 import { fifoPop, fifoPop64 } from "./core/fifo";
 import { reduceKernel as reduce } from "./mem/reduce";
 import { pdAlloc as pdAllocV, pdFree as pdFreeV, mrReg as mrRegV, mrDereg as mrDeregV, cqCreate as cqCreateV, cqSetCi, cqAt, qpAt, OWNER_HOST } from "./nic/verbs";
+import { rcOf } from "./rocev2/qp";
 import { dmaPtr } from "./mem/dma";
 import { qpCreate as qpCreateV, qpModify as qpModifyV, qpDestroy as qpDestroyV, cqDestroy as cqDestroyV } from "./nic/verbs-control";
 import { DbKind, dbqPush, dbqRoom, hostDbq } from "./nic/doorbells";
@@ -229,7 +230,7 @@ export function qpModify(dev: usize, qpn: u32, state: u32, destQpn: u32, destDev
 export function qpDestroy(dev: usize, qpn: u32): i32 { return qpDestroyV(changetype<Device>(dev), qpn); }
 export function qpState(dev: usize, qpn: u32): u32 { return qpAt(changetype<Device>(dev), qpn).state; }
 /** RoCEv2 QP `qpn`'s sending rate under DCQCN, Mb/s: 0 while it is not limited (line rate). */
-export function qpRateMbps(dev: usize, qpn: u32): f64 { return qpAt(changetype<Device>(dev), qpn).rateMbps; }
+export function qpRateMbps(dev: usize, qpn: u32): f64 { return rcOf(qpAt(changetype<Device>(dev), qpn)).rateMbps; }
 /** RoCEv2 QP `qpn`'s request payload bytes sent (retransmissions included) and, as a responder, accepted in order. */
 export function qpTxBytes(dev: usize, qpn: u32): f64 { return <f64>qpAt(changetype<Device>(dev), qpn).txBytes; }
 export function qpRxBytes(dev: usize, qpn: u32): f64 { return <f64>qpAt(changetype<Device>(dev), qpn).rxBytes; }

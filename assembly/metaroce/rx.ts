@@ -7,6 +7,7 @@
 import { Device, statAdd } from "../core/device";
 import { NEVER } from "../core/time";
 import { Qp, qpAt } from "../nic/verbs";
+import { streamOf } from "./stream";
 import { dmaPtr } from "../mem/dma";
 
 import { qpError } from "../nic/queues";
@@ -202,10 +203,10 @@ function dataIn(dev: Device, c: u32, g: u32, h: usize, pl: usize, payload: u32, 
     : off % mtu != 0 || <u64>off + <u64>payload > <u64>len || (last ? off + payload != len : payload != mtu))) { statAdd(dev, STAT_MRT_RX_MALFORMED, 1); return; }
   const qpn = getMrhDestQp(h);
   if (qpn >= dev.cfg.maxQps) { statAdd(dev, STAT_MRT_RX_UNKNOWN, 1); return; }
-  const q = qpAt(dev, qpn);
-  if (!q.valid || !q.remote || q.mrtConn != c || (q.state != QP_STATE_RTR && q.state != QP_STATE_RTS)) { statAdd(dev, STAT_MRT_RX_UNKNOWN, 1); return; }
+  const q = qpAt(dev, qpn), st = streamOf(q);
+  if (!q.valid || !q.remote || st.conn != c || (q.state != QP_STATE_RTR && q.state != QP_STATE_RTS)) { statAdd(dev, STAT_MRT_RX_UNKNOWN, 1); return; }
   const ssn = getMrhSsn(h);
-  const ds = psnDiff(ssn, q.mrtRcum);
+  const ds = psnDiff(ssn, st.rcum);
   if (ds >= <i32>MRT_STREAM_WINDOW) { statAdd(dev, STAT_MRT_RX_BEYOND_WINDOW, 1); return; }
   if (!pathAdmit(dev, g, h)) return;
   statAdd(dev, STAT_MRT_RX_DATA, 1);
@@ -224,7 +225,7 @@ function dataIn(dev: Device, c: u32, g: u32, h: usize, pl: usize, payload: u32, 
   let read: usize = 0;
   let recv: u32 = 0;
   if (consumes) {
-    recv = q.mrtRecvBase + getMrhMsn(h);
+    recv = st.recvBase + getMrhMsn(h);
     if (!recvPosted(q, recv) || recv - q.rqCi >= RECV_RING) {
       // its receive is not posted: not placed, not recorded (so sent again), and its sender told to wait
       nak(dev, g, qpn, MRT_NAK_RNR, ssn, t);
@@ -267,7 +268,8 @@ function dataIn(dev: Device, c: u32, g: u32, h: usize, pl: usize, payload: u32, 
 function streamPlaced(dev: Device, q: Qp, qpn: u32, ssn: u32, t: u64): void {
   const map = placedBitmap(dev, qpn);
   ssnMark(map, ssn);
-  q.mrtRcum = ssnAdvance(map, q.mrtRcum);
+  const st = streamOf(q);
+  st.rcum = ssnAdvance(map, st.rcum);
   completeReceives(dev, q, qpn, t);
   readsDone(dev, q, qpn, t);
 }
@@ -287,11 +289,11 @@ function readsDone(dev: Device, q: Qp, qpn: u32, t: u64): void {
   for (let k: u32 = 0; k < q.outCount; k++) {
     const e = outAt(dev, q, qpn, k);
     const f = outFlags(e);
-    if ((f & (OUT_WAIT_RESPONSE | OUT_HAVE_LAST)) != (OUT_WAIT_RESPONSE | OUT_HAVE_LAST) || psnDiff(q.mrtRcum, outRespLast(e)) <= 0) continue;
+    if ((f & (OUT_WAIT_RESPONSE | OUT_HAVE_LAST)) != (OUT_WAIT_RESPONSE | OUT_HAVE_LAST) || psnDiff(streamOf(q).rcum, outRespLast(e)) <= 0) continue;
     outSetFlags(e, f & ~OUT_WAIT_RESPONSE);
     any = true;
   }
-  if (any) outAck(dev, q, qpn, psnAdd(q.mrtUna, 0xffffff), t);
+  if (any) outAck(dev, q, qpn, psnAdd(streamOf(q).una, 0xffffff), t);
 }
 
 /**
@@ -321,7 +323,7 @@ function readRequest(dev: Device, c: u32, g: u32, h: usize, q: Qp, qpn: u32, ssn
 function completeReceives(dev: Device, q: Qp, qpn: u32, t: u64): void {
   while (q.rqCi != q.rqPi) {
     const e = recvAt(dev, qpn, q.rqCi);
-    if (load<u32>(e) != q.rqCi + 1 || psnDiff(q.mrtRcum, load<u32>(e, 4)) <= 0) return;
+    if (load<u32>(e) != q.rqCi + 1 || psnDiff(streamOf(q).rcum, load<u32>(e, 4)) <= 0) return;
     const op = load<u32>(e, 8);
     store<u32>(e, 0);
     const imm = op == MRT_OP_WRITE_IMM || op == MRT_OP_SEND_IMM;
@@ -477,7 +479,7 @@ const NO_STREAM: u32 = 0xffffffff;
 function nakedStream(dev: Device, c: u32, destQpn: u32): u32 {
   for (let qpn: u32 = 0; qpn < dev.cfg.maxQps; qpn++) {
     const q = qpAt(dev, qpn);
-    if (q.valid && q.remote && q.mrtConn == c && q.destQpn == destQpn) return qpn;
+    if (q.valid && q.remote && streamOf(q).conn == c && q.destQpn == destQpn) return qpn;
   }
   return NO_STREAM;
 }
@@ -502,16 +504,17 @@ function unsent(dev: Device, g: u32, p: Path, qpn: u32, ssn: u32): usize {
 function acked(dev: Device, c: u32, qpn: u32, ssn: u32, t: u64): void {
   if (qpn >= dev.cfg.maxQps) return;
   const q = qpAt(dev, qpn);
-  if (!q.valid || !q.remote || q.mrtConn != c) return;
-  const d = psnDiff(ssn, q.mrtUna);
+  const st = streamOf(q);
+  if (!q.valid || !q.remote || st.conn != c) return;
+  const d = psnDiff(ssn, st.una);
   if (d < 0 || d >= <i32>MRT_STREAM_WINDOW) return;
   const map = ackedBitmap(dev, qpn);
   ssnMark(map, ssn);
   if (d != 0) return;
-  q.mrtUna = ssnAdvance(map, q.mrtUna);
+  st.una = ssnAdvance(map, st.una);
   // progress: the RNR budget is whole again (as RoCEv2's is when an ACK moves its outstanding messages)
   q.rnrLeft = dev.cfg.rnrRetries;
-  outAck(dev, q, qpn, psnAdd(q.mrtUna, 0xffffff), t);
+  outAck(dev, q, qpn, psnAdd(st.una, 0xffffff), t);
   if (q.rtxActive) streamReady(dev, q, qpn, t); // its window moved on
 }
 
@@ -520,13 +523,14 @@ function nakIn(dev: Device, c: u32, qpn: u32, code: u32, ssn: u32, t: u64): void
   const q = qpAt(dev, qpn);
   if (code == MRT_NAK_RNR) {
     statAdd(dev, STAT_MRT_RNR_NAKS, 1);
-    if (q.mrtRnrAt <= t) {
+    const st = streamOf(q);
+    if (st.rnrAt <= t) {
       // a new hold: one retry of the RNR budget
       if (q.rnrLeft == 0) { failMessages(dev, q, qpn, STATUS_RNR_RETRY_EXC_ERR, t); return; }
       q.rnrLeft--;
       statAdd(dev, STAT_NIC_RNR_RETRIES, 1);
-      q.mrtRnrAt = t + dev.cfg.rnrTimerPs;
-      wantTimer(dev, c, q.mrtRnrAt);
+      st.rnrAt = t + dev.cfg.rnrTimerPs;
+      wantTimer(dev, c, st.rnrAt);
     }
     // sent again once the hold is over (the retransmit ring skips a held stream)
     queueRtx(dev, c, qpn, ssn, t);

@@ -24,7 +24,7 @@ export const PATH_FAILED: u32 = PATH_STATE_FAILED; // mrtFailAfter RTOs in a row
   group: u32; // PORT_GROUP_*: the port group its paths use, now ports portFirst .. portFirst + portCount - 1
   portFirst: u32;
   portCount: u32; // 0: the group has no ports since a re-split (paths at PORT_NONE until a QP opens it again)
-  streamHead: u32; // QPs (qpn + 1) with new packets to send: a list through Qp.mrtNext
+  streamHead: u32; // QPs (qpn + 1) with new packets to send: a list through MrtStream.next
   streamTail: u32;
   streamCount: u32; // QPs in that list
   rtxHead: u32; // ring of (qpn, ssn) to send again: RTX_CAP entries

@@ -8,6 +8,7 @@ import { Device, statAdd } from "../core/device";
 import { schedule, unschedule, EventKind } from "../core/sched";
 import { NEVER } from "../core/time";
 import { Qp, qpAt, qpWqe } from "../nic/verbs";
+import { streamOf } from "./stream";
 import { dmaPtr } from "../mem/dma";
 import { Port, portAt, portsOf, txRoom, framePs, emit, wakePort, portWakeAt, WIRE_OVERHEAD } from "../nic/ports";
 import { ethIpUdpFrom } from "../nic/ethernet";
@@ -66,13 +67,14 @@ export function connOpen(dev: Device, peer: u32, group: u32, portFirst: u32, por
 
 /** QP `qpn` becomes a stream of connection `c`: its bitmaps and counters start again (at RTR). */
 export function streamOpen(dev: Device, q: Qp, qpn: u32, c: u32): void {
-  q.mrtConn = c;
-  q.mrtUna = q.sqPsn;
-  q.mrtRcum = q.ePsn;
-  q.mrtRecvNext = 0;
-  q.mrtMsn = 0;
-  q.mrtRecvBase = q.rqCi;
-  q.mrtRnrAt = 0;
+  const st = streamOf(q);
+  st.conn = c;
+  st.una = q.sqPsn; // its SSNs are the request's PSNs
+  st.rcum = 0; // and its peer's start at 0 (the peer's sqPsn after RESET)
+  st.recvNext = 0;
+  st.msn = 0;
+  st.recvBase = q.rqCi;
+  st.rnrAt = 0;
   ssnClear(ackedBitmap(dev, qpn));
   ssnClear(placedBitmap(dev, qpn));
 }
@@ -93,8 +95,9 @@ export function mrtConnect(dev: Device, q: Qp, qpn: u32, peer: u32, group: u32, 
  */
 export function mrtSend(dev: Device, q: Qp, qpn: u32, op: u32, t: u64): void {
   const consumes = op == OPCODE_SEND || op == OPCODE_SEND_WITH_IMM || op == OPCODE_RDMA_WRITE_WITH_IMM;
-  const msn = consumes ? q.mrtRecvNext++ : q.mrtMsn;
-  q.mrtMsn++;
+  const st = streamOf(q);
+  const msn = consumes ? st.recvNext++ : st.msn;
+  st.msn++;
   outPush(dev, q, qpn, qpWqe(dev, qpn), q.msgPsn, q.msgLastPsn, msn, op == OPCODE_RDMA_READ ? OUT_WAIT_RESPONSE : 0);
   streamReady(dev, q, qpn, t);
   startNextAt(dev, q, qpn, t);
@@ -102,22 +105,24 @@ export function mrtSend(dev: Device, q: Qp, qpn: u32, op: u32, t: u64): void {
 
 /** Stream `q` has new packets (a message joined its outstanding ones): its connection has work. */
 export function streamReady(dev: Device, q: Qp, qpn: u32, t: u64): void {
-  if (!q.mrtListed) pushStream(dev, connAt(dev, q.mrtConn), q, qpn);
-  connWant(dev, q.mrtConn, t);
+  const st = streamOf(q);
+  if (!st.listed) pushStream(dev, connAt(dev, st.conn), q, qpn);
+  connWant(dev, st.conn, t);
 }
 
 /** Takes QP `qpn` out of its connection's stream list (it is being destroyed or reset). */
 export function streamClose(dev: Device, q: Qp, qpn: u32): void {
-  if (dev.mrt == 0 || !q.mrtListed) return;
-  const k = connAt(dev, q.mrtConn);
+  const st = streamOf(q);
+  if (dev.mrt == 0 || !st.listed) return;
+  const k = connAt(dev, st.conn);
   let prev: u32 = 0, cur = k.streamHead;
-  while (cur != 0 && cur != qpn + 1) { prev = cur; cur = qpAt(dev, cur - 1).mrtNext; }
+  while (cur != 0 && cur != qpn + 1) { prev = cur; cur = streamOf(qpAt(dev, cur - 1)).next; }
   if (cur == 0) return;
-  if (prev == 0) k.streamHead = q.mrtNext; else qpAt(dev, prev - 1).mrtNext = q.mrtNext;
+  if (prev == 0) k.streamHead = st.next; else streamOf(qpAt(dev, prev - 1)).next = st.next;
   if (k.streamTail == qpn + 1) k.streamTail = prev;
   k.streamCount--;
-  q.mrtListed = 0;
-  q.mrtNext = 0;
+  st.listed = 0;
+  st.next = 0;
 }
 
 /** SSN `ssn` of stream `qpn` was lost: it goes to its connection's retransmit ring. */
@@ -340,7 +345,8 @@ function buildNext(dev: Device, c: u32, g: u32, probe: bool, t: u64): u32 {
     const live = qpn < dev.cfg.maxQps && streamLive(dev, qpAt(dev, qpn), c) && !isAcked(dev, qpAt(dev, qpn), qpn, ssn);
     if (!live) { rtxRemove(dev, c, scanned); continue; }
     const q = qpAt(dev, qpn);
-    if (q.mrtRnrAt > t) { holdUntil(dev, c, q.mrtRnrAt); scanned++; continue; }
+    const rnrAt = streamOf(q).rnrAt;
+    if (rnrAt > t) { holdUntil(dev, c, rnrAt); scanned++; continue; }
     rtxRemove(dev, c, scanned);
     const wire = buildData(dev, c, g, q, qpn, ssn, true, probe, t);
     if (wire != 0) return wire;
@@ -351,9 +357,10 @@ function buildNext(dev: Device, c: u32, g: u32, probe: bool, t: u64): u32 {
     const q = qpAt(dev, qpn);
     popStream(dev, k, q);
     if (!streamLive(dev, q, c) || !q.rtxActive) continue; // nothing new: out of the list
-    if (q.mrtRnrAt > t) { holdUntil(dev, c, q.mrtRnrAt); pushStream(dev, k, q, qpn); continue; }
+    const st = streamOf(q);
+    if (st.rnrAt > t) { holdUntil(dev, c, st.rnrAt); pushStream(dev, k, q, qpn); continue; }
     const ssn = q.rtxPsn;
-    if (psnDiff(ssn, q.mrtUna) >= <i32>MRT_STREAM_WINDOW) { pushStream(dev, k, q, qpn); continue; } // its window: an ACK reopens it
+    if (psnDiff(ssn, st.una) >= <i32>MRT_STREAM_WINDOW) { pushStream(dev, k, q, qpn); continue; } // its window: an ACK reopens it
     // the cursor on to the next new packet
     const e = outAt(dev, q, qpn, q.rtxK);
     if (ssn == outLastPsn(e)) {
@@ -369,18 +376,20 @@ function buildNext(dev: Device, c: u32, g: u32, probe: bool, t: u64): u32 {
 }
 
 function popStream(dev: Device, k: Conn, q: Qp): void {
-  k.streamHead = q.mrtNext;
+  const st = streamOf(q);
+  k.streamHead = st.next;
   if (k.streamHead == 0) k.streamTail = 0;
   k.streamCount--;
-  q.mrtNext = 0;
-  q.mrtListed = 0;
+  st.next = 0;
+  st.listed = 0;
 }
 
 function pushStream(dev: Device, k: Conn, q: Qp, qpn: u32): void {
-  q.mrtListed = 1;
-  q.mrtNext = 0;
+  const st = streamOf(q);
+  st.listed = 1;
+  st.next = 0;
   if (k.streamTail == 0) k.streamHead = qpn + 1;
-  else qpAt(dev, k.streamTail - 1).mrtNext = qpn + 1;
+  else streamOf(qpAt(dev, k.streamTail - 1)).next = qpn + 1;
   k.streamTail = qpn + 1;
   k.streamCount++;
 }
@@ -422,12 +431,12 @@ function holdUntil(dev: Device, c: u32, at: u64): void {
 }
 
 @inline function streamLive(dev: Device, q: Qp, c: u32): bool {
-  return q.valid != 0 && q.remote != 0 && q.mrtConn == c;
+  return q.valid != 0 && q.remote != 0 && streamOf(q).conn == c;
 }
 
 /** Has SSN `ssn` of stream `q` been acknowledged? */
 export function isAcked(dev: Device, q: Qp, qpn: u32, ssn: u32): bool {
-  const d = psnDiff(ssn, q.mrtUna);
+  const d = psnDiff(ssn, streamOf(q).una);
   if (d < 0) return true;
   if (d >= <i32>MRT_STREAM_WINDOW) return false;
   return ssnHas(ackedBitmap(dev, qpn), ssn);

@@ -21,7 +21,7 @@ import { nicOf } from "./state";
 import { groupFirst, groupCount } from "./ports";
 import { Qp, qpAt } from "./verbs";
 import { dbqSendPendingFor } from "./doorbells";
-import { transportAnswering, transportMoved, transportBusyConnection, transportConnectionPeer, transportRespread } from "./transport";
+import { transportAnswering, transportQueued, transportMoved, transportBusyConnection, transportConnectionPeer, transportRespread } from "./transport";
 import {
   PORT_SPLIT_BLOCK_SEND, PORT_SPLIT_BLOCK_ANSWER, PORT_SPLIT_BLOCK_PATHS,
   PORT_SPLIT_BLOCK_EMPTY_GROUP, CMD_ERR_IN_USE, CMD_ERR_ARGUMENT, QP_STATE_RTR, QP_STATE_RTS, PORT_LANE_AUTO,
@@ -76,7 +76,7 @@ export function portSplitBlocker(dev: Device, up: u32): u64 {
 
 /** Has QP `qpn` send work: a doorbell on its way, entries the NIC knows of and has not completed, messages unacknowledged or being sent again, packets queued? */
 function sendBusy(dev: Device, q: Qp, qpn: u32): bool {
-  return q.busy != 0 || q.announced != q.sqCi || q.outCount != 0 || q.rtxActive != 0 || q.mrtListed != 0 || dbqSendPendingFor(dev, qpn);
+  return q.busy != 0 || q.announced != q.sqCi || q.outCount != 0 || q.rtxActive != 0 || transportQueued(dev, q) || dbqSendPendingFor(dev, qpn);
 }
 
 /**

@@ -29,9 +29,9 @@ export const HDR_MAX: u32 = PKT_SIZE - PKT_HDR;
 /** One port's transmitter: when it is free, and the QPs waiting to send on it. */
 @unmanaged export class Port {
   busyUntil: u64; // when its current frame's last bit has left
-  dataHead: u32; // QPs with request packets to send: a list through Qp.txNext (qpn + 1; 0 ends it)
+  dataHead: u32; // QPs with request packets to send: a list through RcQp.txNext (qpn + 1; 0 ends it)
   dataTail: u32;
-  respHead: u32; // QPs with an answer to send (ACK, NAK, READ response): a list through Qp.respNext
+  respHead: u32; // QPs with an answer to send (ACK, NAK, READ response): a list through RcQp.respNext
   respTail: u32;
   txPending: u32; // 1 while a PortTx event is pending for it (one at most)
   wakeAt: u64; // that event's time

@@ -131,16 +131,10 @@ export function qpReset(dev: Device, qpn: u32): void {
   q.sqCi = q.announced;
   q.rqCi = q.rqPi;
   q.nranges = 0;
-  // RoCEv2 starts again from PSN 0 on both sides
+  // the request's PSNs start again from 0 (the transport's own state: transportReset)
   q.sqPsn = 0;
-  q.ePsn = 0;
-  q.msn = 0;
-  q.rxOp = 0;
-  q.nakSent = 0;
-  q.rateMbps = 0; // DCQCN starts again at line rate
   q.outCount = 0; // sent and not acknowledged: discarded too
   q.outAcked = 0;
   q.rtxActive = 0;
-  q.lastCnpAt = 0;
   q.state = QP_STATE_RESET;
 }

@@ -177,9 +177,6 @@ function startSend(dev: Device, q: Qp, qpn: u32, t: u64): void {
     q.sqPsn = psnAdd(q.msgLastPsn, 1);
     q.msgPsnSet = 1;
   }
-  q.txPsn = q.msgPsn;
-  q.rspPsn = q.msgPsn;
-  q.rspAsked = NOT_ARMED;
   transportSend(dev, q, qpn, op, t);
 }
 

@@ -4,10 +4,12 @@
 //   - receive: a frame to its UDP port, Ethernet, IPv4 and UDP already checked (nic/rx.ts);
 //   - port transmit: the PortTx event of a port of a device running it (its frame scheduler);
 //   - send: a request's source is read and its packets may go (nic/requester.ts);
-//   - connect and close: a QP reaches RTR towards another device, or is destroyed;
-//   - the port split (nic/port-groups.ts): whether a QP still owes answers, what a QP moved
-//     to another port starts again with, which of its connections are not quiescent, and
-//     spreading them over the new ports.
+//   - connect, reset and close: a QP reaches RTR towards another device, goes to RESET, or is
+//     destroyed;
+//   - its record of a QP, in an area of the QP's slot nic/verbs.ts reserves for it (Qp);
+//   - the port split (nic/port-groups.ts): whether a QP still owes answers or has packets
+//     queued, what a QP moved to another port starts again with, which of its connections are
+//     not quiescent, and spreading them over the new ports.
 // Registering a third: its folder, its value of the config field `transport` (layouts/device.json
 // TRANSPORT) and its UDP port below, and a case in each function of this file.
 
@@ -15,9 +17,11 @@ import { Device } from "../core/device";
 import { Qp } from "./verbs";
 import { packetsOf } from "./psn";
 import { rocev2Receive } from "../rocev2/rx";
-import { portTx, rocev2Send, rocev2Answering, rocev2Moved, unlistQp } from "../rocev2/tx";
+import { portTx, rocev2Send, rocev2Answering, rocev2Moved, rocev2Close } from "../rocev2/tx";
+import { rocev2Reset } from "../rocev2/qp";
 import { mrtReceive } from "../metaroce/rx";
 import { mrtPortTx, mrtSend, mrtConnect, streamClose } from "../metaroce/tx";
+import { streamOf } from "../metaroce/stream";
 import { connBusy, connPeer, connsRespread } from "../metaroce/spread";
 import { UDP_PORT_ROCEV2, MRT_UDP_PORT, BTH_SIZE, ICRC_SIZE } from "../generated/headers";
 import { OPCODE_RDMA_READ, TRANSPORT_ROCEV2, TRANSPORT_METAROCE } from "../generated/layouts";
@@ -64,7 +68,17 @@ export function transportConnect(dev: Device, q: Qp, qpn: u32, peer: u32, group:
 
 /** QP `qpn` is being destroyed: the transport lets go of it. */
 export function transportClose(dev: Device, q: Qp, qpn: u32): void {
-  if (dev.cfg.transport == TRANSPORT_METAROCE) streamClose(dev, q, qpn); else unlistQp(dev, q, qpn);
+  if (dev.cfg.transport == TRANSPORT_METAROCE) streamClose(dev, q, qpn); else rocev2Close(dev, q, qpn);
+}
+
+/** QP `q` goes to RESET: what the transport keeps of it starts again (a MetaRoCE-like stream does at its next RTR). */
+export function transportReset(dev: Device, q: Qp): void {
+  if (dev.cfg.transport != TRANSPORT_METAROCE) rocev2Reset(q);
+}
+
+/** Has QP `q` packets queued for the transport to send (a MetaRoCE-like stream in its connection's list)? */
+export function transportQueued(dev: Device, q: Qp): bool {
+  return dev.cfg.transport == TRANSPORT_METAROCE && streamOf(q).listed != 0;
 }
 
 /** Does QP `q` owe its peer an answer, or is it half way through receiving a message? */

@@ -8,7 +8,7 @@ import { dmaPtr } from "../mem/dma";
 import { startNextRequest } from "./requester";
 import { qpError, qpReset } from "./queues";
 import { dbqDeliverFor } from "./doorbells";
-import { transportConnect, transportClose } from "./transport";
+import { transportConnect, transportClose, transportReset } from "./transport";
 import { unschedule, EventKind } from "../core/sched";
 import { portSplit, qpPortIn } from "./port-groups";
 import { groupFirst, groupCount } from "./ports";
@@ -32,7 +32,7 @@ export function qpCreate(dev: Device, pd: u32, sendCq: u32, recvCq: u32, sqBase:
   for (let i: u32 = 0; i < dev.cfg.maxQps; i++) {
     const q = qpAt(dev, i);
     if (q.valid) continue;
-    memory.fill(changetype<usize>(q), 0, offsetof<Qp>());
+    memory.fill(changetype<usize>(q), 0, offsetof<Qp>()); // the transports' areas in it too
     q.valid = 1;
     q.state = QP_STATE_RESET;
     q.pd = pd;
@@ -67,6 +67,7 @@ export function qpModify(dev: Device, qpn: u32, state: u32, destQpn: u32, destDe
   if (state == QP_STATE_RESET) {
     if (q.busy) return E_IN_USE;
     qpReset(dev, qpn);
+    transportReset(dev, q);
     return E_OK;
   }
   const ok = (from == QP_STATE_RESET && state == QP_STATE_INIT) || (from == QP_STATE_INIT && state == QP_STATE_RTR)
@@ -109,7 +110,6 @@ export function qpDestroy(dev: Device, qpn: u32): i32 {
   dbqDeliverFor(dev, qpn, t);
   qpError(dev, qpn, t);
   transportClose(dev, q, qpn);
-  if (q.timerPending) { unschedule(dev, EventKind.NicTimer, qpn); q.timerPending = 0; }
   if (q.startNextPending) {
     // a QP created in this slot starts with no event pending
     unschedule(dev, EventKind.NicStartNext, qpn);

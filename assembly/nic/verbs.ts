@@ -34,6 +34,14 @@ export const NOT_ARMED: u32 = 0xffffffff;
 
 export const RANGES: u32 = 8;
 
+/**
+ * A queue pair: what every QP has, whatever transport (if any) carries it. A transport's record
+ * of the QP lies in areas of the same slot this record reserves: the MetaRoCE-like transport's
+ * stream state (metaroce/stream.ts, streamOf) in bytes QP_STREAM_OFFSET .., in the first cache
+ * line; RoCEv2's (rocev2/qp.ts, rcOf) in bytes QP_RC_OFFSET .. to the end. nic/ reads neither
+ * (transport.ts is its way in); a device's transport is the one that writes its area, the other
+ * area stays zero.
+ */
 @unmanaged export class Qp {
   // what a packet of either transport reads and writes, first: the first 64 bytes are every field
   // the MetaRoCE-like transport touches per packet, the next 64 those both transports do (a
@@ -42,16 +50,8 @@ export const RANGES: u32 = 8;
   state: u32; // QP_STATE_*
   remote: u32; // 1 when destDevice is another device
   destQpn: u32;
-  // the MetaRoCE-like transport (metaroce/): the QP is a stream of connection mrtConn
-  mrtConn: u32;
-  mrtNext: u32; // next QP (qpn + 1) in its connection's list of streams with new packets; 0 ends it
-  mrtListed: u32;
-  mrtUna: u32; // sender: the oldest SSN not acknowledged (the acked bitmap covers mrtUna ..)
-  mrtRecvNext: u32; // sender: the receive index its next SEND or WRITE_IMM fills
-  mrtMsn: u32; // sender: messages sent on the stream
-  mrtRcum: u32; // receiver: every SSN below this is placed (the placed bitmap covers mrtRcum ..)
-  mrtRecvBase: u32; // receiver: the receive queue index its peer's receive index 0 stands for
-  mrtRnrAt: u64; // sender: RNR-held until this time
+  // bytes 16 .. 55: the MetaRoCE-like transport's stream state, MrtStream (metaroce/stream.ts) overlays them
+  private stream0: u64; private stream1: u64; private stream2: u64; private stream3: u64; private stream4: u64;
   // messages sent and not yet acknowledged (outstanding.ts)
   outHead: u32;
   outCount: u32;
@@ -60,7 +60,9 @@ export const RANGES: u32 = 8;
   rtxK: u32; // the outstanding message being sent again
   rtxPsn: u32; // and its next PSN
   outAcked: u32; // the oldest of them acknowledged, waiting for their completions to be visible
-  holdUntil: u64; // an RNR NAK holds the QP's packets until this time
+  // RoCEv2's alone (an RNR NAK holds the QP's packets until this time), but kept beside the rtx
+  // fields above, which a RoCEv2 packet reads with it, rather than a line of RoCEv2's area
+  holdUntil: u64;
   // what it moved, for observers (never read by the NIC itself)
   txBytes: u64; // requester: payload bytes of request packets sent, retransmissions included
   rxBytes: u64; // responder: payload bytes of request packets accepted in order (placed)
@@ -94,54 +96,22 @@ export const RANGES: u32 = 8;
   reqBytes: u64; // HBM bytes the request streams
   reqLen: u64;
 
-  // the path, set at RTR: a QP whose destination is another device talks RoCEv2 through a port
+  // the path, set at RTR: a QP whose destination is another device talks to it through a port
   destDevice: u32; // the destination QP's device (cfg.deviceId: this one, over loopback)
   port: u32; // the port it sends on (in its port group)
   group: u32; // PORT_GROUP_*: its port group (a re-split moves it to a port of the group's new ports)
   lane: u32; // its port's index in the group, modulo the group's size (PORT_LANE_AUTO: from the QP numbers)
-  // requester side of RoCEv2 (rocev2/tx.ts, rocev2/rx.ts): one message in flight at a time
+  // the request's packet sequence (requester.ts; both transports: a MetaRoCE-like stream's SSNs are these PSNs)
   sqPsn: u32; // the PSN the next message starts at
   msgPsn: u32; // the current message's first PSN
   msgLastPsn: u32; // and its last
-  txPsn: u32; // the next PSN of it to send
-  rspPsn: u32; // READ: the PSN of the next response it expects
   msgPsnSet: u32; // 1 once the current request has its PSNs (a retry sends the same ones)
-  txNext: u32; // next QP (qpn + 1) in its port's list of QPs with requests to send; 0 ends it
-  txListed: u32; // 1 while in that list
-  timerAt: u64; // when its transport timer expires (NEVER: not armed)
-  timerPending: u32; // 1 while a NicTimer event is pending for it (it re-arms lazily)
-  rspAsked: u32; // READ: the missing response it last asked for again (the rest re-requested from it); NOT_ARMED: none
-  timerEventAt: u64; // that event's time
-  // responder side of RoCEv2
-  ePsn: u32; // the PSN it expects next
-  msn: u32; // messages it has completed (sent back in AETH.MSN)
-  nakPsn: u32; // a PSN sequence NAK was sent for this ePsn: not again (IB: once per expected PSN)
-  nakSent: u32;
-  rxDst: u64; // where the current incoming message lands (DMA address)
-  rxOff: u32; // bytes of it placed
-  rxLen: u32; // its length when known (WRITE: RETH length; SEND: the receive's length)
-  rxOp: u32; // OPCODE_* of the message being received, or NOT_ARMED
-  rxRecv: u32; // the receive it fills (free-running index)
-  respNext: u32; // next QP (qpn + 1) in its port's list of QPs with an answer to send
-  respListed: u32;
-  respKind: u32; // RESP_*: the answer to send
-  respPsn: u32; // the PSN it answers
-  respSyndrome: u32; // AETH syndrome of an ACK or NAK
-  rdVa: u64; // READ response being sent: where its next bytes come from
-  rdLen: u32; // bytes of it still to send
-  rdPsn: u32; // PSN of its next packet
-  rdFirst: u32; // 1 before its first packet
-  // DCQCN (rocev2/tx.ts: the sender's rate; rocev2/rx.ts: CNPs)
-  lastCnpAt: u64; // receiver: when it last sent a CNP (NEVER: not yet)
-  rateMbps: f64; // sender: current rate Rc (0: not limited yet, line rate)
-  targetMbps: f64; // target rate Rt
-  alpha: f64;
-  nextTxAt: u64; // the sender's next packet may not leave before this
-  dcqcnAt: u64; // its next alpha/rate-increase timer (NEVER: not running)
-  dcqcnStage: u32; // rate-increase stages by the timer since the last cut
-  byteStage: u32; // and by the byte counter
-  bytesSinceStage: u64;
-  cnpPending: u32; // 1 while a CNP waits for its port
+  // bytes 264 .. 459: RoCEv2's record of the QP, RcQp (rocev2/qp.ts) overlays them
+  private rc0: u64; private rc1: u64; private rc2: u64; private rc3: u64; private rc4: u64; private rc5: u64;
+  private rc6: u64; private rc7: u64; private rc8: u64; private rc9: u64; private rc10: u64; private rc11: u64;
+  private rc12: u64; private rc13: u64; private rc14: u64; private rc15: u64; private rc16: u64; private rc17: u64;
+  private rc18: u64; private rc19: u64; private rc20: u64; private rc21: u64; private rc22: u64; private rc23: u64;
+  private rc24: u32;
 }
 
 // Per-QP extra blocks live beside the table: RANGES x 16 bytes of (end u32, pad, time u64),
@@ -150,10 +120,20 @@ export const QP_RANGE_BYTES: usize = <usize>RANGES * 16;
 
 @inline export function mrAt(dev: Device, i: u32): Mr { return changetype<Mr>(nicOf(dev).mrs + <usize>i * MR_STRIDE); }
 @inline export function cqAt(dev: Device, i: u32): Cq { return changetype<Cq>(nicOf(dev).cqs + <usize>i * CQ_STRIDE); }
-@inline export function qpAt(dev: Device, i: u32): Qp { return changetype<Qp>(nicOf(dev).qps + <usize>i * QP_STRIDE); }
+@inline export function qpAt(dev: Device, i: u32): Qp {
+  // the layout the per-packet cache-line work found (docs/performance.md): a change is a decision
+  if (QP_STRIDE != 464 || QP_STREAM_OFFSET != 16 || QP_RC_OFFSET != 264) ERROR("the Qp slot's layout changed: 464 bytes, the stream area at 16, RoCEv2's at 264");
+  return changetype<Qp>(nicOf(dev).qps + <usize>i * QP_STRIDE);
+}
 export const MR_STRIDE: usize = (offsetof<Mr>() + 7) & ~(<usize>7);
 export const CQ_STRIDE: usize = (offsetof<Cq>() + 7) & ~(<usize>7);
 export const QP_STRIDE: usize = (offsetof<Qp>() + 7) & ~(<usize>7);
+/** The areas of a QP's slot a transport's record overlays (Qp): the stream area, in its first cache line... */
+export const QP_STREAM_OFFSET: usize = offsetof<Qp>("stream0");
+export const QP_STREAM_BYTES: usize = offsetof<Qp>("outHead") - QP_STREAM_OFFSET;
+/** ...and RoCEv2's area, the rest of the slot. */
+export const QP_RC_OFFSET: usize = offsetof<Qp>("rc0");
+export const QP_RC_BYTES: usize = offsetof<Qp>() - QP_RC_OFFSET;
 
 /** Wasm address of send-queue entry `i` (free-running index) of QP `q`. */
 @inline export function sqSlot(dev: Device, q: Qp, i: u32): usize {

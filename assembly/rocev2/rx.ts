@@ -10,6 +10,7 @@
 import { Device, statAdd } from "../core/device";
 import { NEVER } from "../core/time";
 import { Qp, qpAt, qpWqe, mrCheck } from "../nic/verbs";
+import { rcOf } from "./qp";
 import { dmaPtr } from "../mem/dma";
 import { cqeVisible } from "../nic/completions";
 import { qpError } from "../nic/queues";
@@ -42,7 +43,7 @@ import {
   STAT_ROCE_RETRANSMITS_NAK, STAT_ROCE_RETRANSMITS_READ_GAP, STAT_ROCE_RETRANSMITS_TIMEOUT, STAT_ROCE_RETRANSMITS_RNR,
 } from "../generated/layouts";
 
-// Qp.rxOp: the kind of message being received
+// RcQp.rxOp: the kind of message being received
 const RX_NONE: u32 = 0;
 const RX_WRITE: u32 = 1;
 const RX_SEND: u32 = 2;
@@ -88,18 +89,20 @@ const RX_SEND: u32 = 2;
 
 /** A request packet for QP `q` arrived marked CE: its sender hears of it, at most once per dcqcnCnpIntervalPs (DCQCN's NP). */
 function congested(dev: Device, q: Qp, qpn: u32, t: u64): void {
+  const r = rcOf(q);
   statAdd(dev, STAT_ROCE_RX_CE, 1);
   if (dev.cfg.dcqcn == 0) return;
-  if (q.lastCnpAt != 0 && t - q.lastCnpAt < dev.cfg.dcqcnCnpIntervalPs) return;
-  q.lastCnpAt = t;
+  if (r.lastCnpAt != 0 && t - r.lastCnpAt < dev.cfg.dcqcnCnpIntervalPs) return;
+  r.lastCnpAt = t;
   queueCnp(dev, q, qpn, t);
 }
 
 /** Sends an ACK for `psn`, or a NAK with `syndrome`. */
 function answer(dev: Device, q: Qp, qpn: u32, psn: u32, syndrome: u32, t: u64): void {
+  const r = rcOf(q);
   if ((syndrome & AETH_SYNDROME_TYPE_MASK) != AETH_SYNDROME_ACK) statAdd(dev, STAT_ROCE_NAKS_SENT, 1);
-  q.respPsn = psn;
-  q.respSyndrome = syndrome;
+  r.respPsn = psn;
+  r.respSyndrome = syndrome;
   queueAnswer(dev, q, qpn, RESP_ACK, t);
 }
 
@@ -128,47 +131,48 @@ function rethGrants(dev: Device, q: Qp, x: usize, need: u32): bool {
 
 /** A request packet for QP `q` (its headers after the BTH at `x`, its payload at `pl`). */
 function responder(dev: Device, q: Qp, qpn: u32, op: u32, flags: u32, bth: usize, x: usize, pl: usize, payload: u32, t: u64): void {
+  const r = rcOf(q);
   if (q.state != QP_STATE_RTR && q.state != QP_STATE_RTS) { bad(dev, STAT_ROCE_RX_UNKNOWN_QP); return; }
   const psn = getBthPsn(bth);
-  const d = psnDiff(psn, q.ePsn);
+  const d = psnDiff(psn, r.ePsn);
   if (d < 0) {
     statAdd(dev, STAT_ROCE_RX_DUPLICATE, 1);
     if (op == OP_RC_READ_REQUEST) {
       // a READ asked again (a response was lost): it runs again from its own PSN (IBA vol. 1
       // 9.7.5.1.3); the expected PSN and MSN stay where they are
       if (!rethGrants(dev, q, x, ACCESS_REMOTE_READ)) { answer(dev, q, qpn, psn, AETH_SYNDROME_NAK | AETH_NAK_REMOTE_ACCESS_ERROR, t); return; }
-      q.rdVa = getRethVa(x);
-      q.rdLen = getRethDmaLength(x);
-      q.rdPsn = psn;
-      q.rdFirst = 1;
+      r.rdVa = getRethVa(x);
+      r.rdLen = getRethDmaLength(x);
+      r.rdPsn = psn;
+      r.rdFirst = 1;
       queueAnswer(dev, q, qpn, RESP_READ, t);
       return;
     }
     // a duplicate (our ACK was lost, or the requester went back): acknowledge what we have
-    answer(dev, q, qpn, psnAdd(q.ePsn, BTH_PSN_MASK), AETH_SYNDROME_ACK | AETH_SYNDROME_VALUE_MASK, t);
+    answer(dev, q, qpn, psnAdd(r.ePsn, BTH_PSN_MASK), AETH_SYNDROME_ACK | AETH_SYNDROME_VALUE_MASK, t);
     return;
   }
   if (d > 0) {
     // a packet was lost before this one: ask for the expected PSN, once
     statAdd(dev, STAT_ROCE_RX_OUT_OF_ORDER, 1);
-    if (!q.nakSent || q.nakPsn != q.ePsn) {
-      q.nakSent = 1;
-      q.nakPsn = q.ePsn;
-      answer(dev, q, qpn, q.ePsn, AETH_SYNDROME_NAK | AETH_NAK_PSN_SEQ_ERR, t);
+    if (!r.nakSent || r.nakPsn != r.ePsn) {
+      r.nakSent = 1;
+      r.nakPsn = r.ePsn;
+      answer(dev, q, qpn, r.ePsn, AETH_SYNDROME_NAK | AETH_NAK_PSN_SEQ_ERR, t);
     }
     return;
   }
-  q.nakSent = 0;
+  r.nakSent = 0;
   statAdd(dev, STAT_ROCE_RX_REQUESTS, 1);
   if (op == OP_RC_READ_REQUEST) {
     if (!rethGrants(dev, q, x, ACCESS_REMOTE_READ)) { answer(dev, q, qpn, psn, AETH_SYNDROME_NAK | AETH_NAK_REMOTE_ACCESS_ERROR, t); return; }
     const len = getRethDmaLength(x);
-    q.rdVa = getRethVa(x);
-    q.rdLen = len;
-    q.rdPsn = psn;
-    q.rdFirst = 1;
-    q.ePsn = psnAdd(q.ePsn, packetsOf(len, dev.cfg.mtuBytes));
-    q.msn++;
+    r.rdVa = getRethVa(x);
+    r.rdLen = len;
+    r.rdPsn = psn;
+    r.rdFirst = 1;
+    r.ePsn = psnAdd(r.ePsn, packetsOf(len, dev.cfg.mtuBytes));
+    r.msn++;
     queueAnswer(dev, q, qpn, RESP_READ, t);
     return;
   }
@@ -180,55 +184,56 @@ function responder(dev: Device, q: Qp, qpn: u32, op: u32, flags: u32, bth: usize
     return;
   }
   if (isFirst(op)) {
-    if (q.rxOp != RX_NONE) { answer(dev, q, qpn, psn, AETH_SYNDROME_NAK | AETH_NAK_INVALID_REQUEST, t); return; }
+    if (r.rxOp != RX_NONE) { answer(dev, q, qpn, psn, AETH_SYNDROME_NAK | AETH_NAK_INVALID_REQUEST, t); return; }
     if (isSend(op)) {
       if (!recvPosted(q, q.rqCi)) { answer(dev, q, qpn, psn, AETH_SYNDROME_RNR_NAK, t); return; } // receiver not ready
-      q.rxDst = recvAddr(dev, q, q.rqCi, 0);
-      q.rxLen = recvLength(dev, q, q.rqCi);
-      q.rxRecv = q.rqCi;
-      q.rxOp = RX_SEND;
+      r.rxDst = recvAddr(dev, q, q.rqCi, 0);
+      r.rxLen = recvLength(dev, q, q.rqCi);
+      r.rxRecv = q.rqCi;
+      r.rxOp = RX_SEND;
     } else {
       if (!rethGrants(dev, q, x, ACCESS_REMOTE_WRITE)) { answer(dev, q, qpn, psn, AETH_SYNDROME_NAK | AETH_NAK_REMOTE_ACCESS_ERROR, t); return; }
-      q.rxDst = getRethVa(x);
-      q.rxLen = getRethDmaLength(x);
-      q.rxOp = RX_WRITE;
+      r.rxDst = getRethVa(x);
+      r.rxLen = getRethDmaLength(x);
+      r.rxOp = RX_WRITE;
     }
-    q.rxOff = 0;
-  } else if (q.rxOp == RX_NONE || isSend(op) != (q.rxOp == RX_SEND)) {
+    r.rxOff = 0;
+  } else if (r.rxOp == RX_NONE || isSend(op) != (r.rxOp == RX_SEND)) {
     answer(dev, q, qpn, psn, AETH_SYNDROME_NAK | AETH_NAK_INVALID_REQUEST, t);
     return;
   }
   // place the payload where the message says
   if (isSend(op)) {
     // the receive the SEND fills (the oldest: one message at a time) takes these bytes, or fails
-    const fits = recvFits(dev, q, q.rxRecv, q.rxOff, payload);
+    const fits = recvFits(dev, q, r.rxRecv, r.rxOff, payload);
     if (fits != STATUS_SUCCESS) { failRecv(dev, q, qpn, psn, fits, fits == STATUS_LOC_LEN_ERR ? AETH_NAK_INVALID_REQUEST : AETH_NAK_REMOTE_OPERATIONAL_ERROR, t); return; }
-  } else if (<u64>q.rxOff + <u64>payload > <u64>q.rxLen) {
+  } else if (<u64>r.rxOff + <u64>payload > <u64>r.rxLen) {
     answer(dev, q, qpn, psn, AETH_SYNDROME_NAK | AETH_NAK_INVALID_REQUEST, t);
     return;
   }
-  const dst = q.rxDst + <u64>q.rxOff;
+  const dst = r.rxDst + <u64>r.rxOff;
   if (dev.cfg.timingMode == 0 && payload > 0) memory.copy(dmaPtr(dev, dst, <u64>payload), pl, payload);
-  q.rxOff += payload;
+  r.rxOff += payload;
   q.rxBytes += payload;
-  q.ePsn = psnAdd(q.ePsn, 1);
+  r.ePsn = psnAdd(r.ePsn, 1);
   if (isLast(op)) {
     if (isSend(op) || withImm) {
       // a SEND fills its receive; a WRITE with immediate consumes one for the immediate
       const imm = withImm ? getImmDtData(x + ((flags & OPF_RETH) ? RETH_SIZE : 0)) : 0;
       const rxOpcode = isSend(op) ? OPCODE_RECV : OPCODE_RDMA_WRITE_WITH_IMM;
-      const byteLen = isSend(op) ? q.rxOff : q.rxLen;
+      const byteLen = isSend(op) ? r.rxOff : r.rxLen;
       recvComplete(dev, q, qpn, byteLen, imm, withImm, rxOpcode, t); // the oldest receive (the one a SEND began filling)
     }
-    q.msn++;
-    q.rxOp = RX_NONE;
+    r.msn++;
+    r.rxOp = RX_NONE;
   }
   if (getBthAckReq(bth)) answer(dev, q, qpn, psn, AETH_SYNDROME_ACK | AETH_SYNDROME_VALUE_MASK, t);
 }
 
 /** The receive being filled (the oldest) fails with `rxStatus`, the requester gets a NAK, and the QP goes to error. */
 function failRecv(dev: Device, q: Qp, qpn: u32, psn: u32, rxStatus: u32, nak: u32, t: u64): void {
-  q.rxOp = RX_NONE;
+  const r = rcOf(q);
+  r.rxOp = RX_NONE;
   recvFail(dev, q, qpn, rxStatus, t);
   answer(dev, q, qpn, psn, AETH_SYNDROME_NAK | nak, t);
   qpError(dev, qpn, t);
@@ -238,9 +243,10 @@ function failRecv(dev: Device, q: Qp, qpn: u32, psn: u32, rxStatus: u32, nak: u3
 
 /** The request in flight is over with `status`: its completion after the CQE's own latency. */
 function complete(dev: Device, q: Qp, qpn: u32, status: u32, t: u64): void {
+  const r = rcOf(q);
   if (q.outCount == 0) disarmTimer(dev, q, qpn);
   q.status = status;
-  q.txPsn = psnAdd(q.msgLastPsn, 1);
+  r.txPsn = psnAdd(q.msgLastPsn, 1);
   q.gen++; // its pending phase, if any, is stale now
   phaseAt(dev, q, qpn, NicPhase.Done, cqeVisible(dev, q.sendCq, t));
 }
@@ -251,11 +257,12 @@ function complete(dev: Device, q: Qp, qpn: u32, status: u32, t: u64): void {
  * are, so it still expects the first missing one).
  */
 function goBack(dev: Device, q: Qp, qpn: u32, psn: u32, cause: u32, t: u64): void {
+  const r = rcOf(q);
   retransmit(dev, cause);
   if (q.outCount == 0) disarmTimer(dev, q, qpn);
-  q.txPsn = psn;
-  if (psnDiff(psn, q.rspPsn) < 0) q.rspPsn = psn;
-  q.rspAsked = psn;
+  r.txPsn = psn;
+  if (psnDiff(psn, r.rspPsn) < 0) r.rspPsn = psn;
+  r.rspAsked = psn;
   q.phase = NicPhase.Send;
   queueRequest(dev, q, qpn, t);
 }
@@ -286,11 +293,12 @@ function ackOutstanding(dev: Device, q: Qp, qpn: u32, upto: u32, t: u64): void {
 
 /** Sends the outstanding messages again from PSN `psn` (of the oldest), then the head's from its start, for `cause` (a STAT_ROCE_RETRANSMITS_* counter). */
 function resendOutstanding(dev: Device, q: Qp, qpn: u32, psn: u32, cause: u32, t: u64): void {
+  const r = rcOf(q);
   retransmit(dev, cause);
   q.rtxActive = 1;
   q.rtxK = q.outAcked; // the first not acknowledged
   q.rtxPsn = psn;
-  if (q.busy && q.phase == NicPhase.Send) q.txPsn = q.msgPsn;
+  if (q.busy && q.phase == NicPhase.Send) r.txPsn = q.msgPsn;
   queueRequest(dev, q, qpn, t);
 }
 
@@ -326,6 +334,7 @@ function outstandingAnswer(dev: Device, q: Qp, qpn: u32, x: usize, psn: u32, t: 
 
 /** An answer (ACK, NAK or READ response) for QP `q`'s outstanding messages or its request in flight. */
 function requester(dev: Device, q: Qp, qpn: u32, op: u32, bth: usize, x: usize, pl: usize, payload: u32, t: u64): void {
+  const r = rcOf(q);
   const psn = getBthPsn(bth);
   const inFlight = q.busy && (q.phase == NicPhase.Send || q.phase == NicPhase.AwaitAck);
   // IBA vol. 1 9.7.5.1.1: an answer past the newest request sent is a ghost (a forged or
@@ -357,7 +366,7 @@ function requester(dev: Device, q: Qp, qpn: u32, op: u32, bth: usize, x: usize, 
     }
     if (type == AETH_SYNDROME_RNR_NAK) {
       disarmTimer(dev, q, qpn);
-      q.txPsn = psnAdd(q.msgLastPsn, 1);
+      r.txPsn = psnAdd(q.msgLastPsn, 1);
       q.gen++;
       retransmit(dev, STAT_ROCE_RETRANSMITS_RNR); // the message goes again after the RNR timer
       notReady(dev, q, qpn, t);
@@ -370,12 +379,12 @@ function requester(dev: Device, q: Qp, qpn: u32, op: u32, bth: usize, x: usize, 
   }
   // a READ response: in PSN order, placed where the request's local address says
   if (!isRead) { statAdd(dev, STAT_ROCE_STALE_ANSWERS, 1); return; }
-  if (psn != q.rspPsn) {
+  if (psn != r.rspPsn) {
     // one was lost: the READ request is re-sent for the rest, from the first missing one,
     // once for this gap; the later responses of the gap are dropped (as Linux rxe does): the
     // responder sends them again. A gap that stays (what was asked for lost too) is the timer's.
     statAdd(dev, STAT_ROCE_RX_OUT_OF_ORDER, 1);
-    if (psnDiff(psn, q.rspPsn) > 0 && q.rspAsked != q.rspPsn) goBack(dev, q, qpn, q.rspPsn, STAT_ROCE_RETRANSMITS_READ_GAP, t);
+    if (psnDiff(psn, r.rspPsn) > 0 && r.rspAsked != r.rspPsn) goBack(dev, q, qpn, r.rspPsn, STAT_ROCE_RETRANSMITS_READ_GAP, t);
     return;
   }
   statAdd(dev, STAT_ROCE_RX_ANSWERS, 1);
@@ -389,10 +398,10 @@ function requester(dev: Device, q: Qp, qpn: u32, op: u32, bth: usize, x: usize, 
   // the fuzz tier, FUZZ_SEED=67822); a short LAST left a hole in a READ that completed
   const n = packetsOf(<u32>len, dev.cfg.mtuBytes);
   const want = k == n - 1 ? len - off : <u64>dev.cfg.mtuBytes;
-  if (!readResponseFits(op, k, n, psn == q.rspAsked) || <u64>payload != want) { complete(dev, q, qpn, STATUS_BAD_RESP_ERR, t); return; }
+  if (!readResponseFits(op, k, n, psn == r.rspAsked) || <u64>payload != want) { complete(dev, q, qpn, STATUS_BAD_RESP_ERR, t); return; }
   if (!mrCheck(dev, load<u32>(w + WQE_LKEY), false, q.pd, laddr, <u64>payload, ACCESS_LOCAL_WRITE)) { complete(dev, q, qpn, STATUS_LOC_PROT_ERR, t); return; }
   if (dev.cfg.timingMode == 0 && payload > 0) memory.copy(dmaPtr(dev, laddr, <u64>payload), pl, payload);
-  q.rspPsn = psnAdd(q.rspPsn, 1);
+  r.rspPsn = psnAdd(r.rspPsn, 1);
   if (op == OP_RC_READ_RESPONSE_LAST || op == OP_RC_READ_RESPONSE_ONLY) complete(dev, q, qpn, STATUS_SUCCESS, t);
 }
 
@@ -412,13 +421,14 @@ function requester(dev: Device, q: Qp, qpn: u32, op: u32, bth: usize, x: usize, 
 /** The NicTimer event of QP `qpn`: its transport timer and its DCQCN timer, re-armed lazily. */
 export function nicTimer(dev: Device, qpn: u32, t: u64): void {
   const q = qpAt(dev, qpn);
-  q.timerPending = 0;
+  const r = rcOf(q);
+  r.timerPending = 0;
   if (!q.valid) return;
-  if (q.dcqcnAt != NEVER && q.dcqcnAt != 0 && q.dcqcnAt <= t) dcqcnTimer(dev, q, qpn, t);
-  const armed = q.timerAt != NEVER && q.timerAt != 0;
-  if (armed && q.timerAt <= t && q.outAcked < q.outCount) {
+  if (r.dcqcnAt != NEVER && r.dcqcnAt != 0 && r.dcqcnAt <= t) dcqcnTimer(dev, q, qpn, t);
+  const armed = r.timerAt != NEVER && r.timerAt != 0;
+  if (armed && r.timerAt <= t && q.outAcked < q.outCount) {
     // the oldest outstanding message went unanswered: send them all again
-    q.timerAt = NEVER;
+    r.timerAt = NEVER;
     statAdd(dev, STAT_ROCE_TIMEOUTS, 1);
     if (q.retriesLeft == 0) failOutstanding(dev, q, qpn, STATUS_RETRY_EXC_ERR, t);
     else {
@@ -426,25 +436,25 @@ export function nicTimer(dev: Device, qpn: u32, t: u64): void {
       armTimer(dev, q, qpn, t + dev.cfg.transportTimeoutPs);
       resendOutstanding(dev, q, qpn, outFirstPsn(outAt(dev, q, qpn, q.outAcked)), STAT_ROCE_RETRANSMITS_TIMEOUT, t);
     }
-  } else if (armed && q.timerAt <= t && q.busy) {
-    q.timerAt = NEVER;
+  } else if (armed && r.timerAt <= t && q.busy) {
+    r.timerAt = NEVER;
     statAdd(dev, STAT_ROCE_TIMEOUTS, 1);
     if (q.retriesLeft == 0) complete(dev, q, qpn, STATUS_RETRY_EXC_ERR, t);
     else {
       // the head sent again from its start; a READ asks for the responses not in yet
       q.retriesLeft--;
       const isRead = <u32>load<u8>(qpWqe(dev, qpn) + WQE_OPCODE) == OPCODE_RDMA_READ;
-      goBack(dev, q, qpn, isRead ? q.rspPsn : q.msgPsn, STAT_ROCE_RETRANSMITS_TIMEOUT, t);
+      goBack(dev, q, qpn, isRead ? r.rspPsn : q.msgPsn, STAT_ROCE_RETRANSMITS_TIMEOUT, t);
     }
   }
   // nothing left to time (what it timed completed meanwhile): disarmed, so that the next request
   // sent arms it again. requestSent arms only a disarmed timer, and a deadline kept here with no
   // event left for it (none is re-armed below) left a READ sent later with no timer at all: its
   // lost response was never asked again (found by the forged-answer fuzz tier, issue 26)
-  if (!q.busy && q.outAcked >= q.outCount) q.timerAt = NEVER;
+  if (!q.busy && q.outAcked >= q.outCount) r.timerAt = NEVER;
   // what is still armed: one event for the earlier of the two
   let next = NEVER;
-  if ((q.busy || q.outAcked < q.outCount) && q.timerAt != NEVER && q.timerAt != 0) next = q.timerAt;
-  if (q.dcqcnAt != NEVER && q.dcqcnAt != 0 && q.dcqcnAt < next) next = q.dcqcnAt;
+  if ((q.busy || q.outAcked < q.outCount) && r.timerAt != NEVER && r.timerAt != 0) next = r.timerAt;
+  if (r.dcqcnAt != NEVER && r.dcqcnAt != 0 && r.dcqcnAt < next) next = r.dcqcnAt;
   if (next != NEVER) wantTimer(dev, q, qpn, next);
 }

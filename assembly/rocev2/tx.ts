@@ -7,7 +7,8 @@
 import { Device, statAdd } from "../core/device";
 import { schedule, unschedule, EventKind } from "../core/sched";
 import { NEVER } from "../core/time";
-import { Qp, qpAt, qpWqe } from "../nic/verbs";
+import { Qp, qpAt, qpWqe, NOT_ARMED } from "../nic/verbs";
+import { rcOf } from "./qp";
 import { dmaPtr } from "../mem/dma";
 import {
   Port, PORT_STRIDE, WIRE_OVERHEAD, portsOf, portAt, txRoom, framePs, wakePort, portWakeAt, emit,
@@ -33,7 +34,7 @@ import {
   STAT_ROCE_RATE_CUTS, STAT_ROCE_CNPS_SENT,
 } from "../generated/layouts";
 
-// answers a responder QP sends (Qp.respKind)
+// answers a responder QP sends (RcQp.respKind)
 export const RESP_NONE: u32 = 0;
 export const RESP_ACK: u32 = 1; // ACK or NAK: respSyndrome says which
 export const RESP_READ: u32 = 2; // READ response packets, rdLen bytes from rdVa
@@ -43,8 +44,8 @@ export const RESP_READ: u32 = 2; // READ response packets, rdLen bytes from rdVa
 function listPush(dev: Device, headTail: usize, qpn: u32, viaResp: bool): void {
   const tail = load<u32>(headTail, 4);
   if (tail == 0) store<u32>(headTail, qpn + 1);
-  else if (viaResp) qpAt(dev, tail - 1).respNext = qpn + 1;
-  else qpAt(dev, tail - 1).txNext = qpn + 1;
+  else if (viaResp) rcOf(qpAt(dev, tail - 1)).respNext = qpn + 1;
+  else rcOf(qpAt(dev, tail - 1)).txNext = qpn + 1;
   store<u32>(headTail, qpn + 1, 4);
 }
 
@@ -52,10 +53,11 @@ function listPush(dev: Device, headTail: usize, qpn: u32, viaResp: bool): void {
 function listPop(dev: Device, headTail: usize, viaResp: bool): u32 {
   const qpn = load<u32>(headTail) - 1;
   const q = qpAt(dev, qpn);
-  const next = viaResp ? q.respNext : q.txNext;
+  const r = rcOf(q);
+  const next = viaResp ? r.respNext : r.txNext;
   store<u32>(headTail, next);
   if (next == 0) store<u32>(headTail, 0, 4);
-  if (viaResp) { q.respNext = 0; q.respListed = 0; } else { q.txNext = 0; q.txListed = 0; }
+  if (viaResp) { r.respNext = 0; r.respListed = 0; } else { r.txNext = 0; r.txListed = 0; }
   return qpn;
 }
 
@@ -64,8 +66,9 @@ function listPop(dev: Device, headTail: usize, viaResp: bool): u32 {
 
 /** QP `qpn` has request packets to send (txPsn .. msgLastPsn of its current message). */
 export function queueRequest(dev: Device, q: Qp, qpn: u32, t: u64): void {
-  if (!q.txListed) {
-    q.txListed = 1;
+  const r = rcOf(q);
+  if (!r.txListed) {
+    r.txListed = 1;
     listPush(dev, dataList(portAt(dev, q.port)), qpn, false);
   }
   wakePort(dev, q.port, t);
@@ -73,22 +76,31 @@ export function queueRequest(dev: Device, q: Qp, qpn: u32, t: u64): void {
 
 /** QP `qpn` has an answer to send: an ACK or NAK (RESP_ACK), or READ response packets (RESP_READ). */
 export function queueAnswer(dev: Device, q: Qp, qpn: u32, kind: u32, t: u64): void {
+  const r = rcOf(q);
   // a later ACK replaces one not sent yet; READ responses are never replaced by an ACK
-  if (q.respKind != RESP_READ || kind == RESP_READ) q.respKind = kind;
-  if (!q.respListed) {
-    q.respListed = 1;
+  if (r.respKind != RESP_READ || kind == RESP_READ) r.respKind = kind;
+  if (!r.respListed) {
+    r.respListed = 1;
     listPush(dev, respList(portAt(dev, q.port)), qpn, true);
   }
   wakePort(dev, q.port, t);
 }
 
-/** Takes QP `qpn` out of its port's lists (it is being destroyed: its slot may be reused at once). */
-export function unlistQp(dev: Device, q: Qp, qpn: u32): void {
+/** Takes QP `qpn` out of its port's lists (it is being destroyed, or moves to another port). */
+function unlistQp(dev: Device, q: Qp, qpn: u32): void {
   if (!q.remote) return;
+  const r = rcOf(q);
   const port = portAt(dev, q.port);
-  if (q.txListed) unlink(dev, dataList(port), qpn, false);
-  if (q.respListed) unlink(dev, respList(port), qpn, true);
-  q.respKind = RESP_NONE;
+  if (r.txListed) unlink(dev, dataList(port), qpn, false);
+  if (r.respListed) unlink(dev, respList(port), qpn, true);
+  r.respKind = RESP_NONE;
+}
+
+/** QP `qpn` is being destroyed (its slot may be reused at once): off its port's lists, and its NicTimer event gone. */
+export function rocev2Close(dev: Device, q: Qp, qpn: u32): void {
+  unlistQp(dev, q, qpn);
+  const r = rcOf(q);
+  if (r.timerPending) { unschedule(dev, EventKind.NicTimer, qpn); r.timerPending = 0; }
 }
 
 function unlink(dev: Device, headTail: usize, qpn: u32, viaResp: bool): void {
@@ -96,17 +108,18 @@ function unlink(dev: Device, headTail: usize, qpn: u32, viaResp: bool): void {
   let cur = load<u32>(headTail);
   while (cur != 0 && cur != qpn + 1) {
     prev = cur;
-    const c = qpAt(dev, cur - 1);
+    const c = rcOf(qpAt(dev, cur - 1));
     cur = viaResp ? c.respNext : c.txNext;
   }
   if (cur == 0) return;
   const q = qpAt(dev, qpn);
-  const next = viaResp ? q.respNext : q.txNext;
+  const r = rcOf(q);
+  const next = viaResp ? r.respNext : r.txNext;
   if (prev == 0) store<u32>(headTail, next);
-  else if (viaResp) qpAt(dev, prev - 1).respNext = next;
-  else qpAt(dev, prev - 1).txNext = next;
+  else if (viaResp) rcOf(qpAt(dev, prev - 1)).respNext = next;
+  else rcOf(qpAt(dev, prev - 1)).txNext = next;
   if (load<u32>(headTail, 4) == qpn + 1) store<u32>(headTail, prev, 4);
-  if (viaResp) { q.respNext = 0; q.respListed = 0; } else { q.txNext = 0; q.txListed = 0; }
+  if (viaResp) { r.respNext = 0; r.respListed = 0; } else { r.txNext = 0; r.txListed = 0; }
 }
 
 /**
@@ -114,6 +127,11 @@ function unlink(dev: Device, headTail: usize, qpn: u32, viaResp: bool): void {
  * the outstanding messages and the queue starts its next entry; a READ waits for its responses.
  */
 export function rocev2Send(dev: Device, q: Qp, qpn: u32, op: u32, t: u64): void {
+  // its send cursor, and a READ's response cursor, at the message's first PSN (a retry's too)
+  const r = rcOf(q);
+  r.txPsn = q.msgPsn;
+  r.rspPsn = q.msgPsn;
+  r.rspAsked = NOT_ARMED;
   if (op != OPCODE_RDMA_READ) {
     outPush(dev, q, qpn, qpWqe(dev, qpn), q.msgPsn, q.msgLastPsn);
     queueRequest(dev, q, qpn, t);
@@ -126,19 +144,21 @@ export function rocev2Send(dev: Device, q: Qp, qpn: u32, op: u32, t: u64): void 
 
 /** Does QP `q` owe its peer an answer (an ACK, NAK, READ response or CNP), or is it half way through receiving a message? */
 export function rocev2Answering(q: Qp): bool {
-  return q.rxOp != 0 || q.respKind != RESP_NONE || q.cnpPending != 0 || q.rdLen != 0;
+  const r = rcOf(q);
+  return r.rxOp != 0 || r.respKind != RESP_NONE || r.cnpPending != 0 || r.rdLen != 0;
 }
 
 /** QP `qpn` now sends on another port (a re-split): off its old port's lists, and DCQCN back at line rate (its rate was the old path's). */
 export function rocev2Moved(dev: Device, q: Qp, qpn: u32): void {
+  const r = rcOf(q);
   unlistQp(dev, q, qpn); // idle entries of its old port's lists
-  q.rateMbps = 0;
-  q.targetMbps = 0;
-  q.nextTxAt = 0;
-  q.dcqcnAt = NEVER;
-  q.dcqcnStage = 0;
-  q.byteStage = 0;
-  q.bytesSinceStage = 0;
+  r.rateMbps = 0;
+  r.targetMbps = 0;
+  r.nextTxAt = 0;
+  r.dcqcnAt = NEVER;
+  r.dcqcnStage = 0;
+  r.byteStage = 0;
+  r.bytesSinceStage = 0;
 }
 
 /** The PortTx event: port `p` is free at `t`; it sends its next frame, if any. */
@@ -163,7 +183,7 @@ export function portTx(dev: Device, p: u32, t: u64): void {
     const more = answer ? answerSent(dev, q) : requestSent(dev, q, qpn, t, end, wire);
     listPop(dev, list, answer);
     if (more) {
-      if (answer) q.respListed = 1; else q.txListed = 1;
+      if (answer) rcOf(q).respListed = 1; else rcOf(q).txListed = 1;
       listPush(dev, list, qpn, answer); // round robin: to the back
     }
     portWakeAt(dev, port, p, end);
@@ -180,14 +200,15 @@ function paceHead(dev: Device, port: Port, t: u64): bool {
   const list = dataList(port);
   let wait = NEVER;
   let n: u32 = 0;
-  for (let k = port.dataHead; k != 0; k = qpAt(dev, k - 1).txNext) n++;
+  for (let k = port.dataHead; k != 0; k = rcOf(qpAt(dev, k - 1)).txNext) n++;
   for (let k: u32 = 0; k < n; k++) {
     const q = qpAt(dev, load<u32>(list) - 1);
-    const may = q.holdUntil > t ? q.holdUntil : q.rateMbps == 0 || q.nextTxAt <= t ? 0 : q.nextTxAt;
+    const r = rcOf(q);
+    const may = q.holdUntil > t ? q.holdUntil : r.rateMbps == 0 || r.nextTxAt <= t ? 0 : r.nextTxAt;
     if (may == 0 || (q.phase != NicPhase.Send && !q.rtxActive)) return true;
     if (may < wait) wait = may;
     const qpn = listPop(dev, list, false);
-    q.txListed = 1;
+    r.txListed = 1;
     listPush(dev, list, qpn, false);
   }
   if (wait != NEVER) portWakeAt(dev, port, portIndex(dev, port), wait);
@@ -247,14 +268,15 @@ function finish(dev: Device, at: usize, from: u64, payload: u32): u32 {
 
 /** Builds QP `q`'s next request packet — a message sent again first, else its head's — ; 0 when it has none left to send. */
 function buildRequest(dev: Device, q: Qp, qpn: u32): u32 {
+  const r = rcOf(q);
   if (q.rtxActive) {
     // the outstanding messages come first: they are older than the head
     const e = outAt(dev, q, qpn, q.rtxK);
     return buildData(dev, q, qpn, e, outFirstPsn(e), q.rtxPsn);
   }
   if (q.phase != NicPhase.Send || !q.busy) return 0;
-  if (((q.txPsn - q.msgPsn) & BTH_PSN_MASK) > ((q.msgLastPsn - q.msgPsn) & BTH_PSN_MASK)) return 0;
-  return buildData(dev, q, qpn, qpWqe(dev, qpn), q.msgPsn, q.txPsn);
+  if (((r.txPsn - q.msgPsn) & BTH_PSN_MASK) > ((q.msgLastPsn - q.msgPsn) & BTH_PSN_MASK)) return 0;
+  return buildData(dev, q, qpn, qpWqe(dev, qpn), q.msgPsn, r.txPsn);
 }
 
 /** Builds packet `psn` of the message whose WQE is at `w` and whose first PSN is `msgPsn`. */
@@ -297,13 +319,14 @@ function buildData(dev: Device, q: Qp, qpn: u32, w: usize, msgPsn: u32, psn: u32
 
 /** After a request packet of `wire` bytes went out from `start` to `end`: the next PSN; true while more remain. */
 function requestSent(dev: Device, q: Qp, qpn: u32, start: u64, end: u64, wire: u32): bool {
-  if (q.rateMbps > 0) {
+  const r = rcOf(q);
+  if (r.rateMbps > 0) {
     // paced: the next packet no sooner than its size at the QP's rate after this one began
-    q.nextTxAt = start + <u64>Math.ceil(<f64>(wire + WIRE_OVERHEAD) * 8e6 / q.rateMbps);
-    q.bytesSinceStage += <u64>wire;
-    if (q.bytesSinceStage >= <u64>dev.cfg.dcqcnByteCounter) {
-      q.bytesSinceStage = 0;
-      q.byteStage++;
+    r.nextTxAt = start + <u64>Math.ceil(<f64>(wire + WIRE_OVERHEAD) * 8e6 / r.rateMbps);
+    r.bytesSinceStage += <u64>wire;
+    if (r.bytesSinceStage >= <u64>dev.cfg.dcqcnByteCounter) {
+      r.bytesSinceStage = 0;
+      r.byteStage++;
       dcqcnIncrease(dev, q);
     }
   }
@@ -313,7 +336,7 @@ function requestSent(dev: Device, q: Qp, qpn: u32, start: u64, end: u64, wire: u
     const was = q.rtxPsn;
     q.rtxPsn = psnAdd(q.rtxPsn, 1);
     if (was == outLastPsn(e)) {
-      if (q.timerAt == NEVER || q.timerAt == 0) armTimer(dev, q, qpn, end + dev.cfg.transportTimeoutPs);
+      if (r.timerAt == NEVER || r.timerAt == 0) armTimer(dev, q, qpn, end + dev.cfg.transportTimeoutPs);
       q.rtxK++;
       if (q.rtxK >= q.outCount) q.rtxActive = 0;
       else q.rtxPsn = outFirstPsn(outAt(dev, q, qpn, q.rtxK));
@@ -321,8 +344,8 @@ function requestSent(dev: Device, q: Qp, qpn: u32, start: u64, end: u64, wire: u
     return q.rtxActive != 0 || (q.busy != 0 && q.phase == NicPhase.Send);
   }
   // the head's own packets: a READ request (one packet; its responses use the PSNs after it)
-  q.txPsn = psnAdd(q.msgLastPsn, 1);
-  if (q.timerAt == NEVER || q.timerAt == 0) armTimer(dev, q, qpn, end + dev.cfg.transportTimeoutPs);
+  r.txPsn = psnAdd(q.msgLastPsn, 1);
+  if (r.timerAt == NEVER || r.timerAt == 0) armTimer(dev, q, qpn, end + dev.cfg.transportTimeoutPs);
   q.phase = NicPhase.AwaitAck; // it stays at the head until its responses are in
   return false;
 }
@@ -337,39 +360,42 @@ function requestSent(dev: Device, q: Qp, qpn: u32, start: u64, end: u64, wire: u
 /** A CNP reached QP `q` at `t`: cut its rate. */
 export function dcqcnCut(dev: Device, q: Qp, qpn: u32, t: u64): void {
   if (dev.cfg.dcqcn == 0) return;
+  const r = rcOf(q);
   const line = lineMbps(dev);
-  if (q.rateMbps == 0) { q.rateMbps = line; q.targetMbps = line; q.alpha = 1; }
+  if (r.rateMbps == 0) { r.rateMbps = line; r.targetMbps = line; r.alpha = 1; }
   const g = 1.0 / <f64>(1 << dev.cfg.dcqcnGShift);
-  q.targetMbps = q.rateMbps;
-  q.rateMbps = max(<f64>dev.cfg.dcqcnMinMbps, q.rateMbps * (1 - q.alpha / 2));
-  q.alpha = (1 - g) * q.alpha + g;
-  q.dcqcnStage = 0;
-  q.byteStage = 0;
-  q.bytesSinceStage = 0;
-  q.dcqcnAt = t + dev.cfg.dcqcnTimerPs;
-  wantTimer(dev, q, qpn, q.dcqcnAt);
+  r.targetMbps = r.rateMbps;
+  r.rateMbps = max(<f64>dev.cfg.dcqcnMinMbps, r.rateMbps * (1 - r.alpha / 2));
+  r.alpha = (1 - g) * r.alpha + g;
+  r.dcqcnStage = 0;
+  r.byteStage = 0;
+  r.bytesSinceStage = 0;
+  r.dcqcnAt = t + dev.cfg.dcqcnTimerPs;
+  wantTimer(dev, q, qpn, r.dcqcnAt);
   statAdd(dev, STAT_ROCE_RATE_CUTS, 1);
 }
 
 /** QP `q`'s DCQCN timer at `t`: alpha decays and the rate rises a stage; back at line rate it stops. */
 export function dcqcnTimer(dev: Device, q: Qp, qpn: u32, t: u64): void {
+  const r = rcOf(q);
   const g = 1.0 / <f64>(1 << dev.cfg.dcqcnGShift);
-  q.alpha = (1 - g) * q.alpha;
-  q.dcqcnStage++;
+  r.alpha = (1 - g) * r.alpha;
+  r.dcqcnStage++;
   dcqcnIncrease(dev, q);
-  if (q.rateMbps >= lineMbps(dev)) { q.rateMbps = 0; q.dcqcnAt = NEVER; return; } // unlimited again
-  q.dcqcnAt = t + dev.cfg.dcqcnTimerPs;
-  wantTimer(dev, q, qpn, q.dcqcnAt);
+  if (r.rateMbps >= lineMbps(dev)) { r.rateMbps = 0; r.dcqcnAt = NEVER; return; } // unlimited again
+  r.dcqcnAt = t + dev.cfg.dcqcnTimerPs;
+  wantTimer(dev, q, qpn, r.dcqcnAt);
 }
 
 function dcqcnIncrease(dev: Device, q: Qp): void {
+  const r = rcOf(q);
   const f = dev.cfg.dcqcnFastRecovery;
-  const hi = q.dcqcnStage > q.byteStage ? q.dcqcnStage : q.byteStage;
-  const lo = q.dcqcnStage < q.byteStage ? q.dcqcnStage : q.byteStage;
-  if (hi >= f) q.targetMbps += <f64>(lo >= f ? dev.cfg.dcqcnHaiMbps : dev.cfg.dcqcnAiMbps);
+  const hi = r.dcqcnStage > r.byteStage ? r.dcqcnStage : r.byteStage;
+  const lo = r.dcqcnStage < r.byteStage ? r.dcqcnStage : r.byteStage;
+  if (hi >= f) r.targetMbps += <f64>(lo >= f ? dev.cfg.dcqcnHaiMbps : dev.cfg.dcqcnAiMbps);
   const line = lineMbps(dev);
-  if (q.targetMbps > line) q.targetMbps = line;
-  q.rateMbps = (q.targetMbps + q.rateMbps) / 2;
+  if (r.targetMbps > line) r.targetMbps = line;
+  r.rateMbps = (r.targetMbps + r.rateMbps) / 2;
 }
 
 /**
@@ -377,16 +403,17 @@ function dcqcnIncrease(dev: Device, q: Qp): void {
  * event goes too, so an idle QP leaves nothing in the event queue (a runner sees the device idle).
  */
 export function disarmTimer(dev: Device, q: Qp, qpn: u32): void {
-  q.timerAt = NEVER;
-  if (q.timerPending && (q.dcqcnAt == NEVER || q.dcqcnAt == 0)) {
+  const r = rcOf(q);
+  r.timerAt = NEVER;
+  if (r.timerPending && (r.dcqcnAt == NEVER || r.dcqcnAt == 0)) {
     unschedule(dev, EventKind.NicTimer, qpn);
-    q.timerPending = 0;
+    r.timerPending = 0;
   }
 }
 
 /** Arms QP `q`'s transport timer for `at`. */
 export function armTimer(dev: Device, q: Qp, qpn: u32, at: u64): void {
-  q.timerAt = at;
+  rcOf(q).timerAt = at;
   wantTimer(dev, q, qpn, at);
 }
 
@@ -396,18 +423,20 @@ export function armTimer(dev: Device, q: Qp, qpn: u32, at: u64): void {
  * than the pending event moves it.
  */
 export function wantTimer(dev: Device, q: Qp, qpn: u32, at: u64): void {
-  if (q.timerPending && q.timerEventAt <= at) return;
-  if (q.timerPending) unschedule(dev, EventKind.NicTimer, qpn);
-  q.timerPending = 1;
-  q.timerEventAt = at;
+  const r = rcOf(q);
+  if (r.timerPending && r.timerEventAt <= at) return;
+  if (r.timerPending) unschedule(dev, EventKind.NicTimer, qpn);
+  r.timerPending = 1;
+  r.timerEventAt = at;
   schedule(dev, at, EventKind.NicTimer, qpn, 0);
 }
 
 /** QP `qpn`'s congestion is noted: a CNP to its sender goes out with its next answers. */
 export function queueCnp(dev: Device, q: Qp, qpn: u32, t: u64): void {
-  q.cnpPending = 1;
-  if (!q.respListed) {
-    q.respListed = 1;
+  const r = rcOf(q);
+  r.cnpPending = 1;
+  if (!r.respListed) {
+    r.respListed = 1;
     listPush(dev, respList(portAt(dev, q.port)), qpn, true);
   }
   wakePort(dev, q.port, t);
@@ -415,44 +444,46 @@ export function queueCnp(dev: Device, q: Qp, qpn: u32, t: u64): void {
 
 /** Builds QP `q`'s answer: an ACK/NAK, or its next READ response packet; 0 when none is left. */
 function buildAnswer(dev: Device, q: Qp, qpn: u32): u32 {
-  if (q.cnpPending) {
+  const r = rcOf(q);
+  if (r.cnpPending) {
     const at = headers(dev, q, qpn, OP_CNP, 0, false, CNP_SIZE, 0);
     setBthBecn(at - BTH_SIZE, 1);
     memory.fill(at, 0, CNP_SIZE);
     return finish(dev, at + CNP_SIZE, 0, 0);
   }
-  if (q.respKind == RESP_ACK) {
-    const at = headers(dev, q, qpn, OP_RC_ACK, q.respPsn, false, AETH_SIZE, 0);
-    setAethSyndrome(at, q.respSyndrome);
-    setAethMsn(at, q.msn);
+  if (r.respKind == RESP_ACK) {
+    const at = headers(dev, q, qpn, OP_RC_ACK, r.respPsn, false, AETH_SIZE, 0);
+    setAethSyndrome(at, r.respSyndrome);
+    setAethMsn(at, r.msn);
     return finish(dev, at + AETH_SIZE, 0, 0);
   }
-  if (q.respKind != RESP_READ) return 0;
+  if (r.respKind != RESP_READ) return 0;
   const mtu = dev.cfg.mtuBytes;
-  const plen = q.rdLen > mtu ? mtu : q.rdLen;
-  const last = q.rdLen <= mtu;
-  const op = q.rdFirst && last ? OP_RC_READ_RESPONSE_ONLY : q.rdFirst ? OP_RC_READ_RESPONSE_FIRST : last ? OP_RC_READ_RESPONSE_LAST : OP_RC_READ_RESPONSE_MIDDLE;
+  const plen = r.rdLen > mtu ? mtu : r.rdLen;
+  const last = r.rdLen <= mtu;
+  const op = r.rdFirst && last ? OP_RC_READ_RESPONSE_ONLY : r.rdFirst ? OP_RC_READ_RESPONSE_FIRST : last ? OP_RC_READ_RESPONSE_LAST : OP_RC_READ_RESPONSE_MIDDLE;
   const aeth = op != OP_RC_READ_RESPONSE_MIDDLE;
-  let at = headers(dev, q, qpn, op, q.rdPsn, false, aeth ? AETH_SIZE : 0, plen);
+  let at = headers(dev, q, qpn, op, r.rdPsn, false, aeth ? AETH_SIZE : 0, plen);
   if (aeth) {
     setAethSyndrome(at, 0x1f); // ACK, no credit count
-    setAethMsn(at, q.msn);
+    setAethMsn(at, r.msn);
     at += AETH_SIZE;
   }
-  return finish(dev, at, q.rdVa, plen);
+  return finish(dev, at, r.rdVa, plen);
 }
 
 /** After an answer left: true while READ response packets remain. */
 function answerSent(dev: Device, q: Qp): bool {
-  if (q.cnpPending) { q.cnpPending = 0; statAdd(dev, STAT_ROCE_CNPS_SENT, 1); return q.respKind != RESP_NONE; }
-  if (q.respKind != RESP_READ) { q.respKind = RESP_NONE; return false; }
+  const r = rcOf(q);
+  if (r.cnpPending) { r.cnpPending = 0; statAdd(dev, STAT_ROCE_CNPS_SENT, 1); return r.respKind != RESP_NONE; }
+  if (r.respKind != RESP_READ) { r.respKind = RESP_NONE; return false; }
   const mtu = dev.cfg.mtuBytes;
-  const plen = q.rdLen > mtu ? mtu : q.rdLen;
-  q.rdLen -= plen;
-  q.rdVa += <u64>plen;
-  q.rdPsn = psnAdd(q.rdPsn, 1);
-  q.rdFirst = 0;
-  if (q.rdLen > 0) return true;
-  q.respKind = RESP_NONE;
+  const plen = r.rdLen > mtu ? mtu : r.rdLen;
+  r.rdLen -= plen;
+  r.rdVa += <u64>plen;
+  r.rdPsn = psnAdd(r.rdPsn, 1);
+  r.rdFirst = 0;
+  if (r.rdLen > 0) return true;
+  r.respKind = RESP_NONE;
   return false;
 }
