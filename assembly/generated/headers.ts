@@ -503,6 +503,8 @@ export const MRT_FLAG_LAST: u32 = 0x40;
 export const MRT_FLAG_ACK_REQ: u32 = 0x20;
 /** MetaRoCE-like constants: a packet sent again (its SSN went out before, under another PSN) */
 export const MRT_FLAG_RETX: u32 = 0x10;
+/** MetaRoCE-like constants: the connection's last new packet for now: its sender has nothing new queued behind it, and the receiver stops counting the connection in its rate hint until a new message's first packet */
+export const MRT_FLAG_DRAINED: u32 = 0x8;
 /** MetaRoCE-like constants: RDMA WRITE */
 export const MRT_OP_WRITE: u32 = 0x0;
 /** MetaRoCE-like constants: RDMA WRITE with immediate: the last packet consumes a posted receive */

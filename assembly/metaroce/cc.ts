@@ -5,11 +5,13 @@
 // three functions and a value of mrtCc, called from here.
 //
 // Every controller paces a path at min(cwnd / RTT, the receiver's hint for it); the RTT is the
-// controller's (DCTCP: the smoothed RTT; NSCC: the RTT its window is sized for).
+// controller's (DCTCP: its smallest RTT plus the receiver's ACK delay, the smoothed RTT before a
+// sample; NSCC: the RTT its window is sized for). When the hint rises, the window grows to the
+// new hint's bandwidth-delay product at once (ccHintRose).
 
 import { Device } from "../core/device";
 import { Path } from "./state";
-import { dctcpInit, dctcpOnAck, dctcpOnRto } from "./dctcp";
+import { dctcpInit, dctcpOnAck, dctcpOnRto, dctcpPaceRtt } from "./dctcp";
 import { nsccInit, nsccOnAck, nsccOnRto, nsccPaceRtt } from "./nscc";
 
 /** Values of the config field mrtCc. */
@@ -18,12 +20,14 @@ export const MRT_CC_NSCC: u32 = 1;
 
 /** A path starts (at its first packet, or back from failure): its window and the controller's state. */
 export function ccInit(dev: Device, p: Path): void {
+  p.baseRtt = 0;
   if (dev.cfg.mrtCc == MRT_CC_NSCC) nsccInit(dev, p);
   else dctcpInit(dev, p);
 }
 
 /** An ACK of path `p` newly covered `pkts` packets of `bytes` bytes, `ce` of them marked; `rtt` the RTT of the newest PSN it covered (ps; < 0: none). */
 export function ccOnAck(dev: Device, p: Path, pkts: u32, bytes: u32, ce: u32, rtt: f64): void {
+  if (rtt >= 0 && (p.baseRtt == 0 || rtt < p.baseRtt)) p.baseRtt = rtt;
   if (dev.cfg.mrtCc == MRT_CC_NSCC) nsccOnAck(dev, p, pkts, bytes, ce, rtt);
   else dctcpOnAck(dev, p, pkts, bytes, ce);
 }
@@ -37,11 +41,25 @@ export function ccOnRto(dev: Device, p: Path): void {
 /** Bytes per ps the path may send at (0: not paced), from its window, RTT and the receiver's hint. */
 export function ccPaceRate(dev: Device, p: Path): f64 {
   let r: f64 = 0;
-  const rtt = dev.cfg.mrtCc == MRT_CC_NSCC ? nsccPaceRtt(dev, p) : p.srtt;
+  const rtt = dev.cfg.mrtCc == MRT_CC_NSCC ? nsccPaceRtt(dev, p) : dctcpPaceRtt(dev, p);
   if (rtt > 0) r = p.cwnd / rtt;
   if (p.hintGbps > 0) {
     const h = p.hintGbps / 8000;
     if (r == 0 || h < r) r = h;
   }
   return r;
+}
+
+/**
+ * The receiver raised path `p`'s hint from `before` (an ACK without marks): its window grows at
+ * once to what the new hint keeps in flight with no queue, over the path's smallest RTT and the
+ * receiver's ACK delay. The receiver's share is what its port can take, so a path it gives more
+ * gets there in one round trip (the seeds: senders do not hunt for their share) instead of one
+ * MTU a round trip from a window that marks cut while the path was paced below it; marks cut it
+ * again as ever. Not at the first hint: the first flight is the initial window's.
+ */
+export function ccHintRose(dev: Device, p: Path, before: f64): void {
+  if (before <= 0 || p.hintGbps <= before || p.baseRtt <= 0) return;
+  const w = p.hintGbps / 8000 * (p.baseRtt + <f64>dev.cfg.mrtAckDelayPs);
+  if (w > p.cwnd) p.cwnd = w;
 }

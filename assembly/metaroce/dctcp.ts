@@ -3,7 +3,7 @@
 // CE mark. alpha follows the fraction of CE-marked packets once per window of data (g = 1/16); a
 // mark cuts the window to cwnd x (1 - alpha/2) at most once per round trip; otherwise the window
 // grows by one MTU per window acknowledged. Loss without a mark is not congestion and costs no
-// window. cc.ts is the interface that calls it.
+// window. It paces its window over the path's smallest RTT. cc.ts is the interface that calls it.
 
 import { Device, statAdd } from "../core/device";
 import { Path, pdiff, initialWindow } from "./state";
@@ -57,4 +57,14 @@ export function dctcpOnAck(dev: Device, p: Path, pkts: u32, bytes: u32, ce: u32)
 export function dctcpOnRto(dev: Device, p: Path): void {
   const init = initialWindow(dev, p);
   p.cwnd = p.cwnd < init ? p.cwnd : init;
+}
+
+/**
+ * The RTT the path's window is paced over: its smallest sample plus the receiver's ACK delay, the
+ * round trip of a packet that meets no queue; the smoothed RTT before a sample. The window limits
+ * what is in flight; a smoothed RTT that still remembers a queue would pace the path far below
+ * its window and hint for several round trips.
+ */
+export function dctcpPaceRtt(dev: Device, p: Path): f64 {
+  return p.baseRtt > 0 ? p.baseRtt + <f64>dev.cfg.mrtAckDelayPs : p.srtt;
 }

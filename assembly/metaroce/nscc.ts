@@ -27,7 +27,6 @@ const PROPORTIONAL_GAIN: f64 = 4;
 /** A path starts (at its first packet, or back from failure) with its share of its port's initial window. */
 export function nsccInit(dev: Device, p: Path): void {
   p.cwnd = initialWindow(dev, p);
-  p.baseRtt = 0;
   p.cleanBytes = 0;
   p.cutArmed = 0;
 }
@@ -36,7 +35,6 @@ export function nsccInit(dev: Device, p: Path): void {
 export function nsccOnAck(dev: Device, p: Path, pkts: u32, bytes: u32, ce: u32, rtt: f64): void {
   const mtu = <f64>dev.cfg.mtuBytes;
   if (p.cutArmed && pdiff(p.una, p.cutEnd) >= 0) p.cutArmed = 0;
-  if (rtt >= 0 && (p.baseRtt == 0 || rtt < p.baseRtt)) p.baseRtt = rtt;
   if (pkts == 0 && ce == 0) return;
   const target = <f64>dev.cfg.mrtNsccTargetDelayPs;
   // no sample (the ACK covered only what an older one did): the delay is taken as at the target

@@ -23,11 +23,11 @@ import {
   PATH_ACTIVE, PATH_FAILED, SENT_NONE, SENT_OUT, SENT_PROBE, RECV_RING,
 } from "./state";
 import { owesAck, queueRtx, pathWant, pathResync, streamReady, wantTimer, armPath } from "./tx";
-import { ccOnAck, ccInit } from "./cc";
+import { ccOnAck, ccInit, ccHintRose } from "./cc";
 import { rttSample } from "./rto";
 import {
   ETH_SIZE, IPV4_SIZE, UDP_SIZE, IPV4_ECN_CE, getIpv4Ecn, getIpv4Src,
-  MRT_VERSION, MRT_TYPE_DATA, MRT_TYPE_ACK, MRT_TYPE_PROBE, MRT_FLAG_LAST, MRT_FLAG_ACK_REQ, MRT_OP_WRITE_IMM,
+  MRT_VERSION, MRT_TYPE_DATA, MRT_TYPE_ACK, MRT_TYPE_PROBE, MRT_FLAG_LAST, MRT_FLAG_ACK_REQ, MRT_FLAG_FIRST, MRT_FLAG_RETX, MRT_FLAG_DRAINED, MRT_OP_WRITE_IMM,
   MRT_OP_SEND, MRT_OP_SEND_IMM, MRT_OP_READ_REQ, MRT_OP_READ_RESP, MRT_PROBE_QP, MRT_STREAM_WINDOW, MRT_PATH_WINDOW, MRT_NAK_RNR, MRT_NAK_REMOTE_ACCESS,
   MRT_NAK_INVALID_REQUEST, MRH_SIZE, MRA_SIZE, MRC_SIZE,
   getMrhVersion, getMrhType, getMrhFlags, getMrhPath, getMrhEpoch, getMrhPsn, getMrhFloor, getMrhOp, getMrhDestQp, getMrhSsn,
@@ -155,7 +155,26 @@ function pathRecord(dev: Device, g: u32, h: usize, ce: bool, t: u64): void {
   r.epoch = getMrhEpoch(h);
   r.unacked++;
   if (ce) r.ce++;
-  store<u64>(portSeenAt(dev, pathAt(dev, g).port, g / dev.cfg.mrtPaths), t);
+  seen(dev, g / dev.cfg.mrtPaths, pathAt(dev, g).port, getMrhFlags(h), t);
+}
+
+/**
+ * Connection `c` delivered a packet with `flags` on port `port`: what the port's rate hint counts
+ * (tx.ts hintOf). A connection counts from a new message's first packet until its sender's
+ * FLAG_DRAINED packet, after which it counts on no port at once instead of for the rest of the
+ * hint window: the connections still sending get its share a window sooner. A packet sent before
+ * the drained one and arriving after it (another path) does not count it again unless it is the
+ * first packet of a message; then it counts until the window forgets it, as it did before.
+ */
+function seen(dev: Device, c: u32, port: u32, flags: u32, t: u64): void {
+  const k = connAt(dev, c);
+  if ((flags & MRT_FLAG_DRAINED) != 0) {
+    k.drained = 1;
+    for (let p: u32 = 0; p < dev.cfg.ports; p++) store<u64>(portSeenAt(dev, p, c), 0);
+    return;
+  }
+  if (k.drained != 0 && (flags & (MRT_FLAG_FIRST | MRT_FLAG_RETX)) == MRT_FLAG_FIRST) k.drained = 0;
+  if (k.drained == 0) store<u64>(portSeenAt(dev, port, c), t);
 }
 
 @inline function setBit(r: RxPath, i: u32): void {
@@ -442,10 +461,11 @@ function ackIn(dev: Device, c: u32, g: u32, h: usize, t: u64): void {
   const k = connAt(dev, c);
   if (sample >= 0) rttSample(dev, k, p, sample);
   // the receiver's fair share on this port, split over the connection's paths there
-  const hint = getMraHint(h);
+  const hint = getMraHint(h), before = p.hintGbps;
   p.hintGbps = hint == 0 ? 0 : <f64>hint / 65535 * <f64>dev.cfg.portGbps / <f64>p.portShare;
   if (hint != 0) k.hintGbps = p.hintGbps;
   ccOnAck(dev, p, pkts, bytes, getMraCe(h), sample);
+  if (getMraCe(h) == 0) ccHintRose(dev, p, before);
   if (heard) {
     p.lastHeard = t;
     p.rtos = 0;

@@ -38,6 +38,7 @@ export const PATH_FAILED: u32 = PATH_STATE_FAILED; // mrtFailAfter RTOs in a row
   hintGbps: f64; // the latest rate hint per path any of its paths heard (0: none yet)
   sampled: u32; // paths with an RTT sample of their own
   peerNext: u32; // the next connection to the same peer (connection + 1; 0 ends the chain): connFind's index
+  drained: u32; // receiver: 1 from the peer's FLAG_DRAINED packet until a new message's first packet (not counted in the rate hint meanwhile)
 }
 
 /** A path, sender side. */
@@ -67,7 +68,7 @@ export const PATH_FAILED: u32 = PATH_STATE_FAILED; // mrtFailAfter RTOs in a row
   hintGbps: f64; // the receiver's hint for the connection on this port, per path (0: none yet)
   inited: u32; // 1 once its window was set at its first packet (ccInit)
   slowStart: u32; // 1 until its first CE mark: the window grows by what each ACK acknowledges
-  baseRtt: f64; // NSCC: the smallest RTT sample (ps; 0: none yet)
+  baseRtt: f64; // the smallest RTT sample since ccInit (ps; 0: none yet): NSCC's delay, the hint's window (cc.ts ccWindow)
   cleanBytes: f64; // NSCC: bytes acknowledged since the last sign of congestion (a mark or a delay above the target)
   probes: u32; // tail probes sent since it last heard (an active path)
   probeAt: u64; // when the last of them was due

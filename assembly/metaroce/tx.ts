@@ -25,7 +25,7 @@ import { connSpread } from "./spread";
 import { rtoWait, rtoBackoff, probeWait, probeAnswerWait, failedProbeEvery } from "./rto";
 import {
   ETH_SIZE, MRT_UDP_PORT, MRT_VERSION, MRT_TYPE_DATA, MRT_TYPE_ACK, MRT_TYPE_PROBE, MRT_FLAG_FIRST, MRT_FLAG_LAST,
-  MRT_FLAG_ACK_REQ, MRT_FLAG_RETX, MRT_OP_WRITE, MRT_OP_WRITE_IMM, MRT_OP_SEND, MRT_OP_SEND_IMM, MRT_OP_READ_REQ, MRT_OP_READ_RESP, MRT_PROBE_QP,
+  MRT_FLAG_ACK_REQ, MRT_FLAG_RETX, MRT_FLAG_DRAINED, MRT_OP_WRITE, MRT_OP_WRITE_IMM, MRT_OP_SEND, MRT_OP_SEND_IMM, MRT_OP_READ_REQ, MRT_OP_READ_RESP, MRT_PROBE_QP,
   MRT_STREAM_WINDOW, MRT_PATH_WINDOW, MRH_SIZE, MRA_SIZE, MRC_SIZE,
   setMrhVersion, setMrhType, setMrhFlags, setMrhPath, setMrhEpoch, setMrhPsn, setMrhFloor, setMrhOp, setMrhDestQp, setMrhSsn,
   setMrhMsn, setMrhOffset, setMrhLength, setMrhAddr, setMrhRkey, setMrhImm,
@@ -348,7 +348,7 @@ function buildNext(dev: Device, c: u32, g: u32, probe: bool, t: u64): u32 {
     const rnrAt = streamOf(q).rnrAt;
     if (rnrAt > t) { holdUntil(dev, c, rnrAt); scanned++; continue; }
     rtxRemove(dev, c, scanned);
-    const wire = buildData(dev, c, g, q, qpn, ssn, true, probe, t);
+    const wire = buildData(dev, c, g, q, qpn, ssn, true, probe, false, t);
     if (wire != 0) return wire;
   }
   // new packets, streams round robin
@@ -369,7 +369,8 @@ function buildNext(dev: Device, c: u32, g: u32, probe: bool, t: u64): u32 {
       else q.rtxPsn = outFirstPsn(outAt(dev, q, qpn, q.rtxK));
     } else q.rtxPsn = psnAdd(ssn, 1);
     if (q.rtxActive) pushStream(dev, k, q, qpn);
-    const wire = buildData(dev, c, g, q, qpn, ssn, false, probe, t);
+    // nothing new queued behind it: the receiver stops counting the connection in its hint
+    const wire = buildData(dev, c, g, q, qpn, ssn, false, probe, k.streamHead == 0, t);
     if (wire != 0) return wire;
   }
   return 0;
@@ -460,8 +461,8 @@ function mrtOp(op: u32, flags: u32): u32 {
   return MRT_OP_WRITE;
 }
 
-/** Builds packet `ssn` of stream `q` for path `g` in the port's frame buffer; its wire length (0: its message is gone). */
-function buildData(dev: Device, c: u32, g: u32, q: Qp, qpn: u32, ssn: u32, again: bool, probe: bool, t: u64): u32 {
+/** Builds packet `ssn` of stream `q` for path `g` in the port's frame buffer (`drained`: its connection's last new packet for now); its wire length (0: its message is gone). */
+function buildData(dev: Device, c: u32, g: u32, q: Qp, qpn: u32, ssn: u32, again: bool, probe: bool, drained: bool, t: u64): u32 {
   const e = messageOf(dev, q, qpn, ssn);
   if (e == 0) return 0;
   const path = pathAt(dev, g);
@@ -479,6 +480,7 @@ function buildData(dev: Device, c: u32, g: u32, q: Qp, qpn: u32, ssn: u32, again
   if (idx == n - 1) flags |= MRT_FLAG_LAST | MRT_FLAG_ACK_REQ;
   if (again) flags |= MRT_FLAG_RETX | MRT_FLAG_ACK_REQ;
   if (probe) flags |= MRT_FLAG_ACK_REQ;
+  if (drained) flags |= MRT_FLAG_DRAINED;
   const h = ethIpUdpFrom(dev, pathHdrs(dev, g), MRH_SIZE + plen + MRC_SIZE);
   const psn = path.nxt;
   dataHeader(h, MRT_TYPE_DATA, flags, g % dev.cfg.mrtPaths, path.epoch, psn, path.una);
@@ -585,7 +587,7 @@ function buildTailProbe(dev: Device, c: u32, g: u32, t: u64): u32 {
     if (qpn >= dev.cfg.maxQps) return 0;
     const q = qpAt(dev, qpn);
     if (!streamLive(dev, q, c) || isAcked(dev, q, qpn, ssn)) return 0;
-    return buildData(dev, c, g, q, qpn, ssn, true, true, t);
+    return buildData(dev, c, g, q, qpn, ssn, true, true, false, t);
   }
   return 0;
 }

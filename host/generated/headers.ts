@@ -283,6 +283,8 @@ export const MRT = {
   FLAG_ACK_REQ: 0x20,
   /** a packet sent again (its SSN went out before, under another PSN) */
   FLAG_RETX: 0x10,
+  /** the connection's last new packet for now: its sender has nothing new queued behind it, and the receiver stops counting the connection in its rate hint until a new message's first packet */
+  FLAG_DRAINED: 0x8,
   /** RDMA WRITE */
   OP_WRITE: 0x0,
   /** RDMA WRITE with immediate: the last packet consumes a posted receive */

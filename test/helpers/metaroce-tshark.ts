@@ -64,7 +64,7 @@ function expectedFields(f: MetaroceFrame): Map<string, (string | number | bigint
     }
     put("metaroce.mra.hint.fraction", f.hint / 65535);
   } else {
-    for (const [name, bit] of [["first", MRT.FLAG_FIRST], ["last", MRT.FLAG_LAST], ["ack_req", MRT.FLAG_ACK_REQ], ["retx", MRT.FLAG_RETX]] as const)
+    for (const [name, bit] of [["first", MRT.FLAG_FIRST], ["last", MRT.FLAG_LAST], ["ack_req", MRT.FLAG_ACK_REQ], ["retx", MRT.FLAG_RETX], ["drained", MRT.FLAG_DRAINED]] as const)
       put(`metaroce.mrh.flags.${name}`, f.flags & bit ? 1 : 0);
     put("metaroce.payload.length", f.payload.length);
     if (f.payload.length) put("metaroce.payload", colonHex(f.payload));

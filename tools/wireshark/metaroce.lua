@@ -28,6 +28,7 @@ local MRT = {
   FLAG_LAST = 64, -- the last packet of its message
   FLAG_ACK_REQ = 32, -- ACK at once
   FLAG_RETX = 16, -- a packet sent again (its SSN went out before, under another PSN)
+  FLAG_DRAINED = 8, -- the connection's last new packet for now: its sender has nothing new queued behind it, and the receiver stops counting the connection in its rate hint until a new message's first packet
   OP_WRITE = 0, -- RDMA WRITE
   OP_WRITE_IMM = 1, -- RDMA WRITE with immediate: the last packet consumes a posted receive
   OP_SEND = 2, -- SEND into the posted receive numbered MSN
@@ -98,6 +99,7 @@ F.MrhFlags = {
   { name = "LAST", bit = 0x40, field = ProtoField.bool("metaroce.mrh.flags.last", "LAST", 8, nil, 0x40, "the last packet of its message") },
   { name = "ACK_REQ", bit = 0x20, field = ProtoField.bool("metaroce.mrh.flags.ack_req", "ACK_REQ", 8, nil, 0x20, "ACK at once") },
   { name = "RETX", bit = 0x10, field = ProtoField.bool("metaroce.mrh.flags.retx", "RETX", 8, nil, 0x10, "a packet sent again (its SSN went out before, under another PSN)") },
+  { name = "DRAINED", bit = 0x8, field = ProtoField.bool("metaroce.mrh.flags.drained", "DRAINED", 8, nil, 0x8, "the connection's last new packet for now: its sender has nothing new queued behind it, and the receiver stops counting the connection in its rate hint until a new message's first packet") },
 }
 
 -- header sizes in bytes, and each header's fields in wire order (offset and length in bytes)
