@@ -10,7 +10,9 @@
 //  - collective scenarios (ClusterEngineSampler): each device's engine occupancy, HBM bandwidth.
 
 import type { Device } from "./device.js";
-import type { RunObserver, BuiltRun, GraphTrace } from "./scenario/run.js";
+import type { RunObserver, BuiltRun } from "./scenario/run.js";
+// the page fans a run out to its plots and its trace with it; it has always been importable from here
+export { Observers } from "./scenario/observers.js";
 
 export interface PlotSpec {
   id: string;
@@ -232,17 +234,4 @@ export class ScenarioSampler implements RunObserver {
     this.onFrame?.(frame);
     this.lastPs = nowPs;
   }
-}
-
-/** Several observers of one run as one (the page: the live plots and the Perfetto trace). */
-export class Observers implements RunObserver {
-  readonly intervalPs: number;
-  constructor(private readonly all: RunObserver[]) {
-    this.intervalPs = Math.min(...all.map((o) => o.intervalPs));
-  }
-  begin(run: BuiltRun): void { for (const o of this.all) o.begin(run); }
-  posted(flow: number, wrId: number, atPs: number): void { for (const o of this.all) o.posted(flow, wrId, atPs); }
-  completed(flow: number, wrId: number, atPs: number, status: string): void { for (const o of this.all) o.completed(flow, wrId, atPs, status); }
-  sample(nowPs: number): void { for (const o of this.all) o.sample(nowPs); }
-  graph(g: GraphTrace): void { for (const o of this.all) o.graph?.(g); }
 }
