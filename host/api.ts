@@ -13,7 +13,7 @@ export {
   type AccessFlag, type WcStatus, type ReduceOp, type ReduceDtype, type ReduceSource, type PortGroup, type PostSendOptions, type PostRecvOptions,
 } from "./verbs.js";
 export {
-  runScenario, type ScenarioResult, type FlowResult, type RunOptions, type RunEnd, type MessageCounts, type Percentiles, type PathSummary, type MetaroceCounts, type FabricCounts, type PortCounts,
+  runScenario, type ScenarioResult, type FlowResult, type RunOptions, type RunEnd, type Timeline, type MessageCounts, type Percentiles, type PathSummary, type MetaroceCounts, type FabricCounts, type PortCounts,
 } from "./scenario/run.js";
 export type { RetransmitCauses } from "./scenario/counters.js";
 export {

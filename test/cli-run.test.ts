@@ -3,7 +3,7 @@ import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, statSync, truncateSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { runScenario, trafficFlows, type ScenarioResult } from "../host/scenario/run.js";
+import { runScenario, trafficFlows, type ScenarioResult, type BuiltRun, type RunObserver } from "../host/scenario/run.js";
 import { resolveScenario } from "../host/scenario/scenario.js";
 import { flowStatus, formatResult, TABLE_FLOWS_MAX } from "../host/scenario/report.js";
 import { applySet } from "../host/scenario/overrides.js";
@@ -228,6 +228,63 @@ describe("menic run --set and --seed", () => {
       expect(got.every(([s, d]: number[]) => s !== d)).toBe(true); // a derangement
       expect(new Set(got.map(([, d]: number[]) => d)).size).toBe(8);
     }
+  });
+});
+
+describe("menic run --timeline", () => {
+  /** The bytes placed over all flows at each of a run's samples (every `intervalPs`, or more often). */
+  const placedProbe = (intervalPs: number) => {
+    const samples: { t: number; placed: number }[] = [];
+    let run!: BuiltRun;
+    const observer: RunObserver = {
+      intervalPs, begin: (r) => { run = r; }, posted() {}, completed() {},
+      sample: (t) => { samples.push({ t, placed: run.flows.reduce((s, f) => s + f.placedBytes(), 0) }); },
+    };
+    return { observer, samples };
+  };
+
+  it("adds the payload bytes placed over all flows at every multiple of the interval, and changes nothing else", async () => {
+    const out = menic("run", "examples/scenarios/permutation.json", "--timeline", "2us", "--json");
+    expect(out.status).toBe(0);
+    const { timeline, ...rest } = JSON.parse(out.stdout);
+    // the same run untimed, watched every microsecond
+    const probe = placedProbe(1_000_000);
+    const plain = await runScenario(coreModule(), load("permutation"), { observer: probe.observer });
+    expect(plain.timeline).toBeUndefined();
+    expect(rest).toEqual(JSON.parse(JSON.stringify(plain)));
+    expect(timeline.intervalPs).toBe(2_000_000);
+    expect(timeline.placedBytes).toEqual(probe.samples.filter((x) => x.t % 2_000_000 === 0).map((x) => x.placed));
+    // up to the end of the run, where every byte is placed
+    expect(timeline.placedBytes.at(-1)).toBe(plain.totalBytes);
+    expect(timeline.placedBytes.length).toBeGreaterThanOrEqual(Math.floor(plain.endPs / 2_000_000));
+    expect(timeline.placedBytes[0]).toBeLessThan(timeline.placedBytes[4]);
+  });
+
+  it("beside an observer sampling at another interval, the same samples; an interval off the runner's window grid is rounded up onto it", async () => {
+    const cli = JSON.parse(menic("run", "examples/scenarios/permutation.json", "--timeline", "4us", "--json").stdout).timeline;
+    // the run stops at 3, 4, 7, 8, 11, 12 ... us: the observer's samples and the timeline's
+    const probe = placedProbe(3_000_000);
+    const r = await runScenario(coreModule(), load("permutation"), { observer: probe.observer, timelinePs: 4_000_000 });
+    expect(r.timeline).toEqual(cli);
+    expect(cli.placedBytes.length).toBeGreaterThan(3);
+    // the observer still sees the run at least every 3 us
+    expect(probe.samples.every((x, k) => x.t - (k ? probe.samples[k - 1]!.t : 0) <= 3_000_000)).toBe(true);
+    let windowPs = 0;
+    const odd = await runScenario(coreModule(), load("permutation"), { timelinePs: 1_000_001, onBuilt: (c) => { windowPs = c.runner.windowPs; } });
+    expect(1_000_001 % windowPs).not.toBe(0); // the premise
+    expect(odd.timeline!.intervalPs).toBe(Math.ceil(1_000_001 / windowPs) * windowPs);
+    expect(odd.timeline!.placedBytes.at(-1)).toBe(odd.totalBytes);
+  });
+
+  it("refuses before running: without --json, finer than 1 ns, or for a collective scenario (the API: RangeError)", async () => {
+    const hint = "\n(menic run --help says how to use it)\n";
+    expect(menic("run", "examples/scenarios/permutation.json", "--timeline", "1us")).toEqual({ status: 2, stdout: "", stderr: `menic: --timeline needs --json (the timeline is a field of the JSON result)${hint}` });
+    expect(menic("run", "examples/scenarios/permutation.json", "--timeline", "500ps", "--json")).toEqual({ status: 2, stdout: "", stderr: `menic: --timeline must be at least 1ns, got 500 ps${hint}` });
+    expect(menic("run", "examples/scenarios/allreduce-ring.json", "--timeline", "1us", "--json")).toEqual({
+      status: 2, stdout: "", stderr: `menic: --timeline samples a traffic scenario's bytes placed; examples/scenarios/allreduce-ring.json runs a collective${hint}`,
+    });
+    await expect(runScenario(coreModule(), load("permutation"), { timelinePs: 999 })).rejects.toThrow(new RangeError("timelinePs must be an integer number of ps, at least 1000 (1 ns), got 999"));
+    await expect(runScenario(coreModule(), { ...load("allreduce-ring"), sweep: undefined }, { timelinePs: 1_000_000 })).rejects.toThrow(/^timelinePs: a timeline samples a traffic scenario's bytes placed; this scenario runs a collective$/);
   });
 });
 

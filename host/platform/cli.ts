@@ -56,6 +56,7 @@ its results: goodput per flow, completion times, drops, retransmissions. A scena
       kind: "bytes", value: "<size>", min: 0, help: `bound --trace's file (64MB, 1GiB, at least ${TRACE_MAX_BYTES_MIN}; 0: none): past it the trace stops, says where, and the run goes on`,
       default: `(${TRACE_MAX_BYTES_DEFAULT / 2 ** 20}MiB)`,
     },
+    timeline: { kind: "time", value: "<time>", help: "with --json: add \"timeline\", the payload bytes placed over all flows at every multiple of <time> (a traffic scenario; at least 1ns)", default: "(none)" },
     "max-runs": { kind: "int", value: "<n>", min: 1, max: 2 ** 24, help: "refuse a sweep of more runs than this", default: String(SWEEP_RUNS_BOUND) },
     "max-memory": { kind: "int", value: "<GiB>", min: 1, max: 2 ** 20, help: "refuse a scenario whose devices and fabric need more memory than this (docs/fabric.md, \"Memory\")", default: String(MEMORY_BOUND_BYTES / 2 ** 30) },
   },
@@ -369,6 +370,7 @@ async function scenarioRun(args: string[]): Promise<number> {
   if (positionals.length !== 1) throw new UsageError("run needs exactly one scenario file", RUN.name);
   let scenario: Record<string, unknown>;
   let traceOptions: { intervalPs?: number; maxBytes: number } | null;
+  const timelineOption = values.timeline !== undefined ? { timelinePs: Number(values.timeline) } : {};
   const limits = { maxRuns: values["max-runs"], maxMemoryBytes: values["max-memory"]! * 2 ** 30 };
   try {
     const file = positionals[0]!;
@@ -381,11 +383,18 @@ async function scenarioRun(args: string[]): Promise<number> {
     // a collective's graph file is relative to the scenario file
     scenario = inlineGraphFiles(scenario, (f) => readBounded(resolve(dirname(file), f)).toString("utf8")) as Record<string, unknown>;
     // refuse bad input before building anything
-    if (scenario.sweep === undefined) checkScenario(coreModule(), scenario, limits);
+    const timeline = values.timeline;
+    if (timeline !== undefined && !values.json) throw new UsageError("--timeline needs --json (the timeline is a field of the JSON result)", RUN.name);
+    if (timeline !== undefined && timeline < 1000n) throw new UsageError(`--timeline must be at least 1ns, got ${formatTime(timeline)}`, RUN.name);
+    const check = (s: unknown) => {
+      const sc = checkScenario(coreModule(), s, limits);
+      if (timeline !== undefined && (sc.collective || sc.collectives)) throw new UsageError(`--timeline samples a traffic scenario's bytes placed; ${file} runs a collective`, RUN.name);
+    };
+    if (scenario.sweep === undefined) check(scenario);
     else {
       if (values.pcap || values.trace) throw new UsageError(`${values.pcap ? "--pcap" : "--trace"} is for one run, not a sweep (--set sweep=null runs the scenario once)`, RUN.name);
       // every combination checked before the first runs
-      checkSweep(expandSweep(scenario, limits), (c) => checkScenario(coreModule(), c.scenario, limits));
+      checkSweep(expandSweep(scenario, limits), (c) => check(c.scenario));
     }
     for (const o of ["trace-interval", "trace-max-bytes"] as const) if (values[o] !== undefined && !values.trace) throw new UsageError(`--${o} needs --trace`, RUN.name);
     const interval = values["trace-interval"];
@@ -412,6 +421,7 @@ async function scenarioRun(args: string[]): Promise<number> {
     try {
       runs = await runSweep(coreModule(), scenario, {
         ...limits,
+        ...timelineOption,
         onRun: (k, n, set, run) => { runUntilPs = resolveScenario(run).untilPs; progress.label(`run ${k + 1}/${n} ${JSON.stringify(set)}: `); },
         onBuilt,
         onProgress: (nowPs, done, total) => progress.update(sample(nowPs, runUntilPs, done, total)),
@@ -444,6 +454,7 @@ async function scenarioRun(args: string[]): Promise<number> {
     }
     r = await runScenario(coreModule(), scenario, {
       ...limits,
+      ...timelineOption,
       onBuilt: (c) => { onBuilt(c); capture?.attach(c.endpoints); },
       ...(tracer ? { observer: tracer } : {}),
       onProgress: (nowPs, done, total) => {

@@ -97,6 +97,25 @@ export interface ScenarioResult {
   collective?: CollectiveReport;
   /** a scenario of `collectives`: one report per collective, in order, each with the split it ran under and its frames per port (`endPs`: the whole sequence's end) */
   collectives?: CollectiveReport[];
+  /** a traffic run asked for one ({@link RunOptions.timelinePs}, `menic run --timeline`): the bytes placed over all flows as the run went */
+  timeline?: Timeline;
+}
+
+/**
+ * A traffic run's payload bytes placed over time ({@link ScenarioResult.timeline}): what every
+ * flow's receiver had placed in order, summed over the flows, at each multiple of `intervalPs`
+ * of simulated time the run reached. The goodput between two samples is their difference over
+ * the time between them (x 8000 / ps for Gb/s).
+ */
+export interface Timeline {
+  /**
+   * ps between samples: the interval asked for, rounded up to a multiple of the cluster
+   * runner's window when the window does not divide it (the host samples between windows:
+   * docs/fabric.md, "Windows")
+   */
+  intervalPs: number;
+  /** `placedBytes[k]` at (k + 1) x intervalPs, up to where the run stopped (a run that finished: its last sample holds every byte, `totalBytes`) */
+  placedBytes: number[];
 }
 
 /** What the devices sent per port, summed over the devices: index p is every device's port p. */
@@ -274,4 +293,12 @@ export interface RunOptions {
    * what may and may not depend on it)
    */
   windowPs?: number;
+  /**
+   * A traffic scenario: sample the payload bytes placed over all flows every this many ps of
+   * simulated time (at least 1000, 1 ns) into the result's `timeline`. The run stops at each
+   * sample as it stops between its chunks of time: nothing it measures changes with that, but
+   * the `endPs` of a stalled run (the end of the chunk the host found it stalled after). A
+   * collective scenario has no timeline and refuses one (RangeError).
+   */
+  timelinePs?: number;
 }

@@ -12,7 +12,7 @@ import type { ScenarioResult, RunOptions } from "./result.js";
 
 // what a run takes and gives is result.ts's; these names have always been importable from here
 export { DEVICE_DROP_COUNTERS, METAROCE_COUNTERS, type MetaroceCounts } from "./counters.js";
-export type { FlowResult, RunEnd, ScenarioResult, PortCounts, FabricCounts, MessageCounts, PathSummary, BuiltRun, RunObserver, GraphTrace, RunOptions, CollectiveRow, CollectiveReport } from "./result.js";
+export type { FlowResult, RunEnd, ScenarioResult, PortCounts, FabricCounts, MessageCounts, PathSummary, BuiltRun, RunObserver, GraphTrace, RunOptions, CollectiveRow, CollectiveReport, Timeline } from "./result.js";
 export type { Percentiles } from "./counters.js";
 export { trafficFlows } from "./traffic.js";
 
@@ -38,6 +38,10 @@ export function checkScenario(coreModule: WebAssembly.Module, input: unknown, op
  */
 export async function runScenario(coreModule: WebAssembly.Module, input: unknown, opts: RunOptions = {}): Promise<ScenarioResult> {
   const sc = checkScenario(coreModule, input, opts);
+  if (opts.timelinePs !== undefined) {
+    if (!(Number.isSafeInteger(opts.timelinePs) && opts.timelinePs >= 1000)) throw new RangeError(`timelinePs must be an integer number of ps, at least 1000 (1 ns), got ${opts.timelinePs}`);
+    if (sc.collective || sc.collectives) throw new RangeError("timelinePs: a timeline samples a traffic scenario's bytes placed; this scenario runs a collective");
+  }
   if (sc.collective) return runCollectiveScenario(coreModule, sc, opts);
   if (sc.collectives) return runCollectiveSequence(coreModule, sc, opts);
   return runTrafficScenario(coreModule, sc, opts);

@@ -12,7 +12,8 @@ import { buildCluster, clusterHome, type TopologyOf, type FabricOf, type Cluster
 import type { CoreInstance } from "../wasm.js";
 import { portTraffic } from "./collective.js";
 import { deviceCounts, percentiles } from "./counters.js";
-import type { FlowResult, ScenarioResult, PathSummary, RunOptions, RunObserver } from "./result.js";
+import type { FlowResult, ScenarioResult, PathSummary, RunOptions, RunObserver, Timeline } from "./result.js";
+import { Observers, TimelineRecorder } from "./observers.js";
 import { ConfigError, HBM_MAX_BYTES } from "../config.js";
 
 function spread(v: number[]): [number, number, number] {
@@ -158,8 +159,10 @@ interface RunProgress { total: number; completed: number; stopped: boolean; stal
  * Runs the cluster until every message completed, `untilPs`, a stop or a stall (no device has an
  * event and no frame is in the fabric with messages outstanding: nothing will ever complete
  * them, reported as such rather than run to the limit), polling each device's CQ as it goes.
+ * `opts.observer` sees it (the timeline's recorder among them); its chunks of time end at each
+ * of the `timeline`'s samples.
  */
-async function runFlows(built: Cluster, mem: readonly DeviceMemory[], state: readonly FlowState[], untilPs: number, opts: RunOptions): Promise<RunProgress> {
+async function runFlows(built: Cluster, mem: readonly DeviceMemory[], state: readonly FlowState[], untilPs: number, opts: RunOptions, timeline: TimelineRecorder | null): Promise<RunProgress> {
   const { runner, contexts } = built;
   const observer = opts.observer;
   // a completion's flow: by its device, then its QP number
@@ -170,7 +173,7 @@ async function runFlows(built: Cluster, mem: readonly DeviceMemory[], state: rea
   const chunk = Math.max(runner.windowPs, Math.min(10_000_000, observer?.intervalPs ?? Infinity));
   while (p.completed < p.total && runner.nowPs < untilPs) {
     if (opts.shouldStop && (await opts.shouldStop())) { p.stopped = true; break; }
-    const idle = runner.runUntilIdle(Math.min(untilPs, runner.nowPs + chunk));
+    const idle = runner.runUntilIdle(Math.min(untilPs, runner.nowPs + chunk, timeline?.nextPs(runner.nowPs) ?? Infinity));
     for (let d = 0; d < contexts.length; d++) {
       for (const wc of contexts[d]!.pollCq(mem[d]!.cq, 1 << 16)) {
         const f = byQp[d]!.get(wc.qpNum);
@@ -199,8 +202,8 @@ async function runFlows(built: Cluster, mem: readonly DeviceMemory[], state: rea
 /** What a traffic result reports of its scenario: its name, seed, limit and transport, the messages' size and start, and the topology (the ports' traffic). */
 type TrafficResultOf = Pick<Scenario, "name" | "seed" | "untilPs" | "transport"> & { traffic: Pick<Scenario["traffic"], "messageBytes" | "startPs"> } & TopologyOf;
 
-/** What the run did: per flow and in total, completion times, the devices' and the fabric's counters. */
-function trafficResult(sc: TrafficResultOf, built: Cluster, state: readonly FlowState[], p: RunProgress): ScenarioResult {
+/** What the run did: per flow and in total, completion times, the devices' and the fabric's counters, and its timeline when it took one. */
+function trafficResult(sc: TrafficResultOf, built: Cluster, state: readonly FlowState[], p: RunProgress, timeline: Timeline | null): ScenarioResult {
   const { runner, contexts, fabric } = built;
   const counts = deviceCounts(contexts.map((c) => c.device), runner.stageDrops(), sc.transport === "metaroce");
   const flowsOut: FlowResult[] = state.map((f) => {
@@ -233,6 +236,7 @@ function trafficResult(sc: TrafficResultOf, built: Cluster, state: readonly Flow
     ...(sc.transport === "metaroce" ? { paths: pathSummary(contexts) } : {}),
     fabric: { drops: fs.drops, ecnMarks: fs.ecnMarks, pfcPauses: fs.pfcPauses, hops: fs.hops, delivered: fs.delivered },
     ports: portTraffic(sc, contexts, fabric),
+    ...(timeline ? { timeline } : {}),
   };
 }
 
@@ -244,17 +248,21 @@ export async function runTrafficScenario(coreModule: WebAssembly.Module, sc: Sce
   const built = await openTrafficCluster(coreModule, sc, sizes, opts);
   const mem = allocMemory(built.contexts, sizes.cqDepth, t.messageBytes);
   const state = connectFlows(built.contexts, mem, flows, t.messages, t.portGroup);
-  opts.observer?.begin({
+  // a timeline's samples on the window grid, where the runner can stop
+  const W = built.runner.windowPs;
+  const timeline = opts.timelinePs === undefined ? null : new TimelineRecorder(Math.ceil(opts.timelinePs / W) * W);
+  const observer = timeline && opts.observer ? new Observers([opts.observer, timeline]) : timeline ?? opts.observer;
+  observer?.begin({
     fabric: built.fabric, messagesPerFlow: t.messages, devices: built.contexts.map((c) => c.device), transport: sc.transport,
     flows: state.map((f) => ({
       src: f.spec.src, dst: f.spec.dst, messageBytes: t.messageBytes,
       rateGbps: () => f.ctx.qpRateGbps(f.qp), sentBytes: () => f.ctx.qpBytes(f.qp).tx, placedBytes: () => f.rx.ctx.qpBytes(f.rx.qp).rx,
     })),
   });
-  postFlows(state, mem, t, opts.observer);
+  postFlows(state, mem, t, observer);
   opts.onStart?.(t.messageBytes);
-  const progress = await runFlows(built, mem, state, sc.untilPs, opts);
-  return trafficResult(sc, built, state, progress);
+  const progress = await runFlows(built, mem, state, sc.untilPs, { ...opts, observer }, timeline);
+  return trafficResult(sc, built, state, progress, timeline?.timeline() ?? null);
 }
 
 const roundUp = (x: number, a: number) => Math.ceil(x / a) * a;
