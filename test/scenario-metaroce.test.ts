@@ -2,11 +2,11 @@ import { describe, it, expect, beforeAll } from "vitest";
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { expandSweep, type SweepRun } from "../host/scenario/sweep.js";
-import { runScenario, type BuiltRun, type RunObserver } from "../host/scenario/run.js";
+import { runScenario, type BuiltRun, type RunObserver, type ScenarioResult } from "../host/scenario/run.js";
 import { ConfigError } from "../host/config.js";
 import { coreModule } from "../host/platform/node.js";
 import { scenario as scenarioOf } from "../bench/fabric.js";
-import { goldenSweep } from "./helpers/golden.js";
+import { goldenRun, goldenSweep } from "./helpers/golden.js";
 
 // The seeds' claims about the MetaRoCE-like transport, as shipped scenarios (docs/protocol.md).
 
@@ -199,11 +199,22 @@ describe("the congestion controllers under an 8-to-1 incast (examples/scenarios/
   });
 });
 
+/**
+ * The aggregate goodput (Gb/s) a golden run's timeline shows from its first sample at or after
+ * `a` (ps) to its first at or after `b`, as a probe sampling at those times would.
+ */
+function timelineGoodput(r: ScenarioResult, a: number, b: number): number {
+  const { intervalPs, placedBytes } = r.timeline!;
+  const at = (t: number) => Math.max(0, Math.ceil(t / intervalPs) - 1); // sample k is at (k + 1) x intervalPs
+  const x = at(a), y = at(b);
+  expect(y, `a sample at or after ${b} ps`).toBeLessThan(placedBytes.length);
+  return ((placedBytes[y]! - placedBytes[x]!) * 8000) / ((y - x) * intervalPs);
+}
+
 describe("a plane fails mid-transfer and comes back (examples/scenarios/metaroce-plane-failure.json)", () => {
-  it("every message completes with no application action; 3/4 of the throughput within 5 RTOs, all of it once the plane is back", async () => {
-    const probe = new Placed();
-    const s = load("metaroce-plane-failure");
-    const r = await runScenario(coreModule(), s, { observer: probe });
+  it("every message completes with no application action; 3/4 of the throughput within 5 RTOs, all of it once the plane is back", () => {
+    // what `menic run --timeline 1us --json` printed (test/golden.test.ts holds it to the code)
+    const r = goldenRun("metaroce-plane-failure");
     expect(r.finished).toBe(true);
     expect(r.fabric.drops.link_down).toBeGreaterThan(0);
     // two senders, each with 2 of its 8 paths on plane 1: failed, probed, back
@@ -211,7 +222,8 @@ describe("a plane fails mid-transfer and comes back (examples/scenarios/metaroce
     expect(r.metaroce!.paths_recovered).toBe(4);
     expect(r.metaroce!.losses_rto).toBeGreaterThan(0);
     const us = 1_000_000, rtoMin = 20 * us;
-    const total = (a: number, b: number) => probe.goodput(a, b).reduce((x, v) => x + v, 0);
+    expect(r.timeline!.intervalPs).toBe(us);
+    const total = (a: number, b: number) => timelineGoodput(r, a, b);
     const before = total(20 * us, 100 * us);
     expect(before).toBeGreaterThan(0.9 * 2 * 4 * LINE); // two senders, four ports each
     // the paths of the three planes left run at their ports' share already: 3/4 is the ceiling
@@ -223,16 +235,17 @@ describe("a plane fails mid-transfer and comes back (examples/scenarios/metaroce
 });
 
 describe("4 planes and 8, 4,032 connections on 64 devices (examples/scenarios/metaroce-planes.json)", () => {
-  it("twice the planes carry twice the traffic: aggregate goodput ratio 2.0 within 5%, in the steady part of the run", async () => {
-    const runs = [...expandSweep(load("metaroce-planes"))];
+  it("twice the planes carry twice the traffic: aggregate goodput ratio 2.0 within 5%, in the steady part of the run", () => {
+    // what `menic run --timeline 10us --json` printed (test/golden.test.ts holds it to the code)
+    const runs = goldenSweep("metaroce-planes");
     const steady: number[] = [];
-    for (const { set, scenario } of runs) {
-      const probe = new Placed(10_000_000);
-      const r = await runScenario(coreModule(), scenario, { observer: probe });
+    for (const { set, result: r } of runs) {
       expect(r.finished, JSON.stringify(set)).toBe(true);
-      expect(r.flows.length).toBe(64 * 63);
+      // (a golden keeps the first 32 flows and counts the rest)
+      expect(r.flows.length + (r as { flowsOmitted?: number }).flowsOmitted!).toBe(64 * 63);
+      expect(r.timeline!.intervalPs).toBe(10_000_000);
       // the aggregate placed from 20% to 70% of the run: without the first flight's ramp and the last messages' tail
-      steady.push(probe.goodput(0.2 * r.endPs, 0.7 * r.endPs).reduce((a, v) => a + v, 0));
+      steady.push(timelineGoodput(r, 0.2 * r.endPs, 0.7 * r.endPs));
     }
     expect(runs.map((r) => r.set["fabric.topology.planes,devices.config.ports"])).toEqual([[4, 4], [8, 8]]);
     const ratio = steady[1]! / steady[0]!;

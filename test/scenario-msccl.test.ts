@@ -9,6 +9,7 @@ import { coreModule } from "../host/platform/node.js";
 import { runScenario } from "../host/scenario/run.js";
 import { resolveScenario, inlineGraphFiles } from "../host/scenario/scenario.js";
 import { formatResult } from "../host/scenario/report.js";
+import { goldenRun } from "./helpers/golden.js";
 
 const FILE = "examples/scenarios/allreduce-msccl.json";
 const shipped = JSON.parse(readFileSync(FILE, "utf8"));
@@ -23,7 +24,8 @@ const TOLERANCE = 0.05;
 
 describe("MSCCL XML algorithms in scenarios", () => {
   it("the shipped ring all-reduce runs on 8 devices, every result the reference's, within 5 % of the compiled ring's time", async () => {
-    const imported = await runScenario(coreModule(), inlined());
+    // what `menic run --json` printed for it, its graph file inlined (test/golden.test.ts holds it to the code)
+    const imported = goldenRun("allreduce-msccl");
     expect(imported.finished).toBe(true);
     expect(imported.collective!.algorithm).toBe('msccl "ring-allreduce-8x4"');
     expect(imported.collective!.rows.map((r) => [r.check, r.status])).toEqual([["ok", "done"], ["ok", "done"]]);

@@ -9,6 +9,7 @@ import { coreModule } from "../host/platform/node.js";
 import { runScenario } from "../host/scenario/run.js";
 import { resolveScenario } from "../host/scenario/scenario.js";
 import { formatResult } from "../host/scenario/report.js";
+import { goldenRun } from "./helpers/golden.js";
 
 const shipped = JSON.parse(readFileSync("examples/scenarios/resplit-collectives.json", "utf8"));
 
@@ -16,8 +17,9 @@ const shipped = JSON.parse(readFileSync("examples/scenarios/resplit-collectives.
 const used = (frames: number[]) => frames.flatMap((n, p) => (n > 0 ? [p] : []));
 
 describe("a sequence of collectives with the ports re-split between them", () => {
-  it("the shipped example: frames only on each collective's group, the all-to-all on 6 scale-out ports in about half the time it took on 2, every result checked", async () => {
-    const r = await runScenario(coreModule(), shipped);
+  it("the shipped example: frames only on each collective's group, the all-to-all on 6 scale-out ports in about half the time it took on 2, every result checked", () => {
+    // what `menic run --json` printed for it (test/golden.test.ts holds it to the code)
+    const r = goldenRun("resplit-collectives");
     expect(r.ended).toBe("finished");
     const [a2a, ar, again] = r.collectives!;
     expect(r.collectives!.map((c) => [c.op, c.portGroup, c.scaleUpPorts, c.rows.map((x) => [x.status, x.check])])).toEqual([

@@ -28,8 +28,9 @@ export const goldenFile = (name: string) => join(GOLDEN_DIR, `${name}.json`);
 
 /**
  * What `menic run examples/scenarios/<scenario>.json --json` printed when test/golden was last
- * written (its flows cut to GOLDEN_FLOWS_MAX): test/golden.test.ts holds it to what the code
- * prints now, so a scenario test can assert on it instead of running the scenario again.
+ * written (its flows cut to GOLDEN_FLOWS_MAX; with `--timeline` for a scenario in TIMELINES):
+ * test/golden.test.ts holds it to what the code prints now, so a scenario test can assert on it
+ * instead of running the scenario again.
  */
 export function goldenRun(scenario: string): ScenarioResult {
   const g = JSON.parse(readFileSync(goldenFile(`run-${scenario}`), "utf8")) as { result: { exitStatus: number; output: ScenarioResult } };
@@ -88,8 +89,19 @@ function cliCase(name: string, args: string[]): GoldenCase {
 const baseName = (path: string) => path.replace(/^.*\//, "").replace(/\.[a-z]+$/, "");
 /** `menic fw run <elf> --json`: the whole JSON object (console, states, exit codes, stats, time) and the exit status. */
 const firmwareCase = (elf: string) => cliCase(`fw-${baseName(elf)}`, ["fw", "run", elf, "--json"]);
-/** `menic run <scenario> --json`: the whole result (flows — the first GOLDEN_FLOWS_MAX —, goodput, completion times, drops, counters) and the exit status. */
-const scenarioCase = (file: string) => cliCase(`run-${baseName(file)}`, ["run", file, "--json"]);
+/**
+ * The shipped scenarios whose golden carries a timeline (`menic run --timeline`: the bytes placed
+ * over all flows, per run), at the interval the tests that read it need: metaroce-planes' steady
+ * part (20% to 70% of each run, 160 to 300 us long) in 10 us steps, metaroce-plane-failure's
+ * windows before, during and after its plane's outage (100 to 300 us) in 1 us steps.
+ */
+export const TIMELINES: Readonly<Record<string, string>> = { "metaroce-planes": "10us", "metaroce-plane-failure": "1us" };
+
+/** `menic run <scenario> --json`: the whole result (flows — the first GOLDEN_FLOWS_MAX —, goodput, completion times, drops, counters, a timeline when TIMELINES asks for one) and the exit status. */
+const scenarioCase = (file: string) => {
+  const timeline = TIMELINES[baseName(file)];
+  return cliCase(`run-${baseName(file)}`, ["run", file, "--json", ...(timeline ? ["--timeline", timeline] : [])]);
+};
 
 const SCENARIOS = readdirSync(join(root, "examples", "scenarios")).filter((f) => f.endsWith(".json")).sort().map((f) => `examples/scenarios/${f}`);
 
