@@ -18,6 +18,7 @@ import { ElfError } from "../elf.js";
 import { buildFirmware, OPT_LEVELS, type OptLevel } from "../fw/build.js";
 import { runFirmwareTests, toTap, toJunit, failed, type FwTestSuite } from "../fw/test.js";
 import { runScenario, checkScenario, type ScenarioResult } from "../scenario/run.js";
+import { TIMELINE_MIN_PS } from "../scenario/result.js";
 import { MEMORY_BOUND_BYTES } from "../scenario/cluster.js";
 import { resolveScenario, inlineGraphFiles } from "../scenario/scenario.js";
 import { applySet } from "../scenario/overrides.js";
@@ -385,7 +386,7 @@ async function scenarioRun(args: string[]): Promise<number> {
     // refuse bad input before building anything
     const timeline = values.timeline;
     if (timeline !== undefined && !values.json) throw new UsageError("--timeline needs --json (the timeline is a field of the JSON result)", RUN.name);
-    if (timeline !== undefined && timeline < 1000n) throw new UsageError(`--timeline must be at least 1ns, got ${formatTime(timeline)}`, RUN.name);
+    if (timeline !== undefined && timeline < BigInt(TIMELINE_MIN_PS)) throw new UsageError(`--timeline must be at least 1ns, got ${formatTime(timeline)}`, RUN.name);
     const check = (s: unknown) => {
       const sc = checkScenario(coreModule(), s, limits);
       if (timeline !== undefined && (sc.collective || sc.collectives)) throw new UsageError(`--timeline samples a traffic scenario's bytes placed; ${file} runs a collective`, RUN.name);

@@ -302,3 +302,6 @@ export interface RunOptions {
    */
   timelinePs?: number;
 }
+
+/** The shortest interval of a timeline (RunOptions.timelinePs, `menic run --timeline`): 1 ns. */
+export const TIMELINE_MIN_PS = 1000;

@@ -8,7 +8,7 @@ import { checkCluster, leastConfig } from "./cluster.js";
 import { runCollectiveScenario } from "./collective.js";
 import { runCollectiveSequence } from "./sequence.js";
 import { runTrafficScenario } from "./traffic.js";
-import type { ScenarioResult, RunOptions } from "./result.js";
+import { TIMELINE_MIN_PS, type ScenarioResult, type RunOptions } from "./result.js";
 
 // what a run takes and gives is result.ts's; these names have always been importable from here
 export { DEVICE_DROP_COUNTERS, METAROCE_COUNTERS, type MetaroceCounts } from "./counters.js";
@@ -39,7 +39,7 @@ export function checkScenario(coreModule: WebAssembly.Module, input: unknown, op
 export async function runScenario(coreModule: WebAssembly.Module, input: unknown, opts: RunOptions = {}): Promise<ScenarioResult> {
   const sc = checkScenario(coreModule, input, opts);
   if (opts.timelinePs !== undefined) {
-    if (!(Number.isSafeInteger(opts.timelinePs) && opts.timelinePs >= 1000)) throw new RangeError(`timelinePs must be an integer number of ps, at least 1000 (1 ns), got ${opts.timelinePs}`);
+    if (!(Number.isSafeInteger(opts.timelinePs) && opts.timelinePs >= TIMELINE_MIN_PS)) throw new RangeError(`timelinePs must be an integer number of ps, at least ${TIMELINE_MIN_PS} (1 ns), got ${opts.timelinePs}`);
     if (sc.collective || sc.collectives) throw new RangeError("timelinePs: a timeline samples a traffic scenario's bytes placed; this scenario runs a collective");
   }
   if (sc.collective) return runCollectiveScenario(coreModule, sc, opts);
