@@ -300,12 +300,14 @@ function blockEnd(next: u32, extra: u64, x0: bool): void {
 }
 
 /**
- * Pushes the wasm address of the `bytes`-wide access at L_ADDR (already checked for alignment),
- * charging its cycles to L_CYC; leaves the region when the access is not plain SRAM or HBM (or is
- * a store the interpreter must see).
+ * Pushes the wasm address of the `bytes`-wide access at x[rs1] + `imm` (kept in L_ADDR),
+ * charging its cycles to L_CYC; leaves the region when the access is misaligned (the interpreter
+ * traps it) or not plain SRAM or HBM (or is a store the interpreter must see).
  */
-function address(dev: Device, h: Hart, pc: u32, k: u32, isStore: bool): void {
+function address(dev: Device, h: Hart, pc: u32, k: u32, rs1: u32, imm: u32, bytes: u32, isStore: bool): void {
   const cfg = dev.cfg, eng = engOf(dev);
+  reg(rs1); i32c(imm); op(I32_ADD); set(L_ADDR);
+  if (bytes != 1) { get(L_ADDR); i32c(bytes - 1); op(I32_AND); ifThen(); sideExit(pc, k); endIf(); }
   get(L_ADDR); i32c(cfg.nullGuardBytes); op(I32_SUB); i32c(cfg.sramBytes - cfg.nullGuardBytes); op(I32_LT_U);
   byte(IF); byte(T_I32); ifDepth++;
   {
@@ -404,10 +406,7 @@ function emitInsn(dev: Device, h: Hart, ir: u32, bpc: u32, k: u32, n: u32): void
       break;
     }
     case InsnClass.Load: {
-      reg(rs1); i32c(immI(ir)); op(I32_ADD); set(L_ADDR);
-      const mask = loadBytes(f3) - 1;
-      if (mask != 0) { get(L_ADDR); i32c(mask); op(I32_AND); ifThen(); sideExit(pc, k); endIf(); }
-      address(dev, h, pc, k, false);
+      address(dev, h, pc, k, rs1, immI(ir), loadBytes(f3), false);
       switch (f3) {
         case F3_LB: mem(I32_LOAD8_S, 0, 0); break;
         case F3_LH: mem(I32_LOAD16_S, 1, 0); break;
@@ -420,10 +419,7 @@ function emitInsn(dev: Device, h: Hart, ir: u32, bpc: u32, k: u32, n: u32): void
       break;
     }
     case InsnClass.Store: {
-      reg(rs1); i32c(immS(ir)); op(I32_ADD); set(L_ADDR);
-      const mask = storeBytes(f3) - 1;
-      if (mask != 0) { get(L_ADDR); i32c(mask); op(I32_AND); ifThen(); sideExit(pc, k); endIf(); }
-      address(dev, h, pc, k, true);
+      address(dev, h, pc, k, rs1, immS(ir), storeBytes(f3), true);
       set(L_PTR); get(L_PTR); reg(rs2);
       if (f3 == F3_SB) mem(I32_STORE8, 0, 0);
       else if (f3 == F3_SH) mem(I32_STORE16, 1, 0);
