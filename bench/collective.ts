@@ -92,7 +92,7 @@ export async function run(): Promise<void> {
   // window loop ran in the core (its devices in the fabric's instance) makes none of those calls
   if (runner!.inCore) throw new Error("bench collective: the window loop ran in the core, where the shares cannot be measured by the host");
   const enginesS = Math.min(stepS, instructions * perInstr);
-  figure("collective.allreduce8.sim_s", simS, "s", "simulated time of an 8-device ring all-reduce of 64 MiB f32 per device (engines' executor, MetaRoCE-like, full mode), doorbell to last signal", { busbwGBps: +row.busbwGBps.toFixed(2), engineUtil: +row.engineUtil.toFixed(3) });
+  figure("collective.allreduce8.sim_s", simS, "s", "simulated time of an 8-device ring all-reduce of 64 MiB f32 per device (engines' executor, MetaRoCE-like, full mode), doorbell to last signal", { busbwGBps: +row.busbwGBps!.toFixed(2), engineUtil: +row.engineUtil.toFixed(3) });
   figure("collective.allreduce8.wall_s", wallS, "s", "host time of that run, from the doorbells on", { instructions });
   figure("collective.allreduce8.slowdown", wallS / simS, "x", "host time over simulated time");
   figure("collective.allreduce8.share.engines", enginesS / wallS, "of host time", "share of host time the engines' instructions took (at the interpreter's compute-bound speed)", { nsPerInstruction: +(perInstr * 1e9).toFixed(2) });
@@ -111,13 +111,13 @@ async function rocev2Ports(): Promise<void> {
     });
     const row = r.collective!.rows[0]!;
     if (row.status !== "done") throw new Error(`bench collective: the RoCEv2 all-reduce ended ${row.status} ${row.error ?? ""}`);
-    return { row, portBytes: r.collective!.portBytes! };
+    return { row, busbw: row.busbwGBps!, portBytes: r.collective!.portBytes! }; // done: it has a bandwidth
   };
   const spread = await runOne(true), unspread = await runOne(false);
   const group = spread.portBytes.slice(0, 10); // the scale-up group: scaleUpPorts 10 by default
   const mean = group.reduce((a, b) => a + b, 0) / group.length;
-  figure("collective.allreduce8.rocev2.busbw_GBps", spread.row.busbwGBps, "GB/s", "bus bandwidth of an 8-device ring all-reduce of 16 MiB f32 over RoCEv2, spread over the 10 scale-up ports", { timeUs: +(spread.row.timePs / 1e6).toFixed(2), engineUtil: +spread.row.engineUtil.toFixed(3) });
-  figure("collective.allreduce8.rocev2.unspread_busbw_GBps", unspread.row.busbwGBps, "GB/s", "the same with one queue pair per engine and peer, its port from the QP numbers (spreadPorts false)", { timeUs: +(unspread.row.timePs / 1e6).toFixed(2), portsUsed: unspread.portBytes.filter((b) => b > 0).length });
-  figure("collective.allreduce8.rocev2.gain", spread.row.busbwGBps / unspread.row.busbwGBps, "x", "bus bandwidth spread over unspread");
+  figure("collective.allreduce8.rocev2.busbw_GBps", spread.busbw, "GB/s", "bus bandwidth of an 8-device ring all-reduce of 16 MiB f32 over RoCEv2, spread over the 10 scale-up ports", { timeUs: +(spread.row.timePs / 1e6).toFixed(2), engineUtil: +spread.row.engineUtil.toFixed(3) });
+  figure("collective.allreduce8.rocev2.unspread_busbw_GBps", unspread.busbw, "GB/s", "the same with one queue pair per engine and peer, its port from the QP numbers (spreadPorts false)", { timeUs: +(unspread.row.timePs / 1e6).toFixed(2), portsUsed: unspread.portBytes.filter((b) => b > 0).length });
+  figure("collective.allreduce8.rocev2.gain", spread.busbw / unspread.busbw, "x", "bus bandwidth spread over unspread");
   figure("collective.allreduce8.rocev2.port_imbalance", Math.max(...group) / mean, "x", "the busiest scale-up port's bytes over the mean, spread (1: even)");
 }

@@ -81,7 +81,7 @@ export async function run(): Promise<void> {
       for (let k = 0; k < (mode === "timing" ? 5 : 3); k++) runs.push(await measure(64, mode, 1, transport));
       if (runs.some((x) => x.hops !== cold.hops)) throw new Error(`bench fabric: runs of one scenario made ${[cold, ...runs].map((x) => x.hops).join(", ")} hops`);
       const wallS = median(runs.map((x) => x.wallS)), { r, hops } = runs[0]!;
-      figure(`${name}.${mode}.hops_per_s`, hops / wallS, "hops/s", `packet-hops per host second, 64 devices on 8 planes, a permutation of 1 MiB WRITEs over ${transport}, ${mode} mode (steady state: median of ${runs.length}, each from its first window to its result; cold: the first run)`, { hops, wallS: +wallS.toFixed(3), runsS: runs.map((x) => +x.wallS.toFixed(3)), setupS: +median(runs.map((x) => x.setupS)).toFixed(3), cold: Math.round(hops / cold.wallS), goodputGbps: +r.totalGoodputGbps.toFixed(1) });
+      figure(`${name}.${mode}.hops_per_s`, hops / wallS, "hops/s", `packet-hops per host second, 64 devices on 8 planes, a permutation of 1 MiB WRITEs over ${transport}, ${mode} mode (steady state: median of ${runs.length}, each from its first window to its result; cold: the first run)`, { hops, wallS: +wallS.toFixed(3), runsS: runs.map((x) => +x.wallS.toFixed(3)), setupS: +median(runs.map((x) => x.setupS)).toFixed(3), cold: Math.round(hops / cold.wallS), goodputGbps: +r.totalGoodputGbps!.toFixed(1) });
       figure(`${name}.${mode}.sim_per_wall`, r.endPs / 1e12 / wallS, "s/s", "simulated seconds per host second of the same run", { simulatedUs: r.endPs / 1e6 });
     }
   }
@@ -89,6 +89,7 @@ export async function run(): Promise<void> {
   loss.sweep = { transport: ["metaroce"], "faults[0].random": [0.01] };
   const [one] = expandSweep(loss);
   const r = await runScenario(coreModule(), one!.scenario);
+  if (r.totalGoodputGbps === null) throw new Error(`bench fabric: the run at 1% loss ended ${r.ended} with no message completed`);
   figure("transport.metaroce.goodput.loss1pct", r.totalGoodputGbps / 800, "of line rate", "MetaRoCE-like goodput at 1% random loss (examples/scenarios/metaroce-loss.json) over the 800 Gb/s line rate", { goodputGbps: +r.totalGoodputGbps.toFixed(1), retransmits: r.retransmits });
   const { wallS } = await measure(1024, "timing", 1);
   figure("fabric.devices1024.rss_mib", process.memoryUsage().rss / 2 ** 20, "MiB", "resident memory of the process after running 1,024 devices in timing mode", { wallS: +wallS.toFixed(1) });

@@ -45,8 +45,8 @@ describe("menic run examples/scenarios/roce-pair.json", () => {
     expect(cells(lines[head]!)).toEqual(["flow", "src → dst", "messages", "bytes", "goodput Gb/s", "status"]);
     expect(r.flows).toHaveLength(1);
     r.flows.forEach((f, i) => expect(cells(lines[head + 1 + i]!)).toEqual([
-      String(i), `${f.src} → ${f.dst}`, `${f.completed}/${f.messages}`, String(f.bytes), f.goodputGbps.toFixed(2), flowStatus(f)]));
-    expect(cells(lines[head + 1 + r.flows.length]!)).toEqual(["total", "1 flow", `${r.messages.completed - r.messages.failed}/${r.messages.total}`, String(r.totalBytes), r.totalGoodputGbps.toFixed(2)]);
+      String(i), `${f.src} → ${f.dst}`, `${f.completed}/${f.messages}`, String(f.bytes), f.goodputGbps!.toFixed(2), flowStatus(f)]));
+    expect(cells(lines[head + 1 + r.flows.length]!)).toEqual(["total", "1 flow", `${r.messages.completed - r.messages.failed}/${r.messages.total}`, String(r.totalBytes), r.totalGoodputGbps!.toFixed(2)]);
     expect(out.stdout).toContain(`completion time: p50 ${formatTime(r.fctPs.p50)}, p99 ${formatTime(r.fctPs.p99)}, max ${formatTime(r.fctPs.max)}\n`);
     expect(out.stdout).toContain("drops: fabric none; devices none\n");
     expect(out.stdout).toContain(`retransmissions ${r.retransmits}, timeouts ${r.timeouts}, NAKs ${r.naksSent}, ECN marks ${r.fabric.ecnMarks}, CNPs ${r.cnpsSent}, PFC pauses ${r.fabric.pfcPauses}\n`);

@@ -42,7 +42,7 @@ describe("retransmissions by cause, frames per port", () => {
     expect(rows.map((x) => x.status)).toEqual(["done", "done"]);
     const busy = sum(rows.map((x) => x.timePs));
     // algbw is bytes per second over each row's time: their time-weighted mean, in Gb/s
-    expect(r.totalGoodputGbps).toBeCloseTo(sum(rows.map((x) => x.algbwGBps * 8 * x.timePs)) / busy, 6);
+    expect(r.totalGoodputGbps).toBeCloseTo(sum(rows.map((x) => x.algbwGBps! * 8 * x.timePs)) / busy, 6);
     expect(r.fctPs).toEqual({ p50: Math.min(...rows.map((x) => x.timePs)), p99: Math.max(...rows.map((x) => x.timePs)), max: Math.max(...rows.map((x) => x.timePs)) });
     expect(r.ports).toEqual({ frames: r.collective!.portFrames, bytes: r.collective!.portBytes });
     expect(sum(r.ports.frames)).toBe(r.fabric.delivered + sum(Object.values(r.fabric.drops)));

@@ -55,7 +55,7 @@ describe("RoCEv2 goodput against random loss (examples/scenarios/roce-loss.json)
     expect(lossy.fabric.drops.random_loss).toBeGreaterThan(0);
     expect(lossy.retransmits).toBeGreaterThan(0);
     expect(lossy.totalGoodputGbps).toBeLessThan(0.6 * 800);
-    expect(lossy.totalGoodputGbps).toBeLessThan(0.6 * clean.totalGoodputGbps);
+    expect(lossy.totalGoodputGbps).toBeLessThan(0.6 * clean.totalGoodputGbps!);
     expect(ruined.finished).toBe(false);
     expect(ruined.flows[0]!.status).toBe("RETRY_EXC_ERR");
     // the same scenario and seed give the same result
@@ -127,7 +127,7 @@ describe("8-to-1 incast (examples/scenarios/incast-pfc.json, incast-dcqcn.json)"
     // the port the 8 senders converge on runs at >= 95 % of line rate for the whole transfer
     expect(r.totalGoodputGbps).toBeGreaterThan(0.95 * 800);
     // every sender within 5 % of an eighth of it
-    for (const f of r.flows) expect(Math.abs(f.goodputGbps - r.totalGoodputGbps / 8)).toBeLessThan(0.05 * r.totalGoodputGbps / 8);
+    for (const f of r.flows) expect(Math.abs(f.goodputGbps! - r.totalGoodputGbps! / 8)).toBeLessThan(0.05 * r.totalGoodputGbps! / 8);
     // the queue is bounded by the senders' XOFF thresholds (128 KiB each) plus what each still
     // sends while its pause travels: 800 Gb/s over the cable both ways and the switch's latency
     // (200 + 200 + 400 ns = 80 KB) and two 4 KiB frames; far from the 8 MiB each sender holds
@@ -142,12 +142,12 @@ describe("8-to-1 incast (examples/scenarios/incast-pfc.json, incast-dcqcn.json)"
     expect(r.finished).toBe(true);
     expect(r.fabric.pfcPauses).toBe(0);
     expect(r.cnpsSent).toBeGreaterThanOrEqual(8 * 2);
-    for (const f of r.flows) expect(Math.abs(f.goodputGbps - r.totalGoodputGbps / 8)).toBeLessThan(0.05 * r.totalGoodputGbps / 8);
+    for (const f of r.flows) expect(Math.abs(f.goodputGbps! - r.totalGoodputGbps! / 8)).toBeLessThan(0.05 * r.totalGoodputGbps! / 8);
     // a CNP at most every 50 us lets the queue pass 10 MB before the cuts catch up (PFC: under 1.8 MB)
     expect(toReceiver.queuePeakBytes).toBeGreaterThan(10_000_000);
     expect(toReceiver.queuePeakBytes).toBeGreaterThan(10 * pfc.toReceiver.queuePeakBytes);
     // and the paper's 40 Gb/s additive increase leaves the 800 Gb/s port mostly idle afterwards
-    expect(r.totalGoodputGbps).toBeLessThan(0.5 * pfc.r.totalGoodputGbps);
+    expect(r.totalGoodputGbps).toBeLessThan(0.5 * pfc.r.totalGoodputGbps!);
   });
 });
 

@@ -2,7 +2,8 @@
 // engine states and occupancy, console lines in simulated-time order, plots (uPlot) of what
 // host/live.ts samples — then the result, a Perfetto trace and a pcapng to download (not for a
 // sweep, whose runs are shown one after another), and a link that carries the scenario. What the page showed stays readable in the DOM for tests:
-// body[data-state] ("idle", "running", "done", "error"), #result (the --json text), and
+// body[data-state] ("idle", "running", "done", "stopped": the Stop button ended the run and what
+// it reached is shown, "error"), #status (how the run ended, in words), #result (the --json text), and
 // #plots[data-plotted] (each plot's data arrays as uPlot holds them).
 
 import uPlot from "uplot";
@@ -38,7 +39,7 @@ function setStatus(text: string, error = false): void {
   status.textContent = text;
   status.classList.toggle("error", error);
 }
-const setState = (s: "idle" | "running" | "done" | "error") => (document.body.dataset.state = s);
+const setState = (s: "idle" | "running" | "done" | "stopped" | "error") => (document.body.dataset.state = s);
 
 // ---- the run
 let worker: Worker | null = null;
@@ -160,8 +161,9 @@ function onMessage(m: FromWorker): void {
       $("result").textContent = m.resultJson;
       if (m.trace !== null) download("dl-trace", m.trace, "application/json");
       if (m.pcap) download("dl-pcap", m.pcap as Uint8Array<ArrayBuffer>, "application/vnd.tcpdump.pcap");
-      setStatus(`Done: ${m.kind === "firmware" ? "firmware run" : runLabel ? "sweep" : "scenario"} finished.`);
-      setState("done");
+      // a stopped run says so: its results are what it reached, not what it was to do
+      setStatus(m.outcome.text);
+      setState(m.outcome.state);
       finished();
       break;
     }

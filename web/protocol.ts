@@ -17,6 +17,14 @@ export interface FirmwareDoc {
 
 export const isFirmwareDoc = (d: ScenarioDoc): d is FirmwareDoc => typeof (d as FirmwareDoc).firmware === "string";
 
+/** How a run ended, for the page's status line and body[data-state]. */
+export interface Outcome {
+  /** "stopped": the Stop button stopped it (its results are what was reached); else "done" */
+  state: "done" | "stopped";
+  /** e.g. "Done: scenario finished.", "Stopped: scenario stopped at 12.000 us of simulated time." */
+  text: string;
+}
+
 export type ToWorker = { type: "run"; doc: ScenarioDoc } | { type: "stop" };
 
 export interface ConsoleLineMsg {
@@ -41,5 +49,7 @@ export type FromWorker =
       trace: Blob | null;
       /** the scenario's frames as pcapng */
       pcap: Uint8Array | null;
+      /** how the run ended, as the page says it: stopped (the Stop button) or done, and the sentence for the status line */
+      outcome: Outcome;
     }
   | { type: "error"; message: string };

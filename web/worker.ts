@@ -8,10 +8,10 @@
 
 import { coreModule } from "../host/browser.js";
 import { FirmwareSession, type FwRunResult } from "../host/fw/session.js";
-import { runScenario, checkScenario, type RunObserver, type RunOptions } from "../host/scenario/run.js";
+import { runScenario, checkScenario, type RunObserver, type RunOptions, type ScenarioResult } from "../host/scenario/run.js";
 import { expandSweep, checkSweep, formatSweep, type SweepRun } from "../host/scenario/sweep.js";
 import { resolveScenario } from "../host/scenario/scenario.js";
-import { formatResult } from "../host/scenario/report.js";
+import { formatResult, endedText } from "../host/scenario/report.js";
 import { ScenarioTracer, TRACE_INTERVAL_DEFAULT_PS } from "../host/scenario/trace.js";
 import { ClusterCapture } from "../host/cluster/capture.js";
 import { PcapngWriter } from "../host/wire/pcapng.js";
@@ -20,7 +20,7 @@ import type { TraceSink } from "../host/trace/writer.js";
 import { parseTime, formatTime } from "../host/units.js";
 import { FirmwareSampler, ScenarioSampler, ClusterEngineSampler, Observers, type LiveFrame } from "../host/live.js";
 import { FIRMWARE } from "./firmware.js";
-import { isFirmwareDoc, type ConsoleLineMsg, type FirmwareDoc, type FromWorker, type ToWorker, type ScenarioDoc } from "./protocol.js";
+import { isFirmwareDoc, type ConsoleLineMsg, type FirmwareDoc, type FromWorker, type ToWorker, type ScenarioDoc, type Outcome } from "./protocol.js";
 import { runInSlices } from "./slices.js";
 
 const post = (m: FromWorker, transfer: Transferable[] = []) => (self as unknown as Worker).postMessage(m, transfer);
@@ -88,7 +88,21 @@ async function runFirmwareDoc(doc: FirmwareDoc): Promise<void> {
     type: "done", kind: "firmware",
     resultJson: JSON.stringify({ ...r, trace: undefined }), // as `menic fw run --json` prints it
     summary: firmwareSummary(r), trace: traceBlob((sink) => writePerfetto(toPerfetto(r.trace ?? [], dev.engines, BigInt(r.timePs)), sink)), pcap: null,
+    outcome: r.stopped ? { state: "stopped", text: `Stopped: firmware run stopped at ${formatTime(r.timePs)} of simulated time.` } : { state: "done", text: "Done: firmware run finished." },
   });
+}
+
+/** How a scenario run ended, in the words of the table's first line (host/scenario/report.ts). */
+function scenarioOutcome(r: ScenarioResult): Outcome {
+  if (r.ended === "stopped") return { state: "stopped", text: `Stopped: scenario stopped at ${formatTime(r.endPs)} of simulated time.` };
+  return { state: "done", text: `Done: scenario ${endedText(r.ended)}.` };
+}
+
+/** How a sweep ended: stopped in one of its runs, or done, saying how many runs did not finish. */
+function sweepOutcome(runs: readonly SweepRun[], planned: number): Outcome {
+  if (runs.at(-1)?.result.ended === "stopped") return { state: "stopped", text: `Stopped: sweep stopped in run ${runs.length} of ${planned}.` };
+  const unfinished = runs.filter((r) => r.result.ended !== "finished").length;
+  return { state: "done", text: unfinished ? `Done: sweep ran; ${unfinished} of its ${runs.length} runs did not finish (the table's "ended" says how each ended).` : "Done: sweep finished." };
 }
 
 /** A trace written in chunks as one Blob, as the CLI's file would hold it (no string of the whole). */
@@ -166,7 +180,7 @@ async function runScenarioDoc(doc: Record<string, unknown>): Promise<void> {
   w.end(r.endPs);
   const pcap = new Uint8Array(chunks.reduce((s, c) => s + c.length, 0));
   chunks.reduce((at, c) => (pcap.set(c, at), at + c.length), 0);
-  post({ type: "done", kind: "scenario", resultJson: JSON.stringify(r), summary: formatResult(r), trace: new Blob(traceParts, { type: "application/json" }), pcap }, [pcap.buffer]);
+  post({ type: "done", kind: "scenario", resultJson: JSON.stringify(r), summary: formatResult(r), trace: new Blob(traceParts, { type: "application/json" }), pcap, outcome: scenarioOutcome(r) }, [pcap.buffer]);
 }
 
 /**
@@ -189,5 +203,5 @@ async function runSweepDoc(doc: Record<string, unknown>): Promise<void> {
     if (result.ended === "stopped") break;
   }
   const name = String(doc.name ?? "scenario");
-  post({ type: "done", kind: "scenario", resultJson: JSON.stringify({ name, runs }), summary: formatSweep(name, runs), trace: null, pcap: null });
+  post({ type: "done", kind: "scenario", resultJson: JSON.stringify({ name, runs }), summary: formatSweep(name, runs, sweep.runs), trace: null, pcap: null, outcome: sweepOutcome(runs, sweep.runs) });
 }

@@ -230,8 +230,10 @@ export async function runProgram(sc: ProgramRun, c: CollectiveSpec, p: GraphProg
   opts.observer?.graph?.({ index, size, program: p, spans });
   // the chain of events that decided the end, from the engines' own times (every node has them once it is done)
   const hops = state.state === "done" ? criticalPath(p, spans.map((d) => d.map((x) => ({ node: x.node, posted: x.postedPs, done: x.donePs })))).hops : undefined;
-  const end = state.state === "done" ? Math.max(...contexts.map((_, d) => Math.ceil((run.endCycles(d) * 1e9) / khz))) : runner.nowPs;
-  const timePs = Math.max(1, end - t0);
+  const done = state.state === "done";
+  const end = done ? Math.max(...contexts.map((_, d) => Math.ceil((run.endCycles(d) * 1e9) / khz))) : runner.nowPs;
+  // a size not done ran from its doorbells to where it ended (nothing, when stopped at once)
+  const timePs = done ? Math.max(1, end - t0) : end - t0;
   // busy: each engine's clock advanced less its time asleep, over the span from the doorbells to
   // the end (the last device's final signal; where the run stopped, when it did not end) or to
   // the latest engine's clock, when an engine ran on past it (bookkeeping after its signal, by an
@@ -262,14 +264,15 @@ export async function runProgram(sc: ProgramRun, c: CollectiveSpec, p: GraphProg
     else computeLate = !stopped;
   }
   const nccl = c.op === "all-gather" || c.op === "reduce-scatter" || c.op === "all-to-all" ? n * size : size;
-  // a bandwidth only for a size that was done: a failed or unfinished one moved less than its bytes
-  const algbw = state.state === "done" ? nccl / (timePs / 1e12) / 1e9 : 0;
+  // a bandwidth only for a size that was done: a failed or unfinished one moved less than its
+  // bytes, and one stopped before its first completion has no rate at all (ScenarioResult)
+  const algbw = done ? nccl / (timePs / 1e12) / 1e9 : null;
   const row: CollectiveRow = {
-    bytes: nccl, count: size / ESIZE[c.dtype], timePs, algbwGBps: algbw, busbwGBps: algbw * busFactor(c.op, n),
+    bytes: nccl, count: size / ESIZE[c.dtype], timePs, algbwGBps: algbw, busbwGBps: algbw === null ? null : algbw * busFactor(c.op, n),
     // over the time run (to the poll after the end): engines still finish their bookkeeping after the last signal
     // (at most 1: every wake rounds the engine's clock up to its next cycle, a fraction of a ns each)
     engineUtil: Math.min(1, busy / (p.engines * n * Math.max(1, last - t0))), check,
-    status: state.state === "done" && !computeLate ? "done" : state.state === "failed" ? "failed" : stalled ? "stalled" : "time-limit",
+    status: done && !computeLate ? "done" : state.state === "failed" ? "failed" : stopped ? "stopped" : stalled ? "stalled" : "time-limit",
     txBytes: contexts.map((ctx, d) => ctx.device.stats()["port.tx_bytes"] - txBefore[d]!),
     ...(hops !== undefined ? { criticalPathHops: hops } : {}),
     ...(state.state === "failed" ? { error: `${state.where}: ${state.status}` } : {}),
@@ -333,13 +336,14 @@ export async function runCollectiveScenario(coreModule: WebAssembly.Module, sc: 
 /**
  * A collective result's goodput and completion times: each size run is one "message" of its
  * vector's bytes, done in its row's time (post to the last device's signal); the goodput is
- * the bytes over the times, Gb/s (the collectives' algorithm bandwidth, as algbwGBps × 8).
+ * the bytes over the times, Gb/s (the collectives' algorithm bandwidth, as algbwGBps × 8);
+ * null when no size was done.
  */
 export function collectiveTimes(rows: readonly CollectiveRow[]): Pick<ScenarioResult, "totalGoodputGbps" | "fctPs"> {
   const done = rows.filter((r) => r.status === "done");
   const times = done.map((r) => r.timePs).sort((a, b) => a - b);
   const busy = times.reduce((a, t) => a + t, 0), bytes = done.reduce((a, r) => a + r.bytes, 0);
-  return { totalGoodputGbps: busy > 0 ? (bytes * 8000) / busy : 0, fctPs: percentiles(times) };
+  return { totalGoodputGbps: done.length === 0 ? null : busy > 0 ? (bytes * 8000) / busy : 0, fctPs: percentiles(times) };
 }
 
 function equal(a: Uint8Array, b: Uint8Array): boolean {

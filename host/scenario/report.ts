@@ -1,6 +1,7 @@
 // A scenario's results as the text table `menic run` prints (no Node APIs: a page can show it
 // too): per flow source → destination, bytes, goodput and status; totals; completion-time
-// percentiles; drops by reason; retransmissions, timeouts, NAKs, ECN marks.
+// percentiles; drops by reason; retransmissions, timeouts, NAKs, ECN marks. A rate that is
+// absent (nothing completed: result.ts, ScenarioResult) is shown as "—", never as a number.
 
 import { formatTime } from "../units.js";
 import type { ScenarioResult, FlowResult, RunEnd, MetaroceCounts } from "./run.js";
@@ -18,6 +19,25 @@ const ENDED: Record<RunEnd, string> = {
   stopped: "stopped",
   stalled: "stalled (work outstanding, nothing left to happen)",
 };
+
+/** What the table and the page show for a rate that is absent (null: nothing completed, ScenarioResult). */
+export const NO_RATE = "—";
+
+/** A rate with two decimals, or NO_RATE when there is none. */
+export function rateCell(x: number | null): string {
+  return x === null ? NO_RATE : x.toFixed(2);
+}
+
+/** Completion-time percentiles as cells, or NO_RATE each when no message completed successfully (the percentiles of nothing are 0 in the JSON). */
+export function fctCells(r: ScenarioResult, which: readonly ("p50" | "p99" | "max")[]): string[] {
+  const none = r.messages.completed - r.messages.failed === 0;
+  return which.map((k) => (none ? NO_RATE : formatTime(r.fctPs[k])));
+}
+
+/** How a run ended, as the table's first line and the page say it. */
+export function endedText(e: RunEnd): string {
+  return ENDED[e];
+}
 
 /** A flow's status for people: its error, "incomplete" while messages are outstanding, else SUCCESS. */
 export function flowStatus(f: FlowResult): string {
@@ -51,7 +71,7 @@ function formatCollective(r: ScenarioResult, c: CollectiveReport): string[] {
   const rows = [["size (B)", "count", "time", "algbw GB/s", "busbw GB/s", "engines busy", "check", "status"]];
   if (c.error) return out;
   for (const x of c.rows) rows.push([
-    String(x.bytes), String(x.count), formatTime(x.timePs), x.algbwGBps.toFixed(2), x.busbwGBps.toFixed(2), `${(100 * x.engineUtil).toFixed(1)}%`, x.check,
+    String(x.bytes), String(x.count), formatTime(x.timePs), rateCell(x.algbwGBps), rateCell(x.busbwGBps), `${(100 * x.engineUtil).toFixed(1)}%`, x.check,
     x.error ? `${x.status}: ${x.error}` : x.status,
   ]);
   out.push(...columns(rows, [true, true, true, true, true, true, false, false]));
@@ -118,15 +138,16 @@ export function formatResult(r: ScenarioResult): string {
   out.push(`${r.name} (seed ${r.seed}): ${ENDED[r.ended]} at ${formatTime(r.endPs)} of simulated time (limit ${formatTime(r.untilPs)}${rounded})`, "");
   const rows = [["flow", "src → dst", "messages", "bytes", "goodput Gb/s", "status"]];
   r.flows.slice(0, TABLE_FLOWS_MAX).forEach((f, i) => rows.push([
-    String(i), `${f.src} → ${f.dst}`, `${f.completed}/${f.messages}`, String(f.bytes), f.goodputGbps.toFixed(2), flowStatus(f),
+    String(i), `${f.src} → ${f.dst}`, `${f.completed}/${f.messages}`, String(f.bytes), rateCell(f.goodputGbps), flowStatus(f),
   ]));
   const done = r.flows.reduce((s, f) => s + f.completed, 0);
-  rows.push(["total", `${r.flows.length} flow${r.flows.length === 1 ? "" : "s"}`, `${done}/${r.messages.total}`, String(r.totalBytes), r.totalGoodputGbps.toFixed(2),
+  rows.push(["total", `${r.flows.length} flow${r.flows.length === 1 ? "" : "s"}`, `${done}/${r.messages.total}`, String(r.totalBytes), rateCell(r.totalGoodputGbps),
     r.messages.failed ? `${r.messages.failed} failed` : ""]);
   out.push(...columns(rows, [false, false, true, true, true, false]));
   if (r.flows.length > TABLE_FLOWS_MAX) out.push(`(${r.flows.length - TABLE_FLOWS_MAX} more flows: --json lists every one)`);
   out.push("");
-  out.push(`completion time: p50 ${formatTime(r.fctPs.p50)}, p99 ${formatTime(r.fctPs.p99)}, max ${formatTime(r.fctPs.max)}`);
+  const [p50, p99, max] = fctCells(r, ["p50", "p99", "max"]);
+  out.push(`completion time: p50 ${p50}, p99 ${p99}, max ${max}${p50 === NO_RATE ? " (no message completed successfully)" : ""}`);
   out.push(`drops: fabric ${counts(r.fabric.drops)}; devices ${counts(r.deviceDrops)}`);
   if (r.metaroce) {
     const m = r.metaroce;

@@ -30,8 +30,8 @@ export interface FlowResult {
   status: string;
   /** from the first post to the last completion, ps */
   durationPs: number;
-  /** `bytes` over `durationPs`, Gb/s. */
-  goodputGbps: number;
+  /** `bytes` over `durationPs`, Gb/s; null when none of its messages completed (no rate without a completion: {@link ScenarioResult}) */
+  goodputGbps: number | null;
 }
 
 /**
@@ -41,7 +41,15 @@ export interface FlowResult {
  */
 export type RunEnd = "finished" | "failed" | "time-limit" | "stopped" | "stalled";
 
-/** What a scenario run did ({@link runScenario}; `menic run --json` prints it). */
+/**
+ * What a scenario run did ({@link runScenario}; `menic run --json` prints it).
+ *
+ * A rate is measured from completions only: a flow's goodput when one of its messages completed
+ * (successfully or not: messages that all failed delivered 0 bytes, a goodput of 0), the total
+ * goodput when a message did, a collective size's bandwidths when the collective completed that
+ * size. Where nothing completed (a run stopped, out of time or stalled before its first
+ * completion) there is no rate: the field is null, and the table and the page show "—".
+ */
 export interface ScenarioResult {
   /** The scenario's name. */
   name: string;
@@ -61,8 +69,8 @@ export interface ScenarioResult {
   flows: FlowResult[];
   /** Payload bytes delivered over all flows. */
   totalBytes: number;
-  /** `totalBytes` over the time from the first post to the last completion, Gb/s. */
-  totalGoodputGbps: number;
+  /** `totalBytes` over the time from the first post to the last completion, Gb/s; null when no message completed */
+  totalGoodputGbps: number | null;
   /** Per-message completion time (post to completion), ps. */
   fctPs: Percentiles;
   /** the transport QPs between devices ran */
@@ -174,12 +182,12 @@ export interface CollectiveRow {
   bytes: number;
   /** elements per device */
   count: number;
-  /** from the doorbell to the last device's final signal, ps */
+  /** from the doorbell to the last device's final signal, ps; for a size not done, to where its run ended (0: stopped before it began) */
   timePs: number;
-  /** bytes / time, GB/s (0 for a size not done) */
-  algbwGBps: number;
-  /** algbw x the collective's bus factor, GB/s */
-  busbwGBps: number;
+  /** bytes / time, GB/s; null when the collective did not complete this size (no rate without a completion) */
+  algbwGBps: number | null;
+  /** algbw x the collective's bus factor, GB/s; null as algbwGBps */
+  busbwGBps: number | null;
   /** engines running (not asleep in wfi) from the doorbell to the first poll after the end, as a fraction of engines x devices x that time */
   engineUtil: number;
   /** "ok" when every device's result is the reference's, bit for bit; "skipped" in timing mode or when not asked */
@@ -191,8 +199,8 @@ export interface CollectiveRow {
    * a ring all-reduce on N devices 2 (N - 1), a double binary tree 2 ceil(log2 N)); only for a size done
    */
   criticalPathHops?: number;
-  /** how the run of this size ended (stalled: still running, and nothing left to happen in the cluster: no engine, NIC or fabric event) */
-  status: "done" | "failed" | "time-limit" | "stalled";
+  /** how the run of this size ended (stalled: still running, and nothing left to happen in the cluster: no engine, NIC or fabric event; stopped: the caller stopped it, RunOptions.shouldStop) */
+  status: "done" | "failed" | "time-limit" | "stalled" | "stopped";
   /** a failure: which node, on which device, with which status */
   error?: string;
   /** with `interference`: the matmul load run alongside, its slowdown (docs/compute.md) */

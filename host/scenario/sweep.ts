@@ -9,7 +9,7 @@ import { resolveScenario } from "./scenario.js";
 import { runScenario, checkScenario, type RunOptions, type ScenarioResult } from "./run.js";
 import { formatTime } from "../units.js";
 import { lateWarning } from "./counters.js";
-import { INTERFERENCE_HEAD, interferenceCells } from "./report.js";
+import { INTERFERENCE_HEAD, interferenceCells, rateCell, fctCells } from "./report.js";
 
 export interface SweepRun {
   /** the values this run set, by path */
@@ -107,14 +107,28 @@ export async function runSweep(coreModule: WebAssembly.Module, input: unknown, o
   return out;
 }
 
-/** The comparison table: one row per run, the values it set, then what it reached (a collective: one row per run and size). */
-export function formatSweep(name: string, runs: readonly SweepRun[]): string {
+/**
+ * The table's first line: the sweep's name and its runs; of a sweep stopped before its last run,
+ * how many of the `planned` ran and that it was stopped.
+ */
+function sweepHead(name: string, runs: readonly SweepRun[], planned: number): string {
+  const stopped = runs.at(-1)?.result.ended === "stopped";
+  if (stopped) return `${name}: stopped in run ${runs.length} of ${planned}`;
+  return `${name}: ${runs.length} run${runs.length === 1 ? "" : "s"}`;
+}
+
+/**
+ * The comparison table: one row per run, the values it set, then what it reached (a collective:
+ * one row per run and size). `planned`: the runs the sweep makes (Sweep.runs), which a stopped
+ * sweep did not all make.
+ */
+export function formatSweep(name: string, runs: readonly SweepRun[], planned = runs.length): string {
   const keys = Object.keys(runs[0]?.set ?? {});
-  if (runs[0]?.result.collective || runs[0]?.result.collectives) return formatCollectiveSweep(name, keys, runs);
+  if (runs[0]?.result.collective || runs[0]?.result.collectives) return formatCollectiveSweep(sweepHead(name, runs, planned), keys, runs);
   const head = [...keys, "goodput Gb/s", "FCT p50", "FCT p99", "retransmits", "timeouts", "drops", "ended"];
   const rows = runs.map(({ set, result: r }) => [
     ...keys.map((k) => (typeof set[k] === "string" ? String(set[k]) : JSON.stringify(set[k]))),
-    r.totalGoodputGbps.toFixed(2), formatTime(r.fctPs.p50), formatTime(r.fctPs.p99),
+    rateCell(r.totalGoodputGbps), ...fctCells(r, ["p50", "p99"]),
     String(r.retransmits), String(r.timeouts),
     String(Object.values(r.fabric.drops).reduce((s, n) => s + n, 0)), r.ended,
   ]);
@@ -122,7 +136,7 @@ export function formatSweep(name: string, runs: readonly SweepRun[]): string {
   const right = (i: number) => i >= keys.length && i < head.length - 1;
   const line = (cells: string[]) => cells.map((c, i) => (right(i) ? c.padStart(w[i]!) : c.padEnd(w[i]!))).join("  ").trimEnd();
   const note = "retransmits: RoCEv2 counts go-back-N restarts, the MetaRoCE-like transport packets sent again; timeouts: RoCEv2 timer expiries, MetaRoCE-like path RTOs";
-  return [`${name}: ${runs.length} run${runs.length === 1 ? "" : "s"}`, "", line(head), ...rows.map(line), "", note, ...lateLines(runs)].map((l) => `${l}\n`).join("");
+  return [sweepHead(name, runs, planned), "", line(head), ...rows.map(line), "", note, ...lateLines(runs)].map((l) => `${l}\n`).join("");
 }
 
 /** A warning per run whose frames reached a device in its past (report.ts prints the same for one run). */
@@ -133,7 +147,7 @@ function lateLines(runs: readonly SweepRun[]): string[] {
   });
 }
 
-function formatCollectiveSweep(name: string, keys: string[], runs: readonly SweepRun[]): string {
+function formatCollectiveSweep(title: string, keys: string[], runs: readonly SweepRun[]): string {
   // a sequence of collectives: a column says which of them a row is
   const seq = runs[0]?.result.collectives !== undefined;
   const reports = (r: SweepRun["result"]) => (r.collective ? [r.collective] : r.collectives ?? []);
@@ -145,7 +159,7 @@ function formatCollectiveSweep(name: string, keys: string[], runs: readonly Swee
   const rows = runs.flatMap(({ set, result: r }) => reports(r).flatMap((c, i) => c.rows.map((x) => [
     ...keys.map((k) => (typeof set[k] === "string" ? String(set[k]) : JSON.stringify(set[k]))),
     ...(seq ? [`${i}: ${c.op} ${c.portGroup ?? ""}`.trimEnd()] : []),
-    String(x.bytes), formatTime(x.timePs), x.busbwGBps.toFixed(2), `${(100 * x.engineUtil).toFixed(1)}%`,
+    String(x.bytes), formatTime(x.timePs), rateCell(x.busbwGBps), `${(100 * x.engineUtil).toFixed(1)}%`,
     ...(load ? (x.interference ? interferenceCells(x.interference) : extra.map(() => "-")) : []),
     x.check, String(r.retransmits), x.error ? `${x.status}: ${x.error}` : x.status,
   ])));
@@ -153,5 +167,5 @@ function formatCollectiveSweep(name: string, keys: string[], runs: readonly Swee
   const right = (i: number) => i >= keys.length + at && i < keys.length + at + 4 + extra.length;
   const line = (cells: string[]) => cells.map((c, i) => (right(i) ? c.padStart(w[i]!) : c.padEnd(w[i]!))).join("  ").trimEnd();
   const notes = ["retransmits: over all the run's sizes", ...(load ? ["matmul load (docs/compute.md): slowdown = alongside / alone - 1 (the slowest device); lost = (alongside - alone) / the collective's time"] : [])];
-  return [`${name}: ${runs.length} run${runs.length === 1 ? "" : "s"}`, "", line(head), ...rows.map(line), "", ...notes, ...lateLines(runs)].map((l) => `${l}\n`).join("");
+  return [title, "", line(head), ...rows.map(line), "", ...notes, ...lateLines(runs)].map((l) => `${l}\n`).join("");
 }

@@ -212,7 +212,8 @@ function trafficResult(sc: TrafficResultOf, built: Cluster, state: readonly Flow
     return {
       src: f.spec.src, dst: f.spec.dst, bytes, messages: f.posted, completed: f.completed, failed: f.failed,
       status: f.status !== "" ? f.status : f.completed === f.posted ? "SUCCESS" : "INCOMPLETE", durationPs,
-      goodputGbps: durationPs > 0 ? (bytes * 8000) / durationPs : 0,
+      // no rate without a completion (ScenarioResult): messages that all failed delivered 0 bytes
+      goodputGbps: f.completed + f.failed === 0 ? null : durationPs > 0 ? (bytes * 8000) / durationPs : 0,
     };
   });
   const totalBytes = flowsOut.reduce((s, f) => s + f.bytes, 0);
@@ -229,7 +230,7 @@ function trafficResult(sc: TrafficResultOf, built: Cluster, state: readonly Flow
     name: sc.name, seed: sc.seed, endPs: all ? p.lastCompletionPs : runner.nowPs, untilPs: sc.untilPs, finished,
     ended: finished ? "finished" : all ? "failed" : p.stopped ? "stopped" : p.stalled ? "stalled" : "time-limit",
     messages: { total: p.total, completed: p.completed, failed }, flows: flowsOut, totalBytes,
-    totalGoodputGbps: lastDone > startPs ? (totalBytes * 8000) / (lastDone - startPs) : 0,
+    totalGoodputGbps: p.completed === 0 ? null : lastDone > startPs ? (totalBytes * 8000) / (lastDone - startPs) : 0,
     fctPs: percentiles(fct),
     transport: sc.transport,
     ...counts,

@@ -168,7 +168,9 @@ export function resultViolations(name: string, r: ScenarioResult): string[] {
       if (row.status === "done" && row.check === "mismatch") say(`size ${i}: done, but its result differs from the reference's`);
       if (row.status === "failed" && !/: [A-Z_]+$/.test(row.error ?? "")) say(`size ${i}: failed without naming a node and status (${row.error})`);
       if (row.status !== "done" && r.ended === "finished") say(`size ${i}: ${row.status}, yet the run ended finished`);
-      if (row.busbwGBps > 0 && row.status !== "done") say(`size ${i}: ${row.busbwGBps} GB/s for a size not done`);
+      // no rate without a completion (result.ts): a bandwidth exactly for a size done
+      if (row.busbwGBps !== null && row.status !== "done") say(`size ${i}: ${row.busbwGBps} GB/s for a size not done`);
+      if (row.busbwGBps === null && row.status === "done") say(`size ${i}: done, with no bandwidth`);
     });
   } else {
     r.flows.forEach((f, i) => {
@@ -176,7 +178,9 @@ export function resultViolations(name: string, r: ScenarioResult): string[] {
       if (want !== null && f.status !== want) say(`flow ${i}: ${f.completed}/${f.messages} done, ${f.failed} failed, status ${f.status}`);
       if (want === null && (f.status === "SUCCESS" || f.status === "INCOMPLETE")) say(`flow ${i}: ${f.failed} failed, status ${f.status}`);
       if (f.completed + f.failed > f.messages) say(`flow ${i}: ${f.completed} + ${f.failed} completions for ${f.messages} messages`);
-      if (f.goodputGbps > 0 && f.completed === 0) say(`flow ${i}: goodput ${f.goodputGbps} Gb/s with no message done`);
+      // no rate without a completion (result.ts); messages that all failed delivered nothing: 0
+      if (f.goodputGbps !== null && (f.completed + f.failed === 0 || (f.goodputGbps > 0 && f.completed === 0))) say(`flow ${i}: goodput ${f.goodputGbps} Gb/s with no message done`);
+      if (f.goodputGbps === null && f.completed + f.failed > 0) say(`flow ${i}: no goodput, though ${f.completed + f.failed} of its messages completed`);
     });
     if (r.ended === "finished" && r.messages.completed !== r.messages.total) say(`finished with ${r.messages.completed} of ${r.messages.total} done`);
   }
