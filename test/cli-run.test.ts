@@ -201,6 +201,8 @@ describe("menic run --set and --seed", () => {
     expect(j).toEqual(JSON.parse(JSON.stringify(await direct("roce-pair", "traffic.messages=4", "until=20us"))));
     expect([j.untilPs, j.endPs, j.ended, j.finished, j.messages.total]).toEqual([20_000_000, 20_000_000, "time-limit", false, 4]);
     expect(j.messages.completed).toBeLessThan(4);
+    // asked: a run out of time is a result (issue 29 §3)
+    expect(menic("run", "examples/scenarios/roce-pair.json", "--set", "traffic.messages=4", "--set", "until=20us", "--json", "--allow-failures")).toEqual({ status: 0, stdout: out.stdout, stderr: "" });
   });
 
   it("--set faults[0].random sweeps loss; a failed message exits 1 with its status", async () => {

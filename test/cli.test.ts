@@ -296,6 +296,27 @@ describe("the progress line", () => {
     expect(f.writes.at(-1)).toBe("\r\x1b[K");
   });
 
+  // WAS: each run of a sweep restarted the wall time at 0 s and gave its own ETA (issue 29 §3)
+  it("counts a sweep's runs; its wall time never goes back, and its ETA adds the runs to come", () => {
+    const f = fake();
+    const line = progressLine(f.stream, f.clock);
+    const at = (wallMs: number, nowPs: number) => {
+      f.advance(wallMs);
+      line.update({ nowPs, untilPs: 1e9, work: () => ({ count: 0, unit: "hops/s" }) });
+    };
+    line.run(0, 3, "run 1/3 {\"seed\":1}: ");
+    at(0, 0);
+    at(1100, 5e8); // half its limit in 1.1 s: 1.1 s more, then 2 runs of 2.2 s each
+    line.run(1, 3, "run 2/3 {\"seed\":2}: ");
+    at(300, 0);
+    at(500, 5e8); // this run: 0.5 s more; then 1 run as long as the first (1.4 s)
+    expect(f.writes).toEqual([
+      "\r\x1b[Krun 1/3 {\"seed\":1}: simulated 500.000 us of 1.000 ms, 0 hops/s, wall 1.1 s, ETA ~ 6 s",
+      "\r\x1b[Krun 2/3 {\"seed\":2}: simulated 0 ps of 1.000 ms, 0 hops/s, wall 1.4 s, ETA unknown",
+      "\r\x1b[Krun 2/3 {\"seed\":2}: simulated 500.000 us of 1.000 ms, 0 hops/s, wall 1.9 s, ETA ~ 2 s",
+    ]);
+  });
+
   it("takes the sooner ETA of the work done and the time limit, and prints nothing off a terminal", () => {
     // half the messages in 10 s: 10 s more, though the limit is 1000 s away at this rate
     expect(progressText({ nowPs: 1e6, untilPs: 1e9, detail: "messages 8/16", done: 0.5, work: () => ({ count: 2.5e6, unit: "hops/s" }) }, 10, 1e6))

@@ -281,13 +281,19 @@ describe("a scenario's sweep", () => {
     expect(() => [...expandSweep(s)]).toThrow(/^scenario\.sweep\["transport"\]: "infiniband": scenario\.transport: must be one of rocev2, metaroce/);
   });
 
-  it("menic run prints one row per run and exits 0 though RoCEv2's lossiest runs failed", () => {
-    const r = spawnSync("node", ["bin/menic.js", "run", "examples/scenarios/metaroce-loss.json", "--set", "sweep={\"transport\":[\"rocev2\",\"metaroce\"],\"faults[0].random\":[0.1]}"], { encoding: "utf8" });
-    expect(r.status).toBe(0);
+  // WAS: a sweep exited 0 whatever its runs did (issue 29 §3)
+  it("menic run prints one row per run and exits 1 when RoCEv2's lossiest run failed, 0 with --allow-failures", () => {
+    const args = ["bin/menic.js", "run", "examples/scenarios/metaroce-loss.json", "--set", "sweep={\"transport\":[\"rocev2\",\"metaroce\"],\"faults[0].random\":[0.1]}"];
+    const r = spawnSync("node", args, { encoding: "utf8" });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toBe("menic: 1 of the 2 runs did not finish (failed): exit status 1 (--allow-failures: 0, when the failures are results)\n");
     const rows = r.stdout.split("\n").filter((l) => /^(rocev2|metaroce) /.test(l));
     expect(rows.length).toBe(2);
-    expect(rows[0]).toMatch(/^rocev2\s+0\.1\s+0\.00 .* failed$/);
+    // every message failed: they completed, and delivered nothing (0, not —); no completion time
+    expect(rows[0]).toMatch(/^rocev2\s+0\.1\s+0\.00\s+—\s+— .* failed$/);
     expect(rows[1]).toMatch(/^metaroce\s+0\.1\s+5\d\d\.\d\d .* finished$/);
+    const allowed = spawnSync("node", [...args, "--allow-failures"], { encoding: "utf8" });
+    expect([allowed.status, allowed.stdout, allowed.stderr]).toEqual([0, r.stdout, ""]);
   });
 });
 

@@ -17,10 +17,10 @@ import { ConfigError } from "../config.js";
 import { ElfError } from "../elf.js";
 import { buildFirmware, OPT_LEVELS, type OptLevel } from "../fw/build.js";
 import { runFirmwareTests, toTap, toJunit, failed, type FwTestSuite } from "../fw/test.js";
-import { runScenario, checkScenario, type ScenarioResult } from "../scenario/run.js";
+import { runScenario, checkScenario, type ScenarioResult, type RunEnd } from "../scenario/run.js";
 import { TIMELINE_MIN_PS } from "../scenario/result.js";
 import { MEMORY_BOUND_BYTES } from "../scenario/cluster.js";
-import { resolveScenario, inlineGraphFiles } from "../scenario/scenario.js";
+import { resolveScenario, inlineGraphFiles, type Scenario } from "../scenario/scenario.js";
 import { applySet } from "../scenario/overrides.js";
 import { formatResult } from "../scenario/report.js";
 import { ScenarioTracer } from "../scenario/trace.js";
@@ -60,13 +60,15 @@ its results: goodput per flow, completion times, drops, retransmissions. A scena
     timeline: { kind: "time", value: "<time>", help: "with --json: add \"timeline\", the payload bytes placed over all flows at every multiple of <time> (a traffic scenario; at least 1ns)", default: "(none)" },
     "max-runs": { kind: "int", value: "<n>", min: 1, max: 2 ** 24, help: "refuse a sweep of more runs than this", default: String(SWEEP_RUNS_BOUND) },
     "max-memory": { kind: "int", value: "<GiB>", min: 1, max: 2 ** 20, help: "refuse a scenario whose devices and fabric need more memory than this (docs/fabric.md, \"Memory\")", default: String(MEMORY_BOUND_BYTES / 2 ** 30) },
+    "allow-failures": { kind: "flag", help: "exit 0 though a run (a sweep's run) failed, ran out of time or stalled: a study whose failures are results", default: "(off: exit 1)" },
   },
   notes: `${TIMES}.
 input files (the scenario, a collective's graph.file): regular files of at most ${INPUT_MAX_MIB} MiB.
 exit status: 0 every message completed; 1 one failed, time ran out or the run stalled (work left,
 nothing to happen), or --pcap's or --trace's file could not be written (a full disk: the results
 are printed first); 2 bad usage or input;
-130 stopped by Ctrl-C (it still prints and writes what was reached). A sweep exits 0 unless stopped.`,
+130 stopped by Ctrl-C (it still prints and writes what was reached). A sweep exits 1 when one of
+its runs failed, ran out of time or stalled, 0 with --allow-failures (and a run alone too).`,
 } satisfies CommandSpec;
 
 const FW_BUILD = {
@@ -412,20 +414,30 @@ async function scenarioRun(args: string[]): Promise<number> {
   const progress = progressLine();
   let fabric: Fabric | null = null; // of the run going on: its packet-hops are the host's speed
   const onBuilt = (c: { fabric: Fabric }) => { fabric = c.fabric; };
-  const sample = (nowPs: number, untilPs: number, done: number, total: number): ProgressSample => ({
-    nowPs, untilPs, detail: `messages ${done}/${total}`, done: total > 0 ? done / total : undefined,
+  // what a run has done: a traffic run's messages, a collective's sizes (each a run of its own, from time 0)
+  const sample = (nowPs: number, untilPs: number, done: number, total: number, what: string): ProgressSample => ({
+    nowPs, untilPs, detail: `${what} ${done}/${total}`, done: total > 0 ? done / total : undefined,
     work: () => ({ count: fabric?.totals().hops ?? 0, unit: "hops/s" }),
   });
+  const counts = (sc: Scenario) => (sc.collective || sc.collectives ? "sizes" : "messages");
+  // a failed run is a result when asked (--allow-failures); a stop is always said
+  const exitOf = (ended: RunEnd) => (values["allow-failures"] && ended !== "stopped" ? EXIT.ok : RUN_EXIT[ended]);
   if (scenario.sweep !== undefined) {
-    let runUntilPs = 0;
+    let run = { untilPs: 0, what: "messages" };
     let runs: SweepRun[];
+    let planned = 0;
     try {
       runs = await runSweep(coreModule(), scenario, {
         ...limits,
         ...timelineOption,
-        onRun: (k, n, set, run) => { runUntilPs = resolveScenario(run).untilPs; progress.label(`run ${k + 1}/${n} ${JSON.stringify(set)}: `); },
+        onRun: (k, n, set, input) => {
+          const sc = resolveScenario(input);
+          run = { untilPs: sc.untilPs, what: counts(sc) };
+          planned = n;
+          progress.run(k, n, `run ${k + 1}/${n} ${JSON.stringify(set)}: `);
+        },
         onBuilt,
-        onProgress: (nowPs, done, total) => progress.update(sample(nowPs, runUntilPs, done, total)),
+        onProgress: (nowPs, done, total) => progress.update(sample(nowPs, run.untilPs, done, total, run.what)),
         shouldStop: interrupt.shouldStop,
       });
     } finally {
@@ -434,11 +446,15 @@ async function scenarioRun(args: string[]): Promise<number> {
     }
     const name = String(scenario.name ?? "scenario");
     if (values.json) console.log(JSON.stringify({ name, runs }));
-    else process.stdout.write(formatSweep(name, runs));
-    // a sweep is a study: a run that failed or ran out of time is one of its results
-    return runs.some((r) => r.result.ended === "stopped") ? EXIT.stopped : EXIT.ok;
+    else process.stdout.write(formatSweep(name, runs, planned));
+    if (runs.some((r) => r.result.ended === "stopped")) return EXIT.stopped;
+    const unfinished = runs.filter((r) => r.result.ended !== "finished");
+    if (unfinished.length === 0 || values["allow-failures"]) return EXIT.ok;
+    console.error(`menic: ${unfinished.length} of the ${runs.length} runs did not finish (${[...new Set(unfinished.map((r) => r.result.ended))].join(", ")}): exit status 1 (--allow-failures: 0, when the failures are results)`);
+    return EXIT.failed;
   }
-  const untilPs = resolveScenario(scenario).untilPs;
+  const sc = resolveScenario(scenario);
+  const untilPs = sc.untilPs;
   // a file that cannot be written as the run goes (a full disk) is said after the results, and exits 1
   let pcapFile: OutputFile | null = null, traceFile: OutputFile | null = null;
   let capture: ClusterCapture | null = null;
@@ -460,7 +476,7 @@ async function scenarioRun(args: string[]): Promise<number> {
       ...(tracer ? { observer: tracer } : {}),
       onProgress: (nowPs, done, total) => {
         capture?.flush(nowPs);
-        progress.update(sample(nowPs, untilPs, done, total));
+        progress.update(sample(nowPs, untilPs, done, total, counts(sc)));
       },
       shouldStop: interrupt.shouldStop,
     });
@@ -485,7 +501,7 @@ async function scenarioRun(args: string[]): Promise<number> {
   }
   if (values.json) console.log(JSON.stringify(r));
   else process.stdout.write(formatResult(r));
-  return withOutputs([pcapFile, traceFile], RUN_EXIT[r.ended]);
+  return withOutputs([pcapFile, traceFile], exitOf(r.ended));
 }
 
 /** After the results: says which output file could not be written; a run that was fine then exits 1. */

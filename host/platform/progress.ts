@@ -1,7 +1,9 @@
 // What a long run shows and how it stops, for every `menic` command that runs one: a progress
 // line on stderr (simulated time, host speed, ETA) when stderr is a terminal and the run has
 // taken more than a second, and Ctrl-C (SIGINT) asking the run to stop at its next step so
-// that the command still prints and writes what was reached. Node only.
+// that the command still prints and writes what was reached. A sweep's line counts its runs
+// ("run 3/8 ...: "); its wall time and ETA are the whole sweep's, so they never go back when a
+// run ends and the next begins. Node only.
 
 import { formatTime } from "../units.js";
 import { EXIT } from "./cli-support.js";
@@ -24,9 +26,20 @@ export interface ProgressSample {
   work?: () => { count: number; unit: "MIPS" | "hops/s" };
 }
 
+/** Where a sweep is: run `index` (from 0) of `of`, begun `runWallS` seconds ago. */
+export interface SweepPlace {
+  index: number;
+  of: number;
+  runWallS: number;
+}
+
 export interface ProgressLine {
-  /** text before the line (a sweep's run k of n); restarts the speed and ETA measurement */
-  label(text: string): void;
+  /**
+   * A sweep's run `index` (from 0) of `of` begins, `text` before the line ("run 3/8 {...}: "):
+   * the simulated time and the host's speed are this run's (it has its own devices); the wall
+   * time and the ETA stay the sweep's.
+   */
+  run(index: number, of: number, text: string): void;
   update(s: ProgressSample): void;
   /** erases the line (before the results are printed) */
   clear(): void;
@@ -38,18 +51,20 @@ export interface ProgressLine {
  * the end of the work at its rate so far; "≤" because a run can end before its limit.
  */
 export function progressLine(stream: NodeJS.WriteStream = process.stderr, now: () => number = () => performance.now()): ProgressLine {
-  if (!stream.isTTY) return { label() {}, update() {}, clear() {} };
+  if (!stream.isTTY) return { run() {}, update() {}, clear() {} };
   const start = now();
-  let t0 = start, sim0 = 0, last = -Infinity, prefix = "", shown = false;
+  let runStart = start, sim0 = 0, last = -Infinity, prefix = "", shown = false;
+  let place: { index: number; of: number } | null = null;
   return {
-    label(text) { prefix = text; t0 = now(); sim0 = -1; },
+    run(index, of, text) { place = { index, of }; prefix = text; runStart = now(); sim0 = -1; },
     update(s) {
       const t = now();
       if (sim0 < 0) sim0 = s.nowPs;
       if (t - start < PROGRESS_AFTER_MS || t - last < REDRAW_MS) return;
       last = t;
       shown = true;
-      stream.write(`\r\x1b[K${prefix}${progressText(s, (t - t0) / 1000, s.nowPs - sim0)}`);
+      const sweep = place ? { ...place, runWallS: (t - runStart) / 1000 } : undefined;
+      stream.write(`\r\x1b[K${prefix}${progressText(s, (t - start) / 1000, s.nowPs - sim0, sweep)}`);
     },
     clear() {
       if (shown) stream.write("\r\x1b[K");
@@ -57,19 +72,32 @@ export function progressLine(stream: NodeJS.WriteStream = process.stderr, now: (
   };
 }
 
-/** The line's text: simulated time of the limit, what was done, the host's speed, wall time, ETA. */
-export function progressText(s: ProgressSample, wallS: number, simRunPs: number): string {
+/**
+ * The line's text: simulated time of the limit, what was done, the host's speed, wall time, ETA.
+ * `wallS`: since the command began; `simRunPs`: simulated time this run has advanced while
+ * watched. In a sweep (`sweep`), the speed and the run's own ETA are over this run's wall time,
+ * and the ETA adds the runs after it at the mean wall time of the runs before ("~": the runs may
+ * differ); alone, the ETA is "≤" (the run may end before its limit).
+ */
+export function progressText(s: ProgressSample, wallS: number, simRunPs: number, sweep?: SweepPlace): string {
+  const runWallS = sweep ? sweep.runWallS : wallS;
   const parts = [`simulated ${formatTime(s.nowPs)} of ${formatTime(s.untilPs)}`];
   if (s.detail) parts.push(s.detail);
-  if (s.work && wallS > 0) {
+  if (s.work && runWallS > 0) {
     const { count, unit } = s.work();
-    parts.push(unit === "MIPS" ? `${(count / wallS / 1e6).toFixed(1)} MIPS` : `${formatCount(count / wallS)} hops/s`);
+    parts.push(unit === "MIPS" ? `${(count / runWallS / 1e6).toFixed(1)} MIPS` : `${formatCount(count / runWallS)} hops/s`);
   }
   parts.push(`wall ${wallS.toFixed(1)} s`);
-  const byLimit = simRunPs > 0 ? ((s.untilPs - s.nowPs) / simRunPs) * wallS : Infinity;
-  const byWork = s.done !== undefined && s.done > 0 ? ((1 - s.done) / s.done) * wallS : Infinity;
+  const byLimit = simRunPs > 0 ? ((s.untilPs - s.nowPs) / simRunPs) * runWallS : Infinity;
+  const byWork = s.done !== undefined && s.done > 0 ? ((1 - s.done) / s.done) * runWallS : Infinity;
   const eta = Math.min(byLimit, byWork);
-  parts.push(`ETA ${Number.isFinite(eta) ? `≤ ${formatWall(eta)}` : "unknown"}`);
+  if (!sweep) parts.push(`ETA ${Number.isFinite(eta) ? `≤ ${formatWall(eta)}` : "unknown"}`);
+  else {
+    // the runs after this one, each as long as the runs before took on average (the first: as this one will)
+    const perRun = sweep.index > 0 ? (wallS - runWallS) / sweep.index : runWallS + eta;
+    const total = eta + (sweep.of - sweep.index - 1) * perRun;
+    parts.push(`ETA ${Number.isFinite(total) ? `~ ${formatWall(total)}` : "unknown"}`);
+  }
   return parts.join(", ");
 }
 

@@ -33,9 +33,13 @@ export const goldenFile = (name: string) => join(GOLDEN_DIR, `${name}.json`);
  * instead of running the scenario again.
  */
 export function goldenRun(scenario: string): ScenarioResult {
-  const g = JSON.parse(readFileSync(goldenFile(`run-${scenario}`), "utf8")) as { result: { exitStatus: number; output: ScenarioResult } };
-  if (g.result.exitStatus !== 0) throw new Error(`test/golden/run-${scenario}.json: menic run exited ${g.result.exitStatus}`);
-  return g.result.output;
+  const g = JSON.parse(readFileSync(goldenFile(`run-${scenario}`), "utf8")) as { result: { exitStatus: number; output: ScenarioResult | { runs: SweepRun[] } } };
+  const out = g.result.output;
+  // menic run exits 1 when a run (of a sweep: one of its runs) did not finish, else 0
+  const ends = "runs" in out ? out.runs.map((r) => r.result.ended) : [out.ended];
+  const want = ends.every((e) => e === "finished") ? 0 : 1;
+  if (g.result.exitStatus !== want) throw new Error(`test/golden/run-${scenario}.json: menic run exited ${g.result.exitStatus}, and its runs ended ${ends.join(", ")}`);
+  return out as ScenarioResult;
 }
 
 /** As goldenRun, for a scenario with a sweep: its runs, each its `--set` values and its result. */
