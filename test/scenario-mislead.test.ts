@@ -66,3 +66,20 @@ describe("a run stopped before anything completed (the page's Stop, Ctrl-C)", ()
     expect(rows.map((c) => [c[0], c[3], c.at(-1)])).toEqual([["20us", "—", "time-limit"], ["20ms", "—", "stopped"]]);
   });
 });
+
+describe("a collective's table states the size given per device", () => {
+  // WAS: the size column was NCCL's size, n x the size given: an all-to-all of 65536 B blocks on
+  // 16 devices read 1048576
+  it("an all-to-all of 4096 B blocks on 4 devices: 4096 in the table and the sweep's, 16384 (NCCL's size) in the JSON's bytes", async () => {
+    const s = { ...allReduce, collective: { op: "all-to-all", sizes: [4096], engines: 2, dtype: "i32" } };
+    const r = await runScenario(coreModule(), s);
+    const x = r.collective!.rows[0]!;
+    expect([x.status, x.bytes, x.count]).toEqual(["done", 16384, 1024]);
+    expect(x.algbwGBps).toBeCloseTo(16384 / (x.timePs / 1e12) / 1e9, 9);
+    const table = formatResult(r);
+    expect(cells(lineOf(table, /^\s+\d+\s+1024 /)).slice(0, 3)).toEqual(["4096", "1024", expect.stringMatching(/ us$/)]);
+    expect(table).toContain("\nsize: bytes per device as given (collective.sizes: an all-gather's input, a reduce-scatter's result, an all-to-all's block); algbw = n x size / time for these (NCCL's size: the JSON's bytes), size / time for the others\n");
+    const sweep = formatSweep("a2a", [{ set: { seed: 1 }, result: r }]);
+    expect(cells(lineOf(sweep, /^1 /)).slice(0, 2)).toEqual(["1", "4096"]);
+  });
+});

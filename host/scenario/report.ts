@@ -8,6 +8,8 @@ import type { ScenarioResult, FlowResult, RunEnd, MetaroceCounts } from "./run.j
 import type { InterferenceRow } from "./interference.js";
 import type { CollectiveReport } from "./collective.js";
 import { lateWarning } from "./counters.js";
+import { DTYPE_BYTES } from "../graph/types.js";
+import type { CollectiveRow } from "./result.js";
 
 /** Flows listed in the table at most; --json lists every one. */
 export const TABLE_FLOWS_MAX = 32;
@@ -57,6 +59,24 @@ function counts(o: Record<string, number>): string {
   return nz.length ? nz.map(([k, n]) => `${k} ${n}`).join(", ") : "none";
 }
 
+/**
+ * A collective size as the scenario gave it (collective.sizes: bytes per device), for the tables'
+ * size column. The row's `bytes` is NCCL's size, what its algbw divides: for all-gather,
+ * reduce-scatter and all-to-all every device's share, n times the size given.
+ */
+export function givenBytes(c: Pick<CollectiveReport, "dtype">, x: Pick<CollectiveRow, "count">): number {
+  return x.count * DTYPE_BYTES[c.dtype];
+}
+
+/** The ops whose NCCL size (the row's bytes, algbw's numerator) is n times the size given. */
+const TIMES_N = new Set<CollectiveReport["op"]>(["all-gather", "reduce-scatter", "all-to-all"]);
+
+/** The note under a table whose size column is not what algbw divides (TIMES_N), or none. */
+export function sizeNote(reports: readonly Pick<CollectiveReport, "op">[]): string[] {
+  if (!reports.some((c) => TIMES_N.has(c.op))) return [];
+  return ["size: bytes per device as given (collective.sizes: an all-gather's input, a reduce-scatter's result, an all-to-all's block); algbw = n x size / time for these (NCCL's size: the JSON's bytes), size / time for the others"];
+}
+
 /** A collective's table, in the style of NCCL's tests: a row per size (of `collectives`: with its split and its frames per port). */
 function formatCollective(r: ScenarioResult, c: CollectiveReport): string[] {
   const out = [`${c.op} (${c.algorithm}), ${c.dtype} ${c.redop}, ${c.devices} devices x ${c.engines} engines, ${r.transport}`];
@@ -71,7 +91,7 @@ function formatCollective(r: ScenarioResult, c: CollectiveReport): string[] {
   const rows = [["size (B)", "count", "time", "algbw GB/s", "busbw GB/s", "engines busy", "check", "status"]];
   if (c.error) return out;
   for (const x of c.rows) rows.push([
-    String(x.bytes), String(x.count), formatTime(x.timePs), rateCell(x.algbwGBps), rateCell(x.busbwGBps), `${(100 * x.engineUtil).toFixed(1)}%`, x.check,
+    String(givenBytes(c, x)), String(x.count), formatTime(x.timePs), rateCell(x.algbwGBps), rateCell(x.busbwGBps), `${(100 * x.engineUtil).toFixed(1)}%`, x.check,
     x.error ? `${x.status}: ${x.error}` : x.status,
   ]);
   out.push(...columns(rows, [true, true, true, true, true, true, false, false]));
@@ -98,13 +118,15 @@ function collectiveFooter(r: ScenarioResult): string[] {
   const late = lateWarning(r.lateArrivals);
   if (late) out.push(late);
   out.push("busbw = algbw x 2(n-1)/n for all-reduce, (n-1)/n for reduce-scatter, all-gather and all-to-all, 1 for broadcast (NCCL's convention)");
-  for (const c of r.collective ? [r.collective] : r.collectives ?? []) {
+  const reports = r.collective ? [r.collective] : r.collectives ?? [];
+  out.push(...sizeNote(reports));
+  for (const c of reports) {
     const withLoad = c.rows.filter((x) => x.interference);
     if (!withLoad.length) continue;
     const m = withLoad[0]!.interference!;
     out.push("", `compute interference (docs/compute.md): a matmul load on every device's compute grid, ${m.mode === "gpu-style" ? `gpu-style: communication holds ${m.commUnits} compute units while it runs` : "engines: the collective costs it HBM bandwidth only"}`);
     const t = [["size (B)", ...INTERFERENCE_HEAD]];
-    for (const x of withLoad) t.push([String(x.bytes), ...interferenceCells(x.interference!)]);
+    for (const x of withLoad) t.push([String(givenBytes(c, x)), ...interferenceCells(x.interference!)]);
     out.push(...columns(t, t[0]!.map(() => true)));
     out.push("slowdown = alongside / alone - 1 (the slowest device); lost = (alongside - alone) / the collective's time");
   }

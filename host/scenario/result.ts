@@ -178,9 +178,13 @@ export interface PathSummary {
 
 /** One size of a collective scenario. */
 export interface CollectiveRow {
-  /** NCCL's "size": bytes of the collective's data per device (all-gather, reduce-scatter, all-to-all: all devices' blocks) */
+  /**
+   * NCCL's "size", what algbw divides: bytes of the collective's data per device (all-gather,
+   * reduce-scatter, all-to-all: all devices' shares, n x the size given); the tables' size column
+   * is the size given (collective.sizes: `count` x the dtype's bytes)
+   */
   bytes: number;
-  /** elements per device */
+  /** elements per device: the size given (collective.sizes) over the dtype's bytes */
   count: number;
   /** from the doorbell to the last device's final signal, ps; for a size not done, to where its run ended (0: stopped before it began) */
   timePs: number;

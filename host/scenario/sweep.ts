@@ -9,7 +9,7 @@ import { resolveScenario } from "./scenario.js";
 import { runScenario, checkScenario, type RunOptions, type ScenarioResult } from "./run.js";
 import { formatTime } from "../units.js";
 import { lateWarning } from "./counters.js";
-import { INTERFERENCE_HEAD, interferenceCells, rateCell, fctCells } from "./report.js";
+import { INTERFERENCE_HEAD, interferenceCells, rateCell, fctCells, givenBytes, sizeNote } from "./report.js";
 
 export interface SweepRun {
   /** the values this run set, by path */
@@ -159,13 +159,13 @@ function formatCollectiveSweep(title: string, keys: string[], runs: readonly Swe
   const rows = runs.flatMap(({ set, result: r }) => reports(r).flatMap((c, i) => c.rows.map((x) => [
     ...keys.map((k) => (typeof set[k] === "string" ? String(set[k]) : JSON.stringify(set[k]))),
     ...(seq ? [`${i}: ${c.op} ${c.portGroup ?? ""}`.trimEnd()] : []),
-    String(x.bytes), formatTime(x.timePs), rateCell(x.busbwGBps), `${(100 * x.engineUtil).toFixed(1)}%`,
+    String(givenBytes(c, x)), formatTime(x.timePs), rateCell(x.busbwGBps), `${(100 * x.engineUtil).toFixed(1)}%`,
     ...(load ? (x.interference ? interferenceCells(x.interference) : extra.map(() => "-")) : []),
     x.check, String(r.retransmits), x.error ? `${x.status}: ${x.error}` : x.status,
   ])));
   const w = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
   const right = (i: number) => i >= keys.length + at && i < keys.length + at + 4 + extra.length;
   const line = (cells: string[]) => cells.map((c, i) => (right(i) ? c.padStart(w[i]!) : c.padEnd(w[i]!))).join("  ").trimEnd();
-  const notes = ["retransmits: over all the run's sizes", ...(load ? ["matmul load (docs/compute.md): slowdown = alongside / alone - 1 (the slowest device); lost = (alongside - alone) / the collective's time"] : [])];
+  const notes = ["retransmits: over all the run's sizes", ...sizeNote(runs.flatMap(({ result: r }) => reports(r))), ...(load ? ["matmul load (docs/compute.md): slowdown = alongside / alone - 1 (the slowest device); lost = (alongside - alone) / the collective's time"] : [])];
   return [title, "", line(head), ...rows.map(line), "", ...notes, ...lateLines(runs)].map((l) => `${l}\n`).join("");
 }
