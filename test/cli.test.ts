@@ -122,7 +122,11 @@ describe("menic: help, version, usage errors", () => {
       [["fw", "run", "firmware/examples/hello.elf", "--json=yes"], "menic: --json takes no value, got --json=yes" + hint("fw run ")],
       [["fw", "run", "firmware/examples/hello.elf", "--until", "1ms", "--until", "2ms"], "menic: --until given twice" + hint("fw run ")],
       [["fw", "run"], "menic: fw run needs exactly one ELF image" + hint("fw run ")],
-      [["fw", "run", join(tmp, "missing.elf")], `menic: ${join(tmp, "missing.elf")}: ENOENT: no such file or directory, open '${join(tmp, "missing.elf")}'`],
+      [["fw", "run", join(tmp, "missing.elf")], `menic: ${join(tmp, "missing.elf")}: no such file`],
+      // did you mean (issue 29 §3)
+      [["rnu"], "menic: unknown command: rnu (did you mean run? run or fw; menic --help lists them)" + hint("")],
+      [["fw", "tset"], "menic: unknown command: fw tset (did you mean fw test? fw build, fw test or fw run)" + hint("fw ")],
+      [["fw", "run", "firmware/examples/hello.elf", "--engine", "2"], "menic: unknown option --engine (did you mean --engines?)" + hint("fw run ")],
       [["fw", "test", "firmware/tests/unit", "--until", "5"], "menic: --until 5: a time needs a unit: ps, ns, us, ms or s (e.g. 5ns)" + hint("fw test ")],
       [["fw", "build", "x.c"], "menic: fw build needs -o <out.elf>" + hint("fw build ")],
       [["run", "examples/scenarios/roce-pair.json", "--until", "20"], "menic: --until 20: a time needs a unit: ps, ns, us, ms or s (e.g. 20ns)" + hint("run ")],

@@ -69,7 +69,7 @@ describe("MSCCL XML algorithms in scenarios", () => {
     expect(at({})).toBe("accepted");
     expect(at({ op: "all-to-all" })).toBe('scenario.collective.graph.text: the algorithm "ring-allreduce-8x4" is an allreduce (coll="allreduce"), the collective an all-to-all');
     expect(at({}, 4)).toBe('scenario.collective.graph.text: the algorithm "ring-allreduce-8x4" is for 8 gpus (ngpus="8"), the scenario has 4 devices');
-    expect(at({ sizes: [65536, 1000] })).toBe('scenario.collective.graph.text: at sizes[1] (1000 bytes): MSCCL <algo>: 1000 bytes per device (250 f32 elements) do not divide into nchunksperloop="32" chunks of whole elements');
+    expect(at({ sizes: [65536, 1000] })).toBe('scenario.collective.sizes[1]: 1000 bytes is not a multiple of 128, what the algorithm "ring-allreduce-8x4" of graph.text needs (nchunksperloop="32" chunks of whole f32 elements)');
     expect(at({ engines: 3 })).toBe("scenario.collective.graph.text: at sizes[0] (65536 bytes): MSCCL gpu 0 tb 3: needs engine 3, but the devices have 3 engines (threadblocks joined by connections share an engine, and a gpu's threadblocks each need their own)");
     expect(at({ graph: { format: "msccl-xml", text: sc.collective.graph.text.replace('type="rrs"', 'type="rs"') } })).toBe('scenario.collective.graph.text: <algo> <gpu id="0"> <tb id="0"> <step s="1">: type="rs" must be one of s, r, rcs, rrs, rrc, rrcs, cpy, re, nop');
     expect(() => resolveScenario(shipped)).toThrow('scenario.collective.graph.file: "../msccl/ring-allreduce-8.xml" is not read here: menic run reads it relative to the scenario file; through the API give the XML as text, or call inlineGraphFiles first');

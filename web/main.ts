@@ -12,6 +12,7 @@ import { encodeScenario, decodeScenario } from "./share.js";
 import type { FromWorker, ScenarioDoc } from "./protocol.js";
 import type { LiveFrame, PlotSpec } from "../host/live.js";
 import { formatTime } from "../host/units.js";
+import { parseJson } from "../host/user-input.js";
 
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
 const pick = $<HTMLSelectElement>("pick"), editor = $<HTMLTextAreaElement>("editor"), status = $("status");
@@ -178,7 +179,7 @@ function onMessage(m: FromWorker): void {
 function run(): void {
   let doc: ScenarioDoc;
   try {
-    doc = JSON.parse(editor.value);
+    doc = parseJson(editor.value) as ScenarioDoc; // a syntax error says its line and column
     if (typeof doc !== "object" || doc === null || Array.isArray(doc)) throw new Error("the scenario must be a JSON object");
   } catch (e) {
     setStatus(`The scenario is not valid JSON: ${(e as Error).message}`, true);

@@ -310,6 +310,17 @@ interface Draft {
  * reduce-scatter and all-to-all), and every gpu's i_chunks and o_chunks must make up the
  * collective's input and output. Throws a GraphError saying which does not fit.
  */
+/**
+ * The bytes per device that a size of algorithm `a` must be a multiple of: its count (x ngpus but
+ * for an all-reduce, MSCCL's size multiplier) cut into nchunksperloop chunks of whole `dtype`
+ * elements. sizeChunks refuses any other size.
+ */
+export function mscclSizeUnit(a: MscclAlgorithm, dtype: MscclImportOptions["dtype"]): number {
+  const mult = a.coll === "allreduce" ? 1 : a.ngpus;
+  const gcd = (x: number, y: number): number => (y === 0 ? x : gcd(y, x % y));
+  return DTYPE_BYTES[dtype] * (a.nchunksperloop / gcd(mult, a.nchunksperloop));
+}
+
 function sizeChunks(a: MscclAlgorithm, o: MscclImportOptions): { chunk: number; inBytes: number; outBytes: number; inPlace: boolean } {
   const N = a.ngpus, esize = DTYPE_BYTES[o.dtype];
   if (esize === undefined) throw new GraphError("dtype", `unknown dtype ${String(o.dtype)}`);

@@ -7,6 +7,7 @@ import { accessSync, constants, existsSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { parseTime } from "../units.js";
+import { didYouMean } from "../user-input.js";
 
 /** Exit statuses, the same for every command. */
 export const EXIT = {
@@ -125,7 +126,7 @@ export function parseCommand<O extends Record<string, OptionSpec>>(spec: Command
     // parseArgs keeps a short option's letter as its name when it is not declared
     const name = all[t.name] ? t.name : byShort.get(t.name);
     const o = name ? all[name] : undefined;
-    if (!name || !o) throw fail(`unknown option ${t.rawName}`);
+    if (!name || !o) throw fail(`unknown option ${t.rawName}${t.rawName.startsWith("--") ? didYouMean(t.rawName.slice(2), Object.keys(all), (k) => `--${k}`) : ""}`);
     const shown = o.short && t.rawName === `-${o.short}` ? t.rawName : `--${name}`;
     typed.set(name, shown);
     if (o.kind === "flag") {

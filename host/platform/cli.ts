@@ -6,7 +6,7 @@
 // input, 130 stopped by Ctrl-C.
 
 import { readFileSync, writeFileSync, openSync, writeSync, readSync, closeSync, readdirSync, statSync, fstatSync, constants, type Stats } from "node:fs";
-import { dirname, join, resolve } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 import { runFirmware, type FwRunResult, type FwRunOptions } from "../fw/run.js";
 import { runFirmwareListening } from "./gdb-server.js";
 import { toPerfetto, writePerfetto } from "../trace/perfetto.js";
@@ -25,13 +25,14 @@ import { applySet } from "../scenario/overrides.js";
 import { formatResult } from "../scenario/report.js";
 import { ScenarioTracer } from "../scenario/trace.js";
 import { TRACE_MAX_BYTES_DEFAULT, TRACE_MAX_BYTES_MIN } from "../trace/writer.js";
-import { OutputFile } from "./output.js";
+import { OutputFile, describeFsError } from "./output.js";
 import { expandSweep, checkSweep, runSweep, formatSweep, SWEEP_RUNS_BOUND, type SweepRun } from "../scenario/sweep.js";
 import { ClusterCapture } from "../cluster/capture.js";
 import { PcapngWriter } from "../wire/pcapng.js";
 import { coreModule, packageRoot } from "./node.js";
 import { EXIT, EXIT_HELP, UsageError, commandHelp, parseCommand, type CommandSpec } from "./cli-support.js";
 import { catchInterrupt, progressLine, type ProgressSample } from "./progress.js";
+import { nearest, didYouMean, parseJson, JsonTextError } from "../user-input.js";
 import type { Fabric } from "../fabric/fabric.js";
 
 const TIMES = "times need a unit: ps, ns, us, ms or s (10ms, 2.5us, 750ns)";
@@ -40,11 +41,13 @@ const INPUT_MAX_MIB = 64;
 
 const RUN = {
   name: "run",
-  args: "<scenario.json>",
+  args: "<scenario.json | ->",
   summary: "run a scenario: devices, fabric, traffic, faults",
   about: `Runs a scenario (devices, fabric, traffic, faults: schemas/scenario.schema.json) and prints
 its results: goodput per flow, completion times, drops, retransmissions. A scenario with a
-"sweep" runs once per combination of values and prints one table.`,
+"sweep" runs once per combination of values and prints one table. "-" reads the scenario from
+stdin (a collective's graph.file is then relative to the current directory). A rate with nothing
+completed to measure it is null in --json and "—" in the table.`,
   options: {
     seed: { kind: "int", value: "<n>", min: 0, max: 0xffffffff, help: "the seed of every random stream", default: "(the scenario's seed, 1 when it has none)" },
     until: { kind: "time", value: "<time>", help: "simulated-time limit (the same as --set until=<time>)", default: "(the scenario's until, 1s when it has none)" },
@@ -169,9 +172,11 @@ export async function main(argv: string[]): Promise<number> {
       if (sub === "run") return await fwRun(argv.slice(2));
       if (sub === "build") return fwBuild(argv.slice(2));
       if (sub === "test") return await fwTest(argv.slice(2));
-      throw new UsageError(`unknown command: fw ${sub} (fw build, fw test or fw run)`, "fw");
+      const near = nearest(sub, ["build", "test", "run"]);
+      throw new UsageError(`unknown command: fw ${sub} (${near ? `did you mean fw ${near}? ` : ""}fw build, fw test or fw run)`, "fw");
     }
-    throw new UsageError(`unknown command: ${cmd} (run or fw; menic --help lists them)`);
+    const near = nearest(cmd, ["run", "fw", "help"]);
+    throw new UsageError(`unknown command: ${cmd} (${near ? `did you mean ${near}? ` : ""}run or fw; menic --help lists them)`);
   } catch (e) {
     if (e instanceof UsageError) {
       console.error(`menic: ${e.message}\n(menic ${e.command ? `${e.command} ` : ""}--help says how to use it)`);
@@ -209,7 +214,8 @@ function readBounded(path: string): Buffer {
   const max = INPUT_MAX_MIB * 2 ** 20;
   const what = (st: Stats) => (st.isDirectory() ? "a directory" : st.isFIFO() ? "a pipe" : st.isCharacterDevice() ? "a character device" : st.isBlockDevice() ? "a block device" : st.isSocket() ? "a socket" : "not a file");
   // non-blocking: opening a pipe would otherwise wait for a writer
-  const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  let fd: number;
+  try { fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK); } catch (e) { throw new Error(openFailure(e, path)); }
   try {
     const st = fstatSync(fd);
     if (!st.isFile()) throw new Error(`is ${what(st)}, not a regular file`);
@@ -225,9 +231,44 @@ function readBounded(path: string): Buffer {
   }
 }
 
+/** Why a file could not be opened, in words: "no such file (did you mean roce-pair.json?)", "permission denied (EACCES)". */
+function openFailure(e: unknown, path: string): string {
+  if ((e as NodeJS.ErrnoException).code !== "ENOENT") return describeFsError(e);
+  // a name near it in the directory it names, written as the path was
+  let names: string[] = [];
+  try { names = readdirSync(dirname(path)); } catch { /* no such directory either */ }
+  const dir = path.includes("/") ? path.slice(0, path.lastIndexOf("/") + 1) : "";
+  return `no such file${didYouMean(basename(path), names, (n) => dir + n)}`;
+}
+
 /** Reads an input file (readBounded); a missing, unreadable, special or too large one is bad input (exit 2), named with the option that gave it. */
 function readInput(path: string, what: string): Buffer {
   try { return readBounded(path); } catch (e) { throw new ConfigError(what, (e as Error).message); }
+}
+
+/** Reads all of stdin (`menic run -`), at most INPUT_MAX_MIB. */
+async function readStdin(): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  for await (const chunk of process.stdin as AsyncIterable<Buffer>) {
+    bytes += chunk.length;
+    if (bytes > INPUT_MAX_MIB * 2 ** 20) {
+      process.stdin.destroy();
+      throw new ConfigError("stdin", `holds more than the ${INPUT_MAX_MIB} MiB an input may`);
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks);
+}
+
+/** JSON text the user gave as `name`; not JSON is bad input (exit 2), said at its line and column (`my.json:4:1: not JSON: ...`). */
+function jsonInput(text: string, name: string): unknown {
+  try {
+    return parseJson(text);
+  } catch (e) {
+    if (e instanceof JsonTextError) throw new ConfigError(`${name}:${e.line}:${e.column}`, `not JSON: ${e.detail}`);
+    throw new ConfigError(name, `not JSON: ${(e as Error).message}`);
+  }
 }
 
 /** `--set field=value` assignments as a config object. */
@@ -268,7 +309,7 @@ async function fwTest(args: string[]): Promise<number> {
   if (positionals.length === 0) throw new UsageError("fw test needs test images (ELF files or directories of them)", FW_TEST.name);
   const images = positionals.flatMap((p) => {
     let dir: boolean;
-    try { dir = statSync(p).isDirectory(); } catch (e) { throw new ConfigError(p, (e as Error).message); }
+    try { dir = statSync(p).isDirectory(); } catch (e) { throw new ConfigError(p, openFailure(e, p)); }
     return dir ? readdirSync(p).filter((f) => f.endsWith(".elf")).sort().map((f) => join(p, f)) : [p];
   });
   if (images.length === 0) throw new UsageError(`no .elf files in ${positionals.join(", ")}`, FW_TEST.name);
@@ -292,9 +333,7 @@ async function fwRun(args: string[]): Promise<number> {
   if (positionals.length !== 1) throw new UsageError("fw run needs exactly one ELF image", FW_RUN.name);
   let config: Record<string, number | string> = {};
   if (values.config) {
-    try { config = JSON.parse(readInput(values.config, `--config ${values.config}`).toString("utf8")); } catch (e) {
-      throw e instanceof ConfigError ? e : new ConfigError(`--config ${values.config}`, `not JSON: ${(e as Error).message}`);
-    }
+    config = jsonInput(readInput(values.config, `--config ${values.config}`).toString("utf8"), `--config ${values.config}`) as Record<string, number | string>;
   }
   configSets(values.set, config);
   if (values.engines !== undefined) config.engines = values.engines;
@@ -370,16 +409,17 @@ async function scenarioRun(args: string[]): Promise<number> {
   const parsed = parseCommand(RUN, args);
   if (!parsed) { process.stdout.write(commandHelp(RUN)); return EXIT.ok; }
   const { values, positionals } = parsed;
-  if (positionals.length !== 1) throw new UsageError("run needs exactly one scenario file", RUN.name);
+  if (positionals.length !== 1) throw new UsageError("run needs exactly one scenario file (- reads it from stdin)", RUN.name);
   let scenario: Record<string, unknown>;
   let traceOptions: { intervalPs?: number; maxBytes: number } | null;
   const timelineOption = values.timeline !== undefined ? { timelinePs: Number(values.timeline) } : {};
   const limits = { maxRuns: values["max-runs"], maxMemoryBytes: values["max-memory"]! * 2 ** 30 };
   try {
-    const file = positionals[0]!;
-    const text = readInput(file, file).toString("utf8");
-    try { scenario = JSON.parse(text); } catch (e) { throw new ConfigError(file, `not JSON: ${(e as Error).message}`); }
-    if (typeof scenario !== "object" || scenario === null || Array.isArray(scenario)) throw new ConfigError(file, "must hold a JSON object");
+    // `-`: the scenario from stdin (its graph.file relative to the current directory)
+    const file = positionals[0]!, name = file === "-" ? "stdin" : file;
+    const text = (file === "-" ? await readStdin() : readInput(file, file)).toString("utf8");
+    scenario = jsonInput(text, name) as Record<string, unknown>;
+    if (typeof scenario !== "object" || scenario === null || Array.isArray(scenario)) throw new ConfigError(name, "must hold a JSON object");
     for (const kv of values.set) applySet(scenario, kv);
     if (values.seed !== undefined) applySet(scenario, `seed=${values.seed}`);
     if (values.until !== undefined) applySet(scenario, `until=${values.until}`);
@@ -391,7 +431,7 @@ async function scenarioRun(args: string[]): Promise<number> {
     if (timeline !== undefined && timeline < BigInt(TIMELINE_MIN_PS)) throw new UsageError(`--timeline must be at least 1ns, got ${formatTime(timeline)}`, RUN.name);
     const check = (s: unknown) => {
       const sc = checkScenario(coreModule(), s, limits);
-      if (timeline !== undefined && (sc.collective || sc.collectives)) throw new UsageError(`--timeline samples a traffic scenario's bytes placed; ${file} runs a collective`, RUN.name);
+      if (timeline !== undefined && (sc.collective || sc.collectives)) throw new UsageError(`--timeline samples a traffic scenario's bytes placed; ${name} runs a collective`, RUN.name);
     };
     if (scenario.sweep === undefined) check(scenario);
     else {

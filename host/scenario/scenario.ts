@@ -12,7 +12,7 @@ import { resolveFabricConfig, type FabricOptions, type SwitchOptions } from "../
 import { parseTime, formatTime } from "../units.js";
 import { validate, schema } from "../generated/scenario-validate.js";
 import { schemaError } from "./schema-errors.js";
-import { parseMscclXml, checkMsccl, MSCCL_COLLECTIVES } from "../graph/msccl.js";
+import { parseMscclXml, checkMsccl, mscclSizeUnit, MSCCL_COLLECTIVES } from "../graph/msccl.js";
 import { GraphError, DTYPE_BYTES } from "../graph/types.js";
 
 /** One flow of a traffic pattern: a QP pair from device `src` to device `dst`. */
@@ -266,6 +266,12 @@ export function resolveScenario(input: unknown, path = "scenario"): Scenario {
   // every flow goes from one device to another: with one device a pattern has none (or, a
   // permutation, one to itself)
   if (o.traffic && count < 2) throw new ConfigError(`${path}.traffic.pattern`, `${o.traffic.pattern} needs at least 2 devices, and devices.count is ${count}`);
+  // what a pattern would otherwise quietly leave out: the last device of an odd count, senders
+  // that are not there
+  if (o.traffic?.pattern === "pairs" && count % 2 !== 0)
+    throw new ConfigError(`${path}.traffic.pattern`, `pairs sends from device 2k to device 2k + 1, and devices.count is ${count}: device ${count - 1} would have no partner (give an even count, or another pattern)`);
+  if (o.traffic?.pattern === "incast" && o.traffic.incastSenders !== undefined && o.traffic.incastSenders > count - 1)
+    throw new ConfigError(`${path}.traffic.incastSenders`, `${o.traffic.incastSenders} senders, but device 0 has ${count - 1} other device${count === 2 ? "" : "s"} to receive from (devices.count ${count}): at most ${count - 1}`);
   const cfg = resolveConfig({ engines: 1, ...o.devices.config }, `${path}.devices.config`);
   const ports = Number(cfg.get("ports"));
   const list = o.collective ? [{ c: o.collective, at: `${path}.collective` }] : (o.collectives ?? []).map((c, i) => ({ c, at: `${path}.collectives[${i}]` }));
@@ -302,7 +308,7 @@ export function resolveScenario(input: unknown, path = "scenario"): Scenario {
     if (c.interference?.mode === "gpu-style" && c.interference.commUnits >= units)
       throw new ConfigError(`${at}.interference.commUnits`, `${c.interference.commUnits} leaves the load none of the devices' ${units} compute units (devices.config.computeUnits)`);
   }
-  for (const { c, at } of list) if (c.graph) checkGraph(c, count, `${at}.graph`);
+  for (const { c, at } of list) if (c.graph) checkGraph(c, count, at);
   const link = (l: LinkInput, at: string): Partial<LinkSpec> => {
     if (l.latency === undefined) return l.gbps !== undefined ? { gbps: l.gbps } : {};
     // the range host/fabric/topology.ts holds a link to
@@ -365,9 +371,9 @@ export function inlineGraphFiles(input: unknown, read: (file: string) => string)
   return s;
 }
 
-/** A collective's graph: text (not a file left unread) that parses, for this op, these devices and engines. */
-function checkGraph(c: CollectiveSpec, devices: number, at: string): void {
-  const g = c.graph!;
+/** A collective's graph (of the collective at `collectiveAt`): text (not a file left unread) that parses, for this op, these devices, engines and sizes. */
+function checkGraph(c: CollectiveSpec, devices: number, collectiveAt: string): void {
+  const g = c.graph!, at = `${collectiveAt}.graph`;
   if (g.file !== undefined) throw new ConfigError(`${at}.file`, `${JSON.stringify(g.file)} is not read here: menic run reads it relative to the scenario file; through the API give the XML as text, or call inlineGraphFiles first`);
   if (g.text === undefined || g.text.trim() === "") throw new ConfigError(at, "needs file or text (the MSCCL XML)");
   let a;
@@ -379,6 +385,12 @@ function checkGraph(c: CollectiveSpec, devices: number, at: string): void {
   }
   if (MSCCL_COLLECTIVES[a.coll] !== c.op) throw new ConfigError(`${at}.text`, `the algorithm "${a.name}" is an ${a.coll} (coll="${a.coll}"), the collective a${c.op === "all-reduce" || c.op === "all-gather" || c.op === "all-to-all" ? "n" : ""} ${c.op}`);
   if (a.ngpus !== devices) throw new ConfigError(`${at}.text`, `the algorithm "${a.name}" is for ${a.ngpus} gpus (ngpus="${a.ngpus}"), the scenario has ${devices} devices`);
+  // a size the algorithm cannot cut into its chunks is the size's fault, not the algorithm's
+  const unit = mscclSizeUnit(a, c.dtype);
+  c.sizes.forEach((bytes, i) => {
+    if (bytes % unit !== 0)
+      throw new ConfigError(`${collectiveAt}.sizes[${i}]`, `${bytes} bytes is not a multiple of ${unit}, what the algorithm "${a.name}" of graph.text needs (nchunksperloop="${a.nchunksperloop}" chunks of whole ${c.dtype} elements${a.coll === "allreduce" ? "" : `, of ${a.ngpus} x the size`})`);
+  });
   c.sizes.forEach((bytes, i) => {
     try {
       checkMsccl(a, { bytes, dtype: c.dtype, engines: c.engines });

@@ -2,12 +2,13 @@
 // read: the value's path in dotted form and what the schema wants, e.g.
 //   scenario.traffic.pattern: must be one of pairs, permutation, incast, all-to-all, got "ring"
 //   scenario.faults[0].random: must be in [0, 1), got 1.5
-//   scenario.fabirc: unknown field (known: $schema, name, ...)
+//   scenario.fabirc: unknown field (did you mean fabric? known: $schema, name, ...)
 // What a schema wants is said from its keywords (enum, const, type and range), or by its
 // `errorMessage` when it has one (a time, a list of links): the schema is the one source.
 
 import { ConfigError } from "../config.js";
 import type { SchemaError } from "../generated/scenario-validate.js";
+import { nearest } from "../user-input.js";
 
 type Schema = Record<string, unknown>;
 
@@ -78,7 +79,8 @@ export function schemaError(e: SchemaError, root: string, rootSchema: Schema): C
   switch (e.keyword) {
     case "additionalProperties": {
       const known = Object.keys((parent.properties as Schema | undefined) ?? {});
-      return new ConfigError(`${at}.${e.params.additionalProperty}`, `unknown field (known: ${known.join(", ")})`);
+      const name = String(e.params.additionalProperty), near = nearest(name, known);
+      return new ConfigError(`${at}.${name}`, `unknown field (${near ? `did you mean ${near}? ` : ""}known: ${known.join(", ")})`);
     }
     case "required": {
       const name = String(e.params.missingProperty);
