@@ -215,4 +215,46 @@ describe.skipIf(!hasChromium)("the page, in chromium", () => {
     expect(Math.round(bytes)).toBe(result.totalBytes);
     await page.close();
   });
+
+  // WAS (issue 29 §3): a run the Stop button ended said "Done: scenario finished." (a sweep's:
+  // "Done: sweep finished."), and a JSON error gave an offset, or nothing
+  it("shows a stopped run as stopped, and says where the editor's JSON breaks", async () => {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const errors: string[] = [];
+    page.on("pageerror", (e) => errors.push(e.message));
+    await page.goto(base);
+    const { $schema: _, ...doc } = JSON.parse(readFileSync("examples/scenarios/roce-pair.json", "utf8"));
+    doc.traffic.messages = 4096; // far longer than it takes to press Stop
+    for (const d of [doc, { ...doc, sweep: { seed: [1, 2, 3] } }]) {
+      await page.fill("#editor", JSON.stringify(d));
+      await page.click("#run");
+      // once the run has drawn its progress (no wall-clock limit: the test's timeout is the backstop)
+      await page.waitForFunction(() => document.querySelector("#status")!.textContent!.startsWith("Running:"), null, { timeout: 120_000 });
+      await page.click("#stop");
+      await page.waitForFunction(() => document.body.dataset.state !== "running", null, { timeout: 120_000 });
+      expect(await page.evaluate(() => document.body.dataset.state)).toBe("stopped");
+      const result = JSON.parse((await page.textContent("#result"))!);
+      const summary = (await page.textContent("#summary"))!;
+      if (d.sweep) {
+        expect(await page.textContent("#status")).toBe(`Stopped: sweep stopped in run ${result.runs.length} of 3.`);
+        expect(result.runs.at(-1).result.ended).toBe("stopped");
+        expect(summary.split("\n")[0]).toBe(`roce-pair: stopped in run ${result.runs.length} of 3`);
+      } else {
+        expect(await page.textContent("#status")).toMatch(/^Stopped: scenario stopped at \d+\.\d{3} (us|ms) of simulated time\.$/);
+        expect(result.ended).toBe("stopped");
+        expect(result.messages.completed).toBeLessThan(4096);
+        expect(summary.split("\n")[0]).toMatch(/^roce-pair \(seed 1\): stopped at /);
+        // a rate only from what completed: none ("—", null) when nothing did
+        const total = summary.split("\n").find((l) => l.startsWith("total"))!.trim().split(/ {2,}/)[4];
+        expect(total).toBe(result.totalGoodputGbps === null ? "—" : result.totalGoodputGbps.toFixed(2));
+        expect(result.totalGoodputGbps === null).toBe(result.messages.completed === 0);
+      }
+    }
+    await page.fill("#editor", '{\n  "name": "x",\n}');
+    await page.click("#run");
+    expect(await page.evaluate(() => document.body.dataset.state)).toBe("error");
+    expect(await page.textContent("#status")).toBe('The scenario is not valid JSON: line 3, column 1: expected a double-quoted property name, got "}"');
+    expect(errors).toEqual([]);
+    await page.close();
+  });
 });
