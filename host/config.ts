@@ -2,7 +2,7 @@
 // and packing into the u64 slots that cross into wasm. Errors name the field's path.
 
 import { CONFIG_FIELDS, type ConfigField } from "./generated/layouts.js";
-import { nearest } from "./user-input.js";
+import { unknownField } from "./user-input.js";
 
 /** Device config fields by name (docs/memory-map.md lists each with its default and range). */
 export type DeviceConfig = { [name: string]: number | bigint };
@@ -45,10 +45,7 @@ export function resolveConfig(partial: unknown, path = "config"): Map<string, bi
   for (const [key, raw] of Object.entries(partial as Record<string, unknown>)) {
     const f = byName.get(key);
     const at = `${path}.${key}`;
-    if (!f) {
-      const near = nearest(key, byName.keys());
-      throw new ConfigError(at, `unknown field (${near ? `did you mean ${near}? ` : ""}known: ${CONFIG_FIELDS.map((x) => x.name).join(", ")})`);
-    }
+    if (!f) throw new ConfigError(at, unknownField(key, CONFIG_FIELDS.map((x) => x.name)));
     let v: bigint;
     if (typeof raw === "bigint") v = raw;
     else if (typeof raw === "number" && Number.isInteger(raw)) v = BigInt(raw);

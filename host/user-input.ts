@@ -39,6 +39,12 @@ export function didYouMean(name: string, known: Iterable<string>, show: (k: stri
   return n === null ? "" : ` (did you mean ${show(n)}?)`;
 }
 
+/** What is said of an unknown field `name`: "unknown field (did you mean X? known: a, b, ...)". */
+export function unknownField(name: string, known: readonly string[]): string {
+  const near = nearest(name, known);
+  return `unknown field (${near ? `did you mean ${near}? ` : ""}known: ${known.join(", ")})`;
+}
+
 /** Where JSON text first breaks: 1-based line and column, and what was expected there. */
 export interface JsonSyntaxError {
   line: number;

@@ -8,7 +8,7 @@
 
 import { ConfigError } from "../config.js";
 import type { SchemaError } from "../generated/scenario-validate.js";
-import { nearest } from "../user-input.js";
+import { unknownField } from "../user-input.js";
 
 type Schema = Record<string, unknown>;
 
@@ -79,8 +79,8 @@ export function schemaError(e: SchemaError, root: string, rootSchema: Schema): C
   switch (e.keyword) {
     case "additionalProperties": {
       const known = Object.keys((parent.properties as Schema | undefined) ?? {});
-      const name = String(e.params.additionalProperty), near = nearest(name, known);
-      return new ConfigError(`${at}.${name}`, `unknown field (${near ? `did you mean ${near}? ` : ""}known: ${known.join(", ")})`);
+      const name = String(e.params.additionalProperty);
+      return new ConfigError(`${at}.${name}`, unknownField(name, known));
     }
     case "required": {
       const name = String(e.params.missingProperty);
