@@ -49,12 +49,15 @@ beforeAll(() => {
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
 describe("npm pack", () => {
-  it("ships the built library, its declarations, the core, the CLI and the firmware SDK, and no sources or tests", () => {
-    for (const f of ["dist/menic.js", "dist/menic.browser.js", "dist/cli.js", "dist/types/index.d.ts", "dist/types/browser.d.ts",
+  it("ships the built library, its declarations, the core, the CLI, the firmware SDK, the licence, the design and the dissector, and no sources or tests", () => {
+    for (const f of ["LICENSE", "NOTICE", "README.md", "ARCHITECTURE.md", "tools/wireshark/metaroce.lua",
+      "dist/menic.js", "dist/menic.browser.js", "dist/cli.js", "dist/types/index.d.ts", "dist/types/browser.d.ts",
       "build/menic.wasm", "build/menic.debug.wasm", "bin/menic.js", "firmware/sdk/link.ld", "firmware/include/menic.h",
       "firmware/examples/hello.elf", "schemas/scenario.schema.json", "examples/scenarios/roce-pair.json"])
       expect(files, f).toContain(f);
     expect(files.filter((f) => /^(host|test|assembly|bench)\//.test(f))).toEqual([]);
+    // package.json's "license": Apache-2.0, and the licence text itself beside it
+    expect(readFileSync(join(app, "node_modules/menic/LICENSE"), "utf8")).toMatch(/^\s*Apache License\s+Version 2\.0, January 2004\n/);
   });
 
   it("type-checks the examples against the installed package's declarations (tsc, skipLibCheck off)", () => {
