@@ -1,7 +1,9 @@
 #!/usr/bin/env node
-// npm run serve [-- --port N]: serves the page (build/web/, written by npm run build) on
-// http://localhost:N/ (default 8080) with a tiny static file server; any other static server
-// does as well. Only files inside build/web/ are served, GET and HEAD only.
+// npm run serve [-- --port N] [-- --host ADDR]: serves the page (build/web/, written by npm run
+// build) on http://127.0.0.1:8080/ with a tiny static file server; any other static server does
+// as well. Only files inside build/web/ are served, GET and HEAD only. It listens on the loopback
+// address unless --host names another (--host 0.0.0.0: every interface), so the page is not
+// offered to the network by default.
 import { createServer } from "node:http";
 import { createReadStream, existsSync, statSync } from "node:fs";
 import { extname, join, normalize, sep, dirname } from "node:path";
@@ -38,16 +40,43 @@ export function webServer() {
   });
 }
 
+/** The address and port `npm run serve` listens on, from its arguments: `--host` (default
+ * 127.0.0.1) and `--port` (default 8080; 0: any free port). A bad value is an Error naming it. */
+export function serveOptions(argv) {
+  const given = { host: "127.0.0.1", port: "8080" };
+  for (let i = 0; i < argv.length; i += 2) {
+    const name = argv[i];
+    if (name !== "--host" && name !== "--port") throw new Error(`unknown argument ${name} (--host <address>, --port <n>)`);
+    if (argv[i + 1] === undefined) throw new Error(`${name} wants a value`);
+    given[name.slice(2)] = argv[i + 1];
+  }
+  const port = Number(given.port);
+  if (!/^\d+$/.test(given.port) || port > 65535) throw new Error(`--port wants a port number in [0, 65535], got ${given.port}`);
+  return { host: given.host, port };
+}
+
+/** The URL a listening server answers on, from its bound address (IPv6 in brackets). */
+export function serverUrl(server) {
+  const { address, family, port } = server.address();
+  return `http://${family === "IPv6" ? `[${address}]` : address}:${port}/`;
+}
+
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  const at = process.argv.indexOf("--port");
-  const port = at > 0 ? Number(process.argv[at + 1]) : 8080;
-  if (!Number.isInteger(port) || port < 0 || port > 65535) {
-    console.error(`serve: --port wants a port number, got ${process.argv[at + 1]}`);
+  let opts;
+  try {
+    opts = serveOptions(process.argv.slice(2));
+  } catch (e) {
+    console.error(`serve: ${e.message}`);
     process.exit(2);
   }
   if (!existsSync(join(root, "index.html"))) {
     console.error("serve: build/web/index.html is missing: run npm run build");
     process.exit(2);
   }
-  webServer().listen(port, () => console.error(`serving the page at http://localhost:${port}/ (Ctrl-C stops)`));
+  const server = webServer();
+  server.on("error", (e) => {
+    console.error(`serve: cannot listen on ${opts.host} port ${opts.port}: ${e.message}`);
+    process.exit(2);
+  });
+  server.listen(opts.port, opts.host, () => console.error(`serving the page at ${serverUrl(server)} (Ctrl-C stops)`));
 }
