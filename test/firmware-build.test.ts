@@ -4,12 +4,13 @@
 // name, on machines without it; the committed ELFs are checked either way.
 import { afterAll, describe, expect, it } from "vitest";
 import { executorElf } from "../host/generated/executor-elf.js";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, relative, resolve } from "node:path";
 import { buildFirmware, findClang, sdkRoot } from "../host/fw/build.js";
 import { EXAMPLES } from "../host/fw/examples.js";
 import { checkImage, parseElf } from "../host/elf.js";
+import { lineTableFiles } from "./helpers/dwarf.js";
 
 const root = sdkRoot();
 const clang = findClang();
@@ -37,7 +38,7 @@ describe("the graph executor the host carries", () => {
 describe("committed example firmware", () => {
   for (const ex of EXAMPLES) {
     withClang(`${ex.out} is what its sources build to`, () => {
-      const fresh = buildFirmware({ sources: ex.sources.map((s) => join(root, s)), out: join(tmp, `${ex.name}.elf`), optLevel: "2", debug: ex.debug, defines: ex.defines }).elf;
+      const fresh = buildFirmware({ sources: ex.sources, out: join(tmp, `${ex.name}.elf`), optLevel: "2", debug: ex.debug, defines: ex.defines, cwd: root }).elf;
       const committed = readFileSync(join(root, ex.out));
       expect(Buffer.compare(Buffer.from(fresh), committed), `${ex.out} differs from a fresh build of its sources: run npm run fw:examples`).toBe(0);
     });
@@ -82,5 +83,18 @@ describe("buildFirmware", () => {
     expect(command).toContain("-Os");
     const symbols = Buffer.from(elf).toString("latin1");
     for (const helper of ["__udivdi3", "__umoddi3", "__divdi3", "__moddi3"]) expect(symbols).toContain(`\0${helper}\0`);
+  });
+
+  withClang("a -g build names every source, the SDK's too, relative to the directory it ran in, so gdb started there finds them", () => {
+    // a project outside the checkout, as a user's: its own source, the SDK wherever menic is
+    const app = join(tmp, "app");
+    mkdirSync(join(app, "src"), { recursive: true });
+    writeFileSync(join(app, "src", "main.c"), '#include <menic.h>\nint main(void) { printf("%d\\n", 42); return 0; }\n');
+    const { elf } = buildFirmware({ sources: ["src/main.c"], out: "out/main.elf", debug: true, cwd: app });
+    expect(existsSync(join(app, "out", "main.elf"))).toBe(true);
+    const files = lineTableFiles(elf);
+    const pkg = relative(app, root); // node_modules/menic in a project that installed menic
+    for (const f of ["src/main.c", `${pkg}/firmware/sdk/crt0.S`, `${pkg}/firmware/sdk/libc/printf.c`]) expect(files).toContain(f);
+    for (const f of files) expect(existsSync(resolve(app, f)), `${f}, from ${app}`).toBe(true);
   });
 });

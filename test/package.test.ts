@@ -10,6 +10,8 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { build } from "esbuild";
+import { findClang } from "../host/fw/build.js";
+import { lineTableFiles } from "./helpers/dwarf.js";
 
 const root = process.cwd();
 const tmp = mkdtempSync(join(tmpdir(), "menic-pack-"));
@@ -17,6 +19,8 @@ const app = join(tmp, "app");
 // a clean environment: nothing from the npm run that started the tests (npm_config_*, npm_package_*)
 const env = { PATH: process.env.PATH ?? "", HOME: tmp, npm_config_cache: join(tmp, "npm-cache"), NO_COLOR: "1" };
 const EXAMPLES = ["write", "send-recv", "read", "reduce"];
+const haveClang = findClang() !== null;
+const haveGdb = spawnSync("gdb-multiarch", ["--version"]).status === 0;
 
 function sh(cmd: string, args: string[], opts: SpawnSyncOptions = {}) {
   const r = spawnSync(cmd, args, { encoding: "utf8", env, ...opts });
@@ -102,5 +106,17 @@ describe("npm pack", () => {
     const r = sh(join(app, "node_modules/.bin/menic"), ["fw", "run", "node_modules/menic/firmware/examples/hello.elf", "--engines", "3"], { cwd: app });
     expect(r.status).toBe(0);
     expect(r.stdout).toContain("[e02] hello from engine 2 of 3\n");
+  });
+
+  it.skipIf(!haveClang)("builds firmware with -g whose SDK sources gdb finds under node_modules/menic/, from the project", () => {
+    writeFileSync(join(app, "fw.c"), '#include <menic.h>\nint main(void) { printf("%d\\n", 42); return 0; }\n');
+    ok("menic fw build", sh(join(app, "node_modules/.bin/menic"), ["fw", "build", "fw.c", "-o", "fw.elf", "-g"], { cwd: app }));
+    const files = lineTableFiles(new Uint8Array(readFileSync(join(app, "fw.elf"))));
+    for (const f of ["fw.c", "node_modules/menic/firmware/sdk/crt0.S", "node_modules/menic/firmware/sdk/libc/printf.c"]) expect(files).toContain(f);
+    for (const f of files) expect(existsSync(join(app, f)) || existsSync(f), f).toBe(true);
+    if (!haveGdb) return; // the line table is checked; gdb itself where it is installed
+    // gdb, started in the project, lists the SDK's printf from the installed package's source
+    const listed = ok("gdb-multiarch", sh("gdb-multiarch", ["-batch", "-nx", "-ex", "list vprintf", "fw.elf"], { cwd: app }));
+    expect(listed).toMatch(/^\d+\tint vprintf\(const char \*fmt, va_list ap\) \{$/m);
   });
 });

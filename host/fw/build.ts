@@ -12,14 +12,14 @@
  */
 import { spawnSync } from "node:child_process";
 import { accessSync, constants, existsSync, mkdirSync, readFileSync, readdirSync } from "node:fs";
-import { delimiter, dirname, isAbsolute, join, resolve } from "node:path";
+import { delimiter, dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 
 export type OptLevel = "0" | "1" | "2" | "3" | "s" | "z" | "g";
 export const OPT_LEVELS: readonly OptLevel[] = ["0", "1", "2", "3", "s", "z", "g"];
 
 export interface BuildOptions {
-  /** C (.c) and assembly (.S, .s) files; relative paths resolve against the current directory. */
+  /** C (.c) and assembly (.S, .s) files; relative paths resolve against `cwd`. */
   sources: string[];
   /** Where to write the ELF; its directory is created if missing. */
   out: string;
@@ -35,6 +35,11 @@ export interface BuildOptions {
   extra?: string[];
   /** The clang to run, default findClang(). */
   clang?: string;
+  /** The directory the build runs in, default the current one: relative paths (sources, `out`,
+   * `includes`) resolve against it, and a -g build names every source file, the SDK's included,
+   * relative to it, so gdb started there finds them (the SDK's under node_modules/menic/ when
+   * menic is installed in that project). */
+  cwd?: string;
 }
 
 export interface BuildResult {
@@ -63,8 +68,9 @@ const LLD_MISSING = "ld.lld not found: install Debian's clang and lld (apt-get i
  *   the SDK does not support (.init_array, .tdata) fails the build instead of landing
  *   somewhere the loader or crt0 does not expect.
  * - no build id, and -ffile-prefix-map: the ELF holds no path or timestamp of the build
- *   machine below the package root, so it is byte-reproducible (test/firmware-build.test.ts
- *   checks that); -g is opt-in (BuildOptions.debug) and keeps that property.
+ *   machine, only paths relative to the directory the build ran in (BuildOptions.cwd), so it is
+ *   byte-reproducible (test/firmware-build.test.ts checks that); -g is opt-in
+ *   (BuildOptions.debug) and keeps that property.
  */
 const TARGET_FLAGS = [
   "--target=riscv32-unknown-elf",
@@ -131,31 +137,35 @@ export function buildFirmware(opts: BuildOptions): BuildResult {
   const clang = opts.clang ?? findClang();
   if (clang === null) throw new Error(CLANG_MISSING);
 
-  // clang runs in the package root and names the SDK's files relative to it, so a -g build
-  // records no path of this checkout (the assembler's DWARF for crt0.S would otherwise keep the
-  // absolute one, which -ffile-prefix-map does not rewrite)
-  const root = sdkRoot();
-  const sdk = join("firmware", "sdk");
+  // clang runs in the build's directory and names the SDK's files relative to it, so a -g build
+  // records no absolute path (the assembler's DWARF for crt0.S would otherwise keep the absolute
+  // one, which -ffile-prefix-map does not rewrite) and gdb started there finds the SDK's sources:
+  // under node_modules/menic/firmware/sdk/ in a project that installed menic, under
+  // firmware/sdk/ in the checkout
+  const cwd = resolve(opts.cwd ?? process.cwd());
+  const pkg = relative(cwd, sdkRoot());
+  const sdk = join(pkg, "firmware", "sdk");
   const libcDir = join(sdk, "libc");
   // Sorted so the link order, and so the ELF, does not depend on directory order.
-  const libc = readdirSync(join(root, libcDir))
+  const libc = readdirSync(resolve(cwd, libcDir))
     .filter((f) => /\.(c|S|s)$/.test(f))
     .sort()
     .map((f) => join(libcDir, f));
   const defines = Object.entries(opts.defines ?? {})
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
     .map(([name, value]) => `-D${name}=${value}`);
-  const out = resolve(opts.out);
-  const sources = opts.sources.map((s) => (isAbsolute(s) ? s : resolve(s)));
+  const out = resolve(cwd, opts.out);
+  const sources = opts.sources.map((s) => resolve(cwd, s));
+  const below = cwd.endsWith(sep) ? cwd : cwd + sep;
 
   const command = [
     clang,
     ...TARGET_FLAGS,
     `-O${opts.optLevel ?? "2"}`,
-    ...(opts.debug ? ["-g", `-fdebug-prefix-map=${root}=.`, "-fdebug-compilation-dir=."] : []), // the compilation directory too (the assembler's as well), for reproducible -g builds
-    `-ffile-prefix-map=${root}/=`,
-    ...(opts.includes ?? []).map((d) => `-I${resolve(d)}`),
-    `-I${join("firmware", "include")}`,
+    ...(opts.debug ? ["-g", `-fdebug-prefix-map=${cwd}=.`, "-fdebug-compilation-dir=."] : []), // the compilation directory too (the assembler's as well), for reproducible -g builds
+    `-ffile-prefix-map=${below}=`,
+    ...(opts.includes ?? []).map((d) => `-I${resolve(cwd, d)}`),
+    `-I${join(pkg, "firmware", "include")}`,
     ...defines,
     ...(opts.extra ?? []),
     `-Wl,-T,${join(sdk, "link.ld")}`,
@@ -167,7 +177,7 @@ export function buildFirmware(opts: BuildOptions): BuildResult {
   ];
 
   mkdirSync(dirname(out), { recursive: true });
-  const run = spawnSync(command[0]!, command.slice(1), { encoding: "utf8", cwd: root });
+  const run = spawnSync(command[0]!, command.slice(1), { encoding: "utf8", cwd });
   if (run.error !== undefined) {
     const code = (run.error as NodeJS.ErrnoException).code;
     if (code === "ENOENT" || code === "EACCES") throw new Error(`${CLANG_MISSING} (tried ${clang})`);

@@ -42,7 +42,7 @@ export const EXAMPLES: readonly Example[] = [
 export function buildExamples(root: string, outDir: string = root): string[] {
   return EXAMPLES.map((ex) => {
     const out = join(outDir, ex.out);
-    buildFirmware({ sources: ex.sources.map((s) => join(root, s)), out, optLevel: "2", debug: ex.debug, defines: ex.defines });
+    buildFirmware({ sources: ex.sources, out, optLevel: "2", debug: ex.debug, defines: ex.defines, cwd: root });
     return out;
   });
 }
