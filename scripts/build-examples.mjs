@@ -3,9 +3,9 @@
 // `npm run fw:examples`. Needs Debian's clang and lld.
 //
 // host/fw/examples.ts is TypeScript and Node 20 cannot run it directly, so this bundles it
-// with esbuild first. The bundle goes under node_modules/.cache inside the repository (not
-// the system temp dir) because host/fw/build.ts finds the SDK by searching upward from its
-// own file for the package root.
+// with esbuild first. The bundle goes under build/ inside the repository (not the system temp
+// dir, nor node_modules/, which may be a link to another checkout's) because host/fw/build.ts
+// finds the SDK by searching upward from its own file for the package root.
 import { build } from "esbuild";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
@@ -27,7 +27,7 @@ export function executorElf(): Uint8Array {
 }
 `;
 }
-const cacheDir = join(root, "node_modules", ".cache", "menic");
+const cacheDir = join(root, "build");
 const bundle = join(cacheDir, `build-examples-${process.pid}.mjs`);
 
 mkdirSync(cacheDir, { recursive: true });

@@ -8,7 +8,11 @@
  *
  * The toolchain is Debian's stock clang and lld: clang targets riscv32 out of the box, and
  * the SDK supplies everything a hosted toolchain would (crt0, link script, a small libc and
- * the 64-bit division helpers that Debian's missing riscv32 compiler-rt would provide).
+ * the 64-bit division helpers that Debian's missing riscv32 compiler-rt would provide), except
+ * floating point: the engines have no F or D extension, so float and double arithmetic compiles
+ * to calls (__addsf3, __muldf3, ...) into a soft-float runtime, which is libgcc of Debian's
+ * gcc-riscv64-unknown-elf (findSoftFloat), linked when it is installed. Without it, a build
+ * that needs those calls fails with a message that says so (SOFT_FLOAT_MISSING).
  */
 import { spawnSync } from "node:child_process";
 import { accessSync, constants, existsSync, mkdirSync, readFileSync, readdirSync } from "node:fs";
@@ -40,6 +44,9 @@ export interface BuildOptions {
    * relative to it, so gdb started there finds them (the SDK's under node_modules/menic/ when
    * menic is installed in that project). */
   cwd?: string;
+  /** The soft-float runtime to link (a libgcc.a for rv32im/ilp32), default findSoftFloat();
+   * null links none, and firmware that computes with float or double then fails to link. */
+  softFloat?: string | null;
 }
 
 export interface BuildResult {
@@ -89,6 +96,51 @@ const TARGET_FLAGS = [
   "-Wl,-z,max-page-size=16",
   "-Wl,--orphan-handling=error",
 ];
+
+/** Where Debian's gcc-riscv64-unknown-elf installs libgcc, one directory per GCC version. */
+export const LIBGCC_ROOT = "/usr/lib/gcc/riscv64-unknown-elf";
+/** Its multilib for the engines: rv32im code runs on RV32IMA (the package builds no rv32ima
+ * variant; the A extension adds nothing soft-float uses) and ilp32 is the SDK's ABI (floats
+ * passed in integer registers). */
+const LIBGCC_MULTILIB = join("rv32im", "ilp32", "libgcc.a");
+
+/** libgcc.a of the newest gcc-riscv64-unknown-elf installed under `dir` for rv32im/ilp32, or
+ * null. Its soft-fp routines (IEEE 754 binary32 and binary64, round to nearest even, no
+ * exception flags: no CSR access) are what float and double compile to on the engines. */
+export function findSoftFloat(dir: string = LIBGCC_ROOT): string | null {
+  let versions: string[];
+  try {
+    versions = readdirSync(dir);
+  } catch {
+    return null;
+  }
+  const newestFirst = versions
+    .filter((v) => /^\d+(\.\d+)*$/.test(v) && existsSync(join(dir, v, LIBGCC_MULTILIB)))
+    .sort((a, b) => {
+      const x = a.split(".").map(Number), y = b.split(".").map(Number);
+      for (let i = 0; i < Math.max(x.length, y.length); i++) if ((x[i] ?? 0) !== (y[i] ?? 0)) return (y[i] ?? 0) - (x[i] ?? 0);
+      return 0;
+    });
+  return newestFirst.length > 0 ? join(dir, newestFirst[0]!, LIBGCC_MULTILIB) : null;
+}
+
+/** The soft-float helpers among lld's undefined symbols: libgcc's names for IEEE arithmetic,
+ * comparison and conversion carry the mode (sf: float, df: double, tf: long double; sc/dc/tc:
+ * complex), e.g. __addsf3, __fixdfsi, __extendsfdf2, __mulsc3. */
+function softFloatSymbols(lldErrors: string): string[] {
+  const names = [...lldErrors.matchAll(/undefined symbol: (__[a-z]+\d?)\b/g)].map((m) => m[1]!);
+  return [...new Set(names.filter((n) => /(sf|df|tf|sc3|dc3|tc3)/.test(n.slice(2))))].sort();
+}
+
+/** Why a build that calls soft-float helpers (`symbols`) did not link: no runtime installed. */
+function softFloatMissing(symbols: readonly string[]): string {
+  return (
+    `floating point needs a soft-float runtime, and none is installed: the engines are RV32IMA, with no F or D ` +
+    `extension (no FPU), so clang compiles float and double arithmetic to calls to helper functions ` +
+    `(here: ${symbols.join(", ")}), which menic fw build links from libgcc of Debian's gcc-riscv64-unknown-elf ` +
+    `(${join(LIBGCC_ROOT, "<version>", LIBGCC_MULTILIB)}); install it: apt-get install gcc-riscv64-unknown-elf`
+  );
+}
 
 /** Candidate clang names: Debian's `clang` package installs `clang`; the versioned packages
  * alone install only `clang-N`. */
@@ -157,6 +209,7 @@ export function buildFirmware(opts: BuildOptions): BuildResult {
   const out = resolve(cwd, opts.out);
   const sources = opts.sources.map((s) => resolve(cwd, s));
   const below = cwd.endsWith(sep) ? cwd : cwd + sep;
+  const softFloat = opts.softFloat === undefined ? findSoftFloat() : opts.softFloat;
 
   const command = [
     clang,
@@ -174,6 +227,9 @@ export function buildFirmware(opts: BuildOptions): BuildResult {
     join(sdk, "crt0.S"),
     ...sources,
     ...libc,
+    // an archive: lld takes from it only the members that resolve a call, so firmware without
+    // floating point links exactly as without it
+    ...(softFloat !== null ? [softFloat] : []),
   ];
 
   mkdirSync(dirname(out), { recursive: true });
@@ -189,6 +245,8 @@ export function buildFirmware(opts: BuildOptions): BuildResult {
     if (/invalid linker name|unable to execute command.*ld\.lld|ld\.lld.*not found/.test(stderr)) {
       throw new Error(`${LLD_MISSING}\n${stderr}`);
     }
+    const missing = softFloat === null ? softFloatSymbols(stderr) : [];
+    if (missing.length > 0) throw new Error(`${softFloatMissing(missing)}\n${stderr}`);
     const how = run.status === null ? `killed by ${run.signal}` : `exit code ${run.status}`;
     throw new Error(`firmware build failed (clang ${how}):\n${stderr}`);
   }

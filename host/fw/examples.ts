@@ -14,6 +14,8 @@ export interface Example {
   out: string;
   /** Built with -g (DWARF line table), for the examples of symbolised faults. */
   debug?: boolean;
+  /** Computes with float or double: building it needs the soft-float runtime (host/fw/build.ts findSoftFloat). */
+  softFloat?: boolean;
   defines?: Record<string, string>;
 }
 
@@ -23,6 +25,8 @@ export const EXAMPLES: readonly Example[] = [
   { name: "fault", sources: ["firmware/examples/fault.c"], out: "firmware/examples/fault.elf" },
   { name: "nic", sources: ["firmware/examples/nic.c"], out: "firmware/examples/nic.elf" },
   { name: "pingpong", sources: ["firmware/examples/pingpong.c"], out: "firmware/examples/pingpong.elf" },
+  // float and double through the soft-float runtime
+  { name: "float", sources: ["firmware/examples/float.c"], out: "firmware/examples/float.elf", softFloat: true },
   // symbolised faults: a NULL dereference and a stack overflow, with -g
   { name: "list", sources: ["firmware/examples/list.c"], out: "firmware/examples/list.elf", debug: true },
   { name: "recurse", sources: ["firmware/examples/recurse.c"], out: "firmware/examples/recurse.elf", debug: true },
