@@ -9,7 +9,7 @@
 import { build } from "esbuild";
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { dirname, join } from "node:path";
+import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -49,16 +49,21 @@ const scenariosModule = {
   },
 };
 
+/** Builds the page into WEB_OUT; resolves to the files esbuild read (relative to the root,
+ * sorted), which scripts/build.mjs hashes to tell when the page must be built again. */
 export async function buildWeb() {
   if (!existsSync(join(root, "build", "menic.wasm"))) throw new Error("build/menic.wasm is missing: run npm run build");
   mkdirSync(WEB_OUT, { recursive: true });
-  const common = { bundle: true, target: "es2022", platform: "browser", logLevel: "warning", sourcemap: true, absWorkingDir: root, plugins: [scenariosModule] };
-  await build({ ...common, format: "esm", entryPoints: { main: "web/main.ts" }, outdir: WEB_OUT });
-  await build({ ...common, format: "iife", entryPoints: { worker: "web/worker.ts" }, outdir: WEB_OUT, loader: { ".wasm": "binary", ".elf": "binary" } });
+  const common = { bundle: true, target: "es2022", platform: "browser", logLevel: "warning", sourcemap: true, absWorkingDir: root, plugins: [scenariosModule], metafile: true };
+  const main = await build({ ...common, format: "esm", entryPoints: { main: "web/main.ts" }, outdir: WEB_OUT });
+  const worker = await build({ ...common, format: "iife", entryPoints: { worker: "web/worker.ts" }, outdir: WEB_OUT, loader: { ".wasm": "binary", ".elf": "binary" } });
   copyFileSync(join(root, "web", "index.html"), join(WEB_OUT, "index.html"));
   copyFileSync(join(root, "web", "page.css"), join(WEB_OUT, "page.css"));
   const uplotCss = join(dirname(createRequire(import.meta.url).resolve("uplot")), "uPlot.min.css");
   copyFileSync(uplotCss, join(WEB_OUT, "uPlot.min.css"));
+  // the plugin's module ("menic:scenarios") is no file: examples/scenarios/ stands for it
+  const read = [main, worker].flatMap((r) => Object.keys(r.metafile.inputs)).filter((f) => !f.includes(":"));
+  return [...new Set([...read, relative(root, uplotCss)])].sort();
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
