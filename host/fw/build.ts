@@ -12,7 +12,7 @@
  * floating point: the engines have no F or D extension, so float and double arithmetic compiles
  * to calls (__addsf3, __muldf3, ...) into a soft-float runtime, which is libgcc of Debian's
  * gcc-riscv64-unknown-elf (findSoftFloat), linked when it is installed. Without it, a build
- * that needs those calls fails with a message that says so (SOFT_FLOAT_MISSING).
+ * that needs those calls fails with a message that says so (softFloatMissing).
  */
 import { spawnSync } from "node:child_process";
 import { accessSync, constants, existsSync, mkdirSync, readFileSync, readdirSync } from "node:fs";
@@ -40,7 +40,7 @@ export interface BuildOptions {
   /** The clang to run, default findClang(). */
   clang?: string;
   /** The directory the build runs in, default the current one: relative paths (sources, `out`,
-   * `includes`) resolve against it, and a -g build names every source file, the SDK's included,
+   * `includes`) resolve against it, and a -g build names the SDK's files, and those below it,
    * relative to it, so gdb started there finds them (the SDK's under node_modules/menic/ when
    * menic is installed in that project). */
   cwd?: string;
@@ -98,7 +98,7 @@ const TARGET_FLAGS = [
 ];
 
 /** Where Debian's gcc-riscv64-unknown-elf installs libgcc, one directory per GCC version. */
-export const LIBGCC_ROOT = "/usr/lib/gcc/riscv64-unknown-elf";
+const LIBGCC_ROOT = "/usr/lib/gcc/riscv64-unknown-elf";
 /** Its multilib for the engines: rv32im code runs on RV32IMA (the package builds no rv32ima
  * variant; the A extension adds nothing soft-float uses) and ilp32 is the SDK's ABI (floats
  * passed in integer registers). */
