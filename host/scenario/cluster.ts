@@ -1,11 +1,12 @@
 // A scenario's fabric: its topology (single switch or leaf/spine, with the devices' port count)
 // and its faults (loss, link and plane outages) applied to the fabric before the run; and the
-// cluster of the scenario's devices on it, with the runner that drives them.
+// cluster of the scenario's devices on it, with the runner that drives them: openCluster is the
+// one way a cluster is built, for a traffic pattern, a collective or a sequence of them.
 
 import { Fabric } from "../fabric/fabric.js";
 import { ClusterRunner } from "../fabric/runner.js";
 import { DeviceEndpoint } from "../cluster/endpoint.js";
-import type { Context } from "../verbs.js";
+import { Context } from "../verbs.js";
 import { leafSpine, singleSwitch, PORTS_DEFAULT, type Topology } from "../fabric/topology.js";
 import { ConfigError, resolveConfig, packConfig, configDefault } from "../config.js";
 import { PAYLOAD_SLOT_BYTES_DEFAULT } from "../fabric/config.js";
@@ -175,4 +176,46 @@ export function buildCluster(home: WebAssembly.Module | CoreInstance, sc: Fabric
   const endpoints = contexts.map((c) => new DeviceEndpoint(c.device));
   const quantumPs = contexts.length > 0 ? Number(contexts[0]!.device.config.get("interleaveQuantumPs")) : undefined;
   return { fabric, endpoints, runner: new ClusterRunner(fabric, endpoints, { quantumPs, ...(windowPs !== undefined ? { windowPs } : {}) }) };
+}
+
+/** A scenario's devices on its fabric, with the runner that drives them (what {@link openCluster} builds; RunOptions.onBuilt sees it). */
+export class Cluster {
+  constructor(
+    /** where the devices were built: one instance shared with the fabric, or the module (an instance each) */
+    readonly home: WebAssembly.Module | CoreInstance,
+    /** the devices' verbs contexts, by device number */
+    readonly contexts: Context[],
+    /** the fabric joining their ports */
+    readonly fabric: Fabric,
+    /** the devices as the runner's endpoints, by device number (a capture taps them) */
+    readonly endpoints: DeviceEndpoint[],
+    /** the window loop that advances the devices and the fabric together */
+    readonly runner: ClusterRunner,
+  ) {}
+}
+
+/** How a cluster's devices are made: each one's config, the config its memory is judged by, and what is done to each once open. */
+export interface DevicePlan {
+  /** device d's config */
+  configOf(d: number): Record<string, number>;
+  /** the config of its largest device: the memory bound and the shared instance are judged by it (clusterHome) */
+  sizedBy: Record<string, number>;
+  /** done to each device once it is open, before the next is (load and start firmware) */
+  prepare?(ctx: Context): void;
+}
+
+/**
+ * The cluster of `sc`'s devices, made as `plan` says, on its fabric (buildCluster): refused first
+ * as clusterHome refuses; the devices in one instance with the fabric while they fit.
+ */
+export async function openCluster(coreModule: WebAssembly.Module, sc: FabricOf & ClusterSizeOf, plan: DevicePlan, opts: { maxMemoryBytes?: number; windowPs?: number } = {}): Promise<Cluster> {
+  const home = clusterHome(coreModule, sc, plan.sizedBy, opts.maxMemoryBytes);
+  const contexts: Context[] = [];
+  for (let d = 0; d < sc.devices.count; d++) {
+    const ctx = await Context.open(home, plan.configOf(d));
+    plan.prepare?.(ctx);
+    contexts.push(ctx);
+  }
+  const { fabric, endpoints, runner } = buildCluster(home, sc, contexts, opts.windowPs);
+  return new Cluster(home, contexts, fabric, endpoints, runner);
 }

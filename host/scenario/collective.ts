@@ -7,14 +7,13 @@
 // it compares with a link's rate), engine utilisation, and a bit-for-bit check of every device's
 // result against the reference executor. No Node APIs.
 
-import { Context } from "../verbs.js";
+import type { Context } from "../verbs.js";
 import {
   allReduceRing, allReduceHalvingDoubling, allReduceTree, reduceScatterRing, allGatherRing, broadcastRing, allToAll,
   bindProgram, executorsReady, graphDeviceConfig, runReference, importMsccl, parseMscclXml, type GraphProgram,
 } from "../graph/index.js";
 import { executorElf } from "../generated/executor-elf.js";
-import { buildCluster, buildTopology, clusterHome, type TopologyOf, type FabricOf, type ClusterSizeOf } from "./cluster.js";
-import type { CoreInstance } from "../wasm.js";
+import { buildTopology, openCluster, type Cluster, type TopologyOf, type FabricOf, type ClusterSizeOf } from "./cluster.js";
 import { resolveConfig, ConfigError, HBM_MAX_BYTES } from "../config.js";
 import type { Fabric } from "../fabric/fabric.js";
 import type { ClusterRunner } from "../fabric/runner.js";
@@ -145,39 +144,33 @@ export function addTotals(t: Totals, contexts: readonly Context[], fabric: Fabri
 /** What a collective's devices are opened from: their count and config, the seed, the fabric's mode, the transport, and what their cluster's memory is judged from. */
 export type CollectiveDevicesOf = ClusterSizeOf & Pick<Scenario, "seed" | "transport"> & { devices: Pick<Scenario["devices"], "count" | "config">; fabric: Pick<Scenario["fabric"], "mode"> };
 
-/** The scenario's devices for programs needing `need` (graphDeviceConfig), each running the executor, not yet on the fabric (bootCluster); and device 0's config. */
-export async function openCluster(coreModule: WebAssembly.Module, sc: CollectiveDevicesOf, need: Record<string, number>, opts: RunOptions) {
-  const n = sc.devices.count;
-  const elf = executorElf();
-  const contexts: Context[] = [];
-  let config0: Record<string, number> = {};
-  let home: WebAssembly.Module | CoreInstance = coreModule;
-  for (let d = 0; d < n; d++) {
-    const config = {
-      ...sc.devices.config, ...need, deviceId: d, seed: sc.seed,
-      engines: Math.max(need.engines, Number(sc.devices.config.engines ?? 16)),
-      hbmBytes: Math.max(need.hbmBytes, Number(sc.devices.config.hbmBytes ?? 0)),
-      timingMode: sc.fabric.mode === "timing" ? 1 : 0, transport: sc.transport === "metaroce" ? 1 : 0,
-      mrtConnections: need.mrtConnections ?? Math.max(4, n),
-    };
-    if (d === 0) {
-      config0 = config;
-      home = clusterHome(coreModule, sc, config, opts.maxMemoryBytes);
-    }
-    const ctx = await Context.open(home, config);
-    ctx.device.start(ctx.device.loadElf(elf).entry);
-    contexts.push(ctx);
-  }
-  return { contexts, config0, home };
+/** Device `d`'s config for programs needing `need` (graphDeviceConfig): the scenario's, raised to what they need. */
+export function collectiveConfig(sc: CollectiveDevicesOf, need: Record<string, number>, d: number): Record<string, number> {
+  return {
+    ...sc.devices.config, ...need, deviceId: d, seed: sc.seed,
+    engines: Math.max(need.engines, Number(sc.devices.config.engines ?? 16)),
+    hbmBytes: Math.max(need.hbmBytes, Number(sc.devices.config.hbmBytes ?? 0)),
+    timingMode: sc.fabric.mode === "timing" ? 1 : 0, transport: sc.transport === "metaroce" ? 1 : 0,
+    mrtConnections: need.mrtConnections ?? Math.max(4, sc.devices.count),
+  };
 }
 
-/** The cluster of `contexts` on the scenario's fabric, its engines booted (asleep, waiting for a doorbell) unless `sc.untilPs` comes first. */
-export function bootCluster(home: WebAssembly.Module | CoreInstance, sc: FabricOf & Pick<Scenario, "untilPs">, contexts: Context[], opts: RunOptions) {
-  const { fabric, endpoints, runner } = buildCluster(home, sc, contexts, opts.windowPs);
-  opts.onBuilt?.({ fabric, runner, contexts, endpoints });
+/**
+ * The scenario's devices for programs needing `need` (collectiveConfig), each running the
+ * executor, on its fabric, its engines booted (asleep, waiting for a doorbell) unless
+ * `sc.untilPs` comes first.
+ */
+export async function bootCluster(coreModule: WebAssembly.Module, sc: CollectiveDevicesOf & FabricOf & Pick<Scenario, "untilPs">, need: Record<string, number>, opts: RunOptions): Promise<Cluster> {
+  const elf = executorElf();
+  const cluster = await openCluster(coreModule, sc, {
+    configOf: (d) => collectiveConfig(sc, need, d), sizedBy: collectiveConfig(sc, need, 0),
+    prepare: (ctx) => ctx.device.start(ctx.device.loadElf(elf).entry),
+  }, opts);
+  opts.onBuilt?.(cluster);
   // the engines boot the executor and sleep, waiting for the doorbell (bindProgram refuses them before)
+  const { runner, contexts } = cluster;
   while (!executorsReady(contexts) && runner.nowPs < sc.untilPs) runner.runTo(runner.nowPs + 10_000_000);
-  return { fabric, runner };
+  return cluster;
 }
 
 /** What a program's run takes of its scenario: the seed its inputs are drawn from, the time limit, and whether frames carry bytes (a check needs them). */
@@ -303,10 +296,9 @@ export async function runCollectiveScenario(coreModule: WebAssembly.Module, sc: 
     return { size, p, need };
   });
   for (const { size, p, need } of programs) {
-    const { contexts, config0, home } = await openCluster(coreModule, sc, need, opts);
     // the matmul alone, once: on a device of the same config (the sizes change only its memory)
-    if (c.interference && alonePs === null) alonePs = await matmulAlonePs(coreModule, config0, c.interference, sc.untilPs);
-    const { fabric, runner } = bootCluster(home, sc, contexts, opts);
+    if (c.interference && alonePs === null) alonePs = await matmulAlonePs(coreModule, collectiveConfig(sc, need, 0), c.interference, sc.untilPs);
+    const { contexts, fabric, runner } = await bootCluster(coreModule, sc, need, opts);
     // new devices: nothing is connected yet, so the split changes at once
     if (c.scaleUpPorts !== undefined) for (const ctx of contexts) ctx.device.setPortGroups({ scaleUpPorts: c.scaleUpPorts });
     const r = await runProgram(sc, c, p, size, rows.length, c.sizes.length, contexts, runner, alonePs, opts);

@@ -3,12 +3,10 @@
 // sequence.ts all build these, none needs another to say what they are.
 
 import type { Device } from "../device.js";
-import type { Context } from "../verbs.js";
-import type { DeviceEndpoint } from "../cluster/endpoint.js";
 import type { Fabric, DropReason } from "../fabric/fabric.js";
-import type { ClusterRunner } from "../fabric/runner.js";
 import type { GraphProgram } from "../graph/types.js";
 import type { CollectiveSpec } from "./scenario.js";
+import type { Cluster } from "./cluster.js";
 import type { InterferenceRow } from "./interference.js";
 import type { MetaroceCounts, RetransmitCauses, Percentiles } from "./counters.js";
 
@@ -284,7 +282,7 @@ export interface RunOptions {
    */
   shouldStop?: () => boolean | Promise<boolean>;
   /** a hook that sees the built cluster before it runs (pcap capture: endpoints[d].tap, tests) */
-  onBuilt?: (c: { fabric: Fabric; runner: ClusterRunner; contexts: Context[]; endpoints: DeviceEndpoint[] }) => void;
+  onBuilt?: (c: Cluster) => void;
   /** watches every message posted and completed, and time passing (what `--trace` writes) */
   observer?: RunObserver;
   /**

@@ -10,7 +10,7 @@
 import type { Context } from "../verbs.js";
 import type { ClusterRunner } from "../fabric/runner.js";
 import { graphDeviceConfig, executorsReady } from "../graph/index.js";
-import { compileCollective, stripePorts, portTraffic, openCluster, bootCluster, runProgram, addTotals, noTotals, reportOf, collectiveTimes, type CollectiveReport } from "./collective.js";
+import { compileCollective, stripePorts, portTraffic, collectiveConfig, bootCluster, runProgram, addTotals, noTotals, reportOf, collectiveTimes, type CollectiveReport } from "./collective.js";
 import { ConfigError, HBM_MAX_BYTES } from "../config.js";
 import { matmulAlonePs } from "./interference.js";
 import type { Scenario } from "./scenario.js";
@@ -56,10 +56,10 @@ export async function runCollectiveSequence(coreModule: WebAssembly.Module, sc: 
   const need = needOfAll(programs.flat().map(graphDeviceConfig), n);
   if (need.hbmBytes > HBM_MAX_BYTES)
     throw new ConfigError("scenario.collectives", `its sizes need ${need.hbmBytes} B of HBM on each device together (one cluster holds every collective's buffers and graph), more than the ${HBM_MAX_BYTES} B a device can have (config.hbmBytes)`);
-  const { contexts, config0, home } = await openCluster(coreModule, sc, need, opts);
   // a collective with a matmul load alongside: the load alone, on a device of the same config
+  const config0 = collectiveConfig(sc, need, 0);
   const alone = await Promise.all(list.map((c) => (c.interference ? matmulAlonePs(coreModule, config0, c.interference, sc.untilPs) : null)));
-  const { fabric, runner } = bootCluster(home, sc, contexts, opts);
+  const { contexts, fabric, runner } = await bootCluster(coreModule, sc, need, opts);
   const portFrames = () => portTraffic(sc, contexts, fabric);
   const reports: CollectiveReport[] = [];
   let index = 0, stopped = false, timeLimit = false;

@@ -5,11 +5,10 @@
 // (openTrafficCluster), the QPs (connectFlows), the posts (postFlows), the run (runFlows) and the
 // result (trafficResult). No Node APIs: it runs in a browser tab as well.
 
-import { Context, type Qp, type Cq, type Pd, type Mr } from "../verbs.js";
+import type { Context, Qp, Cq, Pd, Mr } from "../verbs.js";
 import { RandomStreams } from "../fabric/rng.js";
 import type { Scenario, Flow } from "./scenario.js";
-import { buildCluster, clusterHome, type TopologyOf, type FabricOf, type ClusterSizeOf } from "./cluster.js";
-import type { CoreInstance } from "../wasm.js";
+import { openCluster, type Cluster, type TopologyOf, type FabricOf, type ClusterSizeOf } from "./cluster.js";
 import { portTraffic } from "./collective.js";
 import { deviceCounts, percentiles } from "./counters.js";
 import type { FlowResult, ScenarioResult, PathSummary, RunOptions, RunObserver, Timeline } from "./result.js";
@@ -93,16 +92,13 @@ async function openTrafficCluster(coreModule: WebAssembly.Module, sc: FabricOf &
     ...(sc.fabric.mode === "timing" ? { txBodyBytes: 65536, rxBodyBytes: 65536 } : {}),
   });
   const maxQps = Math.max(4, ...sizes.qpsPerDevice), connections = Math.max(1, ...sizes.peersPerDevice);
-  const home: WebAssembly.Module | CoreInstance = clusterHome(coreModule, sc, configOf(0, maxQps, connections), opts.maxMemoryBytes);
-  const contexts: Context[] = [];
-  for (let d = 0; d < sc.devices.count; d++) contexts.push(await Context.open(home, configOf(d, Math.max(4, sizes.qpsPerDevice[d]!), Math.max(1, sizes.peersPerDevice[d]!))));
-  const built: Cluster = { ...buildCluster(home, sc, contexts, opts.windowPs), contexts };
-  opts.onBuilt?.(built);
-  return built;
+  const cluster = await openCluster(coreModule, sc, {
+    configOf: (d) => configOf(d, Math.max(4, sizes.qpsPerDevice[d]!), Math.max(1, sizes.peersPerDevice[d]!)),
+    sizedBy: configOf(0, maxQps, connections),
+  }, opts);
+  opts.onBuilt?.(cluster);
+  return cluster;
 }
-
-/** The devices of a run on their fabric (RunOptions.onBuilt's view). */
-type Cluster = Parameters<NonNullable<RunOptions["onBuilt"]>>[0];
 
 /** A device's memory for the traffic: its PD, CQ, and the region both sent from and written into. */
 interface DeviceMemory { pd: Pd; cq: Cq; addr: number; mr: Mr }
