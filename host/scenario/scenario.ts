@@ -217,48 +217,47 @@ export interface InterferenceSpec {
 }
 
 /** The traffic of a scenario that has a collective instead (nothing reads it). */
-const NO_TRAFFIC: NonNullable<ScenarioInput["traffic"]> = { pattern: "pairs", messageBytes: 1, messages: 1, flowsPerPair: 1, portGroup: "SCALE_UP", start: 0, stagger: 0 };
+const NO_TRAFFIC: NonNullable<FilledScenario["traffic"]> = { pattern: "pairs", messageBytes: 1, messages: 1, flowsPerPair: 1, portGroup: "SCALE_UP", start: 0, stagger: 0 };
 
 
 /** A time as the schema allows it: "10us", "2.5 ms", or whole ps. */
 type TimeInput = string | number;
 interface LinkInput { gbps?: number; latency?: TimeInput }
-type FaultInput =
+/** A fabric once the schema has filled its defaults. */
+interface FilledFabric {
+  mode: "full" | "timing";
+  topology: { kind: "single-switch" } | { kind: "leaf-spine"; planes: number; spines: number; devicesPerLeaf?: number };
+  hostLink: LinkInput;
+  fabricLink: LinkInput;
+  switch: Omit<NonNullable<FabricOptions["switch"]>, "latencyPs"> & { latency: TimeInput };
+}
+/** A fault once the schema has filled its defaults. */
+type FilledFault =
   | { kind: "loss"; links: number[] | "all" | "fabric"; random: number; gilbertElliott?: GilbertElliott }
   | { kind: "link-down"; links: number[] | "all" | "fabric"; at: TimeInput; until?: TimeInput }
   | { kind: "plane-down"; plane: number; at: TimeInput; until?: TimeInput };
 
 /** A scenario once the schema has passed it and filled its defaults (schemas/scenario.schema.json). */
-interface ScenarioInput {
+interface FilledScenario {
   name: string;
   seed: number;
   until: TimeInput;
   devices: { count: number; config: Record<string, number>; congestionControl: "dctcp" | "nscc" };
   transport: "rocev2" | "metaroce";
-  fabric: {
-    mode: "full" | "timing";
-    topology: { kind: "single-switch" } | { kind: "leaf-spine"; planes: number; spines: number; devicesPerLeaf?: number };
-    hostLink: LinkInput;
-    fabricLink: LinkInput;
-    switch: Omit<NonNullable<FabricOptions["switch"]>, "latencyPs"> & { latency: TimeInput };
-  };
+  fabric: FilledFabric;
   traffic?: Omit<Scenario["traffic"], "startPs" | "staggerPs" | "incastSenders"> & { incastSenders?: number; start: TimeInput; stagger: TimeInput };
   collective?: CollectiveSpec;
   collectives?: CollectiveSpec[];
-  faults: FaultInput[];
+  faults: FilledFault[];
 }
 
 /** Checks a parsed scenario against the schema and fills its defaults; throws ConfigError naming the first bad field. */
 export function resolveScenario(input: unknown, path = "scenario"): Scenario {
   const s = structuredClone(input); // the validator writes the defaults into what it checks
   if (!validate(s)) throw schemaError(validate.errors![0]!, path, schema);
-  const o = s as ScenarioInput;
+  const o = s as FilledScenario;
   // what the schema cannot say: a time finer than 1 ps, the device config's own fields and
   // ranges, and the switch thresholds that depend on each other
-  const time = (v: TimeInput, at: string): number => {
-    if (typeof v === "number") return v;
-    try { return Number(parseTime(v)); } catch (e) { throw new ConfigError(at, (e as Error).message); }
-  };
   const count = o.devices.count;
   const given = (["traffic", "collective", "collectives"] as const).filter((k) => o[k] !== undefined);
   if (given.length === 0) throw new ConfigError(path, "needs traffic (QP pairs writing in a pattern), collective (a collective the engines run) or collectives (several, one after another)");
@@ -309,17 +308,7 @@ export function resolveScenario(input: unknown, path = "scenario"): Scenario {
       throw new ConfigError(`${at}.interference.commUnits`, `${c.interference.commUnits} leaves the load none of the devices' ${units} compute units (devices.config.computeUnits)`);
   }
   for (const { c, at } of list) if (c.graph) checkGraph(c, count, at);
-  const link = (l: LinkInput, at: string): Partial<LinkSpec> => {
-    if (l.latency === undefined) return l.gbps !== undefined ? { gbps: l.gbps } : {};
-    // the range host/fabric/topology.ts holds a link to
-    const latencyPs = time(l.latency, `${at}.latency`);
-    if (latencyPs < 1 || latencyPs > 1e12) throw new ConfigError(`${at}.latency`, `must be from 1 ps to 1 s, got ${formatTime(latencyPs)}`);
-    return { ...(l.gbps !== undefined ? { gbps: l.gbps } : {}), latencyPs };
-  };
-  const { latency, ...sw } = o.fabric.switch;
-  const switchOpts: FabricOptions["switch"] = { ...sw, latencyPs: time(latency, `${path}.fabric.switch.latency`) };
-  prefixed(`${path}.fabric`, () => resolveFabricConfig({ switch: switchOpts }));
-  const topo = o.fabric.topology;
+  const fabric = resolveFabric(o.fabric, count, `${path}.fabric`);
   const { start, stagger, ...traffic } = o.traffic ?? NO_TRAFFIC;
   return {
     name: o.name,
@@ -327,25 +316,53 @@ export function resolveScenario(input: unknown, path = "scenario"): Scenario {
     untilPs: time(o.until, `${path}.until`),
     devices: { count, config: o.devices.config, congestionControl: o.devices.congestionControl },
     transport: o.transport,
-    fabric: {
-      mode: o.fabric.mode,
-      topology: topo.kind === "single-switch" ? topo : { ...topo, devicesPerLeaf: topo.devicesPerLeaf ?? Math.min(count, 16) },
-      hostLink: link(o.fabric.hostLink, `${path}.fabric.hostLink`),
-      fabricLink: link(o.fabric.fabricLink, `${path}.fabric.fabricLink`),
-      switch: switchOpts,
-    },
+    fabric,
     ...(o.collective ? { collective: o.collective } : {}),
     ...(o.collectives ? { collectives: o.collectives } : {}),
     traffic: { ...traffic, incastSenders: traffic.incastSenders ?? Math.max(1, count - 1), startPs: time(start, `${path}.traffic.start`), staggerPs: time(stagger, `${path}.traffic.stagger`) },
-    faults: o.faults.map((f, i): Fault => {
-      const at = `${path}.faults[${i}]`;
-      if (f.kind === "loss") return f;
-      const when = { atPs: time(f.at, `${at}.at`), ...(f.until !== undefined ? { untilPs: time(f.until, `${at}.until`) } : {}) };
-      if (when.untilPs !== undefined && when.untilPs <= when.atPs)
-        throw new ConfigError(`${at}.until`, `must come after at (${formatTime(when.atPs)}), got ${formatTime(when.untilPs)}`);
-      return f.kind === "link-down" ? { kind: f.kind, links: f.links, ...when } : { kind: f.kind, plane: f.plane, ...when };
-    }),
+    faults: resolveFaults(o.faults, `${path}.faults`),
   };
+}
+
+/** A time as the schema allows it, in ps; one finer than 1 ps is a ConfigError at `at`. */
+function time(v: TimeInput, at: string): number {
+  if (typeof v === "number") return v;
+  try { return Number(parseTime(v)); } catch (e) { throw new ConfigError(at, (e as Error).message); }
+}
+
+/** A link's rate and latency in ps, the latency in the range host/fabric/topology.ts holds a link to. */
+function resolveLink(l: LinkInput, at: string): Partial<LinkSpec> {
+  if (l.latency === undefined) return l.gbps !== undefined ? { gbps: l.gbps } : {};
+  const latencyPs = time(l.latency, `${at}.latency`);
+  if (latencyPs < 1 || latencyPs > 1e12) throw new ConfigError(`${at}.latency`, `must be from 1 ps to 1 s, got ${formatTime(latencyPs)}`);
+  return { ...(l.gbps !== undefined ? { gbps: l.gbps } : {}), latencyPs };
+}
+
+/** The fabric of `count` devices, checked past the schema (times, links, switch thresholds that depend on each other), at `path`. */
+function resolveFabric(f: FilledFabric, count: number, path: string): Scenario["fabric"] {
+  const { latency, ...sw } = f.switch;
+  const switchOpts: FabricOptions["switch"] = { ...sw, latencyPs: time(latency, `${path}.switch.latency`) };
+  prefixed(path, () => resolveFabricConfig({ switch: switchOpts }));
+  const topo = f.topology;
+  return {
+    mode: f.mode,
+    topology: topo.kind === "single-switch" ? topo : { ...topo, devicesPerLeaf: topo.devicesPerLeaf ?? Math.min(count, 16) },
+    hostLink: resolveLink(f.hostLink, `${path}.hostLink`),
+    fabricLink: resolveLink(f.fabricLink, `${path}.fabricLink`),
+    switch: switchOpts,
+  };
+}
+
+/** The faults with their times in ps, each outage ending after it starts, at `path`. */
+function resolveFaults(faults: readonly FilledFault[], path: string): Fault[] {
+  return faults.map((f, i): Fault => {
+    const at = `${path}[${i}]`;
+    if (f.kind === "loss") return f;
+    const when = { atPs: time(f.at, `${at}.at`), ...(f.until !== undefined ? { untilPs: time(f.until, `${at}.until`) } : {}) };
+    if (when.untilPs !== undefined && when.untilPs <= when.atPs)
+      throw new ConfigError(`${at}.until`, `must come after at (${formatTime(when.atPs)}), got ${formatTime(when.untilPs)}`);
+    return f.kind === "link-down" ? { kind: f.kind, links: f.links, ...when } : { kind: f.kind, plane: f.plane, ...when };
+  });
 }
 
 /**
