@@ -23,7 +23,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Device } from "../host/device.js";
 import { coreModule, packageRoot } from "../host/platform/node.js";
-import { runScenario } from "../host/scenario/run.js";
+import { runScenario, type ScenarioInput } from "../host/scenario/run.js";
 import type { Fabric } from "../host/fabric/fabric.js";
 import type { DeviceEndpoint } from "../host/cluster/endpoint.js";
 import type { Context } from "../host/verbs.js";
@@ -48,7 +48,7 @@ async function secondsPerInstruction(): Promise<number> {
 export async function run(): Promise<void> {
   await secondsPerInstruction(); // warm up
   const perInstr = await secondsPerInstruction();
-  const scenario = {
+  const scenario: ScenarioInput = {
     name: "bench-allreduce8", seed: 1, until: "1s", transport: "metaroce",
     devices: { count: 8 }, fabric: { topology: { kind: "single-switch" } },
     collective: { op: "all-reduce", algorithm: "ring", sizes: [64 * MIB], dtype: "f32", redop: "sum", engines: 16, check: false },

@@ -18,7 +18,7 @@
 import { readFileSync } from "node:fs";
 import { runInNewContext } from "node:vm";
 import { setFlagsFromString } from "node:v8";
-import { runScenario } from "../host/scenario/run.js";
+import { runScenario, type ScenarioInput } from "../host/scenario/run.js";
 import { expandSweep } from "../host/scenario/sweep.js";
 import { coreModule } from "../host/platform/node.js";
 import type { Fabric } from "../host/fabric/fabric.js";
@@ -27,7 +27,7 @@ import { figure, median } from "./lib/report.js";
 type Transport = "rocev2" | "metaroce";
 
 /** The bench's scenario: `devices` devices on 8 planes, a permutation of 1 MiB WRITEs (scripts/instructions.mjs runs it too). */
-export function scenario(devices: number, mode: "timing" | "full", messages: number, transport: Transport) {
+export function scenario(devices: number, mode: "timing" | "full", messages: number, transport: Transport): ScenarioInput {
   return {
     name: `fabric-${devices}-${mode}`,
     seed: 1,
@@ -88,7 +88,7 @@ export async function run(): Promise<void> {
   const loss = JSON.parse(readFileSync("examples/scenarios/metaroce-loss.json", "utf8"));
   loss.sweep = { transport: ["metaroce"], "faults[0].random": [0.01] };
   const [one] = expandSweep(loss);
-  const r = await runScenario(coreModule(), one!.scenario);
+  const r = await runScenario(coreModule(), one!.scenario as ScenarioInput);
   if (r.totalGoodputGbps === null) throw new Error(`bench fabric: the run at 1% loss ended ${r.ended} with no message completed`);
   figure("transport.metaroce.goodput.loss1pct", r.totalGoodputGbps / 800, "of line rate", "MetaRoCE-like goodput at 1% random loss (examples/scenarios/metaroce-loss.json) over the 800 Gb/s line rate", { goodputGbps: +r.totalGoodputGbps.toFixed(1), retransmits: r.retransmits });
   const { wallS } = await measure(1024, "timing", 1);

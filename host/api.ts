@@ -17,7 +17,7 @@ export {
 } from "./scenario/run.js";
 export type { RetransmitCauses } from "./scenario/counters.js";
 export {
-  resolveScenario, inlineGraphFiles, type GraphSpec, type Scenario, type CollectiveSpec, type InterferenceSpec, type Flow, type Fault, type LossFault, type LinkDownFault, type PlaneDownFault, type LinkSelection, type Topology, type SingleSwitch, type LeafSpine,
+  resolveScenario, inlineGraphFiles, type ScenarioInput, type FabricInput, type CollectiveInput, type FaultInput, type LinkInput, type LinksInput, type TimeInput, type GraphSpec, type Scenario, type CollectiveSpec, type InterferenceSpec, type Flow, type Fault, type LossFault, type LinkDownFault, type PlaneDownFault, type LinkSelection, type Topology, type SingleSwitch, type LeafSpine,
 } from "./scenario/scenario.js";
 export type { CollectiveReport, CollectiveRow } from "./scenario/collective.js";
 export type { InterferenceRow } from "./scenario/interference.js";

@@ -2,6 +2,7 @@
 // the core is embedded in the bundle, so a page needs one file. Same shape as host/index.ts.
 import coreWasm from "../build/menic.wasm";
 import type { DeviceOptions } from "./device.js";
+import type { DeviceConfig } from "./config.js";
 import { Context } from "./verbs.js";
 
 export * from "./api.js";
@@ -14,6 +15,6 @@ export function coreModule(): Promise<WebAssembly.Module> {
 }
 
 /** ibv_open_device: a new device with its verbs context (`.device` is the device itself). */
-export async function openDevice(config: unknown = {}, options: DeviceOptions = {}): Promise<Context> {
+export async function openDevice(config: DeviceConfig = {}, options: DeviceOptions = {}): Promise<Context> {
   return Context.open(await coreModule(), config, options);
 }

@@ -4,8 +4,8 @@
 import { CONFIG_FIELDS, type ConfigField } from "./generated/layouts.js";
 import { unknownField } from "./user-input.js";
 
-/** Device config fields by name (docs/memory-map.md lists each with its default and range). */
-export type DeviceConfig = { [name: string]: number | bigint };
+// the fields by name, each with its doc, default and range (written from layouts/config.json)
+export type { DeviceConfig } from "./generated/layouts.js";
 
 /** A config or scenario field (or an input file) is bad: the message starts with its path (`config.engines: must be in [1, 64], got 99`). */
 export class ConfigError extends Error {

@@ -3,7 +3,7 @@
 // the whole device state as bytes. Platform-neutral: the wasm module is handed in.
 
 import { instantiateCore, jitCompileMs, CoreInstance, type MenicExports } from "./wasm.js";
-import { resolveConfig, packConfig, arenaTooLarge } from "./config.js";
+import { resolveConfig, packConfig, arenaTooLarge, type DeviceConfig } from "./config.js";
 import { parseElf, checkImage, placeSegment, type ElfImage } from "./elf.js";
 import { EngineConsole, TimeOrderedLines } from "./console.js";
 import { PROFILE_ENTRY_BYTES } from "./debug/profile.js";
@@ -262,7 +262,7 @@ export class Device {
    * Given a {@link CoreInstance} instead of a module, the device is built in that instance,
    * beside the others there (a cluster's devices and its fabric: host/scenario/cluster.ts).
    */
-  static async create(module: WebAssembly.Module | CoreInstance, config: unknown = {}, options: DeviceOptions = {}): Promise<Device> {
+  static async create(module: WebAssembly.Module | CoreInstance, config: DeviceConfig = {}, options: DeviceOptions = {}): Promise<Device> {
     return Device.open(module, resolveConfig(config), options);
   }
 

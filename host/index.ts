@@ -28,6 +28,7 @@
 import { Context } from "./verbs.js";
 import { coreModule as loadCore } from "./platform/node.js";
 import type { DeviceOptions } from "./device.js";
+import type { DeviceConfig } from "./config.js";
 
 export * from "./api.js";
 export { runFirmware, type FwRunResult, type FwRunOptions, type FwEngineResult, type ConsoleLine } from "./fw/run.js";
@@ -43,6 +44,6 @@ export async function coreModule(flavor: "release" | "debug" = "release"): Promi
 }
 
 /** ibv_open_device: a new device with its verbs context (`.device` is the device itself). */
-export async function openDevice(config: unknown = {}, options: DeviceOptions = {}): Promise<Context> {
+export async function openDevice(config: DeviceConfig = {}, options: DeviceOptions = {}): Promise<Context> {
   return Context.open(await coreModule(), config, options);
 }

@@ -10,6 +10,7 @@
 
 import { Device, type DeviceOptions } from "./device.js";
 import type { CoreInstance } from "./wasm.js";
+import type { DeviceConfig } from "./config.js";
 import {
   OPCODE, WR_FLAG, STATUS, ACCESS, QP_STATE, REDUCE_OP, DTYPE, CMD_ERR, WQE, WQE_STRIDE, CQE, DMA, REGIONS,
   OWNER_HOST, REMOTE_KEY_BIT, MAX_CQ_DEPTH, MAX_QUEUE_DEPTH, PORT_GROUP, PORT_LANE_AUTO,
@@ -461,7 +462,7 @@ export class Context {
    * @param config device config fields (docs/memory-map.md); a bad one throws ConfigError
    * @param options console and trace collection
    */
-  static async open(module: WebAssembly.Module | CoreInstance, config: unknown = {}, options: DeviceOptions = {}): Promise<Context> {
+  static async open(module: WebAssembly.Module | CoreInstance, config: DeviceConfig = {}, options: DeviceOptions = {}): Promise<Context> {
     return new Context(await Device.create(module, config, options));
   }
 

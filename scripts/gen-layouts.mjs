@@ -190,6 +190,15 @@ function tsView() {
     L.push(`  { name: ${JSON.stringify(f.name)}, slot: ${i}, default: ${f.default}, min: ${f.min}, max: ${f.max}${mult}, unit: ${JSON.stringify(f.unit)}, doc: ${JSON.stringify(f.doc)} },`);
   });
   L.push("];", "");
+  // the same fields as a type, so that a misspelt field in a program's config fails to compile
+  L.push("/**", " * Device config fields (layouts/config.json; docs/memory-map.md): each optional, its default used", " * when absent. `V`: what a value may be (a scenario's, which is JSON, only numbers).", " */");
+  L.push("export interface DeviceConfig<V extends number | bigint = number | bigint> {");
+  for (const f of config.fields) {
+    const unit = f.unit ? ` ${f.unit}` : "";
+    const range = `${f.min} to ${f.max >= Number.MAX_SAFE_INTEGER ? "2^64 - 1" : f.max}${f.multipleOf ? `, a multiple of ${f.multipleOf}` : ""}`;
+    L.push(`  /** ${f.doc.replace(/\*\//g, "* /").replace(/\.$/, "")}. Default ${f.default}${unit}; ${range}. */`, `  ${f.name}?: V;`);
+  }
+  L.push("}", "");
   L.push(`export const STAT_NAMES: readonly string[] = ${JSON.stringify(stats.counters.map((c) => c.name))};`);
   L.push(`export const TRACE_POINTS: readonly string[] = ${JSON.stringify(trace.points.map((p) => p.name))};`, "");
   return L.join("\n");

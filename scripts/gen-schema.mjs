@@ -6,25 +6,45 @@
 // The validator fills defaults into the value it checks (useDefaults), stops at the first error
 // (allErrors off) and gives each error its schema and data (verbose), which host/scenario/schema-errors.ts
 // turns into "scenario.traffic.pattern: must be one of ..." messages. `errorMessage` in the
-// schema is an annotation ajv only carries (VS Code shows it too); `discriminator` makes a
-// oneOf on `kind` report the branch's own errors. `--check` writes nothing and exits 1 if a
-// generated file is stale.
+// schema is an annotation ajv only carries (VS Code shows it too), and so is `tsType`;
+// `discriminator` makes a oneOf on `kind` report the branch's own errors. A second validator,
+// validateCluster, checks what the cluster API opens (the schema's `$defs/cluster`, whose fields
+// are the scenario's by $ref, with their defaults repeated: checked equal here).
+// host/generated/scenario-input.ts holds the types of what a user writes, ScenarioInput and
+// ClusterInput (scripts/schema-types.mjs). `--check` writes nothing and exits 1 if a generated
+// file is stale.
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import Ajv2020 from "ajv/dist/2020.js";
 import standaloneCode from "ajv/dist/standalone/index.js";
 import { writeGenerated } from "./write-generated.mjs";
+import { schemaTypes } from "./schema-types.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const schema = JSON.parse(readFileSync(join(root, "schemas", "scenario.schema.json"), "utf8"));
 
+// strict, but for one rule: a field $defs/cluster reaches by $ref (#/properties/fabric) is compiled
+// on its own too, where ajv calls its default "ignored in the schema root" (the cluster's own
+// default, beside the $ref, is the one applied there)
+const strictOnly = (msg) => {
+  if (!/^strict mode: default is ignored in the schema root/.test(msg)) throw new Error(msg);
+};
 const ajv = new Ajv2020({
-  strict: true, allowUnionTypes: true, useDefaults: true, discriminator: true, allErrors: false, verbose: true,
+  strict: true, strictSchema: "log", logger: { log: console.log, warn: strictOnly, error: console.error },
+  allowUnionTypes: true, useDefaults: true, discriminator: true, allErrors: false, verbose: true,
   code: { source: true, esm: true, lines: false },
 });
 ajv.addKeyword({ keyword: "errorMessage", schemaType: "string" });
-const code = standaloneCode(ajv, ajv.compile(schema));
+ajv.addKeyword({ keyword: "tsType", schemaType: "string" });
+// a default beside a $ref to a scenario field (which ajv needs there) is that field's own
+for (const [k, p] of Object.entries(schema.$defs.cluster.properties)) {
+  const target = p.$ref?.startsWith("#/properties/") ? schema.properties[p.$ref.slice("#/properties/".length)] : undefined;
+  if (target && JSON.stringify(p.default) !== JSON.stringify(target.default))
+    throw new Error(`gen-schema: $defs/cluster/properties/${k} has default ${JSON.stringify(p.default)}, the scenario's ${p.$ref} ${JSON.stringify(target.default)}`);
+}
+ajv.addSchema(schema);
+const code = standaloneCode(ajv, { validate: schema.$id, validateCluster: `${schema.$id}#/$defs/cluster` });
 if (/\brequire\(|^import /m.test(code)) throw new Error("gen-schema: the validator needs ajv's runtime (a keyword like maxLength or uniqueItems): keep the schema to keywords that compile to plain code");
 // the root schema, which the code holds as one of its constants: error messages resolve a `$ref` with it
 const rootConst = /const (schema\d+) = \{"\$schema":/.exec(code)?.[1];
@@ -51,12 +71,19 @@ export interface SchemaError {
   data: unknown;
 }
 
-/** Checks a parsed scenario, filling the schema's defaults into it; false with \`errors\` (the first one) when it is invalid. */
-export declare const validate: { (data: unknown): boolean; errors?: SchemaError[] | null };
-export default validate;
+/** A generated validator: true when \`data\` is valid, with the schema's defaults filled into it; false with \`errors\` (the first one) when not. */
+export type Validator = { (data: unknown): boolean; errors?: SchemaError[] | null };
+
+/** Checks a parsed scenario. */
+export declare const validate: Validator;
+
+/** Checks what the cluster API opens (the schema's \`$defs/cluster\`). */
+export declare const validateCluster: Validator;
 
 /** The schema itself (schemas/scenario.schema.json). */
 export declare const schema: Record<string, unknown>;
 `;
 
-writeGenerated(root, { "host/generated/scenario-validate.js": js, "host/generated/scenario-validate.d.ts": dts }, "npm run gen:schema");
+const types = schemaTypes(schema, [{ name: "ScenarioInput", pointer: "" }, { name: "ClusterInput", pointer: "/$defs/cluster" }], 'import type { DeviceConfig } from "./layouts.js";\n');
+
+writeGenerated(root, { "host/generated/scenario-validate.js": js, "host/generated/scenario-validate.d.ts": dts, "host/generated/scenario-input.ts": types }, "npm run gen:schema");

@@ -8,7 +8,7 @@
 // arrivals at the default window and none at half of it.
 import { describe, it, expect } from "vitest";
 import { coreModule } from "../host/platform/node.js";
-import { runScenario } from "../host/scenario/run.js";
+import { runScenario, type ScenarioInput } from "../host/scenario/run.js";
 import { xorshift32 } from "./helpers/xorshift.js";
 
 const NS = 1000;
@@ -48,7 +48,7 @@ describe("results do not depend on the runner's window (docs/fabric.md, Windows)
     const { input, windows } = cluster(seed);
     it(`${input.name}: ${input.transport}, ${input.devices.count} devices, ${"collective" in input ? `a ${input.collective!.op}` : `${input.traffic!.pattern} traffic`}, quantum ${input.devices.config.interleaveQuantumPs / NS} ns, windows ${windows.map((w) => w / NS).join("/")} ns`, async () => {
       const results = [];
-      for (const windowPs of windows) results.push(await runScenario(coreModule(), input, { windowPs }));
+      for (const windowPs of windows) results.push(await runScenario(coreModule(), input as ScenarioInput, { windowPs }));
       expect(results.map((r) => r.lateArrivals)).toEqual(windows.map(() => 0));
       expect(results[0]!.ended).not.toBe("stalled");
       for (const r of results.slice(1)) expect(JSON.stringify(r)).toBe(JSON.stringify(results[0]));
@@ -69,7 +69,7 @@ describe("results do not depend on the runner's window (docs/fabric.md, Windows)
       collective: { op: "all-gather", sizes: [238_848], engines: 4 },
       faults: [{ kind: "loss", links: "all", random: 0.01 }],
     };
-    const a = await runScenario(coreModule(), input, { windowPs: 500_000 }), b = await runScenario(coreModule(), input, { windowPs: 100_000 });
+    const a = await runScenario(coreModule(), input as ScenarioInput, { windowPs: 500_000 }), b = await runScenario(coreModule(), input as ScenarioInput, { windowPs: 100_000 });
     expect([a.lateArrivals, b.lateArrivals]).toEqual([0, 0]);
     expect(JSON.stringify(b)).toBe(JSON.stringify(a));
   });

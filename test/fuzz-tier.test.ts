@@ -8,7 +8,7 @@
 // test/fuzz-answers.test.ts.
 import { describe, it, expect } from "vitest";
 import { coreModule } from "../host/platform/node.js";
-import { runScenario, type ScenarioResult } from "../host/scenario/run.js";
+import { runScenario, type ScenarioResult, type ScenarioInput } from "../host/scenario/run.js";
 import { formatResult } from "../host/scenario/report.js";
 import { trafficScenario, collectiveScenario, runTierCase, resultViolations, forcedEnd } from "./helpers/fuzz-tier/scenarios.js";
 
@@ -54,7 +54,7 @@ describe("the fuzz tier (CI budget)", () => {
 
   // the checks can fail: results doctored the ways the bugs this tier is for would make them
   it("the checker flags SUCCESS without every message, goodput without a completion, a stall, a bandwidth for a size not done", async () => {
-    const traffic = await runScenario(coreModule(), trafficScenario(2));
+    const traffic = await runScenario(coreModule(), trafficScenario(2) as ScenarioInput);
     expect(resultViolations("t", traffic)).toEqual([]);
     const doctored = (f: (r: ScenarioResult) => void) => { const r = structuredClone(traffic); f(r); return resultViolations("t", r); };
     expect([traffic.ended, traffic.flows[0]!.goodputGbps! > 0]).toEqual(["finished", true]);
@@ -67,7 +67,7 @@ describe("the fuzz tier (CI budget)", () => {
     expect(doctored((r) => { r.lateArrivals = 3; })).toEqual(["t: 3 frames reached a device in its past (port.rx_late)"]);
     expect(formatResult(traffic)).not.toMatch(/WARNING/);
     expect(formatResult({ ...traffic, lateArrivals: 3 })).toMatch(/^WARNING: 3 frames reached a device after its clock had passed their arrival \(port\.rx_late\)/m);
-    const coll = await runScenario(coreModule(), collectiveScenario(1));
+    const coll = await runScenario(coreModule(), collectiveScenario(1) as ScenarioInput);
     expect(coll.collective!.rows[0]!.status).toBe("done");
     const row = structuredClone(coll);
     row.collective!.rows[0]!.status = "failed";

@@ -1,6 +1,6 @@
 import { describe, it, expect } from "vitest";
 import { resolveScenario } from "../host/scenario/scenario.js";
-import { checkScenario, runScenario } from "../host/scenario/run.js";
+import { checkScenario, runScenario, type ScenarioInput } from "../host/scenario/run.js";
 import { expandSweep, runSweep, SWEEP_RUNS_BOUND } from "../host/scenario/sweep.js";
 import { clusterBytes, clusterHome, deviceLayout, leastConfig, MEMORY_BOUND_BYTES } from "../host/scenario/cluster.js";
 import { ConfigError, resolveConfig } from "../host/config.js";
@@ -108,15 +108,15 @@ describe("a scenario's devices.config.eventCapacity", () => {
   it("is refused below the events its devices can have pending, with that figure; that figure itself runs", async () => {
     const bound = deviceLayout(coreModule(), resolveConfig({ ...leastConfig(resolveScenario(pairs(2))), eventCapacity: 0 })).eventBound;
     expect(bound).toBeGreaterThan(512); // a completion per HBM flow slot, at least
-    await expect(runScenario(coreModule(), pairs(2, { eventCapacity: bound - 1 }))).rejects.toThrow(
+    await expect(runScenario(coreModule(), pairs(2, { eventCapacity: bound - 1 }) as ScenarioInput)).rejects.toThrow(
       `scenario.devices.config.eventCapacity: ${bound - 1} is too few, the event queue can overflow: these devices can have at least ${bound} events pending at once; give ${bound} or more, or 0 (the default) to size it so`);
-    expect((await runScenario(coreModule(), pairs(2, { eventCapacity: bound }))).ended).toBe("finished");
+    expect((await runScenario(coreModule(), pairs(2, { eventCapacity: bound }) as ScenarioInput)).ended).toBe("finished");
   });
 });
 
 describe("a message larger than a device's HBM", () => {
   it("is refused naming traffic.messageBytes, not the config's hbmBytes", async () => {
     const sc = { ...pairs(2), traffic: { pattern: "pairs", messageBytes: 2 ** 30, messages: 1 } };
-    await expect(runScenario(coreModule(), sc)).rejects.toThrow(/^scenario\.traffic\.messageBytes: 1073741824 needs 1073872896 B of HBM per device \(the 1073741824 B region, its completion queue and send rings\), more than a device holds \(1073741824 B, the most hbmBytes allows\)$/);
+    await expect(runScenario(coreModule(), sc as ScenarioInput)).rejects.toThrow(/^scenario\.traffic\.messageBytes: 1073741824 needs 1073872896 B of HBM per device \(the 1073741824 B region, its completion queue and send rings\), more than a device holds \(1073741824 B, the most hbmBytes allows\)$/);
   });
 });

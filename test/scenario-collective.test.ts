@@ -4,7 +4,7 @@
 import { describe, it, expect } from "vitest";
 import { readFileSync } from "node:fs";
 import { coreModule } from "../host/platform/node.js";
-import { runScenario, type ScenarioResult } from "../host/scenario/run.js";
+import { runScenario, type ScenarioResult, type ScenarioInput } from "../host/scenario/run.js";
 import { formatSweep } from "../host/scenario/sweep.js";
 import { formatResult } from "../host/scenario/report.js";
 import { resolveScenario } from "../host/scenario/scenario.js";
@@ -84,7 +84,7 @@ describe("collective scenarios", () => {
       fabric: { topology: { kind: "single-switch" } },
       collective: { op: "all-reduce", algorithm: "ring", sizes: [8 << 20], dtype: "f32", redop: "sum", engines: 16, spreadPorts },
     });
-    const [spread, before] = [await runScenario(coreModule(), sc(true)), await runScenario(coreModule(), sc(false))];
+    const [spread, before] = [await runScenario(coreModule(), sc(true) as ScenarioInput), await runScenario(coreModule(), sc(false) as ScenarioInput)];
     for (const r of [spread, before]) expect(r.collective!.rows.map((x) => [x.status, x.check])).toEqual([["done", "ok"]]);
     const bytes = spread.collective!.portBytes!;
     expect(bytes.slice(10)).toEqual([0, 0]); // the scale-out ports carry nothing
@@ -104,7 +104,7 @@ describe("collective scenarios", () => {
   it("one run prints an NCCL-tests style table with a row per size", async () => {
     const sc = { ...shipped, sweep: undefined, transport: "rocev2", faults: [], collective: { ...shipped.collective, op: "all-gather", sizes: [4096, 16384], engines: 4 } };
     delete sc.sweep;
-    const r = await runScenario(coreModule(), sc);
+    const r = await runScenario(coreModule(), sc as ScenarioInput);
     expect(r.finished).toBe(true);
     const c = r.collective!;
     // all-gather's size is every device's block: 8 x 4096; busbw = algbw x 7/8
@@ -127,7 +127,7 @@ describe("collective scenarios", () => {
       collective: { op: "all-reduce", sizes: [65536], engines: 2, dtype: "i32" },
       faults: [{ kind: "link-down", links: [24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35], at: "10us" }],
     };
-    const r = await runScenario(coreModule(), sc);
+    const r = await runScenario(coreModule(), sc as ScenarioInput);
     expect(r.ended).toBe("failed");
     const row = r.collective!.rows[0]!;
     expect(row.status).toBe("failed");
@@ -190,7 +190,7 @@ describe("collective scenarios", () => {
     const sc = { name: "traced", seed: 2, transport: "metaroce", devices: { count: 4 }, fabric: { topology: { kind: "single-switch" } }, collective: { op: "all-reduce", sizes: [32768], engines: 4, dtype: "f32" } };
     const out = traceSink();
     const tracer = new ScenarioTracer(out.sink);
-    const r = await runScenario(coreModule(), sc, { observer: tracer });
+    const r = await runScenario(coreModule(), sc as ScenarioInput, { observer: tracer });
     tracer.close();
     expect(r.finished).toBe(true);
     const events = out.read().traceEvents;

@@ -2,7 +2,7 @@ import { describe, it, expect, beforeAll } from "vitest";
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { expandSweep, type SweepRun } from "../host/scenario/sweep.js";
-import { runScenario, type BuiltRun, type RunObserver, type ScenarioResult } from "../host/scenario/run.js";
+import { runScenario, type BuiltRun, type RunObserver, type ScenarioResult, type ScenarioInput } from "../host/scenario/run.js";
 import { ConfigError } from "../host/config.js";
 import { coreModule } from "../host/platform/node.js";
 import { scenario as scenarioOf } from "../bench/fabric.js";
@@ -85,7 +85,7 @@ describe("N-to-1 incast, N = 8 to 256 (examples/scenarios/metaroce-incast.json)"
     "%i senders: each gets its fair share within 10 percent from 10 us on (the first ACK ~3 us, two round trips ~3.4 us later), and the port stays full",
     async (n) => {
       const probe = new Placed();
-      const r = await runScenario(coreModule(), runs.get(n)!, { observer: probe });
+      const r = await runScenario(coreModule(), runs.get(n)! as ScenarioInput, { observer: probe });
       expect(r.flows.length).toBe(n);
       expect(r.finished).toBe(true);
       // every sender's first packet lands by then
@@ -163,7 +163,7 @@ describe("the congestion controllers under an 8-to-1 incast (examples/scenarios/
     const out: Record<string, { drainedPs: number; marks: number; cuts: number; goodput: number; peak: number }> = {};
     for (const { set, scenario } of runs) {
       const probe = new Queued();
-      const r = await runScenario(coreModule(), scenario, { observer: probe });
+      const r = await runScenario(coreModule(), scenario as ScenarioInput, { observer: probe });
       expect(r.finished).toBe(true);
       expect(r.metaroce!.tx_retransmits).toBe(0);
       // the first flight: 8 senders x 512 KiB, less what the port sent meanwhile

@@ -3,15 +3,15 @@
 // states the size the user gave. Each test failed on the code before its fix.
 import { describe, it, expect } from "vitest";
 import { coreModule } from "../host/platform/node.js";
-import { runScenario } from "../host/scenario/run.js";
+import { runScenario, type ScenarioInput } from "../host/scenario/run.js";
 import { formatResult } from "../host/scenario/report.js";
 import { formatSweep } from "../host/scenario/sweep.js";
 
-const pair = {
+const pair: ScenarioInput = {
   name: "pair", seed: 1, until: "1s", devices: { count: 2, config: { engines: 1, ports: 1, scaleUpPorts: 1 } },
   fabric: { mode: "timing", topology: { kind: "single-switch" } }, traffic: { pattern: "pairs", messageBytes: 1048576, messages: 16 },
 };
-const allReduce = {
+const allReduce: ScenarioInput = {
   name: "ar", seed: 1, until: "20ms", devices: { count: 4 }, fabric: { topology: { kind: "single-switch" } },
   collective: { op: "all-reduce", sizes: [65536, 262144], engines: 2 },
 };
@@ -71,7 +71,7 @@ describe("a collective's table states the size given per device", () => {
   // WAS: the size column was NCCL's size, n x the size given: an all-to-all of 65536 B blocks on
   // 16 devices read 1048576
   it("an all-to-all of 4096 B blocks on 4 devices: 4096 in the table and the sweep's, 16384 (NCCL's size) in the JSON's bytes", async () => {
-    const s = { ...allReduce, collective: { op: "all-to-all", sizes: [4096], engines: 2, dtype: "i32" } };
+    const s: ScenarioInput = { ...allReduce, collective: { op: "all-to-all", sizes: [4096], engines: 2, dtype: "i32" } };
     const r = await runScenario(coreModule(), s);
     const x = r.collective!.rows[0]!;
     expect([x.status, x.bytes, x.count]).toEqual(["done", 16384, 1024]);

@@ -3,7 +3,7 @@
 // done, a permutation with a flow to itself. Each test failed on the code before its fix.
 import { describe, it, expect } from "vitest";
 import { coreModule } from "../host/platform/node.js";
-import { runScenario } from "../host/scenario/run.js";
+import { runScenario, type ScenarioInput } from "../host/scenario/run.js";
 import { ConfigError } from "../host/config.js";
 
 const allToAll = (devices: Record<string, unknown>) => ({
@@ -23,7 +23,7 @@ describe("a path can always send one packet (point 3)", () => {
     ["3 devices, mrtInitCwndBytes 4096 (12 paths a port)", { count: 3, config: { mrtInitCwndBytes: 4096 } }, 6],
   ] as const) {
     it(`${name}: every message of the all-to-all completes, no path's window under one MTU`, async () => {
-      const r = await runScenario(coreModule(), allToAll(devices));
+      const r = await runScenario(coreModule(), allToAll(devices) as ScenarioInput);
       expect([r.ended, r.messages.completed, r.messages.total]).toEqual(["finished", flows, flows]);
       // no loss and nothing sent again: the stall was not a loss
       expect([r.metaroce!.tx_retransmits, r.metaroce!.rtos]).toEqual([0, 0]);
@@ -39,7 +39,7 @@ describe("a fault-free broadcast completes on both transports (point 4)", () => 
   // (Since the broadcast posts every piece's receive first, it meets no RNR at all: the budget's
   // refill is tested in test/metaroce-bugs.test.ts; here, that the broadcast completes.)
   it("3 devices, 4 KiB: done, checked bit for bit, on RoCEv2 and the MetaRoCE-like transport", async () => {
-    for (const transport of ["rocev2", "metaroce"]) {
+    for (const transport of ["rocev2", "metaroce"] as const) {
       const r = await runScenario(coreModule(), {
         name: "bcast", seed: 1, until: "20ms", transport, devices: { count: 3 },
         fabric: { topology: { kind: "single-switch" } }, collective: { op: "broadcast", sizes: [4096] },

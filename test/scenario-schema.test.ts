@@ -26,7 +26,8 @@ describe("the scenario schema", () => {
     const undescribed: string[] = [];
     const walk = (s: Record<string, unknown>, at: string) => {
       for (const [k, p] of Object.entries((s.properties ?? {}) as Record<string, Record<string, unknown>>)) {
-        const ref = typeof p.$ref === "string" ? schema.$defs[p.$ref.replace("#/$defs/", "")] : undefined;
+        // a $ref (#/$defs/time, or a scenario field the cluster's refers to) may carry the description
+        const ref = typeof p.$ref === "string" ? p.$ref.slice(2).split("/").reduce((o: Record<string, any>, k: string) => o[k], schema) : undefined;
         if (!p.description && !ref?.description) undescribed.push(`${at}.${k}`);
         walk(p, `${at}.${k}`);
       }

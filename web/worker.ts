@@ -8,7 +8,7 @@
 
 import { coreModule } from "../host/browser.js";
 import { FirmwareSession, type FwRunResult } from "../host/fw/session.js";
-import { runScenario, checkScenario, type RunObserver, type RunOptions, type ScenarioResult } from "../host/scenario/run.js";
+import { runScenario, checkScenario, type RunObserver, type RunOptions, type ScenarioResult, type ScenarioInput } from "../host/scenario/run.js";
 import { expandSweep, checkSweep, formatSweep, type SweepRun } from "../host/scenario/sweep.js";
 import { resolveScenario } from "../host/scenario/scenario.js";
 import { formatResult, endedText } from "../host/scenario/report.js";
@@ -174,7 +174,7 @@ async function runScenarioDoc(doc: Record<string, unknown>): Promise<void> {
   const chunks: Uint8Array[] = [];
   const capture = new ClusterCapture(new PcapngWriter((c) => chunks.push(c), "menic page"));
   const w = watch(doc, out, { observer: tracer, onBuilt: (c) => capture.attach(c.endpoints), onFlush: (t) => capture.flush(t) });
-  const r = await runScenario(await coreModule(), doc, w.options);
+  const r = await runScenario(await coreModule(), doc as ScenarioInput, w.options);
   capture.flush();
   tracer.close();
   w.end(r.endPs);
@@ -197,7 +197,7 @@ async function runSweepDoc(doc: Record<string, unknown>): Promise<void> {
   for (const c of sweep) {
     const out = new Outbox();
     const w = watch(c.scenario, out, { sweep: { index: index++, of: sweep.runs, set: c.set } });
-    const result = await runScenario(core, c.scenario, w.options);
+    const result = await runScenario(core, c.scenario as ScenarioInput, w.options);
     w.end(result.endPs);
     runs.push({ set: c.set, result });
     if (result.ended === "stopped") break;

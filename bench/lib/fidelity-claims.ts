@@ -13,7 +13,7 @@
 
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { runScenario, type BuiltRun, type RunObserver } from "../../host/scenario/run.js";
+import { runScenario, type BuiltRun, type RunObserver, type ScenarioInput } from "../../host/scenario/run.js";
 import { resolveScenario } from "../../host/scenario/scenario.js";
 import { applySet } from "../../host/scenario/overrides.js";
 import { resolveConfig } from "../../host/config.js";
@@ -279,7 +279,7 @@ export async function runSpec(spec: RunSpec): Promise<Metrics> {
 }
 
 /** A shipped scenario with its overrides applied, as `menic run <file> --set ...` makes it. */
-export function loadScenario(name: string, set: string[]): Record<string, unknown> {
+export function loadScenario(name: string, set: string[]): ScenarioInput {
   const s = JSON.parse(readFileSync(join(packageRoot(), "examples", "scenarios", `${name}.json`), "utf8"));
   for (const a of set) applySet(s, a);
   return s;

@@ -753,5 +753,188 @@ export const CONFIG_FIELDS: readonly ConfigField[] = [
   { name: "mrtNsccTargetDelayPs", slot: 87, default: 2000000, min: 1000, max: 1000000000000, unit: "ps", doc: "MetaRoCE-like, NSCC: the queueing delay (an RTT sample less the path's smallest) it aims for: below it a path grows, above it with CE marks it cuts in proportion to the excess (2 us: 200 KB at 800 Gb/s, well above the receiver's 1 us ACK delay that every sample may carry)" },
 ];
 
+/**
+ * Device config fields (layouts/config.json; docs/memory-map.md): each optional, its default used
+ * when absent. `V`: what a value may be (a scenario's, which is JSON, only numbers).
+ */
+export interface DeviceConfig<V extends number | bigint = number | bigint> {
+  /** message engines per device (seed 000: sixteen RISC-V message engines). Default 16; 1 to 64. */
+  engines?: V;
+  /** engine clock; 1.37 GHz makes 16 x 128 B/cycle = 2.8 TB/s of reduction (seed 000). Default 1370000 kHz; 1000 to 10000000. */
+  engineClockKhz?: V;
+  /** private SRAM per engine; 128 KiB is our estimate for a firmware core's local store; engines x sramBytes shares the 1 GiB device arena with the rest (see the configuration's doc). Default 131072 B; 4096 to 16777216, a multiple of 4096. */
+  sramBytes?: V;
+  /** SRAM [0, nullGuardBytes) is unmapped for the engine's own loads, stores and fetches, so a NULL-pointer access (or one at a small offset from NULL) traps instead of reading or overwriting code; the SDK links code above it (docs/engine.md). Default 1024 B; 0 to 65536, a multiple of 4. */
+  nullGuardBytes?: V;
+  /** 1: count cycles, instructions and calls per instruction address of every engine (engine/profile.ts) and trace calls and returns; engines then run one instruction per call into the interpreter, several times slower, with identical results. Default 0; 0 to 1. */
+  profile?: V;
+  /** 1: translate hot engine code (straight-line blocks ending in a branch or jump) into WebAssembly functions at run time (engine/jit.ts) and run those instead of the interpreter, with identical results; 0: interpret everything. Off by default until it has run the whole test suite in both modes for a while; a cache, never state: snapshots do not hold translations. With profile on, engines are interpreted. Default 0; 0 to 1. */
+  jit?: V;
+  /** translations kept per device before the cache is flushed and hot code translated again; each is a small wasm module of the host's (about 1-4 KiB of the host's memory, outside the device's arena); 2048 covers the hot code of the shipped firmware many times over. Default 2048; 16 to 65536. */
+  jitBlocks?: V;
+  /** HBM mapped at HBM_BASE; small by default so a device instance stays light (DESIGN.md section 1); shares the 1 GiB device arena with the rest (see the configuration's doc), so its maximum leaves no room for anything else. Default 16777216 B; 65536 to 1073741824, a multiple of 65536. */
+  hbmBytes?: V;
+  /** engines run in windows of at most this length on a fixed grid; shared-memory interleaving is exact at window boundaries (ARCHITECTURE.md, time model). Default 200000 ps; 1000 to 1000000000. */
+  interleaveQuantumPs?: V;
+  /** scenario seed from which every random stream of the device is derived. Default 1; 0 to 2^64 - 1. */
+  seed?: V;
+  /** this device's number in its cluster (the cluster runner sets it): its random streams derive from (seed, deviceId, block), so two devices never draw the same numbers. Default 0; 0 to 65535. */
+  deviceId?: V;
+  /** integer ALU, LUI/AUIPC, not-taken branch: single-issue in-order pipeline. Default 1 cycles; 1 to 1000. */
+  cpiAlu?: V;
+  /** MUL/MULH*: a 3-stage pipelined multiplier, as in small in-order cores (Rocket, CV32E40P). Default 3 cycles; 1 to 1000. */
+  cpiMul?: V;
+  /** DIV/REM: radix-2 iterative divider, 32 steps plus 2. Default 34 cycles; 1 to 1000. */
+  cpiDiv?: V;
+  /** taken branch: 2-cycle refill, no predictor. Default 3 cycles; 1 to 1000. */
+  cpiBranchTaken?: V;
+  /** JAL/JALR: target known in decode/execute. Default 2 cycles; 1 to 1000. */
+  cpiJump?: V;
+  /** load from private SRAM: one load-use bubble. Default 2 cycles; 1 to 1000. */
+  cpiLoadSram?: V;
+  /** store to private SRAM. Default 1 cycles; 1 to 1000. */
+  cpiStoreSram?: V;
+  /** load from HBM: ~100 ns round trip through the NoC at 1.37 GHz (our estimate). Default 137 cycles; 1 to 100000. */
+  cpiLoadHbm?: V;
+  /** store to HBM: posted write into a store buffer. Default 4 cycles; 1 to 100000. */
+  cpiStoreHbm?: V;
+  /** LR/SC/AMO on HBM: round trip to the memory-side atomic unit. Default 150 cycles; 1 to 100000. */
+  cpiAmoHbm?: V;
+  /** load or store to the engine MMIO window. Default 8 cycles; 1 to 100000. */
+  cpiMmio?: V;
+  /** store into the NIC's express-doorbell window: a write-combining buffer beside the core, as fast as an SRAM store. Default 1 cycles; 1 to 1000. */
+  cpiExpress?: V;
+  /** CSR read/modify/write: serialising. Default 2 cycles; 1 to 1000. */
+  cpiCsr?: V;
+  /** trap entry, MRET, ECALL, EBREAK: pipeline flush. Default 4 cycles; 1 to 1000. */
+  cpiTrap?: V;
+  /** device event queue capacity; 0 sizes it from the tables for everything that can be pending at once (a timer per engine, a doorbell arrival per ringer, a phase per QP, a completion per HBM flow slot), which is the right value; a smaller one can overflow, which fails the run (sched.overflow, FATAL_EVENT_OVERFLOW): for tests of that path. Default 0 events; 0 to 1048576. */
+  eventCapacity?: V;
+  /** trace ring (16 B per entry) the host drains; step returns when it is half full. Default 16384 entries; 256 to 4194304. */
+  traceRingEntries?: V;
+  /** console ring per engine, with one line time (u64) per 8 bytes beside it; step returns when either is half full. Default 4096 B; 256 to 1048576. */
+  consoleRingBytes?: V;
+  /** depth of each mailbox FIFO (engine to host, host to engine). Default 16 words; 1 to 4096. */
+  mailboxDepth?: V;
+  /** host memory the NIC reaches over PCIe (DMA_HOST); the host API places queues, completion rings and buffers in it; shares the 1 GiB device arena with the rest (see the configuration's doc). Default 16777216 B; 65536 to 1073741824, a multiple of 65536. */
+  hostMemBytes?: V;
+  /** protection domains. Default 64; 1 to 65536. */
+  maxPds?: V;
+  /** memory regions. Default 1024; 1 to 65536. */
+  maxMrs?: V;
+  /** completion queues. Default 256; 1 to 65535. */
+  maxCqs?: V;
+  /** queue pairs. Default 256; 1 to 65535. */
+  maxQps?: V;
+  /** PCIe bandwidth each way: Gen5 x16, 32 GT/s x 16 lanes. Default 512 Gb/s; 1 to 100000. */
+  pcieGbps?: V;
+  /** posted write across PCIe (doorbell, express WQE, DMA write to host memory): ~300 ns one way. Default 300000 ps; 0 to 1000000000. */
+  pcieWriteLatencyPs?: V;
+  /** NIC read of host memory, request to first data: the ~800 ns an express doorbell saves (seed 000). Default 800000 ps; 0 to 1000000000. */
+  pcieReadLatencyPs?: V;
+  /** engine MMIO write to the NIC's doorbell logic on die. Default 10000 ps; 0 to 1000000000. */
+  nicDoorbellLatencyPs?: V;
+  /** host doorbells (classic or express) that may be crossing PCIe at once (16 B each, plus 128 B for an express entry); posting beyond it throws until time advances. Default 8192 doorbells; 1 to 65536. */
+  hostDoorbellQueue?: V;
+  /** per engine: doorbells on their way from the engine's NIC interface to the NIC's logic; a doorbell store that finds it full stalls the engine until the oldest arrives (nic.doorbell_stalls). Default 16 doorbells; 1 to 4096. */
+  engineDoorbellQueue?: V;
+  /** NIC processing of one work request (decode, key checks, scheduling). Default 20000 ps; 0 to 1000000000. */
+  nicWqeLatencyPs?: V;
+  /** a verbs command from firmware (NIC.CMD): the engine stalls this long; NIC command interfaces take microseconds (our estimate: 1 us). Default 1000000 ps; 0 to 1000000000000. */
+  nicCommandPs?: V;
+  /** NIC access to an engine's SRAM through its NIC interface (on die, beside the core: our estimate 10 ns). Default 10000 ps; 0 to 1000000000. */
+  nicSramLatencyPs?: V;
+  /** peak rate of one NIC DMA stream: the 12 x 800 Gb/s ports' aggregate (seed 000). Default 9600 Gb/s; 1 to 1000000. */
+  nicDmaGbps?: V;
+  /** HBM bandwidth shared by NIC DMA, reduction blocks and compute: 6.1 TB/s (MTIA 300 press figures). Default 48800 Gb/s; 1 to 10000000. */
+  hbmGbps?: V;
+  /** HBM access latency seen by a DMA or reduction stream (~100 ns, our estimate). Default 100000 ps; 0 to 1000000000. */
+  hbmLatencyPs?: V;
+  /** how engines' HBM accesses slow down under load: latency x (1 + pct/100 x u/(1-u)), u the HBM utilisation (capped at 0.9), an M/M/1-like loaded-latency curve. Default 50 %; 0 to 1000. */
+  hbmQueuingPct?: V;
+  /** compute units (SM-like) of the device's matmul grid, which the compute load runs on (compute/grid.ts, docs/compute.md): each unit computes its share of computeTflops and is one requester of HBM; 128, the order of a current GPU's 132 SMs (the seeds give no MTIA 300 figure). Default 128; 1 to 4096. */
+  computeUnits?: V;
+  /** peak matmul rate of the whole grid: 1.5 PFLOP/s against 6.1 TB/s of HBM is 246 flop per HBM byte, the machine balance of current accelerators (MI300X 1307 TFLOP/s bf16 / 5.3 TB/s = 247; H100 989 / 3.35 = 295); the seeds give no MTIA 300 figure. Default 1500 TFLOP/s; 1 to 1000000. */
+  computeTflops?: V;
+  /** reduction block setup per request. Default 20000 ps; 0 to 1000000000. */
+  reduceSetupPs?: V;
+  /** source bytes the reduction block consumes per engine cycle: 128 B (seed 000). Default 128 B/cycle; 1 to 65536. */
+  reduceBytesPerCycle?: V;
+  /** wait before retrying a SEND that found no posted receive (IB minimum RNR timer, 10 us). Default 10000000 ps; 1000 to 1000000000000. */
+  rnrTimerPs?: V;
+  /** RNR retries before RNR_RETRY_EXC_ERR (ibverbs rnr_retry; 7 = infinite is not offered). Default 3; 0 to 6. */
+  rnrRetries?: V;
+  /** local ACK timeout: 4.096 us x 2^14 = 67 ms (IB spec 9.7.6.1.3; 14 is the ibverbs tools' default timeout; a lossy-fabric study sets it low, e.g. 2^4 = 65.5 us). Default 67108864000 ps; 1000 to 1000000000000. */
+  transportTimeoutPs?: V;
+  /** transport retries before RETRY_EXC_ERR (ibverbs retry_cnt). Default 7; 0 to 7. */
+  transportRetries?: V;
+  /** NIC Ethernet ports (seed 000: 12 x 800 Gb/s = 1.2 TB/s); port p of device d has IPv4 address 10.p.(d >> 8).(d & 255) (docs/nic.md, ports). Default 12; 1 to 32. */
+  ports?: V;
+  /** line rate of each port (seed 000: 800 Gb/s); a frame also takes 24 bytes of preamble, FCS and inter-frame gap on the wire. Default 800 Gb/s; 1 to 3200. */
+  portGbps?: V;
+  /** the first scaleUpPorts ports form the scale-up group, the rest the scale-out group (seed 000: up to 1 TB/s scale-up, 200 GB/s scale-out: 10 + 2 of 12). Default 10; 0 to 32. */
+  scaleUpPorts?: V;
+  /** path MTU: payload bytes per RoCEv2 packet (IB MTUs 256..4096; 4096 is the RoCE norm in AI fabrics). Default 4096 B; 256 to 4096. */
+  mtuBytes?: V;
+  /** 1: packets carry headers and lengths only, no payload bytes (nothing lands in memory), so thousands of devices fit in one process; 0: full, bytes travel and land. Default 0; 0 to 1. */
+  timingMode?: V;
+  /** packet records the device can hold for the host between two drains (all ports); a full ring holds the ports back (port.tx_ring_full). Default 2048 packets; 16 to 65536. */
+  txRingEntries?: V;
+  /** arrived packet records the host can hand the device at once; the host fills it before each window and a full ring drops (port.rx_ring_full). Default 2048 packets; 16 to 65536. */
+  rxRingEntries?: V;
+  /** full mode: bytes for the frames' bodies (payload, pad, ICRC) waiting in the transmit ring; at least a window at line rate on every port (12 x 100 GB/s x 1 us = 1.2 MB). Default 2097152 B; 65536 to 67108864, a multiple of 4096. */
+  txBodyBytes?: V;
+  /** full mode: bytes for the bodies of arrived frames in the receive ring. Default 2097152 B; 65536 to 67108864, a multiple of 4096. */
+  rxBodyBytes?: V;
+  /** 1: RoCEv2 QPs run DCQCN (Zhu et al., SIGCOMM 2015): the receiver answers CE-marked packets with CNPs, the sender paces at a rate it cuts on CNPs and raises again; 0: line rate always. Default 1; 0 to 1. */
+  dcqcn?: V;
+  /** a receiving QP sends at most one CNP per this interval (DCQCN N = 50 us). Default 50000000 ps; 0 to 1000000000000. */
+  dcqcnCnpIntervalPs?: V;
+  /** DCQCN's alpha update and rate-increase timer (K = T = 55 us). Default 55000000 ps; 1000 to 1000000000000. */
+  dcqcnTimerPs?: V;
+  /** bytes sent between rate increases by the byte counter (DCQCN B = 10 MB). Default 10485760 B; 4096 to 4294967295. */
+  dcqcnByteCounter?: V;
+  /** alpha's gain g = 2^-dcqcnGShift (DCQCN g = 1/256). Default 8; 1 to 16. */
+  dcqcnGShift?: V;
+  /** rate-increase stages of fast recovery before additive increase (DCQCN F = 5). Default 5; 1 to 64. */
+  dcqcnFastRecovery?: V;
+  /** additive increase of the target rate per stage (DCQCN R_AI = 40 Mb/s). Default 40 Mb/s; 1 to 1000000. */
+  dcqcnAiMbps?: V;
+  /** hyper increase of the target rate per stage once timer and byte counter both passed F (DCQCN R_HAI = 100 Mb/s). Default 100 Mb/s; 1 to 1000000. */
+  dcqcnHaiMbps?: V;
+  /** the lowest rate a CNP cuts a QP to. Default 100 Mb/s; 1 to 1000000. */
+  dcqcnMinMbps?: V;
+  /** transport of QPs to other devices: 0 RoCEv2 (rocev2/), 1 the MetaRoCE-like transport (metaroce/, docs/protocol.md). Default 0; 0 to 1. */
+  transport?: V;
+  /** MetaRoCE-like: paths per connection, each its own UDP source port (ECMP entropy); path k leaves on port k mod the group's size. Default 8; 1 to 256. */
+  mrtPaths?: V;
+  /** MetaRoCE-like: connections a device can hold (one per peer device it has QPs to). Default 16; 1 to 65536. */
+  mrtConnections?: V;
+  /** MetaRoCE-like: the initial congestion window of a port, shared by every path of every connection that leaves on it, each path taking its share at its first packet (512 KiB, about 800 Gb/s x 5 us, a leaf/spine round trip). Default 524288 B; 4096 to 16777216. */
+  mrtInitCwndBytes?: V;
+  /** MetaRoCE-like: the smallest retransmission timeout of a path. Default 20000000 ps; 100000 to 1000000000000. */
+  mrtRtoMinPs?: V;
+  /** MetaRoCE-like: a path's retransmission timeout while its connection has no RTT sample (RFC 6298 starts at 1 s; a path with no sample of its own takes its connection's), and the longest an RTO waits for a path's bytes in flight to drain at the receiver's rate hint. Default 5000000000 ps; 100000 to 1000000000000. */
+  mrtRtoInitPs?: V;
+  /** MetaRoCE-like: a path silent this long (at least 2 x its smoothed RTT) with packets in flight sends a tail probe. Default 4000000 ps; 100000 to 1000000000000. */
+  mrtProbeMinPs?: V;
+  /** MetaRoCE-like: retransmission timeouts in a row that mark a path failed (then only probed until it answers). Default 3; 1 to 64. */
+  mrtFailAfter?: V;
+  /** MetaRoCE-like: a receiver ACKs a path at the latest after this many packets (at once on ACK_REQ or a hole). Default 4; 1 to 256. */
+  mrtAckEvery?: V;
+  /** MetaRoCE-like: a receiver ACKs a path at the latest this long after an unacknowledged packet. Default 1000000 ps; 1000 to 1000000000000. */
+  mrtAckDelayPs?: V;
+  /** MetaRoCE-like: a receiving port counts as active the connections that delivered to it within this window; its rate hint is mrtHintPermille of the line rate / that count. Default 10000000 ps; 1000 to 1000000000000. */
+  mrtHintWindowPs?: V;
+  /** MetaRoCE-like: the share of a receiving port's line rate its rate hint hands out (divided among the connections active on it); below 1000 keeps its queue drained. Default 980 ‰; 1 to 1000. */
+  mrtHintPermille?: V;
+  /** MetaRoCE-like: a connection whose every path has been failed this long gives up: its QPs go to ERR, the oldest outstanding work request of each completing with RETRY_EXC_ERR (537 ms: RoCEv2's give-up time at the defaults, transportTimeoutPs x (transportRetries + 1)). Default 536870912000 ps; 1000 to 100000000000000. */
+  mrtGiveUpPs?: V;
+  /** MetaRoCE-like: the congestion controller of every path (docs/protocol.md): 0 DCTCP-style ECN AIMD (metaroce/dctcp.ts), 1 NSCC-like, ECN and queueing delay (metaroce/nscc.ts). Default 0; 0 to 1. */
+  mrtCc?: V;
+  /** MetaRoCE-like, NSCC: the queueing delay (an RTT sample less the path's smallest) it aims for: below it a path grows, above it with CE marks it cuts in proportion to the excess (2 us: 200 KB at 800 Gb/s, well above the receiver's 1 us ACK delay that every sample may carry). Default 2000000 ps; 1000 to 1000000000000. */
+  mrtNsccTargetDelayPs?: V;
+}
+
 export const STAT_NAMES: readonly string[] = ["sched.events","sched.overflow","sched.peak","sched.windows","engine.traps","engine.interrupts","engine.faults","engine.wakeups","engine.bad_raise","console.dropped","trace.dropped","mbox.out_overflow","mbox.in_overflow","amo.sc_fail","amo.resv_broken","hbm.bytes.nic","hbm.bytes.reduce","nic.wqes","nic.errors","nic.flushed","nic.bad_doorbell","nic.doorbell_stalls","nic.rnr_retries","nic.transport_retries","cq.overrun","hbm.flow_full","port.tx_packets","port.tx_bytes","port.tx_ring_full","port.rx_packets","port.rx_ring_full","port.pfc_pauses","port.rx_late","roce.rx_malformed","roce.rx_bad_icrc","roce.rx_not_mine","roce.rx_unknown_qp","roce.rx_duplicate","roce.rx_out_of_order","roce.rx_cnp","roce.naks_sent","roce.retransmits","roce.timeouts","roce.stale_answers","roce.cnps_sent","roce.rx_ce","roce.rate_cuts","roce.rx_requests","roce.rx_answers","mrt.tx_data","mrt.tx_retransmits","mrt.tx_probes","mrt.tx_acks","mrt.rx_data","mrt.rx_acks","mrt.rx_probes","mrt.rx_malformed","mrt.rx_bad_crc","mrt.rx_unknown","mrt.rx_duplicate","mrt.rx_beyond_window","mrt.losses_sack","mrt.losses_rto","mrt.rtos","mrt.paths_failed","mrt.paths_recovered","mrt.cwnd_cuts","mrt.naks_sent","mrt.rnr_naks","mrt.rx_floor_above_psn","mrt.ack_cum_beyond_sent","mrt.ack_sack_beyond_sent","mrt.losses_resync","mrt.conns_given_up","roce.ghost_answers","mrt.naks_stray","mrt.rx_path_restarts","roce.retransmits_nak","roce.retransmits_read_gap","roce.retransmits_timeout","roce.retransmits_rnr"];
 export const TRACE_POINTS: readonly string[] = ["engine.start","engine.sleep","engine.wake","engine.trap","engine.mret","engine.exit","engine.fault","engine.call","engine.ret","nic.doorbell","nic.wqe_start","nic.wqe_done","nic.cqe"];

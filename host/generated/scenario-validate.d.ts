@@ -17,9 +17,14 @@ export interface SchemaError {
   data: unknown;
 }
 
-/** Checks a parsed scenario, filling the schema's defaults into it; false with `errors` (the first one) when it is invalid. */
-export declare const validate: { (data: unknown): boolean; errors?: SchemaError[] | null };
-export default validate;
+/** A generated validator: true when `data` is valid, with the schema's defaults filled into it; false with `errors` (the first one) when not. */
+export type Validator = { (data: unknown): boolean; errors?: SchemaError[] | null };
+
+/** Checks a parsed scenario. */
+export declare const validate: Validator;
+
+/** Checks what the cluster API opens (the schema's `$defs/cluster`). */
+export declare const validateCluster: Validator;
 
 /** The schema itself (schemas/scenario.schema.json). */
 export declare const schema: Record<string, unknown>;

@@ -17,7 +17,7 @@ import { ConfigError } from "../config.js";
 import { ElfError } from "../elf.js";
 import { buildFirmware, OPT_LEVELS, type OptLevel } from "../fw/build.js";
 import { runFirmwareTests, toTap, toJunit, failed, type FwTestSuite } from "../fw/test.js";
-import { runScenario, checkScenario, type ScenarioResult, type RunEnd } from "../scenario/run.js";
+import { runScenario, checkScenario, type ScenarioResult, type RunEnd, type ScenarioInput } from "../scenario/run.js";
 import { TIMELINE_MIN_PS } from "../scenario/result.js";
 import { MEMORY_BOUND_BYTES } from "../scenario/cluster.js";
 import { resolveScenario, inlineGraphFiles, type Scenario } from "../scenario/scenario.js";
@@ -509,7 +509,7 @@ async function scenarioRun(args: string[]): Promise<number> {
       traceFile = new OutputFile("--trace", values.trace!);
       tracer = new ScenarioTracer(traceFile.write, traceOptions);
     }
-    r = await runScenario(coreModule(), scenario, {
+    r = await runScenario(coreModule(), scenario as ScenarioInput, {
       ...limits,
       ...timelineOption,
       onBuilt: (c) => { onBuilt(c); capture?.attach(c.endpoints); },

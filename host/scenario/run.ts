@@ -2,7 +2,7 @@
 // what runs its kind — a traffic pattern (traffic.ts), one collective (collective.ts) or a
 // sequence of them (sequence.ts). No Node APIs: it runs in a browser tab as well.
 
-import type { Scenario } from "./scenario.js";
+import type { Scenario, ScenarioInput } from "./scenario.js";
 import { resolveScenario } from "./scenario.js";
 import { checkCluster, leastConfig } from "./cluster.js";
 import { runCollectiveScenario } from "./collective.js";
@@ -15,6 +15,7 @@ export { DEVICE_DROP_COUNTERS, METAROCE_COUNTERS, type MetaroceCounts } from "./
 export type { FlowResult, RunEnd, ScenarioResult, PortCounts, FabricCounts, MessageCounts, PathSummary, BuiltRun, RunObserver, GraphTrace, RunOptions, CollectiveRow, CollectiveReport, Timeline } from "./result.js";
 export type { Percentiles } from "./counters.js";
 export { trafficFlows } from "./traffic.js";
+export type { ScenarioInput } from "./scenario.js";
 
 /**
  * What {@link runScenario} refuses before it makes anything (flows, programs, devices): a bad
@@ -32,11 +33,12 @@ export function checkScenario(coreModule: WebAssembly.Module, input: unknown, op
  * Builds and runs a scenario: devices on one fabric, QP pairs posting RDMA WRITEs in its
  * traffic pattern, its faults; measures what it did.
  * @param coreModule the compiled core (`await coreModule()`)
- * @param input the scenario as parsed JSON (schemas/scenario.schema.json); checked by
+ * @param input the scenario (schemas/scenario.schema.json; typed as {@link ScenarioInput}, so that
+ *   a misspelt field fails to compile; parsed JSON is `any` and passes); checked by
  *   {@link resolveScenario} first, which throws ConfigError naming a bad field
  * @param opts progress, stopping, observers
  */
-export async function runScenario(coreModule: WebAssembly.Module, input: unknown, opts: RunOptions = {}): Promise<ScenarioResult> {
+export async function runScenario(coreModule: WebAssembly.Module, input: ScenarioInput, opts: RunOptions = {}): Promise<ScenarioResult> {
   const sc = checkScenario(coreModule, input, opts);
   if (opts.timelinePs !== undefined) {
     if (!(Number.isSafeInteger(opts.timelinePs) && opts.timelinePs >= TIMELINE_MIN_PS)) throw new RangeError(`timelinePs must be an integer number of ps, at least ${TIMELINE_MIN_PS} (1 ns), got ${opts.timelinePs}`);

@@ -10,7 +10,8 @@ import type { LinkSpec } from "../fabric/topology.js";
 import type { GilbertElliott } from "../fabric/fabric.js";
 import { resolveFabricConfig, type FabricOptions, type SwitchOptions } from "../fabric/config.js";
 import { parseTime, formatTime } from "../units.js";
-import { validate, schema } from "../generated/scenario-validate.js";
+import { validate, validateCluster, schema } from "../generated/scenario-validate.js";
+import type { TimeInput, LinkInput } from "../generated/scenario-input.js";
 import { schemaError } from "./schema-errors.js";
 import { parseMscclXml, checkMsccl, mscclSizeUnit, MSCCL_COLLECTIVES } from "../graph/msccl.js";
 import { GraphError, DTYPE_BYTES } from "../graph/types.js";
@@ -216,13 +217,13 @@ export interface InterferenceSpec {
   commUnits: number;
 }
 
+// what a user writes, typed from the schema (scripts/gen-schema.mjs)
+export type { ScenarioInput, ClusterInput, FabricInput, CollectiveInput, FaultInput, LinkInput, LinksInput, TimeInput } from "../generated/scenario-input.js";
+
 /** The traffic of a scenario that has a collective instead (nothing reads it). */
 const NO_TRAFFIC: NonNullable<FilledScenario["traffic"]> = { pattern: "pairs", messageBytes: 1, messages: 1, flowsPerPair: 1, portGroup: "SCALE_UP", start: 0, stagger: 0 };
 
 
-/** A time as the schema allows it: "10us", "2.5 ms", or whole ps. */
-type TimeInput = string | number;
-interface LinkInput { gbps?: number; latency?: TimeInput }
 /** A fabric once the schema has filled its defaults. */
 interface FilledFabric {
   mode: "full" | "timing";
@@ -320,6 +321,33 @@ export function resolveScenario(input: unknown, path = "scenario"): Scenario {
     ...(o.collective ? { collective: o.collective } : {}),
     ...(o.collectives ? { collectives: o.collectives } : {}),
     traffic: { ...traffic, incastSenders: traffic.incastSenders ?? Math.max(1, count - 1), startPs: time(start, `${path}.traffic.start`), staggerPs: time(stagger, `${path}.traffic.stagger`) },
+    faults: resolveFaults(o.faults, `${path}.faults`),
+  };
+}
+
+/**
+ * What a cluster opened from code is ({@link resolveCluster}): a scenario's devices, transport,
+ * fabric, seed and faults, checked and with their defaults, as a {@link Scenario} has them.
+ */
+export type ClusterSpec = Pick<Scenario, "seed" | "devices" | "transport" | "fabric" | "faults">;
+
+/**
+ * Checks what a program opens as a cluster (schemas/scenario.schema.json `$defs/cluster`: the
+ * scenario's fields, by reference) and fills its defaults, as {@link resolveScenario} does a
+ * scenario's: the same field means the same thing and is refused the same way, a ConfigError
+ * naming it under `path`.
+ */
+export function resolveCluster(input: unknown, path = "cluster"): ClusterSpec {
+  const s = structuredClone(input); // the validator writes the defaults into what it checks
+  if (!validateCluster(s)) throw schemaError(validateCluster.errors![0]!, path, schema);
+  const o = s as Pick<FilledScenario, "seed" | "devices" | "transport" | "fabric" | "faults">;
+  const count = o.devices.count;
+  resolveConfig({ engines: 1, ...o.devices.config }, `${path}.devices.config`);
+  return {
+    seed: o.seed,
+    devices: { count, config: o.devices.config, congestionControl: o.devices.congestionControl },
+    transport: o.transport,
+    fabric: resolveFabric(o.fabric, count, `${path}.fabric`),
     faults: resolveFaults(o.faults, `${path}.faults`),
   };
 }

@@ -6,7 +6,7 @@
 import { ConfigError } from "../config.js";
 import { applySet } from "./overrides.js";
 import { resolveScenario } from "./scenario.js";
-import { runScenario, checkScenario, type RunOptions, type ScenarioResult } from "./run.js";
+import { runScenario, checkScenario, type RunOptions, type ScenarioResult, type ScenarioInput } from "./run.js";
 import { formatTime } from "../units.js";
 import { lateWarning } from "./counters.js";
 import { INTERFERENCE_HEAD, interferenceCells, rateCell, fctCells, givenBytes, sizeNote } from "./report.js";
@@ -101,7 +101,7 @@ export async function runSweep(coreModule: WebAssembly.Module, input: unknown, o
   let k = 0;
   for (const r of sweep) {
     opts.onRun?.(k++, sweep.runs, r.set, r.scenario);
-    out.push({ set: r.set, result: await runScenario(coreModule, r.scenario, opts) });
+    out.push({ set: r.set, result: await runScenario(coreModule, r.scenario as ScenarioInput, opts) });
     if (out.at(-1)!.result.ended === "stopped") break;
   }
   return out;

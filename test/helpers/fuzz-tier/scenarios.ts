@@ -16,7 +16,7 @@
 // - the same input gives the same result (checked on every `determinismEvery`-th case).
 // test/fuzz-tier.test.ts runs a small budget of each in CI; `npm run soak` runs a large one.
 import { xorshift32 } from "../xorshift.js";
-import { runScenario, type ScenarioResult } from "../../../host/scenario/run.js";
+import { runScenario, type ScenarioResult, type ScenarioInput } from "../../../host/scenario/run.js";
 import { ConfigError } from "../../../host/config.js";
 
 export interface TierOutcome {
@@ -132,7 +132,7 @@ export async function runTierCase(module: WebAssembly.Module, input: Record<stri
     // first window on: set-up may grow them, the run may not
     let memories: WebAssembly.Memory[] = [], before: number[] = [];
     const size = () => memories.map((m) => m.buffer.byteLength);
-    const r = await runScenario(module, input, {
+    const r = await runScenario(module, input as ScenarioInput, {
       onBuilt: (b) => { memories = [...new Set([b.fabric.core.memory, ...b.contexts.map((c) => c.device.core.memory)])]; before = size(); },
       onStart: () => { if (grew === 0 && memories.length) before = size(); },
     });
