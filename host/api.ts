@@ -17,7 +17,10 @@ export {
 } from "./scenario/run.js";
 export type { RetransmitCauses } from "./scenario/counters.js";
 export {
-  resolveScenario, inlineGraphFiles, type ScenarioInput, type FabricInput, type CollectiveInput, type FaultInput, type LinkInput, type LinksInput, type TimeInput, type GraphSpec, type Scenario, type CollectiveSpec, type InterferenceSpec, type Flow, type Fault, type LossFault, type LinkDownFault, type PlaneDownFault, type LinkSelection, type Topology, type SingleSwitch, type LeafSpine,
+  Cluster, type ClusterOptions, type QpEnd, type ConnectOptions, type ClusterRunEnd, type ClusterTrace, type ClusterTraceOptions,
+} from "./scenario/cluster.js";
+export {
+  resolveScenario, resolveCluster, inlineGraphFiles, type ScenarioInput, type ClusterInput, type ClusterSpec, type FabricInput, type CollectiveInput, type FaultInput, type LinkInput, type LinksInput, type TimeInput, type GraphSpec, type Scenario, type CollectiveSpec, type InterferenceSpec, type Flow, type Fault, type LossFault, type LinkDownFault, type PlaneDownFault, type LinkSelection, type Topology, type SingleSwitch, type LeafSpine,
 } from "./scenario/scenario.js";
 export type { CollectiveReport, CollectiveRow } from "./scenario/collective.js";
 export type { InterferenceRow } from "./scenario/interference.js";
@@ -31,6 +34,12 @@ export {
   type SendNode, type RecvNode, type WriteNode, type ReadNode, type ReduceNode, type CopyNode, type WaitNode, type SignalNode,
 } from "./graph/types.js";
 export { readGraphJson, writeGraphText } from "./graph/json.js";
+export {
+  allReduceRing, allReduceHalvingDoubling, allReduceTree, reduceScatterRing, allGatherRing, broadcastRing, allToAll,
+  type CollectiveOptions, type AllReduceOptions,
+} from "./graph/collectives.js";
+export { GraphRun, graphDeviceConfig, type BindOptions, type RunState, type NodeSpan } from "./graph/runtime.js";
+export { runReference, type ReferenceOptions, type ReferenceResult } from "./graph/reference.js";
 export {
   importMsccl, parseMscclXml, MSCCL_STEP_TYPES,
   type MscclImport, type MscclImportOptions, type MscclAlgorithm, type MscclGpu, type MscclThreadBlock, type MscclStep, type MscclStepType, type MscclBuffer, type MscclCollective,

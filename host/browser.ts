@@ -3,6 +3,8 @@
 import coreWasm from "../build/menic.wasm";
 import type { DeviceOptions } from "./device.js";
 import type { DeviceConfig } from "./config.js";
+import { Cluster, type ClusterOptions } from "./scenario/cluster.js";
+import type { ClusterInput } from "./scenario/scenario.js";
 import { Context } from "./verbs.js";
 
 export * from "./api.js";
@@ -17,4 +19,13 @@ export function coreModule(): Promise<WebAssembly.Module> {
 /** ibv_open_device: a new device with its verbs context (`.device` is the device itself). */
 export async function openDevice(config: DeviceConfig = {}, options: DeviceOptions = {}): Promise<Context> {
   return Context.open(await coreModule(), config, options);
+}
+
+/**
+ * Devices on one fabric, from the scenario's words for them ({@link ClusterInput}: devices,
+ * transport, fabric, seed, faults): a verbs context per device, QPs connected across the fabric,
+ * time run for all of them together (README "A cluster from code").
+ */
+export async function openCluster(input: ClusterInput, options: ClusterOptions = {}): Promise<Cluster> {
+  return Cluster.open(await coreModule(), input, options);
 }

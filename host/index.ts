@@ -16,8 +16,16 @@
  *   Whole programs: `examples/verbs/` of the package (write.ts, send-recv.ts, read.ts, reduce.ts).
  * - **Devices and firmware**: {@link Device} (load an ELF, run the engines, save and restore),
  *   {@link runFirmware}, {@link toPerfetto} for traces.
+ * - **Clusters**: {@link openCluster} puts devices on a fabric, in a scenario's words
+ *   ({@link ClusterInput}); {@link Cluster.connect} connects QPs of two devices across it,
+ *   {@link Cluster.run} and {@link Cluster.runUntil} advance them together, {@link Cluster.capture}
+ *   and {@link Cluster.trace} write pcapng and Perfetto, {@link Cluster.bind} runs a collective's
+ *   program ({@link allReduceRing} and the other compilers, {@link runReference} its expected
+ *   result). Whole programs: `examples/verbs/two-devices.ts`, `examples/verbs/all-reduce.ts`.
  * - **Scenarios**: {@link runScenario} runs devices on a fabric with traffic and faults
- *   ({@link Scenario}; schemas/scenario.schema.json), {@link ClusterCapture} writes pcapng.
+ *   ({@link ScenarioInput}; schemas/scenario.schema.json), {@link ClusterCapture} writes pcapng.
+ * - **Inputs** are typed from their one source ({@link DeviceConfig}, {@link ScenarioInput},
+ *   {@link ClusterInput}): a misspelt field fails to compile.
  *
  * Times are picoseconds of simulated time (bigint where they may pass 2^53). Bad arguments
  * throw an error naming them ({@link VerbsError}, {@link ConfigError}, {@link ElfError},
@@ -29,6 +37,8 @@ import { Context } from "./verbs.js";
 import { coreModule as loadCore } from "./platform/node.js";
 import type { DeviceOptions } from "./device.js";
 import type { DeviceConfig } from "./config.js";
+import { Cluster, type ClusterOptions } from "./scenario/cluster.js";
+import type { ClusterInput } from "./scenario/scenario.js";
 
 export * from "./api.js";
 export { runFirmware, type FwRunResult, type FwRunOptions, type FwEngineResult, type ConsoleLine } from "./fw/run.js";
@@ -46,4 +56,13 @@ export async function coreModule(flavor: "release" | "debug" = "release"): Promi
 /** ibv_open_device: a new device with its verbs context (`.device` is the device itself). */
 export async function openDevice(config: DeviceConfig = {}, options: DeviceOptions = {}): Promise<Context> {
   return Context.open(await coreModule(), config, options);
+}
+
+/**
+ * Devices on one fabric, from the scenario's words for them ({@link ClusterInput}: devices,
+ * transport, fabric, seed, faults): a verbs context per device, QPs connected across the fabric,
+ * time run for all of them together (README "A cluster from code").
+ */
+export async function openCluster(input: ClusterInput, options: ClusterOptions = {}): Promise<Cluster> {
+  return Cluster.open(await coreModule(), input, options);
 }

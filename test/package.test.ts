@@ -1,8 +1,9 @@
 // The package as a user gets it: `npm pack`, then, in a new project outside the checkout that
-// installs only the tarball (offline: menic has no dependencies), the verbs examples type-check
-// against the package's own declarations (skipLibCheck off, so every .d.ts is checked) and run
-// in Node; bundled by esbuild for the browser, the same programs run from the browser build
-// and print the same bytes. The installed `menic` command runs a shipped firmware example.
+// installs only the tarball (offline: menic has no dependencies), the verbs examples (one device;
+// two devices across a fabric; an all-reduce from code) type-check against the package's own
+// declarations (skipLibCheck off, so every .d.ts is checked) and run in Node; bundled by esbuild
+// for the browser, the same programs run from the browser build and print the same bytes. The
+// installed `menic` command runs a shipped firmware example.
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
 import { spawnSync, type SpawnSyncOptions } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
@@ -18,7 +19,7 @@ const tmp = mkdtempSync(join(tmpdir(), "menic-pack-"));
 const app = join(tmp, "app");
 // a clean environment: nothing from the npm run that started the tests (npm_config_*, npm_package_*)
 const env = { PATH: process.env.PATH ?? "", HOME: tmp, npm_config_cache: join(tmp, "npm-cache"), NO_COLOR: "1" };
-const EXAMPLES = ["write", "send-recv", "read", "reduce"];
+const EXAMPLES = ["write", "send-recv", "read", "reduce", "two-devices", "all-reduce"];
 const haveClang = findClang() !== null;
 const haveGdb = spawnSync("gdb-multiarch", ["--version"]).status === 0;
 
@@ -72,6 +73,19 @@ describe("npm pack", () => {
     const wrong = sh(process.execPath, [tsc, "-p", app, "--noEmit"], { cwd: app });
     expect(wrong.stdout).toMatch(/src\/wrong\.ts\(3,14\): error TS2345: Argument of type 'Pd' is not assignable to parameter of type 'Qp'/);
     rmSync(join(app, "src", "wrong.ts"));
+    // and so is a misspelt field of a cluster's, a scenario's or a device's input (typed from the schema and the config layout)
+    writeFileSync(join(app, "src", "misspelt.ts"), [
+      'import { openCluster, openDevice, runScenario, coreModule } from "menic";',
+      'await openCluster({ devices: { count: 2 }, fabric: { mdoe: "timing" } });',
+      'await runScenario(await coreModule(), { devices: { count: 2 }, traffic: { pattern: "pairs", mesages: 4 } });',
+      'await openDevice({ enignes: 2 });',
+      "",
+    ].join("\n"));
+    const misspelt = sh(process.execPath, [tsc, "-p", app, "--noEmit"], { cwd: app });
+    expect(misspelt.stdout.match(/src\/misspelt\.ts\(\d+,\d+\): error TS\d+: Object literal may only specify known properties, (?:and|but) '(\w+)' does not exist/g)).toEqual([
+      expect.stringContaining("'mdoe'"), expect.stringContaining("'mesages'"), expect.stringContaining("'enignes'"),
+    ]);
+    rmSync(join(app, "src", "misspelt.ts"));
   });
 
   const expected: Record<string, string> = {
@@ -80,6 +94,13 @@ describe("npm pack", () => {
     "read": "RDMA READ 65536 bytes HBM -> host memory: SUCCESS\nhost memory: 00 01 02 03 04 05 06 07 ... 26 27 24 25 at +0x1234\n",
     // 6 (i mod 17) + 0.75: 1023 mod 17 = 3
     "reduce": "REDUCE SUM F32 of 3 x 1024 elements: SUCCESS, 4096 bytes\nresult[0..5]: 0.75, 6.75, 12.75, 18.75, 24.75; result[16]: 96.75; result[1023]: 18.75\n",
+    // across the fabric: (i * 7 + 3) & 0xff written; 255 - i sent; (i >> 4) ^ (i & 0xff) read back, at i = 0x100
+    "two-devices": "RDMA WRITE 65536 bytes device 0 -> device 1: SUCCESS; device 1 HBM: 03 0a 11 18 1f 26 2d 34 ...\n" +
+      "SEND 256 bytes: SUCCESS; device 1 RECV 256 bytes, imm 0xc0ffee: ff fe fd fc fb fa f9 f8 ...\n" +
+      "RDMA READ 4096 bytes device 1 -> device 0: SUCCESS; device 0 host memory: 10 11 12 13 14 15 16 17 ... at +0x100\n",
+    // the sum of d + (i mod 7) over 4 devices: 6 + 4 (i mod 7); 65535 mod 7 = 1
+    "all-reduce": "all-reduce (ring, sum, 4 engines) of 65536 f32 on 4 devices over metaroce: done, every device's result is the reference's\n" +
+      "result[0..7]: 6, 10, 14, 18, 22, 26, 30, 6; result[65535]: 10\n",
   };
   const nodeOut: Record<string, string> = {};
 

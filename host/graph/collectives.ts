@@ -11,6 +11,7 @@ import {
   type BufferRef, type DtypeName, type GraphNode, type GraphProgram, type RedopName,
 } from "./types.js";
 
+/** What a collective's program is compiled for (allReduceRing and the others). */
 export interface CollectiveOptions {
   /** devices in the communicator */
   devices: number;
@@ -18,6 +19,7 @@ export interface CollectiveOptions {
   engines?: number;
   /** bytes of data on each device (all-reduce: the vector each device contributes) */
   bytes: number;
+  /** element type */
   dtype: DtypeName;
   /** stream of the collective's messages (default 0); striped ones use the streams after it */
   stream?: number;
@@ -30,10 +32,13 @@ export interface CollectiveOptions {
   ports?: number;
   /** least bytes of a striped message (default 32 KiB): fewer stripes when messages would be smaller */
   stripeMinBytes?: number;
+  /** the program's name (default the collective's and its size) */
   name?: string;
 }
 
+/** What a reducing collective's program is compiled for. */
 export interface AllReduceOptions extends CollectiveOptions {
+  /** the reduction (default sum) */
   redop?: RedopName;
 }
 

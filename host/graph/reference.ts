@@ -13,11 +13,13 @@ import { reduceReference, type ReduceOp, type ReduceType } from "../reduce/refer
 import { validateProgram, eventGraph, eventNode, type Matching } from "./validate.js";
 import { GraphError, nodeLabel, DTYPES, REDOPS, type BufferRef, type GraphProgram } from "./types.js";
 
+/** How {@link runReference} starts. */
 export interface ReferenceOptions {
   /** semaphore values each device starts with (the host's signals); zero otherwise */
   semaphores?: number[][];
 }
 
+/** What a program computes ({@link runReference}): every device's buffers and semaphores at its end. */
 export interface ReferenceResult {
   /** per device, per buffer name: its bytes at the end */
   buffers: Map<string, Uint8Array>[];

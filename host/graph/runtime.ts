@@ -21,6 +21,7 @@ import { encodeGraph } from "./binary.js";
 import { validateProgram } from "./validate.js";
 import { GraphError, nodeLabel, isRemote, type GraphProgram, type GraphNode, type BufferRef } from "./types.js";
 
+/** How {@link Cluster.bind} binds a program. */
 export interface BindOptions {
   /** ports the queue pairs use (default the scale-up group) */
   portGroup?: keyof typeof PORT_GROUP;
@@ -47,13 +48,42 @@ interface DeviceRun {
 
 /** A node as it ran: on which engine, when it was posted and when it was done (engine cycles; 0: not yet). */
 export interface NodeSpan {
+  /** the node's index in its device's graph */
   node: number;
+  /** the engine that ran it */
   engine: number;
+  /** engine cycle it was posted at */
   postedCycles: number;
+  /** engine cycle it was done at */
   doneCycles: number;
 }
 
-export type RunState = { state: "running" } | { state: "done"; devices: number } | { state: "failed"; device: number; node: number; engine: number; status: string; where: string };
+/** Where a bound program's run is ({@link GraphRun.poll}): running, done on every device, or failed at a node. */
+export type RunState =
+  | {
+    /** Still running. */
+    state: "running";
+  }
+  | {
+    /** Every device's final signal is done. */
+    state: "done";
+    /** How many devices. */
+    devices: number;
+  }
+  | {
+    /** A node failed. */
+    state: "failed";
+    /** The device it failed on. */
+    device: number;
+    /** The node, by its index in that device's graph. */
+    node: number;
+    /** The engine that ran it. */
+    engine: number;
+    /** Its completion status (WcStatus). */
+    status: string;
+    /** The node in words (`ranks[d].nodes[i] (send to 2)`). */
+    where: string;
+  };
 
 const STATUS_NAME = Object.fromEntries(Object.entries(STATUS).map(([k, v]) => [v, k])) as Record<number, string>;
 const align = (n: number, a: number) => Math.ceil(n / a) * a;
@@ -80,11 +110,22 @@ function queuePairsOf(p: GraphProgram, nodes: GraphProgram["ranks"][number]["nod
   return out;
 }
 
+/**
+ * A program bound to devices ({@link Cluster.bind}): write its inputs, start
+ * it with one doorbell per device, poll it as the devices run, read its results.
+ */
 export class GraphRun {
   private finishedDevices = new Set<number>();
   private failure: RunState | null = null;
 
-  constructor(readonly contexts: readonly Context[], readonly program: GraphProgram, private readonly runs: DeviceRun[]) {}
+  /** @internal bindProgram makes it */
+  constructor(
+    /** The devices, device d running rank d. */
+    readonly contexts: readonly Context[],
+    /** The program. */
+    readonly program: GraphProgram,
+    private readonly runs: DeviceRun[],
+  ) {}
 
   /** The HBM address of `buffer` (the same on every device). */
   address(buffer: string): number {
@@ -93,12 +134,14 @@ export class GraphRun {
     return a;
   }
 
+  /** Writes `bytes` (the buffer's whole size) into `buffer` of `device` (before {@link start}: its input). */
   write(device: number, buffer: string, bytes: Uint8Array): void {
     const b = this.program.buffers.find((x) => x.name === buffer);
     if (!b || bytes.length !== b.bytes) throw new GraphError(`buffer "${buffer}"`, `takes ${b?.bytes ?? 0} bytes, ${bytes.length} given`);
     this.contexts[device].write(this.address(buffer), bytes);
   }
 
+  /** The bytes of `buffer` of `device` now (once {@link poll} says done: its result). */
   read(device: number, buffer: string): Uint8Array {
     const b = this.program.buffers.find((x) => x.name === buffer);
     if (!b) throw new GraphError("buffer", `no buffer "${buffer}"`);

@@ -1,17 +1,25 @@
 // A scenario's fabric: its topology (single switch or leaf/spine, with the devices' port count)
 // and its faults (loss, link and plane outages) applied to the fabric before the run; and the
-// cluster of the scenario's devices on it, with the runner that drives them: openCluster is the
-// one way a cluster is built, for a traffic pattern, a collective or a sequence of them.
+// cluster of the scenario's devices on it, with the runner that drives them: Cluster.build is the
+// one way a cluster is built, for a traffic pattern, a collective, a sequence of them, or a
+// program (Cluster.open, the library's openCluster: the cluster API, README "A cluster from code").
+// No Node APIs: it runs in a browser tab as well.
 
 import { Fabric } from "../fabric/fabric.js";
 import { ClusterRunner } from "../fabric/runner.js";
 import { DeviceEndpoint } from "../cluster/endpoint.js";
-import { Context } from "../verbs.js";
+import { Context, VerbsError, type Qp, type PortGroup } from "../verbs.js";
 import { leafSpine, singleSwitch, PORTS_DEFAULT, type Topology } from "../fabric/topology.js";
 import { ConfigError, resolveConfig, packConfig, configDefault } from "../config.js";
 import { PAYLOAD_SLOT_BYTES_DEFAULT } from "../fabric/config.js";
 import { CoreInstance } from "../wasm.js";
-import type { Scenario, Fault } from "./scenario.js";
+import { resolveCluster, type Scenario, type Fault, type ClusterInput, type ClusterSpec } from "./scenario.js";
+import { ClusterCapture } from "../cluster/capture.js";
+import { PcapngWriter } from "../wire/pcapng.js";
+import { ScenarioTracer } from "./trace.js";
+import { bindProgram, executorsReady, GraphRun, type BindOptions } from "../graph/runtime.js";
+import type { GraphProgram } from "../graph/types.js";
+import { executorElf } from "../generated/executor-elf.js";
 
 /** What a scenario's topology is built from: the devices' count and config (their ports), the fabric's shape and links. */
 export type TopologyOf = { devices: Pick<Scenario["devices"], "count" | "config">; fabric: Pick<Scenario["fabric"], "topology" | "hostLink" | "fabricLink"> };
@@ -19,8 +27,8 @@ export type TopologyOf = { devices: Pick<Scenario["devices"], "count" | "config"
 /** What a scenario's fabric is built from: its topology's fields, the fabric's mode and switches, the seed and the faults. */
 export type FabricOf = TopologyOf & Pick<Scenario, "fabric" | "seed" | "faults">;
 
-/** What a cluster's memory is judged from: the device count, the fabric's shape, and whether a collective runs (firmware on the engines). */
-export type ClusterSizeOf = Pick<Scenario, "collective" | "collectives"> & { devices: Pick<Scenario["devices"], "count">; fabric: Pick<Scenario["fabric"], "topology"> };
+/** What a cluster's memory is judged from: the device count, the fabric's shape, and whether a collective runs (firmware on the engines: `executor`, a program's cluster that runs the graph executor). */
+export type ClusterSizeOf = Pick<Scenario, "collective" | "collectives"> & { devices: Pick<Scenario["devices"], "count">; fabric: Pick<Scenario["fabric"], "topology">; executor?: boolean };
 
 /** What the least config of a scenario's devices depends on: their config, the fabric's mode, the transport, whether a collective runs. */
 export type LeastConfigOf = Pick<Scenario, "collective" | "collectives" | "transport"> & { devices: Pick<Scenario["devices"], "config">; fabric: Pick<Scenario["fabric"], "mode"> };
@@ -103,7 +111,7 @@ export function deviceLayout(coreModule: WebAssembly.Module, config: Map<string,
 export function clusterBytes(sc: ClusterSizeOf, config: Map<string, bigint>, arenaBytes: number): { perDevice: number; total: number } {
   const n = sc.devices.count, ports = Number(config.get("ports")!), t = sc.fabric.topology;
   const links = n * ports + (t.kind === "leaf-spine" ? t.planes * Math.ceil(n / t.devicesPerLeaf) * t.spines : 0);
-  const running = sc.collective || sc.collectives ? Number(config.get("engines")!) : 0;
+  const running = sc.collective || sc.collectives || sc.executor ? Number(config.get("engines")!) : 0;
   const perDevice = arenaBytes - Number(config.get("hostMemBytes")!) + HOST_BYTES_PER_DEVICE + running * RUNNING_ENGINE_BYTES;
   return { perDevice, total: n * perDevice + links * FABRIC_BYTES_PER_LINK };
 }
@@ -178,22 +186,6 @@ export function buildCluster(home: WebAssembly.Module | CoreInstance, sc: Fabric
   return { fabric, endpoints, runner: new ClusterRunner(fabric, endpoints, { quantumPs, ...(windowPs !== undefined ? { windowPs } : {}) }) };
 }
 
-/** A scenario's devices on its fabric, with the runner that drives them (what {@link openCluster} builds; RunOptions.onBuilt sees it). */
-export class Cluster {
-  constructor(
-    /** where the devices were built: one instance shared with the fabric, or the module (an instance each) */
-    readonly home: WebAssembly.Module | CoreInstance,
-    /** the devices' verbs contexts, by device number */
-    readonly contexts: Context[],
-    /** the fabric joining their ports */
-    readonly fabric: Fabric,
-    /** the devices as the runner's endpoints, by device number (a capture taps them) */
-    readonly endpoints: DeviceEndpoint[],
-    /** the window loop that advances the devices and the fabric together */
-    readonly runner: ClusterRunner,
-  ) {}
-}
-
 /** How a cluster's devices are made: each one's config, the config its memory is judged by, and what is done to each once open. */
 export interface DevicePlan {
   /** device d's config */
@@ -204,18 +196,352 @@ export interface DevicePlan {
   prepare?(ctx: Context): void;
 }
 
+/** Loads the graph executor (firmware/graph/executor.c, the firmware collectives run on) into `ctx`'s device and starts its engines. */
+export function startExecutor(ctx: Context, elf = executorElf()): void {
+  ctx.device.start(ctx.device.loadElf(elf).entry);
+}
+
+/** How {@link openCluster} builds a cluster. */
+export interface ClusterOptions {
+  /**
+   * Each device's engines run the graph executor, the firmware collectives run on (docs/graph.md),
+   * booted as the cluster opens (its time is then where they sleep, waiting for a doorbell):
+   * {@link Cluster.bind} gives them a program. Default false: the engines run nothing.
+   */
+  executor?: boolean;
+  /**
+   * The memory the devices and fabric may need: a cluster that needs more is refused before it
+   * is built, with a ConfigError naming devices.count (default 16 GiB; docs/fabric.md, "Memory").
+   */
+  maxMemoryBytes?: number;
+  /**
+   * The window the cluster runs in, ps, instead of the largest multiple of the devices'
+   * interleave quantum within the smallest link latency: at most that latency (docs/fabric.md,
+   * "Windows").
+   */
+  windowPs?: number;
+}
+
+/** One end of a queue pair connection ({@link Cluster.connect}): a QP and the device it was made on. */
+export interface QpEnd {
+  /** The device's number (0 to count - 1). */
+  device: number;
+  /** A QP made by that device's context, in the RESET state. */
+  qp: Qp;
+}
+
+/** How {@link Cluster.connect} connects two QPs. */
+export interface ConnectOptions {
+  /** The port group both ends send on. Default `SCALE_UP`. */
+  portGroup?: PortGroup;
+  /** The port of the group both ends send on, as an index taken modulo the group's size (QpAttr.portLane). Default: the NIC's, (QP number + destination QP number) mod the group's size. */
+  portLane?: number;
+}
+
+/** How {@link Cluster.runUntil} ended: its condition held, the time limit came first, or nothing was left to happen (no device event, no frame in the fabric) with the condition still false. */
+export type ClusterRunEnd = "done" | "time-limit" | "idle";
+
+/** How {@link Cluster.trace} samples and how big its file may grow. */
+export interface ClusterTraceOptions {
+  /** How often the counters are sampled, ps of simulated time: at least 1 ns, rounded up to a multiple of the cluster's window (it stops there). Default 1 µs. */
+  intervalPs?: number;
+  /** The file's size bound in bytes (at least 1024): past it the file ends, whole, with a note of the simulated time it stopped at. Default 256 MiB; Infinity for none. */
+  maxBytes?: number;
+}
+
+/** A Perfetto trace of a cluster as it runs ({@link Cluster.trace}). */
+export interface ClusterTrace {
+  /** Events written so far. */
+  readonly events: number;
+  /** The simulated time (ps) where the file's size bound cut it short; null while it has room. */
+  readonly truncatedAtPs: number | null;
+  /** Ends the file (the cluster stops sampling it). */
+  close(): void;
+}
+
+/** The boot of the graph executor, at most (it takes a few microseconds). */
+const EXECUTOR_BOOT_PS = 10_000_000_000;
+
 /**
- * The cluster of `sc`'s devices, made as `plan` says, on its fabric (buildCluster): refused first
- * as clusterHome refuses; the devices in one instance with the fabric while they fit.
+ * Devices on one fabric, run together in simulated time (the cluster API: README "A cluster from
+ * code"). {@link openCluster} opens one from a {@link ClusterInput} — the scenario's words for the
+ * devices, transport, fabric, seed and faults; each device has a verbs {@link Context}
+ * ({@link Cluster.context}), {@link Cluster.connect} connects QPs of two devices across the
+ * fabric, {@link Cluster.run} and {@link Cluster.runUntil} advance every device and the fabric
+ * together, and {@link Cluster.capture} and {@link Cluster.trace} record pcapng and Perfetto
+ * files. A scenario run builds its cluster the same way ({@link RunOptions.onBuilt} sees it).
+ *
+ * Advance a cluster's time with its own run, never with a context's: a device run alone would
+ * send frames into the fabric's past. Work posted on a context starts at the cluster's time.
  */
-export async function openCluster(coreModule: WebAssembly.Module, sc: FabricOf & ClusterSizeOf, plan: DevicePlan, opts: { maxMemoryBytes?: number; windowPs?: number } = {}): Promise<Cluster> {
-  const home = clusterHome(coreModule, sc, plan.sizedBy, opts.maxMemoryBytes);
-  const contexts: Context[] = [];
-  for (let d = 0; d < sc.devices.count; d++) {
-    const ctx = await Context.open(home, plan.configOf(d));
-    plan.prepare?.(ctx);
-    contexts.push(ctx);
+export class Cluster {
+  /** the transport its QPs between devices run */
+  readonly transport: "rocev2" | "metaroce";
+  /** the QP pairs {@link connect} connected, in order (a trace's flows) */
+  private readonly pairs: { a: QpEnd; b: QpEnd }[] = [];
+  private pcap: ClusterCapture | null = null;
+  private tracer: ScenarioTracer | null = null;
+  /** the trace's sampling interval (a multiple of the window) and its next sample, ps */
+  private sampleEveryPs = 0;
+  private nextSamplePs = Infinity;
+  /** the engines run the graph executor (ClusterOptions.executor) */
+  private executor = false;
+
+  /** @internal Cluster.build makes it; a program opens one with {@link openCluster}. */
+  constructor(
+    /** Where the devices were built: one core instance shared with the fabric, or the compiled core (an instance each). */
+    readonly home: WebAssembly.Module | CoreInstance,
+    /** The devices' verbs contexts, by device number. */
+    readonly contexts: Context[],
+    /** The fabric joining their ports (docs/fabric.md). */
+    readonly fabric: Fabric,
+    /** The devices as the runner's endpoints, by device number (a capture taps them). */
+    readonly endpoints: DeviceEndpoint[],
+    /** The window loop that advances the devices and the fabric together. */
+    readonly runner: ClusterRunner,
+  ) {
+    this.transport = contexts[0]?.device.config.get("transport") === 1n ? "metaroce" : "rocev2";
   }
-  const { fabric, endpoints, runner } = buildCluster(home, sc, contexts, opts.windowPs);
-  return new Cluster(home, contexts, fabric, endpoints, runner);
+
+  /**
+   * @internal
+   * The one way a cluster is built: `sc`'s devices, made as `plan` says, on its fabric
+   * (buildCluster); refused first as clusterHome refuses; the devices in one instance with the
+   * fabric while they fit.
+   */
+  static async build(coreModule: WebAssembly.Module, sc: FabricOf & ClusterSizeOf, plan: DevicePlan, opts: { maxMemoryBytes?: number; windowPs?: number } = {}): Promise<Cluster> {
+    const home = clusterHome(coreModule, sc, plan.sizedBy, opts.maxMemoryBytes);
+    const contexts: Context[] = [];
+    for (let d = 0; d < sc.devices.count; d++) {
+      const ctx = await Context.open(home, plan.configOf(d));
+      plan.prepare?.(ctx);
+      contexts.push(ctx);
+    }
+    const { fabric, endpoints, runner } = buildCluster(home, sc, contexts, opts.windowPs);
+    return new Cluster(home, contexts, fabric, endpoints, runner);
+  }
+
+  /**
+   * A cluster from `input` (what {@link openCluster} does with the package's core).
+   * @param coreModule the compiled core (`await coreModule()`)
+   * @param input the devices, transport, fabric, seed and faults, in the scenario's words;
+   *   checked first, a ConfigError naming a bad field (`cluster.fabric.mode: ...`)
+   * @param options the graph executor on the engines, a memory bound, the window
+   */
+  static async open(coreModule: WebAssembly.Module, input: ClusterInput, options: ClusterOptions = {}): Promise<Cluster> {
+    const sc: ClusterSpec & { executor?: boolean } = { ...resolveCluster(input), executor: options.executor === true };
+    const timing = sc.fabric.mode === "timing";
+    // what the scenario sets from its words; in timing mode frames carry no payload, so the
+    // devices' frame bodies are small unless the program says
+    const configOf = (d: number) => ({
+      engines: 1, ...(timing ? { txBodyBytes: 65536, rxBodyBytes: 65536 } : {}), ...sc.devices.config,
+      deviceId: d, seed: sc.seed, timingMode: timing ? 1 : 0,
+      transport: sc.transport === "metaroce" ? 1 : 0, mrtCc: sc.devices.congestionControl === "nscc" ? 1 : 0,
+    });
+    const elf = sc.executor ? executorElf() : null;
+    const cluster = await Cluster.build(coreModule, sc, { configOf, sizedBy: configOf(0), ...(elf ? { prepare: (ctx: Context) => startExecutor(ctx, elf) } : {}) }, options);
+    if (elf && cluster.bootExecutors(EXECUTOR_BOOT_PS) !== "done")
+      throw new Error(`the graph executor did not boot within ${EXECUTOR_BOOT_PS / 1e9} ms on every device`);
+    cluster.executor = elf !== null;
+    return cluster;
+  }
+
+  /** @internal Runs until every device's engines have booted the graph executor and sleep, waiting for a doorbell, or until `untilPs`. */
+  bootExecutors(untilPs: number): ClusterRunEnd {
+    const runner = this.runner;
+    while (!executorsReady(this.contexts)) {
+      if (runner.nowPs >= untilPs) return "time-limit";
+      runner.runTo(runner.nowPs + 10_000_000);
+    }
+    return "done";
+  }
+
+  /** How many devices. */
+  get size(): number {
+    return this.contexts.length;
+  }
+
+  /** Device `d`'s verbs context: its memory, protection domains, CQs, QPs, posts and polls. */
+  context(d: number): Context {
+    return this.contexts[this.deviceIndex(d, "context: d")]!;
+  }
+
+  /** The cluster's time, ps: every device's clock is there between two runs. */
+  get nowPs(): bigint {
+    return BigInt(this.runner.nowPs);
+  }
+
+  /**
+   * The length of the cluster's windows, ps: it stops only at their ends, so that no frame can
+   * reach a device inside the window it is running (docs/fabric.md, "Windows").
+   */
+  get windowPs(): number {
+    return this.runner.windowPs;
+  }
+
+  /**
+   * Connects QP `a.qp` of device `a.device` to QP `b.qp` of device `b.device`: each moves through
+   * INIT, RTR (its destination the other: its QP number and device, so that its frames go to the
+   * other device's port address across the fabric) and RTS, both on `options.portGroup` and lane.
+   * Both QPs must be in RESET; nothing changes when an argument is bad (a VerbsError or RangeError).
+   */
+  connect(a: QpEnd, b: QpEnd, options: ConnectOptions = {}): void {
+    const ends = [a, b].map((e, i) => {
+      const what = `connect: ${i === 0 ? "a" : "b"}`;
+      if (typeof e !== "object" || e === null) throw new VerbsError(`${what} must be { device, qp }, got ${String(e)}`);
+      const ctx = this.contexts[this.deviceIndex(e.device, `${what}.device`)]!;
+      const state = ctx.qpState(e.qp);
+      if (state !== "RESET") throw new VerbsError(`${what}.qp: QP ${e.qp.qpn} of device ${e.device} is in ${state}, not RESET`);
+      return { ctx, e };
+    });
+    if (a.device === b.device && a.qp === b.qp) throw new VerbsError("connect: a and b are the same QP");
+    const { portGroup, portLane } = options;
+    for (const state of ["INIT", "RTR", "RTS"] as const) {
+      for (const [k, { ctx, e }] of ends.entries()) {
+        const peer = ends[1 - k]!.e;
+        if (state === "RTR") ctx.modifyQp(e.qp, { state, destQpNum: peer.qp.qpn, destDevice: peer.device, ...(portGroup !== undefined ? { portGroup } : {}), ...(portLane !== undefined ? { portLane } : {}) });
+        else ctx.modifyQp(e.qp, { state });
+      }
+    }
+    this.pairs.push({ a: { ...a }, b: { ...b } });
+  }
+
+  /**
+   * Runs every device and the fabric to `untilPs` or, when that is inside a window, to the end
+   * of that window ({@link windowPs}); returns the time reached. Devices with nothing to do are
+   * brought to that time too, so that work posted next starts there.
+   */
+  run(untilPs: bigint): bigint {
+    this.advance(this.timeArg(untilPs, "run: untilPs"), false);
+    return this.nowPs;
+  }
+
+  /**
+   * Runs in steps of `stepPs` (at least a window) until `done()` is true, checked before the first
+   * step and after each (poll CQs or a collective there), until `limitPs`, or until nothing is left
+   * to happen (no device event, no frame in the fabric); says which.
+   */
+  runUntil(done: () => boolean, limitPs: bigint, stepPs = 1_000_000n): ClusterRunEnd {
+    if (typeof done !== "function") throw new RangeError(`runUntil: done must be a function, got ${typeof done}`);
+    const limit = this.timeArg(limitPs, "runUntil: limitPs"), step = Math.max(this.windowPs, this.timeArg(stepPs, "runUntil: stepPs"));
+    for (;;) {
+      if (done()) return "done";
+      if (this.runner.nowPs >= limit) return "time-limit";
+      if (this.advance(Math.min(limit, this.runner.nowPs + step), true)) return done() ? "done" : "idle";
+    }
+  }
+
+  /**
+   * Binds a collective's program to the devices (device d runs rank d), whose engines run the
+   * graph executor ({@link ClusterOptions.executor}; their config must have what
+   * {@link graphDeviceConfig} says the program needs): its buffers, queue pairs (connected across
+   * the fabric) and graph. Write its inputs with {@link GraphRun.write}, ring its doorbells with
+   * {@link GraphRun.start}, run the cluster until {@link GraphRun.poll} says it is done, and read
+   * what it made with {@link GraphRun.read}. Waits first for the engines to finish a run before
+   * (at most a millisecond).
+   */
+  bind(program: GraphProgram, options: BindOptions = {}): GraphRun {
+    if (!this.executor) throw new RangeError("bind: the devices' engines do not run the graph executor: open the cluster with { executor: true }");
+    if (this.runUntil(() => executorsReady(this.contexts), this.nowPs + 1_000_000_000n) !== "done")
+      throw new RangeError("bind: the engines are still running the program before");
+    return bindProgram(this.contexts, program, options);
+  }
+
+  /**
+   * A pcapng capture of every frame each device port sends and receives from now on, written to
+   * `sink` in time order as the cluster runs (one interface per port, `dev<d>.port<p>`; host/cluster/capture.ts).
+   * {@link close} writes the rest. One capture per cluster.
+   */
+  capture(sink: (chunk: Uint8Array) => void): ClusterCapture {
+    if (this.pcap) throw new RangeError("capture: the cluster already has a capture");
+    this.pcap = new ClusterCapture(new PcapngWriter(sink, "menic"));
+    this.pcap.attach(this.endpoints);
+    return this.pcap;
+  }
+
+  /**
+   * A Perfetto trace (Chrome trace-event JSON, which ui.perfetto.dev opens) written to `sink` as
+   * the cluster runs: per QP pair connected so far ({@link connect}), each direction's sending
+   * rate, goodput and (RoCEv2) DCQCN rate, every switch output queue, and the MetaRoCE-like
+   * paths, sampled every `options.intervalPs` (1 µs by default; the cluster stops there); as
+   * `menic run --trace` writes a traffic scenario's. {@link close} ends the file. One trace per cluster.
+   */
+  trace(sink: (chunk: Uint8Array) => void, options: ClusterTraceOptions = {}): ClusterTrace {
+    if (this.tracer) throw new RangeError("trace: the cluster already has a trace");
+    const tracer = new ScenarioTracer(sink, options);
+    const W = this.windowPs, ends = this.pairs.flatMap(({ a, b }) => [[a, b], [b, a]] as const);
+    tracer.begin({
+      fabric: this.fabric, devices: this.contexts.map((c) => c.device), transport: this.transport, messagesPerFlow: 1,
+      flows: ends.map(([src, dst]) => {
+        const s = this.contexts[src.device]!, r = this.contexts[dst.device]!;
+        return { src: src.device, dst: dst.device, messageBytes: 0, rateGbps: () => s.qpRateGbps(src.qp), sentBytes: () => s.qpBytes(src.qp).tx, placedBytes: () => r.qpBytes(dst.qp).rx };
+      }),
+    });
+    this.tracer = tracer;
+    // samples on the window grid, where the cluster can stop
+    this.sampleEveryPs = Math.ceil(tracer.intervalPs / W) * W;
+    this.nextSamplePs = (Math.floor(this.runner.nowPs / this.sampleEveryPs) + 1) * this.sampleEveryPs;
+    const self = this;
+    return {
+      get events() { return tracer.writer.events; },
+      get truncatedAtPs() { return tracer.writer.truncatedAtPs; },
+      close() { self.closeTrace(); },
+    };
+  }
+
+  /** Writes every frame the capture holds and ends the trace file: what was recorded is whole. The cluster can still run, unrecorded. */
+  close(): void {
+    this.pcap?.flush();
+    for (const ep of this.endpoints) ep.tap = null;
+    this.pcap = null;
+    this.closeTrace();
+  }
+
+  private closeTrace(): void {
+    this.tracer?.sample(this.runner.nowPs);
+    this.tracer?.close();
+    this.tracer = null;
+    this.nextSamplePs = Infinity;
+  }
+
+  /**
+   * Runs to `endPs` (to the window end at or after it), or with `stopWhenIdle` until nothing is
+   * left to happen; stops at each trace sample and flushes the capture on the way; brings every
+   * device to the time reached. True when it stopped because all was idle.
+   */
+  private advance(endPs: number, stopWhenIdle: boolean): boolean {
+    const runner = this.runner;
+    this.contexts.forEach((ctx, d) => {
+      if (ctx.nowPs > BigInt(runner.nowPs))
+        throw new RangeError(`device ${d} is at ${ctx.nowPs} ps, ahead of its cluster (${runner.nowPs} ps): advance a cluster's devices with Cluster.run, not Context.run`);
+    });
+    let idle = false;
+    while (runner.nowPs < endPs && !idle) {
+      const stop = Math.min(endPs, this.nextSamplePs);
+      if (stopWhenIdle) idle = runner.runUntilIdle(stop);
+      else runner.runTo(stop);
+      this.pcap?.flush(runner.nowPs);
+      if (this.tracer && runner.nowPs >= this.nextSamplePs) {
+        this.tracer.sample(runner.nowPs);
+        this.nextSamplePs = (Math.floor(runner.nowPs / this.sampleEveryPs) + 1) * this.sampleEveryPs;
+      }
+    }
+    // the runner leaves a device with nothing to do where it last acted: bring it to the
+    // cluster's time (nothing happens to it on the way), so that what is posted next starts there
+    const now = BigInt(runner.nowPs);
+    for (const ctx of this.contexts) if (ctx.nowPs < now) ctx.run(now);
+    return idle;
+  }
+
+  /** `v` as ps: a bigint from 0 to 2^53 (the cluster's clock is a double). */
+  private timeArg(v: unknown, what: string): number {
+    if (typeof v !== "bigint" || v < 0n || v > BigInt(Number.MAX_SAFE_INTEGER)) throw new RangeError(`${what} must be a bigint of ps from 0 to 2^53, got ${typeof v === "bigint" ? `${v}n` : String(v)}`);
+    return Number(v);
+  }
+
+  /** `d` as a device number, else a RangeError naming `what`. */
+  private deviceIndex(d: unknown, what: string): number {
+    if (!(Number.isInteger(d) && (d as number) >= 0 && (d as number) < this.contexts.length)) throw new RangeError(`${what} must be a device number from 0 to ${this.contexts.length - 1}, got ${String(d)}`);
+    return d as number;
+  }
 }

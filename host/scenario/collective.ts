@@ -10,10 +10,10 @@
 import type { Context } from "../verbs.js";
 import {
   allReduceRing, allReduceHalvingDoubling, allReduceTree, reduceScatterRing, allGatherRing, broadcastRing, allToAll,
-  bindProgram, executorsReady, graphDeviceConfig, runReference, importMsccl, parseMscclXml, type GraphProgram,
+  bindProgram, graphDeviceConfig, runReference, importMsccl, parseMscclXml, type GraphProgram,
 } from "../graph/index.js";
 import { executorElf } from "../generated/executor-elf.js";
-import { buildTopology, openCluster, type Cluster, type TopologyOf, type FabricOf, type ClusterSizeOf } from "./cluster.js";
+import { buildTopology, Cluster, startExecutor, type TopologyOf, type FabricOf, type ClusterSizeOf } from "./cluster.js";
 import { resolveConfig, ConfigError, HBM_MAX_BYTES } from "../config.js";
 import type { Fabric } from "../fabric/fabric.js";
 import type { ClusterRunner } from "../fabric/runner.js";
@@ -162,14 +162,13 @@ export function collectiveConfig(sc: CollectiveDevicesOf, need: Record<string, n
  */
 export async function bootCluster(coreModule: WebAssembly.Module, sc: CollectiveDevicesOf & FabricOf & Pick<Scenario, "untilPs">, need: Record<string, number>, opts: RunOptions): Promise<Cluster> {
   const elf = executorElf();
-  const cluster = await openCluster(coreModule, sc, {
+  const cluster = await Cluster.build(coreModule, sc, {
     configOf: (d) => collectiveConfig(sc, need, d), sizedBy: collectiveConfig(sc, need, 0),
-    prepare: (ctx) => ctx.device.start(ctx.device.loadElf(elf).entry),
+    prepare: (ctx) => startExecutor(ctx, elf),
   }, opts);
   opts.onBuilt?.(cluster);
   // the engines boot the executor and sleep, waiting for the doorbell (bindProgram refuses them before)
-  const { runner, contexts } = cluster;
-  while (!executorsReady(contexts) && runner.nowPs < sc.untilPs) runner.runTo(runner.nowPs + 10_000_000);
+  cluster.bootExecutors(sc.untilPs);
   return cluster;
 }
 

@@ -8,7 +8,7 @@
 import type { Context, Qp, Cq, Pd, Mr } from "../verbs.js";
 import { RandomStreams } from "../fabric/rng.js";
 import type { Scenario, Flow } from "./scenario.js";
-import { openCluster, type Cluster, type TopologyOf, type FabricOf, type ClusterSizeOf } from "./cluster.js";
+import { Cluster, type TopologyOf, type FabricOf, type ClusterSizeOf } from "./cluster.js";
 import { portTraffic } from "./collective.js";
 import { deviceCounts, percentiles } from "./counters.js";
 import type { FlowResult, ScenarioResult, PathSummary, RunOptions, RunObserver, Timeline } from "./result.js";
@@ -92,7 +92,7 @@ async function openTrafficCluster(coreModule: WebAssembly.Module, sc: FabricOf &
     ...(sc.fabric.mode === "timing" ? { txBodyBytes: 65536, rxBodyBytes: 65536 } : {}),
   });
   const maxQps = Math.max(4, ...sizes.qpsPerDevice), connections = Math.max(1, ...sizes.peersPerDevice);
-  const cluster = await openCluster(coreModule, sc, {
+  const cluster = await Cluster.build(coreModule, sc, {
     configOf: (d) => configOf(d, Math.max(4, sizes.qpsPerDevice[d]!), Math.max(1, sizes.peersPerDevice[d]!)),
     sizedBy: configOf(0, maxQps, connections),
   }, opts);

@@ -4,7 +4,7 @@
 // compile error. Each `@ts-expect-error` below fails the typecheck when its line compiles.
 import { runScenario, type ScenarioInput } from "../../host/scenario/run.js";
 import { Context } from "../../host/verbs.js";
-import { openDevice } from "../../host/index.js";
+import { openDevice, openCluster } from "../../host/index.js";
 
 declare const core: WebAssembly.Module;
 
@@ -34,4 +34,17 @@ export async function devices(): Promise<void> {
   await openDevice({ engnes: 2 });
   // @ts-expect-error misspelt config field (hbmBytes)
   await Context.open(core, { hbmbytes: 1 << 20 });
+}
+
+export async function clusters(): Promise<void> {
+  const cluster = await openCluster({ devices: { count: 2, config: { maxQps: 64 } }, transport: "metaroce", fabric: { mode: "timing", topology: { kind: "leaf-spine", planes: 2 } }, faults: [{ kind: "loss", random: 0.01 }] });
+  cluster.run(cluster.nowPs + 1000n);
+  // @ts-expect-error misspelt fabric field (mode)
+  await openCluster({ devices: { count: 2 }, fabric: { mdoe: "timing" } });
+  // @ts-expect-error a config field the cluster sets from the device's number
+  await openCluster({ devices: { count: 2, config: { deviceId: 1 } } });
+  // @ts-expect-error traffic is a scenario's, not a cluster's
+  await openCluster({ devices: { count: 2 }, traffic: { pattern: "pairs" } });
+  // @ts-expect-error a fault of a kind the schema does not have
+  await openCluster({ devices: { count: 2 }, faults: [{ kind: "flap", at: 0 }] });
 }
