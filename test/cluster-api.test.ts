@@ -165,6 +165,12 @@ describe("a cluster's input is checked in the scenario's words", () => {
     expect(() => p.cluster.connect({ device: 0, qp: p.qpA }, { device: 1, qp: qpB2 })).toThrow(new VerbsError("connect: a.qp: QP 0 of device 0 is in RTS, not RESET"));
     expect(p.b.qpState(qpB2)).toBe("RESET");
     expect(() => p.cluster.connect({ device: 2, qp: p.qpA }, { device: 1, qp: qpB2 })).toThrow(/^connect: a\.device must be a device number from 0 to 1, got 2$/);
+    // a bad option shows only at RTR: both QPs go back to RESET
+    const qpA2 = p.a.createQp(p.pdA, { sendCq: p.cqA, recvCq: p.cqA, maxSendWr: 1, maxRecvWr: 1 });
+    expect(() => p.cluster.connect({ device: 0, qp: qpA2 }, { device: 1, qp: qpB2 }, { portLane: -1 })).toThrow(/^modifyQp: QP 1: attr\.portLane must be an integer/);
+    expect([p.a.qpState(qpA2), p.b.qpState(qpB2)]).toEqual(["RESET", "RESET"]);
+    p.cluster.connect({ device: 0, qp: qpA2 }, { device: 1, qp: qpB2 });
+    expect([p.a.qpState(qpA2), p.b.qpState(qpB2)]).toEqual(["RTS", "RTS"]);
   });
 });
 

@@ -396,12 +396,19 @@ export class Cluster {
     });
     if (a.device === b.device && a.qp === b.qp) throw new VerbsError("connect: a and b are the same QP");
     const { portGroup, portLane } = options;
-    for (const state of ["INIT", "RTR", "RTS"] as const) {
-      for (const [k, { ctx, e }] of ends.entries()) {
-        const peer = ends[1 - k]!.e;
-        if (state === "RTR") ctx.modifyQp(e.qp, { state, destQpNum: peer.qp.qpn, destDevice: peer.device, ...(portGroup !== undefined ? { portGroup } : {}), ...(portLane !== undefined ? { portLane } : {}) });
-        else ctx.modifyQp(e.qp, { state });
+    try {
+      for (const state of ["INIT", "RTR", "RTS"] as const) {
+        for (const [k, { ctx, e }] of ends.entries()) {
+          const peer = ends[1 - k]!.e;
+          if (state === "RTR") ctx.modifyQp(e.qp, { state, destQpNum: peer.qp.qpn, destDevice: peer.device, ...(portGroup !== undefined ? { portGroup } : {}), ...(portLane !== undefined ? { portLane } : {}) });
+          else ctx.modifyQp(e.qp, { state });
+        }
       }
+    } catch (err) {
+      // a bad option (a port group with no ports, a lane out of range) is found at RTR: both back
+      // to RESET, where they were, with nothing posted
+      for (const { ctx, e } of ends) ctx.modifyQp(e.qp, { state: "RESET" });
+      throw err;
     }
     this.pairs.push({ a: { ...a }, b: { ...b } });
   }
