@@ -196,6 +196,14 @@ export interface DevicePlan {
   prepare?(ctx: Context): void;
 }
 
+/** What a scenario's words set in device `d`'s config: its number, the seed, timing mode (fabric.mode), the transport and the MetaRoCE-like congestion controller (devices.congestionControl). */
+export function configFromWords(sc: Pick<Scenario, "seed" | "transport"> & { devices: Pick<Scenario["devices"], "congestionControl">; fabric: Pick<Scenario["fabric"], "mode"> }, d: number): Record<string, number> {
+  return {
+    deviceId: d, seed: sc.seed, timingMode: sc.fabric.mode === "timing" ? 1 : 0,
+    transport: sc.transport === "metaroce" ? 1 : 0, mrtCc: sc.devices.congestionControl === "nscc" ? 1 : 0,
+  };
+}
+
 /** Loads the graph executor (firmware/graph/executor.c, the firmware collectives run on) into `ctx`'s device and starts its engines. */
 export function startExecutor(ctx: Context, elf = executorElf()): void {
   ctx.device.start(ctx.device.loadElf(elf).entry);
@@ -333,11 +341,7 @@ export class Cluster {
     const timing = sc.fabric.mode === "timing";
     // what the scenario sets from its words; in timing mode frames carry no payload, so the
     // devices' frame bodies are small unless the program says
-    const configOf = (d: number) => ({
-      engines: 1, ...(timing ? { txBodyBytes: 65536, rxBodyBytes: 65536 } : {}), ...sc.devices.config,
-      deviceId: d, seed: sc.seed, timingMode: timing ? 1 : 0,
-      transport: sc.transport === "metaroce" ? 1 : 0, mrtCc: sc.devices.congestionControl === "nscc" ? 1 : 0,
-    });
+    const configOf = (d: number) => ({ engines: 1, ...(timing ? { txBodyBytes: 65536, rxBodyBytes: 65536 } : {}), ...sc.devices.config, ...configFromWords(sc, d) });
     const elf = sc.executor ? executorElf() : null;
     const cluster = await Cluster.build(coreModule, sc, { configOf, sizedBy: configOf(0), ...(elf ? { prepare: (ctx: Context) => startExecutor(ctx, elf) } : {}) }, options);
     if (elf && cluster.bootExecutors(EXECUTOR_BOOT_PS) !== "done")

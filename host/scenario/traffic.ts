@@ -8,7 +8,7 @@
 import type { Context, Qp, Cq, Pd, Mr } from "../verbs.js";
 import { RandomStreams } from "../fabric/rng.js";
 import type { Scenario, Flow } from "./scenario.js";
-import { Cluster, type TopologyOf, type FabricOf, type ClusterSizeOf } from "./cluster.js";
+import { Cluster, configFromWords, type TopologyOf, type FabricOf, type ClusterSizeOf } from "./cluster.js";
 import { portTraffic } from "./collective.js";
 import { deviceCounts, percentiles } from "./counters.js";
 import type { FlowResult, ScenarioResult, PathSummary, RunOptions, RunObserver, Timeline } from "./result.js";
@@ -85,10 +85,7 @@ export function trafficSizes(n: number, flows: readonly Flow[], messageBytes: nu
  */
 async function openTrafficCluster(coreModule: WebAssembly.Module, sc: FabricOf & ClusterSizeOf & Pick<Scenario, "devices" | "transport">, sizes: TrafficSizes, opts: RunOptions): Promise<Cluster> {
   const configOf = (d: number, qps: number, conns: number) => ({
-    engines: 1, ...sc.devices.config, deviceId: d, seed: sc.seed, maxQps: qps, maxCqs: 4,
-    timingMode: sc.fabric.mode === "timing" ? 1 : 0,
-    transport: sc.transport === "metaroce" ? 1 : 0, mrtConnections: conns, mrtCc: sc.devices.congestionControl === "nscc" ? 1 : 0,
-    hbmBytes: sizes.hbmBytes,
+    engines: 1, ...sc.devices.config, ...configFromWords(sc, d), maxQps: qps, maxCqs: 4, mrtConnections: conns, hbmBytes: sizes.hbmBytes,
     ...(sc.fabric.mode === "timing" ? { txBodyBytes: 65536, rxBodyBytes: 65536 } : {}),
   });
   const maxQps = Math.max(4, ...sizes.qpsPerDevice), connections = Math.max(1, ...sizes.peersPerDevice);
