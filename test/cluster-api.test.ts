@@ -134,7 +134,7 @@ describe("a cluster's time", () => {
 
 describe("a cluster's input is checked in the scenario's words", () => {
   it.each([
-    [{ devices: { count: 2 }, fabric: { mdoe: "timing" } }, /^cluster\.fabric\.mdoe: unknown field \(known: mode, topology/],
+    [{ devices: { count: 2 }, fabric: { mdoe: "timing" } }, /^cluster\.fabric\.mdoe: unknown field \(did you mean mode\? known: mode, topology/],
     [{ devices: { count: 2 }, transport: "roce" }, /^cluster\.transport: must be one of rocev2, metaroce, got "roce"$/],
     [{ devices: { count: 2, config: { deviceId: 3 } } }, /^cluster\.devices\.config\.deviceId: is set by the cluster, not by devices\.config$/],
     [{ devices: { count: 2, config: { enignes: 2 } } }, /^cluster\.devices\.config\.enignes: unknown field/],
