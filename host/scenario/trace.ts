@@ -76,13 +76,7 @@ export class ScenarioTracer implements RunObserver {
     const senders = [...new Set(run.flows.map((f) => f.src))].sort((a, b) => a - b);
     for (const d of senders) meta(devicePid(d), `device ${d}`);
     this.pathDevices = run.transport === "metaroce" ? senders : [];
-    // a switch's output queue: the channel of a link that starts at a switch
-    const t = run.fabric.topology;
-    t.links.forEach((L, l) => {
-      const a = L.aSwitch >= 0 ? t.switches[L.aSwitch]!.name : `dev${L.device}.port${L.port}`, b = t.switches[L.bSwitch]!.name;
-      if (L.aSwitch >= 0) this.queueChannels.push({ c: 2 * l, name: `${a} → ${b}` });
-      this.queueChannels.push({ c: 2 * l + 1, name: `${b} → ${a}` });
-    });
+    this.queueChannels = queueNames(run);
   }
 
   posted(flow: number, wrId: number, atPs: number): void {
@@ -173,4 +167,15 @@ export class ScenarioTracer implements RunObserver {
   private emit(e: ScenarioTraceEvent, atPs: number): void {
     this.writer.add(e, atPs);
   }
+}
+
+/** Every switch output queue of the run's fabric (the channel of a link leaving a switch), named `<from> → <to>`: the trace's `queue <name> KB` counters, the CSV's queues. */
+export function queueNames(run: Pick<BuiltRun, "fabric">): { c: number; name: string }[] {
+  const t = run.fabric.topology, out: { c: number; name: string }[] = [];
+  t.links.forEach((L, l) => {
+    const a = L.aSwitch >= 0 ? t.switches[L.aSwitch]!.name : `dev${L.device}.port${L.port}`, b = t.switches[L.bSwitch]!.name;
+    if (L.aSwitch >= 0) out.push({ c: 2 * l, name: `${a} → ${b}` });
+    out.push({ c: 2 * l + 1, name: `${b} → ${a}` });
+  });
+  return out;
 }
