@@ -14,6 +14,7 @@ export {
 } from "./verbs.js";
 export {
   runScenario, type ScenarioResult, type FlowResult, type RunOptions, type RunEnd, type Timeline, type MessageCounts, type Percentiles, type PathSummary, type MetaroceCounts, type FabricCounts, type PortCounts,
+  type CsvOptions, type CsvFile, type CsvSink,
 } from "./scenario/run.js";
 export type { RetransmitCauses } from "./scenario/counters.js";
 export {

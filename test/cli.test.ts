@@ -130,7 +130,7 @@ describe("menic: help, version, usage errors", () => {
       [["fw", "test", "firmware/tests/unit", "--until", "5"], "menic: --until 5: a time needs a unit: ps, ns, us, ms or s (e.g. 5ns)" + hint("fw test ")],
       [["fw", "build", "x.c"], "menic: fw build needs -o <out.elf>" + hint("fw build ")],
       [["run", "examples/scenarios/roce-pair.json", "--until", "20"], "menic: --until 20: a time needs a unit: ps, ns, us, ms or s (e.g. 20ns)" + hint("run ")],
-      [["run", "examples/scenarios/roce-pair.json", "--trace-interval", "1us"], "menic: --trace-interval needs --trace" + hint("run ")],
+      [["run", "examples/scenarios/roce-pair.json", "--trace-interval", "1us"], "menic: --trace-interval needs --trace or --csv" + hint("run ")],
     ];
     for (const [args, stderr] of cases) {
       const r = menic(...args);

@@ -96,7 +96,7 @@ describe("menic run --trace", () => {
   it("refuses a bad interval, or one without --trace, before running", () => {
     const a = spawnSync("node", ["bin/menic.js", "run", "examples/scenarios/dcqcn-converge.json", "--trace-interval", "5us"], { encoding: "utf8" });
     expect(a.status).toBe(2);
-    expect(a.stderr).toMatch(/^menic: --trace-interval needs --trace\n/);
+    expect(a.stderr).toMatch(/^menic: --trace-interval needs --trace or --csv\n/);
     const b = spawnSync("node", ["bin/menic.js", "run", "examples/scenarios/dcqcn-converge.json", "--trace", join(tmp, "u.json"), "--trace-interval", "0.5ps"], { encoding: "utf8" });
     expect(b.status).toBe(2);
     expect(b.stderr).toMatch(/^menic: --trace-interval 0\.5ps: time 0\.5ps is finer than 1 ps\n/);

@@ -44,8 +44,10 @@ export class UsageError extends Error {
  * - int: a whole number within [min, max]
  * - bytes: a size, bytes or with a unit (`64KB`, `256MiB`, `1.5GB`), within [min, max]; a number
  * - out: a file the command writes, checked writable before anything runs
+ * - outdir: a directory the command writes files into (made when it first writes, if missing),
+ *   checked before anything runs
  */
-export type OptionKind = "flag" | "string" | "strings" | "time" | "int" | "bytes" | "out";
+export type OptionKind = "flag" | "string" | "strings" | "time" | "int" | "bytes" | "out" | "outdir";
 
 export interface OptionSpec<K extends OptionKind = OptionKind> {
   kind: K;
@@ -176,6 +178,7 @@ function optionValue(o: OptionSpec, text: string): unknown {
       return n;
     }
     case "out": checkWritable(text); return text;
+    case "outdir": checkWritableDir(text); return text;
     default:
       if (o.choices && !o.choices.includes(text)) throw new Error(`must be one of ${o.choices.join(", ")}`);
       return text;
@@ -214,6 +217,19 @@ export function checkWritable(path: string): void {
   if (!existsSync(dir)) throw new Error(`directory ${dir} does not exist`);
   if (!statSync(dir).isDirectory()) throw new Error(`${dir} is not a directory`);
   try { accessSync(dir, constants.W_OK | constants.X_OK); } catch { throw new Error(`directory ${dir} is not writable`); }
+}
+
+/**
+ * Throws unless files can be written in directory `path`: an existing writable directory, or a
+ * new one in an existing writable directory (made when the command first writes, so a run refused
+ * later leaves nothing behind).
+ */
+export function checkWritableDir(path: string): void {
+  if (path === "") throw new Error("an empty path");
+  const full = resolve(path);
+  if (!existsSync(full)) return checkWritable(full);
+  if (!statSync(full).isDirectory()) throw new Error("is not a directory");
+  try { accessSync(full, constants.W_OK | constants.X_OK); } catch { throw new Error("is not writable"); }
 }
 
 /** The command's help: usage line, what it does, every option with its default, notes. */

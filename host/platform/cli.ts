@@ -5,7 +5,7 @@
 // terminal. Exit statuses are cli-support's EXIT: 0 ok, 1 the run failed, 2 bad usage or
 // input, 130 stopped by Ctrl-C.
 
-import { readFileSync, writeFileSync, openSync, writeSync, readSync, closeSync, readdirSync, statSync, fstatSync, constants, type Stats } from "node:fs";
+import { readFileSync, writeFileSync, mkdirSync, openSync, writeSync, readSync, closeSync, readdirSync, statSync, fstatSync, constants, type Stats } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { runFirmware, type FwRunResult, type FwRunOptions } from "../fw/run.js";
 import { runFirmwareListening } from "./gdb-server.js";
@@ -17,7 +17,7 @@ import { ConfigError } from "../config.js";
 import { ElfError } from "../elf.js";
 import { buildFirmware, OPT_LEVELS, type OptLevel } from "../fw/build.js";
 import { runFirmwareTests, toTap, toJunit, failed, type FwTestSuite } from "../fw/test.js";
-import { runScenario, checkScenario, type ScenarioResult, type RunEnd, type ScenarioInput } from "../scenario/run.js";
+import { runScenario, checkScenario, type ScenarioResult, type RunEnd, type ScenarioInput, type CsvFile } from "../scenario/run.js";
 import { TIMELINE_MIN_PS } from "../scenario/result.js";
 import { MEMORY_BOUND_BYTES } from "../scenario/cluster.js";
 import { resolveScenario, inlineGraphFiles, type Scenario } from "../scenario/scenario.js";
@@ -55,7 +55,8 @@ completed to measure it is null in --json and "—" in the table.`,
     json: { kind: "flag", help: "print the result as one JSON object on stdout, nothing else", default: "(off: a results table)" },
     pcap: { kind: "out", value: "<out.pcapng>", help: "write every frame at every device port (pcapng, Wireshark)", default: "(no capture)" },
     trace: { kind: "out", value: "<out.json>", help: "write a Perfetto trace: per-flow rates, switch queues, message slices", default: "(no trace)" },
-    "trace-interval": { kind: "time", value: "<time>", help: "how often --trace samples rates and queues (at least 1ns)", default: "(1us)" },
+    csv: { kind: "outdir", value: "<dir>", help: "write the run's series as tidy CSV files in <dir>: flows.csv (rates), queues.csv, paths.csv, counters.csv (docs/csv.md)", default: "(no CSV)" },
+    "trace-interval": { kind: "time", value: "<time>", help: "how often --trace and --csv sample rates, queues, paths and counters (at least 1ns)", default: "(1us)" },
     "trace-max-bytes": {
       kind: "bytes", value: "<size>", min: 0, help: `bound --trace's file (64MB, 1GiB, at least ${TRACE_MAX_BYTES_MIN}; 0: none): past it the trace stops, says where, and the run goes on`,
       default: `(${TRACE_MAX_BYTES_DEFAULT / 2 ** 20}MiB)`,
@@ -68,7 +69,7 @@ completed to measure it is null in --json and "—" in the table.`,
   notes: `${TIMES}.
 input files (the scenario, a collective's graph.file): regular files of at most ${INPUT_MAX_MIB} MiB.
 exit status: 0 every message completed; 1 one failed, time ran out or the run stalled (work left,
-nothing to happen), or --pcap's or --trace's file could not be written (a full disk: the results
+nothing to happen), or --pcap's, --trace's or --csv's files could not be written (a full disk: the results
 are printed first); 2 bad usage or input;
 130 stopped by Ctrl-C (it still prints and writes what was reached). A sweep exits 1 when one of
 its runs failed, ran out of time or stalled, 0 with --allow-failures (and a run alone too).`,
@@ -412,6 +413,7 @@ async function scenarioRun(args: string[]): Promise<number> {
   if (positionals.length !== 1) throw new UsageError("run needs exactly one scenario file (- reads it from stdin)", RUN.name);
   let scenario: Record<string, unknown>;
   let traceOptions: { intervalPs?: number; maxBytes: number } | null;
+  let intervalOption: { intervalPs?: number } = {};
   const timelineOption = values.timeline !== undefined ? { timelinePs: Number(values.timeline) } : {};
   const limits = { maxRuns: values["max-runs"], maxMemoryBytes: values["max-memory"]! * 2 ** 30 };
   try {
@@ -435,16 +437,19 @@ async function scenarioRun(args: string[]): Promise<number> {
     };
     if (scenario.sweep === undefined) check(scenario);
     else {
-      if (values.pcap || values.trace) throw new UsageError(`${values.pcap ? "--pcap" : "--trace"} is for one run, not a sweep (--set sweep=null runs the scenario once)`, RUN.name);
+      const one = values.pcap ? "--pcap" : values.trace ? "--trace" : values.csv ? "--csv" : null;
+      if (one) throw new UsageError(`${one} is for one run, not a sweep (--set sweep=null runs the scenario once)`, RUN.name);
       // every combination checked before the first runs
       checkSweep(expandSweep(scenario, limits), (c) => check(c.scenario));
     }
-    for (const o of ["trace-interval", "trace-max-bytes"] as const) if (values[o] !== undefined && !values.trace) throw new UsageError(`--${o} needs --trace`, RUN.name);
+    if (values["trace-interval"] !== undefined && !values.trace && !values.csv) throw new UsageError("--trace-interval needs --trace or --csv", RUN.name);
+    if (values["trace-max-bytes"] !== undefined && !values.trace) throw new UsageError("--trace-max-bytes needs --trace", RUN.name);
     const interval = values["trace-interval"];
     if (interval !== undefined && interval < 1000n) throw new UsageError(`--trace-interval must be at least 1ns, got ${formatTime(interval)}`, RUN.name);
     const max = values["trace-max-bytes"];
     if (max !== undefined && max !== 0 && max < TRACE_MAX_BYTES_MIN) throw new UsageError(`--trace-max-bytes must be at least ${TRACE_MAX_BYTES_MIN} (or 0: no bound), got ${max}`, RUN.name);
-    traceOptions = values.trace ? { ...(interval !== undefined ? { intervalPs: Number(interval) } : {}), maxBytes: max === 0 ? Infinity : max ?? TRACE_MAX_BYTES_DEFAULT } : null;
+    intervalOption = interval !== undefined ? { intervalPs: Number(interval) } : {};
+    traceOptions = values.trace ? { ...intervalOption, maxBytes: max === 0 ? Infinity : max ?? TRACE_MAX_BYTES_DEFAULT } : null;
   } catch (e) {
     return refuse(e);
   }
@@ -499,6 +504,7 @@ async function scenarioRun(args: string[]): Promise<number> {
   let pcapFile: OutputFile | null = null, traceFile: OutputFile | null = null;
   let capture: ClusterCapture | null = null;
   let tracer: ScenarioTracer | null = null;
+  const csv = values.csv ? csvFiles(values.csv) : null;
   let r: ScenarioResult;
   try {
     if (values.pcap) {
@@ -514,6 +520,7 @@ async function scenarioRun(args: string[]): Promise<number> {
       ...timelineOption,
       onBuilt: (c) => { onBuilt(c); capture?.attach(c.endpoints); },
       ...(tracer ? { observer: tracer } : {}),
+      ...(csv ? { csv: { ...intervalOption, open: csv.open } } : {}),
       onProgress: (nowPs, done, total) => {
         capture?.flush(nowPs);
         progress.update(sample(nowPs, untilPs, done, total, counts(sc)));
@@ -529,6 +536,7 @@ async function scenarioRun(args: string[]): Promise<number> {
     tracer?.close();
     pcapFile?.close();
     traceFile?.close();
+    csv?.close();
   }
   if (capture && pcapFile?.error === null) console.error(`menic: wrote ${values.pcap} (${capture.written} frames)`);
   if (tracer && traceFile?.error === null) {
@@ -539,9 +547,34 @@ async function scenarioRun(args: string[]): Promise<number> {
         "(--trace-max-bytes raises it; a longer --trace-interval writes fewer samples); the results cover the whole run");
     }
   }
+  if (csv && csv.files.every((f) => f.out.error === null) && csv.files.length) {
+    console.error(`menic: wrote ${values.csv}: ${csv.files.map((f) => `${f.name} (${f.rows} rows)`).join(", ")}`);
+  }
   if (values.json) console.log(JSON.stringify(r));
   else process.stdout.write(formatResult(r));
-  return withOutputs([pcapFile, traceFile], exitOf(r.ended));
+  return withOutputs([pcapFile, traceFile, ...(csv?.files.map((f) => f.out) ?? [])], exitOf(r.ended));
+}
+
+/**
+ * The files of `--csv <dir>`: each opened when the run asks for it (RunOptions.csv), the
+ * directory made then if missing; a failure to make it or write a file is kept with the file,
+ * said after the results. Counts each file's rows (lines after the header).
+ */
+function csvFiles(dir: string) {
+  const files: { name: CsvFile; out: OutputFile; rows: number }[] = [];
+  return {
+    files,
+    open: (name: CsvFile) => {
+      const f = { name, out: new OutputFile("--csv", join(dir, name)), rows: -1 };
+      files.push(f);
+      try { mkdirSync(dir, { recursive: true }); } catch (e) { f.out.error = describeFsError(e); }
+      return (text: string) => {
+        f.out.write(text);
+        for (let at = text.indexOf("\n"); at >= 0; at = text.indexOf("\n", at + 1)) f.rows++;
+      };
+    },
+    close: () => { for (const f of files) f.out.close(); },
+  };
 }
 
 /** After the results: says which output file could not be written; a run that was fine then exits 1. */

@@ -239,18 +239,49 @@ export interface CollectiveReport {
   error?: string;
 }
 
-/** The built run as an observer sees it: the fabric and the flows, in the order of `trafficFlows`. */
+/**
+ * The built run as an observer sees it: the fabric and the flows, in the order of
+ * `trafficFlows`. A collective's flows are the ordered pairs of devices its programs talk
+ * between, each the queue pairs bound between them (host/scenario/collective-observe.ts).
+ */
 export interface BuiltRun {
   fabric: Fabric;
   /** the devices, by device number */
   devices: readonly Device[];
   transport: "rocev2" | "metaroce";
+  /** messages each flow posts (a collective's flows: 0, its engines post them) */
   messagesPerFlow: number;
   /** per flow: its DCQCN rate now, and the payload bytes its sender has sent (retransmissions included) and its receiver has placed in order */
-  flows: readonly { src: number; dst: number; messageBytes: number; rateGbps(): number; sentBytes(): number; placedBytes(): number }[];
+  flows: readonly ObservedFlow[];
+  /** arrivals the cluster runner could not stage in a window so far (the result's deviceDrops.rx_stage_full) */
+  stageDrops(): number;
+  /**
+   * A `collective` scenario: each of its sizes runs on a cluster of its own, whose time starts at
+   * 0 again; which size this cluster runs (`index` in collective.sizes, its `bytes`, the program's
+   * `name`). Absent: the run's one cluster (a traffic scenario, a sequence of `collectives`).
+   */
+  size?: { index: number; bytes: number; name: string };
 }
 
-/** Watches a run as it goes (a trace): every message posted and completed, and time passing. */
+/** A flow as an observer reads it ({@link BuiltRun.flows}). */
+export interface ObservedFlow {
+  src: number;
+  dst: number;
+  messageBytes: number;
+  /** how a trace names its counters (default `flow <index>`) */
+  name?: string;
+  /** DCQCN's rate now, Gb/s (a collective's flow: the lowest of its queue pairs') */
+  rateGbps(): number;
+  sentBytes(): number;
+  placedBytes(): number;
+}
+
+/**
+ * Watches a run as it goes (a trace): every message posted and completed, and time passing.
+ * `begin` comes once per cluster: once in a traffic run or a sequence of `collectives`, once per
+ * size in a `collective` scenario (BuiltRun.size); `sample` as its time passes, at least every
+ * `intervalPs` (a collective's runner stops at each multiple of it).
+ */
 export interface RunObserver {
   /** sample wants to be called at least this often, ps of simulated time */
   readonly intervalPs: number;
@@ -311,6 +342,27 @@ export interface RunOptions {
    * collective scenario has no timeline and refuses one (RangeError).
    */
   timelinePs?: number;
+  /**
+   * Record the run's flows, queues, MetaRoCE-like paths and counters as tidy CSV files as it
+   * goes, one row per sample (`menic run --csv <dir>`; docs/csv.md says every column). The run
+   * stops at each sample, as for a trace: nothing in the result changes but a stalled traffic
+   * run's `endPs` (the end of the stretch after which it was found stalled).
+   */
+  csv?: CsvOptions;
+}
+
+/** One of the files a CSV recording writes ({@link RunOptions.csv}; docs/csv.md). */
+export type CsvFile = "flows.csv" | "queues.csv" | "paths.csv" | "counters.csv";
+
+/** Receives one CSV file's text, in order (a file's writes, an array's pushes). */
+export type CsvSink = (text: string) => void;
+
+/** Where a CSV recording goes and how often it samples ({@link RunOptions.csv}). */
+export interface CsvOptions {
+  /** Opens a file and gives the sink its text goes to; called once per file, when the run's first cluster is built. */
+  open: (file: CsvFile) => CsvSink;
+  /** How often a row is taken, ps of simulated time (a whole number, at least 1000: 1 ns); default 1 us, as the trace's. */
+  intervalPs?: number;
 }
 
 /** The shortest interval of a timeline (RunOptions.timelinePs, `menic run --timeline`): 1 ns. */

@@ -9,10 +9,12 @@ import { runCollectiveScenario } from "./collective.js";
 import { runCollectiveSequence } from "./sequence.js";
 import { runTrafficScenario } from "./traffic.js";
 import { TIMELINE_MIN_PS, type ScenarioResult, type RunOptions } from "./result.js";
+import { CsvRecorder } from "./csv.js";
+import { Observers } from "./observers.js";
 
 // what a run takes and gives is result.ts's; these names have always been importable from here
 export { DEVICE_DROP_COUNTERS, METAROCE_COUNTERS, type MetaroceCounts } from "./counters.js";
-export type { FlowResult, RunEnd, ScenarioResult, PortCounts, FabricCounts, MessageCounts, PathSummary, BuiltRun, RunObserver, GraphTrace, RunOptions, CollectiveRow, CollectiveReport, Timeline } from "./result.js";
+export type { FlowResult, RunEnd, ScenarioResult, PortCounts, FabricCounts, MessageCounts, PathSummary, BuiltRun, ObservedFlow, RunObserver, GraphTrace, RunOptions, CollectiveRow, CollectiveReport, Timeline, CsvOptions, CsvFile, CsvSink } from "./result.js";
 export type { Percentiles } from "./counters.js";
 export { trafficFlows } from "./traffic.js";
 export type { ScenarioInput } from "./scenario.js";
@@ -44,7 +46,15 @@ export async function runScenario(coreModule: WebAssembly.Module, input: Scenari
     if (!(Number.isSafeInteger(opts.timelinePs) && opts.timelinePs >= TIMELINE_MIN_PS)) throw new RangeError(`timelinePs must be an integer number of ps, at least ${TIMELINE_MIN_PS} (1 ns), got ${opts.timelinePs}`);
     if (sc.collective || sc.collectives) throw new RangeError("timelinePs: a timeline samples a traffic scenario's bytes placed; this scenario runs a collective");
   }
-  if (sc.collective) return runCollectiveScenario(coreModule, sc, opts);
-  if (sc.collectives) return runCollectiveSequence(coreModule, sc, opts);
-  return runTrafficScenario(coreModule, sc, opts);
+  // a CSV recording is one more observer of the run
+  const csv = opts.csv ? new CsvRecorder(opts.csv) : null;
+  const observer = csv && opts.observer ? new Observers([opts.observer, csv]) : csv ?? opts.observer;
+  const o: RunOptions = { ...opts, ...(observer ? { observer } : {}) };
+  try {
+    if (sc.collective) return await runCollectiveScenario(coreModule, sc, o);
+    if (sc.collectives) return await runCollectiveSequence(coreModule, sc, o);
+    return await runTrafficScenario(coreModule, sc, o);
+  } finally {
+    csv?.close();
+  }
 }

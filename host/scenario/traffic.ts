@@ -247,7 +247,7 @@ export async function runTrafficScenario(coreModule: WebAssembly.Module, sc: Sce
   const timeline = opts.timelinePs === undefined ? null : new TimelineRecorder(Math.ceil(opts.timelinePs / W) * W);
   const observer = timeline && opts.observer ? new Observers([opts.observer, timeline]) : timeline ?? opts.observer;
   observer?.begin({
-    fabric: built.fabric, messagesPerFlow: t.messages, devices: built.contexts.map((c) => c.device), transport: sc.transport,
+    fabric: built.fabric, messagesPerFlow: t.messages, devices: built.contexts.map((c) => c.device), transport: sc.transport, stageDrops: () => built.runner.stageDrops(),
     flows: state.map((f) => ({
       src: f.spec.src, dst: f.spec.dst, messageBytes: t.messageBytes,
       rateGbps: () => f.ctx.qpRateGbps(f.qp), sentBytes: () => f.ctx.qpBytes(f.qp).tx, placedBytes: () => f.rx.ctx.qpBytes(f.rx.qp).rx,
