@@ -6,13 +6,16 @@ import { join } from "node:path";
 import { runScenario, type ScenarioResult, type CsvFile } from "../host/scenario/run.js";
 import { CSV_FILES, CSV_HEADERS } from "../host/scenario/csv.js";
 import { ScenarioTracer, type ScenarioTraceEvent } from "../host/scenario/trace.js";
+import { compileCollective, stripePorts } from "../host/scenario/collective.js";
+import { resolveScenario } from "../host/scenario/scenario.js";
 import type { Fabric } from "../host/fabric/fabric.js";
 import { coreModule } from "../host/platform/node.js";
 import { traceSink } from "./helpers/trace-read.js";
 import { goldenRun } from "./helpers/golden.js";
 
 // `menic run --csv <dir>` (RunOptions.csv, host/scenario/csv.ts): a run's series as tidy CSV
-// files (issue 29 §4).
+// files, and (issue 29 §4) a collective's trace and CSV carrying the fabric on the engines'
+// timeline (host/scenario/collective-observe.ts).
 
 const load = (name: string) => JSON.parse(readFileSync(`examples/scenarios/${name}.json`, "utf8"));
 const tmp = mkdtempSync(join(tmpdir(), "menic-csv-"));
@@ -161,6 +164,88 @@ describe("RunOptions.csv on examples/scenarios/metaroce-plane-failure.json (a pl
     const drops = series.get("fabric.drops.link_down")!;
     expect(drops.find((x) => x.v > 0)!.t).toBeGreaterThanOrEqual(100_000_000);
     expect(drops.filter((x) => x.t < 100_000_000).every((x) => x.v === 0)).toBe(true);
+  });
+});
+
+// WAS (issue 29 §4): a collective's trace held only its engines' slices (its runner never
+// called the observer: no begin, no sample), and --csv had nothing of it
+describe("a collective's fabric on its engines' timeline: examples/scenarios/alltoall-planes.json traced and recorded at 200 ns", () => {
+  const file = "alltoall-planes";
+  let r: ScenarioResult, events: ScenarioTraceEvent[], text: Map<CsvFile, string>;
+  /** per size, each queue's peak in its fabric's own counters */
+  const peaks: Map<string, number>[] = [];
+  beforeAll(async () => {
+    const out = traceSink(), s = csvSinks();
+    const tracer = new ScenarioTracer(out.sink, { intervalPs: 200_000 });
+    const fabrics: Fabric[] = [];
+    r = await runScenario(coreModule(), load(file), { observer: tracer, csv: { open: s.open, intervalPs: 200_000 }, onBuilt: (c) => { fabrics.push(c.fabric); } });
+    tracer.close();
+    events = out.read().traceEvents;
+    text = s.text;
+    for (const f of fabrics) peaks.push(new Map(f.stats().links.flatMap((l) => [[`${l.ab.from} → ${l.ab.to}`, l.ab.queuePeakBytes], [`${l.ba.from} → ${l.ba.to}`, l.ba.queuePeakBytes]] as [string, number][])));
+  });
+
+  it("does not change the run: the result is the golden one", () => {
+    expect(r).toEqual(goldenRun(file));
+  });
+
+  it("the trace: each size's queues in a fabric process of its own, within that size's run, some non-zero; rates per pair of devices beside the engines", () => {
+    const sizes = load(file).collective.sizes as number[];
+    for (const k of sizes.keys()) {
+      const graph = events.filter((e) => e.cat === "graph" && e.ph === "X" && e.pid >= 1000 * (k + 1) && e.pid < 1000 * (k + 2));
+      expect(graph.length).toBeGreaterThan(0);
+      const start = Math.min(...graph.map((e) => e.ts!)), end = Math.max(...graph.map((e) => e.ts! + e.dur!));
+      const fabricPid = 1000 * (k + 1) + 8;
+      const name = events.find((e) => e.ph === "M" && e.pid === fabricPid && e.name === "process_name")!;
+      expect((name.args as { name: string }).name).toMatch(/: fabric$/);
+      const queues = events.filter((e) => e.ph === "C" && e.pid === fabricPid && e.name.startsWith("queue "));
+      expect(queues.length, `size ${k}`).toBeGreaterThan(8);
+      expect(queues.some((e) => (e.args as { value: number }).value > 0)).toBe(true);
+      for (const e of queues) {
+        expect(e.ts!).toBeGreaterThanOrEqual(start);
+        expect(e.ts!).toBeLessThanOrEqual(end + 0.2);
+      }
+      // device 0's rate to device 1, in device 0's process of this size, non-zero while it ran
+      const g = events.filter((e) => e.ph === "C" && e.pid === 1000 * (k + 1) && e.name === "to 1 goodput Gb/s");
+      expect(Math.max(...g.map((e) => (e.args as { value: number }).value))).toBeGreaterThan(1);
+    }
+    // 8 devices x 7 peers x 8 paths: more than PATH_TRACKS_MAX, so no path counters in the trace (the CSV has them)
+    expect(events.some((e) => e.ph === "C" && e.name.includes(" path "))).toBe(false);
+    expect(records(text.get("paths.csv")!).filter((p) => p.device === "0" && p.peer === "1" && p.size_bytes === "16384").length).toBeGreaterThan(8);
+  });
+
+  it("queues.csv: per size, the queues that held bytes, none sampled above its peak in that size's fabric", () => {
+    const sizes = load(file).collective.sizes as number[];
+    expect(peaks.length).toBe(sizes.length);
+    sizes.forEach((size, k) => {
+      const max = new Map<string, number>();
+      for (const x of records(text.get("queues.csv")!).filter((x) => x.size_bytes === String(size))) max.set(x.queue!, Math.max(max.get(x.queue!) ?? 0, Number(x.depth_bytes)));
+      expect(max.size).toBeGreaterThan(0);
+      for (const [name, m] of max) {
+        expect(m, name).toBeGreaterThan(0);
+        expect(m, name).toBeLessThanOrEqual(peaks[k]!.get(name)!);
+      }
+    });
+  });
+
+  it("flows.csv: per size and pair of devices, the bytes placed are what the program's writes and sends move between them", () => {
+    const sc = resolveScenario(load(file));
+    const flows = records(text.get("flows.csv")!);
+    for (const size of sc.collective!.sizes) {
+      const p = compileCollective(sc.collective!, sc.devices.count, size, stripePorts(sc)[0]);
+      const moved = new Map<string, number>();
+      p.ranks.forEach((rank, d) => { for (const n of rank.nodes) if (n.op === "write" || n.op === "send") moved.set(`${d}>${n.peer}`, (moved.get(`${d}>${n.peer}`) ?? 0) + n.bytes); });
+      const mine = flows.filter((x) => x.size_bytes === String(size));
+      const placed = new Map<string, number>();
+      for (const x of mine) placed.set(`${x.src}>${x.dst}`, (placed.get(`${x.src}>${x.dst}`) ?? 0) + (Number(x.goodput_gbps) * Number(x.interval_ps)) / 8000);
+      expect(placed.size).toBe(8 * 7);
+      for (const [pair, bytes] of moved) expect(placed.get(pair), `size ${size}, ${pair}`).toBeCloseTo(bytes, 3);
+    }
+    // each size's counters end at its own cluster's: the result sums them over the sizes
+    const last = new Map<string, number>();
+    for (const x of records(text.get("counters.csv")!)) last.set(`${x.size_bytes}/${x.counter}`, Number(x.value));
+    const hops = sc.collective!.sizes.reduce((s, size) => s + last.get(`${size}/fabric.hops`)!, 0);
+    expect(hops).toBe(r.fabric.hops);
   });
 });
 

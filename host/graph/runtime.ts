@@ -58,6 +58,18 @@ export interface NodeSpan {
   doneCycles: number;
 }
 
+/** A queue pair a program bound to another device ({@link GraphRun.queuePairs}): its engine, peer and stream. */
+export interface RemoteQp {
+  /** The engine whose nodes use it. */
+  engine: number;
+  /** The device at its other end. */
+  peer: number;
+  /** The stream (of that engine and peer) it carries. */
+  stream: number;
+  /** The queue pair. */
+  qp: Qp;
+}
+
 /** Where a bound program's run is ({@link GraphRun.poll}): running, done on every device, or failed at a node. */
 export type RunState =
   | {
@@ -125,7 +137,13 @@ export class GraphRun {
     /** The program. */
     readonly program: GraphProgram,
     private readonly runs: DeviceRun[],
+    private readonly remote: readonly RemoteQp[][],
   ) {}
+
+  /** Device `d`'s queue pairs to other devices: one per engine, peer and stream its nodes talk on. */
+  queuePairs(d: number): readonly RemoteQp[] {
+    return this.remote[d]!;
+  }
 
   /** The HBM address of `buffer` (the same on every device). */
   address(buffer: string): number {
@@ -296,7 +314,8 @@ export function bindProgram(contexts: readonly Context[], p: GraphProgram, o: Bi
   });
   const rkeys = per.map((x) => x.mr.rkey);
   const runs = contexts.map((ctx, d) => writeRun(ctx, p, d, per[d], addr, rkeys));
-  return new GraphRun(contexts, p, runs);
+  const remote = per.map((dev) => dev.engines.flatMap((eng, engine) => eng.qps.filter((q) => q.peer >= 0).map(({ peer, stream, qp }) => ({ engine, peer, stream, qp }))));
+  return new GraphRun(contexts, p, runs, remote);
 }
 
 /**

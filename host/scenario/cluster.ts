@@ -482,7 +482,7 @@ export class Cluster {
     const tracer = new ScenarioTracer(sink, options);
     const W = this.windowPs, ends = this.pairs.flatMap(({ a, b }) => [[a, b], [b, a]] as const);
     tracer.begin({
-      fabric: this.fabric, devices: this.contexts.map((c) => c.device), transport: this.transport, messagesPerFlow: 1,
+      fabric: this.fabric, devices: this.contexts.map((c) => c.device), transport: this.transport, messagesPerFlow: 1, stageDrops: () => this.runner.stageDrops(),
       flows: ends.map(([src, dst]) => {
         const s = this.contexts[src.device]!, r = this.contexts[dst.device]!;
         return { src: src.device, dst: dst.device, messageBytes: 0, rateGbps: () => s.qpRateGbps(src.qp), sentBytes: () => s.qpBytes(src.qp).tx, placedBytes: () => r.qpBytes(dst.qp).rx };

@@ -5,7 +5,8 @@
 // tests: the time from the doorbell to the last device's final signal, algorithm bandwidth
 // (bytes / time), bus bandwidth (the algorithm bandwidth times the collective's factor, so that
 // it compares with a link's rate), engine utilisation, and a bit-for-bit check of every device's
-// result against the reference executor. No Node APIs.
+// result against the reference executor. An observer (a trace, a CSV recording) sees each size's
+// cluster, its flows and fabric, sampled at its interval (collective-observe.ts). No Node APIs.
 
 import type { Context } from "../verbs.js";
 import {
@@ -22,6 +23,7 @@ import { Alongside, matmulAlonePs, type InterferenceRow } from "./interference.j
 import type { Scenario, CollectiveSpec } from "./scenario.js";
 import { criticalPath } from "../graph/critical.js";
 import type { RunOptions, ScenarioResult, CollectiveRow, CollectiveReport } from "./result.js";
+import { observeCluster, runObserved, type CollectiveFlows } from "./collective-observe.js";
 export type { CollectiveRow, CollectiveReport } from "./result.js";
 
 /** A report's head for collective `c` on `n` devices, its rows to come. */
@@ -181,10 +183,11 @@ export type ProgramRun = Pick<Scenario, "seed" | "untilPs"> & { fabric: Pick<Sce
  * device's final signal, a failure, the time limit or a stop (with `interference`: the matmul
  * load alongside, `alonePs` its time alone), and measures it. Its row, and whether it was stopped.
  */
-export async function runProgram(sc: ProgramRun, c: CollectiveSpec, p: GraphProgram, size: number, index: number, total: number, contexts: Context[], runner: ClusterRunner, alonePs: number | null, opts: RunOptions) {
+export async function runProgram(sc: ProgramRun, c: CollectiveSpec, p: GraphProgram, size: number, index: number, total: number, contexts: Context[], runner: ClusterRunner, alonePs: number | null, opts: RunOptions, flows: CollectiveFlows | null = null) {
   const n = contexts.length;
   let stopped = false;
   const run = bindProgram(contexts, p, { portGroup: c.portGroup, spreadPorts: c.spreadPorts });
+  flows?.bind(run);
   // an MSCCL algorithm that runs only in place has no "in": its input goes into "out"
   const inName = p.buffers.some((b) => b.name === "in") ? "in" : "out";
   const inBytes = p.buffers.find((b) => b.name === inName)!.bytes;
@@ -210,7 +213,7 @@ export async function runProgram(sc: ProgramRun, c: CollectiveSpec, p: GraphProg
   while (state.state === "running" && runner.nowPs < sc.untilPs) {
     if (opts.shouldStop && (await opts.shouldStop())) { stopped = true; break; }
     // idle with the collective still running: no engine, NIC or fabric event is left to move it
-    const idle = runner.runUntilIdle(Math.min(sc.untilPs, runner.nowPs + step));
+    const idle = runObserved(runner, Math.min(sc.untilPs, runner.nowPs + step), opts.observer);
     state = run.poll();
     along?.poll(ended);
     opts.onProgress?.(runner.nowPs, index, total);
@@ -255,6 +258,7 @@ export async function runProgram(sc: ProgramRun, c: CollectiveSpec, p: GraphProg
     if (along.done) interference = along.row(alonePs!, timePs);
     else computeLate = !stopped;
   }
+  opts.observer?.sample(runner.nowPs); // where this size's run ended (after the load alongside)
   const nccl = c.op === "all-gather" || c.op === "reduce-scatter" || c.op === "all-to-all" ? n * size : size;
   // a bandwidth only for a size that was done: a failed or unfinished one moved less than its
   // bytes, and one stopped before its first completion has no rate at all (ScenarioResult)
@@ -300,7 +304,8 @@ export async function runCollectiveScenario(coreModule: WebAssembly.Module, sc: 
     const { contexts, fabric, runner } = await bootCluster(coreModule, sc, need, opts);
     // new devices: nothing is connected yet, so the split changes at once
     if (c.scaleUpPorts !== undefined) for (const ctx of contexts) ctx.device.setPortGroups({ scaleUpPorts: c.scaleUpPorts });
-    const r = await runProgram(sc, c, p, size, rows.length, c.sizes.length, contexts, runner, alonePs, opts);
+    const flows = observeCluster(opts.observer, { fabric, runner, contexts }, sc.transport, [p], { index: rows.length, bytes: size, name: p.name });
+    const r = await runProgram(sc, c, p, size, rows.length, c.sizes.length, contexts, runner, alonePs, opts, flows);
     rows.push(r.row);
     stopped = r.stopped;
     endPs += r.row.timePs;

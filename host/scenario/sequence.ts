@@ -15,6 +15,7 @@ import { ConfigError, HBM_MAX_BYTES } from "../config.js";
 import { matmulAlonePs } from "./interference.js";
 import type { Scenario } from "./scenario.js";
 import type { RunOptions, ScenarioResult } from "./result.js";
+import { observeCluster } from "./collective-observe.js";
 
 /** What every program of the sequence needs together: the most engines, and room for all their queue pairs, CQs, regions, PDs and HBM (nothing is freed between them). */
 function needOfAll(needs: Record<string, number>[], devices: number): Record<string, number> {
@@ -60,6 +61,7 @@ export async function runCollectiveSequence(coreModule: WebAssembly.Module, sc: 
   const config0 = collectiveConfig(sc, need, 0);
   const alone = await Promise.all(list.map((c) => (c.interference ? matmulAlonePs(coreModule, config0, c.interference, sc.untilPs) : null)));
   const { contexts, fabric, runner } = await bootCluster(coreModule, sc, need, opts);
+  const flows = observeCluster(opts.observer, { fabric, runner, contexts }, sc.transport, programs.flat());
   const portFrames = () => portTraffic(sc, contexts, fabric);
   const reports: CollectiveReport[] = [];
   let index = 0, stopped = false, timeLimit = false;
@@ -78,7 +80,7 @@ export async function runCollectiveSequence(coreModule: WebAssembly.Module, sc: 
     report.scaleUpPorts = contexts[0]!.device.portGroups().scaleUpPorts;
     const before = portFrames();
     for (const [k, size] of c.sizes.entries()) {
-      const r = await runProgram(sc, c, programs[i]![k]!, size, index++, total, contexts, runner, alone[i]!, opts);
+      const r = await runProgram(sc, c, programs[i]![k]!, size, index++, total, contexts, runner, alone[i]!, opts, flows);
       report.rows.push(r.row);
       stopped = r.stopped;
       if (stopped || r.row.status !== "done") break;

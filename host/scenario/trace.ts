@@ -5,8 +5,13 @@
 // counter per switch output queue that ever held a byte; with the MetaRoCE-like transport, per
 // path of the senders' connections, its congestion window, rate hint and state (when there are
 // at most PATH_TRACKS_MAX paths in all). Counters are sampled every `intervalPs` of simulated
-// time and written only when they change. A collective scenario gives instead its graphs: a slice
-// per node on its engine's track, from posted to done, and a flow arrow per dependency.
+// time and written only when they change. A collective scenario gives its graphs: a slice
+// per node on its engine's track, from posted to done, and a flow arrow per dependency; and the
+// fabric on the same timeline: its queues, per pair of devices the rates of the queue pairs
+// between them (named `to <peer>`), and the paths. A `collective`'s sizes each run on a cluster
+// of their own from time 0: each size's counters go to its own processes, the device's beside its
+// engines' tracks; a sequence of `collectives` runs on one cluster, whose counters go to "fabric"
+// and "device <d>" as a traffic run's.
 // Events go to a TraceWriter as they happen (host/trace/writer.ts): the tracer keeps only the
 // last value of each counter, so a trace costs the writer's buffer however long the run, and the
 // writer's size bound (TRACE_MAX_BYTES_DEFAULT) ends the file early with a note of the
@@ -28,6 +33,13 @@ export interface ScenarioTraceEvent extends Omit<TraceEvent, "ph"> {
 const us = (ps: number) => ps / 1e6;
 const FABRIC_PID = 0;
 const devicePid = (d: number) => d + 1;
+/**
+ * Process ids of a collective's sizes: size i's device d is pid stride x (i + 1) + d, its fabric
+ * d = devices; the stride is 1000, or the next power of ten above the devices, so that no two
+ * sizes' processes, nor a sequence's device processes (d + 1), share a pid.
+ */
+const pidStride = (devices: number) => Math.max(1000, 10 ** Math.ceil(Math.log10(devices + 1)));
+const sizePid = (index: number, devices: number, d: number) => pidStride(devices) * (index + 1) + d;
 
 export const TRACE_INTERVAL_DEFAULT_PS = 1_000_000;
 /** Paths beyond this many in all get no counters of their own (a trace of 4,000 connections would be mostly them). */
@@ -54,6 +66,11 @@ export class ScenarioTracer implements RunObserver {
   private queueChannels: { c: number; name: string }[] = [];
   /** the sending devices whose paths get counters */
   private pathDevices: number[] = [];
+  /** this cluster's processes: the fabric's and each device's */
+  private fabricPid = FABRIC_PID;
+  private devicePid = devicePid;
+  /** processes named so far */
+  private readonly named = new Set<number>();
 
   /** Writes the trace to `sink` as the run goes; {@link close} ends the file. */
   constructor(sink: TraceSink, o: ScenarioTraceOptions = {}) {
@@ -71,22 +88,26 @@ export class ScenarioTracer implements RunObserver {
     this.run = run;
     this.sent = run.flows.map(() => 0);
     this.placed = run.flows.map(() => 0);
-    const meta = (pid: number, name: string) => this.emit({ name: "process_name", ph: "M", pid, tid: 0, args: { name } }, 0);
-    meta(FABRIC_PID, "fabric");
+    this.lastSamplePs = 0;
+    const n = run.devices.length, size = run.size;
+    this.fabricPid = size ? sizePid(size.index, n, n) : FABRIC_PID;
+    this.devicePid = size ? (d) => sizePid(size.index, n, d) : devicePid;
+    const prefix = size ? `${size.name}: ` : "";
+    this.processName(this.fabricPid, `${prefix}fabric`, 0);
     const senders = [...new Set(run.flows.map((f) => f.src))].sort((a, b) => a - b);
-    for (const d of senders) meta(devicePid(d), `device ${d}`);
+    for (const d of senders) this.processName(this.devicePid(d), `${prefix}device ${d}`, 0);
     this.pathDevices = run.transport === "metaroce" ? senders : [];
     this.queueChannels = queueNames(run);
   }
 
   posted(flow: number, wrId: number, atPs: number): void {
     const f = this.run!.flows[flow]!;
-    this.emit({ name: `flow ${flow} → ${f.dst}`, cat: "message", ph: "b", id: this.sliceId(flow, wrId), ts: us(atPs), pid: devicePid(f.src), tid: 0, args: { wrId, bytes: f.messageBytes } }, atPs);
+    this.emit({ name: `flow ${flow} → ${f.dst}`, cat: "message", ph: "b", id: this.sliceId(flow, wrId), ts: us(atPs), pid: this.devicePid(f.src), tid: 0, args: { wrId, bytes: f.messageBytes } }, atPs);
   }
 
   completed(flow: number, wrId: number, atPs: number, status: string): void {
     const f = this.run!.flows[flow]!;
-    this.emit({ name: `flow ${flow} → ${f.dst}`, cat: "message", ph: "e", id: this.sliceId(flow, wrId), ts: us(atPs), pid: devicePid(f.src), tid: 0, args: { status } }, atPs);
+    this.emit({ name: `flow ${flow} → ${f.dst}`, cat: "message", ph: "e", id: this.sliceId(flow, wrId), ts: us(atPs), pid: this.devicePid(f.src), tid: 0, args: { status } }, atPs);
   }
 
   sample(nowPs: number): void {
@@ -95,14 +116,14 @@ export class ScenarioTracer implements RunObserver {
     if (dt <= 0 || this.writer.truncatedAtPs !== null) return; // the file is full: nothing more to write
     run.flows.forEach((f, i) => {
       // a rate over the interval just ended holds from its start
-      const sent = f.sentBytes(), placed = f.placedBytes(), pid = devicePid(f.src);
-      this.counter(pid, `flow ${i} sending Gb/s`, this.lastSamplePs, ((sent - this.sent[i]!) * 8000) / dt);
-      this.counter(pid, `flow ${i} goodput Gb/s`, this.lastSamplePs, ((placed - this.placed[i]!) * 8000) / dt);
-      if (run.transport === "rocev2") this.counter(pid, `flow ${i} DCQCN rate Gb/s`, nowPs, f.rateGbps());
+      const sent = f.sentBytes(), placed = f.placedBytes(), pid = this.devicePid(f.src), name = f.name ?? `flow ${i}`;
+      this.counter(pid, `${name} sending Gb/s`, this.lastSamplePs, ((sent - (this.sent[i] ?? 0)) * 8000) / dt);
+      this.counter(pid, `${name} goodput Gb/s`, this.lastSamplePs, ((placed - (this.placed[i] ?? 0)) * 8000) / dt);
+      if (run.transport === "rocev2") this.counter(pid, `${name} DCQCN rate Gb/s`, nowPs, f.rateGbps());
       this.sent[i] = sent;
       this.placed[i] = placed;
     });
-    for (const q of this.queueChannels) this.counter(FABRIC_PID, `queue ${q.name} KB`, nowPs, run.fabric.queueBytes(q.c) / 1000);
+    for (const q of this.queueChannels) this.counter(this.fabricPid, `queue ${q.name} KB`, nowPs, run.fabric.queueBytes(q.c) / 1000);
     this.samplePaths(nowPs);
     this.lastSamplePs = nowPs;
   }
@@ -114,9 +135,9 @@ export class ScenarioTracer implements RunObserver {
     if (all.reduce((s, x) => s + x.paths.length, 0) > PATH_TRACKS_MAX) { this.pathDevices = []; return; }
     for (const { d, paths } of all) for (const p of paths) {
       const name = `to ${p.peer} path ${p.path}`;
-      this.counter(devicePid(d), `${name} cwnd KB`, nowPs, p.cwndBytes / 1000);
-      this.counter(devicePid(d), `${name} hint Gb/s`, nowPs, p.hintGbps);
-      this.counter(devicePid(d), `${name} state`, nowPs, p.state === "active" ? 0 : p.state === "suspect" ? 1 : 2);
+      this.counter(this.devicePid(d), `${name} cwnd KB`, nowPs, p.cwndBytes / 1000);
+      this.counter(this.devicePid(d), `${name} hint Gb/s`, nowPs, p.hintGbps);
+      this.counter(this.devicePid(d), `${name} state`, nowPs, p.state === "active" ? 0 : p.state === "suspect" ? 1 : 2);
     }
   }
 
@@ -128,10 +149,10 @@ export class ScenarioTracer implements RunObserver {
    */
   graph(g: GraphTrace): void {
     g.spans.forEach((spans, d) => {
-      const pid = 1000 * (g.index + 1) + d;
+      const pid = sizePid(g.index, g.spans.length, d);
       // its names, dated (should the size bound leave them out) by the device's first node
       const first = spans.reduce((t, x) => (x.postedPs > 0 && (t === 0 || x.postedPs < t) ? x.postedPs : t), 0);
-      this.emit({ name: "process_name", ph: "M", pid, tid: 0, args: { name: `${g.program.name}: device ${d}` } }, first);
+      this.processName(pid, `${g.program.name}: device ${d}`, first);
       const engines = new Set(spans.map((x) => x.engine));
       for (const e of engines) this.emit({ name: "thread_name", ph: "M", pid, tid: e + 1, args: { name: `engine ${e}` } }, first);
       const end = Math.max(0, ...spans.map((x) => x.donePs));
@@ -150,6 +171,13 @@ export class ScenarioTracer implements RunObserver {
         }
       }
     });
+  }
+
+  /** Names process `pid` once (a collective's device: by its counters, or by its graph). */
+  private processName(pid: number, name: string, atPs: number): void {
+    if (this.named.has(pid)) return;
+    this.named.add(pid);
+    this.emit({ name: "process_name", ph: "M", pid, tid: 0, args: { name } }, atPs);
   }
 
   private sliceId(flow: number, wrId: number): number {
