@@ -7,10 +7,12 @@
 //  - scenarios (ScenarioSampler, a RunObserver): goodput per flow and in total, HBM bandwidth
 //    summed over the devices, and with the MetaRoCE-like transport the congestion window of
 //    every path of the sending devices (their spread when there are too many to draw);
-//  - collective scenarios (ClusterEngineSampler): each device's engine occupancy, HBM bandwidth.
+//  - collective scenarios (ClusterEngineSampler): each device's engine occupancy, HBM bandwidth;
+//  - and what to mark on them (faultMarkers): a plane or links down and up again.
 
 import type { Device } from "./device.js";
 import type { RunObserver, BuiltRun } from "./scenario/run.js";
+import type { Fault } from "./scenario/scenario.js";
 // the page fans a run out to its plots and its trace with it; it has always been importable from here
 export { Observers } from "./scenario/observers.js";
 
@@ -25,6 +27,26 @@ export interface LiveFrame {
   tPs: number;
   /** per plot id, one value per series */
   values: Record<string, number[]>;
+}
+
+/**
+ * A stretch of plotted time to mark on every plot: a fault (a plane or links down from `fromPs`
+ * until `toPs`, null: to the run's end) or where a sweep's next run begins (`toPs` = `fromPs`).
+ */
+export interface PlotMarker {
+  kind: "fault" | "run";
+  label: string;
+  fromPs: number;
+  toPs: number | null;
+}
+
+/** The outages among `faults` (a plane or links down, then up) as markers, their times moved by `offsetPs` (the plotted time of the cluster's time 0). */
+export function faultMarkers(faults: readonly Fault[], offsetPs = 0): PlotMarker[] {
+  return faults.flatMap((f): PlotMarker[] => {
+    if (f.kind === "loss") return []; // over the whole run: nothing to mark in time
+    const what = f.kind === "plane-down" ? `plane ${f.plane}` : f.links === "all" ? "every link" : f.links === "fabric" ? "the fabric links" : `link${f.links.length === 1 ? "" : "s"} ${f.links.join(", ")}`;
+    return [{ kind: "fault", label: `${what} down`, fromPs: offsetPs + f.atPs, toPs: f.untilPs === undefined ? null : offsetPs + f.untilPs }];
+  });
 }
 
 /** Paths beyond this many get min / median / max lines instead of one line each. */
@@ -133,6 +155,11 @@ export class ClusterEngineSampler {
   private hbm = new HbmRate();
   /** the plotted time where the attached devices' time 0 is */
   private offsetPs = 0;
+
+  /** The plotted time where the attached devices' time 0 is (a collective's next size goes on from where the last one's run ended). */
+  get timeZeroPs(): number {
+    return this.offsetPs;
+  }
   private lastPs = 0;
 
   /** `onFrame` sees each frame as it is taken (the page posts it to the tab). */

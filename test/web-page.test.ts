@@ -22,6 +22,7 @@ import { chromium, type Browser, type Page } from "playwright-core";
 import { FirmwareSession } from "../host/fw/session.js";
 import { FirmwareSampler, ScenarioSampler, ClusterEngineSampler, type LiveFrame, type PlotSpec } from "../host/live.js";
 import { runScenario } from "../host/scenario/run.js";
+import { expandSweep } from "../host/scenario/sweep.js";
 import { TRACE_INTERVAL_DEFAULT_PS } from "../host/scenario/trace.js";
 import { coreModule } from "../host/platform/node.js";
 import { runInSlices } from "../web/slices.js";
@@ -31,6 +32,7 @@ const hasChromium = existsSync(CHROMIUM);
 if (!hasChromium) console.warn(`test/web-page: ${CHROMIUM} is missing (apt-get install chromium): the browser checks are skipped`);
 
 const ARTIFACTS = join("build", "web-page");
+const load = (name: string) => JSON.parse(readFileSync(`examples/scenarios/${name}.json`, "utf8"));
 const menic = (...args: string[]) => {
   const r = spawnSync("node", ["bin/menic.js", ...args], { encoding: "utf8", maxBuffer: 1 << 28 });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
@@ -39,6 +41,22 @@ const menic = (...args: string[]) => {
 /** The plots as the page keeps them: per plot, [x in us, ...one array per series]. */
 function plotted(specs: PlotSpec[], frames: LiveFrame[]): Record<string, number[][]> {
   return Object.fromEntries(specs.map((s) => [s.id, [frames.map((f) => f.tPs / 1e6), ...s.series.map((_, k) => frames.map((f) => f.values[s.id]![k]!))]]));
+}
+
+/** A sweep's runs (of the same plots and series) as the page keeps them: one after another, each going on from the last one's end after a row of nulls. */
+function sweepPlotted(runs: { specs: PlotSpec[]; frames: LiveFrame[] }[]): Record<string, (number | null)[][]> {
+  const out: Record<string, (number | null)[][]> = {};
+  let offset = 0;
+  runs.forEach(({ specs, frames }, k) => {
+    const one = plotted(specs, frames);
+    for (const s of specs) {
+      const cols = (out[s.id] ??= one[s.id]!.map(() => []));
+      if (k > 0) cols.forEach((c, j) => c.push(j === 0 ? offset : null));
+      one[s.id]!.forEach((c, j) => cols[j]!.push(...(j === 0 ? c.map((x) => offset + x) : c)));
+    }
+    offset = Math.max(...Object.values(out).map((p) => p[0]!.at(-1) as number));
+  });
+  return out;
 }
 
 async function runToDone(page: Page, timeout = 60_000): Promise<void> {
@@ -158,6 +176,25 @@ describe.skipIf(!hasChromium)("the page, in chromium", () => {
     expect(JSON.parse(cc.stdout).runs.length).toBe(2);
     expect(await page.textContent("#status")).toBe("Done: sweep finished.");
     expect(await page.isHidden("#dl-trace")).toBe(true); // a sweep has no trace, as in the CLI
+    // WAS (issue 29 §4): each run's plots replaced the last one's. Now both runs stay, one after
+    // the other: the same samplers run in Node, each line broken between the runs (a row of nulls)
+    const ccRuns = [];
+    for (const c of expandSweep(load("metaroce-cc"))) {
+      const sampler = new ScenarioSampler(TRACE_INTERVAL_DEFAULT_PS);
+      await runScenario(coreModule(), c.scenario, { observer: sampler });
+      ccRuns.push({ specs: sampler.plots, frames: sampler.frames });
+    }
+    const ccPlotted = JSON.parse((await page.getAttribute("#plots", "data-plotted"))!) as Record<string, (number | null)[][]>;
+    expect(ccPlotted).toEqual(sweepPlotted(ccRuns));
+    const gap = ccRuns[0]!.frames.length; // the row between the runs
+    for (const [id, cols] of Object.entries(ccPlotted)) {
+      expect(cols[0]![gap], id).toBe(ccRuns[0]!.frames.at(-1)!.tPs / 1e6);
+      expect(cols.slice(1).every((c) => c[gap] === null && c[gap - 1] !== null && c[gap + 1] !== null), id).toBe(true);
+    }
+    // where the second run begins is marked on every plot
+    const runMarker = { kind: "run", label: 'run 2: {"devices.congestionControl":"nscc"}', fromUs: ccPlotted.goodput![0]![gap], toUs: ccPlotted.goodput![0]![gap] };
+    expect(JSON.parse((await page.getAttribute("#plots", "data-markers"))!)).toEqual([runMarker]);
+    expect(await page.$$eval(".plot .marker.run", (es) => es.map((e) => (e as HTMLElement).dataset.fromUs))).toEqual(Object.keys(ccPlotted).map(() => String(runMarker.fromUs)));
 
     // the ring against the tree, at two small sizes: the editor's text is what runs
     const tree = JSON.parse(readFileSync("examples/scenarios/allreduce-tree.json", "utf8"));
@@ -169,12 +206,16 @@ describe.skipIf(!hasChromium)("the page, in chromium", () => {
     expect(node.status).toBe(0);
     expect(await page.textContent("#result")).toBe(node.stdout.trimEnd());
     expect(JSON.parse(node.stdout).runs.map((r: { set: Record<string, string> }) => r.set["collective.algorithm"])).toEqual(["ring", "tree"]);
-    // what stays plotted is the last run's (the tree): the same sampler in Node
-    const sampler = new ClusterEngineSampler();
-    const last = { ...tree, sweep: undefined, collective: { ...tree.collective, algorithm: "tree" } };
-    delete last.sweep;
-    await runScenario(coreModule(), last, { onBuilt: (c) => sampler.attach(c.contexts.map((x) => x.device)), onProgress: (t) => sampler.sample(t) });
-    expect(JSON.parse((await page.getAttribute("#plots", "data-plotted"))!)).toEqual(plotted(sampler.plots, sampler.frames));
+    // both runs plotted, the ring then the tree: the same sampler in Node
+    const treeRuns = [];
+    for (const algorithm of ["ring", "tree"]) {
+      const sampler = new ClusterEngineSampler();
+      const one = { ...tree, collective: { ...tree.collective, algorithm } };
+      delete one.sweep;
+      await runScenario(coreModule(), one, { onBuilt: (c) => sampler.attach(c.contexts.map((x) => x.device)), onProgress: (t) => sampler.sample(t) });
+      treeRuns.push({ specs: sampler.plots, frames: sampler.frames });
+    }
+    expect(JSON.parse((await page.getAttribute("#plots", "data-plotted"))!)).toEqual(sweepPlotted(treeRuns));
     expect(errors).toEqual([]);
     await page.close();
   });
@@ -213,6 +254,49 @@ describe.skipIf(!hasChromium)("the page, in chromium", () => {
     const total = series.at(-1)!;
     const bytes = total.reduce((s, g, k) => s + (g * ((t[k]! - (k ? t[k - 1]! : 0)) * 1e6)) / 8000, 0);
     expect(Math.round(bytes)).toBe(result.totalBytes);
+
+    // WAS (issue 29 §4): no plot showed when the plane was down. Now every plot shades it, from
+    // the fault's start to its end, where its x scale puts them
+    expect(JSON.parse((await page.getAttribute("#plots", "data-markers"))!)).toEqual([{ kind: "fault", label: "plane 1 down", fromUs: 100, toUs: 300 }]);
+    const shaded = await page.$$eval(".plot", (boxes) => boxes.map((b) => {
+      const m = b.querySelector(".u-over .marker.fault") as HTMLElement | null, over = b.querySelector(".u-over") as HTMLElement;
+      return { plot: (b as HTMLElement).dataset.plot, from: m?.dataset.fromUs, to: m?.dataset.toUs, left: m?.offsetLeft ?? -1, width: m?.offsetWidth ?? -1, overWidth: over.clientWidth };
+    }));
+    expect(shaded.map((x) => [x.plot, x.from, x.to])).toEqual(["goodput", "hbm", "cwnd"].map((id) => [id, "100", "300"]));
+    const end = t.at(-1)!; // the plots' x scale: 0 to the last sample
+    for (const x of shaded) {
+      // 200 us of a run of `end` us: its share of the plot's width, starting 100 us in
+      expect(x.width / x.overWidth).toBeCloseTo(200 / end, 1);
+      expect(x.left / x.overWidth).toBeCloseTo(100 / end, 1);
+    }
+    await page.close();
+  });
+
+  // WAS (issue 29 §4): with many series, uPlot's legend grew a line per few series below the
+  // plot (17 flows and the total: taller than the plot itself)
+  it("keeps a legend of more than 8 series compact (here 18): a box of a few lines that scrolls, every series in it", async () => {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const errors: string[] = [];
+    page.on("pageerror", (e) => errors.push(e.message));
+    await page.goto(base);
+    const { $schema: _, ...doc } = load("roce-pair");
+    doc.devices.count = 34; // 17 pairs
+    doc.traffic.messageBytes = 65536;
+    doc.traffic.messages = 1;
+    await page.fill("#editor", JSON.stringify(doc));
+    await runToDone(page, 120_000);
+    await page.screenshot({ path: join(ARTIFACTS, "legend-17-flows.png"), fullPage: true });
+    const legend = await page.$eval('.plot[data-plot="goodput"]', (b) => {
+      const l = b.querySelector(".u-legend") as HTMLElement, chart = b.querySelector(".u-wrap") as HTMLElement;
+      return { labels: Array.from(l.querySelectorAll(".u-series .u-label"), (e) => e.textContent), height: l.clientHeight, scroll: l.scrollHeight, chart: chart.clientHeight, many: b.classList.contains("many") };
+    });
+    expect(legend.labels).toEqual([...Array.from({ length: 17 }, (_, i) => `flow ${i}: ${2 * i}→${2 * i + 1}`), "total"]);
+    expect(legend.many).toBe(true);
+    expect(legend.height).toBeLessThan(legend.chart / 2); // a few lines, well under the plot's height...
+    expect(legend.scroll).toBeGreaterThan(legend.height); // ...that scroll to the rest
+    // the HBM plot's three series keep the full legend
+    expect(await page.$eval('.plot[data-plot="hbm"]', (b) => b.classList.contains("many"))).toBe(false);
+    expect(errors).toEqual([]);
     await page.close();
   });
 

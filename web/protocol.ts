@@ -1,7 +1,7 @@
 // The messages between the page (main.ts) and the worker that runs a scenario (worker.ts).
 // Everything is plain data (structured clone); bytes travel as Uint8Array.
 
-import type { LiveFrame, PlotSpec } from "../host/live.js";
+import type { LiveFrame, PlotMarker, PlotSpec } from "../host/live.js";
 
 /** What a visitor runs, as the editor holds it and the URL encodes it: a firmware example with a device config, or a fabric/transport scenario (schemas/scenario.schema.json). */
 export type ScenarioDoc = FirmwareDoc | Record<string, unknown>;
@@ -37,8 +37,8 @@ export type FromWorker =
   /** engines: per device (0: no firmware runs); devices: how many devices' engines the states list, one after another (a collective) */
   /** (sweep: each run of a sweep begins anew, its plots replacing the last run's) */
   | { type: "begin"; kind: "firmware" | "scenario"; plots: PlotSpec[]; engines: number; devices?: number; sweep?: { index: number; of: number; set: Record<string, unknown> } }
-  /** frames, console lines and engine states since the last update */
-  | { type: "update"; frames: LiveFrame[]; console: ConsoleLineMsg[]; engineStates: string[]; nowPs: number; progress?: { done: number; total: number } }
+  /** frames, console lines, engine states and what to mark on the plots (faults, in the run's plotted time) since the last update */
+  | { type: "update"; frames: LiveFrame[]; console: ConsoleLineMsg[]; engineStates: string[]; markers: PlotMarker[]; nowPs: number; progress?: { done: number; total: number } }
   | {
       type: "done"; kind: "firmware" | "scenario";
       /** the result as `menic fw run --json` or `menic run --json` prints it (a sweep: { name, runs }) */

@@ -18,7 +18,7 @@ import { PcapngWriter } from "../host/wire/pcapng.js";
 import { toPerfetto, writePerfetto } from "../host/trace/perfetto.js";
 import type { TraceSink } from "../host/trace/writer.js";
 import { parseTime, formatTime } from "../host/units.js";
-import { FirmwareSampler, ScenarioSampler, ClusterEngineSampler, Observers, type LiveFrame } from "../host/live.js";
+import { FirmwareSampler, ScenarioSampler, ClusterEngineSampler, Observers, faultMarkers, type LiveFrame, type PlotMarker } from "../host/live.js";
 import { FIRMWARE } from "./firmware.js";
 import { isFirmwareDoc, type ConsoleLineMsg, type FirmwareDoc, type FromWorker, type ToWorker, type ScenarioDoc, type Outcome } from "./protocol.js";
 import { runInSlices } from "./slices.js";
@@ -45,13 +45,15 @@ function yieldToEvents(): Promise<void> {
 class Outbox {
   frames: LiveFrame[] = [];
   console: ConsoleLineMsg[] = [];
+  markers: PlotMarker[] = [];
   private lastPost = 0;
   flush(engineStates: string[], nowPs: number, progress?: { done: number; total: number }, force = false): boolean {
     const now = performance.now();
     if (!force && now - this.lastPost < 50) return false;
-    post({ type: "update", frames: this.frames, console: this.console, engineStates, nowPs, ...(progress ? { progress } : {}) });
+    post({ type: "update", frames: this.frames, console: this.console, engineStates, markers: this.markers, nowPs, ...(progress ? { progress } : {}) });
     this.frames = [];
     this.console = [];
+    this.markers = [];
     this.lastPost = now;
     return true;
   }
@@ -132,7 +134,9 @@ interface SweepPlace { index: number; of: number; set: Record<string, unknown> }
  */
 function watch(doc: Record<string, unknown>, out: Outbox, o: { observer?: RunObserver; onBuilt?: RunOptions["onBuilt"]; onFlush?: (nowPs: number) => void; sweep?: SweepPlace } = {}) {
   // a collective's engines run the executor: their occupancy is what to watch (no flows to plot)
-  const collective = resolveScenario(doc).collective !== undefined;
+  const sc = resolveScenario(doc), collective = sc.collective !== undefined;
+  // a traffic run's faults at their times; a collective's, once per size's cluster, after the sizes before it
+  if (!collective) out.markers.push(...faultMarkers(sc.faults));
   const sampler = new ScenarioSampler(TRACE_INTERVAL_DEFAULT_PS, (f) => out.frames.push(f));
   const engines = new ClusterEngineSampler((f) => out.frames.push(f));
   let begun = false, progress = { done: 0, total: 0 }, nowPs = 0;
@@ -147,7 +151,10 @@ function watch(doc: Record<string, unknown>, out: Outbox, o: { observer?: RunObs
     ...(observers.length ? { observer: new Observers(observers) } : {}),
     onBuilt: (c) => {
       o.onBuilt?.(c);
-      if (collective) engines.attach(c.contexts.map((x) => x.device));
+      if (collective) {
+        engines.attach(c.contexts.map((x) => x.device));
+        out.markers.push(...faultMarkers(sc.faults, engines.timeZeroPs));
+      }
     },
     onProgress: (t, done, total) => {
       if (collective) engines.sample(t);
