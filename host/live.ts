@@ -155,15 +155,15 @@ export class ClusterEngineSampler {
   private hbm = new HbmRate();
   /** the plotted time where the attached devices' time 0 is */
   private offsetPs = 0;
+  private lastPs = 0;
+
+  /** `onFrame` sees each frame as it is taken (the page posts it to the tab). */
+  constructor(private readonly onFrame?: (f: LiveFrame) => void) {}
 
   /** The plotted time where the attached devices' time 0 is (a collective's next size goes on from where the last one's run ended). */
   get timeZeroPs(): number {
     return this.offsetPs;
   }
-  private lastPs = 0;
-
-  /** `onFrame` sees each frame as it is taken (the page posts it to the tab). */
-  constructor(private readonly onFrame?: (f: LiveFrame) => void) {}
 
   attach(devices: readonly Device[]): void {
     this.offsetPs += this.lastPs;

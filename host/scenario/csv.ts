@@ -40,16 +40,14 @@ function field(v: string | number): string {
   return /[",\n\r]/.test(s) ? `"${s.replaceAll('"', '""')}"` : s;
 }
 
-/** One file: its rows, buffered, and how many were written. */
+/** One file, its rows buffered. */
 class CsvText {
-  rows = 0;
   private text = "";
   constructor(private readonly sink: CsvSink, header: readonly string[]) {
     this.text = `${header.join(",")}\n`;
   }
   row(cells: readonly (string | number)[]): void {
     this.text += `${cells.map(field).join(",")}\n`;
-    this.rows++;
     if (this.text.length >= FLUSH_CHARS) this.flush();
   }
   flush(): void {
@@ -102,11 +100,6 @@ export class CsvRecorder implements RunObserver {
   constructor(private readonly o: CsvOptions) {
     this.intervalPs = o.intervalPs ?? CSV_INTERVAL_DEFAULT_PS;
     if (!(Number.isSafeInteger(this.intervalPs) && this.intervalPs >= 1000)) throw new RangeError(`a CSV interval must be a whole number of ps, at least 1000 (1 ns), got ${this.intervalPs}`);
-  }
-
-  /** Rows written so far per file (the header not counted). */
-  rows(): Record<CsvFile, number> {
-    return Object.fromEntries(CSV_FILES.map((f) => [f, this.files?.[f].rows ?? 0])) as Record<CsvFile, number>;
   }
 
   begin(run: BuiltRun): void {
