@@ -21,7 +21,7 @@ import type { AddressInfo } from "node:net";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { FirmwareSession } from "../host/fw/session.js";
 import { FirmwareSampler, ScenarioSampler, ClusterEngineSampler, type LiveFrame, type PlotSpec } from "../host/live.js";
-import { runScenario } from "../host/scenario/run.js";
+import { runScenario, type ScenarioInput } from "../host/scenario/run.js";
 import { expandSweep } from "../host/scenario/sweep.js";
 import { TRACE_INTERVAL_DEFAULT_PS } from "../host/scenario/trace.js";
 import { coreModule } from "../host/platform/node.js";
@@ -181,7 +181,7 @@ describe.skipIf(!hasChromium)("the page, in chromium", () => {
     const ccRuns = [];
     for (const c of expandSweep(load("metaroce-cc"))) {
       const sampler = new ScenarioSampler(TRACE_INTERVAL_DEFAULT_PS);
-      await runScenario(coreModule(), c.scenario, { observer: sampler });
+      await runScenario(coreModule(), c.scenario as ScenarioInput, { observer: sampler });
       ccRuns.push({ specs: sampler.plots, frames: sampler.frames });
     }
     const ccPlotted = JSON.parse((await page.getAttribute("#plots", "data-plotted"))!) as Record<string, (number | null)[][]>;
