@@ -39,7 +39,7 @@ export {
   allReduceRing, allReduceHalvingDoubling, allReduceTree, reduceScatterRing, allGatherRing, broadcastRing, allToAll,
   type CollectiveOptions, type AllReduceOptions,
 } from "./graph/collectives.js";
-export { GraphRun, graphDeviceConfig, type BindOptions, type RunState, type NodeSpan } from "./graph/runtime.js";
+export { GraphRun, graphDeviceConfig, type BindOptions, type RunState, type NodeSpan, type RemoteQp } from "./graph/runtime.js";
 export { runReference, type ReferenceOptions, type ReferenceResult } from "./graph/reference.js";
 export {
   importMsccl, parseMscclXml, MSCCL_STEP_TYPES,
