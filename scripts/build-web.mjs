@@ -17,7 +17,7 @@ export const WEB_OUT = join(root, "build", "web");
 
 const SCENARIOS_DIR = join(root, "examples", "scenarios");
 
-/** The shipped scenarios, in file-name order: [file name without .json, parsed JSON, graph files inlined as host/scenario/scenario.ts inlineGraphFiles does]. */
+/** The shipped scenarios, in file-name order: [file name without .json, parsed JSON, graph and size files inlined as host/scenario/scenario.ts inlineGraphFiles and workload.ts inlineWorkloadFiles do]. */
 export function shippedScenarios() {
   return readdirSync(SCENARIOS_DIR).filter((f) => f.endsWith(".json")).sort().map((f) => {
     const text = readFileSync(join(SCENARIOS_DIR, f), "utf8");
@@ -33,6 +33,9 @@ export function shippedScenarios() {
       c.graph.text = readFileSync(join(SCENARIOS_DIR, c.graph.file), "utf8");
       delete c.graph.file;
     }
+    // a workload's size file too, its name kept for errors (as host/scenario/workload.ts inlineWorkloadFiles does)
+    const sizes = doc.traffic?.workload?.sizes;
+    if (typeof sizes?.file === "string" && sizes.text === undefined) sizes.text = readFileSync(join(SCENARIOS_DIR, sizes.file), "utf8");
     return [f.slice(0, -".json".length), doc];
   });
 }

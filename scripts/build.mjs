@@ -9,9 +9,11 @@
 // unchanged and what it wrote is still there, byte for byte, so `npm test`, `npm run example` and
 // `npm pack`, which build first, take well under a second when nothing changed. A step's inputs,
 // hashed by content: the folders it reads (assembly/ for the core; host/ for the bundles and the
-// declarations; web/ and examples/scenarios/ for the page), every file esbuild's metafile says a
-// bundle read (node_modules' included), its configuration (asconfig.json, tsconfig*.json), these
-// build scripts, package.json and package-lock.json, and the versions of node and of the tool.
+// declarations; web/ and examples/scenarios/ for the page, with examples/msccl/ and
+// examples/workloads/, whose graph and size files its scenarios carry), every file esbuild's
+// metafile says a bundle read (node_modules' included), its configuration (asconfig.json,
+// tsconfig*.json), these build scripts, package.json and package-lock.json, and the versions of
+// node and of the tool.
 // The record is build/build-stamp.json; without it (a fresh checkout) every step runs. --force
 // runs every step whatever the record says.
 import { spawn } from "node:child_process";
@@ -106,7 +108,7 @@ try {
   // the page lists every file of examples/scenarios/ (a plugin's module): the folder is an input
   await step("build/web/ (the page)", "web", {
     versions: { ...esbuild.versions, uplot: version("uplot") },
-    inputs: ["web", "host", "examples/scenarios", "tsconfig.json", "build/menic.wasm"],
+    inputs: ["web", "host", "examples/scenarios", "examples/msccl", "examples/workloads", "tsconfig.json", "build/menic.wasm"],
     run: async () => {
       const { buildWeb, WEB_OUT } = await import("./build-web.mjs");
       return { outputs: [relative(root, WEB_OUT)], read: await buildWeb() };

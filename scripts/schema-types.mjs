@@ -11,7 +11,7 @@
 // number or boolean (TimeInput), and every object or list a `$ref` reaches elsewhere
 // (#/properties/fabric: FabricInput; a list of objects names its items: faults, FaultInput).
 
-const DOC_KEYWORDS = new Set(["description", "default", "errorMessage", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minItems", "maxItems", "maxProperties", "pattern", "discriminator", "$id", "$schema", "title", "$defs"]);
+const DOC_KEYWORDS = new Set(["description", "default", "errorMessage", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minItems", "maxItems", "minProperties", "maxProperties", "pattern", "discriminator", "$id", "$schema", "title", "$defs"]);
 const TYPE_KEYWORDS = new Set(["type", "enum", "const", "properties", "required", "additionalProperties", "items", "oneOf", "$ref", "if", "then", "else", "not", "tsType"]);
 
 const pascal = (s) => s.replace(/(^|[-_])(\w)/g, (_, __, c) => c.toUpperCase());

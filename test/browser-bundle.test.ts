@@ -35,7 +35,7 @@ describe("browser bundle", () => {
     const lib = await import(pathToFileURL(join(process.cwd(), "dist/menic.browser.js")).href);
     const scenario = { devices: { count: 2, config: { ports: 1, scaleUpPorts: 1 } }, traffic: { pattern: "pairs", messageBytes: 8192, messages: 2 } };
     expect(() => lib.resolveScenario({ ...scenario, traffic: { pattern: "ring" } })).toThrow(
-      'scenario.traffic.pattern: must be one of pairs, permutation, incast, all-to-all, got "ring"');
+      'scenario.traffic.pattern: must be one of pairs, permutation, incast, all-to-all, workload, got "ring"');
     const r = await lib.runScenario(await lib.coreModule(), scenario);
     expect([r.ended, r.totalBytes]).toEqual(["finished", 2 * 8192]);
     expect(lib.formatResult(r)).toContain("0 → 1");

@@ -102,7 +102,7 @@ describe("menic run: progress", () => {
 describe("menic run: bad input", () => {
   it("names the bad field and exits 2, printing nothing on stdout", () => {
     const out = menic("run", "examples/scenarios/roce-pair.json", "--set", "traffic.pattern=ring", "--json");
-    expect(out).toEqual({ status: 2, stdout: "", stderr: 'menic: scenario.traffic.pattern: must be one of pairs, permutation, incast, all-to-all, got "ring"\n' });
+    expect(out).toEqual({ status: 2, stdout: "", stderr: 'menic: scenario.traffic.pattern: must be one of pairs, permutation, incast, all-to-all, workload, got "ring"\n' });
     const typo = join(tmp, "typo.json");
     writeFileSync(typo, JSON.stringify({ ...load("roce-pair"), fabric: { mode: "full", topolgy: {} } }));
     expect(menic("run", typo)).toMatchObject({ status: 2, stdout: "", stderr: "menic: scenario.fabric.topolgy: unknown field (did you mean topology? known: mode, topology, hostLink, fabricLink, switch)\n" });

@@ -2,6 +2,7 @@ import { describe, it, expect } from "vitest";
 import { execFileSync } from "node:child_process";
 import { readFileSync, readdirSync } from "node:fs";
 import { resolveScenario, inlineGraphFiles } from "../host/scenario/scenario.js";
+import { inlineWorkloadFiles } from "../host/scenario/workload.js";
 import { applySet, parsePath } from "../host/scenario/overrides.js";
 import { dottedPath } from "../host/scenario/schema-errors.js";
 import { ConfigError } from "../host/config.js";
@@ -61,8 +62,9 @@ describe("the scenario schema", () => {
   it.each(EXAMPLES)("examples/scenarios/%s is valid and names the schema (editor completion)", (f) => {
     const s = JSON.parse(readFileSync(`examples/scenarios/${f}`, "utf8"));
     expect(s.$schema).toBe("../../schemas/scenario.schema.json");
-    // a collective's graph file is relative to the scenario file, as menic run reads it
-    expect(() => resolveScenario(inlineGraphFiles(s, (g) => readFileSync(`examples/scenarios/${g}`, "utf8")))).not.toThrow();
+    // a collective's graph file and a workload's size file are relative to the scenario file, as menic run reads them
+    const near = (g: string) => readFileSync(`examples/scenarios/${g}`, "utf8");
+    expect(() => resolveScenario(inlineWorkloadFiles(inlineGraphFiles(s, near), near))).not.toThrow();
   });
 
   it("fills defaults into a copy, not into the caller's object", () => {

@@ -21,6 +21,7 @@ import { runScenario, checkScenario, type ScenarioResult, type RunEnd, type Scen
 import { TIMELINE_MIN_PS } from "../scenario/result.js";
 import { MEMORY_BOUND_BYTES } from "../scenario/cluster.js";
 import { resolveScenario, inlineGraphFiles, type Scenario } from "../scenario/scenario.js";
+import { inlineWorkloadFiles } from "../scenario/workload.js";
 import { applySet } from "../scenario/overrides.js";
 import { formatResult } from "../scenario/report.js";
 import { ScenarioTracer } from "../scenario/trace.js";
@@ -425,8 +426,9 @@ async function scenarioRun(args: string[]): Promise<number> {
     for (const kv of values.set) applySet(scenario, kv);
     if (values.seed !== undefined) applySet(scenario, `seed=${values.seed}`);
     if (values.until !== undefined) applySet(scenario, `until=${values.until}`);
-    // a collective's graph file is relative to the scenario file
-    scenario = inlineGraphFiles(scenario, (f) => readBounded(resolve(dirname(file), f)).toString("utf8")) as Record<string, unknown>;
+    // a collective's graph file and a workload's size file are relative to the scenario file
+    const readNear = (f: string) => readBounded(resolve(dirname(file), f)).toString("utf8");
+    scenario = inlineWorkloadFiles(inlineGraphFiles(scenario, readNear), readNear) as Record<string, unknown>;
     // refuse bad input before building anything
     const timeline = values.timeline;
     if (timeline !== undefined && !values.json) throw new UsageError("--timeline needs --json (the timeline is a field of the JSON result)", RUN.name);

@@ -9,7 +9,9 @@ import type { InterferenceRow } from "./interference.js";
 import type { CollectiveReport } from "./collective.js";
 import { lateWarning } from "./counters.js";
 import { DTYPE_BYTES } from "../graph/types.js";
-import type { CollectiveRow } from "./result.js";
+import type { CollectiveRow, TrafficReport } from "./result.js";
+import type { SlowdownBucket } from "./slowdown.js";
+import { TRAFFIC_VERBS } from "./workload.js";
 
 /** Flows listed in the table at most; --json lists every one. */
 export const TABLE_FLOWS_MAX = 32;
@@ -31,7 +33,7 @@ export function rateCell(x: number | null): string {
 }
 
 /** Completion-time percentiles as cells, or NO_RATE each when no message completed successfully (the percentiles of nothing are 0 in the JSON). */
-export function fctCells(r: ScenarioResult, which: readonly ("p50" | "p99" | "max")[]): string[] {
+export function fctCells(r: Pick<TrafficReport, "messages" | "fctPs">, which: readonly ("p50" | "p99" | "max")[]): string[] {
   const none = r.messages.completed - r.messages.failed === 0;
   return which.map((k) => (none ? NO_RATE : formatTime(r.fctPs[k])));
 }
@@ -109,6 +111,45 @@ function causesLine(r: ScenarioResult): string {
   return `sent again for: a loss detected ${c.lossDetected}, a timeout ${c.timeout}, an RNR NAK ${c.rnr}, a resync ${c.resync}, probes ${c.probes}; received twice ${c.duplicatesAtReceiver}`;
 }
 
+/** Bytes for people, in decimal units as the workloads' papers give sizes: 10 KB, 1.5 MB. */
+export function formatBytes(n: number): string {
+  const units: [number, string][] = [[1e9, "GB"], [1e6, "MB"], [1e3, "KB"]];
+  for (const [u, name] of units) if (n >= u) return `${+(n / u).toFixed(n % u === 0 ? 0 : 2)} ${name}`;
+  return `${n} B`;
+}
+
+/** A traffic's messages per verb (when it posts others than WRITE): done of posted, failed, and bytes. */
+function verbLines(r: Pick<TrafficReport, "verbs">): string[] {
+  if (!r.verbs) return [];
+  const cells = TRAFFIC_VERBS.flatMap((v) => {
+    const c = r.verbs![v];
+    if (!c) return [];
+    return [`${v} ${c.completed}/${c.messages}${c.failed ? ` (${c.failed} failed)` : ""}, ${c.bytes} B${v === "READ" ? " read" : ""}`];
+  });
+  return [`per verb: ${cells.join("; ")}`];
+}
+
+/** A slowdown bucket's size range. */
+function bucketLabel(b: SlowdownBucket): string {
+  if (b.toBytes === null) return b.fromBytes <= 1 ? "all" : `> ${formatBytes(b.fromBytes - 1)}`;
+  return b.fromBytes <= 1 ? `<= ${formatBytes(b.toBytes)}` : `${formatBytes(b.fromBytes - 1)} - ${formatBytes(b.toBytes)}`;
+}
+
+const slowdownCell = (x: number | null) => (x === null ? NO_RATE : x.toFixed(2));
+
+/** An open-loop workload's head and its FCT slowdown by flow size (docs/workloads.md). */
+function workloadLines(r: Pick<TrafficReport, "workload">): string[] {
+  const w = r.workload;
+  if (!w) return [];
+  const rows = [["flow size", "flows", "done", "slowdown p50", "p99"]];
+  for (const b of [...w.slowdown.buckets, w.slowdown.all]) rows.push([bucketLabel(b), String(b.flows), String(b.completed), slowdownCell(b.p50), slowdownCell(b.p99)]);
+  return [
+    "", `open-loop workload: ${w.flows} flows, sizes ${w.sizes} (mean ${formatBytes(Math.round(w.meanFlowBytes))}), load ${w.load} of ${w.hostGbps} Gb/s per device`,
+    ...columns(rows, [false, true, true, true, true]),
+    "slowdown: a flow's FCT over its ideal, alone on an idle fabric (its path's latencies and line rate; the NIC's own time left out: docs/workloads.md)",
+  ];
+}
+
 /** What follows a collective scenario's tables: drops, transport counters, the bus bandwidth convention. */
 function collectiveFooter(r: ScenarioResult): string[] {
   const out: string[] = [];
@@ -170,6 +211,7 @@ export function formatResult(r: ScenarioResult): string {
   out.push("");
   const [p50, p99, max] = fctCells(r, ["p50", "p99", "max"]);
   out.push(`completion time: p50 ${p50}, p99 ${p99}, max ${max}${p50 === NO_RATE ? " (no message completed successfully)" : ""}`);
+  out.push(...verbLines(r), ...workloadLines(r));
   out.push(`drops: fabric ${counts(r.fabric.drops)}; devices ${counts(r.deviceDrops)}`);
   if (r.metaroce) {
     const m = r.metaroce;

@@ -9,6 +9,8 @@ import type { CollectiveSpec } from "./scenario.js";
 import type { Cluster } from "./cluster.js";
 import type { InterferenceRow } from "./interference.js";
 import type { MetaroceCounts, RetransmitCauses, Percentiles } from "./counters.js";
+import type { SlowdownTable } from "./slowdown.js";
+import type { TrafficVerb } from "./workload.js";
 
 /** What one flow (a QP pair of the traffic pattern) did in a scenario run. */
 export interface FlowResult {
@@ -30,6 +32,60 @@ export interface FlowResult {
   durationPs: number;
   /** `bytes` over `durationPs`, Gb/s; null when none of its messages completed (no rate without a completion: {@link ScenarioResult}) */
   goodputGbps: number | null;
+  /** An open-loop workload's flow (one message): its verb. */
+  verb?: TrafficVerb;
+  /** A workload's flow: when it arrived (its message was posted), ps. */
+  startPs?: number;
+  /** A workload's flow: its completion time alone on an idle fabric, ps (docs/workloads.md, "Slowdown"). */
+  idealPs?: number;
+  /** A workload's flow: `durationPs` (its FCT) over `idealPs`; null when it did not complete successfully. */
+  slowdown?: number | null;
+}
+
+/** What the messages of one verb did ({@link ScenarioResult.verbs}). */
+export interface VerbCounts {
+  /** Messages of this verb posted (or to be posted). */
+  messages: number;
+  /** Completed successfully. */
+  completed: number;
+  /** Completed with an error. */
+  failed: number;
+  /** Payload bytes of those that completed successfully: written, sent, or (READ) read back from the other device. */
+  bytes: number;
+}
+
+/** An open-loop workload's figures ({@link ScenarioResult.workload}): what was offered, and the FCT slowdown by flow size. */
+export interface WorkloadReport {
+  /** The size file (traffic.workload.sizes.file), or "text". */
+  sizes: string;
+  /** The sizes' mean, bytes (what the arrival rate is computed from). */
+  meanFlowBytes: number;
+  /** The offered load asked for: a fraction of each sending device's links' rate. */
+  load: number;
+  /** A sending device's links' rate, Gb/s: its ports in the traffic's group, each at the lesser of the link's rate and its own. */
+  hostGbps: number;
+  /** Flows in all (each a QP pair of one message). */
+  flows: number;
+  /** FCT slowdown (a flow's FCT over its ideal) by flow size: median and 99th percentile. */
+  slowdown: SlowdownTable;
+}
+
+/** What a traffic did: per flow and in total (a traffic scenario's result holds these fields itself). */
+export interface TrafficReport {
+  /** Messages over all flows. */
+  messages: MessageCounts;
+  /** Every flow, in the order of the traffic pattern (a workload: of arrival). */
+  flows: FlowResult[];
+  /** Payload bytes delivered over all flows (a READ's: read). */
+  totalBytes: number;
+  /** `totalBytes` over the time from the first post to the last completion, Gb/s; null when no message completed */
+  totalGoodputGbps: number | null;
+  /** Per-message completion time (post to completion), ps. */
+  fctPs: Percentiles;
+  /** Per verb, when the traffic posts others than RDMA WRITE (traffic.verb, traffic.verbs). */
+  verbs?: Partial<Record<TrafficVerb, VerbCounts>>;
+  /** An open-loop workload's figures (traffic.pattern `workload`). */
+  workload?: WorkloadReport;
 }
 
 /**
@@ -71,6 +127,10 @@ export interface ScenarioResult {
   totalGoodputGbps: number | null;
   /** Per-message completion time (post to completion), ps. */
   fctPs: Percentiles;
+  /** Per verb, when the traffic posts others than RDMA WRITE (traffic.verb, traffic.verbs): messages, completions, failures, bytes. */
+  verbs?: TrafficReport["verbs"];
+  /** An open-loop workload (traffic.pattern `workload`): the load offered and the FCT slowdown by flow size. */
+  workload?: WorkloadReport;
   /** the transport QPs between devices ran */
   transport: "rocev2" | "metaroce";
   /** RoCEv2: go-back-N restarts (each sends again from a PSN); MetaRoCE-like: packets sent again */

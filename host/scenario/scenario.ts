@@ -15,6 +15,7 @@ import type { TimeInput, LinkInput } from "../generated/scenario-input.js";
 import { schemaError } from "./schema-errors.js";
 import { parseMscclXml, checkMsccl, mscclSizeUnit, MSCCL_COLLECTIVES } from "../graph/msccl.js";
 import { GraphError, DTYPE_BYTES } from "../graph/types.js";
+import { resolveVerbs, resolveWorkload, type TrafficVerb, type VerbMix, type WorkloadSpec } from "./workload.js";
 
 /** One flow of a traffic pattern: a QP pair from device `src` to device `dst`. */
 export interface Flow {
@@ -132,11 +133,17 @@ export interface Scenario {
     /** Every switch's parameters. */
     switch?: SwitchOptions;
   };
-  /** Who sends to whom: QP pairs (flows) in a pattern, each posting `messages` RDMA WRITEs of `messageBytes` at `startPs`. */
+  /** Who sends to whom: QP pairs (flows) in a pattern, each posting `messages` messages of `messageBytes` at `startPs`; or an open-loop workload. */
   traffic: {
-    /** `pairs`: device 2k to 2k + 1; `permutation`: a derangement drawn from the seed; `incast`: devices 1..incastSenders to device 0; `all-to-all`: every device to every other. */
-    pattern: "pairs" | "permutation" | "incast" | "all-to-all";
-    /** Bytes per message (RDMA WRITE). */
+    /** `pairs`: device 2k to 2k + 1; `permutation`: a derangement drawn from the seed; `incast`: devices 1..incastSenders to device 0; `all-to-all`: every device to every other; `workload`: an open-loop workload (`workload`). */
+    pattern: "pairs" | "permutation" | "incast" | "all-to-all" | "workload";
+    /** The messages' verbs by weight (`verb` given: that one at weight 1; neither: WRITE). */
+    verbs: VerbMix;
+    /** Receives posted at each flow's receiver before it starts; absent: one per message that consumes one (SEND, WRITE_WITH_IMM). */
+    receives?: number;
+    /** pattern `workload`: flows arriving as a Poisson process at a target load, sizes from a CDF (docs/workloads.md). */
+    workload?: WorkloadSpec;
+    /** Bytes per message. */
     messageBytes: number;
     /** Messages per flow. */
     messages: number;
@@ -246,7 +253,9 @@ interface FilledScenario {
   devices: { count: number; config: Record<string, number>; congestionControl: "dctcp" | "nscc" };
   transport: "rocev2" | "metaroce";
   fabric: FilledFabric;
-  traffic?: Omit<Scenario["traffic"], "startPs" | "staggerPs" | "incastSenders"> & { incastSenders?: number; start: TimeInput; stagger: TimeInput };
+  traffic?: Omit<Scenario["traffic"], "startPs" | "staggerPs" | "incastSenders" | "verbs" | "workload"> & {
+    incastSenders?: number; start: TimeInput; stagger: TimeInput; verb?: TrafficVerb; verbs?: VerbMix; workload?: Parameters<typeof resolveWorkload>[0];
+  };
   collective?: CollectiveSpec;
   collectives?: CollectiveSpec[];
   faults: FilledFault[];
@@ -310,7 +319,9 @@ export function resolveScenario(input: unknown, path = "scenario"): Scenario {
   }
   for (const { c, at } of list) if (c.graph) checkGraph(c, count, at);
   const fabric = resolveFabric(o.fabric, count, `${path}.fabric`);
-  const { start, stagger, ...traffic } = o.traffic ?? NO_TRAFFIC;
+  const { start, stagger, verb, verbs, workload, ...traffic } = o.traffic ?? NO_TRAFFIC;
+  if ((traffic.pattern === "workload") !== (workload !== undefined))
+    throw new ConfigError(`${path}.traffic.${workload === undefined ? "workload" : "pattern"}`, workload === undefined ? "pattern workload needs a workload (its sizes, load, and flows or duration)" : `a workload needs pattern "workload", got ${JSON.stringify(traffic.pattern)}`);
   return {
     name: o.name,
     seed: o.seed,
@@ -320,7 +331,11 @@ export function resolveScenario(input: unknown, path = "scenario"): Scenario {
     fabric,
     ...(o.collective ? { collective: o.collective } : {}),
     ...(o.collectives ? { collectives: o.collectives } : {}),
-    traffic: { ...traffic, incastSenders: traffic.incastSenders ?? Math.max(1, count - 1), startPs: time(start, `${path}.traffic.start`), staggerPs: time(stagger, `${path}.traffic.stagger`) },
+    traffic: {
+      ...traffic, incastSenders: traffic.incastSenders ?? Math.max(1, count - 1), startPs: time(start, `${path}.traffic.start`), staggerPs: time(stagger, `${path}.traffic.stagger`),
+      verbs: resolveVerbs({ ...(verb !== undefined ? { verb } : {}), ...(verbs !== undefined ? { verbs } : {}) }, `${path}.traffic`),
+      ...(workload ? { workload: resolveWorkload(workload, `${path}.traffic.workload`) } : {}),
+    },
     faults: resolveFaults(o.faults, `${path}.faults`),
   };
 }

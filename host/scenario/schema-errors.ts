@@ -1,6 +1,6 @@
 // A JSON Schema validation error (ajv's, from the generated validator) as the ConfigError people
 // read: the value's path in dotted form and what the schema wants, e.g.
-//   scenario.traffic.pattern: must be one of pairs, permutation, incast, all-to-all, got "ring"
+//   scenario.traffic.pattern: must be one of pairs, permutation, incast, all-to-all, workload, got "ring"
 //   scenario.faults[0].random: must be in [0, 1), got 1.5
 //   scenario.fabirc: unknown field (did you mean fabric? known: $schema, name, ...)
 // What a schema wants is said from its keywords (enum, const, type and range), or by its

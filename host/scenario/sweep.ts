@@ -9,7 +9,7 @@ import { resolveScenario } from "./scenario.js";
 import { runScenario, checkScenario, type RunOptions, type ScenarioResult, type ScenarioInput } from "./run.js";
 import { formatTime } from "../units.js";
 import { lateWarning } from "./counters.js";
-import { INTERFERENCE_HEAD, interferenceCells, rateCell, fctCells, givenBytes, sizeNote } from "./report.js";
+import { INTERFERENCE_HEAD, interferenceCells, rateCell, fctCells, givenBytes, sizeNote, NO_RATE } from "./report.js";
 
 export interface SweepRun {
   /** the values this run set, by path */
@@ -125,10 +125,14 @@ function sweepHead(name: string, runs: readonly SweepRun[], planned: number): st
 export function formatSweep(name: string, runs: readonly SweepRun[], planned = runs.length): string {
   const keys = Object.keys(runs[0]?.set ?? {});
   if (runs[0]?.result.collective || runs[0]?.result.collectives) return formatCollectiveSweep(sweepHead(name, runs, planned), keys, runs);
-  const head = [...keys, "goodput Gb/s", "FCT p50", "FCT p99", "retransmits", "timeouts", "drops", "ended"];
+  // an open-loop workload's runs: their FCT slowdown over every flow too (docs/workloads.md)
+  const slow = runs.some(({ result: r }) => r.workload);
+  const slowCell = (x: number | null | undefined) => (x === null || x === undefined ? NO_RATE : x.toFixed(2));
+  const head = [...keys, "goodput Gb/s", "FCT p50", "FCT p99", ...(slow ? ["slowdown p50", "slowdown p99"] : []), "retransmits", "timeouts", "drops", "ended"];
   const rows = runs.map(({ set, result: r }) => [
     ...keys.map((k) => (typeof set[k] === "string" ? String(set[k]) : JSON.stringify(set[k]))),
     rateCell(r.totalGoodputGbps), ...fctCells(r, ["p50", "p99"]),
+    ...(slow ? [slowCell(r.workload?.slowdown.all.p50), slowCell(r.workload?.slowdown.all.p99)] : []),
     String(r.retransmits), String(r.timeouts),
     String(Object.values(r.fabric.drops).reduce((s, n) => s + n, 0)), r.ended,
   ]);

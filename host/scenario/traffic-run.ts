@@ -1,0 +1,298 @@
+// A traffic on a cluster's devices (a traffic scenario's, traffic.ts, or a collective's
+// background traffic, collective.ts): what the devices need for it (trafficSizes), its memory, its
+// QP pairs connected, its flows posted (a pattern's at once, an open-loop workload's as the run
+// reaches them), its completions polled, and its report: per flow, per verb, in total, and a
+// workload's FCT slowdown by size against each flow's ideal (slowdown.ts). No Node APIs.
+
+import type { Context, Qp, Cq, Pd, Mr } from "../verbs.js";
+import { FABRIC_DEFAULTS } from "../fabric/config.js";
+import type { Scenario, Flow } from "./scenario.js";
+import { buildTopology, type TopologyOf } from "./cluster.js";
+import { percentiles } from "./counters.js";
+import type { FlowResult, RunObserver, TrafficReport, VerbCounts, BuiltRun } from "./result.js";
+import { ConfigError, HBM_MAX_BYTES, resolveConfig } from "../config.js";
+import { TRAFFIC_VERBS, VERB_OPCODE, type FlowPlan, type TrafficPlan, type TrafficVerb } from "./workload.js";
+import { idealFctPs, pathBetween, slowdownTable } from "./slowdown.js";
+
+interface FlowState {
+  plan: FlowPlan;
+  spec: Flow;
+  ctx: Context;
+  cq: Cq;
+  qp: Qp;
+  /** the receiving end */
+  rx: { ctx: Context; qp: Qp };
+  /** when its messages are posted, ps of simulated time */
+  startPs: number;
+  posted: number;
+  completed: number;
+  failed: number;
+  /** payload bytes of its messages that completed successfully, and of those the READs' */
+  bytes: number;
+  readBytes: number;
+  lastDonePs: number;
+  status: string;
+}
+
+/** What each device of a traffic scenario needs: its QPs and peers (one connection each), and the HBM every device gets. */
+export interface TrafficSizes {
+  qpsPerDevice: number[];
+  peersPerDevice: number[];
+  cqDepth: number;
+  hbmBytes: number;
+}
+
+/**
+ * Sizes the devices for `plan`'s flows: per device one QP per flow end, a CQ, and one region
+ * (of the largest message) that is both source and destination, in HBM with the CQ and the
+ * QPs' rings. Throws ConfigError when that is more HBM than a device holds.
+ */
+export function trafficSizes(n: number, plan: TrafficPlan): TrafficSizes {
+  const { maxBytes, messages } = plan;
+  const qpsPerDevice = new Array<number>(n).fill(0);
+  const peers = Array.from({ length: n }, () => new Set<number>());
+  for (const { spec: f } of plan.flows) { qpsPerDevice[f.src]!++; qpsPerDevice[f.dst]!++; peers[f.src]!.add(f.dst); peers[f.dst]!.add(f.src); }
+  const maxQps = Math.max(4, ...qpsPerDevice);
+  const cqDepth = Math.max(16, messages * Math.max(...qpsPerDevice));
+  const ring = Math.max(messages, plan.receives);
+  const hbmBytes = Math.max(1 << 20, roundUp(maxBytes + cqDepth * 32 + 2 * maxQps * ring * 128 + (1 << 16), 1 << 16));
+  if (hbmBytes > HBM_MAX_BYTES) {
+    const field = plan.workload ? "workload" : maxBytes >= hbmBytes / 2 ? "messageBytes" : "messages";
+    const what = field === "workload" ? `its largest flow (${maxBytes} B) and ${plan.flows.length} flows` : String(field === "messageBytes" ? maxBytes : messages);
+    throw new ConfigError(`scenario.traffic.${field}`, `${what} needs ${hbmBytes} B of HBM per device (the ${maxBytes} B region, its completion queue and send rings), more than a device holds (${HBM_MAX_BYTES} B, the most hbmBytes allows)`);
+  }
+  return { qpsPerDevice, peersPerDevice: peers.map((p) => p.size), cqDepth, hbmBytes };
+}
+
+/** A device's memory for the traffic: its PD, CQ, and the region both sent from and written into. */
+interface DeviceMemory { pd: Pd; cq: Cq; addr: number; mr: Mr }
+
+/** Each device's PD, CQ of `cqDepth` and region of `regionBytes`, registered for local and remote access. */
+function allocMemory(contexts: readonly Context[], cqDepth: number, regionBytes: number): DeviceMemory[] {
+  return contexts.map((ctx) => {
+    const pd = ctx.allocPd();
+    const cq = ctx.createCq(cqDepth);
+    const addr = ctx.allocHbm(regionBytes);
+    const mr = ctx.regMr(pd, addr, regionBytes, ["LOCAL_WRITE", "REMOTE_WRITE", "REMOTE_READ"]);
+    return { pd, cq, addr, mr };
+  });
+}
+
+/**
+ * A QP pair per flow, connected (INIT, RTR, RTS at both ends) over `portGroup`, with room for
+ * its messages and its receives; its messages start `offsetPs` after their plan's start.
+ */
+function connectFlows(contexts: readonly Context[], mem: readonly DeviceMemory[], plan: TrafficPlan, portGroup: Scenario["traffic"]["portGroup"], offsetPs: number): FlowState[] {
+  return plan.flows.map((fp) => {
+    const spec = fp.spec;
+    const mk = (d: number, recv: number) => contexts[d]!.createQp(mem[d]!.pd, { sendCq: mem[d]!.cq, recvCq: mem[d]!.cq, maxSendWr: Math.max(1, plan.messages), maxRecvWr: Math.max(1, recv) });
+    const tx = mk(spec.src, 1), rx = mk(spec.dst, fp.receives);
+    const connect = (d: number, qp: Qp, destQpNum: number, destDevice: number) => {
+      const ctx = contexts[d]!;
+      ctx.modifyQp(qp, { state: "INIT" });
+      ctx.modifyQp(qp, { state: "RTR", destQpNum, destDevice, portGroup, portLane: spec.lane });
+      ctx.modifyQp(qp, { state: "RTS" });
+    };
+    connect(spec.src, tx, rx.qpn, spec.dst);
+    connect(spec.dst, rx, tx.qpn, spec.src);
+    return {
+      plan: fp, spec, ctx: contexts[spec.src]!, cq: mem[spec.src]!.cq, qp: tx, rx: { ctx: contexts[spec.dst]!, qp: rx }, startPs: fp.startPs + offsetPs,
+      posted: 0, completed: 0, failed: 0, bytes: 0, readBytes: 0, lastDonePs: 0, status: "",
+    };
+  });
+}
+
+/** The verb of message `k` of a flow. */
+const verbOf = (f: FlowState, k: number): TrafficVerb => (f.plan.verbs ? TRAFFIC_VERBS[f.plan.verbs[k]!]! : f.plan.verb);
+
+/**
+ * Posts flow `f`'s receives (at `nowPs`: before its messages) and its messages at its start:
+ * WRITEs and WRITE_WITH_IMMs into the receiver's region, SENDs into its receives (there), READs
+ * from its region into the sender's. Message k has wrId k.
+ */
+function postFlow(f: FlowState, i: number, mem: readonly DeviceMemory[], nowPs: number, observer: RunObserver | undefined): void {
+  const fp = f.plan, dst = mem[f.spec.dst]!, src = mem[f.spec.src]!;
+  if (fp.receives > 0) {
+    const recvAt = BigInt(nowPs);
+    f.rx.ctx.postRecv(f.rx.qp, Array.from({ length: fp.receives }, (_, k) => ({ wrId: k, localAddr: dst.addr, length: fp.bytes, lkey: dst.mr.lkey })), { atPs: recvAt > f.rx.ctx.nowPs ? recvAt : f.rx.ctx.nowPs });
+  }
+  const wrs = Array.from({ length: fp.messages }, (_, k) => ({
+    wrId: k, opcode: VERB_OPCODE[verbOf(f, k)], signaled: true, localAddr: src.addr, length: fp.bytes, lkey: src.mr.lkey, remoteAddr: dst.addr, rkey: dst.mr.rkey,
+    ...(verbOf(f, k) === "WRITE_WITH_IMM" ? { imm: k } : {}),
+  }));
+  const at = BigInt(f.startPs);
+  const now = f.ctx.nowPs;
+  f.ctx.postSend(f.qp, wrs, { atPs: at > now ? at : now });
+  f.posted = fp.messages;
+  for (let k = 0; k < fp.messages; k++) observer?.posted(i, k, f.startPs);
+}
+
+/**
+ * How far ahead an open-loop workload's flows are posted: at each multiple of this (rounded up
+ * to the runner's window) from the traffic's base, the flows that start before the next. Their
+ * doorbells wait for their own start (postSend atPs), so the figure changes no result; it bounds
+ * the doorbells waiting at once (hostDoorbellQueue).
+ */
+export const POST_AHEAD_PS = 10_000_000;
+
+/**
+ * A traffic on a built cluster: its memory, its QP pairs connected, its flows posted (a
+ * pattern's at once; a workload's an epoch ahead, postDue), its completions polled (poll).
+ */
+export class TrafficRun {
+  readonly state: FlowState[];
+  private readonly mem: DeviceMemory[];
+  /** a completion's flow: by its device, then its QP number */
+  private readonly byQp: Map<number, FlowState>[];
+  private readonly flowIndex: Map<FlowState, number>;
+  /** the next flow to post (in start order), and the epochs they are posted in */
+  private next = 0;
+  private readonly epochPs: number;
+  /** the messages' completion times (post to completion), ps */
+  readonly fct: number[] = [];
+  completed = 0;
+  lastCompletionPs = 0;
+  /** messages over all flows, posted or to be */
+  readonly total: number;
+  /** per verb: messages, completions, failures, bytes */
+  private readonly verbs: NonNullable<TrafficReport["verbs"]> = {};
+
+  /**
+   * `offsetPs`: the traffic's base (its start is traffic.start after it; a pattern's messages are
+   * posted now); `windowPs`: the runner's window, which an epoch is a multiple of.
+   */
+  constructor(contexts: readonly Context[], sizes: TrafficSizes, readonly plan: TrafficPlan, portGroup: Scenario["traffic"]["portGroup"], readonly offsetPs: number, windowPs: number, private readonly observer?: RunObserver) {
+    this.mem = allocMemory(contexts, sizes.cqDepth, plan.maxBytes);
+    this.state = connectFlows(contexts, this.mem, plan, portGroup, offsetPs);
+    this.byQp = contexts.map(() => new Map<number, FlowState>());
+    for (const f of this.state) this.byQp[f.spec.src]!.set(f.qp.qpn, f);
+    this.flowIndex = new Map(this.state.map((f, i) => [f, i]));
+    this.total = this.state.reduce((s, f) => s + f.plan.messages, 0);
+    if (plan.mixed) for (const f of this.state) for (let k = 0; k < f.plan.messages; k++) this.verbCount(verbOf(f, k)).messages++;
+    this.epochPs = Math.ceil(POST_AHEAD_PS / windowPs) * windowPs;
+  }
+
+  /** Every flow's sender and receiver as an observer's BuiltRun sees them. */
+  observed(): BuiltRun["flows"] {
+    return this.state.map((f) => ({
+      src: f.spec.src, dst: f.spec.dst, messageBytes: f.plan.bytes,
+      rateGbps: () => f.ctx.qpRateGbps(f.qp),
+      // bytes sent: requests by the sender, a READ's responses by the receiver (where the transport counts them)
+      sentBytes: () => f.ctx.qpBytes(f.qp).tx + f.rx.ctx.qpBytes(f.rx.qp).tx,
+      // bytes placed: by the receiver as they arrive; a READ's at the sender, counted when it completes
+      placedBytes: () => f.rx.ctx.qpBytes(f.rx.qp).rx + f.readBytes,
+    }));
+  }
+
+  /** The next time the run must stop to post (the next epoch of a workload's flows still to post), or Infinity. */
+  get nextPostPs(): number {
+    if (this.next >= this.state.length) return Infinity;
+    return this.offsetPs + (Math.floor((this.state[this.next]!.startPs - this.offsetPs) / this.epochPs) + 0) * this.epochPs;
+  }
+
+  /** Whether flows remain to be posted. */
+  get pending(): boolean {
+    return this.next < this.state.length;
+  }
+
+  /**
+   * Posts what is due at `nowPs`: a pattern's every flow (at once, the first time); a workload's
+   * flows starting before the epoch after `nowPs` (call it at nowPs = nextPostPs).
+   */
+  postDue(nowPs: number): void {
+    const until = this.plan.workload ? this.offsetPs + (Math.floor((nowPs - this.offsetPs) / this.epochPs) + 1) * this.epochPs : Infinity;
+    for (; this.next < this.state.length && this.state[this.next]!.startPs < until; this.next++) postFlow(this.state[this.next]!, this.next, this.mem, nowPs, this.observer);
+  }
+
+  /** Reads every device's completions: each sender's message done (successfully or not), its time and bytes. */
+  poll(contexts: readonly Context[]): void {
+    for (let d = 0; d < contexts.length; d++) {
+      for (const wc of contexts[d]!.pollCq(this.mem[d]!.cq, 1 << 16)) {
+        const f = this.byQp[d]!.get(wc.qpNum);
+        if (!f) continue; // a receive's completion (SEND, WRITE_WITH_IMM): the sender's counts the message
+        this.completed++;
+        const t = Number(wc.timePs), k = Number(wc.wrId);
+        this.observer?.completed(this.flowIndex.get(f)!, k, t, wc.status);
+        this.lastCompletionPs = Math.max(this.lastCompletionPs, t);
+        const verb = verbOf(f, k);
+        const vc = this.plan.mixed ? this.verbCount(verb) : null;
+        if (wc.status !== "SUCCESS") {
+          if (vc) vc.failed++;
+          f.failed++;
+          if (f.status === "") f.status = wc.status;
+          continue;
+        }
+        f.completed++;
+        f.bytes += f.plan.bytes;
+        if (vc) { vc.completed++; vc.bytes += f.plan.bytes; }
+        if (verb === "READ") f.readBytes += f.plan.bytes;
+        f.lastDonePs = Math.max(f.lastDonePs, t);
+        this.fct.push(t - f.startPs);
+      }
+    }
+  }
+
+  /** Payload bytes placed so far over all flows: by the receivers as requests arrive, and by the senders of READs that completed. */
+  placedBytes(): number {
+    return this.state.reduce((sum, f) => sum + f.rx.ctx.qpBytes(f.rx.qp).rx + f.readBytes, 0);
+  }
+
+  /** What the traffic did: per flow, in total and per verb, completion times, and a workload's slowdown by size (`ideal`: a flow's ideal FCT). */
+  report(ideal: ((f: FlowPlan) => number) | null): TrafficReport {
+    const flows: FlowResult[] = this.state.map((f) => {
+      const durationPs = f.completed > 0 ? f.lastDonePs - f.startPs : 0;
+      const out: FlowResult = {
+        src: f.spec.src, dst: f.spec.dst, bytes: f.bytes, messages: f.plan.messages, completed: f.completed, failed: f.failed,
+        status: f.status !== "" ? f.status : f.completed === f.plan.messages ? "SUCCESS" : "INCOMPLETE", durationPs,
+        // no rate without a completion (ScenarioResult): messages that all failed delivered 0 bytes
+        goodputGbps: f.completed + f.failed === 0 ? null : durationPs > 0 ? (f.bytes * 8000) / durationPs : 0,
+      };
+      if (!ideal) return out;
+      const idealPs = ideal(f.plan);
+      return { ...out, verb: f.plan.verb, startPs: f.startPs, idealPs, slowdown: f.completed === 1 ? durationPs / idealPs : null };
+    });
+    const totalBytes = flows.reduce((s, f) => s + f.bytes, 0);
+    const lastDone = Math.max(0, ...this.state.map((f) => f.lastDonePs));
+    const failed = flows.reduce((s, f) => s + f.failed, 0);
+    const firstPs = this.state.length ? Math.min(...this.state.map((f) => f.startPs)) : 0;
+    const w = this.plan.workload;
+    return {
+      messages: { total: this.total, completed: this.completed, failed }, flows, totalBytes,
+      totalGoodputGbps: this.completed === 0 ? null : lastDone > firstPs ? (totalBytes * 8000) / (lastDone - firstPs) : 0,
+      fctPs: percentiles([...this.fct].sort((a, b) => a - b)),
+      ...(this.plan.mixed ? { verbs: Object.fromEntries(TRAFFIC_VERBS.flatMap((v) => (this.verbs[v] ? [[v, { ...this.verbs[v] }]] : []))) } : {}),
+      ...(w ? {
+        workload: {
+          sizes: w.spec.sizes.name, meanFlowBytes: w.spec.sizes.meanBytes, load: w.spec.load, hostGbps: w.hostGbps, flows: this.state.length,
+          slowdown: slowdownTable(this.state.map((f, i) => ({ bytes: f.plan.bytes, slowdown: flows[i]!.slowdown ?? null })), w.spec.bucketsBytes),
+        },
+      } : {}),
+    };
+  }
+
+  private verbCount(v: TrafficVerb): VerbCounts {
+    return (this.verbs[v] ??= { messages: 0, completed: 0, failed: 0, bytes: 0 });
+  }
+}
+
+/**
+ * A collective's device config `need` (graphDeviceConfig) with room for traffic beside it of
+ * `sizes`: its QPs, a CQ, and its region, CQ and rings in HBM.
+ */
+export function backgroundNeed(need: Record<string, number>, sizes: TrafficSizes): Record<string, number> {
+  return { ...need, maxQps: need.maxQps! + Math.max(...sizes.qpsPerDevice), maxCqs: need.maxCqs! + 1, hbmBytes: need.hbmBytes! + sizes.hbmBytes };
+}
+
+/** What each flow of a workload would take alone on an idle fabric (slowdown.ts), over `sc`'s topology. */
+export function idealOf(sc: TopologyOf & Pick<Scenario, "transport" | "fabric"> & { traffic: Pick<Scenario["traffic"], "portGroup"> }): (f: FlowPlan) => number {
+  const topo = buildTopology(sc);
+  const cfg = resolveConfig({ engines: 1, ...sc.devices.config });
+  const portGbps = Number(cfg.get("portGbps")), mtuBytes = Number(cfg.get("mtuBytes"));
+  const ports = Number(cfg.get("ports")), up = Math.min(ports, Number(cfg.get("scaleUpPorts")));
+  const group = sc.traffic.portGroup === "SCALE_UP" ? up : ports - up;
+  const o = { transport: sc.transport, mtuBytes, sprayPorts: sc.transport === "metaroce" ? group : 1 };
+  const switchPs = sc.fabric.switch?.latencyPs ?? FABRIC_DEFAULTS.switch.latencyPs;
+  return (f) => idealFctPs(f.bytes, f.verb, pathBetween(topo, f.spec.src, f.spec.dst, switchPs, portGbps), o);
+}
+
+const roundUp = (x: number, a: number) => Math.ceil(x / a) * a;
