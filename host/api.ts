@@ -24,7 +24,7 @@ export {
   resolveScenario, resolveCluster, inlineGraphFiles, type ScenarioInput, type ClusterInput, type ClusterSpec, type FabricInput, type CollectiveInput, type FaultInput, type LinkInput, type LinksInput, type TimeInput, type GraphSpec, type Scenario, type CollectiveSpec, type InterferenceSpec, type Flow, type Fault, type LossFault, type LinkDownFault, type PlaneDownFault, type LinkSelection, type Topology, type SingleSwitch, type LeafSpine,
 } from "./scenario/scenario.js";
 export type { CollectiveReport, CollectiveRow } from "./scenario/collective.js";
-export type { TrafficReport, VerbCounts, WorkloadReport } from "./scenario/result.js";
+export type { TrafficReport, VerbCounts, WorkloadReport, BackgroundTraffic } from "./scenario/result.js";
 export { inlineWorkloadFiles, TRAFFIC_VERBS, WORKLOAD_MAX_FLOWS, type TrafficVerb, type VerbMix, type WorkloadSpec } from "./scenario/workload.js";
 export { parseSizeCdf, cdfMean, cdfSize, cdfAt, CdfError, type SizeCdf, type CdfPoint } from "./scenario/size-cdf.js";
 export { slowdownTable, type SlowdownTable, type SlowdownBucket } from "./scenario/slowdown.js";

@@ -227,10 +227,11 @@ describe("collective scenarios", () => {
     expect(Math.max(...ends) * 1e6).toBeGreaterThan(r.collective!.rows[0]!.timePs);
   });
 
-  it("refuses a scenario with neither traffic nor collective, or both, a halving-doubling on 6 devices, and a tree that is not an all-reduce", () => {
+  it("refuses a scenario with neither traffic nor collective, traffic beside collectives, a halving-doubling on 6 devices, and a tree that is not an all-reduce", () => {
     const base = { devices: { count: 6 } };
     expect(() => resolveScenario(base)).toThrow("scenario: needs traffic (QP pairs writing in a pattern), collective (a collective the engines run) or collectives (several, one after another)");
-    expect(() => resolveScenario({ ...base, traffic: { pattern: "pairs" }, collective: { op: "all-reduce" } })).toThrow("has both traffic and collective");
+    // traffic beside one collective is background traffic (test/scenario-background.test.ts); beside a sequence, refused
+    expect(() => resolveScenario({ ...base, traffic: { pattern: "pairs" }, collectives: [{ op: "all-reduce" }] })).toThrow("scenario: has both traffic and collectives: traffic runs beside one collective (as background traffic), not beside a sequence of them");
     expect(() => resolveScenario({ ...base, collective: { op: "all-reduce", algorithm: "halving-doubling" } })).toThrow("scenario.collective.algorithm: halving-doubling is an all-reduce for a power-of-two number of devices");
     expect(() => resolveScenario({ ...base, collective: { op: "gather" } })).toThrow("collective.op");
     expect(() => resolveScenario({ ...base, collective: { op: "all-gather", algorithm: "tree" } })).toThrow("scenario.collective.algorithm: tree is an all-reduce algorithm");

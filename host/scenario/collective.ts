@@ -24,6 +24,8 @@ import type { Scenario, CollectiveSpec } from "./scenario.js";
 import { criticalPath } from "../graph/critical.js";
 import type { RunOptions, ScenarioResult, CollectiveRow, CollectiveReport } from "./result.js";
 import { observeCluster, runObserved, type CollectiveFlows } from "./collective-observe.js";
+import { backgroundNeed, idealOf, trafficSizes, TrafficRun, type TrafficSizes } from "./traffic-run.js";
+import { planTraffic, type TrafficPlan } from "./workload.js";
 export type { CollectiveRow, CollectiveReport } from "./result.js";
 
 /** A report's head for collective `c` on `n` devices, its rows to come. */
@@ -177,13 +179,21 @@ export async function bootCluster(coreModule: WebAssembly.Module, sc: Collective
 /** What a program's run takes of its scenario: the seed its inputs are drawn from, the time limit, and whether frames carry bytes (a check needs them). */
 export type ProgramRun = Pick<Scenario, "seed" | "untilPs"> & { fabric: Pick<Scenario["fabric"], "mode"> };
 
+/** Traffic beside a collective (scenario `traffic` with `collective`): its plan, the devices' share of it, its port group, and each flow's ideal FCT (a workload's). */
+export interface Background {
+  plan: TrafficPlan;
+  sizes: TrafficSizes;
+  portGroup: Scenario["traffic"]["portGroup"];
+  ideal: ReturnType<typeof idealOf> | null;
+}
+
 /**
  * Runs program `p` (collective `c` at `size` bytes per device, the `index`th run of `total`)
  * on the cluster: binds it, writes each device's input, rings the doorbells, runs until every
  * device's final signal, a failure, the time limit or a stop (with `interference`: the matmul
  * load alongside, `alonePs` its time alone), and measures it. Its row, and whether it was stopped.
  */
-export async function runProgram(sc: ProgramRun, c: CollectiveSpec, p: GraphProgram, size: number, index: number, total: number, contexts: Context[], runner: ClusterRunner, alonePs: number | null, opts: RunOptions, flows: CollectiveFlows | null = null) {
+export async function runProgram(sc: ProgramRun, c: CollectiveSpec, p: GraphProgram, size: number, index: number, total: number, contexts: Context[], runner: ClusterRunner, alonePs: number | null, opts: RunOptions, flows: CollectiveFlows | null = null, background: Background | null = null) {
   const n = contexts.length;
   let stopped = false;
   const run = bindProgram(contexts, p, { portGroup: c.portGroup, spreadPorts: c.spreadPorts });
@@ -197,6 +207,9 @@ export async function runProgram(sc: ProgramRun, c: CollectiveSpec, p: GraphProg
   // boot): bring them to its time, so that the doorbells ring at t0 and not in their past
   const t0 = runner.nowPs;
   for (const ctx of contexts) ctx.run(BigInt(t0));
+  // background traffic: its QPs beside the collective's, its start counted from the doorbells
+  const bg = background ? new TrafficRun(contexts, background.sizes, background.plan, background.portGroup, t0, runner.windowPs) : null;
+  bg?.postDue(t0);
   const before = contexts.map((ctx) => Array.from({ length: p.engines }, (_, e) => ctx.device.engine(e)));
   const txBefore = contexts.map((ctx) => ctx.device.stats()["port.tx_bytes"]);
   run.start();
@@ -213,12 +226,17 @@ export async function runProgram(sc: ProgramRun, c: CollectiveSpec, p: GraphProg
   while (state.state === "running" && runner.nowPs < sc.untilPs) {
     if (opts.shouldStop && (await opts.shouldStop())) { stopped = true; break; }
     // idle with the collective still running: no engine, NIC or fabric event is left to move it
-    const idle = runObserved(runner, Math.min(sc.untilPs, runner.nowPs + step), opts.observer);
+    const idle = runObserved(runner, Math.min(sc.untilPs, runner.nowPs + step, bg?.nextPostPs ?? Infinity), opts.observer);
+    if (bg && runner.nowPs === bg.nextPostPs) bg.postDue(runner.nowPs);
+    bg?.poll(contexts);
     state = run.poll();
     along?.poll(ended);
     opts.onProgress?.(runner.nowPs, index, total);
     if (idle && state.state === "running") { stalled = true; break; }
   }
+  // the background traffic as it stood when the collective ended (or the run stopped)
+  const bgReport = bg ? bg.report(background!.ideal) : undefined;
+  const bgPlaced = bg?.placedBytes() ?? 0;
   const khz = Number(contexts[0].device.config.get("engineClockKhz"));
   const ps = (c: number) => Math.ceil((c * 1e9) / khz);
   const spans = contexts.map((_, d) => run.spans(d).map((x) => ({ node: x.node, engine: x.engine, postedPs: ps(x.postedCycles), donePs: ps(x.doneCycles) })));
@@ -274,6 +292,7 @@ export async function runProgram(sc: ProgramRun, c: CollectiveSpec, p: GraphProg
     ...(state.state === "failed" ? { error: `${state.where}: ${state.status}` } : {}),
     ...(computeLate ? { error: "the matmul load alongside did not end within the limit" } : {}),
     ...(interference ? { interference } : {}),
+    ...(bgReport ? { background: { ...bgReport, placedBytes: bgPlaced, placedGbps: timePs > 0 ? (bgPlaced * 8000) / timePs : null } } : {}),
   };
   return { row, stopped };
 }
@@ -289,11 +308,14 @@ export async function runCollectiveScenario(coreModule: WebAssembly.Module, sc: 
   let alonePs: number | null = null;
   let portFrames: number[] = [], portBytes: number[] = [];
   const [ports] = stripePorts(sc);
+  // traffic beside the collective: planned once (each size's run posts it again, on its own devices)
+  const bgPlan = sc.background ? planTraffic(sc) : null;
+  const background: Background | null = bgPlan ? { plan: bgPlan, sizes: trafficSizes(n, bgPlan), portGroup: sc.traffic.portGroup, ideal: bgPlan.workload ? idealOf(sc) : null } : null;
   // every size compiled and sized before the first runs: one a device cannot hold is refused up
   // front, in the user's words, not after the sizes before it ran
   const programs = c.sizes.map((size, i) => {
     const p = compileCollective(c, n, size, ports);
-    const need = graphDeviceConfig(p);
+    const need = background ? backgroundNeed(graphDeviceConfig(p), background.sizes) : graphDeviceConfig(p);
     if (need.hbmBytes > HBM_MAX_BYTES)
       throw new ConfigError(`scenario.collective.sizes[${i}]`, `${size} B needs ${need.hbmBytes} B of HBM on each device (the collective's buffers and graph), more than the ${HBM_MAX_BYTES} B a device can have (config.hbmBytes)`);
     return { size, p, need };
@@ -305,7 +327,7 @@ export async function runCollectiveScenario(coreModule: WebAssembly.Module, sc: 
     // new devices: nothing is connected yet, so the split changes at once
     if (c.scaleUpPorts !== undefined) for (const ctx of contexts) ctx.device.setPortGroups({ scaleUpPorts: c.scaleUpPorts });
     const flows = observeCluster(opts.observer, { fabric, runner, contexts }, sc.transport, [p], { index: rows.length, bytes: size, name: p.name });
-    const r = await runProgram(sc, c, p, size, rows.length, c.sizes.length, contexts, runner, alonePs, opts, flows);
+    const r = await runProgram(sc, c, p, size, rows.length, c.sizes.length, contexts, runner, alonePs, opts, flows, background);
     rows.push(r.row);
     stopped = r.stopped;
     endPs += r.row.timePs;
@@ -316,7 +338,9 @@ export async function runCollectiveScenario(coreModule: WebAssembly.Module, sc: 
     if (stopped || r.row.status !== "done") break;
   }
   const failed = rows.filter((r) => r.status !== "done" || r.check === "mismatch").length;
-  const finished = rows.length === c.sizes.length && failed === 0;
+  // a background message that failed fails the run too (one still outstanding when its size ended does not)
+  const bgFailed = rows.some((r) => (r.background?.messages.failed ?? 0) > 0);
+  const finished = rows.length === c.sizes.length && failed === 0 && !bgFailed;
   const fab = totals.fab;
   return {
     name: sc.name, seed: sc.seed, endPs, untilPs: sc.untilPs, finished,

@@ -97,6 +97,7 @@ function formatCollective(r: ScenarioResult, c: CollectiveReport): string[] {
     x.error ? `${x.status}: ${x.error}` : x.status,
   ]);
   out.push(...columns(rows, [true, true, true, true, true, true, false, false]));
+  out.push(...backgroundLines(c));
   return out;
 }
 
@@ -147,6 +148,26 @@ function workloadLines(r: Pick<TrafficReport, "workload">): string[] {
     "", `open-loop workload: ${w.flows} flows, sizes ${w.sizes} (mean ${formatBytes(Math.round(w.meanFlowBytes))}), load ${w.load} of ${w.hostGbps} Gb/s per device`,
     ...columns(rows, [false, true, true, true, true]),
     "slowdown: a flow's FCT over its ideal, alone on an idle fabric (its path's latencies and line rate; the NIC's own time left out: docs/workloads.md)",
+  ];
+}
+
+/** A collective's background traffic, a row per size: what it moved while that size ran. */
+function backgroundLines(c: CollectiveReport): string[] {
+  const rows = c.rows.filter((x) => x.background);
+  if (rows.length === 0) return [];
+  const slow = rows.some((x) => x.background!.workload);
+  const t = [["size (B)", "placed (B)", "Gb/s", "messages done", "bytes", "FCT p50", "FCT p99", ...(slow ? ["slowdown p50", "p99"] : []), "failed"]];
+  for (const x of rows) {
+    const b = x.background!, a = b.workload?.slowdown.all;
+    t.push([
+      String(givenBytes(c, x)), String(b.placedBytes), rateCell(b.placedGbps), `${b.messages.completed - b.messages.failed}/${b.messages.total}`, String(b.totalBytes), ...fctCells(b, ["p50", "p99"]),
+      ...(slow ? [slowdownCell(a?.p50 ?? null), slowdownCell(a?.p99 ?? null)] : []), String(b.messages.failed),
+    ]);
+  }
+  const verbs = rows.flatMap((x) => verbLines(x.background!).map((l) => `${givenBytes(c, x)} B: ${l}`));
+  return [
+    "", "background traffic (`traffic` beside the collective, from each size's doorbells to its end):", ...columns(t, t[0]!.map((_, i) => i > 0)), ...verbs,
+    "placed: payload bytes its receivers placed while the size ran, messages complete or not; Gb/s: over the size's time",
   ];
 }
 

@@ -70,7 +70,10 @@ export interface WorkloadReport {
   slowdown: SlowdownTable;
 }
 
-/** What a traffic did: per flow and in total (a traffic scenario's result holds these fields itself). */
+/**
+ * What a traffic did: per flow and in total. A traffic scenario's result holds these fields
+ * itself; a collective's background traffic has one per size ({@link CollectiveRow.background}).
+ */
 export interface TrafficReport {
   /** Messages over all flows. */
   messages: MessageCounts;
@@ -267,6 +270,19 @@ export interface CollectiveRow {
   error?: string;
   /** with `interference`: the matmul load run alongside, its slowdown (docs/compute.md) */
   interference?: InterferenceRow;
+  /**
+   * with `traffic` beside the collective: what that traffic did while this size ran (from its
+   * doorbells to its end: messages still outstanding then are counted, not failed)
+   */
+  background?: BackgroundTraffic;
+}
+
+/** What traffic beside a collective did while one of its sizes ran ({@link CollectiveRow.background}). */
+export interface BackgroundTraffic extends TrafficReport {
+  /** Payload bytes the flows' receivers placed (a READ's: its sender, once it completed) from the doorbells to the size's end, messages complete or not. */
+  placedBytes: number;
+  /** `placedBytes` over the size's time (its row's timePs), Gb/s: the traffic's rate while the collective ran; null when the size took no time. */
+  placedGbps: number | null;
 }
 
 /** What a collective scenario did ({@link ScenarioResult.collective}): one row per size. */

@@ -158,8 +158,10 @@ export interface Scenario {
     /** flow k starts at startPs + k × staggerPs */
     staggerPs: number;
   };
-  /** A collective the engines run instead of the traffic (the traffic is then its defaults, unused). */
+  /** A collective the engines run instead of the traffic (the traffic is then its defaults, unused), or with it ({@link Scenario.background}). */
   collective?: CollectiveSpec;
+  /** The scenario gave both traffic and a collective: the traffic runs beside each size of the collective, from its doorbells. */
+  background?: boolean;
   /** Collectives the engines run one after another on the same devices, instead of the traffic; a `scaleUpPorts` re-splits the ports before its collective. */
   collectives?: CollectiveSpec[];
   /** Loss and failures, applied in order. */
@@ -271,7 +273,9 @@ export function resolveScenario(input: unknown, path = "scenario"): Scenario {
   const count = o.devices.count;
   const given = (["traffic", "collective", "collectives"] as const).filter((k) => o[k] !== undefined);
   if (given.length === 0) throw new ConfigError(path, "needs traffic (QP pairs writing in a pattern), collective (a collective the engines run) or collectives (several, one after another)");
-  if (given.length > 1) throw new ConfigError(path, `has both ${given[0]} and ${given[1]}: a scenario runs one of them`);
+  // traffic beside one collective is background traffic; with anything else, one of them runs
+  if (given.length > 1 && given.join() !== "traffic,collective")
+    throw new ConfigError(path, given.join() === "traffic,collectives" ? "has both traffic and collectives: traffic runs beside one collective (as background traffic), not beside a sequence of them" : `has both ${given[0]} and ${given[1]}: a scenario runs one of them`);
   // every flow goes from one device to another: with one device a pattern has none (or, a
   // permutation, one to itself)
   if (o.traffic && count < 2) throw new ConfigError(`${path}.traffic.pattern`, `${o.traffic.pattern} needs at least 2 devices, and devices.count is ${count}`);
@@ -303,7 +307,7 @@ export function resolveScenario(input: unknown, path = "scenario"): Scenario {
       throw new ConfigError(`${at}.${c.scaleUpPorts !== undefined ? "scaleUpPorts" : "portGroup"}`, `leaves the ${u.group === "SCALE_UP" ? "scale-up" : "scale-out"} group with no ports: ${up} of the ${ports} ports are scale-up${why}`);
     }
   }
-  // the traffic's group: with `collective(s)`, the loop above checked theirs
+  // the traffic's group (beside a collective, under the split the collective runs under)
   if (o.traffic && (o.traffic.portGroup === "SCALE_UP" ? up : ports - up) === 0)
     throw new ConfigError(`${path}.traffic.portGroup`, `${o.traffic.portGroup} has no ports: ${up} of the ${ports} ports are scale-up (devices.config.scaleUpPorts and devices.config.ports)`);
   for (const { c, at } of list) {
@@ -331,6 +335,7 @@ export function resolveScenario(input: unknown, path = "scenario"): Scenario {
     fabric,
     ...(o.collective ? { collective: o.collective } : {}),
     ...(o.collectives ? { collectives: o.collectives } : {}),
+    ...(o.collective && o.traffic ? { background: true } : {}),
     traffic: {
       ...traffic, incastSenders: traffic.incastSenders ?? Math.max(1, count - 1), startPs: time(start, `${path}.traffic.start`), staggerPs: time(stagger, `${path}.traffic.stagger`),
       verbs: resolveVerbs({ ...(verb !== undefined ? { verb } : {}), ...(verbs !== undefined ? { verbs } : {}) }, `${path}.traffic`),
