@@ -1,7 +1,7 @@
 # Hadoop: the flow sizes of a Hadoop cluster in Facebook's datacenters, from A. Roy, H. Zeng,
 # J. Bagga, G. Porter and A. C. Snoeren, "Inside the Social Network's (Datacenter) Network",
-# SIGCOMM 2015, Figure 6 (flow size distribution, Hadoop). The points are those read off that
-# figure for HPCC (Y. Li et al., "HPCC: High Precision Congestion Control", SIGCOMM 2019) and
+# SIGCOMM 2015: the flow size distribution of its Hadoop cluster. The points are those read off
+# that figure for HPCC (Y. Li et al., "HPCC: High Precision Congestion Control", SIGCOMM 2019) and
 # used since in datacenter transport studies, in bytes. Mostly small flows: 70 % are at most
 # 7 KB; mean 0.12 MB.
 #

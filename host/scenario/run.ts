@@ -32,8 +32,9 @@ export function checkScenario(coreModule: WebAssembly.Module, input: unknown, op
 }
 
 /**
- * Builds and runs a scenario: devices on one fabric, QP pairs posting RDMA WRITEs in its
- * traffic pattern, its faults; measures what it did.
+ * Builds and runs a scenario: devices on one fabric, QP pairs posting messages (WRITE,
+ * WRITE_WITH_IMM, SEND, READ) in its traffic pattern or open-loop workload, or a collective the
+ * engines run (with that traffic beside it, when it has both), its faults; measures what it did.
  * @param coreModule the compiled core (`await coreModule()`)
  * @param input the scenario (schemas/scenario.schema.json; typed as {@link ScenarioInput}, so that
  *   a misspelt field fails to compile; parsed JSON is `any` and passes); checked by
