@@ -235,7 +235,7 @@ export async function runProgram(sc: ProgramRun, c: CollectiveSpec, p: GraphProg
     if (idle && state.state === "running") { stalled = true; break; }
   }
   // the background traffic as it stood when the collective ended (or the run stopped)
-  const bgReport = bg ? bg.report(background!.ideal) : undefined;
+  const bgReport = bg ? bg.report(background!.ideal, runner.nowPs) : undefined;
   const bgPlaced = bg?.placedBytes() ?? 0;
   const khz = Number(contexts[0].device.config.get("engineClockKhz"));
   const ps = (c: number) => Math.ceil((c * 1e9) / khz);

@@ -272,7 +272,8 @@ export interface CollectiveRow {
   interference?: InterferenceRow;
   /**
    * with `traffic` beside the collective: what that traffic did while this size ran (from its
-   * doorbells to its end: messages still outstanding then are counted, not failed)
+   * doorbells to its end: messages still outstanding then are counted, not failed; a workload's
+   * flows that had not arrived yet are left out)
    */
   background?: BackgroundTraffic;
 }

@@ -24,7 +24,6 @@ interface FlowState {
   rx: { ctx: Context; qp: Qp };
   /** when its messages are posted, ps of simulated time */
   startPs: number;
-  posted: number;
   completed: number;
   failed: number;
   /** payload bytes of its messages that completed successfully, and of those the READs' */
@@ -97,7 +96,7 @@ function connectFlows(contexts: readonly Context[], mem: readonly DeviceMemory[]
     connect(spec.dst, rx, tx.qpn, spec.src);
     return {
       plan: fp, spec, ctx: contexts[spec.src]!, cq: mem[spec.src]!.cq, qp: tx, rx: { ctx: contexts[spec.dst]!, qp: rx }, startPs: fp.startPs + offsetPs,
-      posted: 0, completed: 0, failed: 0, bytes: 0, readBytes: 0, lastDonePs: 0, status: "",
+      completed: 0, failed: 0, bytes: 0, readBytes: 0, lastDonePs: 0, status: "",
     };
   });
 }
@@ -123,7 +122,6 @@ function postFlow(f: FlowState, i: number, mem: readonly DeviceMemory[], nowPs: 
   const at = BigInt(f.startPs);
   const now = f.ctx.nowPs;
   f.ctx.postSend(f.qp, wrs, { atPs: at > now ? at : now });
-  f.posted = fp.messages;
   for (let k = 0; k < fp.messages; k++) observer?.posted(i, k, f.startPs);
 }
 
@@ -152,9 +150,9 @@ export class TrafficRun {
   readonly fct: number[] = [];
   completed = 0;
   lastCompletionPs = 0;
-  /** messages over all flows, posted or to be */
+  /** messages over all flows, posted or to be (what the run waits for) */
   readonly total: number;
-  /** per verb: messages, completions, failures, bytes */
+  /** per verb: completions, failures, bytes (its messages are counted when reported) */
   private readonly verbs: NonNullable<TrafficReport["verbs"]> = {};
 
   /**
@@ -168,7 +166,6 @@ export class TrafficRun {
     for (const f of this.state) this.byQp[f.spec.src]!.set(f.qp.qpn, f);
     this.flowIndex = new Map(this.state.map((f, i) => [f, i]));
     this.total = this.state.reduce((s, f) => s + f.plan.messages, 0);
-    if (plan.mixed) for (const f of this.state) for (let k = 0; k < f.plan.messages; k++) this.verbCount(verbOf(f, k)).messages++;
     this.epochPs = Math.ceil(POST_AHEAD_PS / windowPs) * windowPs;
   }
 
@@ -187,7 +184,7 @@ export class TrafficRun {
   /** The next time the run must stop to post (the next epoch of a workload's flows still to post), or Infinity. */
   get nextPostPs(): number {
     if (this.next >= this.state.length) return Infinity;
-    return this.offsetPs + (Math.floor((this.state[this.next]!.startPs - this.offsetPs) / this.epochPs) + 0) * this.epochPs;
+    return this.offsetPs + Math.floor((this.state[this.next]!.startPs - this.offsetPs) / this.epochPs) * this.epochPs;
   }
 
   /** Whether flows remain to be posted. */
@@ -237,9 +234,15 @@ export class TrafficRun {
     return this.state.reduce((sum, f) => sum + f.rx.ctx.qpBytes(f.rx.qp).rx + f.readBytes, 0);
   }
 
-  /** What the traffic did: per flow, in total and per verb, completion times, and a workload's slowdown by size (`ideal`: a flow's ideal FCT). */
-  report(ideal: ((f: FlowPlan) => number) | null): TrafficReport {
-    const flows: FlowResult[] = this.state.map((f) => {
+  /**
+   * What the traffic did: per flow, in total and per verb, completion times, and a workload's
+   * slowdown by size (`ideal`: a flow's ideal FCT). `arrivedByPs`: only the flows that started
+   * before it (background traffic, whose collective ended before the rest arrived); else every
+   * flow, the messages still to post counted as outstanding.
+   */
+  report(ideal: ((f: FlowPlan) => number) | null, arrivedByPs = Infinity): TrafficReport {
+    const state = this.state.filter((f) => f.startPs < arrivedByPs);
+    const flows: FlowResult[] = state.map((f) => {
       const durationPs = f.completed > 0 ? f.lastDonePs - f.startPs : 0;
       const out: FlowResult = {
         src: f.spec.src, dst: f.spec.dst, bytes: f.bytes, messages: f.plan.messages, completed: f.completed, failed: f.failed,
@@ -252,22 +255,29 @@ export class TrafficRun {
       return { ...out, verb: f.plan.verb, startPs: f.startPs, idealPs, slowdown: f.completed === 1 ? durationPs / idealPs : null };
     });
     const totalBytes = flows.reduce((s, f) => s + f.bytes, 0);
-    const lastDone = Math.max(0, ...this.state.map((f) => f.lastDonePs));
+    const lastDone = Math.max(0, ...state.map((f) => f.lastDonePs));
     const failed = flows.reduce((s, f) => s + f.failed, 0);
-    const firstPs = this.state.length ? Math.min(...this.state.map((f) => f.startPs)) : 0;
+    const firstPs = state.length ? Math.min(...state.map((f) => f.startPs)) : 0;
     const w = this.plan.workload;
     return {
-      messages: { total: this.total, completed: this.completed, failed }, flows, totalBytes,
+      messages: { total: state.reduce((s, f) => s + f.plan.messages, 0), completed: this.completed, failed }, flows, totalBytes,
       totalGoodputGbps: this.completed === 0 ? null : lastDone > firstPs ? (totalBytes * 8000) / (lastDone - firstPs) : 0,
       fctPs: percentiles([...this.fct].sort((a, b) => a - b)),
-      ...(this.plan.mixed ? { verbs: Object.fromEntries(TRAFFIC_VERBS.flatMap((v) => (this.verbs[v] ? [[v, { ...this.verbs[v] }]] : []))) } : {}),
+      ...(this.plan.mixed ? { verbs: this.verbReport(state) } : {}),
       ...(w ? {
         workload: {
-          sizes: w.spec.sizes.name, meanFlowBytes: w.spec.sizes.meanBytes, load: w.spec.load, hostGbps: w.hostGbps, flows: this.state.length,
-          slowdown: slowdownTable(this.state.map((f, i) => ({ bytes: f.plan.bytes, slowdown: flows[i]!.slowdown ?? null })), w.spec.bucketsBytes),
+          sizes: w.spec.sizes.name, meanFlowBytes: w.spec.sizes.meanBytes, load: w.spec.load, hostGbps: w.hostGbps, flows: state.length,
+          slowdown: slowdownTable(state.map((f, i) => ({ bytes: f.plan.bytes, slowdown: flows[i]!.slowdown ?? null })), w.spec.bucketsBytes),
         },
       } : {}),
     };
+  }
+
+  /** Per verb (those `state`'s messages use, in TRAFFIC_VERBS order): its messages, and its completions, failures and bytes as polled. */
+  private verbReport(state: readonly FlowState[]): NonNullable<TrafficReport["verbs"]> {
+    const messages: Partial<Record<TrafficVerb, number>> = {};
+    for (const f of state) for (let k = 0; k < f.plan.messages; k++) messages[verbOf(f, k)] = (messages[verbOf(f, k)] ?? 0) + 1;
+    return Object.fromEntries(TRAFFIC_VERBS.flatMap((v) => (messages[v] ? [[v, { ...this.verbCount(v), messages: messages[v] }]] : [])));
   }
 
   private verbCount(v: TrafficVerb): VerbCounts {
