@@ -29,6 +29,11 @@ export const CSR_MVENDORID: u32 = 0xf11;
 export const CSR_MARCHID: u32 = 0xf12;
 export const CSR_MIMPID: u32 = 0xf13;
 export const CSR_MHARTID: u32 = 0xf14;
+// PMP (privileged spec 3.7): pmpcfg0-15, then pmpaddr0-63. With no PMP entries implemented,
+// "all PMP CSRs are read-only zero" (3.7.1): they exist, read 0 and ignore writes, so firmware
+// (and riscv-tests' pmpaddr test) probing them does not trap.
+export const CSR_PMPCFG0: u32 = 0x3a0;
+export const CSR_PMPADDR63: u32 = 0x3ef;
 
 export const CSR_ILLEGAL: i64 = -1;
 
@@ -54,7 +59,7 @@ export function csrRead(h: Hart, csr: u32): i64 {
     case CSR_TIMEH: return <i64>(<u32>(h.cycle >> 32));
     case CSR_MVENDORID: case CSR_MARCHID: case CSR_MIMPID: return 0;
     case CSR_MHARTID: return <i64>h.id;
-    default: return CSR_ILLEGAL;
+    default: return csr >= CSR_PMPCFG0 && csr <= CSR_PMPADDR63 ? 0 : CSR_ILLEGAL;
   }
 }
 
@@ -83,7 +88,7 @@ export function csrWrite(dev: Device, h: Hart, csr: u32, v: u32): bool {
     }
     case CSR_MINSTRET: h.instret = ((h.instret & 0xffffffff00000000) | <u64>v) - 1; break;
     case CSR_MINSTRETH: h.instret = ((h.instret & 0xffffffff) | (<u64>v << 32)) - 1; break;
-    default: break; // misa, mstatush, mip: writable numbers whose bits are all read-only here
+    default: break; // misa, mstatush, mip, the PMP CSRs: writable numbers whose bits are all read-only here
   }
   return true;
 }

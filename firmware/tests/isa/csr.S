@@ -192,6 +192,28 @@ isa_group_csr:
 	CHECK a4, 1
 	CASE_END
 
+	/* PMP with no entries (privileged spec 3.7.1): pmpcfg0-15 and pmpaddr0-63 read 0 and
+	 * ignore writes; no trap */
+	CASE_BEGIN 1509
+	li a3, -1
+	li a5, 0x1509
+	TRAP_ARM
+	csrw 0x3a0, a3		/* pmpcfg0 */
+	csrw 0x3af, a3		/* pmpcfg15 */
+	csrw 0x3b0, a3		/* pmpaddr0 */
+	csrrs a5, 0x3ef, a3	/* pmpaddr63 */
+	TRAP_CHECK_NONE
+	CHECK a5, 0
+	csrr a4, 0x3a0
+	CHECK a4, 0
+	csrr a4, 0x3af
+	CHECK a4, 0
+	csrr a4, 0x3b0
+	CHECK a4, 0
+	csrr a4, 0x3ef
+	CHECK a4, 0
+	CASE_END
+
 	/* ---- counters (docs/engine.md: a read returns the count before the reading
 	 * instruction; default CPI table of docs/memory-map.md) ---- */
 	CASE_BEGIN 1600

@@ -155,7 +155,7 @@ isa_group_traps:
 	TEST_ILLEGAL 1755, .word 0x10200073		/* SRET: no S-mode */
 	TEST_ILLEGAL 1756, .word 0x00300073		/* SYSTEM funct12 = 3 */
 	/* CSR numbers not in docs/engine.md */
-	TEST_ILLEGAL 1760, csrr a4, 0x3a0		/* pmpcfg0 */
+	TEST_ILLEGAL 1760, csrr a4, 0x7a0		/* tselect: no trigger module */
 	TEST_ILLEGAL 1761, csrr a4, 0x180		/* satp */
 	TEST_ILLEGAL 1762, csrr a4, 0x003		/* fcsr */
 	TEST_ILLEGAL 1763, csrr a4, 0xb03		/* mhpmcounter3 */
