@@ -20,7 +20,7 @@ import { qpCreate as qpCreateV, qpModify as qpModifyV, qpDestroy as qpDestroyV, 
 import { DbKind, dbqPush, dbqRoom, hostDbq } from "./nic/doorbells";
 import { pcieWrite, PcieDir } from "./mem/pcie";
 import { hbmSetCompute, hbmServed as served } from "./mem/hbm";
-import { jitNewEpoch, jitCacheIfAny } from "./engine/jit-cache";
+import { jitNewEpoch, jitCacheIfAny, jitSetHot as cacheSetHot, codePagesOf, JIT_PAGE_SHIFT } from "./engine/jit-cache";
 import { gridOf, gridStart, gridReserve } from "./compute/grid";
 import { CFG_SLOTS, STAT_COUNT, LAYOUT_HASH } from "./generated/layouts";
 import { insnClass } from "./generated/isa";
@@ -344,10 +344,10 @@ export function rxStageBodies(dev: usize): usize { return portsOf(changetype<Dev
 export function rxPut(dev: usize, n: u32): u32 { return rxPutV(changetype<Device>(dev), n); }
 
 /**
- * The JIT's counters for device `dev` into `dst` (8 u64: regions translated, cache flushes,
+ * The JIT's counters for device `dev` into `dst` (9 u64: regions translated, cache flushes,
  * invalidations by stores into translated code, wasm bytes emitted, translations the host could
  * not compile, calls into translations, those that jumped out of their region, those that left an
- * instruction to the interpreter); all 0 without a cache.
+ * instruction to the interpreter, instructions retired in translated code); all 0 without a cache.
  */
 export function jitStats(dev: usize, dst: usize): void {
   const c = jitCacheIfAny(changetype<Device>(dev));
@@ -360,7 +360,18 @@ export function jitStats(dev: usize, dst: usize): void {
   store<u64>(dst, any ? c.calls : 0, 40);
   store<u64>(dst, any ? c.jumpsOut : 0, 48);
   store<u64>(dst, any ? c.sideExits : 0, 56);
+  store<u64>(dst, any ? c.retired : 0, 64);
 }
+
+/** 1 when a translation engine `e` of device `dev` runs was made from its SRAM word at `pc` (that code runs translated), else 0. */
+export function jitTranslatedAt(dev: usize, e: u32, pc: u32): u32 {
+  const c = jitCacheIfAny(changetype<Device>(dev));
+  if (changetype<usize>(c) == 0 || e >= c.engines || (pc >> 2) >= c.words) return 0;
+  return load<u8>(codePagesOf(c, e) + <usize>(pc >> JIT_PAGE_SHIFT)) != 0 ? 1 : 0;
+}
+
+/** Device `dev`'s JIT translates a block start at its `landings`-th landing (1..255; 48 unless set); 0 when it runs interpreted. */
+export function jitSetHot(dev: usize, landings: u32): u32 { return cacheSetHot(changetype<Device>(dev), landings) ? 1 : 0; }
 
 /** Sets device `dev`'s `jit` config field (Device.restore: a snapshot taken in one mode continues in the other). */
 export function configSetJit(dev: usize, on: u32): void {

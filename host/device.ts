@@ -147,6 +147,8 @@ export interface JitStats {
   jumpsOut: number;
   /** calls that left an instruction to the interpreter (MMIO, a misaligned or faulting access, a store into translated code, ...) */
   sideExits: number;
+  /** instructions retired in translated code (the rest of the engines' `minstret` the interpreter retired) */
+  instructions: number;
 }
 
 /** How a {@link Device} (or a verbs Context) treats what the core reports. */
@@ -170,6 +172,14 @@ export interface DeviceOptions {
    * and counted (`consoleDropped(i)`), so a firmware print loop cannot exhaust host memory.
    */
   consoleKeepBytes?: number;
+  /**
+   * With config `jit` 1: the landings on a block start (a jump or branch target, or where a
+   * window starts) that translate it, 1 to 255; default 48. 1 translates code where it first
+   * lands, so every block that runs runs translated (the tests that hold the translator to the
+   * interpreter use it). A speed setting, not a config field: results are the same whatever it
+   * is, and a snapshot does not hold it.
+   */
+  jitHot?: number;
 }
 
 const SCRATCH_BYTES = 64 * 1024;
@@ -276,7 +286,15 @@ export class Device {
     const handle = core.create(cfgPtr);
     if (handle === 0) throw arenaTooLarge(cfg); // the core refuses a device larger than its heap's largest block
     const scratch = core.scratchAlloc(SCRATCH_BYTES) >>> 0;
-    return new Device(core, handle, scratch, cfg, options);
+    const dev = new Device(core, handle, scratch, cfg, options);
+    dev.applyJitHot();
+    return dev;
+  }
+
+  /** Hands options.jitHot to the JIT's cache (again after Device.restore switched `jit` on). */
+  private applyJitHot(): void {
+    const hot = this.options.jitHot;
+    if (hot !== undefined) this.core.jitSetHot(this.handle, checkInt("jitHot", hot, 1, 255));
   }
 
   /** Views of wasm memory go stale when it grows; every access goes through a fresh one. */
@@ -655,11 +673,16 @@ export class Device {
   /** What the engines' JIT has done (all zero with config field `jit` 0). */
   jitStats(): JitStats {
     this.core.jitStats(this.handle, this.scratch);
-    const v = new BigUint64Array(this.core.memory.buffer, this.scratch, 8);
+    const v = new BigUint64Array(this.core.memory.buffer, this.scratch, 9);
     return {
       translated: Number(v[0]), flushes: Number(v[1]), invalidations: Number(v[2]), bytes: Number(v[3]), compileFailures: Number(v[4]), compileMs: jitCompileMs(this.core.memory),
-      calls: Number(v[5]), jumpsOut: Number(v[6]), sideExits: Number(v[7]),
+      calls: Number(v[5]), jumpsOut: Number(v[6]), sideExits: Number(v[7]), instructions: Number(v[8]),
     };
+  }
+
+  /** Whether engine `engine` now runs the instruction at SRAM address `pc` in translated code (config `jit` 1): a translation it runs was made from that word. */
+  jitTranslatedAt(engine: number, pc: number): boolean {
+    return this.core.jitTranslatedAt(this.handle, engine, pc >>> 0) !== 0;
   }
 
   /**
@@ -693,7 +716,7 @@ export class Device {
           : ""));
     dev.refreshView().set(snap.arena, base);
     // the arena holds the config it was saved with; the JIT's translations are a cache, not state
-    if (options.jit !== undefined) dev.core.configSetJit(dev.handle, options.jit);
+    if (options.jit !== undefined) { dev.core.configSetJit(dev.handle, options.jit); dev.applyJitHot(); }
     // an engine may have been mid-line: its next bytes continue a line that began before
     for (let i = 0; i < dev.engines; i++) {
       const t = BigInt.asUintN(64, dev.core.consoleOpenLinePs(dev.handle, i));

@@ -12,6 +12,7 @@ import { writeElf, programElf, assemble, R, I, S, B, J, CODE_BASE } from "./help
 import { rng, garbage } from "./helpers/garbage.js";
 import { MMIO, REGIONS } from "../host/generated/layouts.js";
 import { jitModulesClear } from "../host/jit-modules.js";
+import { readSections, readSymbols } from "../host/elf.js";
 
 type Config = Record<string, number>;
 
@@ -177,6 +178,36 @@ describe("the JIT runs programs exactly as the interpreter does", () => {
       const jit = await runFirmware(elf, { config: { ...config, jit: 1 }, untilPs: 20e9 });
       expect(JSON.stringify(jit, (_, v) => (typeof v === "bigint" ? v.toString() : v))).toBe(JSON.stringify(interp, (_, v) => (typeof v === "bigint" ? v.toString() : v)));
       expect(interp.engines.every((e) => e.state === "exited" && e.exitCode === 0)).toBe(true);
+    }
+  });
+
+  it("the ISA conformance program translated where code first lands (jitHot 1): every case's code runs translated, same verdicts", async () => {
+    // The riscv-tests-style conformance program (firmware/tests/isa/, 584 numbered cases): at the
+    // default threshold (48 landings) a case runs once and is interpreted; with jitHot 1 the code
+    // of every case on every engine must have run translated, and the run must end as the
+    // interpreter's: every case passed, console, registers, memories, counts alike.
+    const elf = new Uint8Array(readFileSync(new URL("../firmware/tests/isa/isa.elf", import.meta.url)));
+    const cases = readSymbols(readSections(elf)).filter((s) => /^isa_case_\d+$/.test(s.name));
+    expect(cases.length).toBe(584);
+    for (const config of [{ engines: 16, nullGuardBytes: 0 }, { engines: 7, interleaveQuantumPs: 1000, nullGuardBytes: 0 }] as Config[]) {
+      const run = async (jit: number, jitHot?: number) => {
+        // a cache that never fills: a flush would forget what ran translated before it
+        const dev = await Device.create(coreModule(), { ...config, jit, jitBlocks: 16384 }, jitHot === undefined ? {} : { jitHot });
+        dev.start(dev.loadElf(elf).entry);
+        dev.run(20_000_000_000n);
+        return dev;
+      };
+      const interp = await run(0), first = await run(1, 1), hot = await run(1);
+      expect(endState(first)).toEqual(endState(interp));
+      for (let e = 0; e < config.engines; e++) {
+        expect([interp.engine(e).state, interp.engine(e).exitCode]).toEqual(["exited", 0]);
+        expect(interp.console(e)).toContain(`isa: ${cases.length}/${cases.length} passed`);
+        expect(cases.filter((c) => !first.jitTranslatedAt(e, c.value)).map((c) => c.name), `engine ${e}`).toEqual([]);
+      }
+      // at the default threshold almost none of it is: the cases run once each
+      expect(cases.filter((c) => hot.jitTranslatedAt(0, c.value)).length).toBeLessThan(10);
+      expect(first.jitStats().translated).toBeGreaterThan(20 * hot.jitStats().translated);
+      expect(first.jitStats().flushes).toBe(0);
     }
   });
 

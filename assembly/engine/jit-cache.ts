@@ -11,7 +11,7 @@
 // a store into a page holding translated code; translated code leaves to the interpreter
 // before such a store) and by the NIC's DMA (mem/dma.ts asks here before it hands out an SRAM
 // address). Either drops every translation of that engine: self-modifying code is rare, and
-// hot code comes back after JIT_HOT more runs.
+// hot code comes back after `hot` more runs.
 
 import { Device } from "../core/device";
 
@@ -34,8 +34,14 @@ export const JIT_MAX_INSNS: u32 = 256;
 export const JIT_REGION_BLOCKS: i32 = 16;
 /** Bytes kept per translation for checking it against SRAM: (pc, n) per block, then the words. */
 export const JIT_RECORD_BYTES: usize = <usize>JIT_REGION_BLOCKS * 8 + <usize>JIT_MAX_INSNS * 4;
-/** Runs of an untranslated block start (a jump or branch target) before it is translated. */
+/**
+ * Runs of an untranslated block start (a jump or branch target) before it is translated, unless
+ * the host says otherwise (jitSetHot: 1 translates code where it first lands, as the tests that
+ * hold the translator to the interpreter do).
+ */
 export const JIT_HOT: u32 = 48;
+/** The most jitSetHot takes: the landings are counted in a byte per SRAM word. */
+export const JIT_HOT_MAX: u32 = 255;
 /**
  * SRAM bytes per code page (log2): the grain of "does this store hit translated code". A word:
  * firmware keeps data next to code (a 256-byte page held both in the compute benchmark, and
@@ -62,6 +68,7 @@ export const NOT_TRANSLATABLE: i32 = -2;
   tables: usize; // u32 per record slot: its function table index (kept across flushes), or NO_TABLE
   checked: usize; // u32 per engine per record: the epoch in which it was last checked against that engine's SRAM
   buf: usize; // the module being emitted
+  hot: u32; // landings on a block start that translate it (JIT_HOT unless jitSetHot)
   // counters (host/device.ts reads them as stats)
   translated: u32;
   flushes: u32;
@@ -71,6 +78,7 @@ export const NOT_TRANSLATABLE: i32 = -2;
   calls: u64; // calls into translations
   jumpsOut: u64; // ... that left by a jump out of their region (EXIT_JUMP)
   sideExits: u64; // ... that left an instruction to the interpreter (EXIT_INTERP)
+  retired: u64; // instructions retired in translated code
 }
 
 export const NO_TABLE: u32 = 0xffffffff;
@@ -112,10 +120,24 @@ export function jitCacheOf(dev: Device): JitCache {
   memory.fill(c.checked, 0, <usize>c.engines * <usize>c.cap * 4);
   c.buf = heap.alloc(<usize>JIT_BUF_BYTES);
   c.epoch = 1;
+  c.hot = JIT_HOT;
   unchecked(registry[registered++] = changetype<usize>(c));
   lastDev = c.dev;
   lastCache = changetype<usize>(c);
   return c;
+}
+
+/**
+ * Translates a block start at its `landings`-th landing (1..JIT_HOT_MAX) from now on. A speed
+ * setting of the cache, never state (results are the same whatever it is): false, and nothing
+ * set, when `dev` runs interpreted (config jit 0, or the registry is full).
+ */
+export function jitSetHot(dev: Device, landings: u32): bool {
+  if (dev.cfg.jit == 0 || landings < 1 || landings > JIT_HOT_MAX) return false;
+  const c = jitCacheOf(dev);
+  if (changetype<usize>(c) == 0) return false;
+  c.hot = landings;
+  return true;
 }
 
 /** The cache of `dev` if it has one already (0 otherwise): for the hooks, which must not make one. */

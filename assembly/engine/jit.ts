@@ -7,7 +7,7 @@
 // layouts/isa.json's, through insnClass, as for the interpreter), or to
 // JIT_BLOCK_INSNS instructions. A translation is a region of blocks: the one where the
 // interpreter lands after a jump or taken branch (executeJit counts those landings: JIT_HOT of
-// them translate it) and the blocks its branches and jumps reach, up to JIT_REGION_BLOCKS of
+// them, or the host's jitSetHot, translate it) and the blocks its branches and jumps reach, up to JIT_REGION_BLOCKS of
 // them, in one function with the registers they touch in locals. Where a window starts (any
 // instruction: a window ends anywhere) only the block there is translated ("single"): it jumps
 // into the region of the loop it is part of, so each window runs one small extra translation
@@ -41,7 +41,7 @@ import { immI, immS, immB, immJ } from "./decode";
 import { memOf } from "../mem/dma";
 import {
   JitCache, Block, jitCacheOf, blockAt, checkedAt, codePagesOf, jitInvalidate, jitFlush,
-  JIT_MAX_INSNS, JIT_REGION_BLOCKS, JIT_HOT, JIT_PAGE_SHIFT, JIT_RECORD_BYTES, NO_BLOCK, NOT_TRANSLATABLE, NO_TABLE,
+  JIT_MAX_INSNS, JIT_REGION_BLOCKS, JIT_PAGE_SHIFT, JIT_RECORD_BYTES, NO_BLOCK, NOT_TRANSLATABLE, NO_TABLE,
 } from "./jit-cache";
 import { HBM_BASE } from "../generated/layouts";
 import {
@@ -687,7 +687,7 @@ export function executeJit(dev: Device, h: Hart, stop: u64): void {
       if (id == NO_BLOCK) {
         const hp = heat + <usize>(pc >> 2);
         const n = <u32>load<u8>(hp) + 1;
-        if (n >= JIT_HOT) {
+        if (n >= c.hot) {
           id = translate(dev, c, h, pc, !atLanding);
           store<i32>(slot, id);
           store<u8>(hp, 0);
@@ -696,7 +696,7 @@ export function executeJit(dev: Device, h: Hart, stop: u64): void {
         // a window's start translated as one block, which jumps land on too: hot, it gets its region
         const hp = heat + <usize>(pc >> 2);
         const n = <u32>load<u8>(hp) + 1;
-        if (n >= JIT_HOT) {
+        if (n >= c.hot) {
           const flushes = c.flushes;
           const full = translate(dev, c, h, pc, false);
           if (full >= 0 || c.flushes != flushes) { id = full; store<i32>(slot, id); } // (a flush dropped the block)
@@ -711,8 +711,10 @@ export function executeJit(dev: Device, h: Hart, stop: u64): void {
           else { jitInvalidate(c, h.id); id = NO_BLOCK; }
         }
         if (id >= 0) {
+          const before = h.instret;
           const why = call_indirect<u32>(b.table, changetype<usize>(h), stop);
           c.calls++;
+          c.retired += h.instret - before;
           if (why == EXIT_JUMP) { c.jumpsOut++; continue; }
           if (why == EXIT_INTERP) { c.sideExits++; execute(dev, h, h.cycle + 1, false); } // the instruction it left to the interpreter
           return; // or the window is over

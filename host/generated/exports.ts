@@ -168,12 +168,16 @@ export interface MenicExports {
   /** Takes `n` staged arrivals (sorted by time) into the receive ring; returns how many fitted. */
   rxPut(dev: number, n: number): number;
   /**
-   * The JIT's counters for device `dev` into `dst` (8 u64: regions translated, cache flushes,
+   * The JIT's counters for device `dev` into `dst` (9 u64: regions translated, cache flushes,
    * invalidations by stores into translated code, wasm bytes emitted, translations the host could
    * not compile, calls into translations, those that jumped out of their region, those that left an
-   * instruction to the interpreter); all 0 without a cache.
+   * instruction to the interpreter, instructions retired in translated code); all 0 without a cache.
    */
   jitStats(dev: number, dst: number): void;
+  /** 1 when a translation engine `e` of device `dev` runs was made from its SRAM word at `pc` (that code runs translated), else 0. */
+  jitTranslatedAt(dev: number, e: number, pc: number): number;
+  /** Device `dev`'s JIT translates a block start at its `landings`-th landing (1..255; 48 unless set); 0 when it runs interpreted. */
+  jitSetHot(dev: number, landings: number): number;
   /** Sets device `dev`'s `jit` config field (Device.restore: a snapshot taken in one mode continues in the other). */
   configSetJit(dev: number, on: number): void;
   /** A zeroed fabric header: the host writes the counts and parameters, then calls fabricInit. */
@@ -362,6 +366,8 @@ export const EXPORT_SIGNATURES: { readonly [K in ExportName]: Signature<MenicExp
   rxStageBodies: [["i32"], "i32"],
   rxPut: [["i32", "i32"], "i32"],
   jitStats: [["i32", "i32"], "void"],
+  jitTranslatedAt: [["i32", "i32", "i32"], "i32"],
+  jitSetHot: [["i32", "i32"], "i32"],
   configSetJit: [["i32", "i32"], "void"],
   fabricNew: [[], "i32"],
   fabricInit: [["i32", "i32", "i32", "f64"], "void"],
