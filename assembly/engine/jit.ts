@@ -7,8 +7,8 @@
 // layouts/isa.json's, through insnClass, as for the interpreter), or to
 // JIT_BLOCK_INSNS instructions. A translation is a region of blocks: the one where the
 // interpreter lands after a jump or taken branch (executeJit counts those landings: JIT_HOT of
-// them, or the host's jitSetHot, translate it) and the blocks its branches and jumps reach, up to JIT_REGION_BLOCKS of
-// them, in one function with the registers they touch in locals. Where a window starts (any
+// them, or as many as the host's jitSetHot says, translate it) and the blocks its branches and
+// jumps reach, up to JIT_REGION_BLOCKS of them, in one function with the registers they touch in locals. Where a window starts (any
 // instruction: a window ends anywhere) only the block there is translated ("single"): it jumps
 // into the region of the loop it is part of, so each window runs one small extra translation
 // rather than a whole copy of the loop per place windows start (15 copies of the compute
