@@ -768,7 +768,7 @@ export interface DeviceConfig<V extends number | bigint = number | bigint> {
   nullGuardBytes?: V;
   /** 1: count cycles, instructions and calls per instruction address of every engine (engine/profile.ts) and trace calls and returns; engines then run one instruction per call into the interpreter, several times slower, with identical results. Default 0; 0 to 1. */
   profile?: V;
-  /** 1: translate hot engine code (straight-line blocks ending in a branch or jump) into WebAssembly functions at run time (engine/jit.ts) and run those instead of the interpreter, with identical results; 0: interpret everything. Off by default until it has run the whole test suite in both modes for a while; a cache, never state: snapshots do not hold translations. With profile on, engines are interpreted. Default 0; 0 to 1. */
+  /** 1 (default): translate hot engine code (straight-line blocks ending in a branch or jump) into WebAssembly functions at run time (engine/jit.ts) and run those instead of the interpreter, with identical results (registers, memory, cycles, traps, console: test/jit.test.ts and the differential fuzz test/jit-fuzz.test.ts hold it to the interpreter); 0: interpret everything (--set jit=0). A cache, never state: snapshots do not hold translations. With profile on, or a debugger attached, engines are interpreted. Default 1; 0 to 1. */
   jit?: V;
   /** translations kept per device before the cache is flushed and hot code translated again; each is a small wasm module of the host's (about 1-4 KiB of the host's memory, outside the device's arena); 2048 covers the hot code of the shipped firmware many times over. Default 2048; 16 to 65536. */
   jitBlocks?: V;
