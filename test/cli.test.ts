@@ -239,7 +239,7 @@ describe("menic fw run: a long run", () => {
     const j = JSON.parse(out.slice(out.indexOf('{"'), out.lastIndexOf("}") + 1)); // the one JSON object, among the terminal's other lines
     expect([j.stopped, j.ok, j.engines[0].state]).toEqual([true, false, "running"]);
     expect(j.timePs).toBeGreaterThan(0);
-    expect(j.timePs).toBeLessThan(1e12);
+    expect(j.timePs).toBeLessThan(100e12); // stopped before its --until (with the translator a second of wall time can simulate more than 1 s)
   });
 });
 
