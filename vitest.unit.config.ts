@@ -11,7 +11,7 @@ export const SLOW_OR_EXTERNAL = [
   "test/compute-interference.test.ts", "test/fabric-windows.test.ts", "test/browser-bundle.test.ts",
   "test/cli.test.ts", "test/cli-run.test.ts", "test/jit.test.ts",
   // the fuzz and model tiers
-  "test/fuzz-tier.test.ts", "test/fuzz-answers.test.ts", "test/roce-fuzz.test.ts", "test/metaroce-fuzz.test.ts", "test/verbs-model.test.ts", "test/verbs-input.test.ts",
+  "test/fuzz-tier.test.ts", "test/fuzz-answers.test.ts", "test/roce-fuzz.test.ts", "test/metaroce-fuzz.test.ts", "test/verbs-model.test.ts", "test/verbs-input.test.ts", "test/jit-fuzz.test.ts",
   // tools from outside npm
   "test/*tshark*.test.ts", "test/*-capture.test.ts", "test/firmware-build.test.ts", "test/fw-debug.test.ts", "test/gdb-*.test.ts", "test/isa.test.ts",
   "test/web-page.test.ts", "test/package.test.ts",
