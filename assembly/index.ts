@@ -7,7 +7,7 @@ import { memOf } from "./mem/dma";
 import { createDevice, arenaBytesFor as arenaBytesOf, eventBoundFor as eventBoundOf } from "./create";
 import { hartAt, engOf, profileBytes } from "./engine/engines";
 import { csrRead } from "./engine/csr";
-import { debugOf, debugAttach as attach, debugBreak as brk, debugWatch as watch, debugStep as stepOne, debugOnly as only, debugResume as resume } from "./engine/debug";
+import { debugOf, debugAttach as attach, debugBreak as brk, debugWatch as watch, debugStep as stepOne, debugOnly as only, debugResume as resume, insnLogSet } from "./engine/debug";
 import { nextActivity, step as stepDevice, startEngine as start, hasOutput as deviceHasOutput } from "./run";
 import { mailboxPush, mailboxPop } from "./engine/mailbox";
 import { rngNext, rngSeed, rngOf, Rng, RNG_BLOCKS } from "./core/rng";
@@ -372,6 +372,11 @@ export function jitTranslatedAt(dev: usize, e: u32, pc: u32): u32 {
 
 /** Device `dev`'s JIT translates a block start at its `landings`-th landing (1..255; 48 unless set); 0 when it runs interpreted. */
 export function jitSetHot(dev: usize, landings: u32): u32 { return cacheSetHot(changetype<Device>(dev), landings) ? 1 : 0; }
+
+/** Logs the instructions of the engines in `mask` into `cap` records of 16 bytes at `buf` (engine/debug.ts; cap 0: no log). */
+export function insnLog(dev: usize, buf: usize, cap: u32, mask: u64): void { insnLogSet(changetype<Device>(dev), buf, cap, mask); }
+/** Instructions the log saw since insnLog, including those past its capacity. */
+export function insnLogCount(dev: usize): u64 { return debugOf(changetype<Device>(dev)).logCount; }
 
 /** Sets device `dev`'s `jit` config field (Device.restore: a snapshot taken in one mode continues in the other). */
 export function configSetJit(dev: usize, on: u32): void {

@@ -18,7 +18,7 @@ import { rxArrive } from "./nic/rx";
 import { execute } from "./engine/exec";
 import { executeProfiled } from "./engine/profile";
 import { executeJit } from "./engine/jit";
-import { debugOf, runEngineDebug, DebugStop } from "./engine/debug";
+import { debugOf, runEngineDebug, executeLogged, DebugStop } from "./engine/debug";
 import { interruptToTake, takeTrap, pendingIrqs } from "./engine/trap";
 import { nextEventTime, handlingTop, handled, topKind, topA, topB, EventKind } from "./core/sched";
 import { cyclesCeil, psOfCycle, minU64, NEVER } from "./core/time";
@@ -34,6 +34,7 @@ import {
 
 /** Runs one engine until its cycle count reaches `limit`, it sleeps, exits or faults. */
 function runEngine(dev: Device, h: Hart, limit: u64): void {
+  const logging = debugOf(dev).logCap != 0;
   while (h.state == EngineState.Running && h.cycle < limit) {
     const irq = interruptToTake(h);
     if (irq != 0) {
@@ -43,7 +44,8 @@ function runEngine(dev: Device, h: Hart, limit: u64): void {
     // stop early where the timer interrupt would become takeable
     let stop = limit;
     if ((h.mstatus & MSTATUS_MIE) != 0 && (h.mie & MIP_MTIP) != 0 && h.mtimecmp < stop) stop = h.mtimecmp;
-    if (dev.cfg.profile != 0) executeProfiled(dev, h, stop);
+    if (logging) executeLogged(dev, h, stop);
+    else if (dev.cfg.profile != 0) executeProfiled(dev, h, stop);
     else if (dev.cfg.jit != 0) executeJit(dev, h, stop);
     else execute(dev, h, stop);
   }

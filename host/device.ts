@@ -7,6 +7,7 @@ import { resolveConfig, packConfig, arenaTooLarge, type DeviceConfig } from "./c
 import { parseElf, checkImage, placeSegment, type ElfImage } from "./elf.js";
 import { EngineConsole, TimeOrderedLines } from "./console.js";
 import { PROFILE_ENTRY_BYTES } from "./debug/profile.js";
+import { INSN_RECORD_BYTES, MAX_LOG_LIMIT, readInsnRecords, type InsnRecord } from "./debug/insn-log.js";
 import { writeSnapshot, readSnapshot, SnapshotError } from "./snapshot.js";
 import { checkSplit, decodeBlocker, PortSplitError, type PortGroups, type PortSplitBlocker } from "./port-groups.js";
 import { REGIONS, STAT_NAMES, TRACE_POINTS, LAYOUT_HASH, ENGINE_STATE, FLOW_CLASS, TRACE_RECORD, FATAL, STEP, MRT_PATH, PATH_STATE } from "./generated/layouts.js";
@@ -238,6 +239,8 @@ export class Device {
   /** With consoleOrder "time": the lines drained and not yet given to onConsoleLine. */
   private readonly ordered: TimeOrderedLines | null = null;
   private u8!: Uint8Array;
+  private insnLogBuf = 0; // startInsnLog's buffer in the core's memory
+  private insnLogCap = 0;
 
   private constructor(
     /** @internal the core's exports, for the verbs layer (host/verbs.ts) */
@@ -443,6 +446,27 @@ export class Device {
     const at = this.core.profilePtr(this.handle, this.engineIndex(i)) >>> 0;
     if (at === 0) return null;
     return this.refreshView().slice(at, at + (this.sramBytes / 4) * PROFILE_ENTRY_BYTES);
+  }
+
+  /**
+   * Logs every instruction the engines in `engines` retire or trap on from now on, up to `limit`
+   * records (host/debug/insn-log.ts); past it they are only counted. Engines then run one
+   * instruction per call into the interpreter (as with the profiler), with the same results.
+   */
+  startInsnLog(engines: readonly number[], limit: number): void {
+    checkInt("limit", limit, 1, MAX_LOG_LIMIT);
+    let mask = 0n;
+    for (const e of engines) mask |= 1n << BigInt(this.engineIndex(e));
+    this.insnLogBuf = this.core.scratchAlloc(limit * INSN_RECORD_BYTES) >>> 0;
+    this.insnLogCap = limit;
+    this.core.insnLog(this.handle, this.insnLogBuf, limit, mask);
+  }
+
+  /** The instructions logged since startInsnLog (at most its limit), and how many there were in all. */
+  insnLog(): { records: InsnRecord[]; total: number } {
+    const total = Number(this.core.insnLogCount(this.handle));
+    const n = Math.min(total, this.insnLogCap);
+    return { records: readInsnRecords(this.refreshView().subarray(this.insnLogBuf, this.insnLogBuf + n * INSN_RECORD_BYTES), n), total };
   }
 
   /** What engine `i` has printed so far, up to `consoleKeepBytes` (the rest: `consoleDropped`). */
@@ -715,6 +739,7 @@ export class Device {
           ? " (a device that shared a CoreInstance with others, other than the first built there, cannot be restored into an instance of its own)"
           : ""));
     dev.refreshView().set(snap.arena, base);
+    dev.core.insnLog(dev.handle, 0, 0, 0n); // the saving device's instruction log is not this one's
     // the arena holds the config it was saved with; the JIT's translations are a cache, not state
     if (options.jit !== undefined) { dev.core.configSetJit(dev.handle, options.jit); dev.applyJitHot(); }
     // an engine may have been mid-line: its next bytes continue a line that began before

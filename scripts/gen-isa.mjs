@@ -188,4 +188,23 @@ function mdView() {
   return L.join("\n");
 }
 
-writeGenerated(root, { "assembly/generated/isa.ts": asView(), "docs/isa.md": mdView() }, "npm run gen");
+/** The host's view: each instruction's match (mask, value), name and class, for the disassembler (host/debug/disasm.ts). */
+function hostView() {
+  const L = [`// ${HEADER}`, "", "/** An instruction of layouts/isa.json: it is the word `ir` when `(ir & mask) === match`. */",
+    "export interface IsaInsn { readonly name: string; readonly cls: string; readonly mask: number; readonly match: number; readonly writesRd: boolean }", "",
+    "/** Every instruction the engines execute, in layouts/isa.json's order (no two match the same word). */", "export const ISA: readonly IsaInsn[] = ["];
+  for (const e of insns) {
+    let mask = 0x7f, match = (e.opc << 2) | 3;
+    for (const f of [...FIELDS, ...RESIDUAL]) {
+      if (e[f.key] === undefined) continue;
+      const width = f.bits[0] - f.bits[1] + 1, m = width === 32 ? 0xffffffff : ((2 ** width - 1) * 2 ** f.bits[1]);
+      mask = (mask | m) >>> 0;
+      match = ((match & ~m) | (e[f.key] * 2 ** f.bits[1])) >>> 0;
+    }
+    L.push(`  { name: "${e.name.toLowerCase()}", cls: "${e.class}", mask: ${hex(mask >>> 0, 8)}, match: ${hex(match >>> 0, 8)}, writesRd: ${classOf.get(e.class).writesRd} },`);
+  }
+  L.push("];", "");
+  return L.join("\n");
+}
+
+writeGenerated(root, { "assembly/generated/isa.ts": asView(), "docs/isa.md": mdView(), "host/generated/isa.ts": hostView() }, "npm run gen");

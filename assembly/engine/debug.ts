@@ -14,7 +14,7 @@ import { executeProfiled } from "./profile";
 import { interruptToTake, takeTrap } from "./trap";
 import { MIP_MTIP, MSTATUS_MIE } from "./hart";
 import { immI, immS } from "./decode";
-import { InsnClass, insnClass, rs1Of, funct3Of, loadBytes, storeBytes } from "../generated/isa";
+import { InsnClass, insnClass, rdOf, rs1Of, funct3Of, loadBytes, storeBytes } from "../generated/isa";
 
 export const MAX_BREAKPOINTS: u32 = 64;
 export const MAX_WATCHPOINTS: u32 = 16;
@@ -57,6 +57,12 @@ const NO_ENGINE: u32 = 0xffffffff;
   nWatch: u32;
   breaks: usize; // MAX_BREAKPOINTS addresses
   watches: usize; // MAX_WATCHPOINTS records of WATCH_BYTES
+  // the instruction log (below): host scratch memory, never part of a run's state
+  // (Device.restore switches it off)
+  logBuf: usize; // logCap records of INSN_LOG_BYTES
+  logCap: u32; // 0: no log
+  logCount: u64; // instructions logged, including those past logCap (not stored)
+  logMask: u64; // the engines logged, a bit each
 }
 
 /** Arena bytes of the debug state. */
@@ -234,7 +240,8 @@ export function runEngineDebug(dev: Device, h: Hart, limit: u64): bool {
     let stop = limit;
     if ((h.mstatus & MSTATUS_MIE) != 0 && (h.mie & MIP_MTIP) != 0 && h.mtimecmp < stop) stop = h.mtimecmp;
     const pc = h.pc, instret = h.instret;
-    if (dev.cfg.profile != 0) executeProfiled(dev, h, stop);
+    if (d.logCap != 0) executeLogged(dev, h, stop);
+    else if (dev.cfg.profile != 0) executeProfiled(dev, h, stop);
     else execute(dev, h, stop < h.cycle + 1 ? stop : h.cycle + 1); // one instruction: each costs at least a cycle
     if (resumed && d.only != U64.MAX_VALUE) { d.ranOnly = 1; d.lastRan = h.id; }
     if (h.state == EngineState.Faulted && resumed) { stopAt(d, h, DebugStop.Fault, 0); return true; }
@@ -242,4 +249,51 @@ export function runEngineDebug(dev: Device, h: Hart, limit: u64): bool {
     if (stepping && (h.pc != pc || h.instret != instret || h.state != EngineState.Running)) { stopAt(d, h, DebugStop.Step, 0); return true; }
   }
   return false;
+}
+
+// ---- The instruction log (`menic fw run --log insn`, host/debug/insn-log.ts): like the cycle
+// profiler (profile.ts) it runs an engine one instruction per call into the interpreter, and
+// records each instruction that retired or trapped: engine, pc, the instruction word, and the
+// register it wrote with its new value (or the trap's mcause). An instruction told to wait (an
+// MMIO store stalled on a full doorbell queue) is recorded when it runs. Records go to a buffer
+// the host gives (debugOf(dev).logBuf); past its capacity they are counted, not stored. It only
+// reads state, so a logged run computes exactly what an unlogged one does.
+
+/** Bytes of a record: pc u32, instruction u32, value u32 (rd's new value, or mcause), engine u16, rd u8, flags u8. */
+export const INSN_LOG_BYTES: usize = 16;
+/** Record flags: the instruction retired; it trapped (value is mcause). */
+export const INSN_LOG_RETIRED: u8 = 1;
+export const INSN_LOG_TRAPPED: u8 = 2;
+
+/** Executes one instruction of `h` (if its cycle is below `stop`) and logs it when its engine is logged. */
+export function executeLogged(dev: Device, h: Hart, stop: u64): void {
+  if (h.state != EngineState.Running || h.cycle >= stop) return;
+  const pc = h.pc, instret = h.instret;
+  const ir = pc >= dev.cfg.nullGuardBytes && pc <= dev.cfg.sramBytes - 4 ? load<u32>(h.sram + <usize>pc) : 0;
+  if (dev.cfg.profile != 0) executeProfiled(dev, h, stop);
+  else execute(dev, h, h.cycle + 1); // one instruction: every instruction costs at least one cycle
+  const retired = h.instret != instret;
+  if (!retired && h.pc == pc && h.state == EngineState.Running) return; // told to wait: runs again
+  const d = debugOf(dev);
+  if (((d.logMask >> <u64>h.id) & 1) == 0) return;
+  if (d.logCount < <u64>d.logCap) {
+    const p = d.logBuf + <usize>d.logCount * INSN_LOG_BYTES;
+    const rd = rdOf(ir);
+    store<u32>(p, pc);
+    store<u32>(p, ir, 4);
+    store<u32>(p, retired ? load<u32>(h.regs + (<usize>rd << 2)) : h.mcause, 8);
+    store<u16>(p, <u16>h.id, 12);
+    store<u8>(p, <u8>rd, 14);
+    store<u8>(p, retired ? INSN_LOG_RETIRED : INSN_LOG_TRAPPED, 15);
+  }
+  d.logCount++;
+}
+
+/** Logs the engines in `mask` into `cap` records at `buf` from now on (cap 0: no log), counting from 0. */
+export function insnLogSet(dev: Device, buf: usize, cap: u32, mask: u64): void {
+  const d = debugOf(dev);
+  d.logBuf = cap != 0 ? buf : 0;
+  d.logCap = buf != 0 ? cap : 0;
+  d.logMask = mask;
+  d.logCount = 0;
 }

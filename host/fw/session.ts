@@ -8,6 +8,7 @@ import { Device, type EngineReport, type TraceRecord } from "../device.js";
 import { Symbolizer, type Location } from "../debug/symbolize.js";
 import { explainFault } from "../debug/fault.js";
 import { profileByFunction, type ProfileRow } from "../debug/profile.js";
+import { formatInsn, DEFAULT_LOG_LIMIT } from "../debug/insn-log.js";
 
 /** How a firmware run (`runFirmware`, `menic fw run`) builds the device and runs it. */
 export interface FwRunOptions {
@@ -25,6 +26,12 @@ export interface FwRunOptions {
   core?: "release" | "debug";
   /** Profile cycles per function (config profile = 1; host/debug/profile.ts): `FwRunResult.profile`. */
   profile?: boolean;
+  /**
+   * Log each instruction of these engines (all when `engines` is absent) as a line (host/debug/insn-log.ts),
+   * up to `limit` lines (default 100000): `FwRunResult.insnLog`. Engines are then interpreted, one
+   * instruction per call, with the same results.
+   */
+  insnLog?: { engines?: number[]; limit?: number };
   /** Called between slices of the run with the time reached and the instructions all engines have run. */
   onProgress?: (nowPs: bigint, instructions: number) => void;
   /**
@@ -70,6 +77,8 @@ export interface FwRunResult {
   trace?: TraceRecord[];
   /** With `profile`: self cycles per function, summed over engines, most first. */
   profile?: ProfileRow[];
+  /** With `insnLog`: the log's lines, and the instructions it saw in all (more than the lines when the limit stopped it). */
+  insnLog?: { lines: string[]; total: number; limit: number };
   /** True when `shouldStop` ended the run early (absent otherwise). */
   stopped?: true;
 }
@@ -99,6 +108,7 @@ export async function startFirmwareOn(module: WebAssembly.Module, elf: Uint8Arra
     consoleOrder: opts.consoleOrder,
   });
   const img = dev.loadElf(elf);
+  if (opts.insnLog) dev.startInsnLog(opts.insnLog.engines ?? Array.from({ length: dev.engines }, (_, i) => i), opts.insnLog.limit ?? DEFAULT_LOG_LIMIT);
   dev.start(img.entry);
   return dev;
 }
@@ -108,6 +118,10 @@ export function finishFirmware(dev: Device, elf: Uint8Array, t: bigint, opts: Fw
   dev.flushConsole();
   const symbols = Symbolizer.fromElf(elf);
   const r = report(dev, t, symbols);
+  if (opts.insnLog) {
+    const { records, total } = dev.insnLog();
+    r.insnLog = { lines: records.map(formatInsn), total, limit: opts.insnLog.limit ?? DEFAULT_LOG_LIMIT };
+  }
   if (opts.profile) r.profile = profileByFunction(Array.from({ length: dev.engines }, (_, i) => dev.profileTable(i)!), symbols);
   return r;
 }

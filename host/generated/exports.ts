@@ -178,6 +178,10 @@ export interface MenicExports {
   jitTranslatedAt(dev: number, e: number, pc: number): number;
   /** Device `dev`'s JIT translates a block start at its `landings`-th landing (1..255; 48 unless set); 0 when it runs interpreted. */
   jitSetHot(dev: number, landings: number): number;
+  /** Logs the instructions of the engines in `mask` into `cap` records of 16 bytes at `buf` (engine/debug.ts; cap 0: no log). */
+  insnLog(dev: number, buf: number, cap: number, mask: bigint): void;
+  /** Instructions the log saw since insnLog, including those past its capacity. */
+  insnLogCount(dev: number): bigint;
   /** Sets device `dev`'s `jit` config field (Device.restore: a snapshot taken in one mode continues in the other). */
   configSetJit(dev: number, on: number): void;
   /** A zeroed fabric header: the host writes the counts and parameters, then calls fabricInit. */
@@ -368,6 +372,8 @@ export const EXPORT_SIGNATURES: { readonly [K in ExportName]: Signature<MenicExp
   jitStats: [["i32", "i32"], "void"],
   jitTranslatedAt: [["i32", "i32", "i32"], "i32"],
   jitSetHot: [["i32", "i32"], "i32"],
+  insnLog: [["i32", "i32", "i32", "i64"], "void"],
+  insnLogCount: [["i32"], "i64"],
   configSetJit: [["i32", "i32"], "void"],
   fabricNew: [[], "i32"],
   fabricInit: [["i32", "i32", "i32", "f64"], "void"],

@@ -12,6 +12,7 @@ import { runFirmwareListening } from "./gdb-server.js";
 import { toPerfetto, writePerfetto } from "../trace/perfetto.js";
 import { formatLocation, Symbolizer } from "../debug/symbolize.js";
 import { formatProfile } from "../debug/profile.js";
+import { DEFAULT_LOG_LIMIT, MAX_LOG_LIMIT } from "../debug/insn-log.js";
 import { formatTime } from "../units.js";
 import { ConfigError } from "../config.js";
 import { ElfError } from "../elf.js";
@@ -119,6 +120,8 @@ per engine.`,
     json: { kind: "flag", help: "print the result as one JSON object on stdout, nothing else", default: "(off: console lines and a table)" },
     trace: { kind: "out", value: "<out.json>", help: "write a Perfetto trace, one track per engine (ui.perfetto.dev)", default: "(no trace)" },
     profile: { kind: "flag", help: "count cycles per function (and name the trace's spans by function)", default: "(off)" },
+    log: { kind: "string", value: "insn[=<engines>]", help: "print each instruction of these engines (e.g. 0,2-3): pc, bytes, disassembly, the register written (the interpreter runs)", default: "(no log; insn: every engine)" },
+    "log-limit": { kind: "int", value: "<n>", min: 1, max: MAX_LOG_LIMIT, help: "lines of --log before it stops and says so", default: `(${DEFAULT_LOG_LIMIT})` },
     config: { kind: "string", value: "<cfg.json>", help: "device config fields from a JSON file (docs/memory-map.md)", default: "(the defaults)" },
     set: { kind: "strings", value: "<field>=<value>", help: "set one device config field, after --config", default: "(none)" },
     gdb: { kind: "int", value: "<port>", min: 0, max: 65535, help: "a GDB stub on 127.0.0.1:<port>, 0 any free port (docs/engine.md)", default: "(no GDB stub)" },
@@ -343,8 +346,10 @@ async function fwRun(args: string[]): Promise<number> {
   const json = values.json;
   const untilPs = values.until!; // it has a default
   const merged = values.console === "merged";
+  if (values["log-limit"] !== undefined && values.log === undefined) throw new UsageError("--log-limit needs --log", FW_RUN.name);
   const runOpts: FwRunOptions = {
     config, untilPs, collectTrace: !!values.trace, profile: values.profile,
+    insnLog: values.log === undefined ? undefined : { engines: parseLogEngines(values.log), limit: values["log-limit"] },
     consoleOrder: merged ? "time" : "engine",
     onConsoleLine: json ? undefined
       : merged ? (e, line, timePs) => console.log(`[${formatTime(timePs).padStart(12)} e${String(e).padStart(2, "0")}] ${line}`)
@@ -376,10 +381,32 @@ async function fwRun(args: string[]): Promise<number> {
   }
   if (json) console.log(JSON.stringify({ ...r, trace: undefined })); // the trace goes to its own file
   else {
+    if (r.insnLog) printInsnLog(r.insnLog);
     printSummary(r);
     if (r.profile) process.stdout.write(`\nprofile: self cycles per function, all engines\n${formatProfile(r.profile)}`);
   }
   return withOutputs([traceFile], r.stopped ? EXIT.stopped : r.ok ? EXIT.ok : EXIT.failed);
+}
+
+/** `--log insn[=<engines>]`'s engines: undefined for all, else a list like `0,2-3`. */
+function parseLogEngines(spec: string): number[] | undefined {
+  const m = /^insn(?:=(.*))?$/.exec(spec);
+  if (!m) throw new UsageError(`--log ${spec}: the only log is insn, or insn=<engines> (e.g. insn=0,2-3)`, FW_RUN.name);
+  if (m[1] === undefined) return undefined;
+  const out: number[] = [];
+  for (const part of m[1].split(",")) {
+    const r = /^(\d+)(?:-(\d+))?$/.exec(part);
+    const lo = r ? Number(r[1]) : NaN, hi = r?.[2] !== undefined ? Number(r[2]) : lo;
+    if (!r || hi < lo || hi > 63) throw new UsageError(`--log ${spec}: engines ${JSON.stringify(part)} is not an engine number or range (0-63, e.g. 0,2-3)`, FW_RUN.name);
+    for (let e = lo; e <= hi; e++) out.push(e);
+  }
+  return out;
+}
+
+function printInsnLog(log: NonNullable<FwRunResult["insnLog"]>): void {
+  for (const line of log.lines) process.stdout.write(line + "\n");
+  if (log.total > log.lines.length)
+    process.stdout.write(`insn log: stopped at --log-limit ${log.limit} lines; the engines ran ${log.total - log.lines.length} more logged instructions\n`);
 }
 
 function printSummary(r: FwRunResult): void {
