@@ -435,6 +435,14 @@ export class Device {
     return this.core.engineReg(this.handle, this.engineIndex(engine), checkInt("r", r, 0, 31)) >>> 0;
   }
 
+  /** The aligned 32-bit word at SRAM address `addr` of engine `engine` (as the host sees it: the NULL guard too), or undefined outside SRAM or misaligned. */
+  sramWord(engine: number, addr: number): number | undefined {
+    addr >>>= 0;
+    if (addr % 4 !== 0 || addr > this.sramBytes - 4) return undefined;
+    const at = (this.core.sramPtr(this.handle, this.engineIndex(engine)) >>> 0) + addr;
+    return new DataView(this.refreshView().buffer).getUint32(at, true);
+  }
+
   /** CSR `csr` of engine `engine` as the engine would read it; null for a CSR the engine does not have. */
   csr(engine: number, csr: number): number | null {
     const v = this.core.engineCsr(this.handle, this.engineIndex(engine), checkInt("csr", csr, 0, 0xfff));

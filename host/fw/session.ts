@@ -7,6 +7,7 @@
 import { Device, type EngineReport, type TraceRecord } from "../device.js";
 import { Symbolizer, type Location } from "../debug/symbolize.js";
 import { explainFault } from "../debug/fault.js";
+import { backtrace } from "../debug/backtrace.js";
 import { profileByFunction, type ProfileRow } from "../debug/profile.js";
 import { formatInsn, DEFAULT_LOG_LIMIT } from "../debug/insn-log.js";
 
@@ -61,6 +62,8 @@ export interface FwEngineResult extends EngineReport {
   where?: Location;
   /** What a fault means (NULL pointer dereference, stack overflow on engine N, or the cause's name). */
   fault?: string;
+  /** A faulted engine's call chain, innermost first: #0 the pc, then each caller at its call (host/debug/backtrace.ts). */
+  backtrace?: Location[];
 }
 
 /** What a firmware run did (`runFirmware`; `menic fw run --json` prints it). */
@@ -201,8 +204,12 @@ export function report(dev: Device, t: bigint, symbols: Symbolizer = Symbolizer.
       consoleLines: dev.consoleLines(i).map((l) => ({ timePs: Number(l.timePs), text: l.text })), consoleDropped: dev.consoleDropped(i),
     };
     if (e.state === "faulted" || e.state === "running" || e.state === "sleeping") e.where = symbols.locate(e.pc);
-    if (e.state === "faulted")
+    if (e.state === "faulted") {
       e.fault = explainFault({ engine: i, mcause: e.mcause!, mtval: e.mtval!, sp: dev.reg(i, 2), nullGuardBytes: dev.nullGuardBytes });
+      e.backtrace = backtrace({
+        pc: e.pc, ra: dev.reg(i, 1), fp: dev.reg(i, 8), word: (a) => dev.sramWord(i, a), nullGuardBytes: dev.nullGuardBytes, sramBytes: dev.sramBytes,
+      }, symbols);
+    }
     engines.push(e);
   }
   return {

@@ -379,7 +379,9 @@ async function fwRun(args: string[]): Promise<number> {
     writePerfetto(toPerfetto(r.trace ?? [], r.engines.length, BigInt(r.timePs), fn), traceFile.write);
     traceFile.close(); // a write that failed is said after the summary
   }
-  if (json) console.log(JSON.stringify({ ...r, trace: undefined })); // the trace goes to its own file
+  // the trace goes to its own file; backtraces are not in --json yet (their field would change
+  // the golden outputs of the fault examples: test/golden/fw-*.json)
+  if (json) console.log(JSON.stringify({ ...r, trace: undefined, engines: r.engines.map(({ backtrace: _, ...e }) => e) }));
   else {
     if (r.insnLog) printInsnLog(r.insnLog);
     printSummary(r);
@@ -427,8 +429,20 @@ function printSummary(r: FwRunResult): void {
   console.log("");
   console.log(line(head));
   for (const row of rows) console.log(line(row));
+  printBacktraces(r);
   const bad = r.engines.filter((e) => !(e.state === "exited" && e.exitCode === 0));
   console.log(`\n${r.stopped ? "stopped by Ctrl-C: " : ""}simulated ${formatTime(r.timePs)}; ${r.engines.length - bad.length}/${r.engines.length} engines exited 0`);
+}
+
+/** Each faulted engine's call chain; engines with the same chain share one listing. */
+function printBacktraces(r: FwRunResult): void {
+  const byChain = new Map<string, number[]>();
+  for (const e of r.engines) {
+    if (!e.backtrace) continue;
+    const chain = e.backtrace.map((f, k) => `  #${k} ${formatLocation(f)}`).join("\n");
+    byChain.set(chain, [...(byChain.get(chain) ?? []), e.id]);
+  }
+  for (const [chain, ids] of byChain) console.log(`\nbacktrace of engine${ids.length > 1 ? "s" : ""} ${ids.join(", ")}:\n${chain}`);
 }
 
 /** Exit status of `menic run` for each way a run ends (0: every message completed). */
