@@ -61,6 +61,9 @@ describe("the instruction log", () => {
     const bad = spawnSync(process.execPath, ["bin/menic.js", "fw", "run", "firmware/examples/hello.elf", "--log", "insn=2-1"], { encoding: "utf8" });
     expect(bad.status).toBe(2);
     expect(bad.stderr).toContain('--log insn=2-1: engines "2-1"');
+    const beyond = spawnSync(process.execPath, ["bin/menic.js", "fw", "run", "firmware/examples/hello.elf", "--engines", "2", "--log", "insn=5"], { encoding: "utf8" });
+    expect(beyond.status).toBe(2);
+    expect(beyond.stderr).toContain("--log insn: engine 5 is not one of the device's engines 0-1");
   });
 
   it("disassembles each kind of operand", () => {

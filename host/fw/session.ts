@@ -8,6 +8,7 @@ import { Device, type EngineReport, type TraceRecord } from "../device.js";
 import { Symbolizer, type Location } from "../debug/symbolize.js";
 import { explainFault } from "../debug/fault.js";
 import { backtrace } from "../debug/backtrace.js";
+import { ConfigError } from "../config.js";
 import { profileByFunction, type ProfileRow } from "../debug/profile.js";
 import { formatInsn, DEFAULT_LOG_LIMIT } from "../debug/insn-log.js";
 
@@ -111,7 +112,11 @@ export async function startFirmwareOn(module: WebAssembly.Module, elf: Uint8Arra
     consoleOrder: opts.consoleOrder,
   });
   const img = dev.loadElf(elf);
-  if (opts.insnLog) dev.startInsnLog(opts.insnLog.engines ?? Array.from({ length: dev.engines }, (_, i) => i), opts.insnLog.limit ?? DEFAULT_LOG_LIMIT);
+  if (opts.insnLog) {
+    const beyond = opts.insnLog.engines?.find((e) => !(Number.isInteger(e) && e >= 0 && e < dev.engines));
+    if (beyond !== undefined) throw new ConfigError("--log insn", `engine ${beyond} is not one of the device's engines 0-${dev.engines - 1}`);
+    dev.startInsnLog(opts.insnLog.engines ?? Array.from({ length: dev.engines }, (_, i) => i), opts.insnLog.limit ?? DEFAULT_LOG_LIMIT);
+  }
   dev.start(img.entry);
   return dev;
 }
