@@ -17,6 +17,7 @@ export {
   type CsvOptions, type CsvFile, type CsvSink,
 } from "./scenario/run.js";
 export type { RetransmitCauses } from "./scenario/counters.js";
+export type { InsnRecord } from "./debug/insn-log.js";
 export {
   Cluster, type ClusterOptions, type QpEnd, type ConnectOptions, type ClusterRunEnd, type ClusterTrace, type ClusterTraceOptions,
 } from "./scenario/cluster.js";

@@ -471,7 +471,12 @@ export class Device {
   }
 
   /** The instructions logged since startInsnLog (at most its limit), and how many there were in all. */
-  insnLog(): { records: InsnRecord[]; total: number } {
+  insnLog(): {
+    /** the instructions logged, in the order they ran (at most the limit) */
+    records: InsnRecord[];
+    /** the instructions of the logged engines that ran, those past the limit included */
+    total: number;
+  } {
     const total = Number(this.core.insnLogCount(this.handle));
     const n = Math.min(total, this.insnLogCap);
     return { records: readInsnRecords(this.refreshView().subarray(this.insnLogBuf, this.insnLogBuf + n * INSN_RECORD_BYTES), n), total };

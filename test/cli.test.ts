@@ -96,7 +96,7 @@ describe("menic: help, version, usage errors", () => {
         for (const l of options.filter((l) => !l.includes("--help"))) expect(l, `${c.join(" ")}: ${l}`).toMatch(/\[(default: .+|required)\]$/);
       }
     }
-    expect(menic("fw", "run", "--help").stdout).toContain("--until <time>         simulated-time limit: the run stops at exactly this time [default: 1s]\n");
+    expect(menic("fw", "run", "--help").stdout).toContain("--until <time>          simulated-time limit: the run stops at exactly this time [default: 1s]\n");
     expect(menic("help", "fw", "run").stdout).toBe(menic("fw", "run", "--help").stdout);
     expect(menic("-h").stdout).toBe(menic("--help").stdout);
   });

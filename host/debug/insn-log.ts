@@ -8,12 +8,15 @@ import { disassemble, decodeInsn, ABI_NAMES } from "./disasm.js";
 
 /** One logged instruction. */
 export interface InsnRecord {
+  /** the engine that ran it */
   engine: number;
+  /** its address */
   pc: number;
   /** the instruction word */
   insn: number;
   /** retired, or trapped (mcause in `value`) */
   trapped: boolean;
+  /** the register it names as its destination (its bits 7..11; 0 when it writes none) */
   rd: number;
   /** rd's new value (retired), or mcause (trapped) */
   value: number;

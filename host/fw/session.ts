@@ -33,7 +33,12 @@ export interface FwRunOptions {
    * up to `limit` lines (default 100000): `FwRunResult.insnLog`. Engines are then interpreted, one
    * instruction per call, with the same results.
    */
-  insnLog?: { engines?: number[]; limit?: number };
+  insnLog?: {
+    /** the engines logged (all when absent) */
+    engines?: number[];
+    /** the most lines kept (default 100000) */
+    limit?: number;
+  };
   /** Called between slices of the run with the time reached and the instructions all engines have run. */
   onProgress?: (nowPs: bigint, instructions: number) => void;
   /**
@@ -82,7 +87,14 @@ export interface FwRunResult {
   /** With `profile`: self cycles per function, summed over engines, most first. */
   profile?: ProfileRow[];
   /** With `insnLog`: the log's lines, and the instructions it saw in all (more than the lines when the limit stopped it). */
-  insnLog?: { lines: string[]; total: number; limit: number };
+  insnLog?: {
+    /** one line per instruction logged, in the order they ran (`--log insn`'s lines) */
+    lines: string[];
+    /** the instructions of the logged engines that ran, those past the limit included */
+    total: number;
+    /** the most lines it keeps (`--log-limit`) */
+    limit: number;
+  };
   /** True when `shouldStop` ended the run early (absent otherwise). */
   stopped?: true;
 }
