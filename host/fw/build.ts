@@ -60,7 +60,8 @@ const CLANG_MISSING = "clang not found: install Debian's clang and lld (apt-get 
 const LLD_MISSING = "ld.lld not found: install Debian's clang and lld (apt-get install clang lld)";
 
 /**
- * Target and code-generation flags; the source of truth for how firmware is compiled.
+ * Target and code-generation flags (FIRMWARE_CODEGEN_FLAGS, which also build the benchmark
+ * kernels for QEMU: bench/engines.ts), then the link's; the source of truth for how firmware is compiled.
  * - rv32ima/ilp32: the engine is RV32IMA + Zicsr (docs/engine.md). clang 14 accepts csr
  *   instructions under plain rv32ima and rejects `_zicsr` in -march.
  * - freestanding, no stdlib, no builtins: the SDK's libc is the only library, and -fno-builtin
@@ -79,7 +80,7 @@ const LLD_MISSING = "ld.lld not found: install Debian's clang and lld (apt-get i
  *   byte-reproducible (test/firmware-build.test.ts checks that); -g is opt-in
  *   (BuildOptions.debug) and keeps that property.
  */
-const TARGET_FLAGS = [
+export const FIRMWARE_CODEGEN_FLAGS: readonly string[] = [
   "--target=riscv32-unknown-elf",
   "-march=rv32ima",
   "-mabi=ilp32",
@@ -89,6 +90,9 @@ const TARGET_FLAGS = [
   "-mno-relax",
   "-ffunction-sections",
   "-fdata-sections",
+];
+const TARGET_FLAGS = [
+  ...FIRMWARE_CODEGEN_FLAGS,
   "-fuse-ld=lld",
   "-Wl,--gc-sections",
   "-Wl,--build-id=none",
