@@ -1,14 +1,14 @@
 /* Compute-bound loop for `npm run bench -- engines`: ALU, multiply, SRAM loads and stores and
- * branches in the proportions of a firmware inner loop. The host sends the number of passes
- * over the buffer through the mailbox, so one image serves short and long runs. */
-#include <menic.h>
+ * branches in the proportions of a firmware inner loop. menic-main.c runs it on an engine, the
+ * number of passes over the buffer from the mailbox, so one image serves short and long runs;
+ * hosted-main.c runs it under QEMU and on the host (kernels.h). */
+#include "kernels.h"
 
 #define WORDS 1024
 static uint32_t buf[WORDS];
 
-int main(void) {
-  uint32_t passes = menic_mbox_recv();
-  uint32_t acc = menic_hartid() + 1;
+uint32_t compute_kernel(uint32_t id, uint32_t passes) {
+  uint32_t acc = id + 1;
   for (uint32_t i = 0; i < WORDS; i++) buf[i] = i * 2654435761u;
   for (uint32_t p = 0; p < passes; p++) {
     for (uint32_t i = 0; i < WORDS; i++) {
@@ -18,6 +18,5 @@ int main(void) {
       buf[i] = acc;
     }
   }
-  menic_mbox_send(acc);
-  return 0;
+  return acc;
 }

@@ -35,8 +35,10 @@ export const EXAMPLES: readonly Example[] = [
   { name: "unit-demo-fail", sources: ["firmware/tests/unit/sdk.c"], out: "firmware/tests/demo-fail/sdk-fail.elf", debug: true, defines: { MENIC_TEST_DEMO_FAIL: "1" } },
   // the graph executor: every engine of a device running a collective's graph (docs/graph.md)
   { name: "graph-executor", sources: ["firmware/graph/executor.c"], out: "firmware/graph/executor.elf" },
-  // benchmark firmware (npm run bench -- engines)
-  { name: "compute", sources: ["firmware/bench/compute.c"], out: "firmware/bench/compute.elf" },
+  // benchmark firmware (npm run bench -- engines); compute and coremark are kernels
+  // (firmware/bench/kernels.h) that the bench also builds for QEMU, with another main
+  { name: "compute", sources: ["firmware/bench/menic-main.c", "firmware/bench/compute.c"], out: "firmware/bench/compute.elf", defines: { KERNEL: "compute_kernel" } },
+  { name: "coremark", sources: ["firmware/bench/menic-main.c", "firmware/bench/coremark.c"], out: "firmware/bench/coremark.elf", defines: { KERNEL: "coremark_kernel" } },
   { name: "idle", sources: ["firmware/bench/idle.c"], out: "firmware/bench/idle.elf" },
   { name: "doorbell", sources: ["firmware/bench/doorbell.c"], out: "firmware/bench/doorbell.elf" },
 ];

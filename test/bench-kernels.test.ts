@@ -1,0 +1,81 @@
+// The kernels of `npm run bench -- engines` (firmware/bench/kernels.h) compute on the engines what
+// the same C computes on the host: the committed compute.elf and coremark.elf, run on 16
+// engines for a few passes, send back per engine (hart id) the checksum the kernels built
+// natively with the host's C compiler print for that id. So an ELF left stale after a change to
+// its kernel, or a kernel whose result depends on the platform, fails here. And the kernels as
+// bench/lib/kernels.ts builds them for QEMU have the engines' code, instruction for instruction
+// (what makes the bench's instruction counts QEMU's too), and, where qemu-riscv32 is installed,
+// the same checksums under it.
+import { afterAll, describe, expect, it } from "vitest";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Device } from "../host/device.js";
+import { coreModule } from "../host/platform/node.js";
+import { findClang, sdkRoot } from "../host/fw/build.js";
+import { readSections, readSymbols } from "../host/elf.js";
+import { KERNEL_FUNCTION, buildLinuxKernels, buildNativeKernels, runHosted, sameKernelCode, type Kernel } from "../bench/lib/kernels.js";
+
+const root = sdkRoot();
+const tmp = mkdtempSync(join(tmpdir(), "menic-kernels-"));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+const runs = (cmd: string, ...args: string[]) => spawnSync(cmd, args, { stdio: "ignore" }).status === 0;
+/** The host's C compiler: cc, gcc or clang, the first that answers. */
+const cc = ["cc", "gcc", "clang"].find((c) => runs(c, "--version")) ?? null;
+const clang = findClang();
+const qemu = runs("qemu-riscv32", "--version");
+const KERNELS: Kernel[] = ["compute", "coremark"];
+const PASSES: Record<Kernel, number> = { compute: 2, coremark: 3 };
+const elf = (k: Kernel) => new Uint8Array(readFileSync(join(root, "firmware", "bench", `${k}.elf`)));
+
+/** Each engine's checksum from `kernel`'s committed ELF on 16 engines, `passes` passes each. */
+async function onEngines(kernel: Kernel, passes: number): Promise<number[]> {
+  const dev = await Device.create(coreModule(), { engines: 16 });
+  dev.start(dev.loadElf(elf(kernel)).entry);
+  for (let e = 0; e < 16; e++) dev.mailboxPush(e, passes);
+  dev.run(10_000_000_000n);
+  return Array.from({ length: 16 }, (_, e) => {
+    expect(dev.engine(e)).toMatchObject({ state: "exited", exitCode: 0 });
+    return dev.mailboxPop(e)!;
+  });
+}
+
+describe("the bench's kernels", () => {
+  it.skipIf(cc === null)("each engine's checksum is what the kernel built for the host computes for its hart id", async () => {
+    const native = join(tmp, "native");
+    buildNativeKernels(root, native, cc!);
+    for (const k of KERNELS) {
+      const engines = await onEngines(k, PASSES[k]);
+      expect(engines, `${k}: firmware/bench/${k}.elf against the host's build of the same sources (stale ELF? npm run fw:examples)`).toEqual(runHosted([native], k, PASSES[k]).checksums);
+      expect(new Set(engines).size, `${k}: every hart id its own checksum`).toBe(16);
+    }
+    // no pass, no work: the checksums differ from those of a pass
+    expect(runHosted([native], "coremark", 0, 2).checksums).not.toEqual(runHosted([native], "coremark", 1, 2).checksums);
+  });
+
+  it.skipIf(clang === null)("built for riscv32 Linux, each kernel is the engines' code but for the addresses the link sets", () => {
+    const linux = join(tmp, "linux");
+    buildLinuxKernels(root, linux);
+    const program = new Uint8Array(readFileSync(linux));
+    for (const k of KERNELS) expect(sameKernelCode(elf(k), program, KERNEL_FUNCTION[k])).toBeNull();
+    // a register changed in the first instruction (its rd) is a difference
+    const changed = elf("coremark");
+    changed[findFunction(changed, "coremark_kernel")] ^= 0x80;
+    expect(sameKernelCode(changed, program, "coremark_kernel")).toMatch(/^coremark_kernel\+0x0: /);
+  });
+
+  it.skipIf(clang === null || !qemu)("under qemu-riscv32, each id's checksum is its engine's", async () => {
+    const linux = join(tmp, "linux-qemu");
+    buildLinuxKernels(root, linux);
+    for (const k of KERNELS) expect(runHosted(["qemu-riscv32", linux], k, PASSES[k]).checksums).toEqual(await onEngines(k, PASSES[k]));
+  });
+});
+
+/** The file offset of function `name` in ELF `bytes`. */
+function findFunction(bytes: Uint8Array, name: string): number {
+  const sections = readSections(bytes);
+  const sym = readSymbols(sections).find((x) => x.name === name)!;
+  const sec = sections[sym.shndx]!;
+  return sec.offset + sym.value - sec.addr;
+}
