@@ -15,12 +15,27 @@ export function figure(bench: string, value: number, unit: string, meaning: stri
     console.log(JSON.stringify({ bench, value: v, unit, ...extra }));
     return;
   }
+  const more = Object.entries(extra).map(([k, x]) => `${k} ${typeof x === "number" ? Number(x.toPrecision(6)) : JSON.stringify(x)}`).join(", ");
+  tableRow(bench, `${v.toLocaleString("en-US", { maximumFractionDigits: 3 })} ${unit}`, `${meaning}${more ? ` (${more})` : ""}`);
+}
+
+/** One row of the table, under its header (printed before the first row). */
+function tableRow(bench: string, value: string, meaning: string): void {
   if (!headerShown) {
     headerShown = true;
     console.log(`${"figure".padEnd(NAME_W)} ${"value".padStart(VALUE_W)}  what it means`);
   }
-  const more = Object.entries(extra).map(([k, x]) => `${k} ${typeof x === "number" ? Number(x.toPrecision(6)) : JSON.stringify(x)}`).join(", ");
-  console.log(`${bench.padEnd(NAME_W)} ${`${v.toLocaleString("en-US", { maximumFractionDigits: 3 })} ${unit}`.padStart(VALUE_W)}  ${meaning}${more ? ` (${more})` : ""}`);
+  console.log(`${bench.padEnd(NAME_W)} ${value.padStart(VALUE_W)}  ${meaning}`);
+}
+
+/** A figure this host cannot measure, and why (what is missing and how to install it): JSON
+ * {bench, skipped}; in the table, "skipped" in the value column and the reason. */
+export function skipped(bench: string, reason: string): void {
+  if (!pretty) {
+    console.log(JSON.stringify({ bench, skipped: reason }));
+    return;
+  }
+  tableRow(bench, "skipped", reason);
 }
 
 export function median(xs: number[]): number {
