@@ -5,7 +5,7 @@
 // its kernel, or a kernel whose result depends on the platform, fails here. And the kernels as
 // bench/lib/kernels.ts builds them for QEMU have the engines' code, instruction for instruction
 // (what makes the bench's instruction counts QEMU's too), and, where qemu-riscv32 is installed,
-// the same checksums under it.
+// the same checksums under it, a pass running as many instructions as QEMU counts.
 import { afterAll, describe, expect, it } from "vitest";
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -29,16 +29,29 @@ const KERNELS: Kernel[] = ["compute", "coremark"];
 const PASSES: Record<Kernel, number> = { compute: 2, coremark: 3 };
 const elf = (k: Kernel) => new Uint8Array(readFileSync(join(root, "firmware", "bench", `${k}.elf`)));
 
-/** Each engine's checksum from `kernel`'s committed ELF on 16 engines, `passes` passes each. */
-async function onEngines(kernel: Kernel, passes: number): Promise<number[]> {
-  const dev = await Device.create(coreModule(), { engines: 16 });
+/** `kernel`'s committed ELF on `engines` engines, `passes` passes each: each engine's checksum, and the instructions of all. */
+async function onEngines(kernel: Kernel, passes: number, engines = 16): Promise<{ checksums: number[]; instructions: number }> {
+  const dev = await Device.create(coreModule(), { engines });
   dev.start(dev.loadElf(elf(kernel)).entry);
-  for (let e = 0; e < 16; e++) dev.mailboxPush(e, passes);
+  for (let e = 0; e < engines; e++) dev.mailboxPush(e, passes);
   dev.run(10_000_000_000n);
-  return Array.from({ length: 16 }, (_, e) => {
+  let instructions = 0;
+  const checksums = Array.from({ length: engines }, (_, e) => {
     expect(dev.engine(e)).toMatchObject({ state: "exited", exitCode: 0 });
+    instructions += dev.engine(e).instructions;
     return dev.mailboxPop(e)!;
   });
+  return { checksums, instructions };
+}
+
+/** The instructions QEMU runs for `program kernel passes ids`: one translation block per
+ * instruction (-singlestep; QEMU 8.1 on also calls it -one-insn-per-tb), each execution logged
+ * (-d exec, nochain: every block's, chained or not), one "Trace" line each. */
+function qemuInstructions(program: string, kernel: Kernel, passes: number, ids: number): number {
+  const log = join(tmp, "exec.log");
+  const r = spawnSync("qemu-riscv32", ["-singlestep", "-d", "exec,nochain", "-D", log, program, kernel, String(passes), String(ids)], { stdio: "ignore" });
+  expect(r.status).toBe(0);
+  return readFileSync(log, "latin1").split("\n").filter((l) => l.startsWith("Trace ")).length;
 }
 
 describe("the bench's kernels", () => {
@@ -46,7 +59,7 @@ describe("the bench's kernels", () => {
     const native = join(tmp, "native");
     buildNativeKernels(root, native, cc!);
     for (const k of KERNELS) {
-      const engines = await onEngines(k, PASSES[k]);
+      const engines = (await onEngines(k, PASSES[k])).checksums;
       expect(engines, `${k}: firmware/bench/${k}.elf against the host's build of the same sources (stale ELF? npm run fw:examples)`).toEqual(runHosted([native], k, PASSES[k]).checksums);
       expect(new Set(engines).size, `${k}: every hart id its own checksum`).toBe(16);
     }
@@ -65,10 +78,16 @@ describe("the bench's kernels", () => {
     expect(sameKernelCode(changed, program, "coremark_kernel")).toMatch(/^coremark_kernel\+0x0: /);
   });
 
-  it.skipIf(clang === null || !qemu)("under qemu-riscv32, each id's checksum is its engine's", async () => {
+  it.skipIf(clang === null || !qemu)("under qemu-riscv32, each id's checksum is its engine's, and a pass as many instructions", async () => {
     const linux = join(tmp, "linux-qemu");
     buildLinuxKernels(root, linux);
-    for (const k of KERNELS) expect(runHosted(["qemu-riscv32", linux], k, PASSES[k]).checksums).toEqual(await onEngines(k, PASSES[k]));
+    for (const k of KERNELS) {
+      expect(runHosted(["qemu-riscv32", linux], k, PASSES[k]).checksums).toEqual((await onEngines(k, PASSES[k])).checksums);
+      // the instructions of one pass on ids 0 and 1 (what the bench's rates divide), counted by each
+      const menic = (await onEngines(k, 1, 2)).instructions - (await onEngines(k, 0, 2)).instructions;
+      expect(qemuInstructions(linux, k, 1, 2) - qemuInstructions(linux, k, 0, 2), k).toBe(menic);
+      expect(menic).toBeGreaterThan(20_000);
+    }
   });
 });
 
