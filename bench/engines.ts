@@ -87,7 +87,7 @@ const mips = (r: { instructions: number; hostS: number }) => r.instructions / r.
 /**
  * `kernel` on `engines` engines, `passes` passes: 3 JIT runs alternating with 3 interpreted
  * ones and, when `qemu` has a program, 3 of QEMU's pairs (passes, and none: its start-up);
- * throws if a run's instructions, time or checksums differ from another's.
+ * throws if a run's instructions, simulated time or checksums differ from another's.
  */
 async function measure(kernel: Kernel, engines: number, passes: number, qemu: { program: string } | { reason: string } | null) {
   const jit: KernelRun[] = [], interp: KernelRun[] = [], qemuMips: number[] = [];
