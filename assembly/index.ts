@@ -366,7 +366,7 @@ export function jitStats(dev: usize, dst: usize): void {
 /** 1 when a translation engine `e` of device `dev` runs was made from its SRAM word at `pc` (that code runs translated), else 0. */
 export function jitTranslatedAt(dev: usize, e: u32, pc: u32): u32 {
   const c = jitCacheIfAny(changetype<Device>(dev));
-  if (changetype<usize>(c) == 0 || e >= c.engines || (pc >> 2) >= c.words) return 0;
+  if (changetype<usize>(c) == 0 || c.codePages == 0 || e >= c.engines || (pc >> 2) >= c.words) return 0;
   return load<u8>(codePagesOf(c, e) + <usize>(pc >> JIT_PAGE_SHIFT)) != 0 ? 1 : 0;
 }
 

@@ -134,18 +134,23 @@ describe("the JIT runs programs exactly as the interpreter does", () => {
   });
 
   it("random hot code (every computational instruction, loads and stores of every width, counters read mid-run): alike", async () => {
-    let translated = 0, exited = 0;
+    let translated = 0, exited = 0, inTranslated = 0, all = 0;
     for (let seed = 1; seed <= 24; seed++) {
       const quantum: Config = seed % 4 === 0 ? { interleaveQuantumPs: 1000 } : {};
       const a = await hotRun(seed, { jit: 0, ...quantum });
       const b = await hotRun(seed, { jit: 1, ...quantum });
       expect(endState(b), `seed ${seed}`).toEqual(endState(a));
       translated += b.jitStats().translated;
+      inTranslated += b.jitStats().instructions;
+      all += [0, 1, 2, 3].reduce((n, e) => n + b.engine(e).instructions, 0);
       exited += [0, 1, 2, 3].filter((e) => a.engine(e).state === "exited").length;
     }
     // most programs run to their exit (the rest fault on a misaligned or MMIO access, or a store over their code)
     expect(exited).toBeGreaterThan(48);
-    expect(translated).toBeGreaterThan(60);
+    // hot code runs translated: regions where jumps land (a window's start is translated alone only
+    // at its 255th run, so most windows start in the interpreter)
+    expect(translated).toBeGreaterThan(24);
+    expect(inTranslated / all).toBeGreaterThan(0.06);
   });
 
   it("the ISA conformance program, on 16 engines and on 7 with a 1 ns quantum: the same result and console to the byte", async () => {

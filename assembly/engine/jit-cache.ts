@@ -60,8 +60,7 @@ export const NOT_TRANSLATABLE: i32 = -2;
   cap: u32; // block records (cfg.jitBlocks)
   count: u32; // records in use
   epoch: u32;
-  blockOf: usize; // i32 per SRAM word per engine: a block id, NO_BLOCK or NOT_TRANSLATABLE
-  heat: usize; // u8 per SRAM word per engine: runs of an untranslated block start
+  chunks: usize; // per engine, per JIT_CHUNK_WORDS of SRAM: 0, or the chunk (mapChunk) made at the first landing there
   codePages: usize; // u8 per code page per engine: 1 while a translation reads that page
   blocks: usize; // cap Block records
   wordStore: usize; // cap x JIT_RECORD_BYTES: what each translation was translated from
@@ -104,21 +103,9 @@ export function jitCacheOf(dev: Device): JitCache {
   c.engines = dev.cfg.engines;
   c.words = dev.cfg.sramBytes >> 2;
   c.cap = dev.cfg.jitBlocks;
-  const all = <usize>c.engines * <usize>c.words;
-  c.blockOf = heap.alloc(all * 4);
-  memory.fill(c.blockOf, 0xff, all * 4); // NO_BLOCK
-  c.heat = heap.alloc(all);
-  memory.fill(c.heat, 0, all);
-  const pages = <usize>c.engines * (<usize>dev.cfg.sramBytes >> JIT_PAGE_SHIFT);
-  c.codePages = heap.alloc(pages);
-  memory.fill(c.codePages, 0, pages);
-  c.blocks = heap.alloc(<usize>c.cap * BLOCK_BYTES);
-  c.wordStore = heap.alloc(<usize>c.cap * JIT_RECORD_BYTES);
-  c.tables = heap.alloc(<usize>c.cap * 4);
-  memory.fill(c.tables, 0xff, <usize>c.cap * 4);
-  c.checked = heap.alloc(<usize>c.engines * <usize>c.cap * 4);
-  memory.fill(c.checked, 0, <usize>c.engines * <usize>c.cap * 4);
-  c.buf = heap.alloc(<usize>JIT_BUF_BYTES);
+  const dir = <usize>c.engines * chunksPerEngine(c) * 4;
+  c.chunks = heap.alloc(dir);
+  memory.fill(c.chunks, 0, dir);
   c.epoch = 1;
   c.hot = JIT_HOT;
   unchecked(registry[registered++] = changetype<usize>(c));
@@ -140,6 +127,25 @@ export function jitSetHot(dev: Device, landings: u32): bool {
   return true;
 }
 
+/**
+ * The records, their words, the code pages and the emit buffer, made before the first
+ * translation (a device whose engines translate nothing, a short run, never touches them:
+ * code pages alone are a byte per SRAM word of every engine).
+ */
+export function jitRecordsMade(c: JitCache): void {
+  if (c.codePages != 0) return;
+  const pages = <usize>c.engines * (<usize>c.words >> (JIT_PAGE_SHIFT - 2));
+  c.codePages = heap.alloc(pages);
+  memory.fill(c.codePages, 0, pages);
+  c.blocks = heap.alloc(<usize>c.cap * BLOCK_BYTES);
+  c.wordStore = heap.alloc(<usize>c.cap * JIT_RECORD_BYTES);
+  c.tables = heap.alloc(<usize>c.cap * 4);
+  memory.fill(c.tables, 0xff, <usize>c.cap * 4);
+  c.checked = heap.alloc(<usize>c.engines * <usize>c.cap * 4);
+  memory.fill(c.checked, 0, <usize>c.engines * <usize>c.cap * 4);
+  c.buf = heap.alloc(<usize>JIT_BUF_BYTES);
+}
+
 /** The cache of `dev` if it has one already (0 otherwise): for the hooks, which must not make one. */
 export function jitCacheIfAny(dev: Device): JitCache {
   const d = changetype<usize>(dev);
@@ -149,6 +155,50 @@ export function jitCacheIfAny(dev: Device): JitCache {
     if (changetype<JitCache>(c).dev == d) { lastDev = d; lastCache = c; return changetype<JitCache>(c); }
   }
   return changetype<JitCache>(0);
+}
+
+// The map from an engine's SRAM words to what starts there, in chunks of JIT_CHUNK_WORDS words,
+// each made at the first landing in it: a flat map of every word of every engine (2.5 MiB for 16
+// engines of 128 KiB) cost about 2.5 ms to fill when a device's first engine ran, more than a
+// short firmware run took to interpret. A chunk: i32 per word (a block id, NO_BLOCK or
+// NOT_TRANSLATABLE), then u8 per word (runs of an untranslated block start: its heat).
+
+/** SRAM words per chunk of the map (log2). */
+const JIT_CHUNK_SHIFT: u32 = 10;
+const JIT_CHUNK_WORDS: usize = <usize>1 << JIT_CHUNK_SHIFT;
+const CHUNK_BYTES: usize = JIT_CHUNK_WORDS * 5;
+
+@inline function chunksPerEngine(c: JitCache): usize {
+  return (<usize>c.words + JIT_CHUNK_WORDS - 1) >> JIT_CHUNK_SHIFT;
+}
+
+function clearChunk(chunk: usize): void {
+  memory.fill(chunk, 0xff, JIT_CHUNK_WORDS * 4); // NO_BLOCK
+  memory.fill(chunk + JIT_CHUNK_WORDS * 4, 0, JIT_CHUNK_WORDS);
+}
+
+/** Where engine `engine`'s map entry for SRAM word `word` is, or 0 (NO_BLOCK, heat 0) while its chunk is not made. */
+@inline export function mapSlot(c: JitCache, engine: u32, word: u32): usize {
+  const chunk = <usize>load<u32>(c.chunks + (<usize>engine * chunksPerEngine(c) + <usize>(word >> JIT_CHUNK_SHIFT)) * 4);
+  return chunk == 0 ? 0 : chunk + (<usize>(word & (<u32>JIT_CHUNK_WORDS - 1)) << 2);
+}
+
+/** mapSlot, making the chunk when there is none. */
+export function mapSlotMade(c: JitCache, engine: u32, word: u32): usize {
+  const at = c.chunks + (<usize>engine * chunksPerEngine(c) + <usize>(word >> JIT_CHUNK_SHIFT)) * 4;
+  let chunk = <usize>load<u32>(at);
+  if (chunk == 0) {
+    chunk = heap.alloc(CHUNK_BYTES);
+    clearChunk(chunk);
+    store<u32>(at, <u32>chunk);
+  }
+  return chunk + (<usize>(word & (<u32>JIT_CHUNK_WORDS - 1)) << 2);
+}
+
+/** The heat byte of word `word`'s map entry at `slot` (from mapSlot, not 0). */
+@inline export function heatOf(slot: usize, word: u32): usize {
+  const i = <usize>(word & (<u32>JIT_CHUNK_WORDS - 1));
+  return slot - i * 4 + JIT_CHUNK_WORDS * 4 + i;
 }
 
 @inline export function blockAt(c: JitCache, id: i32): Block {
@@ -172,21 +222,27 @@ export function jitNewEpoch(dev: Device): void {
   if (changetype<usize>(c) != 0) c.epoch++;
 }
 
+/** Forgets engine `engine`'s map: every chunk it has back to NO_BLOCK, heat 0. */
+function clearMap(c: JitCache, engine: u32): void {
+  const n = chunksPerEngine(c);
+  const dir = c.chunks + <usize>engine * n * 4;
+  for (let i: usize = 0; i < n; i++) {
+    const chunk = <usize>load<u32>(dir + i * 4);
+    if (chunk != 0) clearChunk(chunk);
+  }
+}
+
 /** Drops every translation of engine `engine` (its SRAM changed under translated code). */
 export function jitInvalidate(c: JitCache, engine: u32): void {
-  const words = <usize>c.words;
-  memory.fill(c.blockOf + <usize>engine * words * 4, 0xff, words * 4);
-  memory.fill(c.heat + <usize>engine * words, 0, words);
-  memory.fill(codePagesOf(c, engine), 0, words >> (JIT_PAGE_SHIFT - 2));
+  clearMap(c, engine);
+  if (c.codePages != 0) memory.fill(codePagesOf(c, engine), 0, <usize>c.words >> (JIT_PAGE_SHIFT - 2));
   c.invalidations++;
 }
 
 /** Drops every translation of every engine: the record slots are reused (with their table indices). */
 export function jitFlush(c: JitCache): void {
-  const all = <usize>c.engines * <usize>c.words;
-  memory.fill(c.blockOf, 0xff, all * 4);
-  memory.fill(c.heat, 0, all);
-  memory.fill(c.codePages, 0, <usize>c.engines * (<usize>c.words >> (JIT_PAGE_SHIFT - 2)));
+  for (let e: u32 = 0; e < c.engines; e++) clearMap(c, e);
+  if (c.codePages != 0) memory.fill(c.codePages, 0, <usize>c.engines * (<usize>c.words >> (JIT_PAGE_SHIFT - 2)));
   c.count = 0;
   c.flushes++;
 }
@@ -194,7 +250,7 @@ export function jitFlush(c: JitCache): void {
 /** Engine `engine`'s SRAM bytes [off, off + len) may be written by the NIC: translations reading them go. */
 export function jitSramWrite(dev: Device, engine: u32, off: u32, len: u32): void {
   const c = jitCacheIfAny(dev);
-  if (changetype<usize>(c) == 0 || len == 0) return;
+  if (changetype<usize>(c) == 0 || c.codePages == 0 || len == 0) return;
   const pages = codePagesOf(c, engine);
   const last = (off + len - 1) >> JIT_PAGE_SHIFT;
   for (let p = off >> JIT_PAGE_SHIFT; p <= last; p++) {
@@ -202,15 +258,15 @@ export function jitSramWrite(dev: Device, engine: u32, off: u32, len: u32): void
   }
 }
 
-/** Engine `engine`'s code-page bytes, or 0 while the device has no cache (the interpreter's store check). */
+/** Engine `engine`'s code-page bytes, or 0 while the device has translated nothing (the interpreter's store check). */
 export function jitCodePages(dev: Device, engine: u32): usize {
   const c = jitCacheIfAny(dev);
-  return changetype<usize>(c) == 0 ? 0 : codePagesOf(c, engine);
+  return changetype<usize>(c) == 0 || c.codePages == 0 ? 0 : codePagesOf(c, engine);
 }
 
 /** Engine `engine` stored to its SRAM at `addr` (outside the interpreter's own loop: AMOs). */
 export function jitStored(dev: Device, engine: u32, addr: u32): void {
   if (dev.cfg.jit == 0) return;
   const c = jitCacheIfAny(dev);
-  if (changetype<usize>(c) != 0 && load<u8>(codePagesOf(c, engine) + <usize>(addr >> JIT_PAGE_SHIFT)) != 0) jitInvalidate(c, engine);
+  if (changetype<usize>(c) != 0 && c.codePages != 0 && load<u8>(codePagesOf(c, engine) + <usize>(addr >> JIT_PAGE_SHIFT)) != 0) jitInvalidate(c, engine);
 }

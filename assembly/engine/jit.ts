@@ -40,8 +40,8 @@ import { execute } from "./exec";
 import { immI, immS, immB, immJ } from "./decode";
 import { memOf } from "../mem/dma";
 import {
-  JitCache, Block, jitCacheOf, blockAt, checkedAt, codePagesOf, jitInvalidate, jitFlush,
-  JIT_MAX_INSNS, JIT_REGION_BLOCKS, JIT_PAGE_SHIFT, JIT_RECORD_BYTES, NO_BLOCK, NOT_TRANSLATABLE, NO_TABLE,
+  JitCache, Block, jitCacheOf, jitRecordsMade, blockAt, mapSlot, mapSlotMade, heatOf, checkedAt, codePagesOf, jitInvalidate, jitFlush,
+  JIT_MAX_INSNS, JIT_HOT_MAX, JIT_REGION_BLOCKS, JIT_PAGE_SHIFT, JIT_RECORD_BYTES, NO_BLOCK, NOT_TRANSLATABLE, NO_TABLE,
 } from "./jit-cache";
 import { HBM_BASE } from "../generated/layouts";
 import {
@@ -455,6 +455,14 @@ function emitInsn(dev: Device, h: Hart, ir: u32, bpc: u32, k: u32, n: u32): void
       get(L_ADDR); i32c(3); op(I32_AND); get(L_ADDR); i32c(cfg.nullGuardBytes); op(I32_LT_U); op(I32_OR);
       ifThen(); sideExit(pc, k); endIf();
       i32c(pc + 4); setReg(rd);
+      if (rd == 0 && (rs1 == 1 || rs1 == 5)) { // a return (the ISA's hint): to a call's next instruction in the region, a branch
+        for (let j = 0; j < rCount; j++) {
+          const at = unchecked(rPc[j]);
+          if (!isReturnSite(h, at)) continue;
+          get(L_ADDR); i32c(at); op(I32_EQ);
+          ifThen(); blockEnd(at, <u64>cfg.cpiJump, true); endIf();
+        }
+      }
       exit(0, true, k + 1, <u64>cfg.cpiJump, EXIT_JUMP, rd == 0);
       return;
     }
@@ -511,13 +519,30 @@ function addBlock(cfg: Config, h: Hart, pc: u32): i32 {
   return i;
 }
 
-/** Where block i can go next without leaving through a JALR: its branch's or jump's targets, or the next instruction. */
+/** Does a block of the region end with a call (JAL or JALR that links) whose next instruction is `pc`? */
+function isReturnSite(h: Hart, pc: u32): bool {
+  for (let i = 0; i < rCount; i++) {
+    const last = unchecked(rPc[i]) + 4 * (unchecked(rN[i]) - 1), ir = load<u32>(h.sram + <usize>last);
+    const c = insnClass(ir);
+    if ((c == InsnClass.Jal || c == InsnClass.Jalr) && rdOf(ir) != 0 && last + 4 == pc) return true;
+  }
+  return false;
+}
+
+/**
+ * Where block i can go next without leaving through a JALR: its branch's or jump's targets, or
+ * the next instruction; after a call, the call's target, then where its return lands.
+ */
 function successors(cfg: Config, h: Hart, i: i32): void {
   const pc = unchecked(rPc[i]), n = unchecked(rN[i]);
   const lastPc = pc + 4 * (n - 1), ir = load<u32>(h.sram + <usize>lastPc);
   const c = insnClass(ir);
-  if (c == InsnClass.Jalr) return;
-  if (c == InsnClass.Jal) { want(cfg, h, lastPc + immJ(ir)); return; }
+  if (c == InsnClass.Jalr) { if (rdOf(ir) != 0) want(cfg, h, lastPc + 4); return; }
+  if (c == InsnClass.Jal) {
+    want(cfg, h, lastPc + immJ(ir));
+    if (rdOf(ir) != 0) want(cfg, h, lastPc + 4);
+    return;
+  }
   if (c == InsnClass.Branch) want(cfg, h, lastPc + immB(ir));
   want(cfg, h, lastPc + 4);
 }
@@ -552,11 +577,13 @@ function translate(dev: Device, c: JitCache, h: Hart, pc: u32, single: bool): i3
   const cfg = dev.cfg;
   rCount = 0; rInsns = 0; rUsed = 0; rWritten = 0;
   if (addBlock(cfg, h, pc) < 0) return NOT_TRANSLATABLE;
+  jitRecordsMade(c);
   // another engine running the same code here has translated it already: share (engines
   // running one image are the common case, and compiling a module costs the host ~1 ms)
   for (let e: u32 = 0; e < c.engines; e++) {
     if (e == h.id) continue;
-    const other = load<i32>(c.blockOf + (<usize>e * <usize>c.words + <usize>(pc >> 2)) * 4);
+    const at = mapSlot(c, e, pc >> 2);
+    const other = at == 0 ? NO_BLOCK : load<i32>(at);
     if (other >= 0 && blockAt(c, other).single == <u32>single && stillTrue(blockAt(c, other), h)) {
       store<u32>(checkedAt(c, h.id, other), c.epoch);
       markCode(c, h.id, blockAt(c, other));
@@ -673,8 +700,6 @@ export function executeJit(dev: Device, h: Hart, stop: u64): void {
   const c = jitCacheOf(dev);
   if (changetype<usize>(c) == 0) { execute(dev, h, stop, false); return; }
   const cfg = dev.cfg;
-  const map = c.blockOf + <usize>h.id * <usize>c.words * 4;
-  const heat = c.heat + <usize>h.id * <usize>c.words;
   const guard = cfg.nullGuardBytes, sramBytes = cfg.sramBytes;
   let landed = false; // pc is where a jump landed (else where the window started)
   while (h.state == EngineState.Running && h.cycle < stop) {
@@ -682,19 +707,20 @@ export function executeJit(dev: Device, h: Hart, stop: u64): void {
     const atLanding = landed;
     landed = true;
     if (pc >= guard && pc < sramBytes && (pc & 3) == 0) {
-      const slot = map + <usize>(pc >> 2) * 4;
-      let id = load<i32>(slot);
+      let slot = mapSlot(c, h.id, pc >> 2);
+      let id = slot == 0 ? NO_BLOCK : load<i32>(slot);
       if (id == NO_BLOCK) {
-        const hp = heat + <usize>(pc >> 2);
+        if (slot == 0) slot = mapSlotMade(c, h.id, pc >> 2);
+        const hp = heatOf(slot, pc >> 2);
         const n = <u32>load<u8>(hp) + 1;
-        if (n >= c.hot) {
+        if (n >= (atLanding || c.hot == 1 ? c.hot : JIT_HOT_MAX)) {
           id = translate(dev, c, h, pc, !atLanding);
           store<i32>(slot, id);
           store<u8>(hp, 0);
         } else store<u8>(hp, <u8>n);
       } else if (id >= 0 && atLanding && blockAt(c, id).single != 0) {
         // a window's start translated as one block, which jumps land on too: hot, it gets its region
-        const hp = heat + <usize>(pc >> 2);
+        const hp = heatOf(slot, pc >> 2);
         const n = <u32>load<u8>(hp) + 1;
         if (n >= c.hot) {
           const flushes = c.flushes;
