@@ -82,6 +82,9 @@ export function clusterRun(cl: usize, endPs: f64, stopWhenIdle: bool, fresh: boo
   const fab = <usize>load<u32>(cl + CLUSTER_FAB), n = <i32>load<u32>(cl + CLUSTER_N);
   const W = load<f64>(cl + CLUSTER_WINDOW_PS);
   if (fresh) for (let i = 0; i < n; i++) setF64(cl, CLUSTER_NEXT, i, nextOf(devAt(cl, i)));
+  // the host may have written SRAM since its last call, as before a step (engine/jit-cache.ts);
+  // within the call only the engines and the NIC do, and the JIT's cache sees them do it
+  for (let i = 0; i < n; i++) jitNewEpoch(devAt(cl, i));
   // a window a device interrupted goes on first
   if (load<i32>(cl + CLUSTER_RESUME) >= 0 && !finishWindow(cl, fab, n)) return CLUSTER_ATTENTION;
   while (load<f64>(cl + CLUSTER_NOW_PS) < endPs) {
@@ -152,7 +155,6 @@ function stepDevice(cl: usize, fab: usize, i: i32, end: f64): bool {
   }
   // as Device.advance: steps until the end, the host reading its output after any step that left some
   while (dev.now < until) {
-    jitNewEpoch(dev); // as the host's step does: the host may have written SRAM since the last one
     step(dev, until, 0);
     if (dev.fatal != 0 || hasOutput(dev)) return false;
   }
