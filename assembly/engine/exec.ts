@@ -17,7 +17,7 @@ import { takeTrap, mret, pendingIrqs } from "./trap";
 import { schedule, unschedule, EventKind } from "../core/sched";
 import { psOfCycle, NEVER } from "../core/time";
 import { immI, immS, immB, immJ } from "./decode";
-import { jitCacheIfAny, jitCodePages, jitInvalidate, jitStored, JIT_PAGE_SHIFT } from "./jit-cache";
+import { JitCache, jitCacheIfAny, jitCodePages, jitInvalidate, jitStored, jitWantsLanding, JIT_PAGE_SHIFT } from "./jit-cache";
 import { HBM_BASE, STAT_AMO_SC_FAIL, STAT_AMO_RESV_BROKEN, TP_ENGINE_SLEEP } from "../generated/layouts";
 import {
   InsnClass, insnClass, isWide, opcodeOf, funct3Of, funct7Of, funct5Of, funct10Of, rs1Of, rs2Of, loadBytes, storeBytes,
@@ -83,7 +83,8 @@ function sleep(dev: Device, h: Hart): void {
 
 /**
  * Executes engine `h` until its cycle count reaches `stop` or an instruction the run loop must
- * look at; with `jumps` (the JIT's dispatcher, jit.ts) also right after a taken jump or branch,
+ * look at; with `jumps` (the JIT's dispatcher, jit.ts) also right after a taken jump or branch
+ * the dispatcher wants (jitWantsLanding),
  * returning true then.
  */
 export function execute(dev: Device, h: Hart, stop: u64, jumps: bool = false): bool {
@@ -110,6 +111,7 @@ export function execute(dev: Device, h: Hart, stop: u64, jumps: bool = false): b
   const cStH = <u64>dev.cfg.cpiStoreHbm;
   // with the JIT on: this engine's code pages (jit-cache.ts), to see a store into translated code
   const codes: usize = dev.cfg.jit != 0 ? jitCodePages(dev, h.id) : 0;
+  const jc = jumps ? jitCacheIfAny(dev) : changetype<JitCache>(0); // (the dispatcher's: it has one)
   let pc = h.pc;
   let cycle = h.cycle;
   let instret = h.instret;
@@ -149,7 +151,7 @@ export function execute(dev: Device, h: Hart, stop: u64, jumps: bool = false): b
         rset(regs, ir, pc + 4);
         pc = target; cycle += cJump;
         if (target < guard) { raise(dev, h, pc, cycle, instret + 1, CAUSE_FETCH_ACCESS, pc); return false; } // its fetch faults
-        if (jumps) { h.pc = pc; h.cycle = cycle; h.instret = instret + 1; return true; }
+        if (jumps && jitWantsLanding(jc, h.id, pc)) { h.pc = pc; h.cycle = cycle; h.instret = instret + 1; return true; }
         break;
       }
       case OPC_JALR: {
@@ -162,7 +164,7 @@ export function execute(dev: Device, h: Hart, stop: u64, jumps: bool = false): b
         rset(regs, ir, pc + 4);
         pc = target; cycle += cJump;
         if (target < guard) { raise(dev, h, pc, cycle, instret + 1, CAUSE_FETCH_ACCESS, pc); return false; } // e.g. a NULL function pointer
-        if (jumps) { h.pc = pc; h.cycle = cycle; h.instret = instret + 1; return true; }
+        if (jumps && jitWantsLanding(jc, h.id, pc)) { h.pc = pc; h.cycle = cycle; h.instret = instret + 1; return true; }
         break;
       }
       case OPC_BRANCH: {
@@ -185,7 +187,7 @@ export function execute(dev: Device, h: Hart, stop: u64, jumps: bool = false): b
             return false;
           }
           pc = target; cycle += cTaken;
-          if (jumps) { h.pc = pc; h.cycle = cycle; h.instret = instret + 1; return true; }
+          if (jumps && jitWantsLanding(jc, h.id, pc)) { h.pc = pc; h.cycle = cycle; h.instret = instret + 1; return true; }
         } else {
           pc += 4; cycle += cAlu;
         }

@@ -14,6 +14,8 @@
 // hot code comes back after `hot` more runs.
 
 import { Device } from "../core/device";
+import { engOf, hartAt } from "./engines";
+import { memOf } from "../mem/dma";
 
 /** A translated block's record. */
 @unmanaged export class Block {
@@ -60,7 +62,10 @@ export const NOT_TRANSLATABLE: i32 = -2;
   cap: u32; // block records (cfg.jitBlocks)
   count: u32; // records in use
   epoch: u32;
-  chunks: usize; // per engine, per JIT_CHUNK_WORDS of SRAM: 0, or the chunk (mapChunk) made at the first landing there
+  eng: usize; // the device's engines block (engOf), for translated code (jit.ts address)
+  hbm: usize; // where its HBM lies in wasm memory
+  pagesBias: usize; // codePages less the first engine's SRAM address >> JIT_PAGE_SHIFT: a store's code-page byte is at pagesBias + (its address >> JIT_PAGE_SHIFT)
+  chunks: usize; // per engine, per JIT_CHUNK_WORDS of SRAM: 0, or its part of the map (mapSlotMade), made at the first landing there
   codePages: usize; // u8 per code page per engine: 1 while a translation reads that page
   blocks: usize; // cap Block records
   wordStore: usize; // cap x JIT_RECORD_BYTES: what each translation was translated from
@@ -106,6 +111,8 @@ export function jitCacheOf(dev: Device): JitCache {
   const dir = <usize>c.engines * chunksPerEngine(c) * 4;
   c.chunks = heap.alloc(dir);
   memory.fill(c.chunks, 0, dir);
+  c.eng = changetype<usize>(engOf(dev));
+  c.hbm = memOf(dev).hbm;
   c.epoch = 1;
   c.hot = JIT_HOT;
   unchecked(registry[registered++] = changetype<usize>(c));
@@ -137,6 +144,8 @@ export function jitRecordsMade(c: JitCache): void {
   const pages = <usize>c.engines * (<usize>c.words >> (JIT_PAGE_SHIFT - 2));
   c.codePages = heap.alloc(pages);
   memory.fill(c.codePages, 0, pages);
+  // the engines' SRAMs lie one after another, as their code-page bytes do (a byte per page)
+  c.pagesBias = c.codePages - (hartAt(changetype<Device>(c.dev), 0).sram >> JIT_PAGE_SHIFT);
   c.blocks = heap.alloc(<usize>c.cap * BLOCK_BYTES);
   c.wordStore = heap.alloc(<usize>c.cap * JIT_RECORD_BYTES);
   c.tables = heap.alloc(<usize>c.cap * 4);
@@ -193,6 +202,25 @@ export function mapSlotMade(c: JitCache, engine: u32, word: u32): usize {
     store<u32>(at, <u32>chunk);
   }
   return chunk + (<usize>(word & (<u32>JIT_CHUNK_WORDS - 1)) << 2);
+}
+
+/**
+ * The interpreter, run by the JIT's dispatcher, landed at `pc` after a taken jump or branch:
+ * whether the dispatcher should have it (a translation starts there, or this landing makes the
+ * place hot), else counts the landing and the interpreter runs on (a return to the dispatcher
+ * at every landing cost about as much as interpreting the code between them).
+ */
+export function jitWantsLanding(c: JitCache, engine: u32, pc: u32): bool {
+  if ((pc >> 2) >= c.words) return true;
+  const slot = mapSlotMade(c, engine, pc >> 2);
+  const id = load<i32>(slot);
+  if (id >= 0) return true;
+  if (id != NO_BLOCK) return false; // not translatable: the interpreter's
+  const hp = heatOf(slot, pc >> 2);
+  const n = <u32>load<u8>(hp) + 1;
+  if (n >= c.hot) return true; // the dispatcher counts this landing and translates
+  store<u8>(hp, <u8>n);
+  return false;
 }
 
 /** The heat byte of word `word`'s map entry at `slot` (from mapSlot, not 0). */

@@ -111,14 +111,15 @@ const VOID: u32 = 0x40, T_I32: u32 = 0x7f, T_I64: u32 = 0x7e;
 // locals: the parameters h (i32) and stop (i64), a local per register, temporaries, the block
 // to run next; the cycles left to `stop` (stop - cycle: a window check is one compare with a
 // constant), and instructions retired since entry
-const L_H: u32 = 0, L_STOP: u32 = 1;
-@inline function lReg(r: u32): u32 { return 2 + r; }
-const L_ADDR: u32 = 34, L_TMP: u32 = 35, L_A: u32 = 36, L_B: u32 = 37, L_X0: u32 = 38, L_PTR: u32 = 39, L_BI: u32 = 40;
-const L_REGS: u32 = 41, L_SRAM: u32 = 42; // the engine's: a translation serves every engine with the same code
-const L_PC: u32 = 44, L_WHY: u32 = 45; // where and why it leaves (the epilogue stores them)
-const I32_LOCALS: u32 = 44; // locals 2..45
-const L_CYC: u32 = 46, L_RET: u32 = 47;
-const I64_LOCALS: u32 = 2; // locals 46..47
+const L_H: u32 = 0, L_STOP: u32 = 1, L_CTX: u32 = 2; // L_CTX: the device's JitCache (see `address`)
+@inline function lReg(r: u32): u32 { return 3 + r; }
+const L_ADDR: u32 = 35, L_TMP: u32 = 36, L_A: u32 = 37, L_B: u32 = 38, L_X0: u32 = 39, L_PTR: u32 = 40, L_BI: u32 = 41;
+const L_REGS: u32 = 42, L_SRAM: u32 = 43; // the engine's: a translation serves every engine with the same code
+const L_PAGES: u32 = 44; // the device's code-page bias (JitCache.pagesBias), for stores
+const L_PC: u32 = 45, L_WHY: u32 = 46; // where and why it leaves (the epilogue stores them)
+const I32_LOCALS: u32 = 44; // locals 3..46
+const L_CYC: u32 = 47, L_RET: u32 = 48;
+const I64_LOCALS: u32 = 2; // locals 47..48
 
 @inline function get(l: u32): void { byte(LOCAL_GET); uleb(l); }
 /** Charges `n` cycles (L_CYC counts the cycles left to `stop`). */
@@ -316,7 +317,7 @@ function address(dev: Device, h: Hart, pc: u32, k: u32, rs1: u32, imm: u32, byte
       // the engines' SRAMs lie one after another, as their code-page bytes do (a byte per page):
       // the pointer's page, less the first SRAM's, is the byte's index from the first engine's
       byte(LOCAL_TEE); uleb(L_PTR); i32c(JIT_PAGE_SHIFT); op(I32_SHR_U);
-      i32c(<u32>jitCacheOf(dev).codePages - <u32>(hartAt(dev, 0).sram >> JIT_PAGE_SHIFT)); op(I32_ADD);
+      get(L_PAGES); op(I32_ADD);
       mem(I32_LOAD8_U, 0, 0);
       ifThen(); sideExit(pc, k); endIf();
       get(L_PTR);
@@ -327,14 +328,16 @@ function address(dev: Device, h: Hart, pc: u32, k: u32, rs1: u32, imm: u32, byte
   {
     get(L_ADDR); i32c(HBM_BASE); op(I32_SUB); byte(LOCAL_TEE); uleb(L_TMP); i32c(cfg.hbmBytes); op(I32_GE_U);
     ifThen(); sideExit(pc, k); endIf(); // MMIO, or nothing: the interpreter's
+    // the device's engines block and HBM, through L_CTX: a translation's bytes hold nothing of one
+    // device's, so devices of one configuration running one image share its compiled module
     if (isStore) { // reservations to break: the interpreter's
-      i32c(0); mem(I32_LOAD, 2, <u32>(changetype<usize>(eng) + offsetof<Engines>("resvCount")));
+      get(L_CTX); mem(I32_LOAD, 2, <u32>offsetof<JitCache>("eng")); mem(I32_LOAD, 2, <u32>offsetof<Engines>("resvCount"));
       ifThen(); sideExit(pc, k); endIf();
       cycles(<u64>cfg.cpiStoreHbm);
     } else {
-      get(L_CYC); i32c(0); mem(I64_LOAD32_U, 2, <u32>(changetype<usize>(eng) + offsetof<Engines>("cpiLoadHbmNow"))); op(I64_SUB); set(L_CYC);
+      get(L_CYC); get(L_CTX); mem(I32_LOAD, 2, <u32>offsetof<JitCache>("eng")); mem(I64_LOAD32_U, 2, <u32>offsetof<Engines>("cpiLoadHbmNow")); op(I64_SUB); set(L_CYC);
     }
-    get(L_TMP); i32c(<u32>memOf(dev).hbm); op(I32_ADD);
+    get(L_TMP); get(L_CTX); mem(I32_LOAD, 2, <u32>offsetof<JitCache>("hbm")); op(I32_ADD);
   }
   op(END); ifDepth--;
 }
@@ -610,10 +613,10 @@ function translate(dev: Device, c: JitCache, h: Hart, pc: u32, single: bool): i3
     w += <usize>n * 4;
   }
 
-  // the module: one function f(h: i32, stop: i64) -> i32 over the core's memory
+  // the module: one function f(h: i32, stop: i64, cache: i32) -> i32 over the core's memory
   out = c.buf;
   byte(0x00); byte(0x61); byte(0x73); byte(0x6d); byte(1); byte(0); byte(0); byte(0);
-  byte(1); let s = placeholder(); uleb(1); byte(0x60); uleb(2); byte(T_I32); byte(T_I64); uleb(1); byte(T_I32); patch(s); // types
+  byte(1); let s = placeholder(); uleb(1); byte(0x60); uleb(3); byte(T_I32); byte(T_I64); byte(T_I32); uleb(1); byte(T_I32); patch(s); // types
   byte(2); s = placeholder(); uleb(1); // imports: env.memory
   uleb(3); byte(0x65); byte(0x6e); byte(0x76);
   uleb(6); byte(0x6d); byte(0x65); byte(0x6d); byte(0x6f); byte(0x72); byte(0x79);
@@ -626,6 +629,7 @@ function translate(dev: Device, c: JitCache, h: Hart, pc: u32, single: bool): i3
   // prologue: the engine's register block and SRAM; the registers the region touches; the cycle
   get(L_H); mem(I32_LOAD, 2, <u32>offsetof<Hart>("regs")); set(L_REGS);
   get(L_H); mem(I32_LOAD, 2, <u32>offsetof<Hart>("sram")); set(L_SRAM);
+  get(L_CTX); mem(I32_LOAD, 2, <u32>offsetof<JitCache>("pagesBias")); set(L_PAGES);
   for (let r: u32 = 1; r < 32; r++) {
     if ((rUsed & (<u32>1 << r)) == 0) continue;
     get(L_REGS); mem(I32_LOAD, 2, 4 * r); set(lReg(r));
@@ -738,7 +742,7 @@ export function executeJit(dev: Device, h: Hart, stop: u64): void {
         }
         if (id >= 0) {
           const before = h.instret;
-          const why = call_indirect<u32>(b.table, changetype<usize>(h), stop);
+          const why = call_indirect<u32>(b.table, changetype<usize>(h), stop, changetype<usize>(c));
           c.calls++;
           c.retired += h.instret - before;
           if (why == EXIT_JUMP) { c.jumpsOut++; continue; }
