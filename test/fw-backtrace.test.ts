@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildFirmware, findClang } from "../host/fw/build.js";
 import { runFirmware } from "../host/fw/run.js";
-import { backtrace, MAX_FRAMES } from "../host/debug/backtrace.js";
+import { backtrace, formatBacktrace, MAX_FRAMES } from "../host/debug/backtrace.js";
 import { Symbolizer } from "../host/debug/symbolize.js";
 
 const clang = findClang();
@@ -60,5 +60,19 @@ describe("the backtrace of a fault", () => {
     // 200 well-formed frames: cut at MAX_FRAMES
     for (let k = 0; k < 200; k++) { mem.set(0x2000 + 16 * k - 4, 0x6004 + 4 * k); mem.set(0x2000 + 16 * k - 8, 0x2000 + 16 * (k + 1)); }
     expect(backtrace({ ...src, fp: 0x2000 }, Symbolizer.none).length).toBe(MAX_FRAMES);
+  });
+
+  it("lists a recursion's frames at one place as one line with their count, and says where the walk stopped", () => {
+    const at = (pc: number) => ({ pc, symbol: "depth", offset: pc - 0x4438, file: "recurse.c", line: pc === 0x443c ? 13 : 15 });
+    const deep = [at(0x443c), ...Array.from({ length: MAX_FRAMES - 1 }, () => at(0x4460))];
+    expect(formatBacktrace(deep)).toBe(
+      "  #0 0x443c (depth+0x4, recurse.c:13)\n" +
+      `  #1-#${MAX_FRAMES - 1} 0x4460 (depth+0x28, recurse.c:15) (${MAX_FRAMES - 1} frames)\n` +
+      `  (the walk stops at ${MAX_FRAMES} frames)`,
+    );
+    // two frames at one place stay two lines; a short chain says nothing of a stop
+    expect(formatBacktrace([at(0x443c), at(0x4460), at(0x4460), { pc: 0x442c }])).toBe(
+      "  #0 0x443c (depth+0x4, recurse.c:13)\n  #1 0x4460 (depth+0x28, recurse.c:15)\n  #2 0x4460 (depth+0x28, recurse.c:15)\n  #3 0x442c",
+    );
   });
 });

@@ -7,7 +7,7 @@
 // far: at most MAX_FRAMES frames, every fp inside mapped SRAM above the NULL guard, each
 // strictly above the last (the stack grows down, so callers' frames lie higher).
 
-import type { Location, Symbolizer } from "./symbolize.js";
+import { formatLocation, type Location, type Symbolizer } from "./symbolize.js";
 
 /** Frames a backtrace lists at most (a deeper chain is cut there). */
 export const MAX_FRAMES = 64;
@@ -47,4 +47,22 @@ export function backtrace(src: FrameSource, symbols: Symbolizer): Location[] {
     fp = prev;
   }
   return frames;
+}
+
+/**
+ * A call chain, a frame a line; a run of frames at the same place (a recursion) is one line
+ * with its count, and a chain as long as the walk goes (MAX_FRAMES) says it was cut.
+ */
+export function formatBacktrace(frames: Location[]): string {
+  const lines: string[] = [];
+  for (let k = 0; k < frames.length; ) {
+    const at = formatLocation(frames[k]!);
+    let end = k + 1;
+    while (end < frames.length && frames[end]!.pc === frames[k]!.pc) end++;
+    lines.push(end - k > 2 ? `  #${k}-#${end - 1} ${at} (${end - k} frames)` : `  #${k} ${at}`);
+    if (end - k === 2) lines.push(`  #${k + 1} ${at}`);
+    k = end;
+  }
+  if (frames.length >= MAX_FRAMES) lines.push(`  (the walk stops at ${MAX_FRAMES} frames)`);
+  return lines.join("\n");
 }

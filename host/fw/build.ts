@@ -219,7 +219,9 @@ export function buildFirmware(opts: BuildOptions): BuildResult {
     clang,
     ...TARGET_FLAGS,
     `-O${opts.optLevel ?? "2"}`,
-    ...(opts.debug ? ["-g", `-fdebug-prefix-map=${cwd}=.`, "-fdebug-compilation-dir=."] : []), // the compilation directory too (the assembler's as well), for reproducible -g builds
+    // the compilation directory too (the assembler's as well), for reproducible -g builds; and
+    // frame pointers, so a fault's backtrace walks the whole call chain (host/debug/backtrace.ts)
+    ...(opts.debug ? ["-g", `-fdebug-prefix-map=${cwd}=.`, "-fdebug-compilation-dir=.", "-fno-omit-frame-pointer"] : []),
     `-ffile-prefix-map=${below}=`,
     ...(opts.includes ?? []).map((d) => `-I${resolve(cwd, d)}`),
     `-I${join(pkg, "firmware", "include")}`,

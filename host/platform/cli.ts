@@ -11,6 +11,7 @@ import { runFirmware, type FwRunResult, type FwRunOptions } from "../fw/run.js";
 import { runFirmwareListening } from "./gdb-server.js";
 import { toPerfetto, writePerfetto } from "../trace/perfetto.js";
 import { formatLocation, Symbolizer } from "../debug/symbolize.js";
+import { formatBacktrace } from "../debug/backtrace.js";
 import { formatProfile } from "../debug/profile.js";
 import { DEFAULT_LOG_LIMIT, MAX_LOG_LIMIT } from "../debug/insn-log.js";
 import { formatTime } from "../units.js";
@@ -379,9 +380,8 @@ async function fwRun(args: string[]): Promise<number> {
     writePerfetto(toPerfetto(r.trace ?? [], r.engines.length, BigInt(r.timePs), fn), traceFile.write);
     traceFile.close(); // a write that failed is said after the summary
   }
-  // the trace goes to its own file; backtraces are not in --json yet (their field would change
-  // the golden outputs of the fault examples: test/golden/fw-*.json)
-  if (json) console.log(JSON.stringify({ ...r, trace: undefined, engines: r.engines.map(({ backtrace: _, ...e }) => e) }));
+  // the trace goes to its own file
+  if (json) console.log(JSON.stringify({ ...r, trace: undefined }));
   else {
     if (r.insnLog) printInsnLog(r.insnLog);
     printSummary(r);
@@ -439,7 +439,7 @@ function printBacktraces(r: FwRunResult): void {
   const byChain = new Map<string, number[]>();
   for (const e of r.engines) {
     if (!e.backtrace) continue;
-    const chain = e.backtrace.map((f, k) => `  #${k} ${formatLocation(f)}`).join("\n");
+    const chain = formatBacktrace(e.backtrace);
     byChain.set(chain, [...(byChain.get(chain) ?? []), e.id]);
   }
   for (const [chain, ids] of byChain) console.log(`\nbacktrace of engine${ids.length > 1 ? "s" : ""} ${ids.join(", ")}:\n${chain}`);
