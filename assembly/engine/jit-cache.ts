@@ -14,8 +14,6 @@
 // hot code comes back after `hot` more runs.
 
 import { Device } from "../core/device";
-import { engOf, hartAt } from "./engines";
-import { memOf } from "../mem/dma";
 
 /** A translated block's record. */
 @unmanaged export class Block {
@@ -62,7 +60,8 @@ export const NOT_TRANSLATABLE: i32 = -2;
   cap: u32; // block records (cfg.jitBlocks)
   count: u32; // records in use
   epoch: u32;
-  eng: usize; // the device's engines block (engOf), for translated code (jit.ts address)
+  // for translated code (jit.ts address), set with the records (jit.ts translate)
+  eng: usize; // the device's engines block (engOf)
   hbm: usize; // where its HBM lies in wasm memory
   pagesBias: usize; // codePages less the first engine's SRAM address >> JIT_PAGE_SHIFT: a store's code-page byte is at pagesBias + (its address >> JIT_PAGE_SHIFT)
   chunks: usize; // per engine, per JIT_CHUNK_WORDS of SRAM: 0, or its part of the map (mapSlotMade), made at the first landing there
@@ -111,8 +110,6 @@ export function jitCacheOf(dev: Device): JitCache {
   const dir = <usize>c.engines * chunksPerEngine(c) * 4;
   c.chunks = heap.alloc(dir);
   memory.fill(c.chunks, 0, dir);
-  c.eng = changetype<usize>(engOf(dev));
-  c.hbm = memOf(dev).hbm;
   c.epoch = 1;
   c.hot = JIT_HOT;
   unchecked(registry[registered++] = changetype<usize>(c));
@@ -144,8 +141,6 @@ export function jitRecordsMade(c: JitCache): void {
   const pages = <usize>c.engines * (<usize>c.words >> (JIT_PAGE_SHIFT - 2));
   c.codePages = heap.alloc(pages);
   memory.fill(c.codePages, 0, pages);
-  // the engines' SRAMs lie one after another, as their code-page bytes do (a byte per page)
-  c.pagesBias = c.codePages - (hartAt(changetype<Device>(c.dev), 0).sram >> JIT_PAGE_SHIFT);
   c.blocks = heap.alloc(<usize>c.cap * BLOCK_BYTES);
   c.wordStore = heap.alloc(<usize>c.cap * JIT_RECORD_BYTES);
   c.tables = heap.alloc(<usize>c.cap * 4);

@@ -581,6 +581,12 @@ function translate(dev: Device, c: JitCache, h: Hart, pc: u32, single: bool): i3
   rCount = 0; rInsns = 0; rUsed = 0; rWritten = 0;
   if (addBlock(cfg, h, pc) < 0) return NOT_TRANSLATABLE;
   jitRecordsMade(c);
+  if (c.eng == 0) { // what translated code reads of the device (its bytes hold none of it)
+    c.eng = changetype<usize>(engOf(dev));
+    c.hbm = memOf(dev).hbm;
+    // the engines' SRAMs lie one after another, as their code-page bytes do (a byte per page)
+    c.pagesBias = c.codePages - (hartAt(dev, 0).sram >> JIT_PAGE_SHIFT);
+  }
   // another engine running the same code here has translated it already: share (engines
   // running one image are the common case, and compiling a module costs the host ~1 ms)
   for (let e: u32 = 0; e < c.engines; e++) {
