@@ -344,6 +344,31 @@ describe("translations follow the code", () => {
     expect(b.jitStats().invalidations).toBeGreaterThanOrEqual(1);
   });
 
+  it("a call's return into the region it was called from is a branch, not a way out: 2,000 calls, alike", async () => {
+    const src = `
+      li t1, 2000
+      li a0, 0
+    loop:
+      jal ra, f
+      addi t1, t1, -1
+      bne t1, zero, loop
+      li t2, ${MMIO.SYS.EXIT}
+      sw a0, 0(t2)
+    f:
+      addi a0, a0, 3
+      add a0, a0, t1
+      jalr zero, 0(ra)
+    `;
+    const a = await programRun(src, 1, 0), b = await programRun(src, 1, 1);
+    expect(a.engine(0).state).toBe("exited");
+    expect(endState(b)).toEqual(endState(a));
+    // the loop's region holds f and the call's next instruction: a return lands in it; only
+    // the first landings, before the region is hot, leave
+    const s = b.jitStats();
+    expect(s.instructions).toBeGreaterThan(0.9 * b.engine(0).instructions);
+    expect(s.jumpsOut).toBeLessThan(60);
+  });
+
   it("the check of a store against translated code is exact to the word and the engine", async () => {
     // f's last translated word is its jalr; the word after it is data (and no code runs on
     // into f). Engine 0 calls f 1000 times, storing into that data word each time (no
