@@ -370,7 +370,7 @@ export function jitTranslatedAt(dev: usize, e: u32, pc: u32): u32 {
   return load<u8>(codePagesOf(c, e) + <usize>(pc >> JIT_PAGE_SHIFT)) != 0 ? 1 : 0;
 }
 
-/** Device `dev`'s JIT translates a block start at its `landings`-th landing (1..255; 48 unless set); 0 when it runs interpreted. */
+/** Device `dev`'s JIT translates a block start at its `landings`-th landing (1..255; 255 unless set); 0 when it runs interpreted. */
 export function jitSetHot(dev: usize, landings: u32): u32 { return cacheSetHot(changetype<Device>(dev), landings) ? 1 : 0; }
 
 /** Logs the instructions of the engines in `mask` into `cap` records of 16 bytes at `buf` (engine/debug.ts; cap 0: no log). */

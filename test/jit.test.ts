@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { readFileSync, readdirSync } from "node:fs";
 import { spawnSync } from "node:child_process";
-import { Device } from "../host/device.js";
+import { Device, type DeviceOptions } from "../host/device.js";
 import { coreModule } from "../host/platform/node.js";
 import { runFirmware } from "../host/fw/run.js";
 import { writeElf, programElf, assemble, R, I, S, B, J, CODE_BASE } from "./helpers/rv.js";
@@ -97,23 +97,23 @@ async function computeDevice(config: Config, passes: number[]) {
   return dev;
 }
 
-/** The assembly program `src` run to its end (1 ms) on `engines` engines, with the JIT on or off. */
-async function programRun(src: string, engines: number, jit: number) {
-  const dev = await Device.create(coreModule(), { engines, jit });
+/** The assembly program `src` run to its end (1 ms) on `engines` engines, with the JIT on or off (`options`: e.g. jitHot). */
+async function programRun(src: string, engines: number, jit: number, options: DeviceOptions = {}) {
+  const dev = await Device.create(coreModule(), { engines, jit }, options);
   dev.start(dev.loadElf(programElf(src)).entry);
   dev.run(1_000_000_000n);
   return dev;
 }
 
 /** A device whose engines start at CODE_BASE, where `code` is loaded; not yet run. */
-async function codeDevice(code: Uint32Array, config: Config) {
-  const dev = await Device.create(coreModule(), config);
+async function codeDevice(code: Uint32Array, config: Config, options: DeviceOptions = {}) {
+  const dev = await Device.create(coreModule(), config, options);
   dev.start(dev.loadElf(writeElf(CODE_BASE, [{ vaddr: CODE_BASE, data: new Uint8Array(code.buffer), flags: 7 }])).entry);
   return dev;
 }
 
-async function hotRun(seed: number, config: Config) {
-  const dev = await codeDevice(hotCode(seed), { engines: 4, ...config });
+async function hotRun(seed: number, config: Config, options: DeviceOptions = {}) {
+  const dev = await codeDevice(hotCode(seed), { engines: 4, ...config }, options);
   dev.run(200_000_000n);
   return dev;
 }
@@ -138,7 +138,9 @@ describe("the JIT runs programs exactly as the interpreter does", () => {
     for (let seed = 1; seed <= 24; seed++) {
       const quantum: Config = seed % 4 === 0 ? { interleaveQuantumPs: 1000 } : {};
       const a = await hotRun(seed, { jit: 0, ...quantum });
-      const b = await hotRun(seed, { jit: 1, ...quantum });
+      // (translating at the 48th landing: these programs run a few thousand instructions, and
+      // the default, 255, leaves nearly all of them to the interpreter)
+      const b = await hotRun(seed, { jit: 1, ...quantum }, { jitHot: 48 });
       expect(endState(b), `seed ${seed}`).toEqual(endState(a));
       translated += b.jitStats().translated;
       inTranslated += b.jitStats().instructions;
@@ -165,7 +167,7 @@ describe("the JIT runs programs exactly as the interpreter does", () => {
 
   it("the ISA conformance program translated where code first lands (jitHot 1): every case's code runs translated, same verdicts", async () => {
     // The riscv-tests-style conformance program (firmware/tests/isa/, 584 numbered cases): at the
-    // default threshold (48 landings) a case runs once and is interpreted; with jitHot 1 the code
+    // default threshold (255 landings) a case runs once and is interpreted; with jitHot 1 the code
     // of every case on every engine must have run translated, and the run must end as the
     // interpreter's: every case passed, console, registers, memories, counts alike.
     const elf = new Uint8Array(readFileSync(new URL("../firmware/tests/isa/isa.elf", import.meta.url)));
@@ -359,7 +361,7 @@ describe("translations follow the code", () => {
       add a0, a0, t1
       jalr zero, 0(ra)
     `;
-    const a = await programRun(src, 1, 0), b = await programRun(src, 1, 1);
+    const a = await programRun(src, 1, 0), b = await programRun(src, 1, 1, { jitHot: 16 });
     expect(a.engine(0).state).toBe("exited");
     expect(endState(b)).toEqual(endState(a));
     // the loop's region holds f and the call's next instruction: a return lands in it; only

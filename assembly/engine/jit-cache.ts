@@ -37,9 +37,12 @@ export const JIT_RECORD_BYTES: usize = <usize>JIT_REGION_BLOCKS * 8 + <usize>JIT
 /**
  * Runs of an untranslated block start (a jump or branch target) before it is translated, unless
  * the host says otherwise (jitSetHot: 1 translates code where it first lands, as the tests that
- * hold the translator to the interpreter do).
+ * hold the translator to the interpreter do). As late as a byte counts: a translation costs the
+ * host 0.05-1 ms to make, and a collective's firmware runs most of its code a few hundred times
+ * (an 8-device all-reduce's first run in a new process: 190-217 ms at 48 against 117-133 ms
+ * interpreted; 132-145 ms at 255; long compute runs as fast either way).
  */
-export const JIT_HOT: u32 = 48;
+export const JIT_HOT: u32 = 255;
 /** The most jitSetHot takes: the landings are counted in a byte per SRAM word. */
 export const JIT_HOT_MAX: u32 = 255;
 /**

@@ -8,8 +8,10 @@
 // JIT_BLOCK_INSNS instructions. A translation is a region of blocks: the one where the
 // interpreter lands after a jump or taken branch (executeJit counts those landings: JIT_HOT of
 // them, or as many as the host's jitSetHot says, translate it) and the blocks its branches and
-// jumps reach, up to JIT_REGION_BLOCKS of them, in one function with the registers they touch in locals. Where a window starts (any
-// instruction: a window ends anywhere) only the block there is translated ("single"): it jumps
+// jumps reach, up to JIT_REGION_BLOCKS of them, in one function with the registers they touch in
+// locals; after a call, the call's next instruction too, which a return reaches by a branch.
+// Where a window starts (any instruction: a window ends anywhere) the interpreter runs up to the
+// first landing; at a place's JIT_HOT_MAX-th window start only the block there is translated ("single"): it jumps
 // into the region of the loop it is part of, so each window runs one small extra translation
 // rather than a whole copy of the loop per place windows start (15 copies of the compute
 // benchmark's loop); a single block that jumps land on gets its region once that is hot. The blocks after the entry are
