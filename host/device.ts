@@ -175,7 +175,7 @@ export interface DeviceOptions {
   consoleKeepBytes?: number;
   /**
    * With config `jit` 1: the landings on a block start (a jump or branch target, or where a
-   * window starts) that translate it, 1 to 255; default 48. 1 translates code where it first
+   * window starts) that translate it, 1 to 255; default 255. 1 translates code where it first
    * lands, so every block that runs runs translated (the tests that hold the translator to the
    * interpreter use it). A speed setting, not a config field: results are the same whatever it
    * is, and a snapshot does not hold it.
