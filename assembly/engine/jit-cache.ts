@@ -23,7 +23,7 @@ import { Device } from "../core/device";
   n: u32;
   /** 1: the one block where a window started, not a region (see executeJit) */
   single: u32;
-  /** what it was translated from: (pc, n) per block, then their words (JIT_RECORD_BYTES) */
+  /** what it was translated from: (pc, n) per block, then their words (JIT_RECORD_BYTES, made with the record's first translation and kept for the slot's next) */
   words: usize;
 }
 
@@ -70,7 +70,6 @@ export const NOT_TRANSLATABLE: i32 = -2;
   chunks: usize; // per engine, per JIT_CHUNK_WORDS of SRAM: 0, or its part of the map (mapSlotMade), made at the first landing there
   codePages: usize; // u8 per code page per engine: 1 while a translation reads that page
   blocks: usize; // cap Block records
-  wordStore: usize; // cap x JIT_RECORD_BYTES: what each translation was translated from
   tables: usize; // u32 per record slot: its function table index (kept across flushes), or NO_TABLE
   checked: usize; // u32 per engine per record: the epoch in which it was last checked against that engine's SRAM
   buf: usize; // the module being emitted
@@ -145,7 +144,7 @@ export function jitRecordsMade(c: JitCache): void {
   c.codePages = heap.alloc(pages);
   memory.fill(c.codePages, 0, pages);
   c.blocks = heap.alloc(<usize>c.cap * BLOCK_BYTES);
-  c.wordStore = heap.alloc(<usize>c.cap * JIT_RECORD_BYTES);
+  memory.fill(c.blocks, 0, <usize>c.cap * BLOCK_BYTES); // (a record's words are made with it: Block.words 0 until then)
   c.tables = heap.alloc(<usize>c.cap * 4);
   memory.fill(c.tables, 0xff, <usize>c.cap * 4);
   c.checked = heap.alloc(<usize>c.engines * <usize>c.cap * 4);

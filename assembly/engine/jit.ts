@@ -611,7 +611,7 @@ function translate(dev: Device, c: JitCache, h: Hart, pc: u32, single: bool): i3
   b.single = <u32>single;
   store<u32>(checkedAt(c, h.id, id), c.epoch);
   // what it was translated from: (pc, n) per block, then the words
-  b.words = c.wordStore + <usize>id * JIT_RECORD_BYTES;
+  if (b.words == 0) b.words = heap.alloc(JIT_RECORD_BYTES); // a device that translates little keeps little
   let w = b.words + <usize>JIT_REGION_BLOCKS * 8;
   for (let i = 0; i < rCount; i++) {
     const bpc = unchecked(rPc[i]), n = unchecked(rN[i]);
