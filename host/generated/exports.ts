@@ -176,7 +176,7 @@ export interface MenicExports {
   jitStats(dev: number, dst: number): void;
   /** 1 when a translation engine `e` of device `dev` runs was made from its SRAM word at `pc` (that code runs translated), else 0. */
   jitTranslatedAt(dev: number, e: number, pc: number): number;
-  /** Device `dev`'s JIT translates a block start at its `landings`-th landing (1..255; 48 unless set); 0 when it runs interpreted. */
+  /** Device `dev`'s JIT translates a block start at its `landings`-th landing (1..255; 255 unless set); 0 when it runs interpreted. */
   jitSetHot(dev: number, landings: number): number;
   /** Logs the instructions of the engines in `mask` into `cap` records of 16 bytes at `buf` (engine/debug.ts; cap 0: no log). */
   insnLog(dev: number, buf: number, cap: number, mask: bigint): void;
