@@ -119,6 +119,13 @@ export function eventBoundFor(cfgIn: usize): u32 {
   return eventBound(c);
 }
 
+/** Why createDevice last returned a null device: its arena exceeds one heap block, or the instance has no room left for it. */
+export const REFUSED_TOO_LARGE: u32 = 1, REFUSED_INSTANCE_FULL: u32 = 2;
+let refusal: u32 = 0;
+
+/** Why the last createDevice that returned a null device did (REFUSED_*), 0 before any did. */
+export function createRefusal(): u32 { return refusal; }
+
 /**
  * Lays out a whole device in one arena. The config slots (`cfgIn`, CFG_SLOTS u64) have been
  * validated by the host; values are trusted here. Returns a null device when the arena would
@@ -135,7 +142,12 @@ export function createDevice(cfgIn: usize): Device {
   // the instance on more; a null device tells the host the config is too large (the field
   // maxima keep `off` below 4 GiB, 3 GiB of memories and under 256 MiB of tables, so it has
   // not wrapped)
-  if (off + 64 > BLOCK_MAXSIZE) return changetype<Device>(0);
+  if (off + 64 > BLOCK_MAXSIZE) { refusal = REFUSED_TOO_LARGE; return changetype<Device>(0); }
+  // nor one the instance's 4 GiB cannot hold beside what it holds (the allocator's arithmetic
+  // wraps past 2^32 and hands out a block at the bottom of memory): where the allocator is now
+  // (a block of no bytes, kept: the core frees nothing), and the arena's block after it
+  const top = <u64>heap.alloc(0);
+  if (top + <u64>off + 128 > (<u64>1 << 32)) { refusal = REFUSED_INSTANCE_FULL; return changetype<Device>(0); }
   // The arena is zero and untouched: the bump allocator (runtime "stub") hands out memory no
   // block was ever given before, which wasm zeroes when it grows, and the core frees nothing
   // (the stub gives a freed last block out again; test/architecture.test.ts holds the core to

@@ -4,7 +4,7 @@
 
 import { Device, TRACE_BYTES } from "./core/device";
 import { memOf } from "./mem/dma";
-import { createDevice, arenaBytesFor as arenaBytesOf, eventBoundFor as eventBoundOf } from "./create";
+import { createDevice, createRefusal as refusalOf, arenaBytesFor as arenaBytesOf, eventBoundFor as eventBoundOf } from "./create";
 import { hartAt, engOf, profileBytes } from "./engine/engines";
 import { csrRead } from "./engine/csr";
 import { debugOf, debugAttach as attach, debugBreak as brk, debugWatch as watch, debugStep as stepOne, debugOnly as only, debugResume as resume, insnLogSet } from "./engine/debug";
@@ -38,9 +38,13 @@ export function scratchAlloc(bytes: u32): usize {
 /** The layouts this core was built from (host/device.ts refuses another). */
 export function layoutHash(): u32 { return LAYOUT_HASH; }
 
+/** A device of config slots `cfg`, or 0 when the core refuses it (createRefusal says why). */
 export function create(cfg: usize): usize {
   return changetype<usize>(createDevice(cfg));
 }
+
+/** Why the last create() that returned 0 did: 1 its arena exceeds one heap block (1 GiB), 2 this instance's 4 GiB have no room for it. */
+export function createRefusal(): u32 { return refusalOf(); }
 
 /** The arena create() would lay out for config slots `cfg`, in bytes, without creating it (the host sizes a cluster by it). */
 export function arenaBytesFor(cfg: usize): usize { return arenaBytesOf(cfg); }

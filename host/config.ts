@@ -79,6 +79,18 @@ export function arenaTooLarge(cfg: Map<string, bigint>, path = "config"): Config
     "make hbmBytes, hostMemBytes or sramBytes smaller");
 }
 
+/**
+ * A device refused by a core instance that many devices share (a CoreInstance): a wasm32
+ * instance addresses 4 GiB, and `memory` has too little of it left for an arena of `arenaBytes`.
+ */
+export function instanceFull(memory: WebAssembly.Memory, arenaBytes: number): RangeError {
+  const mib = (b: number) => `${(b / 2 ** 20).toFixed(0)} MiB`;
+  return new RangeError(
+    `this core instance has no room for another device: its devices and tables hold ${mib(memory.buffer.byteLength)} of the 4 GiB a wasm32 instance addresses, ` +
+    `and the device needs an arena of ${mib(arenaBytes)}; create it in an instance of its own (Device.create with the compiled module, not a shared CoreInstance), ` +
+    "or give the devices smaller memories (hbmBytes, hostMemBytes, sramBytes)");
+}
+
 /** The config as the slots the core reads (slot order of layouts/config.json). */
 export function packConfig(cfg: Map<string, bigint>): BigUint64Array {
   const slots = new BigUint64Array(CONFIG_FIELDS.length);

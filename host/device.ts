@@ -3,7 +3,7 @@
 // the whole device state as bytes. Platform-neutral: the wasm module is handed in.
 
 import { instantiateCore, jitCompileMs, CoreInstance, type MenicExports } from "./wasm.js";
-import { resolveConfig, packConfig, arenaTooLarge, type DeviceConfig } from "./config.js";
+import { resolveConfig, packConfig, arenaTooLarge, instanceFull, type DeviceConfig } from "./config.js";
 import { parseElf, checkImage, placeSegment, type ElfImage } from "./elf.js";
 import { EngineConsole, TimeOrderedLines } from "./console.js";
 import { PROFILE_ENTRY_BYTES } from "./debug/profile.js";
@@ -273,7 +273,8 @@ export class Device {
   /**
    * Creates a device from the core's compiled module and a (partial) config; throws ConfigError.
    * Given a {@link CoreInstance} instead of a module, the device is built in that instance,
-   * beside the others there (a cluster's devices and its fabric: host/scenario/cluster.ts).
+   * beside the others there (a cluster's devices and its fabric: host/scenario/cluster.ts);
+   * throws RangeError, building nothing, when the instance's 4 GiB have no room left for it.
    */
   static async create(module: WebAssembly.Module | CoreInstance, config: DeviceConfig = {}, options: DeviceOptions = {}): Promise<Device> {
     return Device.open(module, resolveConfig(config), options);
@@ -287,7 +288,9 @@ export class Device {
     const cfgPtr = core.configAlloc() >>> 0;
     new BigUint64Array(core.memory.buffer, cfgPtr, slots.length).set(slots);
     const handle = core.create(cfgPtr);
-    if (handle === 0) throw arenaTooLarge(cfg); // the core refuses a device larger than its heap's largest block
+    // the core refuses a device larger than its heap's largest block, or one its instance's
+    // 4 GiB cannot hold beside the devices already in it (a CoreInstance shared by many)
+    if (handle === 0) throw core.createRefusal() === 2 ? instanceFull(core.memory, core.arenaBytesFor(cfgPtr) >>> 0) : arenaTooLarge(cfg);
     const scratch = core.scratchAlloc(SCRATCH_BYTES) >>> 0;
     const dev = new Device(core, handle, scratch, cfg, options);
     dev.applyJitHot();

@@ -39,4 +39,30 @@ describe("a device whose arena lies above 2 GiB of its instance", () => {
     expect(third.read(b, 4096)).toEqual(bytes);
     expect(third.device.stats()["nic.wqes"]).toBe(1);
   });
+
+  it("one more than the instance's 4 GiB can hold is refused, saying so, and the devices in it run on", async () => {
+    // WAS: the allocator's arithmetic wrapped past 2^32 and the next device was laid over the
+    // bottom of memory: "RuntimeError: memory access out of bounds" from Device.create
+    const home = new CoreInstance(coreModule());
+    const ctxs: Context[] = [];
+    const open = () => Context.open(home, { engines: 1, hbmBytes: 900 * 2 ** 20, deviceId: ctxs.length });
+    let refused: unknown;
+    while (ctxs.length < 8) {
+      try { ctxs.push(await open()); } catch (e) { refused = e; break; }
+    }
+    expect(ctxs.length).toBe(4); // four arenas of ~930 MiB, and the tables before them
+    expect(refused).toBeInstanceOf(RangeError);
+    expect(String(refused)).toMatch(/no room for another device: its devices and tables hold \d+ MiB of the 4 GiB.*an arena of \d+ MiB/);
+    // the last one built still moves bytes through its NIC
+    const last = ctxs.at(-1)!, a = last.allocHbm(8192);
+    const pd = last.allocPd(), cq = last.createCq(4);
+    const mr = last.regMr(pd, a, 8192, ["LOCAL_WRITE", "REMOTE_WRITE"]);
+    const qp = last.createQp(pd, { sendCq: cq, recvCq: cq, maxSendWr: 4, maxRecvWr: 4 });
+    for (const state of ["INIT", "RTR", "RTS"] as const) last.modifyQp(qp, { state, destQpNum: qp.qpn });
+    last.write(a, Uint8Array.from({ length: 64 }, (_, i) => i));
+    last.postSend(qp, [{ wrId: 1, opcode: "RDMA_WRITE", signaled: true, localAddr: a, length: 64, lkey: mr.lkey, remoteAddr: a + 4096, rkey: mr.rkey }]);
+    last.run(last.nowPs + 100_000_000n);
+    expect(last.pollCq(cq, 4).map((w) => w.status)).toEqual(["SUCCESS"]);
+    expect(last.read(a + 4096, 64)).toEqual(Uint8Array.from({ length: 64 }, (_, i) => i));
+  });
 });

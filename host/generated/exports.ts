@@ -13,7 +13,10 @@ export interface MenicExports {
   scratchAlloc(bytes: number): number;
   /** The layouts this core was built from (host/device.ts refuses another). */
   layoutHash(): number;
+  /** A device of config slots `cfg`, or 0 when the core refuses it (createRefusal says why). */
   create(cfg: number): number;
+  /** Why the last create() that returned 0 did: 1 its arena exceeds one heap block (1 GiB), 2 this instance's 4 GiB have no room for it. */
+  createRefusal(): number;
   /** The arena create() would lay out for config slots `cfg`, in bytes, without creating it (the host sizes a cluster by it). */
   arenaBytesFor(cfg: number): number;
   /** The least eventCapacity with which a device of config slots `cfg` cannot overflow its event queue. */
@@ -279,6 +282,7 @@ export const EXPORT_SIGNATURES: { readonly [K in ExportName]: Signature<MenicExp
   scratchAlloc: [["i32"], "i32"],
   layoutHash: [[], "i32"],
   create: [["i32"], "i32"],
+  createRefusal: [[], "i32"],
   arenaBytesFor: [["i32"], "i32"],
   eventBoundFor: [["i32"], "i32"],
   step: [["i32", "i64", "i32"], "i64"],
