@@ -110,8 +110,9 @@ export function execute(dev: Device, h: Hart, stop: u64, jumps: bool = false): b
   const cLdH = <u64>engOf(dev).cpiLoadHbmNow;
   const cStH = <u64>dev.cfg.cpiStoreHbm;
   // with the JIT on: this engine's code pages (jit-cache.ts), to see a store into translated code
-  const codes: usize = dev.cfg.jit != 0 ? jitCodePages(dev, h.id) : 0;
-  const jc = jumps ? jitCacheIfAny(dev) : changetype<JitCache>(0); // (the dispatcher's: it has one)
+  // and, run by the JIT's dispatcher (`jumps`), its cache, to count landings (jitWantsLanding)
+  const jc = dev.cfg.jit != 0 ? jitCacheIfAny(dev) : changetype<JitCache>(0);
+  const codes: usize = jitCodePages(jc, h.id);
   let pc = h.pc;
   let cycle = h.cycle;
   let instret = h.instret;
@@ -242,7 +243,7 @@ export function execute(dev: Device, h: Hart, stop: u64, jumps: bool = false): b
         if (addr - guard < span) {
           p = sram + <usize>addr; cycle += cStS;
           // into translated code: the engine's translations go (the JIT translates again what stays hot)
-          if (codes != 0 && load<u8>(codes + <usize>(addr >> JIT_PAGE_SHIFT)) != 0) jitInvalidate(jitCacheIfAny(dev), h.id);
+          if (codes != 0 && load<u8>(codes + <usize>(addr >> JIT_PAGE_SHIFT)) != 0) jitInvalidate(jc, h.id);
         } else if (addr - HBM_BASE < hbmBytes) {
           p = hbm + <usize>(addr - HBM_BASE); cycle += cStH;
           if (engOf(dev).resvCount != 0) breakReservations(dev, h.id, addr);

@@ -183,15 +183,20 @@ function clearChunk(chunk: usize): void {
   memory.fill(chunk + JIT_CHUNK_WORDS * 4, 0, JIT_CHUNK_WORDS);
 }
 
+/** Where the address of the chunk holding engine `engine`'s map entry for SRAM word `word` is kept (0 there: not made). */
+@inline function chunkRef(c: JitCache, engine: u32, word: u32): usize {
+  return c.chunks + (<usize>engine * chunksPerEngine(c) + <usize>(word >> JIT_CHUNK_SHIFT)) * 4;
+}
+
 /** Where engine `engine`'s map entry for SRAM word `word` is, or 0 (NO_BLOCK, heat 0) while its chunk is not made. */
 @inline export function mapSlot(c: JitCache, engine: u32, word: u32): usize {
-  const chunk = <usize>load<u32>(c.chunks + (<usize>engine * chunksPerEngine(c) + <usize>(word >> JIT_CHUNK_SHIFT)) * 4);
+  const chunk = <usize>load<u32>(chunkRef(c, engine, word));
   return chunk == 0 ? 0 : chunk + (<usize>(word & (<u32>JIT_CHUNK_WORDS - 1)) << 2);
 }
 
 /** mapSlot, making the chunk when there is none. */
 export function mapSlotMade(c: JitCache, engine: u32, word: u32): usize {
-  const at = c.chunks + (<usize>engine * chunksPerEngine(c) + <usize>(word >> JIT_CHUNK_SHIFT)) * 4;
+  const at = chunkRef(c, engine, word);
   let chunk = <usize>load<u32>(at);
   if (chunk == 0) {
     chunk = heap.alloc(CHUNK_BYTES);
@@ -213,9 +218,16 @@ export function jitWantsLanding(c: JitCache, engine: u32, pc: u32): bool {
   const id = load<i32>(slot);
   if (id >= 0) return true;
   if (id != NO_BLOCK) return false; // not translatable: the interpreter's
-  const hp = heatOf(slot, pc >> 2);
+  return landingsReach(heatOf(slot, pc >> 2), c.hot); // if so the dispatcher counts this landing and translates
+}
+
+/**
+ * Whether one more landing (or window start) on the heat byte at `hp` reaches `threshold`; if
+ * not, it is counted. (The caller that translates on true sets the byte to 0.)
+ */
+@inline export function landingsReach(hp: usize, threshold: u32): bool {
   const n = <u32>load<u8>(hp) + 1;
-  if (n >= c.hot) return true; // the dispatcher counts this landing and translates
+  if (n >= threshold) return true;
   store<u8>(hp, <u8>n);
   return false;
 }
@@ -283,9 +295,8 @@ export function jitSramWrite(dev: Device, engine: u32, off: u32, len: u32): void
   }
 }
 
-/** Engine `engine`'s code-page bytes, or 0 while the device has translated nothing (the interpreter's store check). */
-export function jitCodePages(dev: Device, engine: u32): usize {
-  const c = jitCacheIfAny(dev);
+/** Engine `engine`'s code-page bytes in cache `c` (0: none), or 0 while it has translated nothing (the interpreter's store check). */
+export function jitCodePages(c: JitCache, engine: u32): usize {
   return changetype<usize>(c) == 0 || c.codePages == 0 ? 0 : codePagesOf(c, engine);
 }
 

@@ -42,7 +42,7 @@ import { execute } from "./exec";
 import { immI, immS, immB, immJ } from "./decode";
 import { memOf } from "../mem/dma";
 import {
-  JitCache, Block, jitCacheOf, jitRecordsMade, blockAt, mapSlot, mapSlotMade, heatOf, checkedAt, codePagesOf, jitInvalidate, jitFlush,
+  JitCache, Block, jitCacheOf, jitRecordsMade, blockAt, mapSlot, mapSlotMade, heatOf, landingsReach, checkedAt, codePagesOf, jitInvalidate, jitFlush,
   JIT_MAX_INSNS, JIT_HOT_MAX, JIT_REGION_BLOCKS, JIT_PAGE_SHIFT, JIT_RECORD_BYTES, NO_BLOCK, NOT_TRANSLATABLE, NO_TABLE,
 } from "./jit-cache";
 import { HBM_BASE } from "../generated/layouts";
@@ -724,22 +724,20 @@ export function executeJit(dev: Device, h: Hart, stop: u64): void {
       if (id == NO_BLOCK) {
         if (slot == 0) slot = mapSlotMade(c, h.id, pc >> 2);
         const hp = heatOf(slot, pc >> 2);
-        const n = <u32>load<u8>(hp) + 1;
-        if (n >= (atLanding || c.hot == 1 ? c.hot : JIT_HOT_MAX)) {
+        if (landingsReach(hp, atLanding || c.hot == 1 ? c.hot : JIT_HOT_MAX)) {
           id = translate(dev, c, h, pc, !atLanding);
           store<i32>(slot, id);
           store<u8>(hp, 0);
-        } else store<u8>(hp, <u8>n);
+        }
       } else if (id >= 0 && atLanding && blockAt(c, id).single != 0) {
         // a window's start translated as one block, which jumps land on too: hot, it gets its region
         const hp = heatOf(slot, pc >> 2);
-        const n = <u32>load<u8>(hp) + 1;
-        if (n >= c.hot) {
+        if (landingsReach(hp, c.hot)) {
           const flushes = c.flushes;
           const full = translate(dev, c, h, pc, false);
           if (full >= 0 || c.flushes != flushes) { id = full; store<i32>(slot, id); } // (a flush dropped the block)
           store<u8>(hp, 0);
-        } else store<u8>(hp, <u8>n);
+        }
       }
       if (id >= 0) {
         const b = blockAt(c, id);
