@@ -83,13 +83,19 @@ describe.skipIf(!hasChromium)("the page, in chromium", () => {
     await new Promise((resolve) => server?.close(resolve));
   });
 
-  it("runs a firmware example from a shared link: the same result, console and plots as Node", async () => {
-    const doc = { firmware: "pingpong", config: { engines: 8 }, until: "10ms" };
-    const hash = `#s=${deflateRawSync(Buffer.from(JSON.stringify(doc))).toString("base64url")}`;
+  /** A 1280 x 900 page at `base + path`, and the uncaught errors it throws (each test expects none). */
+  async function openPage(path = ""): Promise<{ page: Page; errors: string[] }> {
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     const errors: string[] = [];
     page.on("pageerror", (e) => errors.push(e.message));
-    await page.goto(base + hash);
+    await page.goto(base + path);
+    return { page, errors };
+  }
+
+  it("runs a firmware example from a shared link: the same result, console and plots as Node", async () => {
+    const doc = { firmware: "pingpong", config: { engines: 8 }, until: "10ms" };
+    const hash = `#s=${deflateRawSync(Buffer.from(JSON.stringify(doc))).toString("base64url")}`;
+    const { page, errors } = await openPage(hash);
     expect(JSON.parse(await page.inputValue("#editor"))).toEqual(doc); // the link's scenario is in the editor
     await runToDone(page);
     await page.screenshot({ path: join(ARTIFACTS, "firmware-pingpong.png"), fullPage: true });
@@ -130,10 +136,7 @@ describe.skipIf(!hasChromium)("the page, in chromium", () => {
 
   it("runs a collective scenario picked from the list on the engines' executor: the same result as Node, byte for byte, and each device's engine occupancy", async () => {
     const file = "examples/scenarios/alltoall-planes.json";
-    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-    const errors: string[] = [];
-    page.on("pageerror", (e) => errors.push(e.message));
-    await page.goto(base);
+    const { page, errors } = await openPage();
     await page.selectOption("#pick", "sc:alltoall-planes");
     await runToDone(page, 240_000);
     await page.screenshot({ path: join(ARTIFACTS, "collective-alltoall-planes.png"), fullPage: true });
@@ -164,10 +167,7 @@ describe.skipIf(!hasChromium)("the page, in chromium", () => {
   });
 
   it("runs sweeps one run after another, as the CLI: a traffic sweep from the list and an edited collective sweep give its --json byte for byte", async () => {
-    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-    const errors: string[] = [];
-    page.on("pageerror", (e) => errors.push(e.message));
-    await page.goto(base);
+    const { page, errors } = await openPage();
     await page.selectOption("#pick", "sc:metaroce-cc");
     await runToDone(page, 120_000);
     const cc = menic("run", "examples/scenarios/metaroce-cc.json", "--json");
@@ -275,10 +275,7 @@ describe.skipIf(!hasChromium)("the page, in chromium", () => {
   // WAS (issue 29 §4): with many series, uPlot's legend grew a line per few series below the
   // plot (17 flows and the total: taller than the plot itself)
   it("keeps a legend of more than 8 series compact (here 18): a box of a few lines that scrolls, every series in it", async () => {
-    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-    const errors: string[] = [];
-    page.on("pageerror", (e) => errors.push(e.message));
-    await page.goto(base);
+    const { page, errors } = await openPage();
     const { $schema: _, ...doc } = load("roce-pair");
     doc.devices.count = 34; // 17 pairs
     doc.traffic.messageBytes = 65536;
@@ -303,11 +300,8 @@ describe.skipIf(!hasChromium)("the page, in chromium", () => {
   // WAS (issue 29 §3): a run the Stop button ended said "Done: scenario finished." (a sweep's:
   // "Done: sweep finished."), and a JSON error gave an offset, or nothing
   it("shows a stopped run as stopped, and says where the editor's JSON breaks", async () => {
-    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-    const errors: string[] = [];
-    page.on("pageerror", (e) => errors.push(e.message));
-    await page.goto(base);
-    const { $schema: _, ...doc } = JSON.parse(readFileSync("examples/scenarios/roce-pair.json", "utf8"));
+    const { page, errors } = await openPage();
+    const { $schema: _, ...doc } = load("roce-pair");
     doc.traffic.messages = 4096; // far longer than it takes to press Stop
     for (const d of [doc, { ...doc, sweep: { seed: [1, 2, 3] } }]) {
       await page.fill("#editor", JSON.stringify(d));
