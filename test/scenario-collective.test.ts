@@ -58,8 +58,10 @@ describe("collective scenarios", () => {
       expect(ring[k]!.criticalPathHops).toBe(2 * (N - 1));
       expect(tree[k]!.criticalPathHops).toBe(2 * Math.ceil(Math.log2(N)));
     }
-    // 4 KiB: latency-bound, the tree's 8 hops against the ring's 22
-    expect(ring[0]!.timePs / tree[0]!.timePs).toBeGreaterThan(2);
+    // 4 KiB: latency-bound, the tree's 8 hops against the ring's 22. Each connection's first data
+    // waits a round trip for its grant (docs/protocol.md), and the tree's levels open theirs one
+    // after another: 1.48 (44.4 against 30.1 us); 2.5 when each connection started with data
+    expect(ring[0]!.timePs / tree[0]!.timePs).toBeGreaterThan(1.4);
     // 16 MiB: bandwidth-bound, the ring's even 2 (N - 1) / N x per device beats the tree's 2x on its interior devices
     expect(ring[2]!.timePs).toBeLessThan(tree[2]!.timePs);
     // on the wire at 16 MiB (3 % of headers and acknowledgements), each size on fresh devices:

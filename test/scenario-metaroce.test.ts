@@ -82,28 +82,36 @@ class Placed implements RunObserver {
 describe("N-to-1 incast, N = 8 to 256 (examples/scenarios/metaroce-incast.json)", () => {
   const runs = new Map([...expandSweep(load("metaroce-incast"))].map((r) => [(r.set["devices.count"] as number) - 1, r.scenario]));
   it.each([...runs.keys()])(
-    "%i senders: each gets its fair share within 10 percent from 10 us on (the first ACK ~3 us, two round trips ~3.4 us later), and the port stays full",
+    "%i senders: each gets its fair share within 10 percent from 10 us on, nothing queues, and the port stays full",
     async (n) => {
-      const probe = new Placed();
+      const probe = new Queued();
       const r = await runScenario(coreModule(), runs.get(n)! as ScenarioInput, { observer: probe });
       expect(r.flows.length).toBe(n);
+      // the queue in front of the port: under 200 KB (where ECN marks every packet) from 30 us until
+      // the first sender is done (with a first flight of data it held 3.3 MB at N = 8, 138 MB at
+      // N = 256). As the senders finish the others are told more at once: at N = 256 (seed 1) it
+      // then holds up to 300 KB for 9 us
+      const last = probe.samples.at(-1)!.placed;
+      const firstDone = probe.samples.findIndex((s) => s.placed.some((p, k) => p === last[k]));
+      expect(Math.max(...probe.queue.slice(30, firstDone))).toBeLessThan(200_000);
       expect(r.finished).toBe(true);
-      // every sender's first packet lands by then
-      expect(probe.samples.find((s) => s.placed.every((p) => p > 0))!.t).toBeLessThanOrEqual(16_000_000);
+      // every sender's first packet lands within its request's round trip (~3 us with the NIC's
+      // latency), the round trip in which the grants capped at mrtGrantPermille come down to the
+      // fair share, and a random point of its first gap at that share (N x 42 ns): seed 1, 5, 9,
+      // 13 and 20 us for N = 8, 32, 128 and 256
+      expect(probe.samples.find((s) => s.placed.every((p) => p > 0))!.t).toBeLessThanOrEqual(8_000_000 + 2 * n * 42_000);
+      expect(r.metaroce!.tx_requests).toBe(n);
       // a window long enough for ~30 packets of each sender's share
       const from = 10_000_000, to = from + Math.max(40, n * 1.25) * 1_000_000;
       const g = probe.goodput(from, to);
       const total = g.reduce((s, v) => s + v, 0);
       expect(total).toBeGreaterThan(0.95 * LINE);
       for (const v of g) expect(Math.abs(v - total / n) / (total / n)).toBeLessThan(0.1);
-      // nothing is lost, and nothing is sent again: the first flight queues up to ~1.3 ms in front
-      // of the port (N = 256), and a path's RTO waits for its bytes in flight to drain at the
-      // hint, though its first RTT samples, from before the queue built, were short (at N = 128
-      // this sent 4,064 packets again at 840 RTOs, at N = 256 9,179 at 1,863, before the drain time)
+      // nothing is lost, and nothing is sent again. With a first flight of data (every path's share
+      // of a 512 KiB initial window) up to ~1.3 ms queued in front of the port at N = 256, and
+      // its RTOs and tail probes had to wait for the hint's drain time not to fire behind it
       expect(r.fabric.drops.buffer_full).toBe(0);
-      expect([r.metaroce!.rtos, r.metaroce!.tx_retransmits, r.metaroce!.rx_duplicate]).toEqual([0, 0, 0]);
-      // tail probes, which wait for the drain time too: none up to N = 128, 628 at N = 256 (was 4,425 and 14,424)
-      expect(r.metaroce!.tx_probes).toBeLessThan(n < 256 ? 1 : 1000);
+      expect([r.metaroce!.rtos, r.metaroce!.tx_retransmits, r.metaroce!.rx_duplicate, r.metaroce!.tx_probes]).toEqual([0, 0, 0, 0]);
       // so the port is full through the end (was 688 Gb/s at N = 128, 678 at N = 256)
       if (n >= 128) expect(r.totalGoodputGbps).toBeGreaterThan(770);
     },
@@ -156,46 +164,31 @@ describe("a sender leaves an incast (examples/scenarios/metaroce-incast.json, 2 
 });
 
 describe("the congestion controllers under an 8-to-1 incast (examples/scenarios/metaroce-cc.json)", () => {
-  it("NSCC takes the first flight's queue down in one round trip from the delay it measures, DCTCP over several as alpha learns; both then keep the port full and fair", async () => {
+  it("under either controller the receiver's grants keep the queue under 200 KB from the start, the port full and the senders even", async () => {
     const runs = [...expandSweep(load("metaroce-cc"))];
     expect(runs.map((r) => r.set["devices.congestionControl"])).toEqual(["dctcp", "nscc"]);
     const us = 1_000_000;
-    const out: Record<string, { drainedPs: number; marks: number; cuts: number; goodput: number; peak: number }> = {};
+    const out: Record<string, { peak: number; goodput: number; endPs: number }> = {};
     for (const { set, scenario } of runs) {
+      const cc = set["devices.congestionControl"] as string;
       const probe = new Queued();
       const r = await runScenario(coreModule(), scenario as ScenarioInput, { observer: probe });
       expect(r.finished).toBe(true);
-      expect(r.metaroce!.tx_retransmits).toBe(0);
-      // the first flight: 8 senders x 512 KiB, less what the port sent meanwhile
+      expect([r.metaroce!.tx_retransmits, r.metaroce!.rtos, r.metaroce!.tx_requests]).toEqual([0, 0, 8]);
+      // each sender asks for its grant with a header and sends at its share from its answer on:
+      // no first flight of data queues in front of the port (with one it was 3.2 MB under both,
+      // which DCTCP took 145 us to drain and NSCC 68 us)
       const peak = Math.max(...probe.queue);
-      // drained: under the ECN marking's upper threshold (200 KB)
-      const drainedPs = probe.below(200_000, 5 * us);
-      // from then on the port stays full and the senders share it evenly
-      const g = probe.goodput(drainedPs, r.endPs - 20 * us);
+      expect(peak, cc).toBeLessThan(200_000);
+      // the port full and the senders even from 5 us on (every sender's grant is back by ~3 us)
+      const g = probe.goodput(5 * us, r.endPs - 20 * us);
       const total = g.reduce((a, v) => a + v, 0);
-      expect(total, String(set["devices.congestionControl"])).toBeGreaterThan(0.93 * LINE);
-      for (const v of g) expect(Math.abs(v - total / 8) / (total / 8)).toBeLessThan(0.02);
-      out[set["devices.congestionControl"] as string] = { drainedPs, marks: r.fabric.ecnMarks, cuts: r.metaroce!.cwnd_cuts, goodput: r.totalGoodputGbps!, peak };
+      expect(total, cc).toBeGreaterThan(0.96 * LINE);
+      for (const v of g) expect(Math.abs(v - total / 8) / (total / 8), cc).toBeLessThan(0.02);
+      out[cc] = { peak, goodput: r.totalGoodputGbps!, endPs: r.endPs };
     }
-    const { dctcp, nscc } = out as Record<"dctcp" | "nscc", (typeof out)[string]>;
-    // the same first flight queues the same
-    expect(dctcp.peak).toBeGreaterThan(3_000_000);
-    expect(nscc.peak).toBeGreaterThan(3_000_000);
-    // measured (seed 1): DCTCP drained at 145 us, NSCC at 68 us. DCTCP's first cut is half the
-    // fraction of marks (alpha starts at 0, g = 1/16), each later one alpha / 2, once per round
-    // trip, and the round trip is ~20 us long behind that queue; NSCC cuts each path to
-    // cwnd x (base RTT + target) / RTT once, which brings what is in flight down to the pipe
-    // plus 2 us of queue, and the port drains at its line rate
-    expect(nscc.drainedPs).toBeLessThan(80 * us);
-    expect(dctcp.drainedPs).toBeGreaterThan(130 * us);
-    expect(dctcp.drainedPs / nscc.drainedPs).toBeGreaterThan(1.8);
-    // fewer marks and fewer cuts for it (seed 1: 1,898 marks and 410 cuts against 3,559 and 739;
-    // it was a third of the cuts until a packet that leaves late stopped costing its path pacing
-    // rate: the next one now follows it sooner, and NSCC's paths see a little more queue)
-    expect(nscc.marks).toBeLessThan(0.6 * dctcp.marks);
-    expect(nscc.cuts).toBeLessThan(0.6 * dctcp.cuts);
-    // and no goodput lost for it
-    expect(nscc.goodput).toBeGreaterThan(0.99 * dctcp.goodput);
+    // the controllers' windows never limit what the hints pace, so the two runs end together
+    expect(Math.abs(out.dctcp!.endPs - out.nscc!.endPs) / out.dctcp!.endPs).toBeLessThan(0.01);
   });
 });
 

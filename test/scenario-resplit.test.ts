@@ -33,9 +33,11 @@ describe("a sequence of collectives with the ports re-split between them", () =>
     const sum = (x: number[]) => x.reduce((a, b) => a + b, 0);
     for (const c of [a2a, again]) expect(sum(c!.portFrames!)).toBeGreaterThan((4 * 3 * 1048576) / 4096);
     expect(Math.max(...again!.portFrames!)).toBeLessThan(0.4 * Math.max(...a2a!.portFrames!));
-    // bandwidth follows the ports: on 2 ports each device sends at 70-100% of their 200 GB/s; on 6 in at most 55% of that time
+    // bandwidth follows the ports: on 2 ports each device sends at 65-100% of their 200 GB/s (135
+    // GB/s: each connection's first data waits a round trip for its grant, docs/protocol.md); on
+    // 6 in at most 55% of that time
     const tx = (c: typeof a2a) => (c!.rows[0]!.bytes * 3) / 4 / (c!.rows[0]!.timePs / 1e12) / 1e9; // GB/s each device sends
-    expect(tx(a2a)).toBeGreaterThan(140);
+    expect(tx(a2a)).toBeGreaterThan(130);
     expect(tx(a2a)).toBeLessThan(200);
     expect(again!.rows[0]!.timePs).toBeLessThan(0.55 * a2a!.rows[0]!.timePs);
     // the re-split happened once the all-reduce was over, before the last all-to-all started

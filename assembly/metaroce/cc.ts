@@ -6,8 +6,9 @@
 //
 // Every controller paces a path at min(cwnd / RTT, the receiver's hint for it); the RTT is the
 // controller's (DCTCP: its smallest RTT plus the receiver's ACK delay, the smoothed RTT before a
-// sample; NSCC: the RTT its window is sized for). When the hint rises, the window grows to the
-// new hint's bandwidth-delay product at once (ccHintRose).
+// sample; NSCC: the RTT its window is sized for). A connection's first hint, its grant, gives its
+// paths the hint's bandwidth-delay product (ccGranted); when the hint rises, the window grows to
+// the new hint's at once (ccHintRose).
 
 import { Device } from "../core/device";
 import { Path } from "./state";
@@ -51,12 +52,25 @@ export function ccPaceRate(dev: Device, p: Path): f64 {
 }
 
 /**
+ * Path `p`'s connection heard the receiver's hint for the first time (the answer to its request):
+ * the path, sending or not yet, may have what the hint keeps in flight with no queue (over `rtt`,
+ * the connection's smallest RTT, and the receiver's ACK delay), and its slow start is over: the
+ * receiver has said its rate, the sender does not hunt for it (the seeds).
+ */
+export function ccGranted(dev: Device, p: Path, rtt: f64): void {
+  p.slowStart = 0;
+  if (rtt <= 0 || p.hintGbps <= 0) return;
+  const w = p.hintGbps / 8000 * (rtt + <f64>dev.cfg.mrtAckDelayPs);
+  if (w > p.cwnd) p.cwnd = w;
+}
+
+/**
  * The receiver raised path `p`'s hint from `before` (an ACK without marks): its window grows at
  * once to what the new hint keeps in flight with no queue, over the path's smallest RTT and the
  * receiver's ACK delay. The receiver's share is what its port can take, so a path it gives more
  * gets there in one round trip (the seeds: senders do not hunt for their share) instead of one
  * MTU a round trip from a window that marks cut while the path was paced below it; marks cut it
- * again as ever. Not at the first hint: the first flight is the initial window's.
+ * again as ever. Not at the first hint: that one grants (ccGranted).
  */
 export function ccHintRose(dev: Device, p: Path, before: f64): void {
   if (before <= 0 || p.hintGbps <= before || p.baseRtt <= 0) return;

@@ -10,6 +10,7 @@ import { Qp, qpAt } from "../nic/verbs";
 import { streamOf } from "./stream";
 import { dmaPtr } from "../mem/dma";
 
+import { wakePort } from "../nic/ports";
 import { qpError } from "../nic/queues";
 import { recvPosted, remoteGrants, recvAddr, recvFits, recvComplete } from "../nic/receive";
 import {
@@ -19,10 +20,10 @@ import {
 import { psnAdd, psnDiff, packetsOf } from "../nic/psn";
 import { crc32 } from "../checksum/icrc";
 import {
-  Path, RxPath, connAt, peerFirst, pathAt, rxPathAt, sentAt, ackedBitmap, placedBitmap, ssnHas, ssnMark, ssnAdvance, recvAt, portSeenAt, pdiff,
+  Path, RxPath, connAt, peerFirst, pathAt, rxPathAt, sentAt, ackedBitmap, placedBitmap, ssnHas, ssnMark, ssnAdvance, recvAt, portSeenAt, pacerOf, pdiff,
   PATH_ACTIVE, PATH_FAILED, SENT_NONE, SENT_OUT, SENT_PROBE, RECV_RING,
 } from "./state";
-import { owesAck, queueRtx, pathWant, pathResync, streamReady, wantTimer, armPath } from "./tx";
+import { owesAck, queueRtx, pathWant, pathResync, streamReady, wantTimer, armPath, connGranted, gapAt, uniform } from "./tx";
 import { ccOnAck, ccInit, ccHintRose } from "./cc";
 import { rttSample } from "./rto";
 import {
@@ -461,11 +462,22 @@ function ackIn(dev: Device, c: u32, g: u32, h: usize, t: u64): void {
   const k = connAt(dev, c);
   if (sample >= 0) rttSample(dev, k, p, sample);
   // the receiver's fair share on this port, split over the connection's paths there
-  const hint = getMraHint(h), before = p.hintGbps;
+  const hint = getMraHint(h), before = p.hintGbps, granted = k.hintGbps > 0;
   p.hintGbps = hint == 0 ? 0 : <f64>hint / 65535 * <f64>dev.cfg.portGbps / <f64>p.portShare;
-  if (hint != 0) k.hintGbps = p.hintGbps;
+  if (hint != 0) {
+    k.hintGbps = p.hintGbps;
+    // the hint is the connection's share of the receiver's port: every path of it that leaves
+    // on the same port hears it now, not at its own next ACK (a path told a small share sends
+    // seldom, and would keep it for long)
+    for (let i: u32 = 0; i < dev.cfg.mrtPaths; i++) {
+      const o = pathAt(dev, c * dev.cfg.mrtPaths + i);
+      if (o !== p && o.port == p.port && o.hintGbps > 0) o.hintGbps = p.hintGbps;
+    }
+    hear(dev, pacerOf(dev, g), p.portShare, before, p.hintGbps, t);
+  }
   ccOnAck(dev, p, pkts, bytes, getMraCe(h), sample);
-  if (getMraCe(h) == 0) ccHintRose(dev, p, before);
+  if (!granted && hint != 0) connGranted(dev, c, p.baseRtt > 0 ? p.baseRtt : k.srtt, t);
+  else if (getMraCe(h) == 0) ccHintRose(dev, p, before);
   if (heard) {
     p.lastHeard = t;
     p.rtos = 0;
@@ -491,6 +503,20 @@ function ackIn(dev: Device, c: u32, g: u32, h: usize, t: u64): void {
       if (o.srtt == 0) armPath(dev, c, o);
     }
   }
+}
+
+/**
+ * The connection paced by path `p` (pacerOf; `share` of its paths on that port) hears a hint of
+ * `gbps` per path at `t`, after `before`: its next packet goes at a random point of one gap at the
+ * new rate from now. Kept at the old gap, a connection told a small share waited long; kept in
+ * phase with its last packet, the senders of an incast bunched: 256 of them held 260 KB in front
+ * of the port once every gap (10.8 us) to the end (seeds 91001, 91003 to 91005).
+ */
+function hear(dev: Device, p: Path, share: u32, before: f64, gbps: f64, t: u64): void {
+  if (before <= 0 || gbps <= 0 || gbps == before || p.nextTxAt == 0) return;
+  const was = p.nextTxAt;
+  p.nextTxAt = t + <u64>(gapAt(dev, gbps, share) * uniform(dev));
+  if (p.nextTxAt < was) wakePort(dev, p.port, p.nextTxAt); // its port may sleep until the old time
 }
 
 const NO_STREAM: u32 = 0xffffffff;

@@ -39,6 +39,7 @@ export const PATH_FAILED: u32 = PATH_STATE_FAILED; // mrtFailAfter RTOs in a row
   sampled: u32; // paths with an RTT sample of their own
   peerNext: u32; // the next connection to the same peer (connection + 1; 0 ends the chain): connFind's index
   drained: u32; // receiver: 1 from the peer's FLAG_DRAINED packet until a new message's first packet (not counted in the rate hint meanwhile)
+  asked: u32; // 1 once it sent its request for a grant (its first hint: tx.ts mustAsk); no data goes before the grant
 }
 
 /** A path, sender side. */
@@ -117,7 +118,7 @@ export const RECV_BYTES: usize = 32; // index+1 u32 (0: empty), lastSsn u32, op 
   rtx: usize; // per connection rtxCap() x RTX_BYTES
   streams: usize; // per QP STREAM_BYTES: acked bitmap, placed bitmap, receive ring
   portHeads: usize; // per port, 32 bytes: data list head and tail, ACK list head and tail, paths in the data list (5 x u32)
-  portSeen: usize; // per port and connection: when it last delivered a packet there (u64)
+  portSeen: usize; // per port and connection, 16 bytes: when it last delivered a packet there (u64), the hint it was last told there (u32, x 65535)
   portPaths: usize; // per port: paths of every connection that leave on it (u32)
   hdrs: usize; // per path: the Ethernet, IPv4 and UDP headers its frames start with (ethIpUdpTemplate)
   peers: usize; // 2^peerBits() slots: open addressing by peer device id, each the first connection to it (connection + 1; 0: empty)
@@ -182,7 +183,21 @@ export const PORT_DATA_COUNT: usize = 16;
 @inline export function portPathsAt(dev: Device, p: u32): usize { return mrtOf(dev).portPaths + <usize>p * 4; }
 /** Path `g`'s header template (nic/ethernet.ts ethIpUdpTemplate), written when it is put on a port (spread.ts). */
 @inline export function pathHdrs(dev: Device, g: u32): usize { return mrtOf(dev).hdrs + <usize>g * ETH_IP_UDP_TEMPLATE; }
-@inline export function portSeenAt(dev: Device, p: u32, c: u32): usize { return mrtOf(dev).portSeen + (<usize>p * <usize>dev.cfg.mrtConnections + <usize>c) * 8; }
+@inline export function portSeenAt(dev: Device, p: u32, c: u32): usize { return mrtOf(dev).portSeen + (<usize>p * <usize>dev.cfg.mrtConnections + <usize>c) * 16; }
+/** The hint port `p` last told connection `c` (u32, a fraction of its line rate x 65535). */
+@inline export function portToldAt(dev: Device, p: u32, c: u32): usize { return portSeenAt(dev, p, c) + 8; }
+
+/**
+ * The path whose nextTxAt paces every path of path `g`'s connection on its port: the first of
+ * them (path i leaves on port portFirst + i % portCount). A connection is paced per port at its
+ * share of the receiver's port, not per path: eight paths each paced at an eighth would send in
+ * bursts of eight, and follow a new hint one path's gap late.
+ */
+@inline export function pacerOf(dev: Device, g: u32): Path {
+  const c = g / dev.cfg.mrtPaths;
+  const n = connAt(dev, c).portCount;
+  return pathAt(dev, c * dev.cfg.mrtPaths + (g % dev.cfg.mrtPaths) % (n > 0 ? n : 1));
+}
 
 /** Path `p`'s share of mrtInitCwndBytes, the initial window of its port: shared by every path (of every connection) that leaves on it; at least one MTU. */
 @inline export function initialWindow(dev: Device, p: Path): f64 {
@@ -242,7 +257,7 @@ export function mrtBytes(c: Config): usize {
   const conns = <usize>c.mrtConnections, paths = conns * <usize>c.mrtPaths;
   return align16(offsetof<Mrt>()) + conns * CONN_STRIDE + paths * (PATH_STRIDE + RXPATH_STRIDE)
     + paths * <usize>MRT_PATH_WINDOW * SENT_BYTES + paths * <usize>MRT_PATH_WINDOW * RTX_BYTES
-    + <usize>c.maxQps * STREAM_BYTES + <usize>c.ports * 32 + <usize>c.ports * conns * 8 + align16(<usize>c.ports * 4)
+    + <usize>c.maxQps * STREAM_BYTES + <usize>c.ports * 32 + <usize>c.ports * conns * 16 + align16(<usize>c.ports * 4)
     + align16(paths * ETH_IP_UDP_TEMPLATE) + (<usize>4 << peerBits(c));
 }
 
@@ -261,7 +276,7 @@ export function mrtInit(dev: Device, base: usize): void {
   s.rtx = off; off += paths * <usize>MRT_PATH_WINDOW * RTX_BYTES;
   s.streams = off; off += <usize>c.maxQps * STREAM_BYTES;
   s.portHeads = off; off += <usize>c.ports * 32;
-  s.portSeen = off; off += <usize>c.ports * conns * 8;
+  s.portSeen = off; off += <usize>c.ports * conns * 16;
   s.portPaths = off; off += align16(<usize>c.ports * 4);
   s.hdrs = off; off += align16(paths * ETH_IP_UDP_TEMPLATE);
   s.peers = off;

@@ -7,6 +7,7 @@
 import { Device, statAdd } from "../core/device";
 import { schedule, unschedule, EventKind } from "../core/sched";
 import { NEVER } from "../core/time";
+import { rngOf, rngNext } from "../core/rng";
 import { Qp, qpAt, qpWqe } from "../nic/verbs";
 import { streamOf } from "./stream";
 import { dmaPtr } from "../mem/dma";
@@ -17,11 +18,11 @@ import { outAt, outFirstPsn, outLastPsn, outMsn, outFlags, outDrain, outComplete
 import { qpError } from "../nic/queues";
 import { crc32 } from "../checksum/icrc";
 import {
-  Conn, Path, RxPath, mrtOf, connAt, peerFirst, peerAdd, pathAt, pathHdrs, rxPathAt, sentAt, rtxAt, rtxCap, ackedBitmap, placedBitmap, ssnClear, ssnHas, portLists, PORT_DATA_COUNT, portSeenAt, portPathsAt,
+  Conn, Path, RxPath, mrtOf, connAt, peerFirst, peerAdd, pathAt, pathHdrs, rxPathAt, sentAt, rtxAt, rtxCap, ackedBitmap, placedBitmap, ssnClear, ssnHas, portLists, PORT_DATA_COUNT, portSeenAt, portToldAt, portPathsAt, pacerOf,
   pdiff, PATH_ACTIVE, PATH_SUSPECT, PATH_FAILED, SENT_NONE, SENT_OUT, SENT_PROBE,
 } from "./state";
-import { ccInit, ccOnRto, ccPaceRate } from "./cc";
-import { connSpread } from "./spread";
+import { ccInit, ccOnRto, ccPaceRate, ccGranted } from "./cc";
+import { connSpread, PORT_NONE } from "./spread";
 import { rtoWait, rtoBackoff, probeWait, probeAnswerWait, failedProbeEvery } from "./rto";
 import {
   ETH_SIZE, MRT_UDP_PORT, MRT_VERSION, MRT_TYPE_DATA, MRT_TYPE_ACK, MRT_TYPE_PROBE, MRT_FLAG_FIRST, MRT_FLAG_LAST,
@@ -37,6 +38,7 @@ import {
   WQE_OPCODE, WQE_LENGTH, WQE_LADDR, WQE_RADDR, WQE_RKEY, WQE_IMM,
   STAT_MRT_TX_DATA, STAT_MRT_TX_RETRANSMITS, STAT_MRT_TX_PROBES, STAT_MRT_TX_ACKS, STAT_MRT_RTOS, STAT_MRT_LOSSES_RTO,
   STAT_MRT_PATHS_FAILED, STAT_MRT_LOSSES_RESYNC, STAT_MRT_CONNS_GIVEN_UP, STATUS_RETRY_EXC_ERR, QP_STATE_RTR, QP_STATE_RTS,
+  RNG_BLOCK_NIC, STAT_MRT_TX_REQUESTS,
 } from "../generated/layouts";
 
 // ---- connections and streams
@@ -160,6 +162,52 @@ export function pathWant(dev: Device, g: u32, t: u64): void {
   if (wants(pathAt(dev, g))) list(dev, g, t);
 }
 
+/**
+ * Connection `c` heard the receiver's rate hint for the first time, the grant that answers its
+ * request (mustAsk): every path on a port starts (the ones that have not sent yet take their
+ * window now), hears the hint, is granted its bandwidth-delay product over `rtt` (cc.ts
+ * ccGranted) and goes to its port's list. Each port's first packet goes at a random point of its
+ * first gap at the hint: many connections granted at once (their requests arrived together)
+ * would otherwise send at once, and stay together.
+ */
+export function connGranted(dev: Device, c: u32, rtt: f64, t: u64): void {
+  const k = connAt(dev, c);
+  const first = c * dev.cfg.mrtPaths;
+  for (let g = first; g < first + dev.cfg.mrtPaths; g++) {
+    const p = pathAt(dev, g);
+    if (p.port == PORT_NONE) continue;
+    firstPacket(dev, p);
+    if (p.hintGbps == 0) p.hintGbps = k.hintGbps;
+    ccGranted(dev, p, rtt);
+    if (pacerOf(dev, g) !== p) continue;
+    const at = t + <u64>(gapAt(dev, p.hintGbps, p.portShare) * uniform(dev));
+    if (p.nextTxAt < at) p.nextTxAt = at;
+  }
+  connWant(dev, c, t);
+}
+
+/** The gap (ps) between a connection's packets of one MTU on a port where each of its `share` paths has a hint of `gbps`. */
+export function gapAt(dev: Device, gbps: f64, share: u32): f64 {
+  return <f64>framePs(dev, dev.cfg.mtuBytes) * <f64>dev.cfg.portGbps / (gbps * <f64>share);
+}
+
+/** A uniform draw in [0, 1) from the device's NIC random stream. */
+export function uniform(dev: Device): f64 {
+  return <f64>(rngNext(rngOf(dev, RNG_BLOCK_NIC)) >> 11) / 9007199254740992.0; // 2^53
+}
+
+/**
+ * Must connection `c` ask for its grant: it has heard no hint, has not sent its request, and has
+ * data. The request is a PROBE with FIRST (a header, no data): an incast's 256
+ * requests queue 25 KB at the receiver's port where 256 first packets of data would queue 1 MB,
+ * and the receiver hears them all within a third of a microsecond, so it tells each its share
+ * from the start.
+ */
+@inline function mustAsk(dev: Device, c: u32): bool {
+  const k = connAt(dev, c);
+  return k.hintGbps == 0 && k.asked == 0 && hasWork(dev, c);
+}
+
 /** Is path `p` usable and not yet on its port's list? */
 @inline function wants(p: Path): bool {
   return !p.listed && (p.state == PATH_ACTIVE || p.probing == 1);
@@ -195,16 +243,21 @@ function listPop(dev: Device, heads: usize, ack: bool): u32 {
   return g;
 }
 
+/** Receiver: path `g` owes an ACK now, on its port's list of ACKs (the port is not woken). */
+function listAck(dev: Device, g: u32): void {
+  const r = rxPathAt(dev, g);
+  r.ackOwed = 1;
+  r.ackDue = NEVER;
+  if (r.listed) return;
+  r.listed = 1;
+  listPush(dev, portLists(dev, pathAt(dev, g).port), g, true);
+}
+
 /** Receiver: path `g` owes an ACK, now or by its ACK timer. */
 export function owesAck(dev: Device, g: u32, now: bool, t: u64): void {
   const r = rxPathAt(dev, g);
   if (now) {
-    r.ackOwed = 1;
-    r.ackDue = NEVER;
-    if (!r.listed) {
-      r.listed = 1;
-      listPush(dev, portLists(dev, pathAt(dev, g).port), g, true);
-    }
+    listAck(dev, g);
     wakePort(dev, pathAt(dev, g).port, t);
     return;
   }
@@ -256,13 +309,22 @@ export function mrtPortTx(dev: Device, p: u32, t: u64): void {
       rotate(dev, heads, g, path.state == PATH_ACTIVE && hasWork(dev, c));
       return;
     }
-    if (path.state != PATH_ACTIVE || !hasWork(dev, c) || !hasRoom(dev, path)) {
+    if (path.state == PATH_ACTIVE && mustAsk(dev, c)) {
+      if (!send(dev, p, buildProbe(dev, c, g, t, true), t)) return;
+      connAt(dev, c).asked = 1;
+      rotate(dev, heads, g, false);
+      nextLook(dev, port, p, heads);
+      return;
+    }
+    // no data before the grant (its answer brings the path back: connGranted)
+    if (path.state != PATH_ACTIVE || !hasWork(dev, c) || !hasRoom(dev, path) || connAt(dev, c).hintGbps == 0) {
       listPop(dev, heads, false);
       path.listed = 0;
       continue;
     }
-    if (path.nextTxAt > t) {
-      if (path.nextTxAt < wait) wait = path.nextTxAt;
+    const paced = pacerOf(dev, g).nextTxAt;
+    if (paced > t) {
+      if (paced < wait) wait = paced;
       rotate(dev, heads, g, true);
       continue;
     }
@@ -317,7 +379,7 @@ function nextLook(dev: Device, port: Port, p: u32, heads: usize): void {
   let at = load<u32>(heads, 8) != 0 ? end : NEVER;
   for (let k = load<u32>(heads); k != 0 && at > end; k = pathAt(dev, k - 1).next) {
     const path = pathAt(dev, k - 1);
-    const ready = path.probing == 1 ? end : path.nextTxAt;
+    const ready = path.probing == 1 ? end : pacerOf(dev, k - 1).nextTxAt;
     if (ready < at) at = ready;
   }
   portWakeAt(dev, port, p, at > end ? at : end);
@@ -509,7 +571,7 @@ function buildData(dev: Device, c: u32, g: u32, q: Qp, qpn: u32, ssn: u32, again
   if (starts) path.lastHeard = t;
   path.nxt = psn + 1;
   path.inflight += plen;
-  pace(dev, path, t, wire);
+  pace(dev, g, path, t, wire);
   if (starts) armPath(dev, c, path);
   q.txBytes += plen;
   statAdd(dev, again ? STAT_MRT_TX_RETRANSMITS : STAT_MRT_TX_DATA, 1);
@@ -550,12 +612,13 @@ function finish(dev: Device, at: usize, from: u64, payload: u32): u32 {
  * due: a packet that left late (its connection's window held it, or the port was busy) costs the
  * path no rate, up to one packet's gap (no more: a path idle for long does not burst).
  */
-function pace(dev: Device, p: Path, t: u64, wire: u32): void {
-  const r = ccPaceRate(dev, p);
-  if (r <= 0) { p.nextTxAt = 0; return; }
+function pace(dev: Device, g: u32, p: Path, t: u64, wire: u32): void {
+  const pacer = pacerOf(dev, g);
+  const r = ccPaceRate(dev, p) * <f64>p.portShare; // the connection's rate on the port
+  if (r <= 0) { pacer.nextTxAt = 0; return; }
   const gap = <u64>Math.ceil(<f64>(wire + WIRE_OVERHEAD) / r);
-  const due = p.nextTxAt + gap > t ? p.nextTxAt : t - gap;
-  p.nextTxAt = due + gap;
+  const due = pacer.nextTxAt + gap > t ? pacer.nextTxAt : t - gap;
+  pacer.nextTxAt = due + gap;
 }
 
 /** A path's window is set when it first sends, once every connection of the run is likely made (the port's share depends on them all). */
@@ -592,13 +655,13 @@ function buildTailProbe(dev: Device, c: u32, g: u32, t: u64): u32 {
   return 0;
 }
 
-/** A probe on path `g`: a new PSN and no payload, asking for an ACK. */
-function buildProbe(dev: Device, c: u32, g: u32, t: u64): u32 {
+/** A probe on path `g`: a new PSN and no payload, asking for an ACK; a `request` (FIRST set) asks for the connection's grant (mustAsk). */
+function buildProbe(dev: Device, c: u32, g: u32, t: u64, request: bool = false): u32 {
   const path = pathAt(dev, g);
   firstPacket(dev, path);
   const h = ethIpUdpFrom(dev, pathHdrs(dev, g), MRH_SIZE + MRC_SIZE);
   const psn = path.nxt;
-  dataHeader(h, MRT_TYPE_PROBE, MRT_FLAG_ACK_REQ, g % dev.cfg.mrtPaths, path.epoch, psn, path.una);
+  dataHeader(h, MRT_TYPE_PROBE, request ? MRT_FLAG_ACK_REQ | MRT_FLAG_FIRST : MRT_FLAG_ACK_REQ, g % dev.cfg.mrtPaths, path.epoch, psn, path.una);
   memory.fill(h + 12, 0, <usize>MRH_SIZE - 12);
   setMrhDestQp(h, MRT_PROBE_QP);
   const s = sentAt(dev, g, psn);
@@ -610,7 +673,7 @@ function buildProbe(dev: Device, c: u32, g: u32, t: u64): u32 {
   if (path.lastHeard == NEVER || path.nxt == path.una) path.lastHeard = t;
   path.nxt = psn + 1;
   armPath(dev, c, path);
-  statAdd(dev, STAT_MRT_TX_PROBES, 1);
+  statAdd(dev, request ? STAT_MRT_TX_REQUESTS : STAT_MRT_TX_PROBES, 1);
   return finish(dev, h + MRH_SIZE, 0, 0);
 }
 
@@ -631,7 +694,7 @@ function buildAck(dev: Device, g: u32, t: u64): u32 {
   setMraSack3(h, r.bits3);
   setMraCe(h, r.ce > 255 ? 255 : r.ce);
   setMraResv(h, 0);
-  setMraHint(h, hintOf(dev, port, t));
+  setMraHint(h, hintOf(dev, port, g / dev.cfg.mrtPaths, t));
   setMraNakQp(h, r.nakCode != 0 ? r.nakQp : 0);
   setMraNakCode(h, r.nakCode);
   setMraNakSsn(h, r.nakCode != 0 ? r.nakSsn : 0);
@@ -639,35 +702,70 @@ function buildAck(dev: Device, g: u32, t: u64): u32 {
 }
 
 /**
- * The rate hint of receiving port `p` at `t`: mrtHintPermille of its line rate shared by the
- * connections active on it, x 65535. Active: delivered within mrtHintWindowPs, or within twice
- * the gap between a connection's packets at its share if that is longer (256 connections at
- * their share of 800 Gb/s deliver every 10.8 us each: a fixed window would miss some, and their
- * hint, shared among fewer, would add up to more than the port).
+ * Connection `o` is owed an ACK on receiving port `p` now (on its first path there that has
+ * received), which carries the port's hint. Only while port `p` sends (mrtPortTx: an ACK's grant
+ * tells other connections less), which looks at its ACK list next: it is not woken.
  */
-function hintOf(dev: Device, p: u32, t: u64): u32 {
-  const gap = <f64>framePs(dev, dev.cfg.mtuBytes);
-  let window = dev.cfg.mrtHintWindowPs;
-  let active = activeOn(dev, p, t, window);
-  for (let i = 0; i < 2; i++) {
-    const w = <u64>(<f64>active * gap * 2.0);
-    if (w <= window) break;
-    window = w;
-    active = activeOn(dev, p, t, window);
+function tell(dev: Device, p: u32, o: u32): void {
+  const paths = dev.cfg.mrtPaths;
+  for (let g = o * paths; g < (o + 1) * paths; g++) {
+    if (pathAt(dev, g).port != p || !rxPathAt(dev, g).started) continue;
+    listAck(dev, g);
+    return;
   }
-  if (active == 0) active = 1;
-  return <u32>Math.floor(<f64>dev.cfg.mrtHintPermille / 1000 / <f64>active * 65535);
 }
 
-/** Connections that delivered to port `p` within `window` before `t`. */
-function activeOn(dev: Device, p: u32, t: u64, window: u64): u32 {
-  const m = mrtOf(dev);
+/**
+ * The rate hint port `p` tells connection `c` at `t`, a fraction of its line rate x 65535: its
+ * fair share, mrtHintPermille of the line over the connections active on it. When a connection
+ * is told its first hint (its grant) the others told more than the new share are told less at
+ * once (lowerOthers): requests arriving together (an incast's 256 arrive within a third of a
+ * microsecond) are each told a share of the few heard before them, and the first ones would keep
+ * most of the port for a round trip.
+ */
+function hintOf(dev: Device, p: u32, c: u32, t: u64): u32 {
+  const window = dev.cfg.mrtHintWindowPs;
   let active: u32 = 0;
-  for (let c: u32 = 0; c < m.connCount; c++) {
-    const seen = load<u64>(portSeenAt(dev, p, c));
-    if (seen != 0 && t - seen <= window) active++;
+  for (let o: u32 = 0; o < mrtOf(dev).connCount; o++) if (activeAt(dev, p, o, t, window)) active++;
+  if (active == 0) active = 1;
+  const all = <f64>dev.cfg.mrtHintPermille / 1000;
+  const fair = all / <f64>active;
+  // never 0, which says "no hint": a connection's first hint is its grant (connGranted)
+  let hint = <u32>Math.floor(fair * 65535);
+  if (hint == 0) hint = 1;
+  const told = portToldAt(dev, p, c), was = load<u32>(told);
+  store<u32>(told, hint);
+  if (was == 0) lowerOthers(dev, p, c, t, window, fair);
+  return hint;
+}
+
+/**
+ * Is connection `o` active on receiving port `p` at `t`: it delivered there within `window` plus
+ * twice the gap between its packets at the hint it was last told (256 connections at their share
+ * of 800 Gb/s deliver every 10.8 us each: a fixed window would miss some, and their hint, shared
+ * among fewer, would add up to more than the port). A connection whose sender said it drained
+ * counts no more (rx.ts seen).
+ */
+@inline function activeAt(dev: Device, p: u32, o: u32, t: u64, window: u64): bool {
+  const seen = load<u64>(portSeenAt(dev, p, o));
+  if (seen == 0) return false;
+  const told = load<u32>(portToldAt(dev, p, o));
+  const gap = told == 0 ? 0 : <u64>(<f64>framePs(dev, dev.cfg.mtuBytes) * 65535 / <f64>told);
+  return t - seen <= window + 2 * gap;
+}
+
+/**
+ * Connection `c` was just granted its share of port `p`: the others active on it that were told
+ * more than 5/4 of the new fair share `fair` are told less now, each by an ACK on its first path
+ * there, not at their next ACK a round trip on. With 256 requests arriving together, the first
+ * were granted the whole port, a half, a third...: together several times the port.
+ */
+function lowerOthers(dev: Device, p: u32, c: u32, t: u64, window: u64, fair: f64): void {
+  const n = mrtOf(dev).connCount, high = <u32>Math.min(fair * 65535 * 5 / 4, 65535);
+  for (let o: u32 = 0; o < n; o++) {
+    if (o == c || load<u32>(portToldAt(dev, p, o)) <= high || !activeAt(dev, p, o, t, window)) continue;
+    tell(dev, p, o);
   }
-  return active;
 }
 
 // ---- timers: one MrtTimer per connection, re-armed lazily for the earliest of its paths' times
