@@ -47,6 +47,11 @@ export function rngSeed(r: Rng, seed: u64, stream: u64): void {
   return (x << k) | (x >> (64 - k));
 }
 
+/** A uniform draw in [0, 1) from stream `r`: the top 53 bits of its next value. */
+export function rngUniform(r: Rng): f64 {
+  return <f64>(rngNext(r) >> 11) / 9007199254740992.0; // 2^53
+}
+
 export function rngNext(r: Rng): u64 {
   const result = rotl(r.s1 * 5, 7) * 9;
   const t = r.s1 << 17;

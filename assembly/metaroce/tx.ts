@@ -7,7 +7,7 @@
 import { Device, statAdd } from "../core/device";
 import { schedule, unschedule, EventKind } from "../core/sched";
 import { NEVER } from "../core/time";
-import { rngOf, rngNext } from "../core/rng";
+import { rngOf, rngUniform } from "../core/rng";
 import { Qp, qpAt, qpWqe } from "../nic/verbs";
 import { streamOf } from "./stream";
 import { dmaPtr } from "../mem/dma";
@@ -193,18 +193,17 @@ export function gapAt(dev: Device, gbps: f64, share: u32): f64 {
 
 /** A uniform draw in [0, 1) from the device's NIC random stream. */
 export function uniform(dev: Device): f64 {
-  return <f64>(rngNext(rngOf(dev, RNG_BLOCK_NIC)) >> 11) / 9007199254740992.0; // 2^53
+  return rngUniform(rngOf(dev, RNG_BLOCK_NIC));
 }
 
 /**
- * Must connection `c` ask for its grant: it has heard no hint, has not sent its request, and has
+ * Must connection `c` (record `k`) ask for its grant: it has heard no hint, has not sent its request, and has
  * data. The request is a PROBE with FIRST (a header, no data): an incast's 256
  * requests queue 25 KB at the receiver's port where 256 first packets of data would queue 1 MB,
  * and the receiver hears them all within a third of a microsecond, so it tells each its share
  * from the start.
  */
-@inline function mustAsk(dev: Device, c: u32): bool {
-  const k = connAt(dev, c);
+@inline function mustAsk(dev: Device, k: Conn, c: u32): bool {
   return k.hintGbps == 0 && k.asked == 0 && hasWork(dev, c);
 }
 
@@ -309,15 +308,16 @@ export function mrtPortTx(dev: Device, p: u32, t: u64): void {
       rotate(dev, heads, g, path.state == PATH_ACTIVE && hasWork(dev, c));
       return;
     }
-    if (path.state == PATH_ACTIVE && mustAsk(dev, c)) {
+    const k = connAt(dev, c);
+    if (path.state == PATH_ACTIVE && mustAsk(dev, k, c)) {
       if (!send(dev, p, buildProbe(dev, c, g, t, true), t)) return;
-      connAt(dev, c).asked = 1;
+      k.asked = 1;
       rotate(dev, heads, g, false);
       nextLook(dev, port, p, heads);
       return;
     }
     // no data before the grant (its answer brings the path back: connGranted)
-    if (path.state != PATH_ACTIVE || !hasWork(dev, c) || !hasRoom(dev, path) || connAt(dev, c).hintGbps == 0) {
+    if (path.state != PATH_ACTIVE || !hasWork(dev, c) || !hasRoom(dev, path) || k.hintGbps == 0) {
       listPop(dev, heads, false);
       path.listed = 0;
       continue;
