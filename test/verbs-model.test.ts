@@ -81,6 +81,22 @@ const pinned: [string, HostScenario][] = [
       { t: "modify", qp: 0, to: "ERR", dest: 0 },
     ],
   }],
+  // VERBS_SEED 7770789: QPs 2 and 3 each SEND to the other, one receive each. QP 3's second
+  // SEND finds none and goes on RNR; QP 2's unsignaled SEND takes QP 3's one receive and its
+  // second finds none either, while QP 3 is still ready. QP 3 runs out of RNR retries first
+  // and fails, then QP 2's last RNR NAK counted: both end RNR_RETRY_EXC_ERR in one step,
+  // though in every order of the model's transitions one of them meets its target in ERR
+  ["two QPs SENDing to each other run out of receives and RNR retries together: both RNR_RETRY_EXC_ERR", {
+    depths: [{ sq: 2, rq: 2 }, { sq: 2, rq: 2 }, { sq: 2, rq: 2 }, { sq: 4, rq: 2 }, { sq: 2, rq: 2 }, { sq: 2, rq: 2 }],
+    hostDoorbellQueue: 8192,
+    ops: [
+      { t: "recv", qp: 2, wrs: [{ local: fit, len: 96 }] },
+      { t: "recv", qp: 3, wrs: [{ local: fit, len: 1 }] },
+      { t: "post", qp: 3, wrs: [{ ...send(1), op: "SEND_WITH_IMM" }, { ...send(1), remote: { ...fit, pick: 1 } }], express: true },
+      { t: "dereg", mr: 0, lastTarget: true },
+      { t: "post", qp: 2, wrs: [{ ...send(1), op: "SEND_WITH_IMM", signaled: false }, { ...send(1), remote: { ...fit, off: 128 } }], express: true },
+    ],
+  }],
 ];
 
 describe("the host verbs queues against the reference model", () => {

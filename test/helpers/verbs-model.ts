@@ -91,7 +91,13 @@ interface Write { qp: number; dst: ModelBuffer; dstOff: number; src: ModelBuffer
  * A QP in the search. `finishing`: its request failed at the target's receive, which has
  * completed; the target went to ERR and flushed before this request writes its own completion.
  */
-interface QView { state: QpState; sq: SendEntry[]; rq: RecvEntry[]; exempt: SendEntry | null; finishing: Status | null }
+/**
+ * A QP as one order of a step's transitions leaves it. `emptied`: at some point of the step it
+ * was RTR or RTS with no receive posted, so a request that consumes one and was in flight then
+ * may have had its last RNR NAK from it, though the QP has failed since (its own request ran
+ * out of RNR retries a moment before).
+ */
+interface QView { state: QpState; sq: SendEntry[]; rq: RecvEntry[]; exempt: SendEntry | null; finishing: Status | null; emptied: boolean }
 interface World { qs: QView[]; writes: Write[]; optional: Write[]; done: number[] }
 
 /** The completion a transition of the model writes. */
@@ -206,7 +212,7 @@ export class VerbsModel {
   }
 
   private liveView(): QView[] {
-    return this.qps.map((q) => ({ state: q.state, sq: q.sq, rq: q.rq, exempt: q.exempt, finishing: null }));
+    return this.qps.map((q) => ({ state: q.state, sq: q.sq, rq: q.rq, exempt: q.exempt, finishing: null, emptied: ready(q.state) && q.rq.length === 0 }));
   }
 
   /** Records, for the entries of `qps` that may start now, what their checks give in the world as it is (or in `view`). */
@@ -437,7 +443,7 @@ export class VerbsModel {
   }
 
   private key(w: World, cur: number[]): string {
-    const qs = w.qs.map((q) => `${q.state}${q.sq.map((e) => e.wrId).join(",")}/${q.rq.map((r) => r.wrId).join(",")}/${q.exempt?.wrId ?? ""}/${q.finishing ?? ""}`).join("|");
+    const qs = w.qs.map((q) => `${q.state}${q.sq.map((e) => e.wrId).join(",")}/${q.rq.map((r) => r.wrId).join(",")}/${q.exempt?.wrId ?? ""}/${q.finishing ?? ""}/${q.emptied ? 1 : 0}`).join("|");
     const writes = w.writes.map((x) => `${x.qp}:${x.dst.id}:${x.dstOff}:${x.src.id}:${x.srcOff}:${x.len}`).sort().join(",");
     return `${cur.join(",")}#${qs}#${writes}`;
   }
@@ -536,6 +542,9 @@ export class VerbsModel {
     allowed.delete("REM_OP_ERR");
     allowed.add(now);
     if (now !== "SUCCESS") allowed.delete("SUCCESS");
+    const t = this.target(q);
+    // its target failed after answering it "not ready": the RNR NAKs it had counted
+    if (now === "RETRY_EXC_ERR" && consumes(e.op) && t && w.qs[t.id].emptied) allowed.add("RNR_RETRY_EXC_ERR");
     if (ending) {
       // it has not executed (a transfer places its bytes and completes in one step): its
       // checks' failure, or flushed
@@ -544,7 +553,6 @@ export class VerbsModel {
     }
     if (!allowed.has(s)) return null;
     const cqes: Cqe[] = [];
-    const t = this.target(q);
     if ((s === "REM_INV_REQ_ERR" || s === "REM_OP_ERR") && t && w.qs[t.id].rq.length > 0) {
       // the target's receive fails too and the target goes to ERR (IB spec 9.9.3), flushing,
       // before this request completes
@@ -562,6 +570,7 @@ export class VerbsModel {
       if (consumes(e.op)) {
         const tv = w.qs[t!.id];
         const r = tv.rq.shift()!;
+        if (tv.rq.length === 0 && ready(tv.state)) tv.emptied = true;
         w.done.push(r.wrId);
         cqes.push({
           cq: t!.recvCq, wrId: r.wrId, status: "SUCCESS", opcode: e.op === "RDMA_WRITE_WITH_IMM" ? "RDMA_WRITE_WITH_IMM" : "RECV",
