@@ -30,6 +30,7 @@ import { ScenarioTracer } from "../scenario/trace.js";
 import { TRACE_MAX_BYTES_DEFAULT, TRACE_MAX_BYTES_MIN } from "../trace/writer.js";
 import { OutputFile, describeFsError } from "./output.js";
 import { expandSweep, checkSweep, runSweep, formatSweep, SWEEP_RUNS_BOUND, type SweepRun } from "../scenario/sweep.js";
+import { parseShard, inShard, mergeShards, scenarioDigest, SHARD_FORMAT, type Shard, type ShardFile, type Merged } from "../scenario/shard.js";
 import { ClusterCapture } from "../cluster/capture.js";
 import { PcapngWriter } from "../wire/pcapng.js";
 import { coreModule, packageRoot } from "./node.js";
@@ -41,6 +42,8 @@ import type { Fabric } from "../fabric/fabric.js";
 const TIMES = "times need a unit: ps, ns, us, ms or s (10ms, 2.5us, 750ns)";
 /** The most an input file (a scenario, a graph, a config, an ELF image) may hold: a larger one is refused, not read. */
 const INPUT_MAX_MIB = 64;
+/** The most a shard file may hold: menic's own output, a sweep's results (4,032 flows a run are 1 MB). */
+const SHARD_MAX_MIB = 1024;
 
 const RUN = {
   name: "run",
@@ -68,6 +71,7 @@ completed to measure it is null in --json and "—" in the table.`,
     "max-runs": { kind: "int", value: "<n>", min: 1, max: 2 ** 24, help: "refuse a sweep of more runs than this", default: String(SWEEP_RUNS_BOUND) },
     "max-memory": { kind: "int", value: "<GiB>", min: 1, max: 2 ** 20, help: "refuse a scenario whose devices and fabric need more memory than this (docs/fabric.md, \"Memory\")", default: String(MEMORY_BOUND_BYTES / 2 ** 30) },
     "allow-failures": { kind: "flag", help: "exit 0 though a run (a sweep's run) failed, ran out of time or stalled: a study whose failures are results", default: "(off: exit 1)" },
+    shard: { kind: "string", value: "<i/n>", help: "with --json: make only every n-th run of the sweep, from run i (1 to n), and print them as a shard file; menic merge puts the shards back together (docs/scale.md)", default: "(none: every run)" },
   },
   notes: `${TIMES}.
 input files (the scenario, a collective's graph.file): regular files of at most ${INPUT_MAX_MIB} MiB.
@@ -76,6 +80,22 @@ nothing to happen), or --pcap's, --trace's or --csv's files could not be written
 are printed first); 2 bad usage or input;
 130 stopped by Ctrl-C (it still prints and writes what was reached). A sweep exits 1 when one of
 its runs failed, ran out of time or stalled, 0 with --allow-failures (and a run alone too).`,
+} satisfies CommandSpec;
+
+const MERGE = {
+  name: "merge",
+  args: "<shard.json ...>",
+  summary: "put a sweep's shards (menic run --shard i/n --json) back together",
+  about: `Checks that the files are the shards of one sweep, every shard once and each whole, run by
+this version of menic on the same scenario, and prints the sweep's table (or with --json its JSON)
+as one \`menic run\` of the whole sweep prints it, byte for byte (docs/scale.md).`,
+  options: {
+    json: { kind: "flag", help: "print the sweep's result as one JSON object on stdout, nothing else", default: "(off: the sweep's table)" },
+    "allow-failures": { kind: "flag", help: "exit 0 though a run failed, ran out of time or stalled", default: "(off: exit 1)" },
+  },
+  notes: `shard files: regular files of at most ${SHARD_MAX_MIB} MiB.
+exit status: 0 every run finished; 1 one failed, ran out of time or stalled (0 with --allow-failures);
+2 bad usage, or files that are not one whole sweep's shards (it says which file and why).`,
 } satisfies CommandSpec;
 
 const FW_BUILD = {
@@ -143,7 +163,7 @@ const HELP = `usage: menic <command> [options]
 menic emulates an AI accelerator's network side: NIC, transports, RISC-V message engines, fabric.
 
 commands:
-${[RUN, ...FW_COMMANDS].map(commandLine).join("\n")}
+${[RUN, MERGE, ...FW_COMMANDS].map(commandLine).join("\n")}
   ${"menic help [command]".padEnd(36)} this help, or a command's (also: menic <command> --help)
   ${"menic --version".padEnd(36)} print the version
 
@@ -172,6 +192,7 @@ export async function main(argv: string[]): Promise<number> {
     if (cmd === "--help" || cmd === "-h") { process.stdout.write(HELP); return EXIT.ok; }
     if (cmd === "help") return help(argv.slice(1));
     if (cmd === "run") return await scenarioRun(argv.slice(1));
+    if (cmd === "merge") return merge(argv.slice(1));
     if (cmd === "fw") {
       if (sub === undefined) { process.stderr.write(FW_HELP); return EXIT.usage; }
       if (sub === "--help" || sub === "-h") { process.stdout.write(FW_HELP); return EXIT.ok; }
@@ -181,8 +202,8 @@ export async function main(argv: string[]): Promise<number> {
       const near = nearest(sub, ["build", "test", "run"]);
       throw new UsageError(`unknown command: fw ${sub} (${near ? `did you mean fw ${near}? ` : ""}fw build, fw test or fw run)`, "fw");
     }
-    const near = nearest(cmd, ["run", "fw", "help"]);
-    throw new UsageError(`unknown command: ${cmd} (${near ? `did you mean ${near}? ` : ""}run or fw; menic --help lists them)`);
+    const near = nearest(cmd, ["run", "merge", "fw", "help"]);
+    throw new UsageError(`unknown command: ${cmd} (${near ? `did you mean ${near}? ` : ""}run, merge or fw; menic --help lists them)`);
   } catch (e) {
     if (e instanceof UsageError) {
       console.error(`menic: ${e.message}\n(menic ${e.command ? `${e.command} ` : ""}--help says how to use it)`);
@@ -205,7 +226,7 @@ function help(words: string[]): number {
   const name = words.join(" ");
   if (name === "") { process.stdout.write(HELP); return EXIT.ok; }
   if (name === "fw") { process.stdout.write(FW_HELP); return EXIT.ok; }
-  const spec = [RUN, ...FW_COMMANDS].find((c) => c.name === name);
+  const spec = [RUN, MERGE, ...FW_COMMANDS].find((c) => c.name === name);
   if (!spec) throw new UsageError(`no such command: ${name}`);
   process.stdout.write(commandHelp(spec));
   return EXIT.ok;
@@ -216,8 +237,8 @@ function help(words: string[]): number {
  * refused before a byte is read (reading /dev/zero would never end), and so is a larger file.
  * Throws an Error saying what is wrong with it.
  */
-function readBounded(path: string): Buffer {
-  const max = INPUT_MAX_MIB * 2 ** 20;
+function readBounded(path: string, maxMib = INPUT_MAX_MIB): Buffer {
+  const max = maxMib * 2 ** 20;
   const what = (st: Stats) => (st.isDirectory() ? "a directory" : st.isFIFO() ? "a pipe" : st.isCharacterDevice() ? "a character device" : st.isBlockDevice() ? "a block device" : st.isSocket() ? "a socket" : "not a file");
   // non-blocking: opening a pipe would otherwise wait for a writer
   let fd: number;
@@ -225,7 +246,7 @@ function readBounded(path: string): Buffer {
   try {
     const st = fstatSync(fd);
     if (!st.isFile()) throw new Error(`is ${what(st)}, not a regular file`);
-    if (st.size > max) throw new Error(`holds ${st.size} bytes, more than the ${INPUT_MAX_MIB} MiB an input file may`);
+    if (st.size > max) throw new Error(`holds ${st.size} bytes, more than the ${maxMib} MiB ${maxMib === INPUT_MAX_MIB ? "an input file" : "such a file"} may`);
     // a byte more than it holds: a file that grows as it is read is refused, not read on
     const buf = Buffer.alloc(st.size + 1);
     let got = 0, n: number;
@@ -248,8 +269,8 @@ function openFailure(e: unknown, path: string): string {
 }
 
 /** Reads an input file (readBounded); a missing, unreadable, special or too large one is bad input (exit 2), named with the option that gave it. */
-function readInput(path: string, what: string): Buffer {
-  try { return readBounded(path); } catch (e) { throw new ConfigError(what, (e as Error).message); }
+function readInput(path: string, what: string, maxMib = INPUT_MAX_MIB): Buffer {
+  try { return readBounded(path, maxMib); } catch (e) { throw new ConfigError(what, (e as Error).message); }
 }
 
 /** Reads all of stdin (`menic run -`), at most INPUT_MAX_MIB. */
@@ -456,6 +477,7 @@ async function scenarioRun(args: string[]): Promise<number> {
   let scenario: Record<string, unknown>;
   let traceOptions: { intervalPs?: number; maxBytes: number } | null;
   let intervalOption: { intervalPs?: number } = {};
+  let shard: Shard | null = null;
   const timelineOption = values.timeline !== undefined ? { timelinePs: Number(values.timeline) } : {};
   const limits = { maxRuns: values["max-runs"], maxMemoryBytes: values["max-memory"]! * 2 ** 30 };
   try {
@@ -478,6 +500,11 @@ async function scenarioRun(args: string[]): Promise<number> {
       const sc = checkScenario(coreModule(), s, limits);
       if (timeline !== undefined && (sc.collective || sc.collectives)) throw new UsageError(`--timeline samples a traffic scenario's bytes placed; ${name} runs a collective`, RUN.name);
     };
+    if (values.shard !== undefined) {
+      shard = parseShard(values.shard);
+      if (!values.json) throw new UsageError("--shard prints its shard file as JSON: it needs --json (menic merge reads the files)", RUN.name);
+      if (scenario.sweep === undefined) throw new UsageError(`--shard cuts a sweep into shards; ${name} has no "sweep"`, RUN.name);
+    }
     if (scenario.sweep === undefined) check(scenario);
     else {
       const one = values.pcap ? "--pcap" : values.trace ? "--trace" : values.csv ? "--csv" : null;
@@ -518,6 +545,7 @@ async function scenarioRun(args: string[]): Promise<number> {
       runs = await runSweep(coreModule(), scenario, {
         ...limits,
         ...timelineOption,
+        ...(shard ? { select: (k: number) => inShard(k, shard!) } : {}),
         onRun: (k, n, set, input) => {
           const sc = resolveScenario(input);
           run = { untilPs: sc.untilPs, what: counts(sc) };
@@ -533,7 +561,13 @@ async function scenarioRun(args: string[]): Promise<number> {
       progress.clear();
     }
     const name = String(scenario.name ?? "scenario");
-    if (values.json) console.log(JSON.stringify({ name, runs }));
+    if (shard) {
+      const file: ShardFile = {
+        format: SHARD_FORMAT, menic: version(), name, scenario: scenarioDigest(scenario), shard,
+        planned: expandSweep(scenario, limits).runs, runs: runs.map((r, i) => ({ run: shard!.index - 1 + i * shard!.count, ...r })),
+      };
+      console.log(JSON.stringify(file));
+    } else if (values.json) console.log(JSON.stringify({ name, runs }));
     else process.stdout.write(formatSweep(name, runs, planned));
     if (runs.some((r) => r.result.ended === "stopped")) return EXIT.stopped;
     const unfinished = runs.filter((r) => r.result.ended !== "finished");
@@ -596,6 +630,26 @@ async function scenarioRun(args: string[]): Promise<number> {
   if (values.json) console.log(JSON.stringify(r));
   else process.stdout.write(formatResult(r));
   return withOutputs([pcapFile, traceFile, ...(csv?.files.map((f) => f.out) ?? [])], exitOf(r.ended));
+}
+
+/** `menic merge <shard.json ...>`: a sweep's shards back together, printed as one run of the sweep prints it. */
+function merge(args: string[]): number {
+  const parsed = parseCommand(MERGE, args);
+  if (!parsed) { process.stdout.write(commandHelp(MERGE)); return EXIT.ok; }
+  const { values, positionals } = parsed;
+  if (positionals.length === 0) throw new UsageError("merge needs the shard files of a sweep (menic run --shard i/n --json writes one)", MERGE.name);
+  let m: Merged;
+  try {
+    m = mergeShards(positionals.map((path) => ({ path, json: jsonInput(readInput(path, path, SHARD_MAX_MIB).toString("utf8"), path) })));
+  } catch (e) {
+    return refuse(e);
+  }
+  if (values.json) console.log(JSON.stringify({ name: m.name, runs: m.runs }));
+  else process.stdout.write(formatSweep(m.name, m.runs, m.planned));
+  const unfinished = m.runs.filter((r) => r.result.ended !== "finished");
+  if (unfinished.length === 0 || values["allow-failures"]) return EXIT.ok;
+  console.error(`menic: ${unfinished.length} of the ${m.runs.length} runs did not finish (${[...new Set(unfinished.map((r) => r.result.ended))].join(", ")}): exit status 1 (--allow-failures: 0, when the failures are results)`);
+  return EXIT.failed;
 }
 
 /**

@@ -94,12 +94,18 @@ function combo(base: Record<string, unknown>, sweep: [string, unknown[]][], k: n
  * Runs every combination of the sweep, one after another (made as each run comes), each checked
  * first as runScenario checks it: a sweep with a bad run is refused before the first runs.
  */
-export async function runSweep(coreModule: WebAssembly.Module, input: unknown, opts: RunOptions & { maxRuns?: number; onRun?: (k: number, n: number, set: Record<string, unknown>, scenario: Record<string, unknown>) => void } = {}): Promise<SweepRun[]> {
+export async function runSweep(coreModule: WebAssembly.Module, input: unknown, opts: RunOptions & {
+  maxRuns?: number;
+  onRun?: (k: number, n: number, set: Record<string, unknown>, scenario: Record<string, unknown>) => void;
+  /** which runs to make (k: 0-based, the sweep's order), every one when absent: a shard's (shard.ts) */
+  select?: (k: number) => boolean;
+} = {}): Promise<SweepRun[]> {
   const sweep = expandSweep(input, opts);
   checkSweep(sweep, (c) => checkScenario(coreModule, c.scenario, opts));
   const out: SweepRun[] = [];
   let k = 0;
   for (const r of sweep) {
+    if (opts.select && !opts.select(k)) { k++; continue; }
     opts.onRun?.(k++, sweep.runs, r.set, r.scenario);
     out.push({ set: r.set, result: await runScenario(coreModule, r.scenario as ScenarioInput, opts) });
     if (out.at(-1)!.result.ended === "stopped") break;
