@@ -1,5 +1,5 @@
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -9,7 +9,8 @@ import { ConfigError } from "../host/config.js";
 // `menic run --shard i/n --json` and `menic merge` (issue 31 §5, docs/scale.md): a sweep cut into
 // shards run in separate processes and merged gives, byte for byte, the table and the JSON one
 // process gives for the whole sweep; files that are not one whole sweep's shards are refused,
-// saying which file and why.
+// saying which file and why. `menic run --jobs N` (§4): a sweep's runs on N worker threads give
+// the same bytes as on one, and Ctrl-C stops them as it stops a sweep on one.
 
 const tmp = mkdtempSync(join(tmpdir(), "menic-shard-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -101,6 +102,42 @@ describe("menic run --shard and menic merge", () => {
     expect(usage(scenario, "--json", "--shard", "5/4")).toBe("menic: --shard: i must be from 1 to n (4), got 5");
     expect(usage(scenario, "--json", "--shard", "2")).toBe('menic: --shard: must be i/n (this shard\'s number, from 1, and how many there are: 2/4), got "2"');
     expect(usage("examples/scenarios/roce-pair.json", "--json", "--shard", "1/2")).toBe('menic: --shard cuts a sweep into shards; examples/scenarios/roce-pair.json has no "sweep"');
+  });
+});
+
+describe("menic run --jobs", () => {
+  let scenario: string;
+  beforeAll(() => { scenario = file("jobs.json", JSON.stringify(SWEEP)); });
+
+  it("2 and 5 threads give one thread's JSON and table, byte for byte, and with --shard its shard", () => {
+    const one = { json: menic("run", scenario, "--json").stdout, table: menic("run", scenario).stdout };
+    expect(one.json.length).toBeGreaterThan(1000);
+    for (const jobs of ["2", "5"]) {
+      expect(menic("run", scenario, "--json", "--jobs", jobs).stdout).toBe(one.json);
+      expect(menic("run", scenario, "--jobs", jobs).stdout).toBe(one.table);
+    }
+    expect(menic("run", scenario, "--json", "--jobs", "2", "--shard", "2/4").stdout).toBe(menic("run", scenario, "--json", "--shard", "2/4").stdout);
+  });
+
+  it("refuses --jobs on a scenario with no sweep", () => {
+    const r = menic("run", "examples/scenarios/roce-pair.json", "--jobs", "2");
+    expect([r.status, r.stderr.split("\n")[0]]).toEqual([2, 'menic: --jobs makes a sweep\'s runs at once on worker threads; examples/scenarios/roce-pair.json has no "sweep" (a run alone uses one thread)']);
+  });
+
+  it.skipIf(spawnSync("script", ["--version"], { stdio: "ignore" }).status !== 0)("Ctrl-C stops the runs going on: the table ends at the first stopped run and the exit status is 130", async () => {
+    // run 1 (2 messages) ends at once and the line says so; runs 2 and 3 (4,096 each) are then
+    // on their threads, and Ctrl-C typed into the terminal stops them
+    const long = file("long.json", JSON.stringify({ ...SWEEP, faults: [], sweep: { "traffic.messages": [2, 4096, 4096, 4096] } }));
+    const child = spawn("script", ["-qec", `node bin/menic.js run ${long} --jobs 2`, "/dev/null"], { stdio: ["pipe", "pipe", "pipe"] });
+    let out = "", sent = false;
+    child.stdout.on("data", (d) => {
+      out += d;
+      if (!sent && /run 1 of 4 finished; 1 of 4 done on 2 threads; wall \d+\.\d s/.test(out)) { sent = true; child.stdin.write("\x03"); }
+    });
+    expect(await new Promise<number | null>((resolve) => child.on("exit", resolve))).toBe(130);
+    expect(out).toContain("shard-check: stopped in run 2 of 4");
+    const rows = out.split(/\r?\n/).filter((l) => /^(2|4096) /.test(l));
+    expect(rows.map((l) => l.split(/\s+/).at(-1))).toEqual(["finished", "stopped"]);
   });
 });
 

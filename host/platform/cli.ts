@@ -31,6 +31,7 @@ import { TRACE_MAX_BYTES_DEFAULT, TRACE_MAX_BYTES_MIN } from "../trace/writer.js
 import { OutputFile, describeFsError } from "./output.js";
 import { expandSweep, checkSweep, runSweep, formatSweep, SWEEP_RUNS_BOUND, type SweepRun } from "../scenario/sweep.js";
 import { parseShard, inShard, mergeShards, scenarioDigest, SHARD_FORMAT, type Shard, type ShardFile, type Merged } from "../scenario/shard.js";
+import { runSweepJobs } from "./sweep-pool.js";
 import { ClusterCapture } from "../cluster/capture.js";
 import { PcapngWriter } from "../wire/pcapng.js";
 import { coreModule, packageRoot } from "./node.js";
@@ -71,6 +72,7 @@ completed to measure it is null in --json and "—" in the table.`,
     "max-runs": { kind: "int", value: "<n>", min: 1, max: 2 ** 24, help: "refuse a sweep of more runs than this", default: String(SWEEP_RUNS_BOUND) },
     "max-memory": { kind: "int", value: "<GiB>", min: 1, max: 2 ** 20, help: "refuse a scenario whose devices and fabric need more memory than this (docs/fabric.md, \"Memory\")", default: String(MEMORY_BOUND_BYTES / 2 ** 30) },
     "allow-failures": { kind: "flag", help: "exit 0 though a run (a sweep's run) failed, ran out of time or stalled: a study whose failures are results", default: "(off: exit 1)" },
+    jobs: { kind: "int", value: "<n>", min: 1, max: 256, help: "make a sweep's runs on n worker threads at once, each run on one (the table and JSON are the same as on one; each thread holds its own devices: n times the memory)", default: "1" },
     shard: { kind: "string", value: "<i/n>", help: "with --json: make only every n-th run of the sweep, from run i (1 to n), and print them as a shard file; menic merge puts the shards back together (docs/scale.md)", default: "(none: every run)" },
   },
   notes: `${TIMES}.
@@ -505,6 +507,7 @@ async function scenarioRun(args: string[]): Promise<number> {
       if (!values.json) throw new UsageError("--shard prints its shard file as JSON: it needs --json (menic merge reads the files)", RUN.name);
       if (scenario.sweep === undefined) throw new UsageError(`--shard cuts a sweep into shards; ${name} has no "sweep"`, RUN.name);
     }
+    if (values.jobs !== undefined && values.jobs > 1 && scenario.sweep === undefined) throw new UsageError(`--jobs makes a sweep's runs at once on worker threads; ${name} has no "sweep" (a run alone uses one thread)`, RUN.name);
     if (scenario.sweep === undefined) check(scenario);
     else {
       const one = values.pcap ? "--pcap" : values.trace ? "--trace" : values.csv ? "--csv" : null;
@@ -541,8 +544,23 @@ async function scenarioRun(args: string[]): Promise<number> {
     let run = { untilPs: 0, what: "messages" };
     let runs: SweepRun[];
     let planned = 0;
+    const jobs = values.jobs ?? 1;
     try {
-      runs = await runSweep(coreModule(), scenario, {
+      if (jobs > 1) {
+        const sweep = expandSweep(scenario, limits);
+        planned = sweep.runs;
+        const combos = [...sweep].map((c, k) => ({ ...c, k })).filter((c) => !shard || inShard(c.k, shard));
+        // Ctrl-C reaches the workers through a shared flag, which their runs poll at each step
+        const stop = new Int32Array(new SharedArrayBuffer(4));
+        const watch = setInterval(() => { if (interrupt.stopped) Atomics.store(stop, 0, 1); }, 50);
+        let done = 0;
+        try {
+          runs = await runSweepJobs(combos, jobs, { ...(limits.maxMemoryBytes ? { maxMemoryBytes: limits.maxMemoryBytes } : {}), ...timelineOption }, stop,
+            (k, ended) => progress.note(`run ${k + 1} of ${planned} ${ended}; ${++done} of ${combos.length} done on ${Math.min(jobs, combos.length)} threads`));
+        } finally {
+          clearInterval(watch);
+        }
+      } else runs = await runSweep(coreModule(), scenario, {
         ...limits,
         ...timelineOption,
         ...(shard ? { select: (k: number) => inShard(k, shard!) } : {}),

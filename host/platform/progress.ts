@@ -41,6 +41,8 @@ export interface ProgressLine {
    */
   run(index: number, of: number, text: string): void;
   update(s: ProgressSample): void;
+  /** the line says `text` and the wall time so far (runs on worker threads: which ended, how many are done) */
+  note(text: string): void;
   /** erases the line (before the results are printed) */
   clear(): void;
 }
@@ -51,7 +53,7 @@ export interface ProgressLine {
  * the end of the work at its rate so far; "≤" because a run can end before its limit.
  */
 export function progressLine(stream: NodeJS.WriteStream = process.stderr, now: () => number = () => performance.now()): ProgressLine {
-  if (!stream.isTTY) return { run() {}, update() {}, clear() {} };
+  if (!stream.isTTY) return { run() {}, update() {}, note() {}, clear() {} };
   const start = now();
   let runStart = start, sim0 = 0, last = -Infinity, prefix = "", shown = false;
   let place: { index: number; of: number } | null = null;
@@ -65,6 +67,10 @@ export function progressLine(stream: NodeJS.WriteStream = process.stderr, now: (
       shown = true;
       const sweep = place ? { ...place, runWallS: (t - runStart) / 1000 } : undefined;
       stream.write(`\r\x1b[K${prefix}${progressText(s, (t - start) / 1000, s.nowPs - sim0, sweep)}`);
+    },
+    note(text) {
+      shown = true;
+      stream.write(`\r\x1b[K${text}; wall ${((now() - start) / 1000).toFixed(1)} s`);
     },
     clear() {
       if (shown) stream.write("\r\x1b[K");
