@@ -455,6 +455,7 @@ function ackIn(dev: Device, c: u32, g: u32, h: usize, t: u64): void {
       if (st == SENT_PROBE) continue;
       p.inflight -= load<u32>(s, 16);
       statAdd(dev, STAT_MRT_LOSSES_SACK, 1);
+      connAt(dev, c).lostAt = t;
       queueRtx(dev, c, load<u32>(s), load<u32>(s, 4), t);
     }
   }
@@ -476,9 +477,11 @@ function ackIn(dev: Device, c: u32, g: u32, h: usize, t: u64): void {
     hear(dev, pacerOf(dev, g), p.portShare, before, p.hintGbps, t);
   }
   ccOnAck(dev, p, pkts, bytes, getMraCe(h), sample);
+  if (getMraCe(h) != 0) k.markedAt = t;
   if (!granted && hint != 0) connGranted(dev, c, p.baseRtt > 0 ? p.baseRtt : k.srtt, t);
   else if (getMraCe(h) == 0) ccHintRose(dev, p, before);
   if (heard) {
+    k.heardAt = t;
     p.lastHeard = t;
     p.rtos = 0;
     p.probing = 0;

@@ -40,6 +40,9 @@ export const PATH_FAILED: u32 = PATH_STATE_FAILED; // mrtFailAfter RTOs in a row
   peerNext: u32; // the next connection to the same peer (connection + 1; 0 ends the chain): connFind's index
   drained: u32; // receiver: 1 from the peer's FLAG_DRAINED packet until a new message's first packet (not counted in the rate hint meanwhile)
   asked: u32; // 1 once it sent its request for a grant (its first hint: tx.ts mustAsk); no data goes before the grant
+  markedAt: u64; // when an ACK of any of its paths last carried CE marks (0: none yet): the fabric toward the peer is congested (tx.ts pathTimer)
+  heardAt: u64; // when an ACK of any of its paths last acknowledged a packet (0: none yet)
+  lostAt: u64; // when it last declared a packet lost, from a SACK hole or an RTO (0: never)
 }
 
 /** A path, sender side. */

@@ -36,7 +36,7 @@ import {
 import {
   OPCODE_RDMA_WRITE, OPCODE_RDMA_WRITE_WITH_IMM, OPCODE_SEND, OPCODE_SEND_WITH_IMM, OPCODE_RDMA_READ,
   WQE_OPCODE, WQE_LENGTH, WQE_LADDR, WQE_RADDR, WQE_RKEY, WQE_IMM,
-  STAT_MRT_TX_DATA, STAT_MRT_TX_RETRANSMITS, STAT_MRT_TX_PROBES, STAT_MRT_TX_ACKS, STAT_MRT_RTOS, STAT_MRT_LOSSES_RTO,
+  STAT_MRT_TX_DATA, STAT_MRT_TX_RETRANSMITS, STAT_MRT_TX_PROBES, STAT_MRT_TX_ACKS, STAT_MRT_RTOS, STAT_MRT_RTO_WAITS, STAT_MRT_LOSSES_RTO,
   STAT_MRT_PATHS_FAILED, STAT_MRT_LOSSES_RESYNC, STAT_MRT_CONNS_GIVEN_UP, STATUS_RETRY_EXC_ERR, QP_STATE_RTR, QP_STATE_RTS,
   RNG_BLOCK_NIC, STAT_MRT_TX_REQUESTS,
 } from "../generated/layouts";
@@ -298,7 +298,9 @@ export function mrtPortTx(dev: Device, p: u32, t: u64): void {
     const path = pathAt(dev, g);
     const c = g / dev.cfg.mrtPaths;
     if (path.probing == 1) {
-      let wire = path.state == PATH_ACTIVE ? buildTailProbe(dev, c, g, t) : 0;
+      // the last packet again, which a lost tail needs; behind a marking queue a header, which
+      // asks the same ACK without adding a packet the receiver would likely get twice
+      let wire = path.state == PATH_ACTIVE && !marked(dev, connAt(dev, c), path, t) ? buildTailProbe(dev, c, g, t) : 0;
       if (wire == 0) wire = buildProbe(dev, c, g, t);
       else statAdd(dev, STAT_MRT_TX_PROBES, 1);
       if (!send(dev, p, wire, t)) return;
@@ -872,6 +874,20 @@ function pathTimer(dev: Device, c: u32, g: u32, p: Path, t: u64): void {
     forceList(dev, g, t);
     return;
   }
+  if (congested(dev, k, p, t)) {
+    // a hot link, not a dead one (the seeds: congestion is not failure): what is in flight is
+    // queued behind it, not lost, and sending it again would only add to the queue. New data
+    // goes to the other paths while this one is suspect; its probe, and its packets, are
+    // answered when the queue drains. Waited out this way until mrtFailAfter RTOs in a row
+    statAdd(dev, STAT_MRT_RTO_WAITS, 1);
+    rtoBackoff(dev, k, p);
+    p.rtos++;
+    p.lastHeard = t;
+    p.probing = 1;
+    p.state = PATH_SUSPECT;
+    forceList(dev, g, t);
+    return;
+  }
   // the RTO: everything in flight on the path is lost and goes to the others
   statAdd(dev, STAT_MRT_RTOS, 1);
   declareAllLost(dev, c, g, p, STAT_MRT_LOSSES_RTO, t);
@@ -886,6 +902,33 @@ function pathTimer(dev: Device, c: u32, g: u32, p: Path, t: u64): void {
     connMaybeDead(dev, c, t);
   } else p.state = PATH_SUSPECT;
   forceList(dev, g, t);
+}
+
+/**
+ * Is path `p`'s silence at its RTO congestion rather than loss, while it has RTOs left before it
+ * would be failed: an ACK of its connection (any path) carried CE marks within the RTO wait
+ * before `t` (queues toward the peer stand above the marking threshold), or no other path of
+ * the connection has been heard since this one was (the whole connection is silent: a queue in
+ * front of all its paths, not this path's link; a link that fails leaves the others heard)
+ * while the connection has declared nothing lost within the RTO wait (a burst of loss silences
+ * every path too, and its losses show first in SACK holes).
+ * Behind a queue longer than its RTO (an oversubscribed leaf's uplink holding megabytes), a
+ * path's ACKs come after its RTO though nothing is lost: declared lost, its packets were all
+ * received twice.
+ */
+function congested(dev: Device, k: Conn, p: Path, t: u64): bool {
+  if (p.rtos + 1 >= dev.cfg.mrtFailAfter) return false;
+  return marked(dev, k, p, t) || (k.heardAt <= p.lastHeard && !recent(dev, k, k.lostAt, p, t));
+}
+
+/** Did an ACK of connection `k` (any path) carry CE marks within path `p`'s RTO wait before `t`? */
+function marked(dev: Device, k: Conn, p: Path, t: u64): bool {
+  return recent(dev, k, k.markedAt, p, t);
+}
+
+/** Was `at` (0: never) within path `p`'s RTO wait before `t` (`k` its connection)? */
+@inline function recent(dev: Device, k: Conn, at: u64, p: Path, t: u64): bool {
+  return at != 0 && t - at <= rtoWait(dev, k, p);
 }
 
 /** Path of connection `c` failed at `t`: when it was the last one, the give-up bound starts. */
@@ -963,6 +1006,7 @@ function declareAllLost(dev: Device, c: u32, g: u32, p: Path, stat: u32, t: u64)
     if (st == SENT_OUT) {
       p.inflight -= load<u32>(s, 16);
       statAdd(dev, stat, 1);
+      connAt(dev, c).lostAt = t;
       queueRtx(dev, c, load<u32>(s), load<u32>(s, 4), t);
     }
     store<u32>(s, SENT_NONE, 20);

@@ -19,7 +19,7 @@ export const DEVICE_DROP_COUNTERS = ["port.tx_ring_full", "port.rx_ring_full", "
   "mrt.rx_malformed", "mrt.rx_bad_crc", "mrt.rx_unknown", "mrt.rx_beyond_window"] as const;
 /** The MetaRoCE-like counters a result reports: why packets were sent again, what the paths went through. */
 export const METAROCE_COUNTERS = [
-  "mrt.tx_data", "mrt.tx_retransmits", "mrt.losses_sack", "mrt.losses_rto", "mrt.tx_probes", "mrt.tx_requests", "mrt.rtos", "mrt.paths_failed",
+  "mrt.tx_data", "mrt.tx_retransmits", "mrt.losses_sack", "mrt.losses_rto", "mrt.tx_probes", "mrt.tx_requests", "mrt.rtos", "mrt.rto_waits", "mrt.paths_failed",
   "mrt.paths_recovered", "mrt.cwnd_cuts", "mrt.rx_duplicate", "mrt.rnr_naks",
 ] as const;
 /** The MetaRoCE-like transport's counters, summed over the devices, by their names without `mrt.` (layouts/stats.json). */
