@@ -1,7 +1,8 @@
 // npm run bench -- sweep: a sweep's runs on worker threads (`menic run --jobs N`, issue 31 §4).
 // examples/scenarios/permutation.json swept over 8 seeds (8 runs of about the same size, each a
-// permutation drawn from its seed), in timing mode with 64 x 256 KiB per device, run by the
-// `menic` command as a user runs it, on 1 thread and on N (2, and every core when there are more):
+// permutation drawn from its seed), in timing mode with 4,096 x 256 KiB per device (about 1 s a
+// run), run by the `menic` command as a user runs it, on 1 thread and on N (2, and every core
+// when there are more):
 //   sweep.jobs<N>.speedup   wall time of the whole command on 1 thread over that on N
 //   sweep.jobs<N>.wall_s    wall time on N threads (the median of 3, each beside a 1-thread run:
 //                           1, N, 1, N, 1, N, so that a machine getting busier is shared by both)
@@ -19,7 +20,8 @@ function sweepFile(dir: string): string {
   const s = JSON.parse(readFileSync("examples/scenarios/permutation.json", "utf8"));
   delete s.$schema;
   s.fabric.mode = "timing";
-  s.traffic.messages = 64;
+  s.traffic.messages = 4096;
+  s.until = "100ms";
   s.sweep = { seed: SEEDS };
   const f = join(dir, "sweep.json");
   writeFileSync(f, JSON.stringify(s));
