@@ -142,6 +142,15 @@ export function checkCluster(coreModule: WebAssembly.Module, sc: ClusterSizeOf, 
 }
 
 /**
+ * The least host memory a traffic scenario's device gets unless its config says: one 64 KiB
+ * page. Each device gets what its CQ's and QPs' rings take (host/scenario/traffic-run.ts
+ * trafficSizes); the default 16 MiB went almost untouched in every arena, and 128 devices of 19
+ * MiB did not fit one shared instance: each was built in an instance of its own (1.7 s for the
+ * fabric bench's 128).
+ */
+export const TRAFFIC_HOST_MEM_BYTES = 2 ** 16;
+
+/**
  * The least config any run of `sc` gives its devices: its devices.config with the fields a run
  * sets (schemas/scenario.schema.json, devices.config) at their smallest; a run gives its devices
  * more QPs, HBM and engines as its traffic or collective needs.
@@ -149,7 +158,8 @@ export function checkCluster(coreModule: WebAssembly.Module, sc: ClusterSizeOf, 
 export function leastConfig(sc: LeastConfigOf): Record<string, number> {
   return {
     // a collective's devices have 16 engines unless their config says (host/scenario/collective.ts openCluster)
-    engines: sc.collective || sc.collectives ? 16 : 1, ...sc.devices.config, maxQps: 4, maxCqs: 4, hbmBytes: 2 ** 20, mrtConnections: 1,
+    engines: sc.collective || sc.collectives ? 16 : 1, ...(sc.collective || sc.collectives ? {} : { hostMemBytes: TRAFFIC_HOST_MEM_BYTES }),
+    ...sc.devices.config, maxQps: 4, maxCqs: 4, hbmBytes: 2 ** 20, mrtConnections: 1,
     timingMode: sc.fabric.mode === "timing" ? 1 : 0, transport: sc.transport === "metaroce" ? 1 : 0,
     ...(sc.fabric.mode === "timing" ? { txBodyBytes: 65536, rxBodyBytes: 65536 } : {}),
   };

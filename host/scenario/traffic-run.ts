@@ -11,6 +11,7 @@ import { buildTopology, type TopologyOf } from "./cluster.js";
 import { percentiles } from "./counters.js";
 import type { FlowResult, RunObserver, TrafficReport, VerbCounts, BuiltRun } from "./result.js";
 import { ConfigError, HBM_MAX_BYTES, resolveConfig } from "../config.js";
+import { CQE, WQE } from "../generated/layouts.js";
 import { TRAFFIC_VERBS, VERB_OPCODE, type FlowPlan, type TrafficPlan, type TrafficVerb } from "./workload.js";
 import { idealFctPs, pathBetween, slowdownTable } from "./slowdown.js";
 
@@ -39,6 +40,8 @@ export interface TrafficSizes {
   peersPerDevice: number[];
   cqDepth: number;
   hbmBytes: number;
+  /** per device: the host memory its CQ's and QPs' rings take (Context.createCq and createQp put a host-owned ring there) */
+  hostMemBytes: number[];
 }
 
 /**
@@ -60,7 +63,10 @@ export function trafficSizes(n: number, plan: TrafficPlan): TrafficSizes {
     const what = field === "workload" ? `its largest flow (${maxBytes} B) and ${plan.flows.length} flows` : String(field === "messageBytes" ? maxBytes : messages);
     throw new ConfigError(`scenario.traffic.${field}`, `${what} needs ${hbmBytes} B of HBM per device (the ${maxBytes} B region, its completion queue and send rings), more than a device holds (${HBM_MAX_BYTES} B, the most hbmBytes allows)`);
   }
-  return { qpsPerDevice, peersPerDevice: peers.map((p) => p.size), cqDepth, hbmBytes };
+  // a ring of n entries in host memory takes n entries and up to 64 B of alignment; 64 KiB
+  // pages (hostMemBytes' multiple), the least one page
+  const hostMemBytes = qpsPerDevice.map((q) => roundUp(cqDepth * CQE.SIZE + q * 2 * (ring * WQE.SIZE + 64) + 64, 1 << 16));
+  return { qpsPerDevice, peersPerDevice: peers.map((p) => p.size), cqDepth, hbmBytes, hostMemBytes };
 }
 
 /** A device's memory for the traffic: its PD, CQ, and the region both sent from and written into. */

@@ -47,14 +47,14 @@ function pathSummary(contexts: readonly Context[]): PathSummary {
  * cluster's memory bound and whether its devices share one instance are judged by the largest.
  */
 async function openTrafficCluster(coreModule: WebAssembly.Module, sc: FabricOf & ClusterSizeOf & Pick<Scenario, "devices" | "transport">, sizes: TrafficSizes, opts: RunOptions): Promise<Cluster> {
-  const configOf = (d: number, qps: number, conns: number) => ({
-    engines: 1, ...sc.devices.config, ...configFromWords(sc, d), maxQps: qps, maxCqs: 4, mrtConnections: conns, hbmBytes: sizes.hbmBytes,
+  const configOf = (d: number, qps: number, conns: number, hostMemBytes: number) => ({
+    engines: 1, hostMemBytes, ...sc.devices.config, ...configFromWords(sc, d), maxQps: qps, maxCqs: 4, mrtConnections: conns, hbmBytes: sizes.hbmBytes,
     ...(sc.fabric.mode === "timing" ? { txBodyBytes: 65536, rxBodyBytes: 65536 } : {}),
   });
   const maxQps = Math.max(4, ...sizes.qpsPerDevice), connections = Math.max(1, ...sizes.peersPerDevice);
   const cluster = await Cluster.build(coreModule, sc, {
-    configOf: (d) => configOf(d, Math.max(4, sizes.qpsPerDevice[d]!), Math.max(1, sizes.peersPerDevice[d]!)),
-    sizedBy: configOf(0, maxQps, connections),
+    configOf: (d) => configOf(d, Math.max(4, sizes.qpsPerDevice[d]!), Math.max(1, sizes.peersPerDevice[d]!), sizes.hostMemBytes[d]!),
+    sizedBy: configOf(0, maxQps, connections, Math.max(...sizes.hostMemBytes)),
   }, opts);
   opts.onBuilt?.(cluster);
   return cluster;
