@@ -1,8 +1,9 @@
 // npm run bench -- fabric: the cluster at scale (issue 7 §8, issue 8). 64 devices on an 8-plane
 // leaf/spine run a permutation of 1 MiB WRITEs in 4 KiB packets, over RoCEv2 and over the
 // MetaRoCE-like transport, in timing mode and in full mode: packet-hops simulated per host
-// second, and simulated time per wall time. Then 1,024 devices in timing mode: the process's
-// resident memory. And the MetaRoCE-like transport's goodput at 1% loss
+// second, and simulated time per wall time. Then the CPU time building 128 devices takes, and
+// 1,024 devices in timing mode: the process's resident memory. And the MetaRoCE-like
+// transport's goodput at 1% loss
 // (examples/scenarios/metaroce-loss.json) as a fraction of line rate.
 //
 // The hops/s figures are the steady state: each is the median of five runs of its scenario in
@@ -91,6 +92,18 @@ export async function run(): Promise<void> {
   const r = await runScenario(coreModule(), one!.scenario as ScenarioInput);
   if (r.totalGoodputGbps === null) throw new Error(`bench fabric: the run at 1% loss ended ${r.ended} with no message completed`);
   figure("transport.metaroce.goodput.loss1pct", r.totalGoodputGbps / 800, "of line rate", "MetaRoCE-like goodput at 1% random loss (examples/scenarios/metaroce-loss.json) over the 800 Gb/s line rate", { goodputGbps: +r.totalGoodputGbps.toFixed(1), retransmits: r.retransmits });
+  // building 128 devices with their fabric (issue 31 section 1: under 0.15 CPU-s): the process's
+  // CPU time (every thread: V8's collector too) from the run's start to its cluster built,
+  // median of 3 after one that compiles the code
+  const builds: number[] = [];
+  for (let i = 0; i < 4; i++) {
+    collectGarbage();
+    const c0 = process.cpuUsage();
+    let cpu = 0;
+    await runScenario(coreModule(), scenario(128, "timing", 1, "metaroce"), { onBuilt: () => { const c = process.cpuUsage(c0); cpu = (c.user + c.system) / 1e6; } });
+    if (i > 0) builds.push(cpu);
+  }
+  figure("fabric.build128.cpu_s", median(builds), "CPU-s", "building 128 devices (8 ports, timing) and their 8-plane fabric: the process's CPU time from the run's start to its cluster built (median of 3 after a first)", { runsS: builds.map((x) => +x.toFixed(3)) });
   const { wallS } = await measure(1024, "timing", 1);
   figure("fabric.devices1024.rss_mib", process.memoryUsage().rss / 2 ** 20, "MiB", "resident memory of the process after running 1,024 devices in timing mode", { wallS: +wallS.toFixed(1) });
 }
