@@ -85,6 +85,9 @@ describe("menic run --shard and menic merge", () => {
     expect(refused(s1, s2, s3, s4, s2)).toBe(`menic: ${s2}: is shard 2/4, as ${s2} is: each shard once`);
     const other = file("other.json", menic("run", scenario, "--json", "--shard", "3/4", "--seed", "6").stdout);
     expect(refused(s1, s2, other, s4)).toMatch(new RegExp(`^menic: ${other}: is of scenario "shard-check" with digest "[0-9a-f]{16}", where ${s1} has "[0-9a-f]{16}": not a shard of the same sweep$`));
+    // --timeline adds a field to every result: shards with and without it are not one sweep
+    const timeline = file("timeline.json", menic("run", scenario, "--json", "--shard", "3/4", "--timeline", "1us").stdout);
+    expect(refused(s1, s2, timeline, s4)).toMatch(/^menic: .*timeline\.json: is of scenario "shard-check" with digest "[0-9a-f]{16}", where .* has "[0-9a-f]{16}": not a shard of the same sweep$/);
     const thirds = file("third.json", menic("run", scenario, "--json", "--shard", "3/3").stdout);
     expect(refused(s1, s2, thirds, s4)).toBe(`menic: ${thirds}: is one shard of 3, where ${s1} has 4: not a shard of the same sweep`);
     expect(refused(s1, edit(s2, "old.json", (s) => { s.menic = "0.0.9"; }), s3, s4)).toBe(`menic: ${join(tmp, "old.json")}: was run by menic "0.0.9", where ${s1} has "${JSON.parse(readFileSync(s1, "utf8")).menic}": not a shard of the same sweep`);

@@ -581,7 +581,7 @@ async function scenarioRun(args: string[]): Promise<number> {
     const name = String(scenario.name ?? "scenario");
     if (shard) {
       const file: ShardFile = {
-        format: SHARD_FORMAT, menic: version(), name, scenario: scenarioDigest(scenario), shard,
+        format: SHARD_FORMAT, menic: version(), name, scenario: scenarioDigest(scenario, timelineOption), shard,
         planned: expandSweep(scenario, limits).runs, runs: runs.map((r, i) => ({ run: shard!.index - 1 + i * shard!.count, ...r })),
       };
       console.log(JSON.stringify(file));

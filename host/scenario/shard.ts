@@ -27,7 +27,7 @@ export interface ShardFile {
   menic: string;
   /** the scenario's name, as the sweep's table and JSON give it */
   name: string;
-  /** sha256 of the scenario as run (after --set, --seed, --until and the files it names) */
+  /** sha256 of the scenario as run (after --set, --seed, --until and the files it names) and of --timeline */
   scenario: string;
   shard: Shard;
   /** runs the whole sweep makes */
@@ -52,9 +52,13 @@ export const inShard = (k: number, shard: Shard): boolean => k % shard.count ===
 export const shardSize = (planned: number, shard: Shard): number =>
   planned >= shard.index ? Math.floor((planned - shard.index) / shard.count) + 1 : 0;
 
-/** The fingerprint of a scenario as run: sha256 of its JSON text. */
-export function scenarioDigest(scenario: unknown): string {
-  return createHash("sha256").update(JSON.stringify(scenario)).digest("hex");
+/**
+ * The fingerprint of a scenario as run: sha256 of its JSON text and of the options that change
+ * what a run reports (`--timeline` adds a field to every result), so that shards run with
+ * different ones are not merged into one table.
+ */
+export function scenarioDigest(scenario: unknown, output: { timelinePs?: number } = {}): string {
+  return createHash("sha256").update(JSON.stringify({ scenario, output })).digest("hex");
 }
 
 /** A whole sweep put back together from its shards. */
