@@ -7,9 +7,12 @@
 // build/fidelity-quick.json and .md instead, never the committed page; --render measures nothing
 // and renders the page again from docs/fidelity.json (after a change to the page's layout
 // alone). As a bench suite (`npm run bench -- fidelity`) it prints each claim's median figure
-// and writes nothing.
+// and writes nothing. The runs go on worker threads, one per core (FIDELITY_JOBS=n sets how
+// many; 1 runs them one after another in the process): the sheet is the same either way.
 import { createHash } from "node:crypto";
-import { cpus } from "node:os";
+import { availableParallelism, cpus } from "node:os";
+import { Worker, isMainThread, parentPort, workerData } from "node:worker_threads";
+import { fileURLToPath } from "node:url";
 import { readFileSync, writeFileSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { packageRoot } from "../host/platform/node.js";
@@ -19,64 +22,124 @@ import { figure } from "./lib/report.js";
 
 export const sha256 = (bytes: Uint8Array | string) => createHash("sha256").update(bytes).digest("hex");
 
-/** Runs each distinct spec once, in the order first asked for. */
+/**
+ * Each distinct spec once, numbered in the order first asked for (plan), then all of them run on
+ * `jobs` worker threads (run), their metrics kept under their numbers: the sheet is the same
+ * whatever order they end in, and whatever the number of threads (each run depends only on
+ * its spec). With jobs 1 they run one after another in this thread.
+ */
 class Runs {
   readonly list: SheetRun[] = [];
   private index = new Map<string, number>();
   constructor(private readonly log: (line: string) => void) {}
-  async get(spec: RunSpec): Promise<{ i: number; metrics: Metrics }> {
+  /** The number of `spec`'s run, planned now if it was not. */
+  plan(spec: RunSpec): number {
     const key = JSON.stringify(spec);
     let i = this.index.get(key);
     if (i === undefined) {
-      const t0 = performance.now();
-      const metrics = await runSpec(spec);
-      const wallS = (performance.now() - t0) / 1000;
-      i = this.list.push({ spec: spec as unknown as Record<string, unknown>, metrics, wallS: +wallS.toFixed(2) }) - 1;
+      i = this.list.push({ spec: spec as unknown as Record<string, unknown>, metrics: {}, wallS: 0 }) - 1;
       this.index.set(key, i);
-      this.log(`fidelity: ${describe(spec)}: ${wallS.toFixed(1)} s`);
     }
-    return { i, metrics: this.list[i]!.metrics };
+    return i;
+  }
+  metrics(i: number): Metrics {
+    return this.list[i]!.metrics;
+  }
+  async run(jobs: number): Promise<void> {
+    const done = (i: number, metrics: Metrics, wallS: number) => {
+      Object.assign(this.list[i]!, { metrics, wallS: +wallS.toFixed(2) });
+      this.log(`fidelity: ${describe(this.list[i]!.spec as unknown as RunSpec)}: ${wallS.toFixed(1)} s`);
+    };
+    if (jobs <= 1) {
+      for (const [i, r] of this.list.entries()) {
+        const t0 = performance.now();
+        done(i, await runSpec(r.spec as unknown as RunSpec), (performance.now() - t0) / 1000);
+      }
+      return;
+    }
+    // the longest first (the planes and incast runs: seconds each), so that no thread is left
+    // with one of them at the end: the order they are handed out changes nothing measured
+    const order = this.list.map((_, i) => i).sort((a, b) => weight(this.list[b]!.spec) - weight(this.list[a]!.spec) || a - b);
+    const workers = Array.from({ length: Math.min(jobs, order.length) }, () => new Worker(fileURLToPath(import.meta.url), { workerData: { tag: WORKER_TAG } }));
+    try {
+      await Promise.all(workers.map((w) => new Promise<void>((resolve, reject) => {
+        const next = () => {
+          const i = order.shift();
+          if (i === undefined) { resolve(); return; }
+          w.postMessage({ i, spec: this.list[i]!.spec });
+        };
+        w.on("message", (d: { i: number; metrics?: Metrics; wallS: number; error?: string }) => {
+          if (d.error !== undefined) { reject(new Error(`fidelity: ${describe(this.list[d.i]!.spec as unknown as RunSpec)}: ${d.error}`)); return; }
+          done(d.i, d.metrics!, d.wallS);
+          next();
+        });
+        w.on("error", reject);
+        next();
+      })));
+    } finally {
+      await Promise.all(workers.map((w) => w.terminate()));
+    }
   }
 }
+
+/** How long a run takes, roughly, to hand the long ones out first: the large scenarios, then the rest. */
+function weight(spec: Record<string, unknown>): number {
+  const s = spec as unknown as RunSpec;
+  if (s.kind !== "scenario") return 1;
+  return s.scenario === "metaroce-planes" || s.scenario === "metaroce-incast" || s.scenario === "compute-interference" ? 3 : 2;
+}
+
+const WORKER_TAG = "menic-fidelity-worker";
+
+/** In a worker thread Runs.run started: makes the runs it is handed, one at a time. */
+if (!isMainThread && (workerData as { tag?: string } | null)?.tag === WORKER_TAG) {
+  parentPort!.on("message", async ({ i, spec }: { i: number; spec: RunSpec }) => {
+    const t0 = performance.now();
+    try {
+      const metrics = await runSpec(spec);
+      parentPort!.postMessage({ i, metrics, wallS: (performance.now() - t0) / 1000 });
+    } catch (e) {
+      parentPort!.postMessage({ i, wallS: 0, error: e instanceof Error ? e.message : String(e) });
+    }
+  });
+}
+
+/** Worker threads for the runs: FIDELITY_JOBS, else every core. */
+const jobsOf = () => Number(process.env.FIDELITY_JOBS ?? availableParallelism());
 
 const describe = (s: RunSpec) =>
   s.kind === "scenario" ? `${s.scenario} ${s.set.join(" ")}${s.probe ? ` (${s.probe})` : ""}` : s.kind === "read-loss" ? `read-loss ${s.cablePs} ps cable, seeds ${s.seeds[0]}…` : s.kind;
 
-/** Measures the whole sheet. */
+/** Measures the whole sheet: every run planned, run (on worker threads), then each figure from its runs' metrics. */
 export async function measureSheet(opts: { quick?: boolean; log?: (line: string) => void } = {}): Promise<FidelitySheet> {
   const quick = opts.quick ?? false;
   const t0 = performance.now();
   const runs = new Runs(opts.log ?? (() => {}));
-  const claims: SheetClaim[] = [];
-  for (const c of CLAIMS) {
-    const seeds = c.seeds === null ? null : quick ? c.seeds.slice(0, 1) : c.seeds;
-    const perSeed: SheetClaim["perSeed"] = [];
-    for (const seed of seeds ?? [null]) {
-      const got = [];
-      for (const spec of c.runs(seed, quick)) got.push(await runs.get(spec));
-      const f = c.figure(got.map((g) => g.metrics));
-      perSeed.push({ seed, value: f.value, ...(f.parts ? { parts: f.parts } : {}), runs: got.map((g) => g.i) });
-    }
+  const seedsOf = (c: (typeof CLAIMS)[number]) => (c.seeds === null ? null : quick ? c.seeds.slice(0, 1) : c.seeds);
+  const lossSeeds = quick ? SMALL_SEEDS.slice(0, 1) : SMALL_SEEDS;
+  const TRANSPORTS = ["metaroce", "rocev2"] as const, MODELS: LossModel[] = ["random", "bursty"];
+  // the plan: each claim's runs per seed, then the loss grid's
+  const planned = CLAIMS.map((c) => (seedsOf(c) ?? [null]).map((seed) => c.runs(seed, quick).map((spec) => runs.plan(spec))));
+  const grid = TRANSPORTS.map((transport) => MODELS.map((model) => LOSS_RATES.map((rate) => lossSeeds.map((seed) => runs.plan(lossRun(transport, model, rate, seed))))));
+  await runs.run(jobsOf());
+  const claims: SheetClaim[] = CLAIMS.map((c, k) => {
+    const seeds = seedsOf(c);
+    const perSeed: SheetClaim["perSeed"] = (seeds ?? [null]).map((seed, j) => {
+      const got = planned[k]![j]!;
+      const f = c.figure(got.map((i) => runs.metrics(i)));
+      return { seed, value: f.value, ...(f.parts ? { parts: f.parts } : {}), runs: got };
+    });
     const values = perSeed.map((p) => p.value);
     const { runs: _fn, figure: _fig, seeds: _s, ...text } = c;
-    claims.push({ ...text, seeds, perSeed, spread: spreadOf(values), verdict: verdictOf(values, c.bound, c.explained) });
-  }
-  const lossSeeds = quick ? SMALL_SEEDS.slice(0, 1) : SMALL_SEEDS;
-  const rows: FidelitySheet["loss"]["rows"] = [];
-  for (const transport of ["metaroce", "rocev2"] as const) {
-    for (const model of ["random", "bursty"] as LossModel[]) {
-      const cells: LossCell[] = [];
-      for (const rate of LOSS_RATES) {
-        const perSeed = [];
-        for (const seed of lossSeeds) {
-          const { i, metrics } = await runs.get(lossRun(transport, model, rate, seed));
-          perSeed.push({ seed, value: metrics.goodputOfLine!, run: i });
-        }
-        cells.push({ rate, perSeed, spread: spreadOf(perSeed.map((p) => p.value)) });
-      }
-      rows.push({ transport, model, cells });
-    }
-  }
+    return { ...text, seeds, perSeed, spread: spreadOf(values), verdict: verdictOf(values, c.bound, c.explained) };
+  });
+  const rows: FidelitySheet["loss"]["rows"] = TRANSPORTS.flatMap((transport, a) => MODELS.map((model, b) => ({
+    transport, model,
+    cells: LOSS_RATES.map((rate, r) => {
+      const perSeed = lossSeeds.map((seed, j) => { const i = grid[a]![b]![r]![j]!; return { seed, value: runs.metrics(i).goodputOfLine!, run: i }; });
+      return { rate, perSeed, spread: spreadOf(perSeed.map((p) => p.value)) } as LossCell;
+    }),
+  })));
   const root = packageRoot();
   return {
     quick,

@@ -12,7 +12,8 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const usage = `usage: npm run fidelity [-- --quick | --render]
   writes docs/fidelity.json and docs/fidelity.md: every claim of bench/lib/fidelity-claims.ts
-  measured on its seeds (several minutes on 2 cores: the page says how long it took)
+  measured on its seeds, on worker threads, one per core (FIDELITY_JOBS=n: n threads; 1: none);
+  under 3 minutes on 2 cores (the page says how long it took)
   --quick   one seed and short runs, into build/fidelity-quick.json and .md (not the page)
   --render  measure nothing: docs/fidelity.md again from docs/fidelity.json (after a change to
             the page's layout alone, bench/lib/fidelity-render.ts)`;
