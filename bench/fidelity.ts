@@ -11,11 +11,12 @@
 // many; 1 runs them one after another in the process): the sheet is the same either way.
 import { createHash } from "node:crypto";
 import { availableParallelism, cpus } from "node:os";
-import { Worker, isMainThread, parentPort, workerData } from "node:worker_threads";
+import { isMainThread, parentPort, workerData } from "node:worker_threads";
 import { fileURLToPath } from "node:url";
 import { readFileSync, writeFileSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { packageRoot } from "../host/platform/node.js";
+import { onWorkers } from "../host/platform/worker-pool.js";
 import { CLAIMS, SMALL_SEEDS, LOSS_RATES, BURST_FRAMES, claimsFile, lossRun, runSpec, type RunSpec, type Metrics, type LossModel } from "./lib/fidelity-claims.js";
 import { renderFidelity, spreadOf, verdictOf, type FidelitySheet, type SheetClaim, type SheetRun, type LossCell } from "./lib/fidelity-render.js";
 import { figure } from "./lib/report.js";
@@ -60,25 +61,11 @@ class Runs {
     // the longest first (the planes and incast runs: seconds each), so that no thread is left
     // with one of them at the end: the order they are handed out changes nothing measured
     const order = this.list.map((_, i) => i).sort((a, b) => weight(this.list[b]!.spec) - weight(this.list[a]!.spec) || a - b);
-    const workers = Array.from({ length: Math.min(jobs, order.length) }, () => new Worker(fileURLToPath(import.meta.url), { workerData: { tag: WORKER_TAG } }));
-    try {
-      await Promise.all(workers.map((w) => new Promise<void>((resolve, reject) => {
-        const next = () => {
-          const i = order.shift();
-          if (i === undefined) { resolve(); return; }
-          w.postMessage({ i, spec: this.list[i]!.spec });
-        };
-        w.on("message", (d: { i: number; metrics?: Metrics; wallS: number; error?: string }) => {
-          if (d.error !== undefined) { reject(new Error(`fidelity: ${describe(this.list[d.i]!.spec as unknown as RunSpec)}: ${d.error}`)); return; }
-          done(d.i, d.metrics!, d.wallS);
-          next();
-        });
-        w.on("error", reject);
-        next();
-      })));
-    } finally {
-      await Promise.all(workers.map((w) => w.terminate()));
-    }
+    await onWorkers<{ i: number; spec: Record<string, unknown> }, { i: number; metrics?: Metrics; wallS: number; error?: string }>(
+      fileURLToPath(import.meta.url), { tag: WORKER_TAG }, jobs, order.map((i) => ({ i, spec: this.list[i]!.spec })), (_, d) => {
+        if (d.error !== undefined) throw new Error(`fidelity: ${describe(this.list[d.i]!.spec as unknown as RunSpec)}: ${d.error}`);
+        done(d.i, d.metrics!, d.wallS);
+      });
   }
 }
 

@@ -543,12 +543,10 @@ async function scenarioRun(args: string[]): Promise<number> {
   if (scenario.sweep !== undefined) {
     let run = { untilPs: 0, what: "messages" };
     let runs: SweepRun[];
-    let planned = 0;
+    const sweep = expandSweep(scenario, limits), planned = sweep.runs;
     const jobs = values.jobs ?? 1;
     try {
       if (jobs > 1) {
-        const sweep = expandSweep(scenario, limits);
-        planned = sweep.runs;
         const combos = [...sweep].map((c, k) => ({ ...c, k })).filter((c) => !shard || inShard(c.k, shard));
         // Ctrl-C reaches the workers through a shared flag, which their runs poll at each step
         const stop = new Int32Array(new SharedArrayBuffer(4));
@@ -567,7 +565,6 @@ async function scenarioRun(args: string[]): Promise<number> {
         onRun: (k, n, set, input) => {
           const sc = resolveScenario(input);
           run = { untilPs: sc.untilPs, what: counts(sc) };
-          planned = n;
           progress.run(k, n, `run ${k + 1}/${n} ${JSON.stringify(set)}: `);
         },
         onBuilt,
@@ -582,7 +579,7 @@ async function scenarioRun(args: string[]): Promise<number> {
     if (shard) {
       const file: ShardFile = {
         format: SHARD_FORMAT, menic: version(), name, scenario: scenarioDigest(scenario, timelineOption), shard,
-        planned: expandSweep(scenario, limits).runs, runs: runs.map((r, i) => ({ run: shard!.index - 1 + i * shard!.count, ...r })),
+        planned, runs: runs.map((r, i) => ({ run: shard!.index - 1 + i * shard!.count, ...r })),
       };
       console.log(JSON.stringify(file));
     } else if (values.json) console.log(JSON.stringify({ name, runs }));

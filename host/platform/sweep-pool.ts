@@ -4,9 +4,10 @@
 // only on its scenario and seed, so the table and JSON are a one-thread run's, byte for byte.
 // Node only: the worker is this same module (the CLI bundle) started again in a thread.
 
-import { Worker, isMainThread, parentPort, workerData } from "node:worker_threads";
+import { isMainThread, parentPort, workerData } from "node:worker_threads";
 import { fileURLToPath } from "node:url";
 import { coreModule } from "./node.js";
+import { onWorkers } from "./worker-pool.js";
 import { runScenario, type ScenarioInput, type ScenarioResult } from "../scenario/run.js";
 import type { SweepCombo, SweepRun } from "../scenario/sweep.js";
 
@@ -27,47 +28,21 @@ const WORKER_TAG = "menic-sweep-worker";
  * is given back ends at the first stopped run, as a one-thread sweep's does. `onDone` is told of
  * each run as it ends (in the order they end).
  */
-export async function runSweepJobs(combos: Iterable<SweepCombo & { k: number }>, jobs: number, opts: PoolRunOptions, stop: Int32Array,
+export async function runSweepJobs(combos: readonly (SweepCombo & { k: number })[], jobs: number, opts: PoolRunOptions, stop: Int32Array,
   onDone: (k: number, ended: string) => void = () => {}): Promise<SweepRun[]> {
-  const queue = [...combos];
+  const items: Job[] = combos.map((c) => ({ k: c.k, scenario: c.scenario, opts }));
+  const sets = new Map(combos.map((c) => [c.k, c.set]));
   const byK = new Map<number, SweepRun>();
-  const sets = new Map(queue.map((c) => [c.k, c.set]));
-  const workers: Worker[] = [];
-  let failure: Error | null = null;
-  try {
-    await new Promise<void>((resolveAll) => {
-      let busy = 0, stopped = false;
-      const next = (w: Worker) => {
-        // once stopped, no new run, except one when none was going on to end "stopped": the
-        // sweep then says where it stopped, as a one-thread sweep does
-        const halt = failure !== null || (Atomics.load(stop, 0) !== 0 && (stopped || busy > 0));
-        const c = halt ? undefined : queue.shift();
-        if (!c) { if (busy === 0) resolveAll(); return; }
-        busy++;
-        w.postMessage({ k: c.k, scenario: c.scenario, opts } satisfies Job);
-      };
-      const count = Math.min(jobs, queue.length);
-      if (count === 0) { resolveAll(); return; }
-      for (let i = 0; i < count; i++) {
-        const w = new Worker(fileURLToPath(import.meta.url), { workerData: { tag: WORKER_TAG, stop: stop.buffer } });
-        workers.push(w);
-        w.on("message", (d: Done) => {
-          busy--;
-          if ("error" in d) failure ??= new Error(`run ${d.k} of the sweep: ${d.error}`);
-          else {
-            byK.set(d.k, { set: sets.get(d.k)!, result: d.result });
-            if (d.result.ended === "stopped") stopped = true;
-            onDone(d.k, d.result.ended);
-          }
-          next(w);
-        });
-        w.on("error", (e) => { busy--; failure ??= e instanceof Error ? e : new Error(String(e)); next(w); });
-        next(w);
-      }
-    });
-  } finally {
-    await Promise.all(workers.map((w) => w.terminate()));
-  }
+  let failure: Error | null = null, stopped = false;
+  await onWorkers<Job, Done>(fileURLToPath(import.meta.url), { tag: WORKER_TAG, stop: stop.buffer }, jobs, items, (_, d) => {
+    if ("error" in d) { failure ??= new Error(`run ${d.k} of the sweep: ${d.error}`); return; }
+    byK.set(d.k, { set: sets.get(d.k)!, result: d.result });
+    if (d.result.ended === "stopped") stopped = true;
+    onDone(d.k, d.result.ended);
+  }, (busy) =>
+    // once stopped, no new run, except one when none was going on to end "stopped": the sweep
+    // then says where it stopped, as a one-thread sweep does
+    failure !== null || (Atomics.load(stop, 0) !== 0 && (stopped || busy > 0)));
   if (failure) throw failure;
   // in the sweep's order, up to its first stopped run (a one-thread sweep stops there)
   const out: SweepRun[] = [];
