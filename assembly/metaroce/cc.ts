@@ -60,8 +60,7 @@ export function ccPaceRate(dev: Device, p: Path): f64 {
 export function ccGranted(dev: Device, p: Path, rtt: f64): void {
   p.slowStart = 0;
   if (rtt <= 0 || p.hintGbps <= 0) return;
-  const w = p.hintGbps / 8000 * (rtt + <f64>dev.cfg.mrtAckDelayPs);
-  if (w > p.cwnd) p.cwnd = w;
+  growToHint(dev, p, rtt);
 }
 
 /**
@@ -74,6 +73,11 @@ export function ccGranted(dev: Device, p: Path, rtt: f64): void {
  */
 export function ccHintRose(dev: Device, p: Path, before: f64): void {
   if (before <= 0 || p.hintGbps <= before || p.baseRtt <= 0) return;
-  const w = p.hintGbps / 8000 * (p.baseRtt + <f64>dev.cfg.mrtAckDelayPs);
+  growToHint(dev, p, p.baseRtt);
+}
+
+/** Path `p`'s window grows, never shrinks, to what its hint keeps in flight over `rtt` and the receiver's ACK delay. */
+function growToHint(dev: Device, p: Path, rtt: f64): void {
+  const w = p.hintGbps / 8000 * (rtt + <f64>dev.cfg.mrtAckDelayPs);
   if (w > p.cwnd) p.cwnd = w;
 }

@@ -398,7 +398,7 @@ function highestCovered(cum: u32, s0: u64, s1: u64, s2: u64, s3: u64): u32 {
 }
 
 function ackIn(dev: Device, c: u32, g: u32, h: usize, t: u64): void {
-  const p = pathAt(dev, g);
+  const p = pathAt(dev, g), k = connAt(dev, c);
   if (getMraEpoch(h) != (p.epoch & 0xff)) { statAdd(dev, STAT_MRT_RX_UNKNOWN, 1); return; } // from before the path came back
   const cum = getMraCum(h);
   const s0 = getMraSack0(h), s1 = getMraSack1(h), s2 = getMraSack2(h), s3 = getMraSack3(h);
@@ -455,12 +455,11 @@ function ackIn(dev: Device, c: u32, g: u32, h: usize, t: u64): void {
       if (st == SENT_PROBE) continue;
       p.inflight -= load<u32>(s, 16);
       statAdd(dev, STAT_MRT_LOSSES_SACK, 1);
-      connAt(dev, c).lostAt = t;
+      k.lostAt = t;
       queueRtx(dev, c, load<u32>(s), load<u32>(s, 4), t);
     }
   }
   while (pdiff(p.una, p.nxt) < 0 && load<u32>(sentAt(dev, g, p.una), 20) == SENT_NONE) p.una++;
-  const k = connAt(dev, c);
   if (sample >= 0) rttSample(dev, k, p, sample);
   // the receiver's fair share on this port, split over the connection's paths there
   const hint = getMraHint(h), before = p.hintGbps, granted = k.hintGbps > 0;

@@ -1000,13 +1000,14 @@ function forgetProbes(dev: Device, g: u32, p: Path): void {
 
 /** Every PSN in flight on path `g` is declared lost (counted in `stat`): its packets queue to be sent again, the floor moves up. */
 function declareAllLost(dev: Device, c: u32, g: u32, p: Path, stat: u32, t: u64): void {
+  const k = connAt(dev, c);
   for (let psn = p.una; pdiff(psn, p.nxt) < 0; psn++) {
     const s = sentAt(dev, g, psn);
     const st = load<u32>(s, 20);
     if (st == SENT_OUT) {
       p.inflight -= load<u32>(s, 16);
       statAdd(dev, stat, 1);
-      connAt(dev, c).lostAt = t;
+      k.lostAt = t;
       queueRtx(dev, c, load<u32>(s), load<u32>(s, 4), t);
     }
     store<u32>(s, SENT_NONE, 20);
