@@ -2,6 +2,7 @@
 // of its arena); every function takes it, and no module-level state exists, so one instance
 // may hold several devices. Configuration crosses as one block of u64 slots (layouts/config.json).
 
+import { aheadStat, aheadSetEnabled } from "./engine/ahead";
 import { Device, TRACE_BYTES } from "./core/device";
 import { memOf } from "./mem/dma";
 import { createDevice, createRefusal as refusalOf, arenaBytesFor as arenaBytesOf, eventBoundFor as eventBoundOf } from "./create";
@@ -366,6 +367,20 @@ export function jitStats(dev: usize, dst: usize): void {
   store<u64>(dst, any ? c.sideExits : 0, 56);
   store<u64>(dst, any ? c.retired : 0, 64);
 }
+
+/**
+ * Run-ahead's counters for this instance (all its devices) into `dst` (3 u64: engines that went
+ * ahead of their window, instructions they retired ahead, settles: an engine put back and run
+ * again because the NIC reached its SRAM while it was ahead; engine/ahead.ts).
+ */
+export function aheadStats(dst: usize): void {
+  store<u64>(dst, aheadStat(0));
+  store<u64>(dst, aheadStat(1), 8);
+  store<u64>(dst, aheadStat(2), 16);
+}
+
+/** Run-ahead on (1, the default) or off (0) for every device of this instance: a speed setting (results are the same). */
+export function aheadEnable(on: u32): void { aheadSetEnabled(on != 0); }
 
 /** 1 when a translation engine `e` of device `dev` runs was made from its SRAM word at `pc` (that code runs translated), else 0. */
 export function jitTranslatedAt(dev: usize, e: u32, pc: u32): u32 {

@@ -18,6 +18,9 @@ import { rxArrive } from "./nic/rx";
 import { execute } from "./engine/exec";
 import { executeProfiled } from "./engine/profile";
 import { executeJit } from "./engine/jit";
+import {
+  aheadActive, aheadCommit, aheadMayRun, aheadBound, aheadStart, aheadMode, aheadParked, aheadStopped, aheadWindow, aheadSettleAll, aheadReplayWith, AHEAD_NO_ENGINE,
+} from "./engine/ahead";
 import { debugOf, runEngineDebug, executeLogged, DebugStop } from "./engine/debug";
 import { interruptToTake, takeTrap, pendingIrqs } from "./engine/trap";
 import { nextEventTime, handlingTop, handled, topKind, topA, topB, EventKind } from "./core/sched";
@@ -32,8 +35,16 @@ import {
   STEP_STOP_WHEN_QUIESCENT, STAT_SCHED_EVENTS, STAT_SCHED_WINDOWS, STAT_ENGINE_WAKEUPS, STAT_MBOX_IN_OVERFLOW, TP_ENGINE_WAKE, TP_ENGINE_START,
 } from "./generated/layouts";
 
-/** Runs one engine until its cycle count reaches `limit`, it sleeps, exits or faults. */
-function runEngine(dev: Device, h: Hart, limit: u64): void {
+/**
+ * Runs one engine until its cycle count reaches `limit`, it sleeps, exits or faults; then, while
+ * what it runs is private, on ahead up to `horizon` (engine/ahead.ts). An engine ahead of the
+ * window waits for the window its clock is in.
+ */
+function runEngine(dev: Device, h: Hart, limit: u64, horizon: u64): void {
+  if (aheadActive(dev, h.id)) {
+    if (h.cycle >= limit) return;
+    aheadCommit(dev, h); // its window has come: it is where the windows have it
+  }
   const logging = debugOf(dev).logCap != 0;
   while (h.state == EngineState.Running && h.cycle < limit) {
     const irq = interruptToTake(h);
@@ -49,6 +60,28 @@ function runEngine(dev: Device, h: Hart, limit: u64): void {
     else if (dev.cfg.jit != 0) executeJit(dev, h, stop);
     else execute(dev, h, stop);
   }
+  if (horizon <= limit || logging || dev.cfg.profile != 0 || h.cycle < limit || !aheadMayRun(h)) return;
+  const end = aheadBound(h, horizon);
+  if (end > h.cycle) runAhead(dev, h, end);
+}
+
+/** A settle's run again (engine/ahead.ts): private instructions only, to `target`, in the interpreter. */
+function replay(dev: Device, h: Hart, target: u64): void {
+  while (h.state == EngineState.Running && h.cycle < target) execute(dev, h, target);
+}
+aheadReplayWith(replay);
+
+/** Runs engine `h` ahead to cycle `end`, or to where it parks before an instruction that is not private. */
+function runAhead(dev: Device, h: Hart, end: u64): void {
+  aheadStart(dev, h, end);
+  aheadMode(dev, true);
+  while (h.state == EngineState.Running && h.cycle < end && !aheadParked) {
+    if (dev.cfg.jit != 0) executeJit(dev, h, end);
+    else execute(dev, h, end);
+  }
+  const parked = aheadParked;
+  aheadMode(dev, false);
+  aheadStopped(dev, h, parked);
 }
 
 function runEvents(dev: Device): void {
@@ -107,6 +140,19 @@ function hostShouldDrain(dev: Device): bool {
  * the first step finishes the interrupted window, to the end that window had.
  */
 export function step(dev: Device, until: u64, flags: u32): u64 {
+  const t = stepWindows(dev, until, flags);
+  aheadSettleAll(dev);
+  return t;
+}
+
+/**
+ * How far past a window's end an engine may run ahead (engine/ahead.ts): long enough that a
+ * window costs a compute-bound engine little, short enough that engines spinning in private
+ * loops leave the others' windows and the host's checks between them coming often.
+ */
+const AHEAD_QUANTA: u64 = 1024;
+
+function stepWindows(dev: Device, until: u64, flags: u32): u64 {
   const q = dev.cfg.interleaveQuantumPs;
   const d = debugOf(dev);
   if (d.stop != DebugStop.None) return dev.now; // a debugger holds the device: time stands still
@@ -123,7 +169,9 @@ export function step(dev: Device, until: u64, flags: u32): u64 {
     }
     const grid = (dev.now / q + 1) * q;
     const end = minU64(minU64(grid, tNext), until);
-    if (!runWindow(dev, 0, end)) break;
+    // an engine may run ahead to the next event (the NIC's DMA comes from events), the step's end
+    const horizon = minU64(minU64(dev.now + AHEAD_QUANTA * q, tNext), until);
+    if (!runWindow(dev, 0, end, horizon)) break;
     if (hostShouldDrain(dev)) break;
   }
   return dev.now;
@@ -134,19 +182,23 @@ export function step(dev: Device, until: u64, flags: u32): u64 {
  * device there. Returns false when a debugger's stop interrupted the window (engine/debug.ts):
  * time stays at the window's start and the next step goes on with the engine that stopped.
  */
-function runWindow(dev: Device, first: u32, end: u64): bool {
+function runWindow(dev: Device, first: u32, end: u64, horizon: u64): bool {
   const limit = cyclesCeil(end, dev.cfg.engineClockKhz);
+  const ahead = cyclesCeil(horizon, dev.cfg.engineClockKhz);
   const d = debugOf(dev);
   for (let i: u32 = first; i < dev.cfg.engines; i++) {
     const h = hartAt(dev, i);
     if (h.state != EngineState.Running) continue;
-    if (d.on == 0) runEngine(dev, h, limit);
+    aheadWindow(i, limit);
+    if (d.on == 0) runEngine(dev, h, limit, ahead);
     else if (runEngineDebug(dev, h, limit)) {
+      aheadWindow(AHEAD_NO_ENGINE, 0);
       d.pausedEnd = end;
       d.pausedNext = i;
       return false;
     }
   }
+  aheadWindow(AHEAD_NO_ENGINE, 0);
   dev.now = end;
   statAdd(dev, STAT_SCHED_WINDOWS, 1);
   return true;
@@ -157,7 +209,7 @@ function finishPausedWindow(dev: Device): bool {
   const d = debugOf(dev);
   const end = d.pausedEnd;
   d.pausedEnd = 0;
-  return runWindow(dev, d.pausedNext, end);
+  return runWindow(dev, d.pausedNext, end, end);
 }
 
 /** True when an engine's console or the trace ring holds something for the host to read. */

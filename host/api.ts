@@ -1,7 +1,7 @@
 // The public API both entry points share (host/index.ts for Node, host/browser.ts for browser
 // bundlers): everything here runs unchanged on either platform. Each entry adds only how it
 // finds the compiled core (`coreModule`, async in both) and what needs Node (`runFirmware`).
-export { Device, DeviceFailedError, SnapshotError, type EngineReport, type EngineStateName, type TraceRecord, type DeviceOptions, type HbmServed, type MatmulLoad, type MatmulState, type MetarocePath, type DeviceConsoleLine, type RestoreOptions, type JitStats } from "./device.js";
+export { Device, DeviceFailedError, SnapshotError, type EngineReport, type EngineStateName, type TraceRecord, type DeviceOptions, type HbmServed, type MatmulLoad, type MatmulState, type MetarocePath, type DeviceConsoleLine, type RestoreOptions, type JitStats, type AheadStats } from "./device.js";
 export { CoreInstance } from "./wasm.js";
 export { ConfigError, resolveConfig, type DeviceConfig } from "./config.js";
 export { PortSplitError, type PortGroups, type PortSplitBlocker } from "./port-groups.js";

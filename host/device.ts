@@ -181,6 +181,23 @@ export interface DeviceOptions {
    * is, and a snapshot does not hold it.
    */
   jitHot?: number;
+  /**
+   * Engines run ahead of their window while what they run touches only their own registers and
+   * SRAM (default true; docs/engine.md, "Run-ahead"). A speed setting, not a config field:
+   * results are the same either way. It holds for every device of the core instance (a cluster's
+   * devices share one).
+   */
+  runAhead?: boolean;
+}
+
+/** What run-ahead has done in a device's core instance (all its devices): Device.aheadStats(). */
+export interface AheadStats {
+  /** times an engine went on past its window's end */
+  runs: number;
+  /** instructions the engines retired ahead of their windows */
+  instructions: number;
+  /** times an engine ahead was put back and run again, because the NIC reached its SRAM */
+  settles: number;
 }
 
 const SCRATCH_BYTES = 64 * 1024;
@@ -301,6 +318,7 @@ export class Device {
   private applyJitHot(): void {
     const hot = this.options.jitHot;
     if (hot !== undefined) this.core.jitSetHot(this.handle, checkInt("jitHot", hot, 1, 255));
+    if (this.options.runAhead !== undefined) this.core.aheadEnable(this.options.runAhead ? 1 : 0);
   }
 
   /** Views of wasm memory go stale when it grows; every access goes through a fresh one. */
@@ -718,6 +736,13 @@ export class Device {
       translated: Number(v[0]), flushes: Number(v[1]), invalidations: Number(v[2]), bytes: Number(v[3]), compileFailures: Number(v[4]), compileMs: jitCompileMs(this.core.memory),
       calls: Number(v[5]), jumpsOut: Number(v[6]), sideExits: Number(v[7]), instructions: Number(v[8]),
     };
+  }
+
+  /** What run-ahead has done in this device's core instance, all its devices together (docs/engine.md, "Run-ahead"). */
+  aheadStats(): AheadStats {
+    this.core.aheadStats(this.scratch);
+    const v = new BigUint64Array(this.core.memory.buffer, this.scratch, 3);
+    return { runs: Number(v[0]), instructions: Number(v[1]), settles: Number(v[2]) };
   }
 
   /** Whether engine `engine` now runs the instruction at SRAM address `pc` in translated code (config `jit` 1): a translation it runs was made from that word. */

@@ -17,9 +17,9 @@ import { endState } from "./helpers/engine-state.js";
 
 type Config = Record<string, number>;
 
-async function garbageRun(seed: number, config: Config, untilPs: bigint) {
+async function garbageRun(seed: number, config: Config, untilPs: bigint, options: DeviceOptions = {}) {
   const next = rng(seed);
-  const dev = await Device.create(coreModule(), { engines: 16, nullGuardBytes: 0, ...config });
+  const dev = await Device.create(coreModule(), { engines: 16, nullGuardBytes: 0, ...config }, options);
   dev.loadElf(writeElf(0, [{ vaddr: 0, data: new Uint8Array(garbage(next, 4096).buffer), flags: 7 }]));
   for (let e = 0; e < 16; e++) dev.core.startEngine(dev.handle, e, (next() % 4096) * 4);
   dev.run(untilPs);
@@ -90,8 +90,8 @@ function hotCode(seed: number): Uint32Array {
 const COMPUTE_ELF = new Uint8Array(readFileSync(new URL("../firmware/bench/compute.elf", import.meta.url)));
 
 /** A device of `passes.length` engines running the compute benchmark, engine e over passes[e] passes, not yet run. */
-async function computeDevice(config: Config, passes: number[]) {
-  const dev = await Device.create(coreModule(), { engines: passes.length, ...config });
+async function computeDevice(config: Config, passes: number[], options: DeviceOptions = {}) {
+  const dev = await Device.create(coreModule(), { engines: passes.length, ...config }, options);
   dev.start(dev.loadElf(COMPUTE_ELF).entry);
   passes.forEach((p, e) => dev.mailboxPush(e, p));
   return dev;
@@ -124,11 +124,15 @@ describe("the JIT runs programs exactly as the interpreter does", () => {
     for (let seed = 1; seed <= 12; seed++) {
       // every third seed with a 1 ns interleave quantum: windows end inside blocks all the time
       const quantum: Config = seed % 3 === 0 ? { interleaveQuantumPs: 1000 } : {};
-      const a = await garbageRun(seed, { jit: 0, ...quantum }, 20_000_000n);
-      const b = await garbageRun(seed, { jit: 1, ...quantum }, 20_000_000n);
+      // the JIT held to the interpreter window by window (run-ahead off: it makes fewer window
+      // starts, so less is translated), and the two again with run-ahead on
+      const a = await garbageRun(seed, { jit: 0, ...quantum }, 20_000_000n, { runAhead: false });
+      const b = await garbageRun(seed, { jit: 1, ...quantum }, 20_000_000n, { runAhead: false });
       expect(endState(b), `seed ${seed}`).toEqual(endState(a));
       expect(a.jitStats().translated).toBe(0);
       translated += b.jitStats().translated;
+      expect(endState(await garbageRun(seed, { jit: 1, ...quantum }, 20_000_000n)), `seed ${seed}, run-ahead`).toEqual(endState(a));
+      expect(endState(await garbageRun(seed, { jit: 0, ...quantum }, 20_000_000n)), `seed ${seed}, run-ahead`).toEqual(endState(a));
     }
     expect(translated).toBeGreaterThan(50);
   });
@@ -289,8 +293,8 @@ describe("the JIT runs programs exactly as the interpreter does", () => {
   });
 
   it("the compute benchmark firmware: same mailbox answer, cycles and instructions; a run of it is mostly translated code", async () => {
-    const run = async (jit: number) => {
-      const dev = await computeDevice({ jit }, [20, 20, 20, 20]);
+    const run = async (jit: number, runAhead = false) => {
+      const dev = await computeDevice({ jit }, [20, 20, 20, 20], { runAhead });
       dev.run(10_000_000_000n);
       return { dev, answers: Array.from({ length: 4 }, (_, e) => dev.mailboxPop(e)), state: endState(dev) };
     };
@@ -312,6 +316,13 @@ describe("the JIT runs programs exactly as the interpreter does", () => {
     expect(s.calls).toBeLessThan(2 * engineWindows);
     expect(instructions / s.calls).toBeGreaterThan(100);
     expect(s.sideExits).toBeLessThan(40);
+    // with run-ahead (docs/engine.md, "Run-ahead") the same, the engines past their windows for
+    // all but their first and last steps (the mailbox's), and a call runs many windows
+    const c = await run(1, true);
+    expect(c.answers).toEqual(a.answers);
+    expect(c.state).toEqual(a.state);
+    expect(c.dev.aheadStats().instructions).toBeGreaterThan(0.9 * instructions);
+    expect(c.dev.jitStats().calls).toBeLessThan(engineWindows / 4);
   });
 });
 

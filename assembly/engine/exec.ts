@@ -18,6 +18,8 @@ import { schedule, unschedule, EventKind } from "../core/sched";
 import { psOfCycle, NEVER } from "../core/time";
 import { immI, immS, immB, immJ } from "./decode";
 import { JitCache, jitCacheIfAny, jitCodePages, jitInvalidate, jitStored, jitWantsLanding, JIT_PAGE_SHIFT } from "./jit-cache";
+import { aheadOn, aheadPark, aheadJournal, pageFlags } from "./ahead";
+import { AHEAD_PAGE_SHIFT, PAGE_CODE, PAGE_JOURNAL } from "./pages";
 import { HBM_BASE, STAT_AMO_SC_FAIL, STAT_AMO_RESV_BROKEN, TP_ENGINE_SLEEP } from "../generated/layouts";
 import {
   InsnClass, insnClass, isWide, opcodeOf, funct3Of, funct7Of, funct5Of, funct10Of, rs1Of, rs2Of, loadBytes, storeBytes,
@@ -73,12 +75,21 @@ function sleep(dev: Device, h: Hart): void {
   }
 }
 
-/** Syncs the interpreter's locals into `h` and takes a synchronous trap at `pc`. */
+/** Syncs the interpreter's locals into `h` and takes a synchronous trap at `pc` (running ahead: parks there instead, ahead.ts). */
 @inline function raise(dev: Device, h: Hart, pc: u32, cycle: u64, instret: u64, cause: u32, tval: u32): void {
   h.pc = pc;
   h.cycle = cycle;
   h.instret = instret;
-  takeTrap(dev, h, cause, tval);
+  if (aheadOn) aheadPark();
+  else takeTrap(dev, h, cause, tval);
+}
+
+/** Running ahead, the engine stops before the instruction at `pc`, which is not private (ahead.ts). */
+@inline function park(h: Hart, pc: u32, cycle: u64, instret: u64): void {
+  h.pc = pc;
+  h.cycle = cycle;
+  h.instret = instret;
+  aheadPark();
 }
 
 /**
@@ -113,6 +124,8 @@ export function execute(dev: Device, h: Hart, stop: u64, jumps: bool = false): b
   // and, run by the JIT's dispatcher (`jumps`), its cache, to count landings (jitWantsLanding)
   const jc = dev.cfg.jit != 0 ? jitCacheIfAny(dev) : changetype<JitCache>(0);
   const codes: usize = jitCodePages(jc, h.id);
+  // its run-ahead page bytes (ahead.ts): a store to a page whose byte is not 0 looks further
+  const pages = pageFlags(dev, h.id);
   let pc = h.pc;
   let cycle = h.cycle;
   let instret = h.instret;
@@ -202,8 +215,11 @@ export function execute(dev: Device, h: Hart, stop: u64, jumps: bool = false): b
         if (addr & (bytes - 1)) { raise(dev, h, pc, cycle, instret, CAUSE_MISALIGNED_LOAD, addr); return false; }
         let p: usize;
         if (addr - guard < span) { p = sram + <usize>addr; cycle += cLdS; }
-        else if (addr - HBM_BASE < hbmBytes) { p = hbm + <usize>(addr - HBM_BASE); cycle += cLdH; }
-        else {
+        else if (addr - HBM_BASE < hbmBytes) {
+          if (aheadOn) { park(h, pc, cycle, instret); return false; }
+          p = hbm + <usize>(addr - HBM_BASE); cycle += cLdH;
+        } else {
+          if (aheadOn) { park(h, pc, cycle, instret); return false; }
           h.pc = pc; h.cycle = cycle; h.instret = instret;
           const r = mmioLoad(dev, h, addr);
           if (r == MMIO_FAULT) { takeTrap(dev, h, CAUSE_LOAD_ACCESS, addr); return false; }
@@ -241,13 +257,21 @@ export function execute(dev: Device, h: Hart, stop: u64, jumps: bool = false): b
         if (addr & (bytes - 1)) { raise(dev, h, pc, cycle, instret, CAUSE_MISALIGNED_STORE, addr); return false; }
         let p: usize;
         if (addr - guard < span) {
-          p = sram + <usize>addr; cycle += cStS;
-          // into translated code: the engine's translations go (the JIT translates again what stays hot)
-          if (codes != 0 && load<u8>(codes + <usize>(addr >> JIT_PAGE_SHIFT)) != 0) jitInvalidate(jc, h.id);
+          p = sram + <usize>addr;
+          const f = <u32>load<u8>(pages + <usize>(addr >> AHEAD_PAGE_SHIFT));
+          if (f != 0) {
+            // the page's first store since the engine went ahead: saved first (a full journal parks it)
+            if ((f & PAGE_JOURNAL) != 0 && !aheadJournal(dev, h, addr >> AHEAD_PAGE_SHIFT)) { park(h, pc, cycle, instret); return false; }
+            // into translated code: the engine's translations go (the JIT translates again what stays hot)
+            if ((f & PAGE_CODE) != 0 && codes != 0 && load<u8>(codes + <usize>(addr >> JIT_PAGE_SHIFT)) != 0) jitInvalidate(jc, h.id);
+          }
+          cycle += cStS;
         } else if (addr - HBM_BASE < hbmBytes) {
+          if (aheadOn) { park(h, pc, cycle, instret); return false; }
           p = hbm + <usize>(addr - HBM_BASE); cycle += cStH;
           if (engOf(dev).resvCount != 0) breakReservations(dev, h.id, addr);
         } else {
+          if (aheadOn) { park(h, pc, cycle, instret); return false; }
           h.pc = pc; h.cycle = cycle; h.instret = instret;
           const cost = mmioStore(dev, h, addr, v, bytes);
           if (cost == MMIO_FAULT) { takeTrap(dev, h, CAUSE_STORE_ACCESS, addr); return false; }
@@ -332,11 +356,13 @@ export function execute(dev: Device, h: Hart, stop: u64, jumps: bool = false): b
         break;
       }
       case OPC_AMO: { // LR.W SC.W AMO*.W
+        if (aheadOn) { park(h, pc, cycle, instret); return false; }
         h.pc = pc; h.cycle = cycle; h.instret = instret;
         amo(dev, h, ir);
         return false;
       }
       case OPC_SYSTEM: {
+        if (aheadOn) { park(h, pc, cycle, instret); return false; }
         h.pc = pc; h.cycle = cycle; h.instret = instret;
         system(dev, h, ir);
         return false;

@@ -14,6 +14,7 @@
 // hot code comes back after `hot` more runs.
 
 import { Device } from "../core/device";
+import { AHEAD_PAGE_SHIFT, PAGE_CODE } from "./pages";
 
 /** A translated block's record. */
 @unmanaged export class Block {
@@ -69,6 +70,8 @@ export const NOT_TRANSLATABLE: i32 = -2;
   pagesBias: usize; // codePages less the first engine's SRAM address >> JIT_PAGE_SHIFT: a store's code-page byte is at pagesBias + (its address >> JIT_PAGE_SHIFT)
   chunks: usize; // per engine, per JIT_CHUNK_WORDS of SRAM: 0, or its part of the map (mapSlotMade), made at the first landing there
   codePages: usize; // u8 per code page per engine: 1 while a translation reads that page
+  pageFlags: usize; // u8 per run-ahead page (ahead.ts) per engine: PAGE_CODE while a code page in it is 1, PAGE_JOURNAL while it is to be saved
+  ahead: u32; // an engine runs ahead (ahead.ts): translated code leaves before an HBM access
   blocks: usize; // cap Block records
   tables: usize; // u32 per record slot: its function table index (kept across flushes), or NO_TABLE
   checked: usize; // u32 per engine per record: the epoch in which it was last checked against that engine's SRAM
@@ -112,6 +115,9 @@ export function jitCacheOf(dev: Device): JitCache {
   const dir = <usize>c.engines * chunksPerEngine(c) * 4;
   c.chunks = heap.alloc(dir);
   memory.fill(c.chunks, 0, dir);
+  const flags = <usize>c.engines * <usize>(dev.cfg.sramBytes >> AHEAD_PAGE_SHIFT);
+  c.pageFlags = heap.alloc(flags);
+  memory.fill(c.pageFlags, 0, flags);
   c.epoch = 1;
   c.hot = JIT_HOT;
   unchecked(registry[registered++] = changetype<usize>(c));
@@ -269,16 +275,31 @@ function clearMap(c: JitCache, engine: u32): void {
   }
 }
 
+/** Run-ahead pages per engine (ahead.ts). */
+@inline function flagPages(c: JitCache): usize { return (<usize>c.words << 2) >> AHEAD_PAGE_SHIFT; }
+
+/** Engine `engine`'s run-ahead page bytes (ahead.ts): PAGE_CODE marks a page holding a word of translated code. */
+@inline export function pageFlagsOf(c: JitCache, engine: u32): usize {
+  return c.pageFlags + <usize>engine * flagPages(c);
+}
+
+/** Engine `engine`'s pages hold no translated code any more (PAGE_JOURNAL stays as it is). */
+function clearCodeFlags(c: JitCache, engine: u32): void {
+  const p = pageFlagsOf(c, engine), n = flagPages(c);
+  for (let i: usize = 0; i < n; i++) store<u8>(p + i, <u8>(<u32>load<u8>(p + i) & ~PAGE_CODE));
+}
+
 /** Drops every translation of engine `engine` (its SRAM changed under translated code). */
 export function jitInvalidate(c: JitCache, engine: u32): void {
   clearMap(c, engine);
   if (c.codePages != 0) memory.fill(codePagesOf(c, engine), 0, <usize>c.words >> (JIT_PAGE_SHIFT - 2));
+  clearCodeFlags(c, engine);
   c.invalidations++;
 }
 
 /** Drops every translation of every engine: the record slots are reused (with their table indices). */
 export function jitFlush(c: JitCache): void {
-  for (let e: u32 = 0; e < c.engines; e++) clearMap(c, e);
+  for (let e: u32 = 0; e < c.engines; e++) { clearMap(c, e); clearCodeFlags(c, e); }
   if (c.codePages != 0) memory.fill(c.codePages, 0, <usize>c.engines * (<usize>c.words >> (JIT_PAGE_SHIFT - 2)));
   c.count = 0;
   c.flushes++;

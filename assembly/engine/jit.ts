@@ -41,8 +41,9 @@ import { engOf, Engines, hartAt } from "./engines";
 import { execute } from "./exec";
 import { immI, immS, immB, immJ } from "./decode";
 import { memOf } from "../mem/dma";
+import { AHEAD_PAGE_SHIFT, PAGE_CODE, PAGE_JOURNAL } from "./pages";
 import {
-  JitCache, Block, jitCacheOf, jitRecordsMade, blockAt, mapSlot, mapSlotMade, heatOf, landingsReach, checkedAt, codePagesOf, jitInvalidate, jitFlush,
+  JitCache, Block, jitCacheOf, jitRecordsMade, blockAt, mapSlot, mapSlotMade, heatOf, landingsReach, checkedAt, codePagesOf, pageFlagsOf, jitInvalidate, jitFlush,
   JIT_MAX_INSNS, JIT_HOT_MAX, JIT_REGION_BLOCKS, JIT_PAGE_SHIFT, JIT_RECORD_BYTES, NO_BLOCK, NOT_TRANSLATABLE, NO_TABLE,
 } from "./jit-cache";
 import { HBM_BASE } from "../generated/layouts";
@@ -117,7 +118,7 @@ const L_H: u32 = 0, L_STOP: u32 = 1, L_CTX: u32 = 2; // L_CTX: the device's JitC
 @inline function lReg(r: u32): u32 { return 3 + r; }
 const L_ADDR: u32 = 35, L_TMP: u32 = 36, L_A: u32 = 37, L_B: u32 = 38, L_X0: u32 = 39, L_PTR: u32 = 40, L_BI: u32 = 41;
 const L_REGS: u32 = 42, L_SRAM: u32 = 43; // the engine's: a translation serves every engine with the same code
-const L_PAGES: u32 = 44; // the device's code-page bias (JitCache.pagesBias), for stores
+const L_PAGES: u32 = 44; // the engine's run-ahead page bytes (JitCache.pageFlags), for stores
 const L_PC: u32 = 45, L_WHY: u32 = 46; // where and why it leaves (the epilogue stores them)
 const I32_LOCALS: u32 = 44; // locals 3..46
 const L_CYC: u32 = 47, L_RET: u32 = 48;
@@ -315,13 +316,22 @@ function address(dev: Device, h: Hart, pc: u32, k: u32, rs1: u32, imm: u32, byte
   byte(IF); byte(T_I32); ifDepth++;
   {
     get(L_ADDR); get(L_SRAM); op(I32_ADD);
-    if (isStore) { // a store into translated code: the interpreter stores, and drops the translations
+    if (isStore) {
+      // the page's byte (ahead.ts): 0, the common case, when it holds no translated code and
+      // need not be saved for a run ahead; else the interpreter stores (and saves the page, or
+      // drops the translations) when the page is to be saved or the word holds translated code
+      set(L_PTR);
+      get(L_ADDR); i32c(AHEAD_PAGE_SHIFT); op(I32_SHR_U); get(L_PAGES); op(I32_ADD);
+      mem(I32_LOAD8_U, 0, 0); byte(LOCAL_TEE); uleb(L_TMP);
+      ifThen();
+      get(L_TMP); i32c(PAGE_JOURNAL); op(I32_AND); ifThen(); sideExit(pc, k); endIf();
       // the engines' SRAMs lie one after another, as their code-page bytes do (a byte per page):
       // the pointer's page, less the first SRAM's, is the byte's index from the first engine's
-      byte(LOCAL_TEE); uleb(L_PTR); i32c(JIT_PAGE_SHIFT); op(I32_SHR_U);
-      get(L_PAGES); op(I32_ADD);
+      get(L_PTR); i32c(JIT_PAGE_SHIFT); op(I32_SHR_U);
+      get(L_CTX); mem(I32_LOAD, 2, <u32>offsetof<JitCache>("pagesBias")); op(I32_ADD);
       mem(I32_LOAD8_U, 0, 0);
       ifThen(); sideExit(pc, k); endIf();
+      endIf();
       get(L_PTR);
     }
     cycles(isStore ? <u64>cfg.cpiStoreSram : <u64>cfg.cpiLoadSram);
@@ -330,6 +340,8 @@ function address(dev: Device, h: Hart, pc: u32, k: u32, rs1: u32, imm: u32, byte
   {
     get(L_ADDR); i32c(HBM_BASE); op(I32_SUB); byte(LOCAL_TEE); uleb(L_TMP); i32c(cfg.hbmBytes); op(I32_GE_U);
     ifThen(); sideExit(pc, k); endIf(); // MMIO, or nothing: the interpreter's
+    // HBM is shared: an engine running ahead parks before it (the interpreter's)
+    get(L_CTX); mem(I32_LOAD, 2, <u32>offsetof<JitCache>("ahead")); ifThen(); sideExit(pc, k); endIf();
     // the device's engines block and HBM, through L_CTX: a translation's bytes hold nothing of one
     // device's, so devices of one configuration running one image share its compiled module
     if (isStore) { // reservations to break: the interpreter's
@@ -637,7 +649,9 @@ function translate(dev: Device, c: JitCache, h: Hart, pc: u32, single: bool): i3
   // prologue: the engine's register block and SRAM; the registers the region touches; the cycle
   get(L_H); mem(I32_LOAD, 2, <u32>offsetof<Hart>("regs")); set(L_REGS);
   get(L_H); mem(I32_LOAD, 2, <u32>offsetof<Hart>("sram")); set(L_SRAM);
-  get(L_CTX); mem(I32_LOAD, 2, <u32>offsetof<JitCache>("pagesBias")); set(L_PAGES);
+  // the engine's run-ahead page bytes (jit-cache.ts pageFlagsOf)
+  get(L_CTX); mem(I32_LOAD, 2, <u32>offsetof<JitCache>("pageFlags"));
+  get(L_H); mem(I32_LOAD, 2, <u32>offsetof<Hart>("id")); i32c(cfg.sramBytes >> AHEAD_PAGE_SHIFT); op(I32_MUL); op(I32_ADD); set(L_PAGES);
   for (let r: u32 = 1; r < 32; r++) {
     if ((rUsed & (<u32>1 << r)) == 0) continue;
     get(L_REGS); mem(I32_LOAD, 2, 4 * r); set(lReg(r));
@@ -686,10 +700,13 @@ function translate(dev: Device, c: JitCache, h: Hart, pc: u32, single: bool): i3
 
 /** Engine `engine` runs translation `b`: a store or DMA into the words it was read from drops the engine's translations. */
 function markCode(c: JitCache, engine: u32, b: Block): void {
-  const pages = codePagesOf(c, engine);
+  const pages = codePagesOf(c, engine), flags = pageFlagsOf(c, engine);
   for (let i: u32 = 0; i < b.n; i++) {
     const bpc = load<u32>(b.words + <usize>i * 8), n = load<u32>(b.words + <usize>i * 8 + 4);
     for (let p = bpc >> JIT_PAGE_SHIFT; p <= (bpc + 4 * n - 1) >> JIT_PAGE_SHIFT; p++) store<u8>(pages + <usize>p, 1);
+    for (let p = bpc >> AHEAD_PAGE_SHIFT; p <= (bpc + 4 * n - 1) >> AHEAD_PAGE_SHIFT; p++) {
+      store<u8>(flags + <usize>p, <u8>(<u32>load<u8>(flags + <usize>p) | PAGE_CODE));
+    }
   }
 }
 

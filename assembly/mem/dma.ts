@@ -6,6 +6,7 @@ import { nicOf } from "../nic/state";
 import { Device } from "../core/device";
 import { hartAt } from "../engine/engines";
 import { jitSramWrite } from "../engine/jit-cache";
+import { aheadTouch } from "../engine/ahead";
 
 /** Where the device's memories are in the arena (create.ts places them last, 64-byte aligned). */
 @unmanaged export class Memories {
@@ -41,6 +42,8 @@ export function dmaPtr(dev: Device, addr: u64, len: u64): usize {
   if (dmaIsSram(dev, addr, len)) {
     const rel = addr - DMA_SRAM_BASE;
     const e = <u32>(rel / <u64>SRAM_WINDOW), off = <u32>(rel % <u64>SRAM_WINDOW);
+    // an engine running ahead of the windows is put back where they have it (engine/ahead.ts)
+    aheadTouch(dev, e);
     // the caller may write: translated code read from there is dropped (engine/jit-cache.ts)
     if (dev.cfg.jit != 0) jitSramWrite(dev, e, off, <u32>len);
     return hartAt(dev, e).sram + <usize>off;

@@ -177,6 +177,14 @@ export interface MenicExports {
    * instruction to the interpreter, instructions retired in translated code); all 0 without a cache.
    */
   jitStats(dev: number, dst: number): void;
+  /**
+   * Run-ahead's counters for this instance (all its devices) into `dst` (3 u64: engines that went
+   * ahead of their window, instructions they retired ahead, settles: an engine put back and run
+   * again because the NIC reached its SRAM while it was ahead; engine/ahead.ts).
+   */
+  aheadStats(dst: number): void;
+  /** Run-ahead on (1, the default) or off (0) for every device of this instance: a speed setting (results are the same). */
+  aheadEnable(on: number): void;
   /** 1 when a translation engine `e` of device `dev` runs was made from its SRAM word at `pc` (that code runs translated), else 0. */
   jitTranslatedAt(dev: number, e: number, pc: number): number;
   /** Device `dev`'s JIT translates a block start at its `landings`-th landing (1..255; 255 unless set); 0 when it runs interpreted. */
@@ -374,6 +382,8 @@ export const EXPORT_SIGNATURES: { readonly [K in ExportName]: Signature<MenicExp
   rxStageBodies: [["i32"], "i32"],
   rxPut: [["i32", "i32"], "i32"],
   jitStats: [["i32", "i32"], "void"],
+  aheadStats: [["i32"], "void"],
+  aheadEnable: [["i32"], "void"],
   jitTranslatedAt: [["i32", "i32", "i32"], "i32"],
   jitSetHot: [["i32", "i32"], "i32"],
   insnLog: [["i32", "i32", "i32", "i64"], "void"],
