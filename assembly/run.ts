@@ -19,7 +19,7 @@ import { execute } from "./engine/exec";
 import { executeProfiled } from "./engine/profile";
 import { executeJit } from "./engine/jit";
 import {
-  aheadActive, aheadCommit, aheadMayRun, aheadBound, aheadStart, aheadMode, aheadParked, aheadStopped, aheadWindow, aheadSettleAll, aheadReplayWith, AHEAD_NO_ENGINE,
+  aheadActive, aheadCommit, aheadMayRun, aheadBound, aheadStart, aheadMode, aheadParked, aheadStopped, aheadWindow, aheadSettleAll, aheadReplayWith, aheadDue, AHEAD_NO_ENGINE,
 } from "./engine/ahead";
 import { debugOf, runEngineDebug, executeLogged, DebugStop } from "./engine/debug";
 import { interruptToTake, takeTrap, pendingIrqs } from "./engine/trap";
@@ -167,6 +167,7 @@ function stepWindows(dev: Device, until: u64, flags: u32): u64 {
       dev.now = tNext < until ? tNext : until;
       continue;
     }
+    if (skipWindows(dev, q, minU64(tNext, until))) continue;
     const grid = (dev.now / q + 1) * q;
     const end = minU64(minU64(grid, tNext), until);
     // an engine may run ahead to the next event (the NIC's DMA comes from events), the step's end
@@ -175,6 +176,29 @@ function stepWindows(dev: Device, until: u64, flags: u32): u64 {
     if (hostShouldDrain(dev)) break;
   }
   return dev.now;
+}
+
+/**
+ * Moves the device over the windows before `before` in which no engine runs: every running
+ * engine is ahead (engine/ahead.ts) of their ends. Each counts as the window it is (the device's
+ * windows statistic); nothing else happens in them, and there is no event before `before`.
+ * Returns whether it moved.
+ */
+function skipWindows(dev: Device, q: u64, before: u64): bool {
+  const due = aheadDue(dev);
+  if (due == 0) return false;
+  const khz = dev.cfg.engineClockKhz;
+  let now = dev.now, n: u64 = 0;
+  for (;;) {
+    const end = (now / q + 1) * q;
+    if (end >= before || cyclesCeil(end, khz) > due) break;
+    now = end;
+    n++;
+  }
+  if (n == 0) return false;
+  dev.now = now;
+  statAdd(dev, STAT_SCHED_WINDOWS, n);
+  return true;
 }
 
 /**

@@ -256,6 +256,22 @@ export function aheadTouch(dev: Device, e: u32): void {
   aheadSettle(dev, hartAt(dev, e), target);
 }
 
+/**
+ * The earliest clock of `dev`'s running engines when every one of them is ahead (a window
+ * ending at or before it runs none of them), else 0.
+ */
+export function aheadDue(dev: Device): u64 {
+  if (activeCount == 0 || aheadDev != changetype<usize>(dev)) return 0;
+  let due: u64 = NEVER;
+  for (let e: u32 = 0; e < dev.cfg.engines; e++) {
+    const h = hartAt(dev, e);
+    if (h.state != EngineState.Running) continue;
+    if (slotAt(e).active == 0) return 0;
+    if (h.cycle < due) due = h.cycle;
+  }
+  return due == NEVER ? 0 : due;
+}
+
 /** At the end of a step: no engine stays ahead of the device's time (the host may look at them, or step another device). */
 export function aheadSettleAll(dev: Device): void {
   if (activeCount == 0 || aheadDev != changetype<usize>(dev)) return;
