@@ -14,8 +14,8 @@
 //     (the process has compiled them before, for the warm-up run: host/jit-modules.ts shares a
 //     compiled module by its bytes, so this is mostly instantiating them), and
 //     engines.jit.compile_ms.first: the same in the process's first JIT run, which compiles them;
-//   engines.jit.insns_per_call: instructions per call into translated code in that run (an
-//     engine's window is one or two calls: the block where it starts, then the loop's region);
+//   engines.jit.insns_per_call: instructions per call into translated code in that run (with
+//     run-ahead, docs/engine.md, a call runs on past many interleave windows);
 //   engines.jit.speedup.<example>: host time of a run of firmware/examples/<example>.elf (16 engines,
 //     to the end of every engine; the device's creation not counted) with the interpreter over
 //     that with the JIT, the process's translations compiled before (median of 5, alternating);
@@ -195,7 +195,7 @@ export async function run(): Promise<void> {
     if (engines === 16) {
       figure("engines.jit.compile_ms", median(jit.map((r) => r.compileMs)), "ms", "host milliseconds compiling translated code in one 16-engine run (median of 3), its modules compiled before in the process (host/jit-modules.ts)", { hostS: +median(jit.map((r) => r.hostS)).toFixed(3) });
       figure("engines.jit.compile_ms.first", first.compileMs, "ms", "the same in the process's first JIT run (20 passes), which compiles them");
-      figure("engines.jit.insns_per_call", jit[0]!.instructions / jit[0]!.calls, "insns", "emulated instructions per call into translated code in that run (one or two calls per engine per interleave window)", { calls: jit[0]!.calls });
+      figure("engines.jit.insns_per_call", jit[0]!.instructions / jit[0]!.calls, "insns", "emulated instructions per call into translated code in that run (with run-ahead, a call runs many interleave windows)", { calls: jit[0]!.calls });
       qemuFigure("compute", jit, qemuMips, qemu, passes);
     }
   }

@@ -138,7 +138,7 @@ export interface JitStats {
   invalidations: number;
   /** wasm bytes generated */
   bytes: number;
-  /** translations the host could not compile (a page's main thread compiles at most 4 KiB synchronously): that code is interpreted */
+  /** translations the host could not compile (a page's main thread compiles at most 4 KiB synchronously), or too large for the core's emit buffer: that code is interpreted */
   compileFailures: number;
   /** host milliseconds spent compiling them (all devices of this core instance) */
   compileMs: number;

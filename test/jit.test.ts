@@ -357,6 +357,36 @@ describe("translations follow the code", () => {
     expect(b.jitStats().invalidations).toBeGreaterThanOrEqual(1);
   });
 
+  it("a region of ~500 stores, the most code a translation makes, is translated whole and runs alike", async () => {
+    // a loop of 8 blocks of 62 stores each (a branch never taken ends each block): one region of
+    // 506 instructions, each store with its checks and the window's exit before it (the module
+    // is ~70 KB: it overran the emit buffer before the buffer was sized for JIT_MAX_INSNS)
+    const blocks = Array.from({ length: 8 }, (_, b) =>
+      Array.from({ length: 62 }, (_, k) => `      sw t1, ${4 * (62 * b + k)}(t0)`).join("\n") + `\n      bne t2, zero, out`).join("\n");
+    const src = `
+      li t0, 0x8000
+      li t1, 300
+      li t2, 0
+    loop:
+${blocks}
+      addi t1, t1, -1
+      bne t1, zero, loop
+    out:
+      lw a0, 0(t0)
+      lw a1, 1980(t0)
+      add a0, a0, a1
+      li t2, ${MMIO.SYS.EXIT}
+      sw a0, 0(t2)
+    `;
+    const a = await programRun(src, 1, 0), b = await programRun(src, 1, 1, { jitHot: 1 });
+    expect(a.engine(0).state).toBe("exited");
+    expect(a.engine(0).exitCode).toBe(2); // both words last written with t1 = 1
+    expect(endState(b)).toEqual(endState(a));
+    const s = b.jitStats();
+    expect(s.compileFailures).toBe(0);
+    expect(s.instructions).toBeGreaterThan(0.9 * b.engine(0).instructions);
+  });
+
   it("a call's return into the region it was called from is a branch, not a way out: 2,000 calls, alike", async () => {
     const src = `
       li t1, 2000

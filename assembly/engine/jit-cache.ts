@@ -30,9 +30,9 @@ import { AHEAD_PAGE_SHIFT, PAGE_CODE } from "./pages";
 
 export const BLOCK_BYTES: usize = offsetof<Block>();
 /** Instructions per translation (region of blocks, jit.ts) at most. */
-export const JIT_MAX_INSNS: u32 = 256;
+export const JIT_MAX_INSNS: u32 = 512;
 /** Blocks per translation at most. */
-export const JIT_REGION_BLOCKS: i32 = 16;
+export const JIT_REGION_BLOCKS: i32 = 32;
 /** Bytes kept per translation for checking it against SRAM: (pc, n) per block, then the words. */
 export const JIT_RECORD_BYTES: usize = <usize>JIT_REGION_BLOCKS * 8 + <usize>JIT_MAX_INSNS * 4;
 /**
@@ -90,8 +90,13 @@ export const NOT_TRANSLATABLE: i32 = -2;
 }
 
 export const NO_TABLE: u32 = 0xffffffff;
-/** Bytes of the emit buffer: the largest block's module fits many times over. */
-export const JIT_BUF_BYTES: u32 = 65536;
+/**
+ * Bytes of the emit buffer. A region's module is up to ~300 bytes per instruction (a store with
+ * its checks, and the window's exits before it): JIT_MAX_INSNS of them fit, with room. A module
+ * that does not is not made (jit.ts translate: its code is interpreted, counted as a failure to
+ * compile); 256 instructions in 64 KiB had no such guard, and 512 overran it.
+ */
+export const JIT_BUF_BYTES: u32 = 262144;
 
 // The registry: up to 64 devices per instance. A cluster's devices may share one instance
 // (host/scenario/cluster.ts): past the 64th, a device's engines are interpreted (jitCacheOf

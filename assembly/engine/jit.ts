@@ -44,7 +44,7 @@ import { memOf } from "../mem/dma";
 import { AHEAD_PAGE_SHIFT, PAGE_CODE, PAGE_JOURNAL } from "./pages";
 import {
   JitCache, Block, jitCacheOf, jitRecordsMade, blockAt, mapSlot, mapSlotMade, heatOf, landingsReach, checkedAt, codePagesOf, pageFlagsOf, jitInvalidate, jitFlush,
-  JIT_MAX_INSNS, JIT_HOT_MAX, JIT_REGION_BLOCKS, JIT_PAGE_SHIFT, JIT_RECORD_BYTES, NO_BLOCK, NOT_TRANSLATABLE, NO_TABLE,
+  JIT_MAX_INSNS, JIT_HOT_MAX, JIT_REGION_BLOCKS, JIT_PAGE_SHIFT, JIT_RECORD_BYTES, JIT_BUF_BYTES, NO_BLOCK, NOT_TRANSLATABLE, NO_TABLE,
 } from "./jit-cache";
 import { HBM_BASE } from "../generated/layouts";
 import {
@@ -66,7 +66,12 @@ declare function jitCompile(ptr: usize, len: u32, table: u32): u32;
 
 let out: usize = 0; // write position
 
-@inline function byte(b: u32): void { store<u8>(out, <u8>b); out++; }
+let outEnd: usize = 0; // the emit buffer's end: nothing is written past it (a module that does not fit is not made)
+
+@inline function byte(b: u32): void {
+  if (out < outEnd) store<u8>(out, <u8>b);
+  out++;
+}
 
 function uleb(v: u32): void {
   do {
@@ -90,6 +95,7 @@ function sleb(v: i64): void {
 function placeholder(): usize { const at = out; out += 5; return at; }
 
 function patch(at: usize): void {
+  if (at + 5 > outEnd) return; // (the module did not fit: translate drops it)
   let v = <u32>(out - at - 5);
   for (let i: usize = 0; i < 5; i++) {
     store<u8>(at + i, <u8>((v & 0x7f) | (i < 4 ? 0x80 : 0)));
@@ -574,7 +580,7 @@ function want(cfg: Config, h: Hart, pc: u32): void {
  * way back goes through the region's loop and its br_table.
  */
 function sortBlocks(): void {
-  for (let i = 2; i < rCount; i++) { // insertion sort: 16 blocks at most
+  for (let i = 2; i < rCount; i++) { // insertion sort: JIT_REGION_BLOCKS at most
     const pc = unchecked(rPc[i]), n = unchecked(rN[i]);
     let k = i;
     while (k > 1 && unchecked(rPc[k - 1]) > pc) {
@@ -635,6 +641,7 @@ function translate(dev: Device, c: JitCache, h: Hart, pc: u32, single: bool): i3
 
   // the module: one function f(h: i32, stop: i64, cache: i32) -> i32 over the core's memory
   out = c.buf;
+  outEnd = c.buf + <usize>JIT_BUF_BYTES;
   byte(0x00); byte(0x61); byte(0x73); byte(0x6d); byte(1); byte(0); byte(0); byte(0);
   byte(1); let s = placeholder(); uleb(1); byte(0x60); uleb(3); byte(T_I32); byte(T_I64); byte(T_I32); uleb(1); byte(T_I32); patch(s); // types
   byte(2); s = placeholder(); uleb(1); // imports: env.memory
@@ -684,7 +691,8 @@ function translate(dev: Device, c: JitCache, h: Hart, pc: u32, single: bool): i3
   patch(s);
   const len = <u32>(out - c.buf);
   const slot = load<u32>(c.tables + <usize>id * 4);
-  const table = jitCompile(c.buf, len, slot);
+  // a module larger than the buffer (none of the benchmarks' comes near) is not made: interpret
+  const table = out > outEnd ? NO_TABLE : jitCompile(c.buf, len, slot);
   if (table == NO_TABLE) { // the host could not compile it (a browser's main thread refuses large modules): interpret
     c.count--;
     c.compileFailures++;
