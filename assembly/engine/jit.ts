@@ -112,7 +112,7 @@ const I32_CONST: u32 = 0x41, I64_CONST: u32 = 0x42;
 const BLOCK: u32 = 0x02, LOOP: u32 = 0x03, BR: u32 = 0x0c, BR_TABLE: u32 = 0x0e, I64_LT_U: u32 = 0x54, I64_GE_U: u32 = 0x5a;
 const I32_EQZ: u32 = 0x45, I32_EQ: u32 = 0x46, I32_NE: u32 = 0x47, I32_LT_S: u32 = 0x48, I32_LT_U: u32 = 0x49, I32_GE_S: u32 = 0x4e, I32_GE_U: u32 = 0x4f;
 const I32_ADD: u32 = 0x6a, I32_SUB: u32 = 0x6b, I32_MUL: u32 = 0x6c, I32_DIV_S: u32 = 0x6d, I32_DIV_U: u32 = 0x6e, I32_REM_S: u32 = 0x6f, I32_REM_U: u32 = 0x70;
-const I32_AND: u32 = 0x71, I32_OR: u32 = 0x72, I32_XOR: u32 = 0x73, I32_SHL: u32 = 0x74, I32_SHR_S: u32 = 0x75, I32_SHR_U: u32 = 0x76;
+const I32_AND: u32 = 0x71, I32_OR: u32 = 0x72, I32_XOR: u32 = 0x73, I32_SHL: u32 = 0x74, I32_SHR_S: u32 = 0x75, I32_SHR_U: u32 = 0x76, I32_ROTR: u32 = 0x78;
 const I64_SUB: u32 = 0x7d, I64_LE_S: u32 = 0x57, I64_ADD: u32 = 0x7c, I64_MUL: u32 = 0x7e, I64_SHR_S: u32 = 0x87, I64_SHR_U: u32 = 0x88;
 const I32_WRAP_I64: u32 = 0xa7, I64_EXTEND_I32_S: u32 = 0xac, I64_EXTEND_I32_U: u32 = 0xad;
 const VOID: u32 = 0x40, T_I32: u32 = 0x7f, T_I64: u32 = 0x7e;
@@ -317,8 +317,13 @@ function blockEnd(next: u32, extra: u64, x0: bool): void {
 function address(dev: Device, h: Hart, pc: u32, k: u32, rs1: u32, imm: u32, bytes: u32, isStore: bool): void {
   const cfg = dev.cfg, eng = engOf(dev);
   reg(rs1); i32c(imm); op(I32_ADD); set(L_ADDR);
-  if (bytes != 1) { get(L_ADDR); i32c(bytes - 1); op(I32_AND); ifThen(); sideExit(pc, k); endIf(); }
-  get(L_ADDR); i32c(cfg.nullGuardBytes); op(I32_SUB); i32c(cfg.sramBytes - cfg.nullGuardBytes); op(I32_LT_U);
+  // aligned and in SRAM above the guard, in one compare: the guard and the SRAM's size are
+  // multiples of 4, so rotating addr - guard right by log2(bytes) puts a misaligned address's
+  // low bits on top, past any SRAM
+  const sh: u32 = bytes == 4 ? 2 : bytes == 2 ? 1 : 0;
+  get(L_ADDR); i32c(cfg.nullGuardBytes); op(I32_SUB);
+  if (sh != 0) { i32c(sh); op(I32_ROTR); }
+  i32c((cfg.sramBytes - cfg.nullGuardBytes) >> sh); op(I32_LT_U);
   byte(IF); byte(T_I32); ifDepth++;
   {
     get(L_ADDR); get(L_SRAM); op(I32_ADD);
@@ -344,6 +349,8 @@ function address(dev: Device, h: Hart, pc: u32, k: u32, rs1: u32, imm: u32, byte
   }
   op(ELSE);
   {
+    // misaligned (the interpreter traps it), or not SRAM
+    if (sh != 0) { get(L_ADDR); i32c(bytes - 1); op(I32_AND); ifThen(); sideExit(pc, k); endIf(); }
     get(L_ADDR); i32c(HBM_BASE); op(I32_SUB); byte(LOCAL_TEE); uleb(L_TMP); i32c(cfg.hbmBytes); op(I32_GE_U);
     ifThen(); sideExit(pc, k); endIf(); // MMIO, or nothing: the interpreter's
     // HBM is shared: an engine running ahead parks before it (the interpreter's)
