@@ -221,18 +221,19 @@ function enginesNow(dev: Device) {
 }
 
 /** What the programs run so far did, in the interpreter's run (and the translator's translations). */
-export interface FuzzTally { programs: number; traps: number; exits: number; translated: number; translatedInstructions: number }
+export interface FuzzTally { programs: number; traps: number; exits: number; translated: number; translatedInstructions: number; aheadInstructions: number }
 
 /**
- * Two devices, the interpreter's and the translator's (jitHot 1: code is translated where it
- * first lands), running programs one after another: the end state of each must be the same.
+ * Two devices, the interpreter's, windows only (run-ahead off), and the translator's (jitHot 1:
+ * code is translated where it first lands) with run-ahead on (docs/engine.md, "Run-ahead"),
+ * running programs one after another: the end state of each must be the same.
  * Devices are made anew every FUZZ_BATCH programs, so a program's run depends only on the
  * programs of its batch before it (the failure message says how to replay them).
  */
 export class FuzzRig {
   private interp: Device | null = null;
   private jit: Device | null = null;
-  readonly tally: FuzzTally = { programs: 0, traps: 0, exits: 0, translated: 0, translatedInstructions: 0 };
+  readonly tally: FuzzTally = { programs: 0, traps: 0, exits: 0, translated: 0, translatedInstructions: 0, aheadInstructions: 0 };
 
   constructor(private readonly module: WebAssembly.Module) {}
 
@@ -241,11 +242,11 @@ export class FuzzRig {
     const batch = batchOf(seed);
     if (this.interp === null || this.jit === null || seed === batch) await this.open(batch);
     const a = this.interp!, b = this.jit!;
-    const traps = a.stats()["engine.traps"], jitBefore = b.jitStats();
+    const traps = a.stats()["engine.traps"], jitBefore = b.jitStats(), aheadBefore = b.aheadStats();
     await this.advance(seed);
     const d = firstDifference(endState(a), endState(b));
     if (d !== null) {
-      throw new Error(`jit fuzz: program seed ${seed} ends differently in the translator (jitHot 1) and the interpreter: ${d}; ` +
+      throw new Error(`jit fuzz: program seed ${seed} ends differently in the translator (jitHot 1, run-ahead on) and the interpreter (run-ahead off): ${d}; ` +
         `${await firstDivergence(this.module, seed)}. Replay its batch: JIT_FUZZ_SEED=${batch} JIT_FUZZ_PROGRAMS=${seed - batch + 1} npx vitest run test/jit-fuzz.test.ts`);
     }
     const jitAfter = b.jitStats();
@@ -254,10 +255,11 @@ export class FuzzRig {
     this.tally.exits += [0, 1].filter((e) => a.engine(e).state === "exited").length;
     this.tally.translated += jitAfter.translated - jitBefore.translated;
     this.tally.translatedInstructions += jitAfter.instructions - jitBefore.instructions;
+    this.tally.aheadInstructions += b.aheadStats().instructions - aheadBefore.instructions;
   }
 
   private async open(batch: number): Promise<void> {
-    this.interp = await Device.create(this.module, fuzzConfig(batch, 0));
+    this.interp = await Device.create(this.module, fuzzConfig(batch, 0), { runAhead: false });
     this.jit = await Device.create(this.module, fuzzConfig(batch, 1), { jitHot: 1 });
   }
 
