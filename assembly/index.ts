@@ -2,7 +2,7 @@
 // of its arena); every function takes it, and no module-level state exists, so one instance
 // may hold several devices. Configuration crosses as one block of u64 slots (layouts/config.json).
 
-import { aheadStat, aheadSetEnabled } from "./engine/ahead";
+import { aheadStatsTo, aheadSetEnabled } from "./engine/ahead";
 import { Device, TRACE_BYTES } from "./core/device";
 import { memOf } from "./mem/dma";
 import { createDevice, createRefusal as refusalOf, arenaBytesFor as arenaBytesOf, eventBoundFor as eventBoundOf } from "./create";
@@ -373,11 +373,7 @@ export function jitStats(dev: usize, dst: usize): void {
  * ahead of their window, instructions they retired ahead, settles: an engine put back and run
  * again because the NIC reached its SRAM while it was ahead; engine/ahead.ts).
  */
-export function aheadStats(dst: usize): void {
-  store<u64>(dst, aheadStat(0));
-  store<u64>(dst, aheadStat(1), 8);
-  store<u64>(dst, aheadStat(2), 16);
-}
+export function aheadStats(dst: usize): void { aheadStatsTo(dst); }
 
 /** Run-ahead on (1, the default) or off (0) for every device of this instance: a speed setting (results are the same). */
 export function aheadEnable(on: u32): void { aheadSetEnabled(on != 0); }

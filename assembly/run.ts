@@ -8,7 +8,7 @@
 import { Device, statAdd, tracePoint } from "./core/device";
 import { hartAt } from "./engine/engines";
 import { consoleWantsDrain } from "./engine/console";
-import { Hart, EngineState, MIP_MTIP, MSTATUS_MIE } from "./engine/hart";
+import { Hart, EngineState } from "./engine/hart";
 import { wake, interruptEngine } from "./engine/wake";
 import { mailboxArrive } from "./engine/mailbox";
 import { transportPortTx } from "./nic/transport";
@@ -19,10 +19,10 @@ import { execute } from "./engine/exec";
 import { executeProfiled } from "./engine/profile";
 import { executeJit } from "./engine/jit";
 import {
-  aheadActive, aheadCommit, aheadMayRun, aheadBound, aheadStart, aheadMode, aheadParked, aheadStopped, aheadWindow, aheadSettleAll, aheadReplayWith, aheadDue, AHEAD_NO_ENGINE,
+  aheadActive, aheadCommit, aheadMayRun, aheadStart, aheadMode, aheadParked, aheadStopped, aheadWindow, aheadSettleAll, aheadReplayWith, aheadDue, AHEAD_NO_ENGINE,
 } from "./engine/ahead";
 import { debugOf, runEngineDebug, executeLogged, DebugStop } from "./engine/debug";
-import { interruptToTake, takeTrap, pendingIrqs } from "./engine/trap";
+import { interruptToTake, takeTrap, pendingIrqs, timerBound } from "./engine/trap";
 import { nextEventTime, handlingTop, handled, topKind, topA, topB, EventKind } from "./core/sched";
 import { cyclesCeil, psOfCycle, minU64, NEVER } from "./core/time";
 import { fifoPush, fifoPop } from "./core/fifo";
@@ -53,15 +53,14 @@ function runEngine(dev: Device, h: Hart, limit: u64, horizon: u64): void {
       continue;
     }
     // stop early where the timer interrupt would become takeable
-    let stop = limit;
-    if ((h.mstatus & MSTATUS_MIE) != 0 && (h.mie & MIP_MTIP) != 0 && h.mtimecmp < stop) stop = h.mtimecmp;
+    const stop = timerBound(h, limit);
     if (logging) executeLogged(dev, h, stop);
     else if (dev.cfg.profile != 0) executeProfiled(dev, h, stop);
     else if (dev.cfg.jit != 0) executeJit(dev, h, stop);
     else execute(dev, h, stop);
   }
   if (horizon <= limit || logging || dev.cfg.profile != 0 || h.cycle < limit || !aheadMayRun(h)) return;
-  const end = aheadBound(h, horizon);
+  const end = timerBound(h, horizon); // no further than its timer's interrupt
   if (end > h.cycle) runAhead(dev, h, end);
 }
 

@@ -27,11 +27,11 @@
 // the interpreter as in translated code.
 
 import { Device } from "../core/device";
-import { Hart, EngineState, MSTATUS_MIE, MIP_MSIP, MIP_MEIP, MIP_MTIP, NO_RESERVATION } from "./hart";
+import { Hart, EngineState, MSTATUS_MIE, MIP_MSIP, MIP_MEIP, NO_RESERVATION } from "./hart";
 import { hartAt } from "./engines";
 import { AHEAD_PAGE_SHIFT, PAGE_JOURNAL } from "./pages";
 import { interruptToTake } from "./trap";
-import { jitCacheIfAny, jitCodePages, jitInvalidate, pageFlagsOf, JitCache, JIT_PAGE_SHIFT } from "./jit-cache";
+import { jitCacheIfOn, jitCodePages, jitInvalidate, pageFlagsOf, JIT_PAGE_SHIFT } from "./jit-cache";
 import { cyclesCeil, NEVER } from "../core/time";
 
 const PAGE_BYTES: usize = <usize>1 << AHEAD_PAGE_SHIFT;
@@ -79,6 +79,12 @@ let settles: u64 = 0;
 let aheadInsns: u64 = 0;
 
 @inline function slotAt(e: u32): Slot { return changetype<Slot>(slots + <usize>e * SLOT_BYTES); }
+/** Where slot `s` keeps the registers. */
+@inline function savedRegs(s: Slot): usize { return changetype<usize>(s) + SLOT_HEAD; }
+/** Where slot `s` keeps the number of the `i`-th page it saved. */
+@inline function savedPageNo(s: Slot, i: u32): usize { return changetype<usize>(s) + SLOT_HEAD + 128 + <usize>i * 4; }
+/** Where engine `e`'s `i`-th saved page is. */
+@inline function savedPage(e: u32, i: u32): usize { return journal + (<usize>e * <usize>AHEAD_PAGES + <usize>i) * PAGE_BYTES; }
 
 function ensureRoom(engines: u32): void {
   if (engines <= slotCap) return;
@@ -91,7 +97,7 @@ function ensureRoom(engines: u32): void {
 /** Engine `e`'s page bytes: in the device's JIT cache when it has one (translated code reads them there), else the instance's. */
 export function pageFlags(dev: Device, e: u32): usize {
   const per = <usize>pagesPerEngine(dev);
-  const c = dev.cfg.jit != 0 ? jitCacheIfAny(dev) : changetype<JitCache>(0);
+  const c = jitCacheIfOn(dev);
   if (changetype<usize>(c) != 0) return pageFlagsOf(c, e);
   // (every byte is 0 but while an engine is ahead, and nothing is ahead between steps: devices share it)
   const bytes = <usize>dev.cfg.engines * per;
@@ -121,7 +127,7 @@ export function aheadPark(): void { aheadParked = true; }
 export function aheadMode(dev: Device, on: bool): void {
   aheadOn = on;
   aheadParked = false;
-  const c = dev.cfg.jit != 0 ? jitCacheIfAny(dev) : changetype<JitCache>(0);
+  const c = jitCacheIfOn(dev);
   if (changetype<usize>(c) != 0) c.ahead = <u32>on;
 }
 
@@ -141,12 +147,6 @@ export function aheadMayRun(h: Hart): bool {
   return (h.mstatus & MSTATUS_MIE) == 0 || (h.mie & (MIP_MSIP | MIP_MEIP)) == 0;
 }
 
-/** How far engine `h` may run ahead, given `horizon`: not past its timer's compare when it would take it. */
-export function aheadBound(h: Hart, horizon: u64): u64 {
-  if ((h.mstatus & MSTATUS_MIE) != 0 && (h.mie & MIP_MTIP) != 0 && h.mtimecmp < horizon) return h.mtimecmp;
-  return horizon;
-}
-
 /** Engine `h` goes ahead from where it is, bounded by cycle `end`: its checkpoint, and every page marked to save. */
 export function aheadStart(dev: Device, h: Hart, end: u64): void {
   ensureRoom(dev.cfg.engines);
@@ -159,7 +159,7 @@ export function aheadStart(dev: Device, h: Hart, end: u64): void {
   s.cycle = h.cycle;
   s.instret = h.instret;
   s.end = end;
-  memory.copy(changetype<usize>(s) + SLOT_HEAD, h.regs, 128);
+  memory.copy(savedRegs(s), h.regs, 128);
   activeCount++;
   journalBits(dev, h.id, true);
   goneAhead++;
@@ -181,8 +181,8 @@ export function aheadJournal(dev: Device, h: Hart, page: u32): bool {
   const s = slotAt(h.id);
   if (s.count == AHEAD_PAGES) return false;
   const i = s.count++;
-  store<u32>(changetype<usize>(s) + SLOT_HEAD + 128 + <usize>i * 4, page);
-  memory.copy(journal + (<usize>h.id * <usize>AHEAD_PAGES + <usize>i) * PAGE_BYTES, h.sram + (<usize>page << AHEAD_PAGE_SHIFT), PAGE_BYTES);
+  store<u32>(savedPageNo(s, i), page);
+  memory.copy(savedPage(h.id, i), h.sram + (<usize>page << AHEAD_PAGE_SHIFT), PAGE_BYTES);
   const f = pageFlags(dev, h.id) + <usize>page;
   store<u8>(f, <u8>(<u32>load<u8>(f) & ~PAGE_JOURNAL));
   return true;
@@ -203,16 +203,16 @@ export function aheadCommit(dev: Device, h: Hart): void {
  */
 export function aheadSettle(dev: Device, h: Hart, target: u64): void {
   const s = slotAt(h.id);
-  const c = dev.cfg.jit != 0 ? jitCacheIfAny(dev) : changetype<JitCache>(0);
+  const c = jitCacheIfOn(dev);
   const codes = changetype<usize>(c) != 0 ? jitCodePages(c, h.id) : 0;
   let rewritesCode = false;
   for (let i: u32 = 0; i < s.count; i++) {
-    const page = load<u32>(changetype<usize>(s) + SLOT_HEAD + 128 + <usize>i * 4);
-    const at = h.sram + (<usize>page << AHEAD_PAGE_SHIFT), saved = journal + (<usize>h.id * <usize>AHEAD_PAGES + <usize>i) * PAGE_BYTES;
+    const page = load<u32>(savedPageNo(s, i));
+    const at = h.sram + (<usize>page << AHEAD_PAGE_SHIFT), saved = savedPage(h.id, i);
     if (codes != 0 && !rewritesCode) rewritesCode = codeDiffers(codes, page, at, saved);
     memory.copy(at, saved, PAGE_BYTES);
   }
-  memory.copy(h.regs, changetype<usize>(s) + SLOT_HEAD, 128);
+  memory.copy(h.regs, savedRegs(s), 128);
   h.pc = s.pc;
   h.cycle = s.cycle;
   h.instret = s.instret;
@@ -286,7 +286,9 @@ export function aheadSettleAll(dev: Device): void {
   }
 }
 
-/** Runs ahead (engines gone ahead), their instructions retired ahead, settles (engines put back and run again). */
-export function aheadStat(which: u32): u64 {
-  return which == 0 ? goneAhead : which == 1 ? aheadInsns : which == 2 ? settles : NEVER;
+/** The counters into `dst` (3 u64): runs ahead (engines gone ahead), their instructions retired ahead, settles (engines put back and run again). */
+export function aheadStatsTo(dst: usize): void {
+  store<u64>(dst, goneAhead);
+  store<u64>(dst, aheadInsns, 8);
+  store<u64>(dst, settles, 16);
 }

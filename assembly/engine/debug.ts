@@ -11,8 +11,7 @@ import { Device } from "../core/device";
 import { Hart, EngineState } from "./hart";
 import { execute } from "./exec";
 import { executeProfiled } from "./profile";
-import { interruptToTake, takeTrap } from "./trap";
-import { MIP_MTIP, MSTATUS_MIE } from "./hart";
+import { interruptToTake, takeTrap, timerBound } from "./trap";
 import { immI, immS } from "./decode";
 import { InsnClass, insnClass, rdOf, rs1Of, funct3Of, loadBytes, storeBytes } from "../generated/isa";
 
@@ -237,8 +236,7 @@ export function runEngineDebug(dev: Device, h: Hart, limit: u64): bool {
     }
     // an engine the debugger did not resume runs unseen: to the debugger it is stopped
     if (resumed && checkBefore(dev, d, h)) return true;
-    let stop = limit;
-    if ((h.mstatus & MSTATUS_MIE) != 0 && (h.mie & MIP_MTIP) != 0 && h.mtimecmp < stop) stop = h.mtimecmp;
+    const stop = timerBound(h, limit);
     const pc = h.pc, instret = h.instret;
     if (d.logCap != 0) executeLogged(dev, h, stop);
     else if (dev.cfg.profile != 0) executeProfiled(dev, h, stop);

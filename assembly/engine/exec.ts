@@ -17,7 +17,7 @@ import { takeTrap, mret, pendingIrqs } from "./trap";
 import { schedule, unschedule, EventKind } from "../core/sched";
 import { psOfCycle, NEVER } from "../core/time";
 import { immI, immS, immB, immJ } from "./decode";
-import { JitCache, jitCacheIfAny, jitCodePages, jitInvalidate, jitStored, jitWantsLanding, JIT_PAGE_SHIFT } from "./jit-cache";
+import { jitCacheIfOn, jitCodePages, jitInvalidate, jitStored, jitWantsLanding, JIT_PAGE_SHIFT } from "./jit-cache";
 import { aheadOn, aheadPark, aheadJournal, pageFlags } from "./ahead";
 import { AHEAD_PAGE_SHIFT, PAGE_CODE, PAGE_JOURNAL } from "./pages";
 import { HBM_BASE, STAT_AMO_SC_FAIL, STAT_AMO_RESV_BROKEN, TP_ENGINE_SLEEP } from "../generated/layouts";
@@ -122,7 +122,7 @@ export function execute(dev: Device, h: Hart, stop: u64, jumps: bool = false): b
   const cStH = <u64>dev.cfg.cpiStoreHbm;
   // with the JIT on: this engine's code pages (jit-cache.ts), to see a store into translated code
   // and, run by the JIT's dispatcher (`jumps`), its cache, to count landings (jitWantsLanding)
-  const jc = dev.cfg.jit != 0 ? jitCacheIfAny(dev) : changetype<JitCache>(0);
+  const jc = jitCacheIfOn(dev);
   const codes: usize = jitCodePages(jc, h.id);
   // its run-ahead page bytes (ahead.ts): a store to a page whose byte is not 0 looks further
   const pages = pageFlags(dev, h.id);
@@ -215,11 +215,9 @@ export function execute(dev: Device, h: Hart, stop: u64, jumps: bool = false): b
         if (addr & (bytes - 1)) { raise(dev, h, pc, cycle, instret, CAUSE_MISALIGNED_LOAD, addr); return false; }
         let p: usize;
         if (addr - guard < span) { p = sram + <usize>addr; cycle += cLdS; }
-        else if (addr - HBM_BASE < hbmBytes) {
-          if (aheadOn) { park(h, pc, cycle, instret); return false; }
-          p = hbm + <usize>(addr - HBM_BASE); cycle += cLdH;
-        } else {
-          if (aheadOn) { park(h, pc, cycle, instret); return false; }
+        else if (aheadOn) { park(h, pc, cycle, instret); return false; } // HBM and MMIO are shared
+        else if (addr - HBM_BASE < hbmBytes) { p = hbm + <usize>(addr - HBM_BASE); cycle += cLdH; }
+        else {
           h.pc = pc; h.cycle = cycle; h.instret = instret;
           const r = mmioLoad(dev, h, addr);
           if (r == MMIO_FAULT) { takeTrap(dev, h, CAUSE_LOAD_ACCESS, addr); return false; }
@@ -266,12 +264,11 @@ export function execute(dev: Device, h: Hart, stop: u64, jumps: bool = false): b
             if ((f & PAGE_CODE) != 0 && codes != 0 && load<u8>(codes + <usize>(addr >> JIT_PAGE_SHIFT)) != 0) jitInvalidate(jc, h.id);
           }
           cycle += cStS;
-        } else if (addr - HBM_BASE < hbmBytes) {
-          if (aheadOn) { park(h, pc, cycle, instret); return false; }
+        } else if (aheadOn) { park(h, pc, cycle, instret); return false; } // HBM and MMIO are shared
+        else if (addr - HBM_BASE < hbmBytes) {
           p = hbm + <usize>(addr - HBM_BASE); cycle += cStH;
           if (engOf(dev).resvCount != 0) breakReservations(dev, h.id, addr);
         } else {
-          if (aheadOn) { park(h, pc, cycle, instret); return false; }
           h.pc = pc; h.cycle = cycle; h.instret = instret;
           const cost = mmioStore(dev, h, addr, v, bytes);
           if (cost == MMIO_FAULT) { takeTrap(dev, h, CAUSE_STORE_ACCESS, addr); return false; }

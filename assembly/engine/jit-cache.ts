@@ -163,6 +163,11 @@ export function jitRecordsMade(c: JitCache): void {
   c.buf = heap.alloc(<usize>JIT_BUF_BYTES);
 }
 
+/** The cache of `dev` when its engines run with the JIT (config jit 1) and it has one already, else 0. */
+export function jitCacheIfOn(dev: Device): JitCache {
+  return dev.cfg.jit != 0 ? jitCacheIfAny(dev) : changetype<JitCache>(0);
+}
+
 /** The cache of `dev` if it has one already (0 otherwise): for the hooks, which must not make one. */
 export function jitCacheIfAny(dev: Device): JitCache {
   const d = changetype<usize>(dev);
@@ -265,8 +270,7 @@ export function jitWantsLanding(c: JitCache, engine: u32, pc: u32): bool {
 
 /** A new epoch: the host may have written SRAM since the last step. */
 export function jitNewEpoch(dev: Device): void {
-  if (dev.cfg.jit == 0) return;
-  const c = jitCacheIfAny(dev);
+  const c = jitCacheIfOn(dev);
   if (changetype<usize>(c) != 0) c.epoch++;
 }
 
@@ -312,7 +316,7 @@ export function jitFlush(c: JitCache): void {
 
 /** Engine `engine`'s SRAM bytes [off, off + len) may be written by the NIC: translations reading them go. */
 export function jitSramWrite(dev: Device, engine: u32, off: u32, len: u32): void {
-  const c = jitCacheIfAny(dev);
+  const c = jitCacheIfOn(dev);
   if (changetype<usize>(c) == 0 || c.codePages == 0 || len == 0) return;
   const pages = codePagesOf(c, engine);
   const last = (off + len - 1) >> JIT_PAGE_SHIFT;
@@ -328,7 +332,6 @@ export function jitCodePages(c: JitCache, engine: u32): usize {
 
 /** Engine `engine` stored to its SRAM at `addr` (outside the interpreter's own loop: AMOs). */
 export function jitStored(dev: Device, engine: u32, addr: u32): void {
-  if (dev.cfg.jit == 0) return;
-  const c = jitCacheIfAny(dev);
+  const c = jitCacheIfOn(dev);
   if (changetype<usize>(c) != 0 && c.codePages != 0 && load<u8>(codePagesOf(c, engine) + <usize>(addr >> JIT_PAGE_SHIFT)) != 0) jitInvalidate(c, engine);
 }

@@ -16,6 +16,11 @@ import {
   return mip;
 }
 
+/** Where engine `h` must stop, at `limit` or earlier: its timer's compare, when the timer interrupt is enabled and would become takeable first. */
+@inline export function timerBound(h: Hart, limit: u64): u64 {
+  return (h.mstatus & MSTATUS_MIE) != 0 && (h.mie & MIP_MTIP) != 0 && h.mtimecmp < limit ? h.mtimecmp : limit;
+}
+
 /** Highest-priority interrupt pending and enabled (external, then software, then timer, as the privileged spec orders them), or 0. */
 @inline export function interruptToTake(h: Hart): u32 {
   if ((h.mstatus & MSTATUS_MIE) == 0) return 0;

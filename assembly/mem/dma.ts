@@ -45,7 +45,7 @@ export function dmaPtr(dev: Device, addr: u64, len: u64): usize {
     // an engine running ahead of the windows is put back where they have it (engine/ahead.ts)
     aheadTouch(dev, e);
     // the caller may write: translated code read from there is dropped (engine/jit-cache.ts)
-    if (dev.cfg.jit != 0) jitSramWrite(dev, e, off, <u32>len);
+    jitSramWrite(dev, e, off, <u32>len);
     return hartAt(dev, e).sram + <usize>off;
   }
   return 0;
