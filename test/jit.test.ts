@@ -192,8 +192,9 @@ describe("the JIT runs programs exactly as the interpreter does", () => {
         expect(interp.console(e)).toContain(`isa: ${cases.length}/${cases.length} passed`);
         expect(cases.filter((c) => !first.jitTranslatedAt(e, c.value)).map((c) => c.name), `engine ${e}`).toEqual([]);
       }
-      // at the default threshold almost none of it is: the cases run once each
-      expect(cases.filter((c) => hot.jitTranslatedAt(0, c.value)).length).toBeLessThan(10);
+      // at the default threshold little of it is: the cases run once each (those translated are
+      // what the regions of the hot return of isa_case_end take in, after its way out to them)
+      expect(cases.filter((c) => hot.jitTranslatedAt(0, c.value)).length).toBeLessThan(cases.length / 10);
       expect(first.jitStats().translated).toBeGreaterThan(20 * hot.jitStats().translated);
       expect(first.jitStats().flushes).toBe(0);
     }

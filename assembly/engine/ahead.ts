@@ -36,7 +36,7 @@ import { cyclesCeil, NEVER } from "../core/time";
 
 const PAGE_BYTES: usize = <usize>1 << AHEAD_PAGE_SHIFT;
 /** Pages an engine may save in one run-ahead; at the next it parks. */
-const AHEAD_PAGES: u32 = 32;
+const AHEAD_PAGES: u32 = 128;
 
 /** Pages of an engine's SRAM. */
 @inline export function pagesPerEngine(dev: Device): u32 { return dev.cfg.sramBytes >> AHEAD_PAGE_SHIFT; }

@@ -36,8 +36,10 @@ import {
   return load<u32>(regs + (((ir >> shift) & 31) << 2));
 }
 
+/** Writes rd; x0's slot stays 0 (at rest and for every read: the JIT keeps to the same). */
 @inline function rset(regs: usize, ir: u32, v: u32): void {
   store<u32>(regs + (((ir >> 7) & 31) << 2), v);
+  store<u32>(regs, 0);
 }
 
 /** A store by engine `self` to HBM word `addr` breaks every other engine's reservation on it. */
@@ -140,7 +142,6 @@ export function execute(dev: Device, h: Hart, stop: u64, jumps: bool = false): b
       return false;
     }
     const ir = load<u32>(sram + <usize>pc);
-    store<u32>(regs, 0); // x0
     if (!isWide(ir)) {
       raise(dev, h, pc, cycle, instret, CAUSE_ILLEGAL, ir);
       return false;
@@ -230,7 +231,6 @@ export function execute(dev: Device, h: Hart, stop: u64, jumps: bool = false): b
             default: break; // LW
           }
           rset(regs, ir, v);
-          store<u32>(regs, 0);
           h.pc = pc + 4; h.cycle = cycle + <u64>dev.cfg.cpiMmio; h.instret = instret + 1;
           return false;
         }
@@ -408,7 +408,6 @@ function amo(dev: Device, h: Hart, ir: u32): void {
     if (h.resvAddr == NO_RESERVATION) engOf(dev).resvCount++;
     h.resvAddr = addr;
     rset(regs, ir, v);
-    store<u32>(regs, 0);
     retire(h, cost);
     return;
   }
@@ -423,7 +422,6 @@ function amo(dev: Device, h: Hart, ir: u32): void {
       statAdd(dev, STAT_AMO_SC_FAIL, 1);
     }
     rset(regs, ir, ok ? 0 : 1);
-    store<u32>(regs, 0);
     retire(h, cost);
     return;
   }
@@ -445,7 +443,6 @@ function amo(dev: Device, h: Hart, ir: u32): void {
   if (inHbm && engOf(dev).resvCount != 0) breakReservations(dev, h.id, addr);
   if (!inHbm) jitStored(dev, h.id, addr);
   rset(regs, ir, a);
-  store<u32>(regs, 0);
   retire(h, cost);
 }
 
@@ -473,6 +470,5 @@ function system(dev: Device, h: Hart, ir: u32): void {
     if (!csrWrite(dev, h, csr, v)) { takeTrap(dev, h, CAUSE_ILLEGAL, ir); return; }
   }
   rset(h.regs, ir, <u32>old);
-  store<u32>(h.regs, 0);
   retire(h, <u64>dev.cfg.cpiCsr);
 }

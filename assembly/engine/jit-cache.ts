@@ -26,6 +26,14 @@ import { AHEAD_PAGE_SHIFT, PAGE_CODE } from "./pages";
   single: u32;
   /** what it was translated from: (pc, n) per block, then their words (JIT_RECORD_BYTES, made with the record's first translation and kept for the slot's next) */
   words: usize;
+  /** where its indirect jumps have gone out of it (JIT_TARGETS at most, kept at `words` + JIT_TARGETS_AT): a new translation of its entry takes them in */
+  targets: u32;
+  /** how many of `targets` it was translated with */
+  targetsIn: u32;
+  /** indirect jumps out of it since it was made */
+  jumpsOut: u32;
+  /** translations of its entry before it (made again with more targets), JIT_GENERATIONS at most */
+  generation: u32;
 }
 
 export const BLOCK_BYTES: usize = offsetof<Block>();
@@ -34,7 +42,21 @@ export const JIT_MAX_INSNS: u32 = 512;
 /** Blocks per translation at most. */
 export const JIT_REGION_BLOCKS: i32 = 32;
 /** Bytes kept per translation for checking it against SRAM: (pc, n) per block, then the words. */
-export const JIT_RECORD_BYTES: usize = <usize>JIT_REGION_BLOCKS * 8 + <usize>JIT_MAX_INSNS * 4;
+/**
+ * Targets of indirect jumps (a JALR that is not a return into the region: a switch's jump table,
+ * a call through a pointer) kept per translation. Such a jump to a block of its region is a
+ * branch; to anywhere else it leaves the region, and the dispatcher notes where (jitNoteTarget)
+ * so that the entry's next translation takes the place in (CoreMark-like's state machine left
+ * its region at every character, through its switch's table).
+ */
+export const JIT_TARGETS: u32 = 8;
+/** Where a record's targets lie in its words. */
+export const JIT_TARGETS_AT: usize = <usize>JIT_REGION_BLOCKS * 8 + <usize>JIT_MAX_INSNS * 4;
+/** Indirect jumps out of a translation, with a target it lacks, that have it made again. */
+export const JIT_RETRANSLATE_JUMPS: u32 = 32;
+/** Translations of one entry at most (each with more targets): a place whose targets keep changing stops there. */
+export const JIT_GENERATIONS: u32 = 4;
+export const JIT_RECORD_BYTES: usize = <usize>JIT_REGION_BLOCKS * 8 + <usize>JIT_MAX_INSNS * 4 + <usize>JIT_TARGETS * 4;
 /**
  * Runs of an untranslated block start (a jump or branch target) before it is translated, unless
  * the host says otherwise (jitSetHot: 1 translates code where it first lands, as the tests that
@@ -252,6 +274,20 @@ export function jitWantsLanding(c: JitCache, engine: u32, pc: u32): bool {
 @inline export function heatOf(slot: usize, word: u32): usize {
   const i = <usize>(word & (<u32>JIT_CHUNK_WORDS - 1));
   return slot - i * 4 + JIT_CHUNK_WORDS * 4 + i;
+}
+
+/**
+ * Translation `b` jumped out at `pc` through a JALR: notes `pc` among its targets; true when
+ * its entry is due to be translated again with them (JIT_RETRANSLATE_JUMPS such jumps since it
+ * was made, a target it was not made with, an earlier generation than the last).
+ */
+export function jitNoteTarget(b: Block, pc: u32): bool {
+  const at = b.words + JIT_TARGETS_AT;
+  let known = false;
+  for (let i: u32 = 0; i < b.targets; i++) if (load<u32>(at + <usize>i * 4) == pc) { known = true; break; }
+  if (!known && b.targets < JIT_TARGETS) { store<u32>(at + <usize>b.targets * 4, pc); b.targets++; }
+  b.jumpsOut++;
+  return b.jumpsOut >= JIT_RETRANSLATE_JUMPS && b.targets > b.targetsIn && b.generation + 1 < JIT_GENERATIONS;
 }
 
 @inline export function blockAt(c: JitCache, id: i32): Block {

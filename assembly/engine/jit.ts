@@ -4,36 +4,35 @@
 //
 // A block runs straight on from its first instruction to its first branch or jump (included), to
 // an instruction it does not translate (excluded: SYSTEM, AMO, anything illegal: what is legal is
-// layouts/isa.json's, through insnClass, as for the interpreter), or to
-// JIT_BLOCK_INSNS instructions. A translation is a region of blocks: the one where the
-// interpreter lands after a jump or taken branch (executeJit counts those landings: JIT_HOT of
-// them, or as many as the host's jitSetHot says, translate it) and the blocks its branches and
-// jumps reach, up to JIT_REGION_BLOCKS of them, in one function with the registers they touch in
-// locals; after a call, the call's next instruction too, which a return reaches by a branch.
+// layouts/isa.json's, through insnClass, as for the interpreter), or to JIT_BLOCK_INSNS
+// instructions. A translation is a region of blocks: the one where the interpreter lands after a
+// jump or taken branch (executeJit counts those landings: JIT_HOT of them, or as many as the
+// host's jitSetHot says, translate it) and the blocks its branches and jumps reach, up to
+// JIT_REGION_BLOCKS of them, in one function with the registers they touch in locals; after a
+// call, the call's next instruction too, which a return reaches by a branch; and the places its
+// indirect jumps went out to before (jitNoteTarget: the entry is translated again with them).
 // Where a window starts (any instruction: a window ends anywhere) the interpreter runs up to the
-// first landing; at a place's JIT_HOT_MAX-th window start only the block there is translated ("single"): it jumps
-// into the region of the loop it is part of, so each window runs one small extra translation
-// rather than a whole copy of the loop per place windows start (15 copies of the compute
-// benchmark's loop); a single block that jumps land on gets its region once that is hot. The blocks after the entry are
-// laid out by address: a jump to a later block branches straight to its code, a jump back (a
-// loop) goes through the function's loop, whose br_table picks the block. It adds each
-// instruction's cycles as the interpreter would (fixed costs summed at translation, a load's or
-// store's by where it goes). Every exit sets pc, why and the counts in locals and branches to
-// one epilogue, which stores the registers, pc, cycle and instret back: at a JALR, at a block
-// outside the region, at an instruction left to the interpreter, or at the window's end.
+// first landing; at a place's JIT_HOT_MAX-th window start only the block there is translated
+// ("single"): it jumps into the region of the loop it is part of, so each window runs one small
+// extra translation rather than a whole copy of the loop per place windows start (15 copies of
+// the compute benchmark's loop); a single block that jumps land on gets its region once that is
+// hot. The region's blocks are structured wasm: loops as wasm loops, branches forward out of
+// wasm blocks (regionCfg, tree). It counts each instruction's cycles as the interpreter would
+// (fixed costs summed at translation, a load's or store's by where it goes). Every exit sets pc,
+// why and the count in locals and branches to one epilogue, which stores the registers, pc,
+// cycle and instret back: at a JALR, at a block outside the region, at an instruction left to
+// the interpreter, or at the window's end.
 //
 // Identical to the interpreter, instruction for instruction:
 // - the window: a block runs a segment (up to a load or store) unchecked when the interpreter
-//   would run all of it before `stop` (segmentStart); otherwise it runs the segment's
-//   instructions that start before stop, one check each, and leaves where the interpreter
-//   stops, so a window's end costs no call into the interpreter;
+//   would run all of it before `stop` (segmentStart); otherwise it leaves before the segment and
+//   the interpreter runs it up to stop;
 // - anything the interpreter does more than compute — an MMIO access, a misaligned or faulting
-//   address, a store into a word of translated code, an HBM store while a reservation is held,
-//   a jump to a bad address — leaves the block before that instruction, with the state as it
-//   was before it, and the interpreter executes it ("side exit");
-// - x0: the interpreter zeroes the x0 slot before each instruction, so an instruction writing
-//   x0 leaves its value there until the next one; a translation leaves the same value (L_X0
-//   carries it across blocks).
+//   address, a store into a word of translated code or one that run-ahead must save the page for,
+//   an HBM store while a reservation is held, a jump to a bad address — leaves the block before
+//   that instruction, with the state as it was before it, and the interpreter executes it ("side
+//   exit");
+// - x0: its slot is 0 (the interpreter zeroes it after each write); a write to x0 is dropped.
 
 import { Device, Config } from "../core/device";
 import { Hart, EngineState } from "./hart";
@@ -43,8 +42,9 @@ import { immI, immS, immB, immJ } from "./decode";
 import { memOf } from "../mem/dma";
 import { AHEAD_PAGE_SHIFT, PAGE_CODE, PAGE_JOURNAL } from "./pages";
 import {
-  JitCache, Block, jitCacheOf, jitRecordsMade, blockAt, mapSlot, mapSlotMade, heatOf, landingsReach, checkedAt, codePagesOf, pageFlagsOf, jitInvalidate, jitFlush,
-  JIT_MAX_INSNS, JIT_HOT_MAX, JIT_REGION_BLOCKS, JIT_PAGE_SHIFT, JIT_RECORD_BYTES, JIT_BUF_BYTES, NO_BLOCK, NOT_TRANSLATABLE, NO_TABLE,
+  JitCache, Block, jitCacheOf, jitRecordsMade, blockAt, mapSlot, mapSlotMade, heatOf, landingsReach, checkedAt, codePagesOf, pageFlagsOf, jitInvalidate, jitFlush, jitNoteTarget,
+  JIT_MAX_INSNS, JIT_HOT_MAX, JIT_REGION_BLOCKS, JIT_PAGE_SHIFT, JIT_RECORD_BYTES, JIT_BUF_BYTES, JIT_TARGETS, JIT_TARGETS_AT, JIT_GENERATIONS,
+  NO_BLOCK, NOT_TRANSLATABLE, NO_TABLE,
 } from "./jit-cache";
 import { HBM_BASE } from "../generated/layouts";
 import {
@@ -104,7 +104,7 @@ function patch(at: usize): void {
 }
 
 // opcodes
-const IF: u32 = 0x04, END: u32 = 0x0b, ELSE: u32 = 0x05, SELECT: u32 = 0x1b;
+const IF: u32 = 0x04, END: u32 = 0x0b, ELSE: u32 = 0x05, DROP: u32 = 0x1a, SELECT: u32 = 0x1b;
 const LOCAL_GET: u32 = 0x20, LOCAL_SET: u32 = 0x21, LOCAL_TEE: u32 = 0x22;
 const I32_LOAD: u32 = 0x28, I64_LOAD: u32 = 0x29, I32_LOAD8_S: u32 = 0x2c, I32_LOAD8_U: u32 = 0x2d, I32_LOAD16_S: u32 = 0x2e, I32_LOAD16_U: u32 = 0x2f, I64_LOAD32_U: u32 = 0x35;
 const I32_STORE: u32 = 0x36, I64_STORE: u32 = 0x37, I32_STORE8: u32 = 0x3a, I32_STORE16: u32 = 0x3b;
@@ -113,28 +113,41 @@ const BLOCK: u32 = 0x02, LOOP: u32 = 0x03, BR: u32 = 0x0c, BR_TABLE: u32 = 0x0e,
 const I32_EQZ: u32 = 0x45, I32_EQ: u32 = 0x46, I32_NE: u32 = 0x47, I32_LT_S: u32 = 0x48, I32_LT_U: u32 = 0x49, I32_GE_S: u32 = 0x4e, I32_GE_U: u32 = 0x4f;
 const I32_ADD: u32 = 0x6a, I32_SUB: u32 = 0x6b, I32_MUL: u32 = 0x6c, I32_DIV_S: u32 = 0x6d, I32_DIV_U: u32 = 0x6e, I32_REM_S: u32 = 0x6f, I32_REM_U: u32 = 0x70;
 const I32_AND: u32 = 0x71, I32_OR: u32 = 0x72, I32_XOR: u32 = 0x73, I32_SHL: u32 = 0x74, I32_SHR_S: u32 = 0x75, I32_SHR_U: u32 = 0x76, I32_ROTR: u32 = 0x78;
-const I64_SUB: u32 = 0x7d, I64_LE_S: u32 = 0x57, I64_ADD: u32 = 0x7c, I64_MUL: u32 = 0x7e, I64_SHR_S: u32 = 0x87, I64_SHR_U: u32 = 0x88;
+const I64_SUB: u32 = 0x7d, I64_LT_S: u32 = 0x53, I64_ADD: u32 = 0x7c, I64_MUL: u32 = 0x7e, I64_AND: u32 = 0x83, I64_SHL: u32 = 0x86, I64_SHR_S: u32 = 0x87, I64_SHR_U: u32 = 0x88;
 const I32_WRAP_I64: u32 = 0xa7, I64_EXTEND_I32_S: u32 = 0xac, I64_EXTEND_I32_U: u32 = 0xad;
 const VOID: u32 = 0x40, T_I32: u32 = 0x7f, T_I64: u32 = 0x7e;
 
-// locals: the parameters h (i32) and stop (i64), a local per register, temporaries, the block
-// to run next; the cycles left to `stop` (stop - cycle: a window check is one compare with a
-// constant), and instructions retired since entry
+// locals: the parameters h (i32), stop (i64) and the cache, a local per register (x1..x31),
+// temporaries, the root to run next (L_BI), and the count (L_CNT)
 const L_H: u32 = 0, L_STOP: u32 = 1, L_CTX: u32 = 2; // L_CTX: the device's JitCache (see `address`)
-@inline function lReg(r: u32): u32 { return 3 + r; }
-const L_ADDR: u32 = 35, L_TMP: u32 = 36, L_A: u32 = 37, L_B: u32 = 38, L_X0: u32 = 39, L_PTR: u32 = 40, L_BI: u32 = 41;
-const L_REGS: u32 = 42, L_SRAM: u32 = 43; // the engine's: a translation serves every engine with the same code
-const L_PAGES: u32 = 44; // the engine's run-ahead page bytes (JitCache.pageFlags), for stores
-const L_PC: u32 = 45, L_WHY: u32 = 46; // where and why it leaves (the epilogue stores them)
-const I32_LOCALS: u32 = 44; // locals 3..46
-const L_CYC: u32 = 47, L_RET: u32 = 48;
-const I64_LOCALS: u32 = 2; // locals 47..48
+@inline function lReg(r: u32): u32 { return 3 + r; } // (3, x0's, is not used)
+const L_ADDR: u32 = 35, L_TMP: u32 = 36, L_A: u32 = 37, L_B: u32 = 38, L_PTR: u32 = 39, L_BI: u32 = 40;
+const L_REGS: u32 = 41, L_SRAM: u32 = 42; // the engine's: a translation serves every engine with the same code
+const L_PAGES: u32 = 43; // the engine's run-ahead page bytes (JitCache.pageFlags), for stores
+const L_PC: u32 = 44, L_WHY: u32 = 45; // where and why it leaves (the epilogue stores them)
+const I32_LOCALS: u32 = 43; // locals 3..45
+const L_CNT: u32 = 46;
+const I64_LOCALS: u32 = 1; // local 46
+
+// L_CNT counts two things in one i64, so that a block's end adds one constant: the cycles left to
+// `stop` (stop - cycle, signed: a window check is one compare with a constant) above CNT_SHIFT,
+// the instructions retired since entry below it. A call is given at most JIT_CALL_CYCLES cycles
+// (executeJit), so those instructions (a cycle each at least) stay below 2^CNT_SHIFT.
+const CNT_SHIFT: u64 = 24;
+const CNT_RETIRED: u64 = (<u64>1 << CNT_SHIFT) - 1;
+/** Cycles a call into a translation may run at most (executeJit cuts a longer window into calls). */
+const JIT_CALL_CYCLES: u64 = <u64>1 << 22;
 
 @inline function get(l: u32): void { byte(LOCAL_GET); uleb(l); }
-/** Charges `n` cycles (L_CYC counts the cycles left to `stop`). */
-function cycles(n: u64): void { get(L_CYC); i64c(n); op(I64_SUB); set(L_CYC); }
+/** Adds `retired` instructions and charges `n` cycles. */
+function count(retired: u64, n: u64): void {
+  const delta = retired - (n << CNT_SHIFT);
+  if (delta != 0) { get(L_CNT); i64c(delta); op(I64_ADD); set(L_CNT); }
+}
+/** Charges `n` cycles. */
+@inline function cycles(n: u64): void { count(0, n); }
 /** Pushes whether the window ends before `n` more cycles: cycle + n >= stop. */
-function windowEndsIn(n: u64): void { get(L_CYC); i64c(n); op(I64_LE_S); }
+function windowEndsIn(n: u64): void { get(L_CNT); i64c((n + 1) << CNT_SHIFT); op(I64_LT_S); }
 @inline function set(l: u32): void { byte(LOCAL_SET); uleb(l); }
 @inline function i32c(v: u32): void { byte(I32_CONST); sleb(<i64><i32>v); }
 @inline function i64c(v: u64): void { byte(I64_CONST); sleb(<i64>v); }
@@ -165,9 +178,10 @@ function kindOf(ir: u32, pc: u32, guard: u32): u32 {
 
 // ---- translation ----------------------------------------------------------------------------
 
-// Why a translation returned: it jumped out of the region (the run loop looks for another), it
-// left an instruction to the interpreter, or the window is nearly over (the interpreter ends it).
-const EXIT_JUMP: u32 = 0, EXIT_INTERP: u32 = 1, EXIT_WINDOW: u32 = 2;
+// Why a translation returned: it jumped out of the region (the run loop looks for another;
+// EXIT_INDIRECT: through a JALR, and the run loop notes where), it left an instruction to the
+// interpreter, or the window is nearly over (the interpreter ends it).
+const EXIT_JUMP: u32 = 0, EXIT_INTERP: u32 = 1, EXIT_WINDOW: u32 = 2, EXIT_INDIRECT: u32 = 3;
 
 /** Instructions per block at most. */
 const JIT_BLOCK_INSNS: u32 = 64;
@@ -179,12 +193,41 @@ let rCount: i32 = 0;
 let rInsns: u32 = 0;
 let rUsed: u32 = 0; // registers any of its instructions reads or writes
 let rWritten: u32 = 0; // registers any of them writes: stored back at every exit
+// the targets of indirect jumps the region takes in (an earlier translation's: jitNoteTarget)
+const rTargets = new StaticArray<u32>(JIT_TARGETS);
+let rTargetCount: u32 = 0;
+let rGeneration: u32 = 0;
 
 // per instruction being emitted
-let wroteX0: bool = false; // the last instruction emitted wrote x0 (its value is in L_X0)
-let pend: u64 = 0; // fixed cycles of the block's instructions so far, not yet charged to L_CYC
+let pend: u64 = 0; // fixed cycles of the block's instructions so far, not yet charged to L_CNT
 let curBlock: i32 = 0; // the block being emitted
-let ifDepth: u32 = 0; // wasm `if`s open inside the block's code
+
+// The wasm labels open where code is being emitted, outermost first: the exits' block (every
+// exit branches to it, the epilogue follows it), a loop whose header is a block of the region, a
+// block after whose end a block of the region follows, an `if`. A branch's depth is its label's
+// distance from the top.
+const C_EXIT: u32 = 0, C_LOOP: u32 = 1, C_BLOCK: u32 = 2, C_IF: u32 = 3, C_TOP: u32 = 4;
+const CTX_MAX: i32 = 1024;
+const ctxKind = new StaticArray<u32>(CTX_MAX);
+const ctxNode = new StaticArray<i32>(CTX_MAX);
+let ctxN: i32 = 0;
+
+/** Opens a label: `what` (BLOCK, LOOP or IF) with no result, of kind `kind` for region block `node`. */
+function open(what: u32, kind: u32, node: i32): void {
+  byte(what); byte(VOID);
+  if (ctxN < CTX_MAX) { unchecked(ctxKind[ctxN] = kind); unchecked(ctxNode[ctxN] = node); }
+  ctxN++;
+}
+
+function close(): void { op(END); ctxN--; }
+
+/** Branches to the innermost label of `kind` for `node`. */
+function brTo(kind: u32, node: i32): void {
+  for (let i = min(ctxN, CTX_MAX) - 1; i >= 0; i--) {
+    if (unchecked(ctxKind[i]) == kind && unchecked(ctxNode[i]) == node) { byte(BR); uleb(<u32>(ctxN - 1 - i)); return; }
+  }
+  unreachable(); // (the structure puts every branch inside its label)
+}
 
 /** Pushes register r's value. */
 function reg(r: u32): void {
@@ -192,49 +235,44 @@ function reg(r: u32): void {
   else get(lReg(r));
 }
 
-/** Pops the stack into register r (x0: kept in L_X0 for the exit). */
+/** Pops the stack into register r (x0: dropped). */
 function setReg(r: u32): void {
-  if (r == 0) { set(L_X0); wroteX0 = true; return; }
+  if (r == 0) { op(DROP); return; }
   set(lReg(r));
 }
 
 /**
  * Leaves the region through its epilogue (`epilogue`), with pc (a constant, or with `pcFromAddr`
- * the value in L_ADDR), cycle stop - (L_CYC - pend - extra), instret + L_RET + retired, and x0
- * (with `x0` the value the last instruction wrote there, else 0).
+ * the value in L_ADDR), pend + extra more cycles and `retired` more instructions in L_CNT.
  */
-function exit(pc: u32, pcFromAddr: bool, retired: u32, extra: u64, code: u32, x0: bool): void {
-  if (!x0) { i32c(0); set(L_X0); }
+function exit(pc: u32, pcFromAddr: bool, retired: u32, extra: u64, code: u32): void {
   if (pcFromAddr) get(L_ADDR); else i32c(pc);
   set(L_PC);
-  const add = pend + extra;
-  if (add != 0) cycles(add);
-  if (retired != 0) { get(L_RET); i64c(<u64>retired); op(I64_ADD); set(L_RET); }
+  count(<u64>retired, pend + extra);
   i32c(code); set(L_WHY);
-  byte(BR); uleb(ifDepth + <u32>(rCount - 1 - curBlock) + 1); // out of the blocks and the loop
+  byte(BR); uleb(<u32>(ctxN - 1)); // to the exits' block
 }
 
-/** Where every exit goes: the registers the region writes go back, then x0, pc, cycle, instret; returns L_WHY. */
+/** Where every exit goes: the registers the region writes go back, then pc, cycle, instret; returns L_WHY. */
 function epilogue(): void {
   for (let r: u32 = 1; r < 32; r++) {
     if ((rWritten & (<u32>1 << r)) == 0) continue;
     get(L_REGS); get(lReg(r)); mem(I32_STORE, 2, 4 * r);
   }
-  get(L_REGS); get(L_X0); mem(I32_STORE, 2, 0);
   get(L_H); get(L_PC); mem(I32_STORE, 2, <u32>offsetof<Hart>("pc"));
-  get(L_H); get(L_STOP); get(L_CYC); op(I64_SUB); mem(I64_STORE, 3, <u32>offsetof<Hart>("cycle"));
+  get(L_H); get(L_STOP); get(L_CNT); i64c(CNT_SHIFT); op(I64_SHR_S); op(I64_SUB); mem(I64_STORE, 3, <u32>offsetof<Hart>("cycle"));
   get(L_H); get(L_H); mem(I64_LOAD, 3, <u32>offsetof<Hart>("instret"));
-  get(L_RET); op(I64_ADD);
+  get(L_CNT); i64c(CNT_RETIRED); op(I64_AND); op(I64_ADD);
   mem(I64_STORE, 3, <u32>offsetof<Hart>("instret"));
   get(L_WHY);
 }
 
 /** Leaves before instruction `k` of the block at `pc`, for the interpreter to execute it. */
-@inline function sideExit(pc: u32, k: u32): void { exit(pc, false, k, 0, EXIT_INTERP, false); }
+@inline function sideExit(pc: u32, k: u32): void { exit(pc, false, k, 0, EXIT_INTERP); }
 
 /** Opens a wasm `if` (no result) on the i32 on the stack. */
-@inline function ifThen(): void { byte(IF); byte(VOID); ifDepth++; }
-@inline function endIf(): void { op(END); ifDepth--; }
+@inline function ifThen(): void { open(IF, C_IF, -1); }
+@inline function endIf(): void { close(); }
 
 /** The region's block starting at `pc`, or -1. */
 function regionBlock(pc: u32): i32 {
@@ -264,54 +302,39 @@ function segmentCycles(cfg: Config, h: Hart, pc: u32, n: u32, from: u32): u64 {
 
 /**
  * Before the segment starting at instruction `from` of the block at `bpc` (n instructions): when
- * the window ends inside it, runs its instructions that start before stop (they compute only:
- * its last instruction, the load or store or jump, starts after stop) and leaves before the first
- * that does not, as the interpreter stops there (EXIT_WINDOW).
+ * the window ends inside it, leaves there (EXIT_WINDOW), and the interpreter runs the segment's
+ * instructions that start before stop (they compute only: its last instruction, the load or
+ * store or jump, starts after stop). The interpreter's few instructions at a window's end cost
+ * less than a second copy of every segment, with a check per instruction, in translated code.
  */
 function segmentStart(dev: Device, h: Hart, bpc: u32, n: u32, from: u32): void {
   if (from >= n) return;
-  const cfg = dev.cfg;
-  windowEndsIn(pend + segmentCycles(cfg, h, bpc, n, from));
-  ifThen();
-  const p0 = pend, w0 = wroteX0;
-  let t = from;
-  for (; t < n - 1; t++) {
-    const ir = load<u32>(h.sram + <usize>(bpc + 4 * t));
-    const kind = kindOf(ir, bpc + 4 * t, cfg.nullGuardBytes);
-    if (kind == K_LOAD || kind == K_STORE) break;
-    windowEndsIn(pend);
-    ifThen(); exit(bpc + 4 * t, false, t, 0, EXIT_WINDOW, wroteX0); endIf();
-    emitInsn(dev, h, ir, bpc, t, n);
-  }
-  exit(bpc + 4 * t, false, t, 0, EXIT_WINDOW, wroteX0);
-  endIf();
-  pend = p0; wroteX0 = w0;
+  windowEndsIn(pend + segmentCycles(dev.cfg, h, bpc, n, from));
+  ifThen(); exit(bpc + 4 * from, false, from, 0, EXIT_WINDOW); endIf();
 }
 
 /**
- * The block ends and execution goes on at `next` (its last instruction's cycles `extra`; `x0`:
- * it wrote x0): into the region's block there (which checks the window first), else out of the
- * region.
+ * The block ends and execution goes on at `next` (its last instruction's cycles `extra`): into
+ * the region's block there (which checks the window first), else out of the region.
  */
-function blockEnd(next: u32, extra: u64, x0: bool): void {
-  const n = unchecked(rN[curBlock]);
+function blockEnd(dev: Device, h: Hart, next: u32, extra: u64): void {
+  const cur = curBlock, n = unchecked(rN[cur]);
   const j = regionBlock(next);
-  if (j < 0) { exit(next, false, n, extra, EXIT_JUMP, x0); return; }
-  const add = pend + extra;
-  if (add != 0) cycles(add);
-  if (!x0) { i32c(0); set(L_X0); } // L_X0 holds the x0 slot's value at every block's start
-  get(L_RET); i64c(<u64>n); op(I64_ADD); set(L_RET);
-  if (j > curBlock) { // forward: straight to its code, which follows the end of wasm block j
-    byte(BR); uleb(<u32>(j - curBlock - 1) + ifDepth);
-  } else { // backward: through the region's loop, which picks block j
-    i32c(<u32>j); set(L_BI);
-    byte(BR); uleb(<u32>(rCount - 1 - curBlock) + ifDepth);
-  }
+  const how = j < 0 ? E_NONE : edgeKind(cur, j);
+  if (how == E_NONE) { exit(next, false, n, extra, EXIT_JUMP); return; }
+  count(<u64>n, pend + extra);
+  if (how == E_BACK) { brTo(C_LOOP, j); return; } // to the loop j heads
+  if (how == E_DISPATCH) { i32c(<u32>unchecked(rRoot[j])); set(L_BI); brTo(C_TOP, -1); return; } // another root's
+  if (unchecked(rForwardIn[j]) > 1) { brTo(C_BLOCK, j); return; } // j follows the end of a block
+  // j is reached from here alone (else by its loop's way back): its code goes here
+  const p0 = pend;
+  tree(dev, h, j);
+  curBlock = cur; pend = p0;
 }
 
 /**
  * Pushes the wasm address of the `bytes`-wide access at x[rs1] + `imm` (kept in L_ADDR),
- * charging its cycles to L_CYC; leaves the region when the access is misaligned (the interpreter
+ * charging its cycles to L_CNT; leaves the region when the access is misaligned (the interpreter
  * traps it) or not plain SRAM or HBM (or is a store the interpreter must see).
  */
 function address(dev: Device, h: Hart, pc: u32, k: u32, rs1: u32, imm: u32, bytes: u32, isStore: bool): void {
@@ -324,7 +347,9 @@ function address(dev: Device, h: Hart, pc: u32, k: u32, rs1: u32, imm: u32, byte
   get(L_ADDR); i32c(cfg.nullGuardBytes); op(I32_SUB);
   if (sh != 0) { i32c(sh); op(I32_ROTR); }
   i32c((cfg.sramBytes - cfg.nullGuardBytes) >> sh); op(I32_LT_U);
-  byte(IF); byte(T_I32); ifDepth++;
+  byte(IF); byte(T_I32);
+  if (ctxN < CTX_MAX) { unchecked(ctxKind[ctxN] = C_IF); unchecked(ctxNode[ctxN] = -1); }
+  ctxN++;
   {
     get(L_ADDR); get(L_SRAM); op(I32_ADD);
     if (isStore) {
@@ -362,11 +387,12 @@ function address(dev: Device, h: Hart, pc: u32, k: u32, rs1: u32, imm: u32, byte
       ifThen(); sideExit(pc, k); endIf();
       cycles(<u64>cfg.cpiStoreHbm);
     } else {
-      get(L_CYC); get(L_CTX); mem(I32_LOAD, 2, <u32>offsetof<JitCache>("eng")); mem(I64_LOAD32_U, 2, <u32>offsetof<Engines>("cpiLoadHbmNow")); op(I64_SUB); set(L_CYC);
+      get(L_CNT); get(L_CTX); mem(I32_LOAD, 2, <u32>offsetof<JitCache>("eng")); mem(I64_LOAD32_U, 2, <u32>offsetof<Engines>("cpiLoadHbmNow"));
+      i64c(CNT_SHIFT); op(I64_SHL); op(I64_SUB); set(L_CNT);
     }
     get(L_TMP); get(L_CTX); mem(I32_LOAD, 2, <u32>offsetof<JitCache>("hbm")); op(I32_ADD);
   }
-  op(END); ifDepth--;
+  close();
 }
 
 /** Emits instruction `ir`, the k-th of the current block (at `bpc`, n instructions). */
@@ -375,7 +401,6 @@ function emitInsn(dev: Device, h: Hart, ir: u32, bpc: u32, k: u32, n: u32): void
   const cfg = dev.cfg;
   const rd = rdOf(ir), rs1 = rs1Of(ir), rs2 = rs2Of(ir), f3 = funct3Of(ir);
   const cAlu = <u64>cfg.cpiAlu;
-  wroteX0 = false;
   const cls = insnClass(ir);
   switch (cls) {
     case InsnClass.Lui: i32c(ir & 0xfffff000); setReg(rd); pend += cAlu; break;
@@ -469,15 +494,15 @@ function emitInsn(dev: Device, h: Hart, ir: u32, bpc: u32, k: u32, n: u32): void
       }
       const p0 = pend;
       ifThen();
-      blockEnd(pc + immB(ir), <u64>cfg.cpiBranchTaken, false);
+      blockEnd(dev, h, pc + immB(ir), <u64>cfg.cpiBranchTaken);
       endIf();
       pend = p0;
-      blockEnd(pc + 4, cAlu, false);
+      blockEnd(dev, h, pc + 4, cAlu);
       return;
     }
     case InsnClass.Jal: { // the block's end
       i32c(pc + 4); setReg(rd);
-      blockEnd(pc + immJ(ir), <u64>cfg.cpiJump, rd == 0);
+      blockEnd(dev, h, pc + immJ(ir), <u64>cfg.cpiJump);
       return;
     }
     case InsnClass.Jalr: { // the block's and the region's end; a bad target is the interpreter's to fault
@@ -485,21 +510,24 @@ function emitInsn(dev: Device, h: Hart, ir: u32, bpc: u32, k: u32, n: u32): void
       get(L_ADDR); i32c(3); op(I32_AND); get(L_ADDR); i32c(cfg.nullGuardBytes); op(I32_LT_U); op(I32_OR);
       ifThen(); sideExit(pc, k); endIf();
       i32c(pc + 4); setReg(rd);
-      if (rd == 0 && (rs1 == 1 || rs1 == 5)) { // a return (the ISA's hint): to a call's next instruction in the region, a branch
-        for (let j = 0; j < rCount; j++) {
-          const at = unchecked(rPc[j]);
-          if (!isReturnSite(h, at)) continue;
-          get(L_ADDR); i32c(at); op(I32_EQ);
-          ifThen(); blockEnd(at, <u64>cfg.cpiJump, true); endIf();
-        }
+      // to a block of the region, a branch: a call's next instruction for a return (the ISA's
+      // hint), any target an earlier translation's jumps took (a jump table's)
+      const isReturn = rd == 0 && (rs1 == 1 || rs1 == 5);
+      for (let j = 0; j < rCount; j++) {
+        const at = unchecked(rPc[j]);
+        if (!(isReturn && isReturnSite(h, at)) && !isTarget(at)) continue;
+        get(L_ADDR); i32c(at); op(I32_EQ);
+        const p0 = pend;
+        ifThen(); blockEnd(dev, h, at, <u64>cfg.cpiJump); endIf();
+        pend = p0;
       }
-      exit(0, true, k + 1, <u64>cfg.cpiJump, EXIT_JUMP, rd == 0);
+      exit(0, true, k + 1, <u64>cfg.cpiJump, EXIT_INDIRECT);
       return;
     }
     default: break;
   }
   // the block ends after this instruction without a jump (its length, or an instruction it leaves to the interpreter)
-  if (last) blockEnd(pc + 4, 0, wroteX0);
+  if (last) blockEnd(dev, h, pc + 4, 0);
 }
 
 /** Registers an instruction reads (bit r): its class's (layouts/isa.json). */
@@ -549,6 +577,227 @@ function addBlock(cfg: Config, h: Hart, pc: u32): i32 {
   return i;
 }
 
+/** Is `pc` one of the indirect jumps' targets the region takes in? */
+function isTarget(pc: u32): bool {
+  for (let i: u32 = 0; i < rTargetCount; i++) if (unchecked(rTargets[i]) == pc) return true;
+  return false;
+}
+
+// ---- the region's control flow ---------------------------------------------------------------
+//
+// A region's blocks become structured wasm (as in Ramsey's "Beyond Relooper", 2022). Its edges
+// (a block's branch, jump or fall-through to a block of the region; a JALR's compares) are
+// ordered depth first from its roots, dominators found, and each block's code is emitted once,
+// where its dominator tree puts it:
+// - a block that heads a loop (an edge back to it from a block it dominates) inside a wasm
+//   `loop`, which that edge branches to;
+// - a block reached by several edges going forward after the end of a wasm `block` those edges
+//   branch out of, inside its dominator's code;
+// - any other block in place, at the end of the one edge reaching it.
+// The entry is a root; so is a block entered from more than one root's tree or by an edge
+// back from a block it does not dominate (irreducible flow: a merge sort's loops). With more
+// than one root, the roots' trees lie in a dispatch loop whose br_table picks one (L_BI), and an
+// edge to a root from outside its tree sets L_BI and branches to that loop. So loops run as wasm
+// loops, with no dispatch per iteration, and irreducible ones stay in the region.
+
+const E_NONE: u32 = 0, E_FORWARD: u32 = 1, E_BACK: u32 = 2, E_DISPATCH: u32 = 3;
+const EDGES_MAX: i32 = JIT_REGION_BLOCKS * (JIT_REGION_BLOCKS + 2);
+const eFrom = new StaticArray<i32>(EDGES_MAX);
+const eTo = new StaticArray<i32>(EDGES_MAX);
+let eCount: i32 = 0;
+const S_ROOT: i32 = JIT_REGION_BLOCKS; // the roots' dominator (no block)
+const rRoot = new StaticArray<i32>(JIT_REGION_BLOCKS); // the block's index among the roots, or -1
+const rRoots = new StaticArray<i32>(JIT_REGION_BLOCKS); // the roots, the entry first
+let rRootCount: i32 = 0;
+const rRpo = new StaticArray<i32>(JIT_REGION_BLOCKS + 1); // reverse postorder number (S_ROOT's 0), -1 when unreached
+const rIdom = new StaticArray<i32>(JIT_REGION_BLOCKS + 1);
+const rPreds = new StaticArray<u64>(JIT_REGION_BLOCKS);
+const rForwardIn = new StaticArray<u32>(JIT_REGION_BLOCKS); // edges going forward into the block
+const rLoopHead = new StaticArray<bool>(JIT_REGION_BLOCKS);
+const rOrder = new StaticArray<i32>(JIT_REGION_BLOCKS + 1); // by reverse postorder
+let rReached: i32 = 0; // blocks reached, with S_ROOT
+let rPost: i32 = 0;
+const mChildren = new StaticArray<i32>(JIT_REGION_BLOCKS); // the merge children of the blocks `tree` is in, a stack
+let mTop: i32 = 0;
+
+function addEdge(from: i32, to: u32): void {
+  const j = regionBlock(to);
+  if (j < 0 || eCount == EDGES_MAX) return;
+  unchecked(eFrom[eCount] = from); unchecked(eTo[eCount] = j);
+  eCount++;
+}
+
+function makeRoot(i: i32): void {
+  unchecked(rRoot[i] = rRootCount);
+  unchecked(rRoots[rRootCount] = i);
+  rRootCount++;
+}
+
+/** Depth first from block i, along edges to blocks that are not roots: postorder into rOrder's top. */
+function dfs(i: i32): void {
+  unchecked(rRpo[i] = 0);
+  for (let e = 0; e < eCount; e++) {
+    if (unchecked(eFrom[e]) != i) continue;
+    const j = unchecked(eTo[e]);
+    if (unchecked(rRpo[j]) < 0 && unchecked(rRoot[j]) < 0) dfs(j);
+  }
+  unchecked(rOrder[JIT_REGION_BLOCKS - rPost] = i);
+  rPost++;
+}
+
+function intersect(a: i32, b: i32): i32 {
+  while (a != b) {
+    while (unchecked(rRpo[a]) > unchecked(rRpo[b])) a = unchecked(rIdom[a]);
+    while (unchecked(rRpo[b]) > unchecked(rRpo[a])) b = unchecked(rIdom[b]);
+  }
+  return a;
+}
+
+function dominates(a: i32, b: i32): bool {
+  while (b != a && b != S_ROOT) b = unchecked(rIdom[b]);
+  return b == a;
+}
+
+/** Orders the blocks depth first from S_ROOT (to the roots in order) and finds their dominators. */
+function orderRegion(): void {
+  for (let i = 0; i <= S_ROOT; i++) unchecked(rRpo[i] = -1);
+  rPost = 0;
+  for (let r = rRootCount - 1; r >= 0; r--) { // (postorder: the entry's tree last, so first in reverse)
+    const i = unchecked(rRoots[r]);
+    if (unchecked(rRpo[i]) < 0) dfs(i);
+  }
+  unchecked(rOrder[JIT_REGION_BLOCKS - rPost] = S_ROOT);
+  rPost++;
+  rReached = rPost;
+  for (let k = 0; k < rReached; k++) { // postorder was filled from the top: move it down, numbering
+    const i = unchecked(rOrder[JIT_REGION_BLOCKS + 1 - rReached + k]);
+    unchecked(rOrder[k] = i);
+    unchecked(rRpo[i] = k);
+  }
+  for (let i = 0; i < rCount; i++) unchecked(rPreds[i] = 0);
+  for (let e = 0; e < eCount; e++) {
+    const f = unchecked(eFrom[e]), t = unchecked(eTo[e]);
+    if (unchecked(rRpo[f]) >= 0 && unchecked(rRoot[t]) < 0) unchecked(rPreds[t] |= <u64>1 << <u64>f);
+  }
+  // dominators (Cooper, Harvey and Kennedy's iteration over reverse postorder)
+  for (let i = 0; i < S_ROOT; i++) unchecked(rIdom[i] = unchecked(rRoot[i]) >= 0 ? S_ROOT : -1);
+  unchecked(rIdom[S_ROOT] = S_ROOT);
+  let changed = true;
+  while (changed) {
+    changed = false;
+    for (let k = 1; k < rReached; k++) {
+      const b = unchecked(rOrder[k]);
+      if (unchecked(rRoot[b]) >= 0) continue;
+      let idom = -1;
+      const preds = unchecked(rPreds[b]);
+      for (let p = 0; p < rCount; p++) {
+        if ((preds & (<u64>1 << <u64>p)) == 0 || unchecked(rIdom[p]) < 0) continue;
+        idom = idom < 0 ? p : intersect(p, idom);
+      }
+      if (idom != unchecked(rIdom[b])) { unchecked(rIdom[b] = idom); changed = true; }
+    }
+  }
+}
+
+/** The region's edges, roots, order and dominators (translate, before emitting). */
+function regionCfg(h: Hart): void {
+  eCount = 0;
+  rRootCount = 0;
+  for (let i = 0; i < rCount; i++) {
+    unchecked(rRoot[i] = -1);
+    const lastPc = unchecked(rPc[i]) + 4 * (unchecked(rN[i]) - 1), ir = load<u32>(h.sram + <usize>lastPc);
+    switch (insnClass(ir)) {
+      case InsnClass.Branch: addEdge(i, lastPc + immB(ir)); addEdge(i, lastPc + 4); break;
+      case InsnClass.Jal: addEdge(i, lastPc + immJ(ir)); break;
+      case InsnClass.Jalr: {
+        const isReturn = rdOf(ir) == 0 && (rs1Of(ir) == 1 || rs1Of(ir) == 5);
+        for (let j = 0; j < rCount; j++) {
+          const at = unchecked(rPc[j]);
+          if ((isReturn && isReturnSite(h, at)) || isTarget(at)) addEdge(i, at);
+        }
+        break;
+      }
+      default: addEdge(i, lastPc + 4); // (a block that ends without a jump)
+    }
+  }
+  makeRoot(0);
+  for (;;) { // a block entered from two roots' trees, or back from a block it does not dominate, is a root too
+    orderRegion();
+    const roots = rRootCount;
+    for (let k = 1; k < rReached; k++) {
+      const i = unchecked(rOrder[k]);
+      if (unchecked(rRoot[i]) < 0 && unchecked(rIdom[i]) == S_ROOT) makeRoot(i);
+    }
+    for (let e = 0; e < eCount; e++) {
+      const f = unchecked(eFrom[e]), t = unchecked(eTo[e]);
+      if (unchecked(rRpo[f]) < 0 || unchecked(rRoot[t]) >= 0 || unchecked(rRpo[t]) > unchecked(rRpo[f]) || dominates(t, f)) continue;
+      makeRoot(t);
+    }
+    if (rRootCount == roots) break;
+  }
+  for (let i = 0; i < rCount; i++) { unchecked(rForwardIn[i] = 0); unchecked(rLoopHead[i] = false); }
+  for (let e = 0; e < eCount; e++) {
+    const f = unchecked(eFrom[e]), t = unchecked(eTo[e]);
+    if (unchecked(rRpo[f]) < 0) continue;
+    const how = edgeKind(f, t);
+    if (how == E_FORWARD) unchecked(rForwardIn[t] += 1);
+    else if (how == E_BACK) unchecked(rLoopHead[t] = true);
+  }
+}
+
+/** How the edge from block `from` (reached) to block `to` goes. */
+function edgeKind(from: i32, to: i32): u32 {
+  if (unchecked(rRpo[to]) > unchecked(rRpo[from]) && unchecked(rRoot[to]) < 0) return E_FORWARD;
+  return dominates(to, from) ? E_BACK : E_DISPATCH;
+}
+
+/** Emits the roots' trees: the entry's alone, or all of them in the dispatch loop (L_BI: the root; 0, the entry, on entry). */
+function roots(dev: Device, h: Hart): void {
+  if (rRootCount == 1) { tree(dev, h, 0); return; }
+  open(LOOP, C_TOP, -1);
+  for (let r = rRootCount - 1; r >= 0; r--) open(BLOCK, C_BLOCK, unchecked(rRoots[r]));
+  get(L_BI); byte(BR_TABLE); uleb(<u32>rRootCount);
+  for (let r = 0; r < rRootCount; r++) uleb(<u32>r);
+  uleb(<u32>rRootCount - 1);
+  for (let r = 0; r < rRootCount; r++) { close(); tree(dev, h, unchecked(rRoots[r])); }
+  close();
+}
+
+/** Emits block x and the blocks it dominates (its loop around them when it heads one). */
+function tree(dev: Device, h: Hart, x: i32): void {
+  // x's merge children (dominated by x, reached by more than one edge going forward), the
+  // latest in reverse postorder first: its wasm block outermost, its code last
+  const base = mTop;
+  for (let k = rReached - 1; k > 0; k--) {
+    const y = unchecked(rOrder[k]);
+    if (y != x && unchecked(rRoot[y]) < 0 && unchecked(rIdom[y]) == x && unchecked(rForwardIn[y]) > 1) { unchecked(mChildren[mTop] = y); mTop++; }
+  }
+  const loop = unchecked(rLoopHead[x]);
+  if (loop) open(LOOP, C_LOOP, x);
+  within(dev, h, x, base, base);
+  if (loop) close();
+  mTop = base;
+}
+
+/** Emits block x inside the wasm blocks of its merge children from the `i`-th on, each child after its block's end. */
+function within(dev: Device, h: Hart, x: i32, i: i32, base: i32): void {
+  if (i == mTop) { blockCode(dev, h, x); return; }
+  const y = unchecked(mChildren[i]);
+  open(BLOCK, C_BLOCK, y);
+  within(dev, h, x, i + 1, base);
+  close();
+  tree(dev, h, y);
+}
+
+/** Emits the code of block i (each of its edges ends it, in blockEnd). */
+function blockCode(dev: Device, h: Hart, i: i32): void {
+  curBlock = i;
+  pend = 0;
+  const bpc = unchecked(rPc[i]), n = unchecked(rN[i]);
+  segmentStart(dev, h, bpc, n, 0);
+  for (let k: u32 = 0; k < n; k++) emitInsn(dev, h, load<u32>(h.sram + <usize>(bpc + 4 * k)), bpc, k, n);
+}
+
 /** Does a block of the region end with a call (JAL or JALR that links) whose next instruction is `pc`? */
 function isReturnSite(h: Hart, pc: u32): bool {
   for (let i = 0; i < rCount; i++) {
@@ -582,30 +831,19 @@ function want(cfg: Config, h: Hart, pc: u32): void {
 }
 
 /**
- * Orders the region's blocks after the entry (block 0) by address, so that a jump to a later
- * address is a forward branch in the function (straight to that block's code) and only a loop's
- * way back goes through the region's loop and its br_table.
- */
-function sortBlocks(): void {
-  for (let i = 2; i < rCount; i++) { // insertion sort: JIT_REGION_BLOCKS at most
-    const pc = unchecked(rPc[i]), n = unchecked(rN[i]);
-    let k = i;
-    while (k > 1 && unchecked(rPc[k - 1]) > pc) {
-      unchecked(rPc[k] = rPc[k - 1]); unchecked(rN[k] = rN[k - 1]);
-      k--;
-    }
-    unchecked(rPc[k] = pc); unchecked(rN[k] = n);
-  }
-}
-
-/**
  * Translates the region of engine `h` entered at `pc` (in SRAM, aligned, above the guard) into
- * a new record of `c` (with `single`, only the block at `pc`); returns its id, or
+ * a new record of `c` (with `single`, only the block at `pc`); with `from` (the entry's last
+ * translation), with the targets its indirect jumps took as blocks too. Returns its id, or
  * NOT_TRANSLATABLE when the instruction at `pc` is not one a block runs.
  */
-function translate(dev: Device, c: JitCache, h: Hart, pc: u32, single: bool): i32 {
+function translate(dev: Device, c: JitCache, h: Hart, pc: u32, single: bool, from: Block | null = null): i32 {
   const cfg = dev.cfg;
-  rCount = 0; rInsns = 0; rUsed = 0; rWritten = 0;
+  rCount = 0; rInsns = 0; rUsed = 0; rWritten = 0; rTargetCount = 0; rGeneration = 0;
+  if (from) { // (read before anything else: a flush below reuses its record)
+    rTargetCount = from.targets;
+    for (let i: u32 = 0; i < rTargetCount; i++) unchecked(rTargets[i] = load<u32>(from.words + JIT_TARGETS_AT + <usize>i * 4));
+    rGeneration = from.generation + 1;
+  }
   if (addBlock(cfg, h, pc) < 0) return NOT_TRANSLATABLE;
   jitRecordsMade(c);
   if (c.eng == 0) { // what translated code reads of the device (its bytes hold none of it)
@@ -620,20 +858,26 @@ function translate(dev: Device, c: JitCache, h: Hart, pc: u32, single: bool): i3
     if (e == h.id) continue;
     const at = mapSlot(c, e, pc >> 2);
     const other = at == 0 ? NO_BLOCK : load<i32>(at);
-    if (other >= 0 && blockAt(c, other).single == <u32>single && stillTrue(blockAt(c, other), h)) {
+    if (other >= 0 && blockAt(c, other).single == <u32>single && blockAt(c, other).generation >= rGeneration && stillTrue(blockAt(c, other), h)) {
       store<u32>(checkedAt(c, h.id, other), c.epoch);
       markCode(c, h.id, blockAt(c, other));
       return other;
     }
   }
-  if (!single) for (let i = 0; i < rCount; i++) successors(cfg, h, i); // breadth first: rCount grows as it goes
-  sortBlocks();
+  if (!single) {
+    for (let i: u32 = 0; i < rTargetCount; i++) want(cfg, h, unchecked(rTargets[i])); // before the blocks the entry reaches
+    for (let i = 0; i < rCount; i++) successors(cfg, h, i); // breadth first: rCount grows as it goes
+  }
+  regionCfg(h);
   if (c.count == c.cap) jitFlush(c);
   const id = <i32>c.count;
   c.count++;
   const b = blockAt(c, id);
   b.n = <u32>rCount;
   b.single = <u32>single;
+  b.targets = b.targetsIn = rTargetCount;
+  b.jumpsOut = 0;
+  b.generation = rGeneration;
   store<u32>(checkedAt(c, h.id, id), c.epoch);
   // what it was translated from: (pc, n) per block, then the words
   if (b.words == 0) b.words = heap.alloc(JIT_RECORD_BYTES); // a device that translates little keeps little
@@ -645,6 +889,7 @@ function translate(dev: Device, c: JitCache, h: Hart, pc: u32, single: bool): i3
     memory.copy(w, h.sram + <usize>bpc, <usize>n * 4);
     w += <usize>n * 4;
   }
+  for (let i: u32 = 0; i < rTargetCount; i++) store<u32>(b.words + JIT_TARGETS_AT + <usize>i * 4, unchecked(rTargets[i]));
 
   // the module: one function f(h: i32, stop: i64, cache: i32) -> i32 over the core's memory
   out = c.buf;
@@ -670,28 +915,13 @@ function translate(dev: Device, c: JitCache, h: Hart, pc: u32, single: bool): i3
     if ((rUsed & (<u32>1 << r)) == 0) continue;
     get(L_REGS); mem(I32_LOAD, 2, 4 * r); set(lReg(r));
   }
-  get(L_REGS); mem(I32_LOAD, 2, 0); set(L_X0);
-  get(L_STOP); get(L_H); mem(I64_LOAD, 3, <u32>offsetof<Hart>("cycle")); op(I64_SUB); set(L_CYC);
-  // block { loop { block { ... block { br_table } block 0 } block 1 ... } } epilogue: L_BI (0 on
-  // entry) picks the block; an exit branches out of the outer block
-  byte(BLOCK); byte(VOID);
-  byte(LOOP); byte(VOID);
-  for (let i = 0; i < rCount; i++) { byte(BLOCK); byte(VOID); }
-  get(L_BI); byte(BR_TABLE); uleb(<u32>rCount);
-  for (let i = 0; i < rCount; i++) uleb(<u32>i);
-  uleb(<u32>rCount - 1);
-  for (let i = 0; i < rCount; i++) {
-    op(END);
-    curBlock = i;
-    ifDepth = 0;
-    pend = 0;
-    const bpc = unchecked(rPc[i]), n = unchecked(rN[i]);
-    wroteX0 = true; // before the first instruction, x0's slot is what L_X0 holds
-    segmentStart(dev, h, bpc, n, 0);
-    for (let k: u32 = 0; k < n; k++) emitInsn(dev, h, load<u32>(h.sram + <usize>(bpc + 4 * k)), bpc, k, n);
-  }
-  op(END); // the loop: every block leaves by a branch
-  op(END); // the exits' block
+  get(L_STOP); get(L_H); mem(I64_LOAD, 3, <u32>offsetof<Hart>("cycle")); op(I64_SUB); i64c(CNT_SHIFT); op(I64_SHL); set(L_CNT);
+  // the region's blocks in structured control flow (regionCfg, tree), inside the exits' block
+  ctxN = 0;
+  mTop = 0;
+  open(BLOCK, C_EXIT, -1);
+  roots(dev, h);
+  close();
   epilogue();
   op(END);
   patch(body);
@@ -734,6 +964,19 @@ function stillTrue(b: Block, h: Hart): bool {
     w += n * 4;
   }
   return true;
+}
+
+/**
+ * Translates the entry of engine `h`'s translation `b` again, with the targets its indirect jumps
+ * took (jitNoteTarget), for the engine's map there; when that makes nothing, `b` stays, and
+ * is not tried again.
+ */
+function retranslate(dev: Device, c: JitCache, h: Hart, b: Block): void {
+  const entry = load<u32>(b.words), flushes = c.flushes;
+  const id = translate(dev, c, h, entry, false, b);
+  if (id >= 0) store<i32>(mapSlotMade(c, h.id, entry >> 2), id);
+  else if (c.flushes == flushes) b.generation = JIT_GENERATIONS;
+  // (else a flush dropped every translation, b's too: the entry is NO_BLOCK, to be hot again)
 }
 
 /**
@@ -780,13 +1023,23 @@ export function executeJit(dev: Device, h: Hart, stop: u64): void {
         }
         if (id >= 0) {
           const before = h.instret;
-          const why = call_indirect<u32>(b.table, changetype<usize>(h), stop, changetype<usize>(c));
+          const callStop = stop - h.cycle > JIT_CALL_CYCLES ? h.cycle + JIT_CALL_CYCLES : stop; // (L_CNT's bound)
+          const why = call_indirect<u32>(b.table, changetype<usize>(h), callStop, changetype<usize>(c));
           c.calls++;
           c.retired += h.instret - before;
           if (why == EXIT_JUMP) { c.jumpsOut++; continue; }
-          if (why == EXIT_INTERP) { c.sideExits++; execute(dev, h, h.cycle + 1, false); } // the instruction it left to the interpreter
-          return; // or the window is over
-
+          if (why == EXIT_INDIRECT) {
+            c.jumpsOut++;
+            if (b.single == 0 && jitNoteTarget(b, h.pc)) retranslate(dev, c, h, b);
+            continue;
+          }
+          if (why == EXIT_INTERP) { c.sideExits++; execute(dev, h, h.cycle + 1, false); return; } // the instruction it left to the interpreter
+          // the window ends in the segment it left before (its instructions before stop are the
+          // interpreter's), or the call's bound came first (on from there as from a window's start)
+          if (h.cycle < callStop) execute(dev, h, callStop, false);
+          if (h.cycle >= stop || h.state != EngineState.Running) return;
+          landed = false;
+          continue;
         }
       }
     }

@@ -2,7 +2,7 @@
 // byte per page per engine, 0 for a page a store needs nothing more for.
 
 /** SRAM bytes per page (log2). */
-export const AHEAD_PAGE_SHIFT: u32 = 10;
+export const AHEAD_PAGE_SHIFT: u32 = 8;
 /** A page's byte: some word of it holds translated code (jit-cache.ts keeps which, word by word). */
 export const PAGE_CODE: u32 = 1;
 /** A page's byte: its engine runs ahead and has not saved the page yet (ahead.ts). */
