@@ -25,7 +25,7 @@
 //
 // Identical to the interpreter, instruction for instruction:
 // - the window: a block runs a segment (up to a load or store) unchecked when the interpreter
-//   would run all of it before `stop` (segmentStart); otherwise it leaves before the segment and
+//   would run all of it before `stop` (blockStart); otherwise it leaves before the block and
 //   the interpreter runs it up to stop;
 // - anything the interpreter does more than compute — an MMIO access, a misaligned or faulting
 //   address, a store into a word of translated code or one that run-ahead must save the page for,
@@ -126,8 +126,8 @@ const L_REGS: u32 = 41, L_SRAM: u32 = 42; // the engine's: a translation serves 
 const L_PAGES: u32 = 43; // the engine's run-ahead page bytes (JitCache.pageFlags), for stores
 const L_PC: u32 = 44, L_WHY: u32 = 45; // where and why it leaves (the epilogue stores them)
 const I32_LOCALS: u32 = 43; // locals 3..45
-const L_CNT: u32 = 46;
-const I64_LOCALS: u32 = 1; // local 46
+const L_CNT: u32 = 46, L_HBMC: u32 = 47; // L_HBMC: an HBM load's cycles, shifted as in L_CNT
+const I64_LOCALS: u32 = 2; // locals 46..47
 
 // L_CNT counts two things in one i64, so that a block's end adds one constant: the cycles left to
 // `stop` (stop - cycle, signed: a window check is one compare with a constant) above CNT_SHIFT,
@@ -281,36 +281,29 @@ function regionBlock(pc: u32): i32 {
 }
 
 /**
- * A block's instructions run in segments: each ends with a load or store (whose cycles depend on
- * where it goes) or with the block's last instruction. Within a segment every instruction's
- * start cycle is known from the segment's, and the interpreter runs the whole segment when its
- * last instruction starts before `stop` (cycles only grow). So a block checks that before each
- * segment (segmentStart), and otherwise runs the segment's instructions that start before stop,
- * one check each, and leaves where the interpreter would stop. Returns the cycles of the segment
- * starting at instruction `from` of the block at `pc` (n instructions) before its last instruction.
+ * The cycles from instruction `from` of the block at `pc` (n instructions) to the start of its
+ * last, with its loads and stores in SRAM (their cycles depend on where they go: HBM's are more,
+ * and an access there checks again, in `address`).
  */
-function segmentCycles(cfg: Config, h: Hart, pc: u32, n: u32, from: u32): u64 {
+function restCycles(cfg: Config, h: Hart, pc: u32, n: u32, from: u32): u64 {
   let cycles: u64 = 0;
-  for (let t = from; t < n - 1; t++) {
+  for (let t = from; t + 1 < n; t++) {
     const ir = load<u32>(h.sram + <usize>(pc + 4 * t));
     const kind = kindOf(ir, pc + 4 * t, cfg.nullGuardBytes);
-    if (kind == K_LOAD || kind == K_STORE) break;
-    cycles += fixedCost(cfg, ir);
+    cycles += kind == K_LOAD ? <u64>cfg.cpiLoadSram : kind == K_STORE ? <u64>cfg.cpiStoreSram : fixedCost(cfg, ir);
   }
   return cycles;
 }
 
 /**
- * Before the segment starting at instruction `from` of the block at `bpc` (n instructions): when
- * the window ends inside it, leaves there (EXIT_WINDOW), and the interpreter runs the segment's
- * instructions that start before stop (they compute only: its last instruction, the load or
- * store or jump, starts after stop). The interpreter's few instructions at a window's end cost
- * less than a second copy of every segment, with a check per instruction, in translated code.
+ * Before the block at `bpc` (n instructions): when the window ends inside it (its last
+ * instruction would start at or after `stop`), leaves (EXIT_WINDOW), and the interpreter runs the
+ * instructions that start before stop. Else the whole block runs unchecked, but for an access
+ * that goes to HBM, whose cycles are more than the SRAM ones counted here: it checks again.
  */
-function segmentStart(dev: Device, h: Hart, bpc: u32, n: u32, from: u32): void {
-  if (from >= n) return;
-  windowEndsIn(pend + segmentCycles(dev.cfg, h, bpc, n, from));
-  ifThen(); exit(bpc + 4 * from, false, from, 0, EXIT_WINDOW); endIf();
+function blockStart(dev: Device, h: Hart, bpc: u32, n: u32): void {
+  windowEndsIn(restCycles(dev.cfg, h, bpc, n, 0));
+  ifThen(); exit(bpc, false, 0, 0, EXIT_WINDOW); endIf();
 }
 
 /**
@@ -337,7 +330,8 @@ function blockEnd(dev: Device, h: Hart, next: u32, extra: u64): void {
  * charging its cycles to L_CNT; leaves the region when the access is misaligned (the interpreter
  * traps it) or not plain SRAM or HBM (or is a store the interpreter must see).
  */
-function address(dev: Device, h: Hart, pc: u32, k: u32, rs1: u32, imm: u32, bytes: u32, isStore: bool): void {
+function address(dev: Device, h: Hart, bpc: u32, n: u32, k: u32, rs1: u32, imm: u32, bytes: u32, isStore: bool): void {
+  const pc = bpc + 4 * k;
   const cfg = dev.cfg, eng = engOf(dev);
   reg(rs1); i32c(imm); op(I32_ADD); set(L_ADDR);
   // aligned and in SRAM above the guard, in one compare: the guard and the SRAM's size are
@@ -382,13 +376,19 @@ function address(dev: Device, h: Hart, pc: u32, k: u32, rs1: u32, imm: u32, byte
     get(L_CTX); mem(I32_LOAD, 2, <u32>offsetof<JitCache>("ahead")); ifThen(); sideExit(pc, k); endIf();
     // the device's engines block and HBM, through L_CTX: a translation's bytes hold nothing of one
     // device's, so devices of one configuration running one image share its compiled module
+    // the block's window check counted this access's SRAM cycles: with HBM's, the window may end
+    // before the block's last instruction, and the interpreter is to run from this one
+    const rest = pend + restCycles(cfg, h, bpc, n, k + 1);
     if (isStore) { // reservations to break: the interpreter's
       get(L_CTX); mem(I32_LOAD, 2, <u32>offsetof<JitCache>("eng")); mem(I32_LOAD, 2, <u32>offsetof<Engines>("resvCount"));
       ifThen(); sideExit(pc, k); endIf();
+      windowEndsIn(rest + <u64>cfg.cpiStoreHbm); ifThen(); sideExit(pc, k); endIf();
       cycles(<u64>cfg.cpiStoreHbm);
     } else {
-      get(L_CNT); get(L_CTX); mem(I32_LOAD, 2, <u32>offsetof<JitCache>("eng")); mem(I64_LOAD32_U, 2, <u32>offsetof<Engines>("cpiLoadHbmNow"));
-      i64c(CNT_SHIFT); op(I64_SHL); op(I64_SUB); set(L_CNT);
+      get(L_CTX); mem(I32_LOAD, 2, <u32>offsetof<JitCache>("eng")); mem(I64_LOAD32_U, 2, <u32>offsetof<Engines>("cpiLoadHbmNow"));
+      i64c(CNT_SHIFT); op(I64_SHL); set(L_HBMC);
+      get(L_CNT); get(L_HBMC); op(I64_SUB); i64c((rest + 1) << CNT_SHIFT); op(I64_LT_S); ifThen(); sideExit(pc, k); endIf();
+      get(L_CNT); get(L_HBMC); op(I64_SUB); set(L_CNT);
     }
     get(L_TMP); get(L_CTX); mem(I32_LOAD, 2, <u32>offsetof<JitCache>("hbm")); op(I32_ADD);
   }
@@ -461,7 +461,7 @@ function emitInsn(dev: Device, h: Hart, ir: u32, bpc: u32, k: u32, n: u32): void
       break;
     }
     case InsnClass.Load: {
-      address(dev, h, pc, k, rs1, immI(ir), loadBytes(f3), false);
+      address(dev, h, bpc, n, k, rs1, immI(ir), loadBytes(f3), false);
       switch (f3) {
         case F3_LB: mem(I32_LOAD8_S, 0, 0); break;
         case F3_LH: mem(I32_LOAD16_S, 1, 0); break;
@@ -470,16 +470,14 @@ function emitInsn(dev: Device, h: Hart, ir: u32, bpc: u32, k: u32, n: u32): void
         default: mem(I32_LOAD16_U, 1, 0); break; // LHU
       }
       setReg(rd);
-      segmentStart(dev, h, bpc, n, k + 1);
       break;
     }
     case InsnClass.Store: {
-      address(dev, h, pc, k, rs1, immS(ir), storeBytes(f3), true);
+      address(dev, h, bpc, n, k, rs1, immS(ir), storeBytes(f3), true);
       set(L_PTR); get(L_PTR); reg(rs2);
       if (f3 == F3_SB) mem(I32_STORE8, 0, 0);
       else if (f3 == F3_SH) mem(I32_STORE16, 1, 0);
       else mem(I32_STORE, 2, 0); // SW
-      segmentStart(dev, h, bpc, n, k + 1);
       break;
     }
     case InsnClass.Branch: { // the block's end
@@ -794,7 +792,7 @@ function blockCode(dev: Device, h: Hart, i: i32): void {
   curBlock = i;
   pend = 0;
   const bpc = unchecked(rPc[i]), n = unchecked(rN[i]);
-  segmentStart(dev, h, bpc, n, 0);
+  blockStart(dev, h, bpc, n);
   for (let k: u32 = 0; k < n; k++) emitInsn(dev, h, load<u32>(h.sram + <usize>(bpc + 4 * k)), bpc, k, n);
 }
 
@@ -1034,9 +1032,10 @@ export function executeJit(dev: Device, h: Hart, stop: u64): void {
             continue;
           }
           if (why == EXIT_INTERP) { c.sideExits++; execute(dev, h, h.cycle + 1, false); return; } // the instruction it left to the interpreter
-          // the window ends in the segment it left before (its instructions before stop are the
-          // interpreter's), or the call's bound came first (on from there as from a window's start)
-          if (h.cycle < callStop) execute(dev, h, callStop, false);
+          // the window ends in the block it left before (its instructions before stop are the
+          // interpreter's, which may stop first where the run loop must look), or the call's
+          // bound came first (on from there as from a window's start)
+          if (h.cycle < callStop && !execute(dev, h, callStop, false)) return;
           if (h.cycle >= stop || h.state != EngineState.Running) return;
           landed = false;
           continue;
