@@ -413,6 +413,76 @@ ${blocks}
     expect(s.jumpsOut).toBeLessThan(60);
   });
 
+  it("an indirect jump's targets join its region (a switch's jump table): 3,000 jumps, alike, few ways out", async () => {
+    // a jump through a table of four cases, picked by the loop counter: until the region has
+    // jumped out 32 times with targets it lacks, each jump leaves it; then its entry is
+    // translated again with the cases in it, and the jumps stay
+    const src = `
+      li t1, 3000
+      li a0, 0
+    loop:
+      andi t2, t1, 3
+      slli t2, t2, 3
+      auipc t3, 0
+      add t3, t3, t2
+      jalr zero, 12(t3)
+      addi a0, a0, 1
+      j next
+      addi a0, a0, 5
+      j next
+      xor a0, a0, t1
+      j next
+      add a0, a0, a0
+      j next
+    next:
+      addi t1, t1, -1
+      bne t1, zero, loop
+      li t2, ${MMIO.SYS.EXIT}
+      sw a0, 0(t2)
+    `;
+    const a = await programRun(src, 1, 0), b = await programRun(src, 1, 1, { jitHot: 16 });
+    expect(a.engine(0).state).toBe("exited");
+    expect(endState(b)).toEqual(endState(a));
+    const s = b.jitStats();
+    expect(s.instructions).toBeGreaterThan(0.9 * b.engine(0).instructions);
+    expect(s.jumpsOut).toBeLessThan(200); // (with the cases never taken in: 2,984)
+  });
+
+  it("irreducible flow (a loop entered at two places) stays in its region: 3,000 turns, alike", async () => {
+    // A and B form one loop that the outer loop enters at A or at B by turns: neither
+    // dominates the other, so the region keeps them as roots of a dispatch loop
+    const src = `
+      li s1, 100
+      li a0, 0
+    outer:
+      li t1, 30
+      andi t2, s1, 1
+      bne t2, zero, B
+    A:
+      addi a0, a0, 3
+      addi t1, t1, -1
+      beq t1, zero, done
+    B:
+      addi a0, a0, 5
+      addi t1, t1, -1
+      beq t1, zero, done
+      andi t2, a0, 4
+      bne t2, zero, A
+      j B
+    done:
+      addi s1, s1, -1
+      bne s1, zero, outer
+      li t2, ${MMIO.SYS.EXIT}
+      sw a0, 0(t2)
+    `;
+    const a = await programRun(src, 1, 0), b = await programRun(src, 1, 1, { jitHot: 16 });
+    expect(a.engine(0).state).toBe("exited");
+    expect(endState(b)).toEqual(endState(a));
+    const s = b.jitStats();
+    expect(s.instructions).toBeGreaterThan(0.9 * b.engine(0).instructions);
+    expect(s.jumpsOut).toBeLessThan(100); // (with such edges leaving the region instead: 2,982)
+  });
+
   it("the check of a store against translated code is exact to the word and the engine", async () => {
     // f's last translated word is its jalr; the word after it is data (and no code runs on
     // into f). Engine 0 calls f 1000 times, storing into that data word each time (no
