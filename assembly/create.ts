@@ -127,6 +127,14 @@ let refusal: u32 = 0;
 export function createRefusal(): u32 { return refusal; }
 
 /**
+ * The most memory a core instance has: asconfig.json's maximumMemory, 65,535 pages, a page
+ * short of 4 GiB. At 65,536 pages the stub allocator's page arithmetic (pages << 16, in 32
+ * bits) wraps to 0 and every allocation after it traps: a 64-device cluster whose heap doubled
+ * onto exactly 4 GiB stopped at its first allocation after.
+ */
+const MEMORY_MAX_BYTES: u64 = <u64>65535 << 16;
+
+/**
  * Lays out a whole device in one arena. The config slots (`cfgIn`, CFG_SLOTS u64) have been
  * validated by the host; values are trusted here. Returns a null device when the arena would
  * not fit one block of the heap.
@@ -143,11 +151,12 @@ export function createDevice(cfgIn: usize): Device {
   // maxima keep `off` below 4 GiB, 3 GiB of memories and under 256 MiB of tables, so it has
   // not wrapped)
   if (off + 64 > BLOCK_MAXSIZE) { refusal = REFUSED_TOO_LARGE; return changetype<Device>(0); }
-  // nor one the instance's 4 GiB cannot hold beside what it holds (the allocator's arithmetic
-  // wraps past 2^32 and hands out a block at the bottom of memory): where the allocator is now
-  // (a block of no bytes, kept: the core frees nothing), and the arena's block after it
+  // nor one the instance cannot hold beside what it holds (its memory stops a page short of
+  // 4 GiB, MEMORY_MAX_BYTES; the allocator's arithmetic wraps past 2^32 and hands out a block
+  // at the bottom of memory): where the allocator is now (a block of no bytes, kept: the core
+  // frees nothing), and the arena's block after it
   const top = <u64>heap.alloc(0);
-  if (top + <u64>off + 128 > (<u64>1 << 32)) { refusal = REFUSED_INSTANCE_FULL; return changetype<Device>(0); }
+  if (top + <u64>off + 128 > MEMORY_MAX_BYTES) { refusal = REFUSED_INSTANCE_FULL; return changetype<Device>(0); }
   // The arena is zero and untouched: the bump allocator (runtime "stub") hands out memory no
   // block was ever given before, which wasm zeroes when it grows, and the core frees nothing
   // (the stub gives a freed last block out again; test/architecture.test.ts holds the core to
