@@ -42,11 +42,9 @@ export const JIT_MAX_INSNS: u32 = 512;
 /**
  * Blocks per translation at most (jit.ts keeps a region's edges in 64-bit masks: 64 at most).
  * CoreMark-like, 16 engines, alternating runs: 1,783 MIPS at 32, 1,893 at 40, 2,086 at 48,
- * 1,883 at 56, 1,656 at 64 (a larger region is a larger function, which V8 compiles to slower
- * code); compute the same at 32 and 48.
+ * 1,883 at 56, 1,656 at 64; compute the same at 32 and 48.
  */
 export const JIT_REGION_BLOCKS: i32 = 48;
-/** Bytes kept per translation for checking it against SRAM: (pc, n) per block, then the words. */
 /**
  * Targets of indirect jumps (a JALR that is not a return into the region: a switch's jump table,
  * a call through a pointer) kept per translation. Such a jump to a block of its region is a
@@ -61,6 +59,7 @@ export const JIT_TARGETS_AT: usize = <usize>JIT_REGION_BLOCKS * 8 + <usize>JIT_M
 export const JIT_RETRANSLATE_JUMPS: u32 = 32;
 /** Translations of one entry at most (each with more targets): a place whose targets keep changing stops there. */
 export const JIT_GENERATIONS: u32 = 4;
+/** Bytes kept per translation: (pc, n) per block, then the words (to check it against SRAM), then its targets. */
 export const JIT_RECORD_BYTES: usize = <usize>JIT_REGION_BLOCKS * 8 + <usize>JIT_MAX_INSNS * 4 + <usize>JIT_TARGETS * 4;
 /**
  * Runs of an untranslated block start (a jump or branch target) before it is translated, unless

@@ -1032,9 +1032,10 @@ export function executeJit(dev: Device, h: Hart, stop: u64): void {
             continue;
           }
           if (why == EXIT_INTERP) { c.sideExits++; execute(dev, h, h.cycle + 1, false); return; } // the instruction it left to the interpreter
-          // the window ends in the block it left before (its instructions before stop are the
-          // interpreter's, which may stop first where the run loop must look), or the call's
-          // bound came first (on from there as from a window's start)
+          // the window ends in the block it left before: the interpreter runs its instructions
+          // that start before stop (its false, at stop or where the run loop must look first:
+          // the run loop calls again while the window lasts); or the call's bound came first,
+          // exactly: on from there as from a window's start
           if (h.cycle < callStop && !execute(dev, h, callStop, false)) return;
           if (h.cycle >= stop || h.state != EngineState.Running) return;
           landed = false;
