@@ -24,9 +24,9 @@
 // the interpreter, or at the window's end.
 //
 // Identical to the interpreter, instruction for instruction:
-// - the window: a block runs a segment (up to a load or store) unchecked when the interpreter
-//   would run all of it before `stop` (blockStart); otherwise it leaves before the block and
-//   the interpreter runs it up to stop;
+// - the window: a block runs unchecked when the interpreter would run all of it before `stop`
+//   (blockStart; an access that goes to HBM, dearer than the SRAM access counted, checks
+//   again); otherwise it leaves before the block and the interpreter runs it up to stop;
 // - anything the interpreter does more than compute — an MMIO access, a misaligned or faulting
 //   address, a store into a word of translated code or one that run-ahead must save the page for,
 //   an HBM store while a reservation is held, a jump to a bad address — leaves the block before
