@@ -212,9 +212,9 @@ const ctxKind = new StaticArray<u32>(CTX_MAX);
 const ctxNode = new StaticArray<i32>(CTX_MAX);
 let ctxN: i32 = 0;
 
-/** Opens a label: `what` (BLOCK, LOOP or IF) with no result, of kind `kind` for region block `node`. */
-function open(what: u32, kind: u32, node: i32): void {
-  byte(what); byte(VOID);
+/** Opens a label: `what` (BLOCK, LOOP or IF) with result type `type` (VOID: none), of kind `kind` for region block `node`. */
+function open(what: u32, kind: u32, node: i32, type: u32 = VOID): void {
+  byte(what); byte(type);
   if (ctxN < CTX_MAX) { unchecked(ctxKind[ctxN] = kind); unchecked(ctxNode[ctxN] = node); }
   ctxN++;
 }
@@ -341,9 +341,7 @@ function address(dev: Device, h: Hart, bpc: u32, n: u32, k: u32, rs1: u32, imm: 
   get(L_ADDR); i32c(cfg.nullGuardBytes); op(I32_SUB);
   if (sh != 0) { i32c(sh); op(I32_ROTR); }
   i32c((cfg.sramBytes - cfg.nullGuardBytes) >> sh); op(I32_LT_U);
-  byte(IF); byte(T_I32);
-  if (ctxN < CTX_MAX) { unchecked(ctxKind[ctxN] = C_IF); unchecked(ctxNode[ctxN] = -1); }
-  ctxN++;
+  open(IF, C_IF, -1, T_I32);
   {
     get(L_ADDR); get(L_SRAM); op(I32_ADD);
     if (isStore) {
@@ -1033,10 +1031,10 @@ export function executeJit(dev: Device, h: Hart, stop: u64): void {
           }
           if (why == EXIT_INTERP) { c.sideExits++; execute(dev, h, h.cycle + 1, false); return; } // the instruction it left to the interpreter
           // the window ends in the block it left before: the interpreter runs its instructions
-          // that start before stop (its false, at stop or where the run loop must look first:
-          // the run loop calls again while the window lasts); or the call's bound came first,
-          // exactly: on from there as from a window's start
-          if (h.cycle < callStop && !execute(dev, h, callStop, false)) return;
+          // that start before stop (stopping first where the run loop must look: the run loop
+          // calls again while the window lasts); or the call's bound came first, exactly: on
+          // from there as from a window's start
+          if (h.cycle < callStop) { execute(dev, h, callStop, false); return; }
           if (h.cycle >= stop || h.state != EngineState.Running) return;
           landed = false;
           continue;
