@@ -119,6 +119,28 @@ async function translatedAlike(src: string) {
   return s;
 }
 
+/**
+ * `code` on two engines, interpreted and with the JIT, stepped by windows of up to ~6 engine
+ * cycles (random, from `seed`) to its end: after every step both engines' state and registers
+ * are alike, and the JIT translated some of it. Returns the steps.
+ */
+async function steppedAlike(code: Uint32Array, seed: number) {
+  const a = await codeDevice(code, { engines: 2, jit: 0 }), b = await codeDevice(code, { engines: 2, jit: 1 });
+  const look = (dev: Device) => [0, 1].map((e) => ({ ...dev.engine(e), regs: Array.from({ length: 32 }, (_, r) => dev.core.engineReg(dev.handle, e, r) >>> 0) }));
+  const next = rng(seed);
+  let t = 0n, steps = 0;
+  while (a.engine(0).state === "running" || a.engine(1).state === "running") {
+    t += BigInt(200 + (next() % 4000)); // up to ~6 engine cycles of 730 ps
+    a.step(t); b.step(t);
+    expect(look(b), `step ${steps} to ${t} ps`).toEqual(look(a));
+    steps++;
+  }
+  expect(a.engine(0).state).toBe("exited");
+  expect(b.jitStats().translated).toBeGreaterThan(0);
+  expect(endState(b)).toEqual(endState(a));
+  return steps;
+}
+
 /** A device whose engines start at CODE_BASE, where `code` is loaded; not yet run. */
 async function codeDevice(code: Uint32Array, config: Config, options: DeviceOptions = {}) {
   const dev = await Device.create(coreModule(), config, options);
@@ -254,20 +276,7 @@ describe("the JIT runs programs exactly as the interpreter does", () => {
       li x25, ${MMIO.SYS.EXIT}
       sw x0, 0(x25)
     `, CODE_BASE);
-    const a = await codeDevice(code, { engines: 2, jit: 0 }), b = await codeDevice(code, { engines: 2, jit: 1 });
-    const look = (dev: Device) => [0, 1].map((e) => ({ ...dev.engine(e), regs: Array.from({ length: 32 }, (_, r) => dev.core.engineReg(dev.handle, e, r) >>> 0) }));
-    const next = rng(7);
-    let t = 0n, steps = 0;
-    while (a.engine(0).state === "running" || a.engine(1).state === "running") {
-      t += BigInt(200 + (next() % 4000)); // up to ~6 engine cycles of 730 ps
-      a.step(t); b.step(t);
-      expect(look(b), `step ${steps} to ${t} ps`).toEqual(look(a));
-      steps++;
-    }
-    expect(a.engine(0).state).toBe("exited");
-    expect(steps).toBeGreaterThan(5000);
-    expect(b.jitStats().translated).toBeGreaterThan(0);
-    expect(endState(b)).toEqual(endState(a));
+    expect(await steppedAlike(code, 7)).toBeGreaterThan(5000);
   });
 
   it("a block translated alone where windows started gets its region once jumps land there: stepped, then run, alike", async () => {

@@ -313,9 +313,14 @@ function blockStart(dev: Device, h: Hart, bpc: u32, n: u32): void {
 function blockEnd(dev: Device, h: Hart, next: u32, extra: u64): void {
   const cur = curBlock, n = unchecked(rN[cur]);
   const j = regionBlock(next);
-  const how = j < 0 ? E_NONE : edgeKind(cur, j);
-  if (how == E_NONE) { exit(next, false, n, extra, EXIT_JUMP); return; }
+  if (j < 0) { exit(next, false, n, extra, EXIT_JUMP); return; }
   count(<u64>n, pend + extra);
+  goTo(dev, h, j);
+}
+
+/** Goes on from the current block, its cycles and instructions counted, to the region's block j. */
+function goTo(dev: Device, h: Hart, j: i32): void {
+  const cur = curBlock, how = edgeKind(cur, j);
   if (how == E_BACK) { brTo(C_LOOP, j); return; } // to the loop j heads
   if (how == E_DISPATCH) { i32c(<u32>unchecked(rRoot[j])); set(L_BI); brTo(C_TOP, -1); return; } // another root's
   if (unchecked(rForwardIn[j]) > 1) { brTo(C_BLOCK, j); return; } // j follows the end of a block
@@ -393,17 +398,12 @@ function address(dev: Device, h: Hart, bpc: u32, n: u32, k: u32, rs1: u32, imm: 
   close();
 }
 
-/** Emits instruction `ir`, the k-th of the current block (at `bpc`, n instructions). */
-function emitInsn(dev: Device, h: Hart, ir: u32, bpc: u32, k: u32, n: u32): void {
-  const pc = bpc + 4 * k, last = k == n - 1;
-  const cfg = dev.cfg;
-  const rd = rdOf(ir), rs1 = rs1Of(ir), rs2 = rs2Of(ir), f3 = funct3Of(ir);
-  const cAlu = <u64>cfg.cpiAlu;
-  const cls = insnClass(ir);
+/** Pushes the value ALU instruction `ir` at `pc` (LUI, AUIPC, OP-IMM, OP and the M extension's) computes. */
+function aluValue(ir: u32, pc: u32): void {
+  const rs1 = rs1Of(ir), rs2 = rs2Of(ir), f3 = funct3Of(ir), cls = insnClass(ir);
   switch (cls) {
-    case InsnClass.Lui: i32c(ir & 0xfffff000); setReg(rd); pend += cAlu; break;
-    case InsnClass.Auipc: i32c(pc + (ir & 0xfffff000)); setReg(rd); pend += cAlu; break;
-    case InsnClass.Fence: pend += cAlu; break; // FENCE, FENCE.I: no-ops (memory is sequentially consistent)
+    case InsnClass.Lui: i32c(ir & 0xfffff000); break;
+    case InsnClass.Auipc: i32c(pc + (ir & 0xfffff000)); break;
     case InsnClass.AluImm: {
       const imm = immI(ir);
       reg(rs1);
@@ -417,7 +417,6 @@ function emitInsn(dev: Device, h: Hart, ir: u32, bpc: u32, k: u32, n: u32): void
         case F3_SLLI: i32c(imm & 31); op(I32_SHL); break;
         default: i32c(imm & 31); op(funct7Of(ir) == F7_SRLI ? I32_SHR_U : I32_SHR_S); break; // SRLI SRAI
       }
-      setReg(rd); pend += cAlu;
       break;
     }
     case InsnClass.Alu: case InsnClass.Mul: case InsnClass.Div: {
@@ -455,9 +454,24 @@ function emitInsn(dev: Device, h: Hart, ir: u32, bpc: u32, k: u32, n: u32): void
           default: op(I32_MUL); break; // MUL
         }
       }
-      setReg(rd); pend += fixedCost(cfg, ir);
       break;
     }
+    default: unreachable(); // (not an ALU instruction)
+  }
+}
+
+/** Emits instruction `ir`, the k-th of the current block (at `bpc`, n instructions). */
+function emitInsn(dev: Device, h: Hart, ir: u32, bpc: u32, k: u32, n: u32): void {
+  const pc = bpc + 4 * k, last = k == n - 1;
+  const cfg = dev.cfg;
+  const rd = rdOf(ir), rs1 = rs1Of(ir), rs2 = rs2Of(ir), f3 = funct3Of(ir);
+  const cAlu = <u64>cfg.cpiAlu;
+  const cls = insnClass(ir);
+  switch (cls) {
+    case InsnClass.Fence: pend += cAlu; break; // FENCE, FENCE.I: no-ops (memory is sequentially consistent)
+    case InsnClass.Lui: case InsnClass.Auipc: case InsnClass.AluImm: case InsnClass.Alu: case InsnClass.Mul: case InsnClass.Div:
+      aluValue(ir, pc); setReg(rd); pend += fixedCost(cfg, ir);
+      break;
     case InsnClass.Load: {
       address(dev, h, bpc, n, k, rs1, immI(ir), loadBytes(f3), false);
       switch (f3) {
@@ -596,7 +610,7 @@ function isTarget(pc: u32): bool {
 // edge to a root from outside its tree sets L_BI and branches to that loop. So loops run as wasm
 // loops, with no dispatch per iteration, and irreducible ones stay in the region.
 
-const E_NONE: u32 = 0, E_FORWARD: u32 = 1, E_BACK: u32 = 2, E_DISPATCH: u32 = 3;
+const E_FORWARD: u32 = 1, E_BACK: u32 = 2, E_DISPATCH: u32 = 3;
 const EDGES_MAX: i32 = JIT_REGION_BLOCKS * (JIT_REGION_BLOCKS + 2);
 const eFrom = new StaticArray<i32>(EDGES_MAX);
 const eTo = new StaticArray<i32>(EDGES_MAX);
