@@ -279,6 +279,49 @@ describe("the JIT runs programs exactly as the interpreter does", () => {
     expect(await steppedAlike(code, 7)).toBeGreaterThan(5000);
   });
 
+  it("a branch over a few ALU instructions runs them by select: a window may end anywhere around it, stepped, alike", async () => {
+    // a CRC's bit steps (a branch over one xor, and over three instructions) and the compute
+    // benchmark's shape (a branch back to the loop's store, whose fall-through runs two
+    // instructions and jumps there): both ways taken by the data, windows cut everywhere
+    const code = assemble(`
+      li x20, 0x8000
+      li x5, 0x1234
+      lui x6, 10
+      addi x6, x6, 1
+      li x22, 700
+      j check
+      body:
+      sw x5, 0(x20)
+      addi x22, x22, -1
+      beq x22, x0, done
+      check:
+      andi x7, x5, 1
+      srli x5, x5, 1
+      beq x7, x0, skip1
+      xor x5, x5, x6
+      skip1:
+      andi x7, x5, 1
+      srli x5, x5, 1
+      bne x7, x0, skip2
+      xor x5, x5, x6
+      addi x9, x9, 3
+      mul x10, x5, x6
+      skip2:
+      lw x13, 0(x20)
+      add x5, x5, x13
+      add x5, x5, x22
+      andi x8, x5, 0x100
+      beq x8, x0, body
+      srli x13, x13, 3
+      xor x5, x5, x13
+      j body
+      done:
+      li x25, ${MMIO.SYS.EXIT}
+      sw x0, 0(x25)
+    `, CODE_BASE);
+    expect(await steppedAlike(code, 11)).toBeGreaterThan(5000);
+  });
+
   it("a block translated alone where windows started gets its region once jumps land there: stepped, then run, alike", async () => {
     // a two-block loop (the jal splits it); stepped a few cycles at a time, windows start
     // everywhere in it and those blocks are translated alone; then run at once, the loop's jumps
@@ -351,6 +394,39 @@ describe("the JIT runs programs exactly as the interpreter does", () => {
 });
 
 describe("translations follow the code", () => {
+  it("a store into an instruction a branch skips drops the translation that runs it by select", async () => {
+    // loop1 adds 1 on odd counts (the beq skips the addi on even ones), 1000 times; the addi is
+    // rewritten to add 2, and it runs another 1000 times: 1500; an engine that kept the old
+    // translation would end with 1000
+    const src = `
+      li t1, 1000
+      li t0, 0
+      li t3, 0x00228293
+      li t5, 0
+    again:
+    loop1:
+      andi t6, t1, 1
+      beq t6, zero, even
+      addi t0, t0, 1
+    even:
+      addi t1, t1, -1
+      bne t1, zero, loop1
+      bne t5, zero, done
+      li t5, 1
+      auipc t4, 0
+      sw t3, -24(t4)        # over loop1's addi t0, 24 bytes back
+      li t1, 1000
+      j again
+    done:
+      li t2, ${MMIO.SYS.EXIT}
+      sw t0, 0(t2)
+    `;
+    const a = await programRun(src, 1, 0), b = await programRun(src, 1, 1);
+    expect(a.engine(0).exitCode).toBe(1500);
+    expect(endState(b)).toEqual(endState(a));
+    expect(b.jitStats().invalidations).toBeGreaterThanOrEqual(1);
+  });
+
   it("a store into translated code drops it: a program that rewrites its hot loop ends as interpreted", async () => {
     // loop1 runs 1000 times (translated), its addi is rewritten to add 2, and it runs another
     // 1000 times: 3000; an engine that kept the old translation would end with 2000

@@ -17,7 +17,9 @@
 // extra translation rather than a whole copy of the loop per place windows start (15 copies of
 // the compute benchmark's loop); a single block that jumps land on gets its region once that is
 // hot. The region's blocks are structured wasm: loops as wasm loops, branches forward out of
-// wasm blocks (regionCfg, tree). It counts each instruction's cycles as the interpreter would
+// wasm blocks (regionCfg, tree). A branch over one to three ALU instructions that rejoin its
+// target (a CRC's bit step, a conditional update) runs them by wasm select, so a branch that
+// goes either way by the data costs the host no mispredicted branch (skip). It counts each instruction's cycles as the interpreter would
 // (fixed costs summed at translation, a load's or store's by where it goes). Every exit sets pc,
 // why and the count in locals and branches to one epilogue, which stores the registers, pc,
 // cycle and instret back: at a JALR, at a block outside the region, at an instruction left to
@@ -125,9 +127,10 @@ const L_ADDR: u32 = 35, L_TMP: u32 = 36, L_A: u32 = 37, L_B: u32 = 38, L_PTR: u3
 const L_REGS: u32 = 41, L_SRAM: u32 = 42; // the engine's: a translation serves every engine with the same code
 const L_PAGES: u32 = 43; // the engine's run-ahead page bytes (JitCache.pageFlags), for stores
 const L_PC: u32 = 44, L_WHY: u32 = 45; // where and why it leaves (the epilogue stores them)
-const I32_LOCALS: u32 = 43; // locals 3..45
-const L_CNT: u32 = 46, L_HBMC: u32 = 47; // L_HBMC: an HBM load's cycles, shifted as in L_CNT
-const I64_LOCALS: u32 = 2; // locals 46..47
+const L_TAKEN: u32 = 46; // a skipping branch's (`skip`): taken
+const I32_LOCALS: u32 = 44; // locals 3..46
+const L_CNT: u32 = 47, L_HBMC: u32 = 48; // L_HBMC: an HBM load's cycles, shifted as in L_CNT
+const I64_LOCALS: u32 = 2; // locals 47..48
 
 // L_CNT counts two things in one i64, so that a block's end adds one constant: the cycles left to
 // `stop` (stop - cycle, signed: a window check is one compare with a constant) above CNT_SHIFT,
@@ -189,6 +192,10 @@ const JIT_BLOCK_INSNS: u32 = 64;
 // the region being translated: its blocks' first pc and length
 const rPc = new StaticArray<u32>(JIT_REGION_BLOCKS);
 const rN = new StaticArray<u32>(JIT_REGION_BLOCKS);
+// a block that ends with a branch over a few ALU instructions (skipOf): those instructions and
+// how they rejoin, else 0; and the words its code is read from (its own, and those it skips)
+const rSkip = new StaticArray<u32>(JIT_REGION_BLOCKS);
+const rCover = new StaticArray<u32>(JIT_REGION_BLOCKS);
 let rCount: i32 = 0;
 let rInsns: u32 = 0;
 let rUsed: u32 = 0; // registers any of its instructions reads or writes
@@ -201,6 +208,7 @@ let rGeneration: u32 = 0;
 // per instruction being emitted
 let pend: u64 = 0; // fixed cycles of the block's instructions so far, not yet charged to L_CNT
 let curBlock: i32 = 0; // the block being emitted
+let startChecked: i32 = -1; // a block whose window check the code before it has made (`skip`)
 
 // The wasm labels open where code is being emitted, outermost first: the exits' block (every
 // exit branches to it, the epilogue follows it), a loop whose header is a block of the region, a
@@ -304,6 +312,48 @@ function restCycles(cfg: Config, h: Hart, pc: u32, n: u32, from: u32): u64 {
 function blockStart(dev: Device, h: Hart, bpc: u32, n: u32): void {
   windowEndsIn(restCycles(dev.cfg, h, bpc, n, 0));
   ifThen(); exit(bpc, false, 0, 0, EXIT_WINDOW); endIf();
+}
+
+/**
+ * The current block's branch at `pc` (its condition on the stack) to `target` skips the few ALU
+ * instructions after it (rSkip): not taken, they run and execution rejoins `target`, by falling
+ * into it or by a `jal x0` to it. The translation runs them whatever the branch does and keeps
+ * each result only when it is not taken (a wasm select: no host branch to mispredict on data, as
+ * a CRC's bit loop has); cycles and instructions are counted by the way taken, as the
+ * interpreter would. The window is checked once, before them, for the way taken: the skipped
+ * instructions and `target`'s block, or `target`'s block (which does not check again).
+ */
+function skip(dev: Device, h: Hart, pc: u32, target: u32): void {
+  const cfg = dev.cfg, cur = curBlock, n = unchecked(rN[cur]), sk = unchecked(rSkip[cur]);
+  const m = sk & SKIP_COUNT, rejoin = (sk & SKIP_JAL) != 0 ? <u64>1 : 0;
+  set(L_TAKEN);
+  let skipped: u64 = 0; // the skipped instructions' cycles (and the jal's)
+  for (let t: u32 = 0; t < m; t++) skipped += fixedCost(cfg, load<u32>(h.sram + <usize>(pc + 4 + 4 * t)));
+  if (rejoin != 0) skipped += <u64>cfg.cpiJump;
+  const j = regionBlock(target);
+  const rest = j < 0 ? 0 : restCycles(cfg, h, target, unchecked(rN[j]), 0);
+  const taken = pend + <u64>cfg.cpiBranchTaken, notTaken = pend + <u64>cfg.cpiAlu;
+  // the window ends before the way taken is through: leave before it (the block's instructions counted)
+  get(L_CNT); i64c((taken + rest + 1) << CNT_SHIFT); i64c((notTaken + skipped + rest + 1) << CNT_SHIFT); get(L_TAKEN); op(SELECT); op(I64_LT_S);
+  ifThen();
+  i32c(target); i32c(pc + 4); get(L_TAKEN); op(SELECT); set(L_ADDR);
+  get(L_CNT); i64c(<u64>n - (taken << CNT_SHIFT)); i64c(<u64>n - (notTaken << CNT_SHIFT)); get(L_TAKEN); op(SELECT); op(I64_ADD); set(L_CNT);
+  const p0 = pend;
+  pend = 0; exit(0, true, 0, 0, EXIT_WINDOW); pend = p0;
+  endIf();
+  for (let t: u32 = 0; t < m; t++) {
+    const at = pc + 4 + 4 * t, ir = load<u32>(h.sram + <usize>at), rd = rdOf(ir);
+    if (rd == 0) continue;
+    get(lReg(rd)); aluValue(ir, at); get(L_TAKEN); op(SELECT); set(lReg(rd));
+  }
+  get(L_CNT);
+  i64c(<u64>n - (taken << CNT_SHIFT)); i64c(<u64>n + <u64>m + rejoin - ((notTaken + skipped) << CNT_SHIFT)); get(L_TAKEN); op(SELECT);
+  op(I64_ADD); set(L_CNT);
+  pend = 0;
+  if (j < 0) { exit(target, false, 0, 0, EXIT_JUMP); return; }
+  if (!unchecked(rLoopHead[j])) startChecked = j;
+  goTo(dev, h, j);
+  startChecked = -1;
 }
 
 /**
@@ -502,6 +552,7 @@ function emitInsn(dev: Device, h: Hart, ir: u32, bpc: u32, k: u32, n: u32): void
         case F3_BLTU: op(I32_LT_U); break;
         default: op(I32_GE_U); break; // BGEU
       }
+      if (unchecked(rSkip[curBlock]) != 0) { skip(dev, h, pc, pc + immB(ir)); return; }
       const p0 = pend;
       ifThen();
       blockEnd(dev, h, pc + immB(ir), <u64>cfg.cpiBranchTaken);
@@ -562,6 +613,28 @@ function fixedCost(cfg: Config, ir: u32): u64 {
   return <u64>cfg.cpiAlu;
 }
 
+// rSkip: the skipped instructions (SKIP_COUNT's bits), and SKIP_JAL when a `jal x0` rejoins
+const SKIP_COUNT: u32 = 0xff, SKIP_JAL: u32 = 0x100;
+/** ALU instructions a branch skips at most (`skip`). */
+const SKIP_MAX: u32 = 3;
+
+/**
+ * Does the branch `ir` at `pc` skip 1 to SKIP_MAX ALU instructions (not DIV or REM) that rejoin
+ * its target, by running into it or by a `jal x0` to it? Their count (and SKIP_JAL), else 0.
+ */
+function skipOf(cfg: Config, h: Hart, pc: u32, ir: u32): u32 {
+  const target = pc + immB(ir);
+  for (let t: u32 = 0; t <= SKIP_MAX; t++) {
+    const at = pc + 4 + 4 * t;
+    if (at == target) return t; // (0: a branch to the next instruction skips nothing)
+    if (at + 4 > cfg.sramBytes) return 0;
+    const w = load<u32>(h.sram + <usize>at), c = insnClass(w);
+    if (c == InsnClass.Jal) return t != 0 && rdOf(w) == 0 && at + immJ(w) == target ? t | SKIP_JAL : 0;
+    if (t == SKIP_MAX || !(c == InsnClass.Lui || c == InsnClass.Auipc || c == InsnClass.AluImm || c == InsnClass.Alu || c == InsnClass.Mul)) return 0;
+  }
+  return 0;
+}
+
 /**
  * Adds the block of engine `h` at `pc` to the region (when it has room and the block's first
  * instruction is one a block runs); returns its index or -1.
@@ -580,10 +653,23 @@ function addBlock(cfg: Config, h: Hart, pc: u32): i32 {
     if (kind == K_END) break;
   }
   if (n == 0) return -1;
+  // a branch that skips a few ALU instructions: they are this block's too (`skip`)
+  const lastPc = pc + 4 * (n - 1), last = load<u32>(h.sram + <usize>lastPc);
+  let sk = insnClass(last) == InsnClass.Branch ? skipOf(cfg, h, lastPc, last) : 0;
+  const more = (sk & SKIP_COUNT) + ((sk & SKIP_JAL) != 0 ? 1 : 0);
+  if (rInsns + n + more > JIT_MAX_INSNS) sk = 0;
+  for (let t: u32 = 0; sk != 0 && t < (sk & SKIP_COUNT); t++) {
+    const ir = load<u32>(h.sram + <usize>(lastPc + 4 + 4 * t));
+    rUsed |= regsRead(ir);
+    const w = regWritten(ir);
+    if (w < 32) { rUsed |= <u32>1 << w; rWritten |= <u32>1 << w; }
+  }
   const i = rCount++;
   unchecked(rPc[i] = pc);
   unchecked(rN[i] = n);
-  rInsns += n;
+  unchecked(rSkip[i] = sk);
+  unchecked(rCover[i] = sk != 0 ? n + more : n);
+  rInsns += unchecked(rCover[i]);
   return i;
 }
 
@@ -717,7 +803,7 @@ function regionCfg(h: Hart): void {
     unchecked(rRoot[i] = -1);
     const lastPc = unchecked(rPc[i]) + 4 * (unchecked(rN[i]) - 1), ir = load<u32>(h.sram + <usize>lastPc);
     switch (insnClass(ir)) {
-      case InsnClass.Branch: addEdge(i, lastPc + immB(ir)); addEdge(i, lastPc + 4); break;
+      case InsnClass.Branch: addEdge(i, lastPc + immB(ir)); if (unchecked(rSkip[i]) == 0) addEdge(i, lastPc + 4); break;
       case InsnClass.Jal: addEdge(i, lastPc + immJ(ir)); break;
       case InsnClass.Jalr: {
         const isReturn = rdOf(ir) == 0 && (rs1Of(ir) == 1 || rs1Of(ir) == 5);
@@ -804,7 +890,8 @@ function blockCode(dev: Device, h: Hart, i: i32): void {
   curBlock = i;
   pend = 0;
   const bpc = unchecked(rPc[i]), n = unchecked(rN[i]);
-  blockStart(dev, h, bpc, n);
+  if (startChecked != i) blockStart(dev, h, bpc, n);
+  startChecked = -1;
   for (let k: u32 = 0; k < n; k++) emitInsn(dev, h, load<u32>(h.sram + <usize>(bpc + 4 * k)), bpc, k, n);
 }
 
@@ -833,7 +920,7 @@ function successors(cfg: Config, h: Hart, i: i32): void {
     return;
   }
   if (c == InsnClass.Branch) want(cfg, h, lastPc + immB(ir));
-  want(cfg, h, lastPc + 4);
+  if (unchecked(rSkip[i]) == 0) want(cfg, h, lastPc + 4); // (a branch that skips goes on at its target alone)
 }
 
 function want(cfg: Config, h: Hart, pc: u32): void {
@@ -893,7 +980,7 @@ function translate(dev: Device, c: JitCache, h: Hart, pc: u32, single: bool, fro
   if (b.words == 0) b.words = heap.alloc(JIT_RECORD_BYTES); // a device that translates little keeps little
   let w = b.words + <usize>JIT_REGION_BLOCKS * 8;
   for (let i = 0; i < rCount; i++) {
-    const bpc = unchecked(rPc[i]), n = unchecked(rN[i]);
+    const bpc = unchecked(rPc[i]), n = unchecked(rCover[i]);
     store<u32>(b.words + <usize>i * 8, bpc);
     store<u32>(b.words + <usize>i * 8 + 4, n);
     memory.copy(w, h.sram + <usize>bpc, <usize>n * 4);

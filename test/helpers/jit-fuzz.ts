@@ -95,7 +95,12 @@ export function fuzzProgram(seed: number): Uint32Array {
     else { li(X_T1, MMIO.SYS.CONSOLE_TX); out.push(I(0, X_T1, 2, rd(), LOAD)); } // write-only: a load access fault
   };
   const trap = () => out.push(pick([ECALL, EBREAK, 0xffffffff, 0x00000000, R(0, 0, 0, 4, 0, SYSTEM)])); // the last three illegal
-  const skipOver = () => { const n = 1 + (next() % 3); out.push(B(4 * (n + 1), rs(), rs(), pick([0, 1, 4, 5, 6, 7]))); for (let k = 0; k < n; k++) alu(); };
+  const skipOver = () => { // a branch over n instructions, which rejoin its target by running on to it or (1 in 3) by a jal x0
+    const n = 1 + (next() % 3), join = chance(3);
+    out.push(B(4 * (n + 1 + (join ? 1 : 0)), rs(), rs(), pick([0, 1, 4, 5, 6, 7])));
+    for (let k = 0; k < n; k++) alu();
+    if (join) out.push(J(4, 0));
+  };
   const computedJump = () => { // auipc t0, 0; jalr rd, 8 + 4n (t0): over n instructions (+2: misaligned, a trap)
     const n = 1 + (next() % 3);
     out.push(((X_T0 << 7) | 0x17) >>> 0, I(8 + 4 * n + (chance(10) ? 2 : 0) + (chance(4) ? 1 : 0), X_T0, 0, chance(2) ? 0 : rd(), 0x67));

@@ -50,6 +50,7 @@ export function assemble(src: string, base = 0): Uint32Array {
       case "addi": out.push(I(num(a[2]), r(1), 0, r(0), 0x13)); break;
       case "andi": out.push(I(num(a[2]), r(1), 7, r(0), 0x13)); break;
       case "slli": out.push(I(num(a[2]) & 31, r(1), 1, r(0), 0x13)); break;
+      case "srli": out.push(I(num(a[2]) & 31, r(1), 5, r(0), 0x13)); break;
       case "add": out.push(R(0, r(2), r(1), 0, r(0), 0x33)); break;
       case "sub": out.push(R(0x20, r(2), r(1), 0, r(0), 0x33)); break;
       case "xor": out.push(R(0, r(2), r(1), 4, r(0), 0x33)); break;
