@@ -141,6 +141,36 @@ async function steppedAlike(code: Uint32Array, seed: number) {
   return steps;
 }
 
+/**
+ * A loop (`body`, at label loop1: it counts t1 down from 1000 and adds to t0 with an `addi t0,
+ * t0, 1` three instructions before its end, where the store below finds it) runs 1000 times
+ * (translated), has that addi rewritten to add 2, and runs another 1000 times. Interpreted and
+ * translated, the program exits with `exitCode` and ends alike, the translation dropped.
+ */
+async function rewrittenAlike(body: string, exitCode: number) {
+  const src = `
+      li t1, 1000
+      li t0, 0
+      li t3, 0x00228293
+      li t5, 0
+    again:
+    loop1:${body}
+      bne t5, zero, done
+      li t5, 1
+      auipc t4, 0
+      sw t3, -24(t4)        # over loop1's addi t0, 24 bytes back
+      li t1, 1000
+      j again
+    done:
+      li t2, ${MMIO.SYS.EXIT}
+      sw t0, 0(t2)
+    `;
+  const a = await programRun(src, 1, 0), b = await programRun(src, 1, 1);
+  expect(a.engine(0).exitCode).toBe(exitCode);
+  expect(endState(b)).toEqual(endState(a));
+  expect(b.jitStats().invalidations).toBeGreaterThanOrEqual(1);
+}
+
 /** A device whose engines start at CODE_BASE, where `code` is loaded; not yet run. */
 async function codeDevice(code: Uint32Array, config: Config, options: DeviceOptions = {}) {
   const dev = await Device.create(coreModule(), config, options);
@@ -395,66 +425,23 @@ describe("the JIT runs programs exactly as the interpreter does", () => {
 
 describe("translations follow the code", () => {
   it("a store into an instruction a branch skips drops the translation that runs it by select", async () => {
-    // loop1 adds 1 on odd counts (the beq skips the addi on even ones), 1000 times; the addi is
-    // rewritten to add 2, and it runs another 1000 times: 1500; an engine that kept the old
-    // translation would end with 1000
-    const src = `
-      li t1, 1000
-      li t0, 0
-      li t3, 0x00228293
-      li t5, 0
-    again:
-    loop1:
+    // the beq skips the addi on even counts: 500 + 2 x 500 (an engine that kept the old
+    // translation would end with 1000)
+    await rewrittenAlike(`
       andi t6, t1, 1
       beq t6, zero, even
       addi t0, t0, 1
     even:
       addi t1, t1, -1
-      bne t1, zero, loop1
-      bne t5, zero, done
-      li t5, 1
-      auipc t4, 0
-      sw t3, -24(t4)        # over loop1's addi t0, 24 bytes back
-      li t1, 1000
-      j again
-    done:
-      li t2, ${MMIO.SYS.EXIT}
-      sw t0, 0(t2)
-    `;
-    const a = await programRun(src, 1, 0), b = await programRun(src, 1, 1);
-    expect(a.engine(0).exitCode).toBe(1500);
-    expect(endState(b)).toEqual(endState(a));
-    expect(b.jitStats().invalidations).toBeGreaterThanOrEqual(1);
+      bne t1, zero, loop1`, 1500);
   });
 
   it("a store into translated code drops it: a program that rewrites its hot loop ends as interpreted", async () => {
-    // loop1 runs 1000 times (translated), its addi is rewritten to add 2, and it runs another
-    // 1000 times: 3000; an engine that kept the old translation would end with 2000
-    const src = `
-      li t1, 1000
-      li t0, 0
-      li t3, 0x00228293
-      li t5, 0
-    again:
-    loop1:
+    // 1000 + 2 x 1000 (an engine that kept the old translation would end with 2000)
+    await rewrittenAlike(`
       addi t0, t0, 1
       addi t1, t1, -1
-      bne t1, zero, loop1
-      bne t5, zero, done
-      li t5, 1
-      auipc t4, 0
-      sw t3, -24(t4)        # over loop1's addi, 24 bytes back
-      li t1, 1000
-      j again
-    done:
-      li t2, ${MMIO.SYS.EXIT}
-      sw t0, 0(t2)
-    `;
-    const a = await programRun(src, 1, 0), b = await programRun(src, 1, 1);
-    expect(a.engine(0).state).toBe("exited");
-    expect(a.engine(0).exitCode).toBe(3000);
-    expect(endState(b)).toEqual(endState(a));
-    expect(b.jitStats().invalidations).toBeGreaterThanOrEqual(1);
+      bne t1, zero, loop1`, 3000);
   });
 
   it("a region of ~500 stores, the most code a translation makes, is translated whole and runs alike", async () => {
