@@ -1,5 +1,5 @@
 // The kernels of `npm run bench -- engines` (firmware/bench/kernels.h) compute on the engines what
-// the same C computes on the host: the committed compute.elf and coremark.elf, run on 16
+// the same C computes on the host: the committed compute.elf, coremark.elf and classic.elf, run on 16
 // engines for a few passes, send back per engine (hart id) the checksum the kernels built
 // natively with the host's C compiler print for that id. So an ELF left stale after a change to
 // its kernel, or a kernel whose result depends on the platform, fails here. And the kernels as
@@ -25,8 +25,8 @@ const runs = (cmd: string, ...args: string[]) => spawnSync(cmd, args, { stdio: "
 const cc = ["cc", "gcc", "clang"].find((c) => runs(c, "--version")) ?? null;
 const clang = findClang();
 const qemu = runs("qemu-riscv32", "--version");
-const KERNELS: Kernel[] = ["compute", "coremark"];
-const PASSES: Record<Kernel, number> = { compute: 2, coremark: 3 };
+const KERNELS: Kernel[] = ["compute", "coremark", "classic"];
+const PASSES: Record<Kernel, number> = { compute: 2, coremark: 3, classic: 2 };
 const elf = (k: Kernel) => new Uint8Array(readFileSync(join(root, "firmware", "bench", `${k}.elf`)));
 
 /** `kernel`'s committed ELF on `engines` engines, `passes` passes each: each engine's checksum, and the instructions of all. */

@@ -9,11 +9,11 @@ import { dirname, join } from "node:path";
 import { FIRMWARE_CODEGEN_FLAGS, findClang } from "../../host/fw/build.js";
 import { STT_FUNC, readSections, readSymbols } from "../../host/elf.js";
 
-export type Kernel = "compute" | "coremark";
+export type Kernel = "compute" | "coremark" | "classic";
 /** hosted-main.c's sources, relative to the package root. */
-const SOURCES = ["firmware/bench/hosted-main.c", "firmware/bench/compute.c", "firmware/bench/coremark.c"];
+const SOURCES = ["firmware/bench/hosted-main.c", "firmware/bench/compute.c", "firmware/bench/coremark.c", "firmware/bench/classic.c"];
 /** The kernels' functions, whose code must be the same in the engines' ELF and QEMU's (sameKernelCode). */
-export const KERNEL_FUNCTION: Record<Kernel, string> = { compute: "compute_kernel", coremark: "coremark_kernel" };
+export const KERNEL_FUNCTION: Record<Kernel, string> = { compute: "compute_kernel", coremark: "coremark_kernel", classic: "classic_kernel" };
 
 function compile(command: string[], root: string, what: string): void {
   const r = spawnSync(command[0]!, command.slice(1), { cwd: root, encoding: "utf8" });

@@ -63,10 +63,11 @@ static int bench_main(int argc, char **argv) {
   uint32_t (*kernel)(uint32_t, uint32_t) = 0;
   if (argc >= 2 && same(argv[1], "compute")) kernel = compute_kernel;
   if (argc >= 2 && same(argv[1], "coremark")) kernel = coremark_kernel;
+  if (argc >= 2 && same(argv[1], "classic")) kernel = classic_kernel;
   long passes = argc >= 3 ? number(argv[2]) : -1;
   long ids = argc >= 4 ? number(argv[3]) : 16;
   if (kernel == 0 || passes < 0 || ids < 0 || argc > 4) {
-    say("usage: <program> compute|coremark <passes> [<ids>]\n");
+    say("usage: <program> compute|coremark|classic <passes> [<ids>]\n");
     return 2;
   }
   for (uint32_t id = 0; id < (uint32_t)ids; id++) {

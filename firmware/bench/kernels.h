@@ -14,5 +14,8 @@ uint32_t compute_kernel(uint32_t id, uint32_t passes);
 /* coremark.c: linked-list walks and a sort, small matrix arithmetic, a token-scanning state
  * machine and CRC-16 over their results (the kinds of work of EEMBC's CoreMark). */
 uint32_t coremark_kernel(uint32_t id, uint32_t passes);
+/* classic.c: a sieve, a matrix product, an insertion sort and an FNV hash (a compute-bound check
+ * the translator was not measured with while it was written). */
+uint32_t classic_kernel(uint32_t id, uint32_t passes);
 
 #endif

@@ -39,6 +39,7 @@ export const EXAMPLES: readonly Example[] = [
   // (firmware/bench/kernels.h) that the bench also builds for QEMU, with another main
   { name: "compute", sources: ["firmware/bench/menic-main.c", "firmware/bench/compute.c"], out: "firmware/bench/compute.elf", defines: { KERNEL: "compute_kernel" } },
   { name: "coremark", sources: ["firmware/bench/menic-main.c", "firmware/bench/coremark.c"], out: "firmware/bench/coremark.elf", defines: { KERNEL: "coremark_kernel" } },
+  { name: "classic", sources: ["firmware/bench/menic-main.c", "firmware/bench/classic.c"], out: "firmware/bench/classic.elf", defines: { KERNEL: "classic_kernel" } },
   { name: "idle", sources: ["firmware/bench/idle.c"], out: "firmware/bench/idle.elf" },
   { name: "doorbell", sources: ["firmware/bench/doorbell.c"], out: "firmware/bench/doorbell.elf" },
 ];
