@@ -120,17 +120,17 @@ async function translatedAlike(src: string) {
 }
 
 /**
- * `code` on two engines, interpreted and with the JIT, stepped by windows of up to ~6 engine
- * cycles (random, from `seed`) to its end: after every step both engines' state and registers
- * are alike, and the JIT translated some of it. Returns the steps.
+ * `code` on two engines (`config`), interpreted and with the JIT, stepped by windows of up to ~6
+ * engine cycles (random, from `seed`; up to `maxPs`) to its end: after every step both engines'
+ * state and registers are alike, and the JIT translated some of it. Returns the steps.
  */
-async function steppedAlike(code: Uint32Array, seed: number) {
-  const a = await codeDevice(code, { engines: 2, jit: 0 }), b = await codeDevice(code, { engines: 2, jit: 1 });
+async function steppedAlike(code: Uint32Array, seed: number, maxPs = 4200, config: Config = {}) {
+  const a = await codeDevice(code, { engines: 2, jit: 0, ...config }), b = await codeDevice(code, { engines: 2, jit: 1, ...config });
   const look = (dev: Device) => [0, 1].map((e) => ({ ...dev.engine(e), regs: Array.from({ length: 32 }, (_, r) => dev.core.engineReg(dev.handle, e, r) >>> 0) }));
   const next = rng(seed);
   let t = 0n, steps = 0;
   while (a.engine(0).state === "running" || a.engine(1).state === "running") {
-    t += BigInt(200 + (next() % 4000)); // up to ~6 engine cycles of 730 ps
+    t += BigInt(200 + (next() % (maxPs - 200))); // (730 ps an engine cycle)
     a.step(t); b.step(t);
     expect(look(b), `step ${steps} to ${t} ps`).toEqual(look(a));
     steps++;
@@ -312,9 +312,11 @@ describe("the JIT runs programs exactly as the interpreter does", () => {
   it("a branch over a few ALU instructions runs them by select: a window may end anywhere around it, stepped, alike", async () => {
     // a CRC's bit steps (a branch over one xor, and over three instructions) and the compute
     // benchmark's shape (a branch back to the loop's store, whose fall-through runs two
-    // instructions and jumps there): both ways taken by the data, windows cut everywhere
+    // instructions and jumps there; its block loads from HBM, dearer than the SRAM its window
+    // check counts): both ways taken by the data, windows cut everywhere
     const code = assemble(`
       li x20, 0x8000
+      li x21, ${REGIONS.HBM.base + 0x100}
       li x5, 0x1234
       lui x6, 10
       addi x6, x6, 1
@@ -322,6 +324,7 @@ describe("the JIT runs programs exactly as the interpreter does", () => {
       j check
       body:
       sw x5, 0(x20)
+      sw x5, 0(x21)
       addi x22, x22, -1
       beq x22, x0, done
       check:
@@ -337,7 +340,7 @@ describe("the JIT runs programs exactly as the interpreter does", () => {
       addi x9, x9, 3
       mul x10, x5, x6
       skip2:
-      lw x13, 0(x20)
+      lw x13, 0(x21)
       add x5, x5, x13
       add x5, x5, x22
       andi x8, x5, 0x100
@@ -349,7 +352,10 @@ describe("the JIT runs programs exactly as the interpreter does", () => {
       li x25, ${MMIO.SYS.EXIT}
       sw x0, 0(x25)
     `, CODE_BASE);
+    // steps of up to ~6 cycles, and of up to ~40 with an HBM load of 9 (137 by default), so that
+    // the block with it runs translated in some and windows end in its skipped instructions
     expect(await steppedAlike(code, 11)).toBeGreaterThan(5000);
+    expect(await steppedAlike(code, 12, 30_000, { cpiLoadHbm: 9 })).toBeGreaterThan(1000);
   });
 
   it("a block translated alone where windows started gets its region once jumps land there: stepped, then run, alike", async () => {

@@ -17,9 +17,9 @@
 // extra translation rather than a whole copy of the loop per place windows start (15 copies of
 // the compute benchmark's loop); a single block that jumps land on gets its region once that is
 // hot. The region's blocks are structured wasm: loops as wasm loops, branches forward out of
-// wasm blocks (regionCfg, tree). A branch over one to three ALU instructions that rejoin its
-// target (a CRC's bit step, a conditional update) runs them by wasm select, so a branch that
-// goes either way by the data costs the host no mispredicted branch (skip). It counts each instruction's cycles as the interpreter would
+// wasm blocks (regionCfg, tree). A branch in a loop over one to three ALU instructions that
+// rejoin its target (a CRC's bit step, a conditional update) runs them by wasm select, so a
+// branch that goes either way by the data costs the host no mispredicted branch (skip). It counts each instruction's cycles as the interpreter would
 // (fixed costs summed at translation, a load's or store's by where it goes). Every exit sets pc,
 // why and the count in locals and branches to one epilogue, which stores the registers, pc,
 // cycle and instret back: at a JALR, at a block outside the region, at an instruction left to
@@ -195,6 +195,7 @@ const rN = new StaticArray<u32>(JIT_REGION_BLOCKS);
 // a block that ends with a branch over a few ALU instructions (skipOf): those instructions and
 // how they rejoin, else 0; and the words its code is read from (its own, and those it skips)
 const rSkip = new StaticArray<u32>(JIT_REGION_BLOCKS);
+const rSkipOf = new StaticArray<u32>(JIT_REGION_BLOCKS); // what it could skip (skipOf), in a loop or not
 const rCover = new StaticArray<u32>(JIT_REGION_BLOCKS);
 let rCount: i32 = 0;
 let rInsns: u32 = 0;
@@ -208,7 +209,6 @@ let rGeneration: u32 = 0;
 // per instruction being emitted
 let pend: u64 = 0; // fixed cycles of the block's instructions so far, not yet charged to L_CNT
 let curBlock: i32 = 0; // the block being emitted
-let startChecked: i32 = -1; // a block whose window check the code before it has made (`skip`)
 
 // The wasm labels open where code is being emitted, outermost first: the exits' block (every
 // exit branches to it, the epilogue follows it), a loop whose header is a block of the region, a
@@ -304,13 +304,22 @@ function restCycles(cfg: Config, h: Hart, pc: u32, n: u32, from: u32): u64 {
 }
 
 /**
+ * restCycles of the current block (at `bpc`, n instructions) from its instruction `from`, and when
+ * its branch skips instructions (`skip`), on to the last of them it runs when not taken.
+ */
+function blockRest(cfg: Config, h: Hart, bpc: u32, n: u32, from: u32): u64 {
+  const sk = unchecked(rSkip[curBlock]);
+  return restCycles(cfg, h, bpc, n, from) + (sk != 0 ? skipSpan(cfg, h, bpc + 4 * (n - 1), sk) : 0);
+}
+
+/**
  * Before the block at `bpc` (n instructions): when the window ends inside it (its last
  * instruction would start at or after `stop`), leaves (EXIT_WINDOW), and the interpreter runs the
  * instructions that start before stop. Else the whole block runs unchecked, but for an access
  * that goes to HBM, whose cycles are more than the SRAM ones counted here: it checks again.
  */
 function blockStart(dev: Device, h: Hart, bpc: u32, n: u32): void {
-  windowEndsIn(restCycles(dev.cfg, h, bpc, n, 0));
+  windowEndsIn(blockRest(dev.cfg, h, bpc, n, 0));
   ifThen(); exit(bpc, false, 0, 0, EXIT_WINDOW); endIf();
 }
 
@@ -319,41 +328,36 @@ function blockStart(dev: Device, h: Hart, bpc: u32, n: u32): void {
  * instructions after it (rSkip): not taken, they run and execution rejoins `target`, by falling
  * into it or by a `jal x0` to it. The translation runs them whatever the branch does and keeps
  * each result only when it is not taken (a wasm select: no host branch to mispredict on data, as
- * a CRC's bit loop has); cycles and instructions are counted by the way taken, as the
- * interpreter would. The window is checked once, before them, for the way taken: the skipped
- * instructions and `target`'s block, or `target`'s block (which does not check again).
+ * a CRC's bit step has); cycles and instructions are counted by the way taken, as the
+ * interpreter would. The block's window check covered the skipped instructions (blockStart).
  */
 function skip(dev: Device, h: Hart, pc: u32, target: u32): void {
-  const cfg = dev.cfg, cur = curBlock, n = unchecked(rN[cur]), sk = unchecked(rSkip[cur]);
+  const cfg = dev.cfg, n = unchecked(rN[curBlock]), sk = unchecked(rSkip[curBlock]);
   const m = sk & SKIP_COUNT, rejoin = (sk & SKIP_JAL) != 0 ? <u64>1 : 0;
   set(L_TAKEN);
-  let skipped: u64 = 0; // the skipped instructions' cycles (and the jal's)
-  for (let t: u32 = 0; t < m; t++) skipped += fixedCost(cfg, load<u32>(h.sram + <usize>(pc + 4 + 4 * t)));
-  if (rejoin != 0) skipped += <u64>cfg.cpiJump;
-  const j = regionBlock(target);
-  const rest = j < 0 ? 0 : restCycles(cfg, h, target, unchecked(rN[j]), 0);
-  const taken = pend + <u64>cfg.cpiBranchTaken, notTaken = pend + <u64>cfg.cpiAlu;
-  // the window ends before the way taken is through: leave before it (the block's instructions counted)
-  get(L_CNT); i64c((taken + rest + 1) << CNT_SHIFT); i64c((notTaken + skipped + rest + 1) << CNT_SHIFT); get(L_TAKEN); op(SELECT); op(I64_LT_S);
-  ifThen();
-  i32c(target); i32c(pc + 4); get(L_TAKEN); op(SELECT); set(L_ADDR);
-  get(L_CNT); i64c(<u64>n - (taken << CNT_SHIFT)); i64c(<u64>n - (notTaken << CNT_SHIFT)); get(L_TAKEN); op(SELECT); op(I64_ADD); set(L_CNT);
-  const p0 = pend;
-  pend = 0; exit(0, true, 0, 0, EXIT_WINDOW); pend = p0;
-  endIf();
+  let skipped: u64 = rejoin != 0 ? <u64>cfg.cpiJump : 0; // the skipped instructions' cycles (and the jal's)
   for (let t: u32 = 0; t < m; t++) {
     const at = pc + 4 + 4 * t, ir = load<u32>(h.sram + <usize>at), rd = rdOf(ir);
+    skipped += fixedCost(cfg, ir);
     if (rd == 0) continue;
     get(lReg(rd)); aluValue(ir, at); get(L_TAKEN); op(SELECT); set(lReg(rd));
   }
+  const taken = pend + <u64>cfg.cpiBranchTaken, notTaken = pend + <u64>cfg.cpiAlu + skipped;
   get(L_CNT);
-  i64c(<u64>n - (taken << CNT_SHIFT)); i64c(<u64>n + <u64>m + rejoin - ((notTaken + skipped) << CNT_SHIFT)); get(L_TAKEN); op(SELECT);
+  i64c(<u64>n - (taken << CNT_SHIFT)); i64c(<u64>n + <u64>m + rejoin - (notTaken << CNT_SHIFT)); get(L_TAKEN); op(SELECT);
   op(I64_ADD); set(L_CNT);
   pend = 0;
-  if (j < 0) { exit(target, false, 0, 0, EXIT_JUMP); return; }
-  if (!unchecked(rLoopHead[j])) startChecked = j;
-  goTo(dev, h, j);
-  startChecked = -1;
+  const j = regionBlock(target);
+  if (j < 0) exit(target, false, 0, 0, EXIT_JUMP);
+  else goTo(dev, h, j);
+}
+
+/** The cycles from a branch that skips (at `pc`, skip `sk`), not taken, to the start of the last instruction it skips to: its window (blockStart). */
+function skipSpan(cfg: Config, h: Hart, pc: u32, sk: u32): u64 {
+  const m = sk & SKIP_COUNT, last = (sk & SKIP_JAL) != 0 ? m : m - 1; // (the jal starts after the last skipped)
+  let cycles = <u64>cfg.cpiAlu;
+  for (let t: u32 = 0; t < last; t++) cycles += fixedCost(cfg, load<u32>(h.sram + <usize>(pc + 4 + 4 * t)));
+  return cycles;
 }
 
 /**
@@ -431,7 +435,7 @@ function address(dev: Device, h: Hart, bpc: u32, n: u32, k: u32, rs1: u32, imm: 
     // device's, so devices of one configuration running one image share its compiled module
     // the block's window check counted this access's SRAM cycles: with HBM's, the window may end
     // before the block's last instruction, and the interpreter is to run from this one
-    const rest = pend + restCycles(cfg, h, bpc, n, k + 1);
+    const rest = pend + blockRest(cfg, h, bpc, n, k + 1);
     if (isStore) { // reservations to break: the interpreter's
       get(L_CTX); mem(I32_LOAD, 2, <u32>offsetof<JitCache>("eng")); mem(I32_LOAD, 2, <u32>offsetof<Engines>("resvCount"));
       ifThen(); sideExit(pc, k); endIf();
@@ -667,11 +671,41 @@ function addBlock(cfg: Config, h: Hart, pc: u32): i32 {
   const i = rCount++;
   unchecked(rPc[i] = pc);
   unchecked(rN[i] = n);
-  unchecked(rSkip[i] = sk);
+  unchecked(rSkipOf[i] = sk);
+  unchecked(rSkip[i] = 0); // (skipInLoops decides)
   unchecked(rCover[i] = sk != 0 ? n + more : n);
   rInsns += unchecked(rCover[i]);
   return i;
 }
+
+/**
+ * The blocks of the region that could skip (rSkipOf) and lie on a cycle of its edges skip
+ * (rSkip): a branch in a loop is where the data decides its way again and again (a CRC's bit
+ * step); elsewhere a select costs more than a branch the host predicts (soft-float routines
+ * ran 12 % slower). True when any does, and the edges must be found again.
+ */
+function skipInLoops(): bool {
+  // reach[i]: the blocks reachable from block i by one edge or more
+  for (let i = 0; i < rCount; i++) unchecked(reach[i] = 0);
+  for (let e = 0; e < eCount; e++) unchecked(reach[unchecked(eFrom[e])] |= <u64>1 << <u64>unchecked(eTo[e]));
+  let changed = true;
+  while (changed) {
+    changed = false;
+    for (let i = 0; i < rCount; i++) {
+      let r = unchecked(reach[i]);
+      for (let j = 0; j < rCount; j++) if ((unchecked(reach[i]) & (<u64>1 << <u64>j)) != 0) r |= unchecked(reach[j]);
+      if (r != unchecked(reach[i])) { unchecked(reach[i] = r); changed = true; }
+    }
+  }
+  let any = false;
+  for (let i = 0; i < rCount; i++) {
+    if (unchecked(rSkipOf[i]) == 0 || (unchecked(reach[i]) & (<u64>1 << <u64>i)) == 0) continue;
+    unchecked(rSkip[i] = unchecked(rSkipOf[i]));
+    any = true;
+  }
+  return any;
+}
+const reach = new StaticArray<u64>(JIT_REGION_BLOCKS);
 
 /** Is `pc` one of the indirect jumps' targets the region takes in? */
 function isTarget(pc: u32): bool {
@@ -890,8 +924,7 @@ function blockCode(dev: Device, h: Hart, i: i32): void {
   curBlock = i;
   pend = 0;
   const bpc = unchecked(rPc[i]), n = unchecked(rN[i]);
-  if (startChecked != i) blockStart(dev, h, bpc, n);
-  startChecked = -1;
+  blockStart(dev, h, bpc, n);
   for (let k: u32 = 0; k < n; k++) emitInsn(dev, h, load<u32>(h.sram + <usize>(bpc + 4 * k)), bpc, k, n);
 }
 
@@ -920,7 +953,7 @@ function successors(cfg: Config, h: Hart, i: i32): void {
     return;
   }
   if (c == InsnClass.Branch) want(cfg, h, lastPc + immB(ir));
-  if (unchecked(rSkip[i]) == 0) want(cfg, h, lastPc + 4); // (a branch that skips goes on at its target alone)
+  want(cfg, h, lastPc + 4);
 }
 
 function want(cfg: Config, h: Hart, pc: u32): void {
@@ -966,6 +999,7 @@ function translate(dev: Device, c: JitCache, h: Hart, pc: u32, single: bool, fro
     for (let i = 0; i < rCount; i++) successors(cfg, h, i); // breadth first: rCount grows as it goes
   }
   regionCfg(h);
+  if (skipInLoops()) regionCfg(h);
   if (c.count == c.cap) jitFlush(c);
   const id = <i32>c.count;
   c.count++;
