@@ -19,8 +19,9 @@
 // hot. The region's blocks are structured wasm: loops as wasm loops, branches forward out of
 // wasm blocks (regionCfg, tree). A branch in a loop over one to three ALU instructions that
 // rejoin its target (a CRC's bit step, a conditional update) runs them by wasm select, so a
-// branch that goes either way by the data costs the host no mispredicted branch (skip). It counts each instruction's cycles as the interpreter would
-// (fixed costs summed at translation, a load's or store's by where it goes). Every exit sets pc,
+// branch that goes either way by the data costs the host no mispredicted branch (skip). It
+// counts each instruction's cycles as the interpreter would (fixed costs summed at
+// translation, a load's or store's by where it goes). Every exit sets pc,
 // why and the count in locals and branches to one epilogue, which stores the registers, pc,
 // cycle and instret back: at a JALR, at a block outside the region, at an instruction left to
 // the interpreter, or at the window's end.
@@ -684,6 +685,7 @@ function addBlock(cfg: Config, h: Hart, pc: u32): i32 {
  * step); elsewhere a select costs more than a branch the host predicts (soft-float routines
  * ran 12 % slower). True when any does, and the edges must be found again.
  */
+const reach = new StaticArray<u64>(JIT_REGION_BLOCKS); // (skipInLoops)
 function skipInLoops(): bool {
   // reach[i]: the blocks reachable from block i by one edge or more
   for (let i = 0; i < rCount; i++) unchecked(reach[i] = 0);
@@ -705,7 +707,6 @@ function skipInLoops(): bool {
   }
   return any;
 }
-const reach = new StaticArray<u64>(JIT_REGION_BLOCKS);
 
 /** Is `pc` one of the indirect jumps' targets the region takes in? */
 function isTarget(pc: u32): bool {
