@@ -392,7 +392,7 @@ function goTo(dev: Device, h: Hart, j: i32): void {
  */
 function address(dev: Device, h: Hart, bpc: u32, n: u32, k: u32, rs1: u32, imm: u32, bytes: u32, isStore: bool): void {
   const pc = bpc + 4 * k;
-  const cfg = dev.cfg, eng = engOf(dev);
+  const cfg = dev.cfg;
   reg(rs1); i32c(imm); op(I32_ADD); set(L_ADDR);
   // aligned and in SRAM above the guard, in one compare: the guard and the SRAM's size are
   // multiples of 4, so rotating addr - guard right by log2(bytes) puts a misaligned address's
