@@ -22,7 +22,7 @@ import { endState } from "./engine-state.js";
 /** SRAM the programs touch: code from CODE_BASE up, data at DATA, the handler's trap count at TRAPS. */
 const SRAM_BYTES = 16384, DATA = 0x3000, TRAPS = 0x3800;
 /** HBM words the engines share. */
-const HBM_DATA = REGIONS.HBM.base + 0x100;
+const HBM_DATA = REGIONS.HBM.base + 0x100, HBM_BYTES = 65536;
 /** Traps before a program exits from its handler (a program that traps in a loop still ends). */
 const TRAP_LIMIT = 64;
 /** Simulated time a program is given: the longest take about 10 us. */
@@ -106,10 +106,26 @@ export function fuzzProgram(seed: number): Uint32Array {
     out.push(((X_T0 << 7) | 0x17) >>> 0, I(8 + 4 * n + (chance(10) ? 2 : 0) + (chance(4) ? 1 : 0), X_T0, 0, chance(2) ? 0 : rd(), 0x67));
     for (let k = 0; k < n; k++) alu();
   };
+  /** loads and stores through one base (one check covers them in translated code, jit.ts `group`):
+   * across SRAM's end or the guard's, in data 1 KiB either way (stores pages apart; below the trap count), across
+   * HBM's end, in HBM, at MMIO (loads); now and then misaligned, an instruction between, the base moved */
+  const group = () => {
+    const where = next() % 6;
+    const base = [SRAM_BYTES - 4 * (next() % 8), CODE_BASE - 16 + 4 * (next() % 8), DATA + 1024, HBM_DATA + 4 * (next() % 16), REGIONS.HBM.base + HBM_BYTES - 4 * (next() % 8), MMIO.SYS.NUM_ENGINES][where]!;
+    li(X_T1, base + (chance(8) ? 1 + (next() % 3) : 0));
+    for (let k = 2 + (next() % 5); k > 0; k--) {
+      const isStore = where !== 5 && chance(2), f3 = isStore ? next() % 3 : pick([0, 1, 2, 4, 5]), size = 1 << (f3 & 3);
+      const off = where === 2 ? ((next() % 2048) - 1024) & -size : size * ((next() % 16) - 8) + (chance(30) ? 1 : 0);
+      if (isStore) out.push(S(off, rs(), X_T1, f3, STORE));
+      else out.push(I(off, X_T1, f3, chance(k === 1 ? 3 : 12) ? X_T1 : rd(), LOAD)); // a load into the base (the last, now and then)
+      if (chance(4)) alu();
+      if (chance(8)) out.push(I(4 * ((next() % 5) - 2), X_T1, 0, X_T1, OP_IMM)); // the base moves: a new group
+    }
+  };
   const calls: number[] = [];
   const call = () => { calls.push(out.length); out.push(0); };
   const simple = () => {
-    const c = next() % 100;
+    const c = next() % 106;
     if (c < 30) alu();
     else if (c < 42) load();
     else if (c < 54) store();
@@ -122,7 +138,8 @@ export function fuzzProgram(seed: number): Uint32Array {
     else if (c < 90) computedJump();
     else if (c < 94) call();
     else if (c < 96) out.push(((next() & 0xfffff000) | (rd() << 7) | pick([0x37, 0x17])) >>> 0); // LUI AUIPC
-    else out.push(pick([FENCE, FENCE_I]));
+    else if (c < 100) out.push(pick([FENCE, FENCE_I]));
+    else group();
   };
   const loop = () => {
     li(X_LOOP, 2 + (next() % 19));
@@ -197,7 +214,7 @@ const batchOf = (seed: number) => seed - ((seed - 1) % FUZZ_BATCH);
 
 /** Every fourth batch runs with a 1 ns interleave quantum: windows end anywhere in translated code. */
 function fuzzConfig(batch: number, jit: number) {
-  return { engines: 2, sramBytes: SRAM_BYTES, hbmBytes: 65536, jit, ...(Math.floor((batch - 1) / FUZZ_BATCH) % 4 === 3 ? { interleaveQuantumPs: 1000 } : {}) };
+  return { engines: 2, sramBytes: SRAM_BYTES, hbmBytes: HBM_BYTES, jit, ...(Math.floor((batch - 1) / FUZZ_BATCH) % 4 === 3 ? { interleaveQuantumPs: 1000 } : {}) };
 }
 
 /** Program `seed` loaded over the whole of both engines' SRAM above the guard and the HBM they use, and started. */
