@@ -171,6 +171,41 @@ async function rewrittenAlike(body: string, exitCode: number) {
   expect(b.jitStats().invalidations).toBeGreaterThanOrEqual(1);
 }
 
+/**
+ * A loop at `at` (the setup at CODE_BASE jumps to it, zeros between) that rewrites its first
+ * instruction each time round, addi t0, t0, 1 and 2 in turn, by \`sw t3, 0(t4)\` (t4 = at) among
+ * other stores through t4 (jit.ts `group`: one check before them covers them all): interpreted
+ * and translated it ends alike with 500 + 2 x 500 (an engine that kept a stale translation of
+ * the loop would not), and the translated run drops translations. The bytes the stores span.
+ */
+async function groupStoresAlike(at: number, stores: string[]): Promise<number> {
+  const setup = `
+      li t0, 0
+      li t1, 1000
+      li t3, 0x00128293
+      li t5, 0x00300000
+      li t4, ${at}
+      j loop`;
+  const pad = (at - CODE_BASE) / 4 - assemble(setup, CODE_BASE).length;
+  const src = `${setup}
+${"      .word 0\n".repeat(pad)}    loop:
+      addi t0, t0, 1
+      xor t3, t3, t5
+${stores.map((st) => `      ${st}`).join("\n")}
+      addi t1, t1, -1
+      bne t1, zero, loop
+      li t2, ${MMIO.SYS.EXIT}
+      sw t0, 0(t2)
+      .word 0`;
+  expect(assemble(src, CODE_BASE)[(at - CODE_BASE) / 4]).toBe(0x00128293); // (the loop is where the stores go)
+  const a = await programRun(src, 1, 0), b = await programRun(src, 1, 1);
+  expect(a.engine(0).exitCode).toBe(1500);
+  expect(endState(b)).toEqual(endState(a));
+  expect(b.jitStats().invalidations).toBeGreaterThanOrEqual(1);
+  const offsets = stores.map((st) => Number(/, (-?\w+)\(/.exec(st)![1]));
+  return Math.max(...offsets) + 4 - Math.min(...offsets);
+}
+
 /** A device whose engines start at CODE_BASE, where `code` is loaded; not yet run. */
 async function codeDevice(code: Uint32Array, config: Config, options: DeviceOptions = {}) {
   const dev = await Device.create(coreModule(), config, options);
@@ -448,6 +483,15 @@ describe("translations follow the code", () => {
       addi t0, t0, 1
       addi t1, t1, -1
       bne t1, zero, loop1`, 3000);
+  });
+
+  it("a group's stores across pages: each page is checked, a store into translated code drops it", async () => {
+    // the stores go to 0x4fc (setup's page, no translated code) and into the loop at 0x500
+    expect(await groupStoresAlike(0x500, ["sw zero, -4(t4)", "sw t3, 0(t4)"])).toBeLessThan(256);
+    // into the loop at 0x5c0, then to 0x620 (a page of no code)
+    expect(await groupStoresAlike(0x5c0, ["sw t3, 0(t4)", "sw zero, 0x60(t4)"])).toBeLessThan(256);
+    // across three pages, the middle one the loop's: stores that far apart are not grouped
+    expect(await groupStoresAlike(0x500, ["sw zero, -4(t4)", "sw t3, 0(t4)", "sw zero, 256(t4)"])).toBeGreaterThan(256);
   });
 
   it("a region of ~500 stores, the most code a translation makes, is translated whole and runs alike", async () => {

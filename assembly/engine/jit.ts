@@ -19,7 +19,9 @@
 // hot. The region's blocks are structured wasm: loops as wasm loops, branches forward out of
 // wasm blocks (regionCfg, tree). A branch in a loop over one to three ALU instructions that
 // rejoin its target (a CRC's bit step, a conditional update) runs them by wasm select, so a
-// branch that goes either way by the data costs the host no mispredicted branch (skip). It
+// branch that goes either way by the data costs the host no mispredicted branch (skip). A
+// block's loads and stores through one base register that nothing between them writes share
+// one check, and run as plain wasm accesses when it passes (group). It
 // counts each instruction's cycles as the interpreter would (fixed costs summed at
 // translation, a load's or store's by where it goes). Every exit sets pc,
 // why and the count in locals and branches to one epilogue, which stores the registers, pc,
@@ -129,9 +131,10 @@ const L_REGS: u32 = 41, L_SRAM: u32 = 42; // the engine's: a translation serves 
 const L_PAGES: u32 = 43; // the engine's run-ahead page bytes (JitCache.pageFlags), for stores
 const L_PC: u32 = 44, L_WHY: u32 = 45; // where and why it leaves (the epilogue stores them)
 const L_TAKEN: u32 = 46; // a skipping branch's (`skip`): taken
-const I32_LOCALS: u32 = 44; // locals 3..46
-const L_CNT: u32 = 47, L_HBMC: u32 = 48; // L_HBMC: an HBM load's cycles, shifted as in L_CNT
-const I64_LOCALS: u32 = 2; // locals 47..48
+const L_GBASE: u32 = 47; // a group's (`group`): the wasm address its offsets are from
+const I32_LOCALS: u32 = 45; // locals 3..47
+const L_CNT: u32 = 48, L_HBMC: u32 = 49; // L_HBMC: an HBM load's cycles, shifted as in L_CNT
+const I64_LOCALS: u32 = 2; // locals 48..49
 
 // L_CNT counts two things in one i64, so that a block's end adds one constant: the cycles left to
 // `stop` (stop - cycle, signed: a window check is one compare with a constant) above CNT_SHIFT,
@@ -453,6 +456,126 @@ function address(dev: Device, h: Hart, bpc: u32, n: u32, k: u32, rs1: u32, imm: 
   close();
 }
 
+// A group: loads and stores of one block through one base register that no instruction between
+// them writes (the last may be a load into it), as a function's saves and restores of registers
+// through sp, or a row of a matrix through its pointer. One check before them covers them all:
+// every member in SRAM above the guard and aligned, and the pages the stores touch neither to be
+// saved for a run ahead nor holding translated code. Then its span (its first member to its last)
+// runs with each member a plain wasm access at a constant offset; else the span runs as it
+// would without the group, each access checked (`address`), so code whose base points elsewhere
+// (HBM, MMIO, a misaligned or faulting address) is run as before.
+
+/** Instructions a group's span holds at most (its code is emitted twice). */
+const G_SPAN: u32 = 24;
+/** A group's stores span at most this many bytes, so they touch at most two pages (AHEAD_PAGE_SHIFT). */
+const G_STORE_SPAN: i32 = 1 << AHEAD_PAGE_SHIFT;
+let gFrom: u32 = 0; // the span's first instruction in its block
+let gMembers: u32 = 0; // bit t: the span's instruction t is a member
+let gBase: u32 = 0; // the base register
+let gLo: i32 = 0; // the checked range, as offsets from the base: [gLo, gEnd)
+let gEnd: i32 = 0;
+let gSh: u32 = 0; // log2 of the alignment checked at gLo
+let gStoreLo: i32 = 0, gStoreEnd: i32 = 0; // the store members' range (empty: none)
+let gFast: bool = false; // the span's unchecked arm is being emitted
+
+@inline function inGroup(k: u32): bool { return ((gMembers >> (k - gFrom)) & 1) != 0; }
+
+/** An access's offset, and how many bytes it is (0: not a load or store through `base`). */
+function accessOf(ir: u32, base: u32): i32 {
+  const c = insnClass(ir);
+  if (c == InsnClass.Load) return rs1Of(ir) == base ? <i32>loadBytes(funct3Of(ir)) : 0;
+  if (c == InsnClass.Store) return rs1Of(ir) == base ? <i32>storeBytes(funct3Of(ir)) : 0;
+  return 0;
+}
+
+/**
+ * Finds a group whose span starts at instruction k of the block at `bpc` (n instructions; its
+ * last is never in a span, it ends the block): sets the g* variables and returns the span's end
+ * (exclusive), or k when there is none (k is not an access, or no other access joins it).
+ */
+function groupAt(cfg: Config, h: Hart, bpc: u32, n: u32, k: u32): u32 {
+  const ir0 = load<u32>(h.sram + <usize>(bpc + 4 * k)), base = rs1Of(ir0);
+  if (base == 0 || accessOf(ir0, base) == 0) return k;
+  // the span: up to an instruction that writes the base (a load into it is the last it holds)
+  let end = k, widest: i32 = 0, ref: i32 = 0;
+  for (let t = k; t + 1 < n && t - k < G_SPAN; t++) {
+    const ir = load<u32>(h.sram + <usize>(bpc + 4 * t)), w = accessOf(ir, base);
+    const writes = regWritten(ir) == base;
+    if (writes && w == 0) break;
+    end = t + 1;
+    if (w > widest) { widest = w; ref = offsetOf(ir); }
+    if (writes) break;
+  }
+  // the members: each aligned when the widest is (offsets from it a multiple of their width);
+  // stores in a range of at most G_STORE_SPAN bytes, else the group has none
+  gSh = widest == 4 ? 2 : widest == 2 ? 1 : 0;
+  let lo: i32 = i32.MAX_VALUE, hi: i32 = i32.MIN_VALUE, sLo: i32 = i32.MAX_VALUE, sHi: i32 = i32.MIN_VALUE;
+  for (let t = k; t < end; t++) {
+    const ir = load<u32>(h.sram + <usize>(bpc + 4 * t)), w = accessOf(ir, base);
+    if (w == 0 || (offsetOf(ir) - ref) % w != 0 || insnClass(ir) != InsnClass.Store) continue;
+    sLo = min(sLo, offsetOf(ir)); sHi = max(sHi, offsetOf(ir) + w);
+  }
+  const stores = sLo < sHi && sHi - sLo <= G_STORE_SPAN;
+  let members: u32 = 0, count = 0, last = k;
+  for (let t = k; t < end; t++) {
+    const ir = load<u32>(h.sram + <usize>(bpc + 4 * t)), w = accessOf(ir, base);
+    if (w == 0 || (offsetOf(ir) - ref) % w != 0 || (!stores && insnClass(ir) == InsnClass.Store)) continue;
+    members |= <u32>1 << (t - k); count++; last = t;
+    lo = min(lo, offsetOf(ir)); hi = max(hi, offsetOf(ir) + w);
+  }
+  if (count < 2 || (members & 1) == 0) return k;
+  // the range checked starts at or below the lowest member, where the widest's alignment holds
+  const a = <i32>1 << gSh;
+  lo -= ((lo - ref) % a + a) % a;
+  if (<i64>hi - <i64>lo > <i64>(cfg.sramBytes - cfg.nullGuardBytes)) return k;
+  gFrom = k; gMembers = members; gBase = base; gLo = lo; gEnd = hi;
+  if (stores) { gStoreLo = sLo; gStoreEnd = sHi; } else { gStoreLo = 0; gStoreEnd = 0; }
+  return last + 1;
+}
+
+/** A load's or store's offset from its base register. */
+function offsetOf(ir: u32): i32 { return <i32>(insnClass(ir) == InsnClass.Store ? immS(ir) : immI(ir)); }
+
+/** Pushes the byte of the run-ahead page (ahead.ts) of the base's address + `off`, an SRAM address. */
+function groupPage(off: i32): void {
+  get(L_ADDR); i32c(<u32>(off - gLo)); op(I32_ADD); i32c(AHEAD_PAGE_SHIFT); op(I32_SHR_U); get(L_PAGES); op(I32_ADD);
+  mem(I32_LOAD8_U, 0, 0);
+}
+
+/** Emits the group's span, instructions gFrom to end - 1 of the block at `bpc` (n instructions). */
+function group(dev: Device, h: Hart, bpc: u32, n: u32, end: u32): void {
+  const cfg = dev.cfg;
+  // the range in SRAM above the guard, and aligned, in one compare (as in `address`)
+  reg(gBase); i32c(<u32>gLo); op(I32_ADD); set(L_ADDR);
+  get(L_ADDR); i32c(cfg.nullGuardBytes); op(I32_SUB);
+  if (gSh != 0) { i32c(gSh); op(I32_ROTR); }
+  i32c(((cfg.sramBytes - cfg.nullGuardBytes - <u32>(gEnd - gLo)) >> gSh) + 1); op(I32_LT_U);
+  if (gStoreLo < gStoreEnd) { // the stores' pages: their bytes 0 (no journal, no translated code)
+    open(IF, C_IF, -1, T_I32);
+    groupPage(gStoreLo); groupPage(gStoreEnd - 1); op(I32_OR); op(I32_EQZ);
+    op(ELSE); i32c(0);
+    close();
+  }
+  const p0 = pend;
+  ifThen();
+  get(L_ADDR); get(L_SRAM); op(I32_ADD); set(L_GBASE);
+  gFast = true;
+  for (let t = gFrom; t < end; t++) emitInsn(dev, h, load<u32>(h.sram + <usize>(bpc + 4 * t)), bpc, t, n);
+  gFast = false;
+  count(0, pend - p0); pend = p0;
+  op(ELSE);
+  for (let t = gFrom; t < end; t++) emitInsn(dev, h, load<u32>(h.sram + <usize>(bpc + 4 * t)), bpc, t, n);
+  count(0, pend - p0); pend = p0;
+  endIf();
+}
+
+/** A member's access in the group's unchecked arm: pushes L_GBASE and returns the member's offset from it; charges its SRAM cycles. */
+function groupAccess(imm: u32, cycles: u32): u32 {
+  get(L_GBASE);
+  pend += <u64>cycles;
+  return <u32>(<i32>imm - gLo);
+}
+
 /** Pushes the value ALU instruction `ir` at `pc` (LUI, AUIPC, OP-IMM, OP and the M extension's) computes. */
 function aluValue(ir: u32, pc: u32): void {
   const rs1 = rs1Of(ir), rs2 = rs2Of(ir), f3 = funct3Of(ir), cls = insnClass(ir);
@@ -528,23 +651,28 @@ function emitInsn(dev: Device, h: Hart, ir: u32, bpc: u32, k: u32, n: u32): void
       aluValue(ir, pc); setReg(rd); pend += fixedCost(cfg, ir);
       break;
     case InsnClass.Load: {
-      address(dev, h, bpc, n, k, rs1, immI(ir), loadBytes(f3), false);
+      // a group's member in its unchecked arm: at an offset from L_GBASE; else checked (`address`)
+      let at: u32 = 0;
+      if (gFast && inGroup(k)) at = groupAccess(immI(ir), cfg.cpiLoadSram);
+      else address(dev, h, bpc, n, k, rs1, immI(ir), loadBytes(f3), false);
       switch (f3) {
-        case F3_LB: mem(I32_LOAD8_S, 0, 0); break;
-        case F3_LH: mem(I32_LOAD16_S, 1, 0); break;
-        case F3_LW: mem(I32_LOAD, 2, 0); break;
-        case F3_LBU: mem(I32_LOAD8_U, 0, 0); break;
-        default: mem(I32_LOAD16_U, 1, 0); break; // LHU
+        case F3_LB: mem(I32_LOAD8_S, 0, at); break;
+        case F3_LH: mem(I32_LOAD16_S, 1, at); break;
+        case F3_LW: mem(I32_LOAD, 2, at); break;
+        case F3_LBU: mem(I32_LOAD8_U, 0, at); break;
+        default: mem(I32_LOAD16_U, 1, at); break; // LHU
       }
       setReg(rd);
       break;
     }
     case InsnClass.Store: {
-      address(dev, h, bpc, n, k, rs1, immS(ir), storeBytes(f3), true);
-      set(L_PTR); get(L_PTR); reg(rs2);
-      if (f3 == F3_SB) mem(I32_STORE8, 0, 0);
-      else if (f3 == F3_SH) mem(I32_STORE16, 1, 0);
-      else mem(I32_STORE, 2, 0); // SW
+      let at: u32 = 0;
+      if (gFast && inGroup(k)) at = groupAccess(immS(ir), cfg.cpiStoreSram);
+      else { address(dev, h, bpc, n, k, rs1, immS(ir), storeBytes(f3), true); set(L_PTR); get(L_PTR); }
+      reg(rs2);
+      if (f3 == F3_SB) mem(I32_STORE8, 0, at);
+      else if (f3 == F3_SH) mem(I32_STORE16, 1, at);
+      else mem(I32_STORE, 2, at); // SW
       break;
     }
     case InsnClass.Branch: { // the block's end
@@ -926,7 +1054,12 @@ function blockCode(dev: Device, h: Hart, i: i32): void {
   pend = 0;
   const bpc = unchecked(rPc[i]), n = unchecked(rN[i]);
   blockStart(dev, h, bpc, n);
-  for (let k: u32 = 0; k < n; k++) emitInsn(dev, h, load<u32>(h.sram + <usize>(bpc + 4 * k)), bpc, k, n);
+  for (let k: u32 = 0; k < n;) {
+    const end = groupAt(dev.cfg, h, bpc, n, k);
+    if (end > k) { group(dev, h, bpc, n, end); k = end; continue; }
+    emitInsn(dev, h, load<u32>(h.sram + <usize>(bpc + 4 * k)), bpc, k, n);
+    k++;
+  }
 }
 
 /** Does a block of the region end with a call (JAL or JALR that links) whose next instruction is `pc`? */
