@@ -607,6 +607,74 @@ ${blocks}
     expect(s.jumpsOut).toBeLessThan(100); // (with such edges leaving the region instead: 2,982)
   });
 
+  it("an inner loop entered past its head (an insertion sort, as a C compiler lays it out): 20 sorts, alike", async () => {
+    // the hottest landing is the inner loop's head (A), which the code enters at B, by the
+    // block at Y running on into A's instructions: from A the outer loop is entered at two
+    // places, so the region copies its entry block (jit.ts copyEntry) and the inner loop is a
+    // wasm loop (the keys are filled 8 a turn, so that the fill's loop lands less often and the
+    // region made at A is the one that runs the sort). 20 passes fill 64 keys by xorshift and
+    // sort them; the exit folds three keys
+    const src = `
+      li s3, 0x8000
+      li t4, 64
+      li a2, 12345
+      li s8, 20
+      li a0, 0
+    pass:
+      li a1, 0
+      addi a4, s3, 0
+    fill:
+${Array.from({ length: 8 }, (_, k) => `      slli a3, a2, 13
+      xor a2, a3, a2
+      srli a3, a2, 17
+      xor a2, a3, a2
+      slli a3, a2, 5
+      xor a2, a3, a2
+      sw a2, ${4 * k}(a4)`).join("\n")}
+      addi a4, a4, 32
+      addi a1, a1, 8
+      bne a1, t4, fill
+      li a1, 1
+      addi a3, s3, 4
+      j Y
+    X:
+      slli a4, a7, 2
+      add a4, a4, s3
+      sw a5, 0(a4)
+      addi a1, a1, 1
+      addi a3, a3, 4
+      beq a1, t4, sorted
+    Y:
+      slli a4, a1, 2
+      add a4, a4, s3
+      lw a5, 0(a4)
+      addi t1, a3, 0
+      addi a7, a1, 0
+    A:
+      lw t2, -4(t1)
+      bgeu a5, t2, X
+      addi a7, a7, -1
+      sw t2, 0(t1)
+      addi t1, t1, -4
+      bne a7, zero, A
+      li a7, 0
+      j X
+    sorted:
+      lw t2, 0(s3)
+      lw t3, 128(s3)
+      lw t5, 252(s3)
+      xor t2, t2, t3
+      add a0, a0, t5
+      xor a0, a0, t2
+      addi s8, s8, -1
+      bne s8, zero, pass
+      li t2, ${MMIO.SYS.EXIT}
+      sw a0, 0(t2)
+    `;
+    const s = await translatedAlike(src);
+    expect(s.jumpsOut).toBeLessThan(100);
+  });
+
   it("the check of a store against translated code is exact to the word and the engine", async () => {
     // f's last translated word is its jalr; the word after it is data (and no code runs on
     // into f). Engine 0 calls f 1000 times, storing into that data word each time (no

@@ -17,9 +17,11 @@
 // extra translation rather than a whole copy of the loop per place windows start (15 copies of
 // the compute benchmark's loop); a single block that jumps land on gets its region once that is
 // hot. The region's blocks are structured wasm: loops as wasm loops, branches forward out of
-// wasm blocks (regionCfg, tree). A branch in a loop over one to three ALU instructions that
-// rejoin its target (a CRC's bit step, a conditional update) runs them by wasm select, so a
-// branch that goes either way by the data costs the host no mispredicted branch (skip). A
+// wasm blocks (regionCfg, tree); an entry on a loop the code enters elsewhere is copied, so
+// that the loop need not be a root (copyEntry). A branch in a loop over one to three ALU
+// instructions that rejoin its target (a CRC's bit step, a conditional update) runs them by wasm
+// select, so a branch that goes either way by the data costs the host no mispredicted branch
+// (skip). A
 // block's loads and stores through one base register that nothing between them writes share
 // one check, and run as plain wasm accesses when it passes (group). It
 // counts each instruction's cycles as the interpreter would (fixed costs summed at
@@ -203,6 +205,7 @@ const rSkipOf = new StaticArray<u32>(JIT_REGION_BLOCKS); // what it could skip (
 const rCover = new StaticArray<u32>(JIT_REGION_BLOCKS);
 let rCount: i32 = 0;
 let rInsns: u32 = 0;
+let rEntryCopy: i32 = -1; // the entry's copy (`copyEntry`), or -1
 let rUsed: u32 = 0; // registers any of its instructions reads or writes
 let rWritten: u32 = 0; // registers any of them writes: stored back at every exit
 // the targets of indirect jumps the region takes in (an earlier translation's: jitNoteTarget)
@@ -286,9 +289,9 @@ function epilogue(): void {
 @inline function ifThen(): void { open(IF, C_IF, -1); }
 @inline function endIf(): void { close(); }
 
-/** The region's block starting at `pc`, or -1. */
+/** The region's block starting at `pc`, or -1 (the entry's copy, when it has one: `copyEntry`). */
 function regionBlock(pc: u32): i32 {
-  for (let i = 0; i < rCount; i++) if (unchecked(rPc[i]) == pc) return i;
+  for (let i = rEntryCopy >= 0 ? 1 : 0; i < rCount; i++) if (unchecked(rPc[i]) == pc) return i;
   return -1;
 }
 
@@ -707,7 +710,7 @@ function emitInsn(dev: Device, h: Hart, ir: u32, bpc: u32, k: u32, n: u32): void
       // to a block of the region, a branch: a call's next instruction for a return (the ISA's
       // hint), any target an earlier translation's jumps took (a jump table's)
       const isReturn = rd == 0 && (rs1 == 1 || rs1 == 5);
-      for (let j = 0; j < rCount; j++) {
+      for (let j = rEntryCopy >= 0 ? 1 : 0; j < rCount; j++) { // (not to the entry: to its copy)
         const at = unchecked(rPc[j]);
         if (!(isReturn && isReturnSite(h, at)) && !isTarget(at)) continue;
         get(L_ADDR); i32c(at); op(I32_EQ);
@@ -813,9 +816,20 @@ function addBlock(cfg: Config, h: Hart, pc: u32): i32 {
  * step); elsewhere a select costs more than a branch the host predicts (soft-float routines
  * ran 12 % slower). True when any does, and the edges must be found again.
  */
-const reach = new StaticArray<u64>(JIT_REGION_BLOCKS); // (skipInLoops)
+const reach = new StaticArray<u64>(JIT_REGION_BLOCKS); // (skipInLoops, copyEntry)
 function skipInLoops(): bool {
-  // reach[i]: the blocks reachable from block i by one edge or more
+  reachable();
+  let any = false;
+  for (let i = 0; i < rCount; i++) {
+    if (unchecked(rSkipOf[i]) == 0 || (unchecked(reach[i]) & (<u64>1 << <u64>i)) == 0) continue;
+    unchecked(rSkip[i] = unchecked(rSkipOf[i]));
+    any = true;
+  }
+  return any;
+}
+
+/** reach[i]: the blocks reachable from block i by one edge or more. */
+function reachable(): void {
   for (let i = 0; i < rCount; i++) unchecked(reach[i] = 0);
   for (let e = 0; e < eCount; e++) unchecked(reach[unchecked(eFrom[e])] |= <u64>1 << <u64>unchecked(eTo[e]));
   let changed = true;
@@ -827,13 +841,43 @@ function skipInLoops(): bool {
       if (r != unchecked(reach[i])) { unchecked(reach[i] = r); changed = true; }
     }
   }
-  let any = false;
-  for (let i = 0; i < rCount; i++) {
-    if (unchecked(rSkipOf[i]) == 0 || (unchecked(reach[i]) & (<u64>1 << <u64>i)) == 0) continue;
-    unchecked(rSkip[i] = unchecked(rSkipOf[i]));
-    any = true;
+}
+
+/**
+ * The entry where translations are made is where jumps land most: often the head of an inner
+ * loop that the code enters elsewhere (past its head, as a compiler lays out a loop whose test
+ * comes first, or from a block that runs on into the head's instructions). From there the
+ * region is irreducible: the loop's other blocks become roots (regionCfg), and each time round
+ * it goes through the dispatch loop twice. A copy of the entry block as a block of the region,
+ * the target of every edge to the entry's pc, leaves the entry itself as a root no edge reaches,
+ * run once per call, so the loop can be a wasm loop. Made when the entry is on a cycle of the
+ * region's and the copy leaves fewer edges on cycles going through the dispatch loop
+ * (`dispatchesOnCycles`); else the region stays as it was. Then finds the edges again.
+ */
+function copyEntry(h: Hart): void {
+  if (rRootCount == 1 || rCount == JIT_REGION_BLOCKS || rInsns + unchecked(rCover[0]) > JIT_MAX_INSNS) return;
+  const before = dispatchesOnCycles();
+  if (before == 0) return;
+  const k = rCount++;
+  unchecked(rPc[k] = unchecked(rPc[0])); unchecked(rN[k] = unchecked(rN[0]));
+  unchecked(rSkipOf[k] = unchecked(rSkipOf[0])); unchecked(rSkip[k] = unchecked(rSkip[0])); unchecked(rCover[k] = unchecked(rCover[0]));
+  rInsns += unchecked(rCover[0]);
+  rEntryCopy = k;
+  regionCfg(h);
+  if (dispatchesOnCycles() < before) return;
+  rCount--; rInsns -= unchecked(rCover[0]); rEntryCopy = -1; // (no better: as it was)
+  regionCfg(h);
+}
+
+/** The region's edges that go through the dispatch loop (to another root) from a block on a cycle. */
+function dispatchesOnCycles(): u32 {
+  reachable();
+  let n: u32 = 0;
+  for (let e = 0; e < eCount; e++) {
+    const f = unchecked(eFrom[e]), t = unchecked(eTo[e]);
+    if (unchecked(rRpo[f]) >= 0 && (unchecked(reach[f]) & (<u64>1 << <u64>f)) != 0 && edgeKind(f, t) == E_DISPATCH) n++;
   }
-  return any;
+  return n;
 }
 
 /** Is `pc` one of the indirect jumps' targets the region takes in? */
@@ -1102,7 +1146,7 @@ function want(cfg: Config, h: Hart, pc: u32): void {
  */
 function translate(dev: Device, c: JitCache, h: Hart, pc: u32, single: bool, from: Block | null = null): i32 {
   const cfg = dev.cfg;
-  rCount = 0; rInsns = 0; rUsed = 0; rWritten = 0; rTargetCount = 0; rGeneration = 0;
+  rCount = 0; rInsns = 0; rUsed = 0; rWritten = 0; rTargetCount = 0; rGeneration = 0; rEntryCopy = -1;
   if (from) { // (read before anything else: a flush below reuses its record)
     rTargetCount = from.targets;
     for (let i: u32 = 0; i < rTargetCount; i++) unchecked(rTargets[i] = load<u32>(from.words + JIT_TARGETS_AT + <usize>i * 4));
@@ -1133,6 +1177,7 @@ function translate(dev: Device, c: JitCache, h: Hart, pc: u32, single: bool, fro
     for (let i = 0; i < rCount; i++) successors(cfg, h, i); // breadth first: rCount grows as it goes
   }
   regionCfg(h);
+  if (!single) copyEntry(h);
   if (skipInLoops()) regionCfg(h);
   if (c.count == c.cap) jitFlush(c);
   const id = <i32>c.count;

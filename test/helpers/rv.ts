@@ -65,6 +65,7 @@ export function assemble(src: string, base = 0): Uint32Array {
       case "bne": out.push(B(target(a[2], pc), r(1), r(0), 1)); break;
       case "blt": out.push(B(target(a[2], pc), r(1), r(0), 4)); break;
       case "bltu": out.push(B(target(a[2], pc), r(1), r(0), 6)); break;
+      case "bgeu": out.push(B(target(a[2], pc), r(1), r(0), 7)); break;
       case "j": out.push(J(target(a[0], pc), 0)); break;
       case "jal": out.push(J(target(a[1], pc), r(0))); break;
       case "jalr": { const [o, b] = mem(a[1]); out.push(I(o, b, 0, r(0), 0x67)); break; }
