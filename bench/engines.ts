@@ -14,6 +14,10 @@
 //     over the difference of the two processes' host times), each pair right after one of menic's
 //     5 runs, the figure the median of the 5 ratios (a busy host slows both sides of one alike); each
 //     engine's checksum from QEMU must be menic's. Skipped, saying why, without qemu-riscv32 or clang;
+//   engines.qemu.compute.cold, engines.qemu.coremark.cold, engines.qemu.classic.cold: the same
+//     ratio for a kernel's first run in a new process, as `menic fw run` gives it (its
+//     translations made, compiled and optimised by V8 as it runs), at COLD_PASSES (runs of 2-4 G
+//     instructions, as long as CoreMark's own), each run followed by QEMU's pair; the median of 3;
 //   engines.jit.compile_ms: host milliseconds spent compiling translations in one 16-engine run
 //     (the process has compiled them before, for the warm-up run: host/jit-modules.ts shares a
 //     compiled module by its bytes, so this is mostly instantiating them), and
@@ -31,6 +35,7 @@
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { Device } from "../host/device.js";
 import { coreModule, packageRoot } from "../host/platform/node.js";
 import { EXAMPLES } from "../host/fw/examples.js";
@@ -51,6 +56,14 @@ const idle = elfOf("firmware/bench/idle.elf");
  */
 const PASSES_16: Record<Kernel, number> = { compute: 3000, coremark: 3000, classic: 600 };
 const QEMU = "qemu-riscv32";
+/**
+ * Passes of a cold run (`coldRun`): 16 engines running about as many instructions as CoreMark's
+ * own run (2.4 G for 16 of its iterations runs): 1.9 G for compute, 2.3 G for CoreMark-like,
+ * 4.1 G for classic.
+ */
+const COLD_PASSES: Record<Kernel, number> = { compute: 10000, coremark: 10000, classic: 2000 };
+/** Set in a cold run's process (`kernel:passes`): it runs that and prints its KernelRun. */
+const COLD_ENV = "MENIC_BENCH_COLD";
 
 interface KernelRun { instructions: number; hostS: number; simPs: bigint; compileMs: number; calls: number; checksums: number[] }
 
@@ -71,6 +84,33 @@ async function kernelRun(kernel: Kernel, engines: number, passes: number, jit = 
   }
   const stats = dev.jitStats();
   return { instructions, hostS, simPs, compileMs: stats.compileMs, calls: stats.calls, checksums };
+}
+
+/** `kernel` on 16 engines for `passes` passes in a new process of this bench: its first run there. */
+function coldRun(kernel: Kernel, passes: number): KernelRun {
+  const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url)], { env: { ...process.env, [COLD_ENV]: `${kernel}:${passes}` }, encoding: "utf8" });
+  if (r.status !== 0) throw new Error(`bench: a cold run of ${kernel} ended ${r.status ?? r.signal}: ${r.stderr.trim()}`);
+  const o = JSON.parse(r.stdout) as KernelRun & { simPs: string };
+  return { ...o, simPs: BigInt(o.simPs) };
+}
+
+/**
+ * The first runs of `kernel` in new processes (`coldRun`), each followed by QEMU's pair: the
+ * engines.qemu.<kernel>.cold figure. `none`: the kernel's run of no passes (its start-up).
+ */
+function coldFigure(kernel: Kernel, none: KernelRun, qemu: { program: string } | { reason: string }): void {
+  const name = `engines.qemu.${kernel}.cold`, passes = COLD_PASSES[kernel];
+  if ("reason" in qemu) return skipped(name, qemu.reason);
+  const ours: number[] = [], theirs: number[] = [];
+  for (let k = 0; k < 3; k++) {
+    const run = coldRun(kernel, passes);
+    const full = runHosted([QEMU, qemu.program], kernel, passes, 16), start = runHosted([QEMU, qemu.program], kernel, 0, 16);
+    if (full.checksums.some((c, e) => c !== run.checksums[e])) throw new Error(`bench: ${kernel}'s checksums under QEMU are not the engines' in a cold run`);
+    ours.push(mips(run));
+    theirs.push((run.instructions - none.instructions) / (full.seconds - start.seconds) / 1e6);
+  }
+  const ratios = ours.map((m, k) => m / theirs[k]!);
+  figure(name, median(ratios), "x QEMU", `engines.qemu.${kernel} for the kernel's first run in a new process (${passes} passes: its translations made and compiled as it runs, as menic fw run gives it), median of 3 ratios, each over the QEMU run after it`, { mips: ours.map((x) => Math.round(x)), qemuMips: theirs.map((x) => Math.round(x)), passes, ratios: ratios.map((x) => +x.toFixed(2)) });
 }
 
 /** The kernels built for QEMU, or why QEMU's figures are skipped. */
@@ -116,7 +156,7 @@ async function measure(kernel: Kernel, engines: number, passes: number, qemu: { 
   }
   const same = (a: KernelRun, b: KernelRun) => a.instructions === b.instructions && a.simPs === b.simPs && a.checksums.every((c, e) => c === b.checksums[e]);
   if ([...jit, ...interp].some((r) => !same(r, jit[0]!))) throw new Error(`bench: ${kernel}'s runs differ (JIT and interpreter, or from run to run)`);
-  return { jit, interp, qemuMips };
+  return { jit, interp, qemuMips, none };
 }
 
 function qemuFigure(kernel: Kernel, jit: KernelRun[], qemuMips: number[], qemu: { program: string } | { reason: string }, passes: number): void {
@@ -200,7 +240,7 @@ export async function run(): Promise<void> {
   const first = await kernelRun("compute", 16, 20, 1);
   const qemu = qemuKernels();
   for (const [engines, passes] of [[1, 3000], [16, PASSES_16.compute]] as const) {
-    const { jit, interp, qemuMips } = await measure("compute", engines, passes, engines === 16 ? qemu : null);
+    const { jit, interp, qemuMips, none } = await measure("compute", engines, passes, engines === 16 ? qemu : null);
     figure(`engines.mips.${engines}`, median(jit.map(mips)), "MIPS", `emulated instructions per host second, compute-bound firmware on ${engines} engine${engines === 1 ? "" : "s"}, JIT on (median of 3 runs, 5 when QEMU is measured too)`, { instructions: jit[0]!.instructions });
     figure(`engines.mips.${engines}.interp`, median(interp.map(mips)), "MIPS", `the same with the interpreter only (jit = 0), measured alternately in the same run (median of 3)`, { instructions: interp[0]!.instructions });
     if (engines === 16) {
@@ -208,15 +248,17 @@ export async function run(): Promise<void> {
       figure("engines.jit.compile_ms.first", first.compileMs, "ms", "the same in the process's first JIT run (20 passes), which compiles them");
       figure("engines.jit.insns_per_call", jit[0]!.instructions / jit[0]!.calls, "insns", "emulated instructions per call into translated code in that run (with run-ahead, a call runs many interleave windows)", { calls: jit[0]!.calls });
       qemuFigure("compute", jit, qemuMips, qemu, passes);
+      if (none) coldFigure("compute", none, qemu);
     }
   }
   for (const [kernel, what] of [["coremark", "CoreMark-like firmware (lists, matrices, a state machine, CRCs)"], ["classic", "four classic programs the JIT was not measured with while written (a sieve, a matrix product, an insertion sort, FNV)"]] as const) {
     const passes = PASSES_16[kernel];
     await kernelRun(kernel, 16, 20, 1); // its translations compiled before the measured runs
-    const { jit, interp, qemuMips } = await measure(kernel, 16, passes, qemu);
+    const { jit, interp, qemuMips, none } = await measure(kernel, 16, passes, qemu);
     figure(`engines.mips.16.${kernel}`, median(jit.map(mips)), "MIPS", `emulated instructions per host second, ${what} on 16 engines, JIT on (median of 5 runs, 3 without QEMU)`, { instructions: jit[0]!.instructions, hostS: +median(jit.map((r) => r.hostS)).toFixed(3) });
     figure(`engines.mips.16.${kernel}.interp`, median(interp.map(mips)), "MIPS", "the same with the interpreter only, measured alternately in the same run (median of 3)");
     qemuFigure(kernel, jit, qemuMips, qemu, passes);
+    if (none) coldFigure(kernel, none, qemu);
   }
   await exampleSpeedups();
   await executorSpeedup();
@@ -229,4 +271,11 @@ export async function run(): Promise<void> {
   const wakeups = dev.stats()["engine.wakeups"];
   if (wakeups < 16 * 999) throw new Error(`bench: idle engines woke ${wakeups} times, want ~16000`);
   figure("engines.wfi.host_s_per_sim_s", hostS / (Number(sim) / 1e12), "s/s", "host seconds per simulated second, 16 engines asleep in wfi between 1 kHz timer ticks (lower is better)", { wakeups });
+}
+
+// a cold run's process (coldRun): the bundle run as a script, with COLD_ENV set
+if (process.env[COLD_ENV] && import.meta.url === pathToFileURL(process.argv[1]!).href) {
+  const [kernel, passes] = process.env[COLD_ENV]!.split(":");
+  const r = await kernelRun(kernel as Kernel, 16, Number(passes));
+  process.stdout.write(JSON.stringify({ ...r, simPs: String(r.simPs) }));
 }
