@@ -28,7 +28,9 @@
 // translation, a load's or store's by where it goes). Every exit sets pc,
 // why and the count in locals and branches to one epilogue, which stores the registers, pc,
 // cycle and instret back: at a JALR, at a block outside the region, at an instruction left to
-// the interpreter, or at the window's end.
+// the interpreter, or at the window's end. An access's ways to the interpreter share one exit
+// (slowStart): each exit is an edge into the epilogue with every register a phi there, and V8's
+// optimising compile of the translations took twice as long with one exit per way.
 //
 // Identical to the interpreter, instruction for instruction:
 // - the window: a block runs unchecked when the interpreter would run all of it before `stop`
@@ -116,7 +118,7 @@ const LOCAL_GET: u32 = 0x20, LOCAL_SET: u32 = 0x21, LOCAL_TEE: u32 = 0x22;
 const I32_LOAD: u32 = 0x28, I64_LOAD: u32 = 0x29, I32_LOAD8_S: u32 = 0x2c, I32_LOAD8_U: u32 = 0x2d, I32_LOAD16_S: u32 = 0x2e, I32_LOAD16_U: u32 = 0x2f, I64_LOAD32_U: u32 = 0x35;
 const I32_STORE: u32 = 0x36, I64_STORE: u32 = 0x37, I32_STORE8: u32 = 0x3a, I32_STORE16: u32 = 0x3b;
 const I32_CONST: u32 = 0x41, I64_CONST: u32 = 0x42;
-const BLOCK: u32 = 0x02, LOOP: u32 = 0x03, BR: u32 = 0x0c, BR_TABLE: u32 = 0x0e, I64_LT_U: u32 = 0x54, I64_GE_U: u32 = 0x5a;
+const BLOCK: u32 = 0x02, LOOP: u32 = 0x03, BR: u32 = 0x0c, BR_IF: u32 = 0x0d, BR_TABLE: u32 = 0x0e, I64_LT_U: u32 = 0x54, I64_GE_U: u32 = 0x5a;
 const I32_EQZ: u32 = 0x45, I32_EQ: u32 = 0x46, I32_NE: u32 = 0x47, I32_LT_S: u32 = 0x48, I32_LT_U: u32 = 0x49, I32_GE_S: u32 = 0x4e, I32_GE_U: u32 = 0x4f;
 const I32_ADD: u32 = 0x6a, I32_SUB: u32 = 0x6b, I32_MUL: u32 = 0x6c, I32_DIV_S: u32 = 0x6d, I32_DIV_U: u32 = 0x6e, I32_REM_S: u32 = 0x6f, I32_REM_U: u32 = 0x70;
 const I32_AND: u32 = 0x71, I32_OR: u32 = 0x72, I32_XOR: u32 = 0x73, I32_SHL: u32 = 0x74, I32_SHR_S: u32 = 0x75, I32_SHR_U: u32 = 0x76, I32_ROTR: u32 = 0x78;
@@ -418,13 +420,16 @@ function address(dev: Device, h: Hart, bpc: u32, n: u32, k: u32, rs1: u32, imm: 
       get(L_ADDR); i32c(AHEAD_PAGE_SHIFT); op(I32_SHR_U); get(L_PAGES); op(I32_ADD);
       mem(I32_LOAD8_U, 0, 0); byte(LOCAL_TEE); uleb(L_TMP);
       ifThen();
-      get(L_TMP); i32c(PAGE_JOURNAL); op(I32_AND); ifThen(); sideExit(pc, k); endIf();
+      open(BLOCK, C_IF, -1); slowStart();
+      get(L_TMP); i32c(PAGE_JOURNAL); op(I32_AND); slowIf();
       // the engines' SRAMs lie one after another, as their code-page bytes do (a byte per page):
       // the pointer's page, less the first SRAM's, is the byte's index from the first engine's
       get(L_PTR); i32c(JIT_PAGE_SHIFT); op(I32_SHR_U);
       get(L_CTX); mem(I32_LOAD, 2, <u32>offsetof<JitCache>("pagesBias")); op(I32_ADD);
-      mem(I32_LOAD8_U, 0, 0);
-      ifThen(); sideExit(pc, k); endIf();
+      mem(I32_LOAD8_U, 0, 0); slowIf();
+      byte(BR); uleb(1); // (to the end of the outer block: the store goes on)
+      slowEnd(pc, k);
+      close();
       endIf();
       get(L_PTR);
     }
@@ -432,12 +437,14 @@ function address(dev: Device, h: Hart, bpc: u32, n: u32, k: u32, rs1: u32, imm: 
   }
   op(ELSE);
   {
+    // (each way to the interpreter below branches to one exit: each exit costs V8 compile time)
+    open(BLOCK, C_IF, -1, T_I32); slowStart();
     // misaligned (the interpreter traps it), or not SRAM
-    if (sh != 0) { get(L_ADDR); i32c(bytes - 1); op(I32_AND); ifThen(); sideExit(pc, k); endIf(); }
+    if (sh != 0) { get(L_ADDR); i32c(bytes - 1); op(I32_AND); slowIf(); }
     get(L_ADDR); i32c(HBM_BASE); op(I32_SUB); byte(LOCAL_TEE); uleb(L_TMP); i32c(cfg.hbmBytes); op(I32_GE_U);
-    ifThen(); sideExit(pc, k); endIf(); // MMIO, or nothing: the interpreter's
+    slowIf(); // MMIO, or nothing: the interpreter's
     // HBM is shared: an engine running ahead parks before it (the interpreter's)
-    get(L_CTX); mem(I32_LOAD, 2, <u32>offsetof<JitCache>("ahead")); ifThen(); sideExit(pc, k); endIf();
+    get(L_CTX); mem(I32_LOAD, 2, <u32>offsetof<JitCache>("ahead")); slowIf();
     // the device's engines block and HBM, through L_CTX: a translation's bytes hold nothing of one
     // device's, so devices of one configuration running one image share its compiled module
     // the block's window check counted this access's SRAM cycles: with HBM's, the window may end
@@ -445,19 +452,29 @@ function address(dev: Device, h: Hart, bpc: u32, n: u32, k: u32, rs1: u32, imm: 
     const rest = pend + blockRest(cfg, h, bpc, n, k + 1);
     if (isStore) { // reservations to break: the interpreter's
       get(L_CTX); mem(I32_LOAD, 2, <u32>offsetof<JitCache>("eng")); mem(I32_LOAD, 2, <u32>offsetof<Engines>("resvCount"));
-      ifThen(); sideExit(pc, k); endIf();
-      windowEndsIn(rest + <u64>cfg.cpiStoreHbm); ifThen(); sideExit(pc, k); endIf();
+      slowIf();
+      windowEndsIn(rest + <u64>cfg.cpiStoreHbm); slowIf();
       cycles(<u64>cfg.cpiStoreHbm);
     } else {
       get(L_CTX); mem(I32_LOAD, 2, <u32>offsetof<JitCache>("eng")); mem(I64_LOAD32_U, 2, <u32>offsetof<Engines>("cpiLoadHbmNow"));
       i64c(CNT_SHIFT); op(I64_SHL); set(L_HBMC);
-      get(L_CNT); get(L_HBMC); op(I64_SUB); i64c((rest + 1) << CNT_SHIFT); op(I64_LT_S); ifThen(); sideExit(pc, k); endIf();
+      get(L_CNT); get(L_HBMC); op(I64_SUB); i64c((rest + 1) << CNT_SHIFT); op(I64_LT_S); slowIf();
       get(L_CNT); get(L_HBMC); op(I64_SUB); set(L_CNT);
     }
     get(L_TMP); get(L_CTX); mem(I32_LOAD, 2, <u32>offsetof<JitCache>("hbm")); op(I32_ADD);
+    byte(BR); uleb(1); // (the address, out of the outer block)
+    slowEnd(pc, k);
+    close();
   }
   close();
 }
+
+// An access's ways to the interpreter share one exit: inside a wasm block with one (slowStart),
+// each condition branches out of the inner block (slowIf) to the exit after it (slowEnd); the
+// way on branches past it, to the end of the outer block.
+@inline function slowStart(): void { open(BLOCK, C_IF, -1); }
+@inline function slowIf(): void { byte(BR_IF); uleb(0); }
+function slowEnd(pc: u32, k: u32): void { close(); sideExit(pc, k); }
 
 // A group: loads and stores of one block through one base register that no instruction between
 // them writes (the last may be a load into it), as a function's saves and restores of registers
