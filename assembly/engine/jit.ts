@@ -21,16 +21,15 @@
 // that the loop need not be a root (copyEntry). A branch in a loop over one to three ALU
 // instructions that rejoin its target (a CRC's bit step, a conditional update) runs them by wasm
 // select, so a branch that goes either way by the data costs the host no mispredicted branch
-// (skip). A
-// block's loads and stores through one base register that nothing between them writes share
-// one check, and run as plain wasm accesses when it passes (group). It
-// counts each instruction's cycles as the interpreter would (fixed costs summed at
-// translation, a load's or store's by where it goes). Every exit sets pc,
-// why and the count in locals and branches to one epilogue, which stores the registers, pc,
-// cycle and instret back: at a JALR, at a block outside the region, at an instruction left to
-// the interpreter, or at the window's end. An access's ways to the interpreter share one exit
-// (slowStart): each exit is an edge into the epilogue with every register a phi there, and V8's
-// optimising compile of the translations took twice as long with one exit per way.
+// (skip). A block's loads and stores through one base register that nothing between them
+// writes share one check, and run as plain wasm accesses when it passes (group). It counts each
+// instruction's cycles as the interpreter would (fixed costs summed at translation, a load's or
+// store's by where it goes). Every exit sets pc, why and the count in locals and branches to one
+// epilogue, which stores the registers, pc, cycle and instret back: at a JALR, at a block
+// outside the region, at an instruction left to the interpreter, or at the window's end. An
+// access's ways to the interpreter share one exit (slowStart): each exit is an edge into the
+// epilogue with every register a phi there, and V8's optimising compile of the translations
+// took twice as long with one exit per way.
 //
 // Identical to the interpreter, instruction for instruction:
 // - the window: a block runs unchecked when the interpreter would run all of it before `stop`
