@@ -106,9 +106,10 @@ export function fuzzProgram(seed: number): Uint32Array {
     out.push(((X_T0 << 7) | 0x17) >>> 0, I(8 + 4 * n + (chance(10) ? 2 : 0) + (chance(4) ? 1 : 0), X_T0, 0, chance(2) ? 0 : rd(), 0x67));
     for (let k = 0; k < n; k++) alu();
   };
-  /** loads and stores through one base (one check covers them in translated code, jit.ts `group`):
-   * across SRAM's end or the guard's, in data 1 KiB either way (stores pages apart; below the trap count), across
-   * HBM's end, in HBM, at MMIO (loads); now and then misaligned, an instruction between, the base moved */
+  /** loads and stores through one base (one check covers them in translated code, jit.ts
+   * `group`): across SRAM's end or the guard's, in data 1 KiB either way (stores pages apart;
+   * below the trap count), across HBM's end, in HBM, at MMIO (loads); now and then misaligned,
+   * an instruction between, the base moved */
   const group = () => {
     const where = next() % 6;
     const base = [SRAM_BYTES - 4 * (next() % 8), CODE_BASE - 16 + 4 * (next() % 8), DATA + 1024, HBM_DATA + 4 * (next() % 16), REGIONS.HBM.base + HBM_BYTES - 4 * (next() % 8), MMIO.SYS.NUM_ENGINES][where]!;
