@@ -173,7 +173,7 @@ async function rewrittenAlike(body: string, exitCode: number) {
 
 /**
  * A loop at `at` (the setup at CODE_BASE jumps to it, zeros between) that rewrites its first
- * instruction each time round, addi t0, t0, 1 and 2 in turn, by \`sw t3, 0(t4)\` (t4 = at) among
+ * instruction each time round, addi t0, t0, 1 and 2 in turn, by `sw t3, 0(t4)` (t4 = at) among
  * other stores through t4 (jit.ts `group`: one check before them covers them all): interpreted
  * and translated it ends alike with 500 + 2 x 500 (an engine that kept a stale translation of
  * the loop would not), and the translated run drops translations. The bytes the stores span.
