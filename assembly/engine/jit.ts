@@ -294,9 +294,12 @@ function epilogue(): void {
 
 /** The region's block starting at `pc`, or -1 (the entry's copy, when it has one: `copyEntry`). */
 function regionBlock(pc: u32): i32 {
-  for (let i = rEntryCopy >= 0 ? 1 : 0; i < rCount; i++) if (unchecked(rPc[i]) == pc) return i;
+  for (let i = firstTarget(); i < rCount; i++) if (unchecked(rPc[i]) == pc) return i;
   return -1;
 }
+
+/** The first block an edge may go to: the entry, or 1 when the entry has a copy (`copyEntry`) that edges go to instead. */
+@inline function firstTarget(): i32 { return rEntryCopy >= 0 ? 1 : 0; }
 
 /**
  * The cycles from instruction `from` of the block at `pc` (n instructions) to the start of its
@@ -403,10 +406,7 @@ function address(dev: Device, h: Hart, bpc: u32, n: u32, k: u32, rs1: u32, imm: 
   const pc = bpc + 4 * k;
   const cfg = dev.cfg;
   reg(rs1); i32c(imm); op(I32_ADD); set(L_ADDR);
-  // aligned and in SRAM above the guard, in one compare: the guard and the SRAM's size are
-  // multiples of 4, so rotating addr - guard right by log2(bytes) puts a misaligned address's
-  // low bits on top, past any SRAM
-  const sh: u32 = bytes == 4 ? 2 : bytes == 2 ? 1 : 0;
+  const sh: u32 = bytes == 4 ? 2 : bytes == 2 ? 1 : 0; // (aligned: to `bytes`)
   // a store of an innermost loop, to the clean page an earlier one found (below), aligned:
   // nothing more to check (`cleanLoop`)
   const clean = isStore && cleanLoop >= 0;
@@ -419,9 +419,7 @@ function address(dev: Device, h: Hart, bpc: u32, n: u32, k: u32, rs1: u32, imm: 
     cycles(<u64>cfg.cpiStoreSram);
     op(ELSE);
   }
-  get(L_ADDR); i32c(cfg.nullGuardBytes); op(I32_SUB);
-  if (sh != 0) { i32c(sh); op(I32_ROTR); }
-  i32c((cfg.sramBytes - cfg.nullGuardBytes) >> sh); op(I32_LT_U);
+  inSram(cfg, sh, bytes); // aligned and in SRAM above the guard
   open(IF, C_IF, -1, T_I32);
   {
     get(L_ADDR); get(L_SRAM); op(I32_ADD);
@@ -512,6 +510,18 @@ function cleanLoopAt(cfg: Config, h: Hart, x: i32): bool {
   return store;
 }
 
+/**
+ * Pushes whether the `bytes` from the address in L_ADDR lie in SRAM above the guard, and the
+ * address is aligned to 2^sh, in one compare: the guard and the SRAM's size are multiples of 4,
+ * so rotating addr - guard right by sh puts a misaligned address's low bits on top, past any
+ * SRAM. (bytes <= SRAM above the guard.)
+ */
+function inSram(cfg: Config, sh: u32, bytes: u32): void {
+  get(L_ADDR); i32c(cfg.nullGuardBytes); op(I32_SUB);
+  if (sh != 0) { i32c(sh); op(I32_ROTR); }
+  i32c(((cfg.sramBytes - cfg.nullGuardBytes - bytes) >> sh) + 1); op(I32_LT_U);
+}
+
 // An access's ways to the interpreter share one exit: inside a wasm block with one (slowStart),
 // each condition branches out of the inner block (slowIf) to the exit after it (slowEnd); the
 // way on branches past it, to the end of the outer block.
@@ -574,15 +584,15 @@ function groupAt(cfg: Config, h: Hart, bpc: u32, n: u32, k: u32): u32 {
   gSh = widest == 4 ? 2 : widest == 2 ? 1 : 0;
   let lo: i32 = i32.MAX_VALUE, hi: i32 = i32.MIN_VALUE, sLo: i32 = i32.MAX_VALUE, sHi: i32 = i32.MIN_VALUE;
   for (let t = k; t < end; t++) {
-    const ir = load<u32>(h.sram + <usize>(bpc + 4 * t)), w = accessOf(ir, base);
-    if (w == 0 || (offsetOf(ir) - ref) % w != 0 || insnClass(ir) != InsnClass.Store) continue;
+    const ir = load<u32>(h.sram + <usize>(bpc + 4 * t)), w = alignedWith(ir, base, ref);
+    if (w == 0 || insnClass(ir) != InsnClass.Store) continue;
     sLo = min(sLo, offsetOf(ir)); sHi = max(sHi, offsetOf(ir) + w);
   }
   const stores = sLo < sHi && sHi - sLo <= G_STORE_SPAN;
   let members: u32 = 0, count = 0, last = k;
   for (let t = k; t < end; t++) {
-    const ir = load<u32>(h.sram + <usize>(bpc + 4 * t)), w = accessOf(ir, base);
-    if (w == 0 || (offsetOf(ir) - ref) % w != 0 || (!stores && insnClass(ir) == InsnClass.Store)) continue;
+    const ir = load<u32>(h.sram + <usize>(bpc + 4 * t)), w = alignedWith(ir, base, ref);
+    if (w == 0 || (!stores && insnClass(ir) == InsnClass.Store)) continue;
     members |= <u32>1 << (t - k); count++; last = t;
     lo = min(lo, offsetOf(ir)); hi = max(hi, offsetOf(ir) + w);
   }
@@ -594,6 +604,12 @@ function groupAt(cfg: Config, h: Hart, bpc: u32, n: u32, k: u32): u32 {
   gFrom = k; gMembers = members; gBase = base; gLo = lo; gEnd = hi;
   if (stores) { gStoreLo = sLo; gStoreEnd = sHi; } else { gStoreLo = 0; gStoreEnd = 0; }
   return last + 1;
+}
+
+/** accessOf `ir` when it is aligned whenever the access at offset `ref` from the base is (its offset from it a multiple of its width), else 0. */
+function alignedWith(ir: u32, base: u32, ref: i32): i32 {
+  const w = accessOf(ir, base);
+  return w != 0 && (offsetOf(ir) - ref) % w == 0 ? w : 0;
 }
 
 /** A load's or store's offset from its base register. */
@@ -608,11 +624,9 @@ function groupPage(off: i32): void {
 /** Emits the group's span, instructions gFrom to end - 1 of the block at `bpc` (n instructions). */
 function group(dev: Device, h: Hart, bpc: u32, n: u32, end: u32): void {
   const cfg = dev.cfg;
-  // the range in SRAM above the guard, and aligned, in one compare (as in `address`)
+  // the range in SRAM above the guard, and aligned (inSram)
   reg(gBase); i32c(<u32>gLo); op(I32_ADD); set(L_ADDR);
-  get(L_ADDR); i32c(cfg.nullGuardBytes); op(I32_SUB);
-  if (gSh != 0) { i32c(gSh); op(I32_ROTR); }
-  i32c(((cfg.sramBytes - cfg.nullGuardBytes - <u32>(gEnd - gLo)) >> gSh) + 1); op(I32_LT_U);
+  inSram(cfg, gSh, <u32>(gEnd - gLo));
   if (gStoreLo < gStoreEnd) { // the stores' pages: their bytes 0 (no journal, no translated code)
     open(IF, C_IF, -1, T_I32);
     groupPage(gStoreLo); groupPage(gStoreEnd - 1); op(I32_OR); op(I32_EQZ);
@@ -770,7 +784,7 @@ function emitInsn(dev: Device, h: Hart, ir: u32, bpc: u32, k: u32, n: u32): void
       // to a block of the region, a branch: a call's next instruction for a return (the ISA's
       // hint), any target an earlier translation's jumps took (a jump table's)
       const isReturn = rd == 0 && (rs1 == 1 || rs1 == 5);
-      for (let j = rEntryCopy >= 0 ? 1 : 0; j < rCount; j++) { // (not to the entry: to its copy)
+      for (let j = firstTarget(); j < rCount; j++) {
         const at = unchecked(rPc[j]);
         if (!(isReturn && isReturnSite(h, at)) && !isTarget(at)) continue;
         get(L_ADDR); i32c(at); op(I32_EQ);
@@ -831,6 +845,13 @@ function skipOf(cfg: Config, h: Hart, pc: u32, ir: u32): u32 {
   return 0;
 }
 
+/** The registers instruction `ir` of the region reads and writes: in rUsed, and in rWritten. */
+function noteRegs(ir: u32): void {
+  rUsed |= regsRead(ir);
+  const w = regWritten(ir);
+  if (w < 32) { rUsed |= <u32>1 << w; rWritten |= <u32>1 << w; }
+}
+
 /**
  * Adds the block of engine `h` at `pc` to the region (when it has room and the block's first
  * instruction is one a block runs); returns its index or -1.
@@ -842,9 +863,7 @@ function addBlock(cfg: Config, h: Hart, pc: u32): i32 {
     const at = pc + 4 * n, ir = load<u32>(h.sram + <usize>at);
     const kind = kindOf(ir, at, cfg.nullGuardBytes);
     if (kind == K_NONE) break;
-    rUsed |= regsRead(ir);
-    const w = regWritten(ir);
-    if (w < 32) { rUsed |= <u32>1 << w; rWritten |= <u32>1 << w; }
+    noteRegs(ir);
     n++;
     if (kind == K_END) break;
   }
@@ -854,12 +873,7 @@ function addBlock(cfg: Config, h: Hart, pc: u32): i32 {
   let sk = insnClass(last) == InsnClass.Branch ? skipOf(cfg, h, lastPc, last) : 0;
   const more = (sk & SKIP_COUNT) + ((sk & SKIP_JAL) != 0 ? 1 : 0);
   if (rInsns + n + more > JIT_MAX_INSNS) sk = 0;
-  for (let t: u32 = 0; sk != 0 && t < (sk & SKIP_COUNT); t++) {
-    const ir = load<u32>(h.sram + <usize>(lastPc + 4 + 4 * t));
-    rUsed |= regsRead(ir);
-    const w = regWritten(ir);
-    if (w < 32) { rUsed |= <u32>1 << w; rWritten |= <u32>1 << w; }
-  }
+  for (let t: u32 = 0; sk != 0 && t < (sk & SKIP_COUNT); t++) noteRegs(load<u32>(h.sram + <usize>(lastPc + 4 + 4 * t)));
   const i = rCount++;
   unchecked(rPc[i] = pc);
   unchecked(rN[i] = n);
