@@ -104,13 +104,26 @@ function coldFigure(kernel: Kernel, none: KernelRun, qemu: { program: string } |
   const ours: number[] = [], theirs: number[] = [];
   for (let k = 0; k < 3; k++) {
     const run = coldRun(kernel, passes);
-    const full = runHosted([QEMU, qemu.program], kernel, passes, 16), start = runHosted([QEMU, qemu.program], kernel, 0, 16);
-    if (full.checksums.some((c, e) => c !== run.checksums[e])) throw new Error(`bench: ${kernel}'s checksums under QEMU are not the engines' in a cold run`);
     ours.push(mips(run));
-    theirs.push((run.instructions - none.instructions) / (full.seconds - start.seconds) / 1e6);
+    theirs.push(qemuMipsAfter(qemu.program, kernel, passes, run, none));
   }
   const ratios = ours.map((m, k) => m / theirs[k]!);
   figure(name, median(ratios), "x QEMU", `engines.qemu.${kernel} for the kernel's first run in a new process (${passes} passes: its translations made and compiled as it runs, as menic fw run gives it), median of 3 ratios, each over the QEMU run after it`, { mips: ours.map((x) => Math.round(x)), qemuMips: theirs.map((x) => Math.round(x)), passes, ratios: ratios.map((x) => +x.toFixed(2)) });
+}
+
+/**
+ * QEMU's rate on `kernel` for `passes` passes of each engine's id in turn, net of its start-up: a run of
+ * them and one of none right after `run` (menic's, those passes) and `none` (menic's run of
+ * none), whose instructions and checksums it must match.
+ */
+function qemuMipsAfter(program: string, kernel: Kernel, passes: number, run: KernelRun, none: KernelRun): number {
+  const ids = run.checksums.length; // (an engine's each)
+  const full = runHosted([QEMU, program], kernel, passes, ids), start = runHosted([QEMU, program], kernel, 0, ids);
+  for (const [q, m] of [[full, run], [start, none]] as const) {
+    if (q.checksums.some((c, e) => c !== m.checksums[e])) throw new Error(`bench: ${kernel}'s checksums under QEMU (${q.checksums.map((c) => c.toString(16)).join(" ")}) are not the engines' (${m.checksums.map((c) => c.toString(16)).join(" ")})`);
+  }
+  if (!(full.seconds > start.seconds)) throw new Error(`bench: QEMU's run of ${passes} passes took no longer than its start-up (${full.seconds} s, ${start.seconds} s)`);
+  return (run.instructions - none.instructions) / (full.seconds - start.seconds) / 1e6;
 }
 
 /** The kernels built for QEMU, or why QEMU's figures are skipped. */
@@ -145,14 +158,7 @@ async function measure(kernel: Kernel, engines: number, passes: number, qemu: { 
   for (let k = 0; k < (none ? 5 : 3); k++) {
     jit.push(await kernelRun(kernel, engines, passes, 1));
     if (k < 3) interp.push(await kernelRun(kernel, engines, passes, 0));
-    if (none && qemu && "program" in qemu) {
-      const full = runHosted([QEMU, qemu.program], kernel, passes, engines), start = runHosted([QEMU, qemu.program], kernel, 0, engines);
-      for (const [q, m] of [[full, jit[0]!], [start, none]] as const) {
-        if (q.checksums.some((c, e) => c !== m.checksums[e])) throw new Error(`bench: ${kernel}'s checksums under QEMU (${q.checksums.map((c) => c.toString(16)).join(" ")}) are not the engines' (${m.checksums.map((c) => c.toString(16)).join(" ")})`);
-      }
-      if (!(full.seconds > start.seconds)) throw new Error(`bench: QEMU's run of ${passes} passes took no longer than its start-up (${full.seconds} s, ${start.seconds} s)`);
-      qemuMips.push((jit[0]!.instructions - none.instructions) / (full.seconds - start.seconds) / 1e6);
-    }
+    if (none && qemu && "program" in qemu) qemuMips.push(qemuMipsAfter(qemu.program, kernel, passes, jit[0]!, none));
   }
   const same = (a: KernelRun, b: KernelRun) => a.instructions === b.instructions && a.simPs === b.simPs && a.checksums.every((c, e) => c === b.checksums[e]);
   if ([...jit, ...interp].some((r) => !same(r, jit[0]!))) throw new Error(`bench: ${kernel}'s runs differ (JIT and interpreter, or from run to run)`);
