@@ -393,6 +393,38 @@ describe("the JIT runs programs exactly as the interpreter does", () => {
     expect(await steppedAlike(code, 12, 30_000, { cpiLoadHbm: 9 })).toBeGreaterThan(1000);
   });
 
+  it("a loop of one block runs four copies a turn: a window may end in any of them, stepped, alike", async () => {
+    // blocks that branch back to their start (jit.ts `unrolled`), 2,001 turns each, so the last
+    // turn of four copies leaves from the first: one with a load and a store in HBM, dearer
+    // than the SRAM their window check counts for every copy after theirs; one in SRAM alone
+    const code = assemble(`
+      li x20, 0x8000
+      li x21, ${REGIONS.HBM.base + 0x100}
+      li x22, 2001
+      li x5, 7
+      top:
+      lw x13, 0(x21)
+      add x5, x5, x13
+      mul x6, x5, x22
+      sw x6, 0(x20)
+      sw x5, 4(x21)
+      addi x20, x20, 4
+      addi x22, x22, -1
+      bne x22, x0, top
+      li x22, 2001
+      top2:
+      add x5, x5, x22
+      sb x5, 0(x20)
+      addi x20, x20, 1
+      addi x22, x22, -1
+      bne x22, x0, top2
+      li x25, ${MMIO.SYS.EXIT}
+      sw x5, 0(x25)
+    `, CODE_BASE);
+    expect(await steppedAlike(code, 13, 100_000)).toBeGreaterThan(2000);
+    expect(await steppedAlike(code, 14, 100_000, { cpiLoadHbm: 9, cpiStoreHbm: 5 })).toBeGreaterThan(500);
+  });
+
   it("a block translated alone where windows started gets its region once jumps land there: stepped, then run, alike", async () => {
     // a two-block loop (the jal splits it); stepped a few cycles at a time, windows start
     // everywhere in it and those blocks are translated alone; then run at once, the loop's jumps

@@ -21,7 +21,9 @@
 // that the loop need not be a root (copyEntry). A branch in a loop over one to three ALU
 // instructions that rejoin its target (a CRC's bit step, a conditional update) runs them by wasm
 // select, so a branch that goes either way by the data costs the host no mispredicted branch
-// (skip). A block's loads and stores through one base register that nothing between them
+// (skip). A loop of one block runs four copies of it per wasm loop turn, with one window
+// check, one count and V8's check for interrupts once (unrolled). A block's loads and stores
+// through one base register that nothing between them
 // writes share one check, and run as plain wasm accesses when it passes (group); an innermost
 // loop's stores remember the clean page one of them found (cleanLoop). It counts each
 // instruction's cycles as the interpreter would (fixed costs summed at translation, a load's or
@@ -218,13 +220,15 @@ let rGeneration: u32 = 0;
 
 // per instruction being emitted
 let pend: u64 = 0; // fixed cycles of the block's instructions so far, not yet charged to L_CNT
+let pendN: u64 = 0; // instructions of an unrolled loop's earlier copies (`unrolled`), not yet counted in L_CNT
+let unrollTail: u64 = 0; // the cycles of an unrolled loop's later copies that its window check covered (`unrolled`)
 let curBlock: i32 = 0; // the block being emitted
 
 // The wasm labels open where code is being emitted, outermost first: the exits' block (every
 // exit branches to it, the epilogue follows it), a loop whose header is a block of the region, a
 // block after whose end a block of the region follows, an `if`. A branch's depth is its label's
 // distance from the top.
-const C_EXIT: u32 = 0, C_LOOP: u32 = 1, C_BLOCK: u32 = 2, C_IF: u32 = 3, C_TOP: u32 = 4;
+const C_EXIT: u32 = 0, C_LOOP: u32 = 1, C_BLOCK: u32 = 2, C_IF: u32 = 3, C_TOP: u32 = 4, C_JOIN: u32 = 5;
 const CTX_MAX: i32 = 1024;
 const ctxKind = new StaticArray<u32>(CTX_MAX);
 const ctxNode = new StaticArray<i32>(CTX_MAX);
@@ -266,7 +270,7 @@ function setReg(r: u32): void {
 function exit(pc: u32, pcFromAddr: bool, retired: u32, extra: u64, code: u32): void {
   if (pcFromAddr) get(L_ADDR); else i32c(pc);
   set(L_PC);
-  count(<u64>retired, pend + extra);
+  count(<u64>retired + pendN, pend + extra);
   i32c(code); set(L_WHY);
   byte(BR); uleb(<u32>(ctxN - 1)); // to the exits' block
 }
@@ -381,7 +385,7 @@ function blockEnd(dev: Device, h: Hart, next: u32, extra: u64): void {
   const cur = curBlock, n = unchecked(rN[cur]);
   const j = regionBlock(next);
   if (j < 0) { exit(next, false, n, extra, EXIT_JUMP); return; }
-  count(<u64>n, pend + extra);
+  count(<u64>n + pendN, pend + extra);
   goTo(dev, h, j);
 }
 
@@ -392,9 +396,9 @@ function goTo(dev: Device, h: Hart, j: i32): void {
   if (how == E_DISPATCH) { i32c(<u32>unchecked(rRoot[j])); set(L_BI); brTo(C_TOP, -1); return; } // another root's
   if (unchecked(rForwardIn[j]) > 1) { brTo(C_BLOCK, j); return; } // j follows the end of a block
   // j is reached from here alone (else by its loop's way back): its code goes here
-  const p0 = pend;
+  const p0 = pend, n0 = pendN, t0 = unrollTail;
   tree(dev, h, j);
-  curBlock = cur; pend = p0;
+  curBlock = cur; pend = p0; pendN = n0; unrollTail = t0;
 }
 
 /**
@@ -465,7 +469,7 @@ function address(dev: Device, h: Hart, bpc: u32, n: u32, k: u32, rs1: u32, imm: 
     // device's, so devices of one configuration running one image share its compiled module
     // the block's window check counted this access's SRAM cycles: with HBM's, the window may end
     // before the block's last instruction, and the interpreter is to run from this one
-    const rest = pend + blockRest(cfg, h, bpc, n, k + 1);
+    const rest = pend + blockRest(cfg, h, bpc, n, k + 1) + unrollTail;
     if (isStore) { // reservations to break: the interpreter's
       get(L_CTX); mem(I32_LOAD, 2, <u32>offsetof<JitCache>("eng")); mem(I32_LOAD, 2, <u32>offsetof<Engines>("resvCount"));
       slowIf();
@@ -753,15 +757,7 @@ function emitInsn(dev: Device, h: Hart, ir: u32, bpc: u32, k: u32, n: u32): void
       break;
     }
     case InsnClass.Branch: { // the block's end
-      reg(rs1); reg(rs2);
-      switch (f3) {
-        case F3_BEQ: op(I32_EQ); break;
-        case F3_BNE: op(I32_NE); break;
-        case F3_BLT: op(I32_LT_S); break;
-        case F3_BGE: op(I32_GE_S); break;
-        case F3_BLTU: op(I32_LT_U); break;
-        default: op(I32_GE_U); break; // BGEU
-      }
+      taken(ir);
       if (unchecked(rSkip[curBlock]) != 0) { skip(dev, h, pc, pc + immB(ir)); return; }
       const p0 = pend;
       ifThen();
@@ -799,6 +795,19 @@ function emitInsn(dev: Device, h: Hart, ir: u32, bpc: u32, k: u32, n: u32): void
   }
   // the block ends after this instruction without a jump (its length, or an instruction it leaves to the interpreter)
   if (last) blockEnd(dev, h, pc + 4, 0);
+}
+
+/** Pushes whether branch `ir` is taken. */
+function taken(ir: u32): void {
+  reg(rs1Of(ir)); reg(rs2Of(ir));
+  switch (funct3Of(ir)) {
+    case F3_BEQ: op(I32_EQ); break;
+    case F3_BNE: op(I32_NE); break;
+    case F3_BLT: op(I32_LT_S); break;
+    case F3_BGE: op(I32_GE_S); break;
+    case F3_BLTU: op(I32_LT_U); break;
+    default: op(I32_GE_U); break; // BGEU
+  }
 }
 
 /** Registers an instruction reads (bit r): its class's (layouts/isa.json). */
@@ -1172,15 +1181,77 @@ function within(dev: Device, h: Hart, x: i32, i: i32, base: i32): void {
 /** Emits the code of block i (each of its edges ends it, in blockEnd). */
 function blockCode(dev: Device, h: Hart, i: i32): void {
   curBlock = i;
-  pend = 0;
+  pend = 0; pendN = 0; unrollTail = 0;
   const bpc = unchecked(rPc[i]), n = unchecked(rN[i]);
+  const copies = unrollOf(dev.cfg, h, i);
+  if (copies > 1) { unrolled(dev, h, i, copies); return; }
   blockStart(dev, h, bpc, n);
-  for (let k: u32 = 0; k < n;) {
+  insns(dev, h, bpc, n, n);
+}
+
+/** Emits instructions 0 to `to` - 1 of the current block (at `bpc`, n instructions). */
+function insns(dev: Device, h: Hart, bpc: u32, n: u32, to: u32): void {
+  for (let k: u32 = 0; k < to;) {
     const end = groupAt(dev.cfg, h, bpc, n, k);
     if (end > k) { group(dev, h, bpc, n, end); k = end; continue; }
     emitInsn(dev, h, load<u32>(h.sram + <usize>(bpc + 4 * k)), bpc, k, n);
     k++;
   }
+}
+
+/** Instructions a one-block loop holds at most to be unrolled (`unrolled`). */
+const UNROLL_INSNS: u32 = 16;
+/** Copies of an unrolled loop's block. */
+const UNROLL_COPIES: u32 = 4;
+
+/**
+ * How many copies of block i its loop runs per wasm loop turn (`unrolled`): UNROLL_COPIES when it
+ * is a loop of its own (its branch, which skips nothing, goes back to its start) of at most
+ * UNROLL_INSNS instructions, else 1.
+ */
+function unrollOf(cfg: Config, h: Hart, i: i32): u32 {
+  const bpc = unchecked(rPc[i]), n = unchecked(rN[i]);
+  if (!unchecked(rLoopHead[i]) || unchecked(rSkip[i]) != 0 || n > UNROLL_INSNS) return 1;
+  const last = bpc + 4 * (n - 1), ir = load<u32>(h.sram + <usize>last);
+  return insnClass(ir) == InsnClass.Branch && last + immB(ir) == bpc ? UNROLL_COPIES : 1;
+}
+
+/**
+ * A loop of one block (i, heading a wasm loop) emitted as `copies` copies of it per wasm loop
+ * turn: one window check for all of them, V8's check for interrupts at the wasm loop's head
+ * once, and the count once, on the way back; each copy's branch out goes, counted, past the
+ * copies to the block's way on (a sieve's or a hash's loop of four or five instructions ran
+ * ~25 host instructions a turn, a third of them these). The window check covers the copies'
+ * cycles to the last one's branch; an access that goes to HBM checks again for the copies
+ * after its own too (unrollTail), and when the window ends within them the interpreter runs
+ * what is left of it, as it does after any window check.
+ */
+function unrolled(dev: Device, h: Hart, i: i32, copies: u32): void {
+  const cfg = dev.cfg, bpc = unchecked(rPc[i]), n = unchecked(rN[i]);
+  const ir = load<u32>(h.sram + <usize>(bpc + 4 * (n - 1)));
+  const body = blockRest(cfg, h, bpc, n, 0), turn = body + <u64>cfg.cpiBranchTaken;
+  windowEndsIn(<u64>(copies - 1) * turn + body);
+  ifThen(); exit(bpc, false, 0, 0, EXIT_WINDOW); endIf();
+  open(BLOCK, C_JOIN, i);
+  for (let c: u32 = 0; c < copies; c++) {
+    unrollTail = <u64>(copies - 1 - c) * turn;
+    insns(dev, h, bpc, n, n - 1);
+    taken(ir);
+    const done = <u64>(c + 1) * <u64>n;
+    if (c + 1 < copies) { // not taken: out, past the copies; taken: into the next copy
+      op(I32_EQZ);
+      ifThen(); count(done, pend + <u64>cfg.cpiAlu); brTo(C_JOIN, i); endIf();
+      pend += <u64>cfg.cpiBranchTaken; pendN = done;
+      continue;
+    }
+    ifThen(); count(done, pend + <u64>cfg.cpiBranchTaken); brTo(C_LOOP, i); endIf();
+    count(done, pend + <u64>cfg.cpiAlu);
+  }
+  close();
+  pend = 0; pendN = 0; unrollTail = 0;
+  const j = regionBlock(bpc + 4 * n); // on, counted
+  if (j < 0) exit(bpc + 4 * n, false, 0, 0, EXIT_JUMP);
+  else goTo(dev, h, j);
 }
 
 /** Does a block of the region end with a call (JAL or JALR that links) whose next instruction is `pc`? */
