@@ -34,6 +34,8 @@ import { AHEAD_PAGE_SHIFT, PAGE_CODE } from "./pages";
   jumpsOut: u32;
   /** translations of its entry before it (made again with more targets), JIT_GENERATIONS at most */
   generation: u32;
+  /** the heads of its loops it may be entered at besides its entry (JIT_ENTRIES at most, their pcs kept at `words` + JIT_ENTRIES_AT) */
+  entries: u32;
 }
 
 export const BLOCK_BYTES: usize = offsetof<Block>();
@@ -59,8 +61,16 @@ export const JIT_TARGETS_AT: usize = <usize>JIT_REGION_BLOCKS * 8 + <usize>JIT_M
 export const JIT_RETRANSLATE_JUMPS: u32 = 32;
 /** Translations of one entry at most (each with more targets): a place whose targets keep changing stops there. */
 export const JIT_GENERATIONS: u32 = 4;
-/** Bytes kept per translation: (pc, n) per block, then the words (to check it against SRAM), then its targets. */
-export const JIT_RECORD_BYTES: usize = <usize>JIT_REGION_BLOCKS * 8 + <usize>JIT_MAX_INSNS * 4 + <usize>JIT_TARGETS * 4;
+/**
+ * Loop heads of a translation it may be entered at besides its entry (jit.ts `entries`): a
+ * kernel's hot places, each translated as a region of its own, were ~32 KB of wasm each and
+ * nearly all the kernel in every one (classic: 8 of them).
+ */
+export const JIT_ENTRIES: u32 = 16;
+/** Where a record's entries lie in its words. */
+export const JIT_ENTRIES_AT: usize = JIT_TARGETS_AT + <usize>JIT_TARGETS * 4;
+/** Bytes kept per translation: (pc, n) per block, then the words (to check it against SRAM), then its targets and entries. */
+export const JIT_RECORD_BYTES: usize = JIT_ENTRIES_AT + <usize>JIT_ENTRIES * 4;
 /**
  * Runs of an untranslated block start (a jump or branch target) before it is translated, unless
  * the host says otherwise (jitSetHot: 1 translates code where it first lands, as the tests that

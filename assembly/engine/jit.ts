@@ -18,7 +18,9 @@
 // the compute benchmark's loop); a single block that jumps land on gets its region once that is
 // hot. The region's blocks are structured wasm: loops as wasm loops, branches forward out of
 // wasm blocks (regionCfg, tree); an entry on a loop the code enters elsewhere is copied, so
-// that the loop need not be a root (copyEntry). A branch in a loop over one to three ALU
+// that the loop need not be a root (copyEntry). A region that holds all it reaches is entered
+// at its loops' heads too: landings there go into it rather than into regions of their own
+// (entries). A branch in a loop over one to three ALU
 // instructions that rejoin its target (a CRC's bit step, a conditional update) runs them by wasm
 // select, so a branch that goes either way by the data costs the host no mispredicted branch
 // (skip). A loop of one block runs four copies of it per wasm loop turn, with one window
@@ -54,7 +56,7 @@ import { memOf } from "../mem/dma";
 import { AHEAD_PAGE_SHIFT, PAGE_CODE, PAGE_JOURNAL } from "./pages";
 import {
   JitCache, Block, jitCacheOf, jitRecordsMade, blockAt, mapSlot, mapSlotMade, heatOf, landingsReach, checkedAt, codePagesOf, pageFlagsOf, jitInvalidate, jitFlush, jitNoteTarget,
-  JIT_MAX_INSNS, JIT_HOT_MAX, JIT_REGION_BLOCKS, JIT_PAGE_SHIFT, JIT_RECORD_BYTES, JIT_BUF_BYTES, JIT_TARGETS, JIT_TARGETS_AT, JIT_GENERATIONS,
+  JIT_MAX_INSNS, JIT_HOT_MAX, JIT_REGION_BLOCKS, JIT_PAGE_SHIFT, JIT_RECORD_BYTES, JIT_BUF_BYTES, JIT_TARGETS, JIT_TARGETS_AT, JIT_GENERATIONS, JIT_ENTRIES, JIT_ENTRIES_AT,
   NO_BLOCK, NOT_TRANSLATABLE, NO_TABLE,
 } from "./jit-cache";
 import { HBM_BASE } from "../generated/layouts";
@@ -211,6 +213,7 @@ const rCover = new StaticArray<u32>(JIT_REGION_BLOCKS);
 let rCount: i32 = 0;
 let rInsns: u32 = 0;
 let rEntryCopy: i32 = -1; // the entry's copy (`copyEntry`), or -1
+let rFull: bool = false; // a block it reaches was left out for want of room (JIT_REGION_BLOCKS, JIT_MAX_INSNS)
 let rUsed: u32 = 0; // registers any of its instructions reads or writes
 let rWritten: u32 = 0; // registers any of them writes: stored back at every exit
 // the targets of indirect jumps the region takes in (an earlier translation's: jitNoteTarget)
@@ -394,7 +397,7 @@ function goTo(dev: Device, h: Hart, j: i32): void {
   const cur = curBlock, how = edgeKind(cur, j);
   if (how == E_BACK) { brTo(C_LOOP, j); return; } // to the loop j heads
   if (how == E_DISPATCH) { i32c(<u32>unchecked(rRoot[j])); set(L_BI); brTo(C_TOP, -1); return; } // another root's
-  if (unchecked(rForwardIn[j]) > 1) { brTo(C_BLOCK, j); return; } // j follows the end of a block
+  if (unchecked(rForwardIn[j]) > 1 || unchecked(rOnEntryPath[j])) { brTo(C_BLOCK, j); return; } // j follows the end of a block
   // j is reached from here alone (else by its loop's way back): its code goes here
   const p0 = pend, n0 = pendN, t0 = unrollTail;
   tree(dev, h, j);
@@ -866,7 +869,8 @@ function noteRegs(ir: u32): void {
  * instruction is one a block runs); returns its index or -1.
  */
 function addBlock(cfg: Config, h: Hart, pc: u32): i32 {
-  if (rCount == JIT_REGION_BLOCKS || pc < cfg.nullGuardBytes || pc >= cfg.sramBytes || (pc & 3) != 0) return -1;
+  if (pc < cfg.nullGuardBytes || pc >= cfg.sramBytes || (pc & 3) != 0) return -1;
+  if (rCount == JIT_REGION_BLOCKS || rInsns == JIT_MAX_INSNS) { rFull = true; return -1; }
   let n: u32 = 0;
   while (n < JIT_BLOCK_INSNS && rInsns + n < JIT_MAX_INSNS && pc + 4 * n + 4 <= cfg.sramBytes) {
     const at = pc + 4 * n, ir = load<u32>(h.sram + <usize>at);
@@ -877,6 +881,7 @@ function addBlock(cfg: Config, h: Hart, pc: u32): i32 {
     if (kind == K_END) break;
   }
   if (n == 0) return -1;
+  if (rInsns + n == JIT_MAX_INSNS) rFull = true;
   // a branch that skips a few ALU instructions: they are this block's too (`skip`)
   const lastPc = pc + 4 * (n - 1), last = load<u32>(h.sram + <usize>lastPc);
   let sk = insnClass(last) == InsnClass.Branch ? skipOf(cfg, h, lastPc, last) : 0;
@@ -1156,7 +1161,7 @@ function tree(dev: Device, h: Hart, x: i32): void {
   const base = mTop;
   for (let k = rReached - 1; k > 0; k--) {
     const y = unchecked(rOrder[k]);
-    if (y != x && unchecked(rRoot[y]) < 0 && unchecked(rIdom[y]) == x && unchecked(rForwardIn[y]) > 1) { unchecked(mChildren[mTop] = y); mTop++; }
+    if (y != x && unchecked(rRoot[y]) < 0 && unchecked(rIdom[y]) == x && (unchecked(rForwardIn[y]) > 1 || unchecked(rOnEntryPath[y]))) { unchecked(mChildren[mTop] = y); mTop++; }
   }
   const loop = unchecked(rLoopHead[x]);
   const clean = loop && cleanLoop < 0 && cleanLoopAt(dev.cfg, h, x);
@@ -1170,12 +1175,108 @@ function tree(dev: Device, h: Hart, x: i32): void {
 
 /** Emits block x inside the wasm blocks of its merge children from the `i`-th on, each child after its block's end. */
 function within(dev: Device, h: Hart, x: i32, i: i32, base: i32): void {
-  if (i == mTop) { blockCode(dev, h, x); return; }
+  if (i == mTop) { toEntries(x); blockCode(dev, h, x); return; }
   const y = unchecked(mChildren[i]);
   open(BLOCK, C_BLOCK, y);
   within(dev, h, x, i + 1, base);
   close();
   tree(dev, h, y);
+}
+
+// Entries. A region is entered at its entry, and at the heads of its loops (up to JIT_ENTRIES):
+// the places where jumps land most in a kernel are its loops' heads, and each one translated as
+// a region of its own held nearly the whole kernel again (classic: 8 regions of ~32 KB, V8's
+// optimising compile of them ~1 s of a core in a first run of ~1.3 s). Wasm cannot branch into
+// a loop, so a call for an entry inside one goes there the way the code is nested: from the
+// top of each block's code on the entry's path in the dominator tree, a branch past the code
+// to the wasm block its next block on the path follows (such a block is always emitted after
+// a wasm block's end, never in place: rOnEntryPath). The hart's pc word names the entry until
+// the call is there (the prologue writes the entry's number, odd, no pc), then ENTERED (every
+// exit stores pc): one test of a word in memory per block on an entry's path, and no local
+// live through the function (one more, as the entry's number, cost classic's loops 13 %).
+
+const rEntryBlocks = new StaticArray<i32>(JIT_ENTRIES); // the entries' blocks
+/** The hart's pc word once a call is at its entry (odd: no pc); entry k's number while it is on its way there: ENTERED + 2 (k + 1). */
+const ENTERED: u32 = 1;
+@inline function entryWord(k: u32): u32 { return ENTERED + 2 * (k + 1); }
+let rEntryCount: u32 = 0;
+const rOnEntryPath = new StaticArray<bool>(JIT_REGION_BLOCKS); // on the path from a root to an entry (not a root)
+
+/** The root whose tree holds block i. */
+function rootOf(i: i32): i32 {
+  while (unchecked(rRoot[i]) < 0) i = unchecked(rIdom[i]);
+  return i;
+}
+
+/**
+ * Chooses the region's entries besides its own, when it holds all it reaches (a full one left
+ * blocks out, which a region made at the loop's head would hold: CoreMark-like's regions, 48
+ * blocks each, left theirs 28 % more often entered at their loops' heads, 20 % slower): the
+ * heads of its loops (not the entry's pc: a copy of it is not another entry), JIT_ENTRIES at
+ * most. Marks their paths.
+ */
+function chooseEntries(): void {
+  rEntryCount = 0;
+  for (let i = 0; i < rCount; i++) unchecked(rOnEntryPath[i] = false);
+  if (rFull) return;
+  for (let i = firstTarget(); i < rCount && rEntryCount < JIT_ENTRIES; i++) {
+    if (!unchecked(rLoopHead[i]) || unchecked(rRpo[i]) < 0 || unchecked(rPc[i]) == unchecked(rPc[0])) continue;
+    unchecked(rEntryBlocks[rEntryCount] = i);
+    rEntryCount++;
+    for (let y = i; unchecked(rRoot[y]) < 0; y = unchecked(rIdom[y])) unchecked(rOnEntryPath[y] = true);
+  }
+}
+
+/** Sets the hart's pc to ENTERED: the call is at its entry. */
+function entered(): void { get(L_H); i32c(ENTERED); mem(I32_STORE, 2, <u32>offsetof<Hart>("pc")); }
+
+/** Before block x's code: a call for an entry below x goes on to the wasm block after which x's child on the way there follows (ENTERED once that child is the entry). */
+function toEntries(x: i32): void {
+  let any = false;
+  for (let k: u32 = 0; k < rEntryCount; k++) {
+    const e = unchecked(rEntryBlocks[k]);
+    let y = e;
+    while (unchecked(rRoot[y]) < 0 && unchecked(rIdom[y]) != x) y = unchecked(rIdom[y]);
+    if (unchecked(rRoot[y]) >= 0) continue; // (not below x)
+    if (!any) {
+      get(L_H); mem(I32_LOAD, 2, <u32>offsetof<Hart>("pc")); byte(LOCAL_TEE); uleb(L_TMP); i32c(ENTERED); op(I32_NE);
+      ifThen(); any = true;
+    }
+    get(L_TMP); i32c(entryWord(k)); op(I32_EQ);
+    ifThen();
+    if (y == e) entered();
+    brTo(C_BLOCK, y);
+    endIf();
+  }
+  if (any) endIf();
+}
+
+/** The prologue's part for the entries: from the hart's pc, the root to start at (L_BI) and the pc word (ENTERED, or the entry's number on the way to it). */
+function entryPrologue(): void {
+  if (rEntryCount == 0) return;
+  get(L_H); mem(I32_LOAD, 2, <u32>offsetof<Hart>("pc")); set(L_TMP);
+  entered();
+  for (let k: u32 = 0; k < rEntryCount; k++) {
+    const e = unchecked(rEntryBlocks[k]), r = rootOf(e);
+    get(L_TMP); i32c(unchecked(rPc[e])); op(I32_EQ);
+    ifThen();
+    if (r != e) { get(L_H); i32c(entryWord(k)); mem(I32_STORE, 2, <u32>offsetof<Hart>("pc")); }
+    if (unchecked(rRoot[r]) != 0) { i32c(<u32>unchecked(rRoot[r])); set(L_BI); }
+    endIf();
+  }
+}
+
+/**
+ * Engine `engine`'s map sends its landings at translation `id`'s entries there: where it has
+ * none, a block translated alone (a window's start), or `was` (the translation `id` replaces).
+ */
+function claimEntries(c: JitCache, engine: u32, id: i32, was: Block | null): void {
+  const b = blockAt(c, id);
+  for (let k: u32 = 0; k < b.entries; k++) {
+    const pc = load<u32>(b.words + JIT_ENTRIES_AT + <usize>k * 4);
+    const slot = mapSlotMade(c, engine, pc >> 2), cur = load<i32>(slot);
+    if (cur == NO_BLOCK || (cur >= 0 && (blockAt(c, cur).single != 0 || changetype<usize>(blockAt(c, cur)) == changetype<usize>(was)))) store<i32>(slot, id);
+  }
 }
 
 /** Emits the code of block i (each of its edges ends it, in blockEnd). */
@@ -1294,7 +1395,7 @@ function want(cfg: Config, h: Hart, pc: u32): void {
  */
 function translate(dev: Device, c: JitCache, h: Hart, pc: u32, single: bool, from: Block | null = null): i32 {
   const cfg = dev.cfg;
-  rCount = 0; rInsns = 0; rUsed = 0; rWritten = 0; rTargetCount = 0; rGeneration = 0; rEntryCopy = -1;
+  rCount = 0; rInsns = 0; rUsed = 0; rWritten = 0; rTargetCount = 0; rGeneration = 0; rEntryCopy = -1; rFull = false;
   if (from) { // (read before anything else: a flush below reuses its record)
     rTargetCount = from.targets;
     for (let i: u32 = 0; i < rTargetCount; i++) unchecked(rTargets[i] = load<u32>(from.words + JIT_TARGETS_AT + <usize>i * 4));
@@ -1317,6 +1418,7 @@ function translate(dev: Device, c: JitCache, h: Hart, pc: u32, single: bool, fro
     if (other >= 0 && blockAt(c, other).single == <u32>single && blockAt(c, other).generation >= rGeneration && stillTrue(blockAt(c, other), h)) {
       store<u32>(checkedAt(c, h.id, other), c.epoch);
       markCode(c, h.id, blockAt(c, other));
+      claimEntries(c, h.id, other, null);
       return other;
     }
   }
@@ -1327,6 +1429,8 @@ function translate(dev: Device, c: JitCache, h: Hart, pc: u32, single: bool, fro
   regionCfg(h);
   if (!single) copyEntry(h);
   if (skipInLoops()) regionCfg(h);
+  if (single) { rEntryCount = 0; for (let i = 0; i < rCount; i++) unchecked(rOnEntryPath[i] = false); }
+  else chooseEntries();
   if (c.count == c.cap) jitFlush(c);
   const id = <i32>c.count;
   c.count++;
@@ -1348,6 +1452,8 @@ function translate(dev: Device, c: JitCache, h: Hart, pc: u32, single: bool, fro
     w += <usize>n * 4;
   }
   for (let i: u32 = 0; i < rTargetCount; i++) store<u32>(b.words + JIT_TARGETS_AT + <usize>i * 4, unchecked(rTargets[i]));
+  b.entries = rEntryCount;
+  for (let k: u32 = 0; k < rEntryCount; k++) store<u32>(b.words + JIT_ENTRIES_AT + <usize>k * 4, unchecked(rPc[unchecked(rEntryBlocks[k])]));
 
   // the module: one function f(h: i32, stop: i64, cache: i32) -> i32 over the core's memory
   out = c.buf;
@@ -1374,6 +1480,7 @@ function translate(dev: Device, c: JitCache, h: Hart, pc: u32, single: bool, fro
     get(L_REGS); mem(I32_LOAD, 2, 4 * r); set(lReg(r));
   }
   get(L_STOP); get(L_H); mem(I64_LOAD, 3, <u32>offsetof<Hart>("cycle")); op(I64_SUB); i64c(CNT_SHIFT); op(I64_SHL); set(L_CNT);
+  entryPrologue();
   // the region's blocks in structured control flow (regionCfg, tree), inside the exits' block
   ctxN = 0;
   mTop = 0;
@@ -1398,6 +1505,7 @@ function translate(dev: Device, c: JitCache, h: Hart, pc: u32, single: bool, fro
   c.translated++;
   c.emittedBytes += len;
   markCode(c, h.id, b);
+  claimEntries(c, h.id, id, from);
   return id;
 }
 
@@ -1488,7 +1596,9 @@ export function executeJit(dev: Device, h: Hart, stop: u64): void {
           if (why == EXIT_JUMP) { c.jumpsOut++; continue; }
           if (why == EXIT_INDIRECT) {
             c.jumpsOut++;
-            if (b.single == 0 && jitNoteTarget(b, h.pc)) retranslate(dev, c, h, b);
+            // (made again from its entry: a call at another of its entries only notes the target,
+            // for the translation that the entry's slot holds, which the entries' slots follow)
+            if (b.single == 0 && jitNoteTarget(b, h.pc) && pc == load<u32>(b.words)) retranslate(dev, c, h, b);
             continue;
           }
           if (why == EXIT_INTERP) { c.sideExits++; execute(dev, h, h.cycle + 1, false); return; } // the instruction it left to the interpreter
