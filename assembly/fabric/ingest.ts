@@ -113,7 +113,7 @@ function send(fab: usize, f: FrameFields, device: u32, port: u32, departPs: f64,
     if ((flushed >= 0 ? flushed : start) > departPs) portWaits(fab, c, flushed >= 0 ? flushed : start, wireLen);
     if (flushed >= 0) dropAt(fab, c, id, R_LINK_DOWN);
     else {
-      ringPush(chan(fab, c), entryKey(ep, seq), id, dst, hash, wireLen | (ect != 0 ? LM_ECT : 0));
+      ringPush(fab, chan(fab, c), entryKey(ep, seq), id, dst, hash, wireLen | (ect != 0 ? LM_ECT : 0));
       transmit(fab, c, chan(fab, c), start);
     }
     return true;

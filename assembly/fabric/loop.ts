@@ -150,7 +150,7 @@ function enqueue(fab: usize, c: i32, inCh: i32, key: f64, p: i32, dst: i32, hash
   }
   const busy = load<f64>(o + FCH_BUSY);
   const idle = waiting(o) == 0 && load<u8>(o + FCH_PAUSED) == 0 && now >= busy;
-  ringPush(o, key, p, dst, hash, lm);
+  ringPush(fab, o, key, p, dst, hash, lm);
   if (idle) {
     transmit(fab, c, o, now);
     return;
