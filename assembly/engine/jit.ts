@@ -339,7 +339,12 @@ function blockRest(cfg: Config, h: Hart, bpc: u32, n: u32, from: u32): u64 {
  * that goes to HBM, whose cycles are more than the SRAM ones counted here: it checks again.
  */
 function blockStart(dev: Device, h: Hart, bpc: u32, n: u32): void {
-  windowEndsIn(blockRest(dev.cfg, h, bpc, n, 0));
+  leaveBefore(bpc, blockRest(dev.cfg, h, bpc, n, 0));
+}
+
+/** Leaves before the block at `bpc` (EXIT_WINDOW) when the window ends before `n` more cycles. */
+function leaveBefore(bpc: u32, n: u64): void {
+  windowEndsIn(n);
   ifThen(); exit(bpc, false, 0, 0, EXIT_WINDOW); endIf();
 }
 
@@ -1213,12 +1218,12 @@ function rootOf(i: i32): i32 {
  * blocks out, which a region made at the loop's head would hold: CoreMark-like's regions, 48
  * blocks each, left theirs 28 % more often entered at their loops' heads, 20 % slower): the
  * heads of its loops (not the entry's pc: a copy of it is not another entry), JIT_ENTRIES at
- * most. Marks their paths.
+ * most; none for a block translated alone (`single`). Marks their paths.
  */
-function chooseEntries(): void {
+function chooseEntries(single: bool): void {
   rEntryCount = 0;
   for (let i = 0; i < rCount; i++) unchecked(rOnEntryPath[i] = false);
-  if (rFull) return;
+  if (single || rFull) return;
   for (let i = firstTarget(); i < rCount && rEntryCount < JIT_ENTRIES; i++) {
     if (!unchecked(rLoopHead[i]) || unchecked(rRpo[i]) < 0 || unchecked(rPc[i]) == unchecked(rPc[0])) continue;
     unchecked(rEntryBlocks[rEntryCount] = i);
@@ -1331,8 +1336,7 @@ function unrolled(dev: Device, h: Hart, i: i32, copies: u32): void {
   const cfg = dev.cfg, bpc = unchecked(rPc[i]), n = unchecked(rN[i]);
   const ir = load<u32>(h.sram + <usize>(bpc + 4 * (n - 1)));
   const body = blockRest(cfg, h, bpc, n, 0), turn = body + <u64>cfg.cpiBranchTaken;
-  windowEndsIn(<u64>(copies - 1) * turn + body);
-  ifThen(); exit(bpc, false, 0, 0, EXIT_WINDOW); endIf();
+  leaveBefore(bpc, <u64>(copies - 1) * turn + body);
   open(BLOCK, C_JOIN, i);
   for (let c: u32 = 0; c < copies; c++) {
     unrollTail = <u64>(copies - 1 - c) * turn;
@@ -1429,8 +1433,7 @@ function translate(dev: Device, c: JitCache, h: Hart, pc: u32, single: bool, fro
   regionCfg(h);
   if (!single) copyEntry(h);
   if (skipInLoops()) regionCfg(h);
-  if (single) { rEntryCount = 0; for (let i = 0; i < rCount; i++) unchecked(rOnEntryPath[i] = false); }
-  else chooseEntries();
+  chooseEntries(single);
   if (c.count == c.cap) jitFlush(c);
   const id = <i32>c.count;
   c.count++;
