@@ -36,6 +36,12 @@ import { AHEAD_PAGE_SHIFT, PAGE_CODE } from "./pages";
   generation: u32;
   /** the heads of its loops it may be entered at besides its entry (JIT_ENTRIES at most, their pcs kept at `words` + JIT_ENTRIES_AT) */
   entries: u32;
+  /** calls into it, counted up to JIT_JUDGE_CALLS */
+  calls: u32;
+  /** instructions those calls retired */
+  retired: u64;
+  /** 1: judged not worth calling (see JIT_SLOW_INSNS): the engines that land on it interpret there */
+  slow: u32;
 }
 
 export const BLOCK_BYTES: usize = offsetof<Block>();
@@ -67,6 +73,17 @@ export const JIT_GENERATIONS: u32 = 4;
  * nearly all the kernel in every one (classic: 8 of them).
  */
 export const JIT_ENTRIES: u32 = 16;
+/**
+ * Calls into a translation after which it is judged, and the instructions a call must retire on
+ * average to be kept. A call costs the host the region's registers loaded and stored, and code
+ * that leaves at once costs more translated than interpreted: the collective executor's loop
+ * that writes a work request to the NIC's doorbell window (an MMIO store each turn, left to the
+ * interpreter) retired 1.0-3.5 instructions a call, and its 8-device all-reduce ran 1.3-1.6
+ * times as long with the JIT as without. Not judged when code translates at its first landing
+ * (jitSetHot 1: the tests that hold the translator to the interpreter want it all translated).
+ */
+export const JIT_JUDGE_CALLS: u32 = 256;
+export const JIT_SLOW_INSNS: u64 = 4;
 /** Where a record's entries lie in its words. */
 export const JIT_ENTRIES_AT: usize = JIT_TARGETS_AT + <usize>JIT_TARGETS * 4;
 /** Bytes kept per translation: (pc, n) per block, then the words (to check it against SRAM), then its targets and entries. */

@@ -56,7 +56,7 @@ import { memOf } from "../mem/dma";
 import { AHEAD_PAGE_SHIFT, PAGE_CODE, PAGE_JOURNAL } from "./pages";
 import {
   JitCache, Block, jitCacheOf, jitRecordsMade, blockAt, mapSlot, mapSlotMade, heatOf, landingsReach, checkedAt, codePagesOf, pageFlagsOf, jitInvalidate, jitFlush, jitNoteTarget,
-  JIT_MAX_INSNS, JIT_HOT_MAX, JIT_REGION_BLOCKS, JIT_PAGE_SHIFT, JIT_RECORD_BYTES, JIT_BUF_BYTES, JIT_TARGETS, JIT_TARGETS_AT, JIT_GENERATIONS, JIT_ENTRIES, JIT_ENTRIES_AT,
+  JIT_MAX_INSNS, JIT_HOT_MAX, JIT_REGION_BLOCKS, JIT_PAGE_SHIFT, JIT_RECORD_BYTES, JIT_BUF_BYTES, JIT_TARGETS, JIT_TARGETS_AT, JIT_GENERATIONS, JIT_ENTRIES, JIT_ENTRIES_AT, JIT_JUDGE_CALLS, JIT_SLOW_INSNS,
   NO_BLOCK, NOT_TRANSLATABLE, NO_TABLE,
 } from "./jit-cache";
 import { HBM_BASE } from "../generated/layouts";
@@ -1419,6 +1419,7 @@ function translate(dev: Device, c: JitCache, h: Hart, pc: u32, single: bool, fro
     if (e == h.id) continue;
     const at = mapSlot(c, e, pc >> 2);
     const other = at == 0 ? NO_BLOCK : load<i32>(at);
+    if (other >= 0 && blockAt(c, other).slow != 0) return NOT_TRANSLATABLE; // (judged not worth it: see JIT_SLOW_INSNS)
     if (other >= 0 && blockAt(c, other).single == <u32>single && blockAt(c, other).generation >= rGeneration && stillTrue(blockAt(c, other), h)) {
       store<u32>(checkedAt(c, h.id, other), c.epoch);
       markCode(c, h.id, blockAt(c, other));
@@ -1443,6 +1444,9 @@ function translate(dev: Device, c: JitCache, h: Hart, pc: u32, single: bool, fro
   b.targets = b.targetsIn = rTargetCount;
   b.jumpsOut = 0;
   b.generation = rGeneration;
+  b.calls = 0;
+  b.retired = 0;
+  b.slow = 0;
   store<u32>(checkedAt(c, h.id, id), c.epoch);
   // what it was translated from: (pc, n) per block, then the words
   if (b.words == 0) b.words = heap.alloc(JIT_RECORD_BYTES); // a device that translates little keeps little
@@ -1548,6 +1552,12 @@ function retranslate(dev: Device, c: JitCache, h: Hart, b: Block): void {
   // (else a flush dropped every translation, b's too: the entry is NO_BLOCK, to be hot again)
 }
 
+/** Counts a call into `b` that retired `insns` instructions; at the JIT_JUDGE_CALLS-th, judges it (JIT_SLOW_INSNS). */
+function judge(b: Block, insns: u64): void {
+  b.retired += insns;
+  if (++b.calls == JIT_JUDGE_CALLS && b.retired < <u64>JIT_JUDGE_CALLS * JIT_SLOW_INSNS) b.slow = 1;
+}
+
 /**
  * Runs engine `h` to `stop` as `execute` would, through translated blocks where there are
  * some; returns early (as `execute` may) after an instruction the run loop must look at.
@@ -1583,6 +1593,7 @@ export function executeJit(dev: Device, h: Hart, stop: u64): void {
           store<u8>(hp, 0);
         }
       }
+      if (id >= 0 && blockAt(c, id).slow != 0) { store<i32>(slot, NOT_TRANSLATABLE); id = NO_BLOCK; } // (judged: JIT_SLOW_INSNS)
       if (id >= 0) {
         const b = blockAt(c, id);
         const checked = checkedAt(c, h.id, id);
@@ -1596,6 +1607,7 @@ export function executeJit(dev: Device, h: Hart, stop: u64): void {
           const why = call_indirect<u32>(b.table, changetype<usize>(h), callStop, changetype<usize>(c));
           c.calls++;
           c.retired += h.instret - before;
+          if (b.calls < JIT_JUDGE_CALLS && c.hot != 1) judge(b, h.instret - before);
           if (why == EXIT_JUMP) { c.jumpsOut++; continue; }
           if (why == EXIT_INDIRECT) {
             c.jumpsOut++;
