@@ -7,7 +7,7 @@ import { Device, Config, EVENT_BYTES, TRACE_BYTES } from "./core/device";
 import { rngSeed, rngOf, rngStreamOf, RNG_BLOCKS, RNG_STRIDE } from "./core/rng";
 import { enginesBytes, enginesInit } from "./engine/engines";
 import { debugBytes, debugInit } from "./engine/debug";
-import { Memories, MEMORIES_BYTES } from "./mem/dma";
+import { Memories, MEMORIES_BYTES, hbmMapped } from "./mem/dma";
 import { hbmModelBytes, hbmModelInit, FLOW_SLOTS } from "./mem/hbm";
 import { PCIE_BYTES } from "./mem/pcie";
 import { gridBytes, gridInit } from "./compute/grid";
@@ -80,7 +80,7 @@ export function layoutOf(c: Config, L: Layout): void {
   L.trace = off; off = align16(off + <usize>c.traceRingEntries * TRACE_BYTES);
   off = (off + 63) & ~(<usize>63);
   L.sram = off; off += n * <usize>c.sramBytes;
-  L.hbm = off; off += <usize>c.hbmBytes;
+  L.hbm = off; off += <usize>hbmMapped(c); // (none without backing: config hbmBacking)
   L.host = off; off += <usize>c.hostMemBytes;
   L.bytes = off;
 }

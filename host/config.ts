@@ -58,6 +58,8 @@ export function resolveConfig(partial: unknown, path = "config"): Map<string, bi
   }
   if (out.get("nullGuardBytes")! >= out.get("sramBytes")!)
     throw new ConfigError(`${path}.nullGuardBytes`, `must be less than sramBytes (${out.get("sramBytes")}), got ${out.get("nullGuardBytes")}: the guard would leave no SRAM`);
+  if (out.get("hbmBacking") === 0n && out.get("timingMode") === 0n)
+    throw new ConfigError(`${path}.hbmBacking`, "0 (HBM without bytes) needs timingMode 1: in full mode payloads land in HBM");
   // the memories alone must fit in the arena; whether the tables beside them do is the
   // core's answer (Device.create), so the layout is written down once, in assembly/create.ts
   if (memoryBytes(out) > ARENA_LIMIT_BYTES) throw arenaTooLarge(out, path);
@@ -66,7 +68,8 @@ export function resolveConfig(partial: unknown, path = "config"): Map<string, bi
 
 /** The bytes of a device's memories (HBM, host memory, the engines' SRAM): most of its arena. */
 export function memoryBytes(cfg: Map<string, bigint>): bigint {
-  return cfg.get("hbmBytes")! + cfg.get("hostMemBytes")! + cfg.get("engines")! * cfg.get("sramBytes")!;
+  const hbm = cfg.get("hbmBacking") !== 0n ? cfg.get("hbmBytes")! : 0n;
+  return hbm + cfg.get("hostMemBytes")! + cfg.get("engines")! * cfg.get("sramBytes")!;
 }
 
 /** The error for a config whose device does not fit in one arena, naming the fields that fill it. */

@@ -246,8 +246,10 @@ export class Device {
   readonly engines: number;
   /** SRAM bytes of each engine (config `sramBytes`). */
   readonly sramBytes: number;
-  /** HBM bytes (config `hbmBytes`). */
+  /** HBM bytes (config `hbmBytes`): its addresses. */
   readonly hbmBytes: number;
+  /** HBM bytes that hold data: `hbmBytes`, or none when config `hbmBacking` is 0 (timing mode: addresses without bytes). */
+  readonly hbmDataBytes: number;
   /** Bytes at address 0 of every engine that fault when touched, to catch NULL pointers (config `nullGuardBytes`). */
   readonly nullGuardBytes: number;
   /** The trace records drained so far, with {@link DeviceOptions.collectTrace}. */
@@ -272,6 +274,7 @@ export class Device {
     this.engines = Number(config.get("engines"));
     this.sramBytes = Number(config.get("sramBytes"));
     this.hbmBytes = Number(config.get("hbmBytes"));
+    this.hbmDataBytes = config.get("hbmBacking") !== 0n ? this.hbmBytes : 0;
     this.nullGuardBytes = Number(config.get("nullGuardBytes"));
     const keep = checkInt("consoleKeepBytes", options.consoleKeepBytes ?? CONSOLE_KEEP_BYTES, 0, 2 ** 31);
     const onLine = options.onConsoleLine;
@@ -335,7 +338,7 @@ export class Device {
   /** Parses, checks and loads an ELF image; throws ElfError before touching memory if it is bad. */
   loadElf(bytes: Uint8Array): ElfImage {
     const img = parseElf(bytes);
-    checkImage(img, this.sramBytes, this.hbmBytes, this.nullGuardBytes);
+    checkImage(img, this.sramBytes, this.hbmDataBytes, this.nullGuardBytes);
     this.loadImage(img);
     return img;
   }
@@ -344,7 +347,7 @@ export class Device {
   loadImage(img: ElfImage): void {
     const mem = this.refreshView();
     img.segments.forEach((s, i) => {
-      const where = placeSegment(s, this.sramBytes, this.hbmBytes, i);
+      const where = placeSegment(s, this.sramBytes, this.hbmDataBytes, i);
       const targets =
         where === "sram"
           ? Array.from({ length: this.engines }, (_, e) => (this.core.sramPtr(this.handle, e) >>> 0) + (s.vaddr - REGIONS.SRAM.base))
@@ -671,7 +674,7 @@ export class Device {
 
   /** Bytes of HBM, for hosts and tests (a copy). */
   readHbm(offset: number, length: number): Uint8Array {
-    checkInt("length", length, 0, this.hbmBytes - checkInt("offset", offset, 0, this.hbmBytes));
+    checkInt("length", length, 0, this.hbmDataBytes - checkInt("offset", offset, 0, this.hbmDataBytes));
     const at = (this.core.hbmPtr(this.handle) >>> 0) + offset;
     return this.refreshView().slice(at, at + length);
   }

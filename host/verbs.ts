@@ -527,6 +527,12 @@ export class Context {
     return REGIONS.HBM.base + at;
   }
 
+  /** Refuses a ring in HBM when HBM has no bytes (config hbmBacking 0): the NIC reads and writes a ring. */
+  private ringHasBytes(what: string, ring: number, bytes: number): void {
+    if (this.device.hbmDataBytes === 0 && ring >= REGIONS.HBM.base && ring < REGIONS.HBM.base + this.device.hbmBytes)
+      throw new VerbsError(`${what}: its ring [0x${ring.toString(16)}, +${bytes}) would be in HBM, which has no bytes here (config hbmBacking 0, timing mode): an engine's objects need HBM with bytes; a host's go in host memory`);
+  }
+
   /** Runs `make`, which allocates and then may throw; if it throws, the allocators are as before. */
   private allocating<T>(make: () => T): T {
     const hostTop = this.hostTop, hbmLow = this.hbmLow;
@@ -607,6 +613,7 @@ export class Context {
     return this.allocating(() => {
       const bytes = depth * CQE.SIZE;
       const ring = opts.ring !== undefined ? Number(checkU64("createCq: opts.ring", opts.ring)) : owner === OWNER_HOST ? this.allocHostMemory(bytes) : this.allocHbm(bytes);
+      this.ringHasBytes("createCq", ring, bytes);
       const cqn = this.core.cqCreate(this.h, BigInt(ring), depth, owner);
       if (cqn < 0) throw new VerbsError(`createCq: no free CQ (maxCqs)`);
       this.view(ring, bytes).fill(0); // no time has passed: the NIC has written nothing yet
@@ -635,6 +642,7 @@ export class Context {
     return this.allocating(() => {
       const alloc = (n: number) => (owner === OWNER_HOST ? this.allocHostMemory(n) : this.allocHbm(n));
       const sqRing = alloc(sqDepth * WQE.SIZE), rqRing = alloc(rqDepth * WQE.SIZE);
+      this.ringHasBytes("createQp", sqRing, sqDepth * WQE.SIZE);
       const qpn = this.core.qpCreate(this.h, pd.handle, init.sendCq.cqn, init.recvCq.cqn, BigInt(sqRing), sqDepth, BigInt(rqRing), rqDepth, owner, sigAll ? 1 : 0);
       if (qpn < 0) throw new VerbsError(`createQp: ${qpn === CMD_ERR.ARGUMENT ? "the NIC refused its rings or owner" : "no free QP (maxQps)"}`);
       return this.issue("QP", { qpn, pd, sendCq: init.sendCq, recvCq: init.recvCq, owner, sqDepth, rqDepth, sqRing, rqRing, sqPosted: 0, rqPosted: 0 });

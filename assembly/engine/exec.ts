@@ -7,7 +7,7 @@
 // tests the fields itself rather than calling insnClass; test/isa-table.test.ts holds its
 // legality to the table's.
 
-import { memOf } from "../mem/dma";
+import { memOf, hbmMapped } from "../mem/dma";
 import { engOf, hartAt } from "./engines";
 import { Device, statAdd, tracePoint } from "../core/device";
 import { Hart, EngineState, NO_RESERVATION, MIP_MTIP, CAUSE_MISALIGNED_FETCH, CAUSE_FETCH_ACCESS, CAUSE_ILLEGAL, CAUSE_BREAKPOINT, CAUSE_MISALIGNED_LOAD, CAUSE_LOAD_ACCESS, CAUSE_MISALIGNED_STORE, CAUSE_STORE_ACCESS, CAUSE_ECALL_M } from "./hart";
@@ -112,7 +112,7 @@ export function execute(dev: Device, h: Hart, stop: u64, jumps: bool = false): b
   const span = dev.cfg.sramBytes - guard;
   const sramBytes = dev.cfg.sramBytes;
   const hbm = memOf(dev).hbm;
-  const hbmBytes = dev.cfg.hbmBytes;
+  const hbmBytes = hbmMapped(dev.cfg); // (none without backing: its addresses fault)
   const cAlu = <u64>dev.cfg.cpiAlu;
   const cMul = <u64>dev.cfg.cpiMul;
   const cDiv = <u64>dev.cfg.cpiDiv;
@@ -398,7 +398,7 @@ function amo(dev: Device, h: Hart, ir: u32): void {
   if (addr & 3) { takeTrap(dev, h, isLr ? CAUSE_MISALIGNED_LOAD : CAUSE_MISALIGNED_STORE, addr); return; }
   let p: usize;
   let cost: u64;
-  const inHbm = addr - HBM_BASE < dev.cfg.hbmBytes;
+  const inHbm = addr - HBM_BASE < hbmMapped(dev.cfg);
   if (addr - dev.cfg.nullGuardBytes < dev.cfg.sramBytes - dev.cfg.nullGuardBytes) { p = h.sram + <usize>addr; cost = <u64>dev.cfg.cpiLoadSram; }
   else if (inHbm) { p = memOf(dev).hbm + <usize>(addr - HBM_BASE); cost = <u64>engOf(dev).cpiAmoHbmNow; }
   else { takeTrap(dev, h, isLr ? CAUSE_LOAD_ACCESS : CAUSE_STORE_ACCESS, addr); return; }

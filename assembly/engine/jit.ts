@@ -52,7 +52,7 @@ import { Hart, EngineState } from "./hart";
 import { engOf, Engines, hartAt } from "./engines";
 import { execute } from "./exec";
 import { immI, immS, immB, immJ } from "./decode";
-import { memOf } from "../mem/dma";
+import { memOf, hbmMapped } from "../mem/dma";
 import { AHEAD_PAGE_SHIFT, PAGE_CODE, PAGE_JOURNAL } from "./pages";
 import {
   JitCache, Block, jitCacheOf, jitRecordsMade, blockAt, mapSlot, mapSlotMade, heatOf, landingsReach, checkedAt, codePagesOf, pageFlagsOf, jitInvalidate, jitFlush, jitNoteTarget,
@@ -469,7 +469,7 @@ function address(dev: Device, h: Hart, bpc: u32, n: u32, k: u32, rs1: u32, imm: 
     open(BLOCK, C_IF, -1, T_I32); slowStart();
     // misaligned (the interpreter traps it), or not SRAM
     if (sh != 0) { get(L_ADDR); i32c(bytes - 1); op(I32_AND); slowIf(); }
-    get(L_ADDR); i32c(HBM_BASE); op(I32_SUB); byte(LOCAL_TEE); uleb(L_TMP); i32c(cfg.hbmBytes); op(I32_GE_U);
+    get(L_ADDR); i32c(HBM_BASE); op(I32_SUB); byte(LOCAL_TEE); uleb(L_TMP); i32c(hbmMapped(cfg)); op(I32_GE_U);
     slowIf(); // MMIO, or nothing: the interpreter's
     // HBM is shared: an engine running ahead parks before it (the interpreter's)
     get(L_CTX); mem(I32_LOAD, 2, <u32>offsetof<JitCache>("ahead")); slowIf();

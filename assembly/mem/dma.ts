@@ -3,7 +3,7 @@
 // DMA_HOST_BASE — and the wasm address behind each.
 
 import { nicOf } from "../nic/state";
-import { Device } from "../core/device";
+import { Device, Config } from "../core/device";
 import { hartAt } from "../engine/engines";
 import { jitSramWrite } from "../engine/jit-cache";
 import { aheadTouch } from "../engine/ahead";
@@ -35,9 +35,21 @@ import { DMA_SRAM_BASE, SRAM_WINDOW, DMA_HBM_BASE, DMA_HOST_BASE } from "../gene
   return e < <u64>dev.cfg.engines && off <= <u64>dev.cfg.sramBytes && len <= <u64>dev.cfg.sramBytes - off;
 }
 
-/** Wasm address of DMA range [addr, addr + len), or 0 when it is not wholly in one memory. */
+/**
+ * The HBM bytes behind its addresses: hbmBytes, or none when config hbmBacking is 0 (timing mode
+ * only: HBM is addresses for memory regions and their bounds, and payloads carry no bytes).
+ * An engine's loads and stores reach these; the arena holds these.
+ */
+@inline export function hbmMapped(c: Config): u32 {
+  return c.hbmBacking != 0 ? c.hbmBytes : 0;
+}
+
+/**
+ * Wasm address of DMA range [addr, addr + len), or 0 when it is not wholly in one memory or has
+ * no bytes behind it (HBM without backing).
+ */
 export function dmaPtr(dev: Device, addr: u64, len: u64): usize {
-  if (dmaIsHbm(dev, addr, len)) return memOf(dev).hbm + <usize>(addr - DMA_HBM_BASE);
+  if (dmaIsHbm(dev, addr, len)) return dev.cfg.hbmBacking != 0 ? memOf(dev).hbm + <usize>(addr - DMA_HBM_BASE) : 0;
   if (dmaIsHost(dev, addr, len)) return memOf(dev).host + <usize>(addr - DMA_HOST_BASE);
   if (dmaIsSram(dev, addr, len)) {
     const rel = addr - DMA_SRAM_BASE;
@@ -49,6 +61,15 @@ export function dmaPtr(dev: Device, addr: u64, len: u64): usize {
     return hartAt(dev, e).sram + <usize>off;
   }
   return 0;
+}
+
+/**
+ * Copies checked DMA range [src, src + len) to [dst, dst + len): nothing when either is HBM
+ * without bytes (config hbmBacking 0: the device is in timing mode, where payloads carry none).
+ */
+export function dmaCopy(dev: Device, dst: u64, src: u64, len: u64): void {
+  const to = dmaPtr(dev, dst, len), from = dmaPtr(dev, src, len);
+  if (to != 0 && from != 0) memory.copy(to, from, <usize>len);
 }
 
 /** The DMA address of an address in engine `e`'s own view: its SRAM window or HBM. */

@@ -63,6 +63,7 @@ export function freeBlock(dev: Device, block: u32): i32 {
 
 /** Computes a checked REDUCE (its WQE at `w`) into its destination. */
 export function placeReduce(dev: Device, w: usize): void {
+  if (dev.cfg.hbmBacking == 0) return; // (its operands, all in HBM, have no bytes: timing mode)
   const len = load<u32>(w + WQE_LENGTH);
   const nsrc = <u32>load<u8>(w + WQE_NSRC);
   for (let i: u32 = 0; i < nsrc; i++) {

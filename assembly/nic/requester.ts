@@ -16,7 +16,7 @@ import { nicOf } from "./state";
 import { Device, statAdd, tracePoint } from "../core/device";
 import { copyBytes } from "../core/copy";
 import { Qp, qpAt, qpWqe, sqSlot, mrCheck, NOT_ARMED } from "./verbs";
-import { dmaPtr, dmaIsHbm, dmaIsHost, dmaIsSram, sramDmaPs } from "../mem/dma";
+import { dmaCopy, dmaIsHbm, dmaIsHost, dmaIsSram, sramDmaPs } from "../mem/dma";
 import { schedule, EventKind } from "../core/sched";
 import { hbmStart, FlowClass } from "../mem/hbm";
 import { pcieRead, pcieWrite, PcieDir } from "../mem/pcie";
@@ -277,7 +277,7 @@ function finishTransfer(dev: Device, q: Qp, qpn: u32, w: usize, t: u64): bool {
   const len = <u64>load<u32>(w + WQE_LENGTH);
   if (op == OPCODE_COPY) {
     q.status = checkCopy(dev, q, w);
-    if (q.status == STATUS_SUCCESS && len > 0) memory.copy(dmaPtr(dev, load<u64>(w + WQE_LADDR), len), dmaPtr(dev, load<u64>(w + WQE_RADDR), len), <usize>len);
+    if (q.status == STATUS_SUCCESS && len > 0) dmaCopy(dev, load<u64>(w + WQE_LADDR), load<u64>(w + WQE_RADDR), len);
     return true;
   }
   q.status = checkLocal(dev, q, w);
@@ -286,7 +286,7 @@ function finishTransfer(dev: Device, q: Qp, qpn: u32, w: usize, t: u64): bool {
   const a = packetIn(nicOf(dev).packets);
   if (isRnr(a)) { notReady(dev, q, qpn, t); return false; }
   if (a.kind == PacketKind.Nak) q.status = a.status;
-  else if (a.kind == PacketKind.ReadResponse && len > 0) memory.copy(dmaPtr(dev, load<u64>(w + WQE_LADDR), len), dmaPtr(dev, a.payload, len), <usize>len);
+  else if (a.kind == PacketKind.ReadResponse && len > 0) dmaCopy(dev, load<u64>(w + WQE_LADDR), a.payload, len);
   return true;
 }
 

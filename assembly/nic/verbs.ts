@@ -5,7 +5,7 @@
 
 import { nicOf } from "./state";
 import { Device } from "../core/device";
-import { dmaPtr } from "../mem/dma";
+import { dmaPtr, dmaIsHbm } from "../mem/dma";
 import { WQE_SIZE, CQE_SIZE, ACCESS_LOCAL_WRITE, ACCESS_REMOTE_WRITE, ACCESS_REMOTE_READ, OWNER_HOST, REMOTE_KEY_BIT, MAX_CQ_DEPTH } from "../generated/layouts";
 
 export { OWNER_HOST, REMOTE_KEY_BIT };
@@ -185,7 +185,8 @@ export function pdFree(dev: Device, pd: u32): bool {
 
 /** Registers [base, base + length) of DMA memory; returns the lkey, or 0 on failure. */
 export function mrReg(dev: Device, pd: u32, base: u64, length: u64, access: u32): u32 {
-  if (!pdValid(dev, pd) || length == 0 || dmaPtr(dev, base, length) == 0) return 0;
+  // (HBM without bytes, config hbmBacking 0, takes regions too: timing mode bounds them)
+  if (!pdValid(dev, pd) || length == 0 || (dmaPtr(dev, base, length) == 0 && !dmaIsHbm(dev, base, length))) return 0;
   if (access & ~(ACCESS_LOCAL_WRITE | ACCESS_REMOTE_WRITE | ACCESS_REMOTE_READ)) return 0;
   for (let i: u32 = 0; i < dev.cfg.maxMrs; i++) {
     const m = mrAt(dev, i);

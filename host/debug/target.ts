@@ -124,10 +124,10 @@ export class EngineDebugger {
       base = dev.core.sramPtr(dev.handle, this.engineIndex(engine)) >>> 0;
       lo = REGIONS.SRAM.base;
       hi = dev.sramBytes;
-    } else if (a >= REGIONS.HBM.base && a - REGIONS.HBM.base < dev.hbmBytes) {
+    } else if (a >= REGIONS.HBM.base && a - REGIONS.HBM.base < dev.hbmDataBytes) {
       base = dev.core.hbmPtr(dev.handle) >>> 0;
       lo = REGIONS.HBM.base;
-      hi = REGIONS.HBM.base + dev.hbmBytes;
+      hi = REGIONS.HBM.base + dev.hbmDataBytes;
     } else return null;
     return { at: base + (a - lo), len: Math.min(len, hi - a) };
   }

@@ -285,7 +285,10 @@ export function resolveScenario(input: unknown, path = "scenario"): Scenario {
     throw new ConfigError(`${path}.traffic.pattern`, `pairs sends from device 2k to device 2k + 1, and devices.count is ${count}: device ${count - 1} would have no partner (give an even count, or another pattern)`);
   if (o.traffic?.pattern === "incast" && o.traffic.incastSenders !== undefined && o.traffic.incastSenders > count - 1)
     throw new ConfigError(`${path}.traffic.incastSenders`, `${o.traffic.incastSenders} senders, but device 0 has ${count - 1} other device${count === 2 ? "" : "s"} to receive from (devices.count ${count}): at most ${count - 1}`);
-  const cfg = resolveConfig({ engines: 1, ...o.devices.config }, `${path}.devices.config`);
+  // (timingMode as the run sets it from fabric.mode, for the fields that depend on it)
+  const cfg = resolveConfig({ engines: 1, ...o.devices.config, timingMode: o.fabric.mode === "timing" ? 1 : 0 }, `${path}.devices.config`);
+  if (cfg.get("hbmBacking") === 0n && (o.collective || (o.collectives?.length ?? 0) > 0))
+    throw new ConfigError(`${path}.devices.config.hbmBacking`, "0 (HBM without bytes) leaves a collective's engines no memory for their queues, buffers and graph: leave it 1");
   const ports = Number(cfg.get("ports"));
   const list = o.collective ? [{ c: o.collective, at: `${path}.collective` }] : (o.collectives ?? []).map((c, i) => ({ c, at: `${path}.collectives[${i}]` }));
   // the split each collective runs under: the config's, then each scaleUpPorts in turn; a group
