@@ -91,3 +91,21 @@ describe("a timing-mode traffic run with HBM without bytes gives the results it 
     });
   }
 });
+
+describe("a traffic's devices are sized by it", () => {
+  it("the fabric bench's 1,024 devices share one instance: HBM without bytes, a doorbell per QP; devices.config still decides", async () => {
+    const { scenario } = await import("../bench/fabric.js");
+    const built = async (n: number, config: Record<string, number> = {}) => {
+      const sc = scenario(n, "timing", 1, "rocev2");
+      let seen: { shared: boolean; queue: bigint; backing: bigint } | null = null;
+      await runScenario(coreModule(), { ...sc, devices: { ...sc.devices, config: { ...sc.devices.config, ...config } } }, {
+        onBuilt: (c) => { const d = c.contexts[n - 1]!.device; seen = { shared: !(c.home instanceof WebAssembly.Module), queue: d.config.get("hostDoorbellQueue")!, backing: d.config.get("hbmBacking")! }; },
+        shouldStop: () => true,
+      });
+      return seen!;
+    };
+    // a permutation with 8 flows per pair: 16 QPs a device
+    expect(await built(1024)).toEqual({ shared: true, queue: 16n, backing: 0n });
+    expect(await built(64, { hostDoorbellQueue: 8192, hbmBacking: 1 })).toEqual({ shared: true, queue: 8192n, backing: 1n });
+  });
+});
