@@ -27,6 +27,7 @@ import type { Fabric } from "./fabric.js";
 import type { MenicExports } from "../wasm.js";
 import { CLUSTER } from "../generated/layouts.js";
 import { configDefault } from "../config.js";
+import { minOf } from "../extremes.js";
 
 /** A device the core can step in the cluster's window loop (Endpoint.inCore). */
 export interface CoreDevice {
@@ -125,7 +126,7 @@ export class ClusterRunner {
 
   constructor(readonly fabric: Fabric, readonly endpoints: readonly Endpoint[], o: RunnerOptions = {}) {
     if (endpoints.length !== fabric.devices) throw new RangeError(`the fabric has ${fabric.devices} devices, got ${endpoints.length} endpoints`);
-    const minLat = Math.min(...fabric.topology.links.map((l) => l.latencyPs));
+    const minLat = minOf(fabric.topology.links.map((l) => l.latencyPs));
     if (o.windowPs !== undefined && !(o.windowPs > 0 && o.windowPs <= minLat))
       throw new RangeError(`windowPs must be in (0, ${minLat}] (the smallest link latency), got ${o.windowPs}`);
     this.windowPs = o.windowPs ?? windowFor(minLat, o.quantumPs);

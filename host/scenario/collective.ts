@@ -26,6 +26,7 @@ import type { RunOptions, ScenarioResult, CollectiveRow, CollectiveReport } from
 import { observeCluster, runObserved, type CollectiveFlows } from "./collective-observe.js";
 import { backgroundNeed, idealOf, trafficSizes, TrafficRun, type TrafficSizes } from "./traffic-run.js";
 import { planTraffic, type TrafficPlan } from "./workload.js";
+import { maxOf } from "../extremes.js";
 export type { CollectiveRow, CollectiveReport } from "./result.js";
 
 /** A report's head for collective `c` on `n` devices, its rows to come. */
@@ -244,7 +245,7 @@ export async function runProgram(sc: ProgramRun, c: CollectiveSpec, p: GraphProg
   // the chain of events that decided the end, from the engines' own times (every node has them once it is done)
   const hops = state.state === "done" ? criticalPath(p, spans.map((d) => d.map((x) => ({ node: x.node, posted: x.postedPs, done: x.donePs })))).hops : undefined;
   const done = state.state === "done";
-  const end = done ? Math.max(...contexts.map((_, d) => Math.ceil((run.endCycles(d) * 1e9) / khz))) : runner.nowPs;
+  const end = done ? maxOf(contexts.map((_, d) => Math.ceil((run.endCycles(d) * 1e9) / khz))) : runner.nowPs;
   // a size not done ran from its doorbells to where it ended (nothing, when stopped at once)
   const timePs = done ? Math.max(1, end - t0) : end - t0;
   // busy: each engine's clock advanced less its time asleep, over the span from the doorbells to

@@ -12,6 +12,7 @@
 import { Context } from "../verbs.js";
 import type { Device } from "../device.js";
 import type { InterferenceSpec } from "./scenario.js";
+import { maxOf } from "../extremes.js";
 
 /** What a matmul load did alongside one size's collective ({@link CollectiveRow.interference}). */
 export interface InterferenceRow {
@@ -90,7 +91,7 @@ export class Alongside {
       const m = d.matmul();
       return m.endPs! - m.startPs;
     });
-    const slowest = devicesPs.indexOf(Math.max(...devicesPs));
+    const slowest = devicesPs.indexOf(maxOf(devicesPs));
     const alongsidePs = devicesPs[slowest]!;
     return {
       mode: this.spec.mode, commUnits: this.spec.mode === "gpu-style" ? this.spec.commUnits : 0,

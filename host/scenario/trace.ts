@@ -20,6 +20,7 @@
 import type { TraceEvent } from "../trace/perfetto.js";
 import { TraceWriter, type TraceSink, type TraceWriterOptions } from "../trace/writer.js";
 import type { RunObserver, BuiltRun, GraphTrace } from "./run.js";
+import { maxOf } from "../extremes.js";
 
 /** Chrome trace events as this file writes them: metadata, counters and async slices. */
 export interface ScenarioTraceEvent extends Omit<TraceEvent, "ph"> {
@@ -155,7 +156,7 @@ export class ScenarioTracer implements RunObserver {
       this.processName(pid, `${g.program.name}: device ${d}`, first);
       const engines = new Set(spans.map((x) => x.engine));
       for (const e of engines) this.emit({ name: "thread_name", ph: "M", pid, tid: e + 1, args: { name: `engine ${e}` } }, first);
-      const end = Math.max(0, ...spans.map((x) => x.donePs));
+      const end = maxOf(spans.map((x) => x.donePs), 0);
       const byNode = new Map(spans.map((x) => [x.node, x]));
       for (const x of spans) {
         const n = g.program.ranks[d]!.nodes[x.node]!;

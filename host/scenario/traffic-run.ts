@@ -14,6 +14,7 @@ import { ConfigError, HBM_MAX_BYTES, resolveConfig } from "../config.js";
 import { CQE, WQE } from "../generated/layouts.js";
 import { TRAFFIC_VERBS, VERB_OPCODE, type FlowPlan, type TrafficPlan, type TrafficVerb } from "./workload.js";
 import { idealFctPs, pathBetween, slowdownTable } from "./slowdown.js";
+import { maxOf, minOf } from "../extremes.js";
 
 interface FlowState {
   plan: FlowPlan;
@@ -54,8 +55,8 @@ export function trafficSizes(n: number, plan: TrafficPlan): TrafficSizes {
   const qpsPerDevice = new Array<number>(n).fill(0);
   const peers = Array.from({ length: n }, () => new Set<number>());
   for (const { spec: f } of plan.flows) { qpsPerDevice[f.src]!++; qpsPerDevice[f.dst]!++; peers[f.src]!.add(f.dst); peers[f.dst]!.add(f.src); }
-  const maxQps = Math.max(4, ...qpsPerDevice);
-  const cqDepth = Math.max(16, messages * Math.max(...qpsPerDevice));
+  const maxQps = maxOf(qpsPerDevice, 4);
+  const cqDepth = Math.max(16, messages * maxOf(qpsPerDevice));
   const ring = Math.max(messages, plan.receives);
   const hbmBytes = Math.max(1 << 20, roundUp(maxBytes + cqDepth * 32 + 2 * maxQps * ring * 128 + (1 << 16), 1 << 16));
   if (hbmBytes > HBM_MAX_BYTES) {
@@ -261,9 +262,9 @@ export class TrafficRun {
       return { ...out, verb: f.plan.verb, startPs: f.startPs, idealPs, slowdown: f.completed === 1 ? durationPs / idealPs : null };
     });
     const totalBytes = flows.reduce((s, f) => s + f.bytes, 0);
-    const lastDone = Math.max(0, ...state.map((f) => f.lastDonePs));
+    const lastDone = maxOf(state.map((f) => f.lastDonePs), 0);
     const failed = flows.reduce((s, f) => s + f.failed, 0);
-    const firstPs = state.length ? Math.min(...state.map((f) => f.startPs)) : 0;
+    const firstPs = state.length ? minOf(state.map((f) => f.startPs)) : 0;
     const w = this.plan.workload;
     return {
       messages: { total: state.reduce((s, f) => s + f.plan.messages, 0), completed: this.completed, failed }, flows, totalBytes,
@@ -296,7 +297,7 @@ export class TrafficRun {
  * `sizes`: its QPs, a CQ, and its region, CQ and rings in HBM.
  */
 export function backgroundNeed(need: Record<string, number>, sizes: TrafficSizes): Record<string, number> {
-  return { ...need, maxQps: need.maxQps! + Math.max(...sizes.qpsPerDevice), maxCqs: need.maxCqs! + 1, hbmBytes: need.hbmBytes! + sizes.hbmBytes };
+  return { ...need, maxQps: need.maxQps! + maxOf(sizes.qpsPerDevice), maxCqs: need.maxCqs! + 1, hbmBytes: need.hbmBytes! + sizes.hbmBytes };
 }
 
 /** What each flow of a workload would take alone on an idle fabric (slowdown.ts), over `sc`'s topology. */

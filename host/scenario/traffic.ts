@@ -17,6 +17,7 @@ import type { ScenarioResult, PathSummary, RunOptions, Timeline } from "./result
 import { Observers, TimelineRecorder } from "./observers.js";
 import { planTraffic, type FlowPlan } from "./workload.js";
 import { idealOf, trafficSizes, TrafficRun, type TrafficSizes } from "./traffic-run.js";
+import { maxOf } from "../extremes.js";
 
 // what a traffic's flows are is workload.ts's; these names have always been importable from here
 export { trafficFlows, type TrafficPatternOf } from "./workload.js";
@@ -55,10 +56,10 @@ async function openTrafficCluster(coreModule: WebAssembly.Module, sc: FabricOf &
     engines: 1, hostMemBytes, hostDoorbellQueue: Math.max(16, qps), ...(sc.fabric.mode === "timing" ? { hbmBacking: 0 } : {}), ...sc.devices.config, ...configFromWords(sc, d), maxQps: qps, maxCqs: 4, mrtConnections: conns, hbmBytes: sizes.hbmBytes,
     ...(sc.fabric.mode === "timing" ? { txBodyBytes: 65536, rxBodyBytes: 65536 } : {}),
   });
-  const maxQps = Math.max(4, ...sizes.qpsPerDevice), connections = Math.max(1, ...sizes.peersPerDevice);
+  const maxQps = maxOf(sizes.qpsPerDevice, 4), connections = maxOf(sizes.peersPerDevice, 1);
   const cluster = await Cluster.build(coreModule, sc, {
     configOf: (d) => configOf(d, Math.max(4, sizes.qpsPerDevice[d]!), Math.max(1, sizes.peersPerDevice[d]!), sizes.hostMemBytes[d]!),
-    sizedBy: configOf(0, maxQps, connections, Math.max(...sizes.hostMemBytes)),
+    sizedBy: configOf(0, maxQps, connections, maxOf(sizes.hostMemBytes)),
   }, opts);
   opts.onBuilt?.(cluster);
   return cluster;

@@ -13,6 +13,7 @@ import { buildTopology, type TopologyOf } from "./cluster.js";
 import type { Scenario, Flow } from "./scenario.js";
 import { CdfError, cdfSize, parseSizeCdf, type SizeCdf } from "./size-cdf.js";
 import { parseTime } from "../units.js";
+import { maxOf } from "../extremes.js";
 
 /** The verbs a scenario's traffic can post (schemas/scenario.schema.json traffic.verb). */
 export const TRAFFIC_VERBS = ["WRITE", "WRITE_WITH_IMM", "SEND", "READ"] as const;
@@ -344,9 +345,9 @@ export function planTraffic(sc: TrafficPlanOf): TrafficPlan {
   }
   return {
     flows, mixed, ...(workload ? { workload } : {}),
-    maxBytes: Math.max(1, ...flows.map((f) => f.bytes)),
-    messages: Math.max(1, ...flows.map((f) => f.messages)),
-    receives: Math.max(0, ...flows.map((f) => f.receives)),
+    maxBytes: maxOf(flows.map((f) => f.bytes), 1),
+    messages: maxOf(flows.map((f) => f.messages), 1),
+    receives: maxOf(flows.map((f) => f.receives), 0),
   };
 }
 
