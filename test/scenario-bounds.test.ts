@@ -2,7 +2,7 @@ import { describe, it, expect } from "vitest";
 import { resolveScenario } from "../host/scenario/scenario.js";
 import { checkScenario, runScenario, type ScenarioInput } from "../host/scenario/run.js";
 import { expandSweep, runSweep, SWEEP_RUNS_BOUND } from "../host/scenario/sweep.js";
-import { clusterBytes, clusterHome, deviceLayout, leastConfig, MEMORY_BOUND_BYTES } from "../host/scenario/cluster.js";
+import { clusterBytes, clusterHomes, deviceLayout, leastConfig, MEMORY_BOUND_BYTES } from "../host/scenario/cluster.js";
 import { ConfigError, resolveConfig } from "../host/config.js";
 import { Device } from "../host/device.js";
 import { readSnapshot } from "../host/snapshot.js";
@@ -95,12 +95,20 @@ describe("the memory a scenario's devices need", () => {
     expect(checkScenario(coreModule(), sc, { maxMemoryBytes: 2 ** 40 }).devices.count).toBe(4096);
   });
 
-  it("puts devices in one shared instance only when their real arenas fit 2 GiB (256 devices of 9.4 MiB do not)", () => {
+  it("puts devices in one instance with their fabric only when their real arenas fit 2 GiB (256 devices of 9.4 MiB do not: two groups)", () => {
     const sc = resolveScenario(pairs(256, { hostMemBytes: 65536 }));
     const config = { ...leastConfig(sc), deviceId: 0 };
     expect(deviceLayout(coreModule(), resolveConfig(config)).arenaBytes * 256).toBeGreaterThan(2 ** 31);
-    expect(clusterHome(coreModule(), sc, config)).toBe(coreModule());
-    expect(clusterHome(coreModule(), resolveScenario(pairs(8)), leastConfig(resolveScenario(pairs(8))))).toBeInstanceOf(CoreInstance);
+    const homes = clusterHomes(coreModule(), sc, config);
+    expect(homes.fabric).toBe(coreModule());
+    expect(homes.instances).toBe(2);
+    expect(homes.device(0)).toBeInstanceOf(CoreInstance);
+    expect(homes.device(127)).toBe(homes.device(0));
+    expect(homes.device(128)).not.toBe(homes.device(0));
+    expect(homes.device(255)).toBe(homes.device(128));
+    const eight = clusterHomes(coreModule(), resolveScenario(pairs(8)), leastConfig(resolveScenario(pairs(8))));
+    expect(eight.fabric).toBeInstanceOf(CoreInstance);
+    expect(eight.device(7)).toBe(eight.fabric);
   });
 
   it("gives a traffic scenario's devices the least host memory unless told: the fabric bench's 128 share one instance", () => {
@@ -115,10 +123,10 @@ describe("the memory a scenario's devices need", () => {
     const least = leastConfig(bench());
     expect(least.hostMemBytes).toBe(65536);
     expect(deviceLayout(coreModule(), resolveConfig({ ...least, deviceId: 0 })).arenaBytes * 128).toBeLessThan(2 ** 29);
-    expect(clusterHome(coreModule(), bench(), least)).toBeInstanceOf(CoreInstance);
+    expect(clusterHomes(coreModule(), bench(), least).fabric).toBeInstanceOf(CoreInstance);
     // a host memory the scenario gives is kept
     expect(leastConfig(bench({ hostMemBytes: 2 ** 24 })).hostMemBytes).toBe(2 ** 24);
-    expect(clusterHome(coreModule(), bench({ hostMemBytes: 2 ** 24 }), leastConfig(bench({ hostMemBytes: 2 ** 24 })))).toBe(coreModule());
+    expect(clusterHomes(coreModule(), bench({ hostMemBytes: 2 ** 24 }), leastConfig(bench({ hostMemBytes: 2 ** 24 }))).fabric).toBe(coreModule());
   });
 });
 

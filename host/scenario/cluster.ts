@@ -167,15 +167,38 @@ export function leastConfig(sc: LeastConfigOf): Record<string, number> {
   };
 }
 
+/** Where a cluster's fabric and devices are built (clusterHomes). */
+export interface ClusterHomes {
+  /** the fabric's: the one instance every device shares with it, or the compiled core (an instance of its own) */
+  fabric: WebAssembly.Module | CoreInstance;
+  /** device `d`'s: an instance it shares with other devices, or the compiled core (an instance of its own) */
+  device(d: number): WebAssembly.Module | CoreInstance;
+  /** the instances the devices are built in */
+  instances: number;
+}
+
 /**
- * Where a scenario's devices, configured like `config`, are built: one core instance they share
- * with their fabric when their arenas fit SHARED_INSTANCE_BYTES (their window loop then runs in
- * the core, host/fabric/runner.ts), else `coreModule` itself (an instance each; the host steps
- * them). Refuses first what checkCluster refuses.
+ * Where a scenario's devices, configured like `config`, are built. When all their arenas fit
+ * SHARED_INSTANCE_BYTES, in one core instance they share with their fabric (their window loop
+ * then runs in the core, host/fabric/runner.ts). Otherwise in groups of consecutive devices,
+ * as few as fit SHARED_INSTANCE_BYTES each and as even as can be, the fabric in an instance of
+ * its own, and the host steps them: 4,096 of the fabric bench's devices, an instance each, took
+ * 29 s to build (each instance growing its memory, each growth a garbage collection in V8). A
+ * device whose arena alone is over half of it gets an instance of its own. Refuses first what
+ * checkCluster refuses.
  */
-export function clusterHome(coreModule: WebAssembly.Module, sc: ClusterSizeOf, config: unknown, maxMemoryBytes?: number): WebAssembly.Module | CoreInstance {
+export function clusterHomes(coreModule: WebAssembly.Module, sc: ClusterSizeOf, config: unknown, maxMemoryBytes?: number, sharedBytes = SHARED_INSTANCE_BYTES): ClusterHomes {
   const { arenaBytes } = checkCluster(coreModule, sc, config, maxMemoryBytes);
-  return sc.devices.count * arenaBytes <= SHARED_INSTANCE_BYTES ? new CoreInstance(coreModule) : coreModule;
+  const n = sc.devices.count;
+  if (n * arenaBytes <= sharedBytes) {
+    const one = new CoreInstance(coreModule);
+    return { fabric: one, device: () => one, instances: 1 };
+  }
+  const fit = Math.floor(sharedBytes / arenaBytes);
+  if (fit < 2) return { fabric: coreModule, device: () => coreModule, instances: n };
+  const groups = Math.ceil(n / fit), made: CoreInstance[] = [];
+  // device d is in group floor(d * groups / n): sizes differ by one at most
+  return { fabric: coreModule, device: (d) => (made[Math.floor((d * groups) / n)] ??= new CoreInstance(coreModule)), instances: groups };
 }
 
 /**
@@ -202,7 +225,7 @@ export function buildCluster(home: WebAssembly.Module | CoreInstance, sc: Fabric
 export interface DevicePlan {
   /** device d's config */
   configOf(d: number): Record<string, number>;
-  /** the config of its largest device: the memory bound and the shared instance are judged by it (clusterHome) */
+  /** the config of its largest device: the memory bound and the shared instance are judged by it (clusterHomes) */
   sizedBy: Record<string, number>;
   /** done to each device once it is open, before the next is (load and start firmware) */
   prepare?(ctx: Context): void;
@@ -309,7 +332,7 @@ export class Cluster {
 
   /** @internal Cluster.build makes it; a program opens one with {@link openCluster}. */
   constructor(
-    /** Where the devices were built: one core instance shared with the fabric, or the compiled core (an instance each). */
+    /** Where the fabric was built: one core instance every device shares with it, or the compiled core (an instance of its own; the devices are in others: `instances`). */
     readonly home: WebAssembly.Module | CoreInstance,
     /** The devices' verbs contexts, by device number. */
     readonly contexts: Context[],
@@ -319,6 +342,8 @@ export class Cluster {
     readonly endpoints: DeviceEndpoint[],
     /** The window loop that advances the devices and the fabric together. */
     readonly runner: ClusterRunner,
+    /** The core instances the devices are in: 1 when they share the fabric's (`home`), else their groups' or their own. */
+    readonly instances = 1,
   ) {
     this.transport = contexts[0]?.device.config.get("transport") === 1n ? "metaroce" : "rocev2";
   }
@@ -326,19 +351,19 @@ export class Cluster {
   /**
    * @internal
    * The one way a cluster is built: `sc`'s devices, made as `plan` says, on its fabric
-   * (buildCluster); refused first as clusterHome refuses; the devices in one instance with the
+   * (buildCluster); refused first as clusterHomes refuses; the devices in one instance with the
    * fabric while they fit.
    */
-  static async build(coreModule: WebAssembly.Module, sc: FabricOf & ClusterSizeOf, plan: DevicePlan, opts: { maxMemoryBytes?: number; windowPs?: number } = {}): Promise<Cluster> {
-    const home = clusterHome(coreModule, sc, plan.sizedBy, opts.maxMemoryBytes);
+  static async build(coreModule: WebAssembly.Module, sc: FabricOf & ClusterSizeOf, plan: DevicePlan, opts: { maxMemoryBytes?: number; windowPs?: number; sharedInstanceBytes?: number } = {}): Promise<Cluster> {
+    const homes = clusterHomes(coreModule, sc, plan.sizedBy, opts.maxMemoryBytes, opts.sharedInstanceBytes);
     const contexts: Context[] = [];
     for (let d = 0; d < sc.devices.count; d++) {
-      const ctx = await Context.open(home, plan.configOf(d));
+      const ctx = await Context.open(homes.device(d), plan.configOf(d));
       plan.prepare?.(ctx);
       contexts.push(ctx);
     }
-    const { fabric, endpoints, runner } = buildCluster(home, sc, contexts, opts.windowPs);
-    return new Cluster(home, contexts, fabric, endpoints, runner);
+    const { fabric, endpoints, runner } = buildCluster(homes.fabric, sc, contexts, opts.windowPs);
+    return new Cluster(homes.fabric, contexts, fabric, endpoints, runner, homes.instances);
   }
 
   /**

@@ -400,6 +400,12 @@ export interface RunOptions {
    */
   maxMemoryBytes?: number;
   /**
+   * @internal The most device arenas a core instance holds (default SHARED_INSTANCE_BYTES, 2 GiB):
+   * devices past it are built in groups of instances (host/scenario/cluster.ts clusterHomes).
+   * Results do not depend on it; tests make it small to build groups of a few devices.
+   */
+  sharedInstanceBytes?: number;
+  /**
    * called when a run's set-up is done, just before its simulation starts: a traffic scenario's
    * once, its QPs connected and its messages posted (`size`: its message bytes); a collective
    * scenario's once per size, when that size's run rings its doorbells (`size`: its bytes)
