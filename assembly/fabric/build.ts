@@ -7,7 +7,7 @@ import {
   FAB_FULL, FAB_CH, FAB_WAIT_PTR, FAB_WAIT_CAP, FAB_GE_ON, FAB_GE_BAD, FAB_PAUSE_SENT, FAB_GE_THR, FAB_CH_DROPS,
   FAB_CH_MARKS, FAB_CH_PAUSES, FAB_LAST_HEAD_PS, FAB_LAST_HEAD_KEY, FAB_LINK_UP, FAB_LINK_KNOWN_UP, FAB_LINK_FABRIC,
   FAB_LINK_PLANE, FAB_OUTAGE_PTR, FAB_OUTAGE_N, FAB_SW_ROLE, FAB_SW_SEED, FAB_SW_LOCAL, FAB_SW_PLANE, FAB_BUF_USED,
-  FAB_BUF_CAP, FAB_BUF_PEAK, FAB_PORT_CAP, FAB_SW_DROPS, FAB_SW_MARKS, FAB_SW_PAUSES, FAB_DOWN_CH, FAB_GRP, FAB_GRP_N,
+  FAB_BUF_CAP, FAB_BUF_PEAK, FAB_PORT_CAP, FAB_SW_DROPS, FAB_SW_MARKS, FAB_SW_PAUSES, FAB_DOWN_CH, FAB_SPINE_MASK, FAB_MASK_WORDS,
   FAB_FABRIC_LINK_OF, FAB_EP_UP_CH, FAB_EP_LEAF, FAB_EP_DOWN_CH, FAB_EP_SEQ, FAB_LAST_DEPART, FAB_INJ_HEAD,
   FAB_INJ_TAIL, FAB_PEND_MIN, FAB_RNG, FAB_PKT_FREE, FAB_PAY_FREE, FAB_FAULT_LINK, FAB_FAULT_KIND, FAB_FAULT_CAP,
   FAB_HELD, FAB_HELD_CAP, FAB_DUE, FAB_INBOX, FAB_INBOX_CAP, FAB_INBOX_BODY, FAB_INBOX_BODY_CAP, FAB_OUTBOX,
@@ -81,8 +81,9 @@ export function fabricInit(fab: usize, packets: u32, events: u32, horizonPs: f64
   table(fab, FAB_SW_MARKS, <usize>nSw << 3);
   table(fab, FAB_SW_PAUSES, <usize>nSw << 3);
   store<usize>(fab + FAB_DOWN_CH, nones(planes * spines * leaves));
-  table(fab, FAB_GRP, <usize>(firstSpine * leaves * (spines > 0 ? spines : 1)) << 2);
-  table(fab, FAB_GRP_N, <usize>(firstSpine * leaves) << 2);
+  const words = (spines + 63) >> 6;
+  store<u32>(fab + FAB_MASK_WORDS, words);
+  table(fab, FAB_SPINE_MASK, <usize>(firstSpine * (words > 0 ? words : 1)) << 3);
   store<usize>(fab + FAB_FABRIC_LINK_OF, nones(firstSpine * spines));
   store<usize>(fab + FAB_EP_UP_CH, nones(nEp));
   store<usize>(fab + FAB_EP_LEAF, nones(nEp));

@@ -6,7 +6,7 @@
 
 import {
   FAB_FAILURE_DETECT_PS, FAB_LEAVES, FAB_SPINES, FAB_LINK_UP, FAB_LINK_KNOWN_UP, FAB_LINK_FABRIC, FAB_LINK_PLANE,
-  FAB_OUTAGE_PTR, FAB_OUTAGE_N, FAB_GRP, FAB_GRP_N, FAB_FABRIC_LINK_OF, FAB_FAULT_LINK, FAB_FAULT_KIND, FAB_FAULT_N,
+  FAB_OUTAGE_PTR, FAB_OUTAGE_N, FAB_SPINE_MASK, FAB_MASK_WORDS, FAB_FABRIC_LINK_OF, FAB_FAULT_LINK, FAB_FAULT_KIND, FAB_FAULT_N,
   FAB_FAULT_CAP, FCH_QBYTES, FCH_RCOUNT, FCH_RWIRE, FRING_ENTRY_PKT, FRING_ENTRY_LEN_META, FAULT_DOWN, FAULT_UP,
   FAULT_KNOWN_DOWN, FAULT_KNOWN_UP,
 } from "../generated/layouts";
@@ -75,19 +75,22 @@ function known(fab: usize, link: i32, up: bool): void {
   if (u8Of(fab, FAB_LINK_FABRIC, link) != 0) fabricRebuildGroups(fab, i32Of(fab, FAB_LINK_PLANE, link));
 }
 
-/** ECMP groups of plane `pl`: leaf → leaf i over every spine both links to which are known up. */
+/**
+ * The ECMP groups of plane `pl`, as each leaf's mask of the spines it has a link known up to: a
+ * leaf's group towards leaf i is every spine set in both masks, in spine order (loop.ts route).
+ * A table per pair of leaves held leaves² x spines entries: 512 MiB for 16,384 devices under
+ * leaves of 16 with 16 spines.
+ */
 export function fabricRebuildGroups(fab: usize, pl: i32): void {
-  const leaves = <i32>load<u32>(fab + FAB_LEAVES), spines = <i32>load<u32>(fab + FAB_SPINES);
+  const leaves = <i32>load<u32>(fab + FAB_LEAVES), spines = <i32>load<u32>(fab + FAB_SPINES), words = <i32>load<u32>(fab + FAB_MASK_WORDS);
   for (let a = 0; a < leaves; a++) {
-    const la = pl * leaves + a;
-    for (let b = 0; b < leaves; b++) {
-      const lb = pl * leaves + b, g = la * leaves + b;
-      let n = 0;
-      for (let j = 0; j < spines; j++) {
-        const up = i32Of(fab, FAB_FABRIC_LINK_OF, la * spines + j), down = i32Of(fab, FAB_FABRIC_LINK_OF, lb * spines + j);
-        if (up >= 0 && down >= 0 && u8Of(fab, FAB_LINK_KNOWN_UP, up) == 1 && u8Of(fab, FAB_LINK_KNOWN_UP, down) == 1) setI32(fab, FAB_GRP, g * spines + n++, 2 * up);
-      }
-      setI32(fab, FAB_GRP_N, g, n);
+    const la = pl * leaves + a, m = tab(fab, FAB_SPINE_MASK) + (<usize>(la * words) << 3);
+    for (let w = 0; w < words; w++) store<u64>(m + (<usize>w << 3), 0);
+    for (let j = 0; j < spines; j++) {
+      const link = i32Of(fab, FAB_FABRIC_LINK_OF, la * spines + j);
+      if (link < 0 || u8Of(fab, FAB_LINK_KNOWN_UP, link) != 1) continue;
+      const at = m + (<usize>(j >> 6) << 3);
+      store<u64>(at, load<u64>(at) | (<u64>1 << <u64>(j & 63)));
     }
   }
 }

@@ -7,7 +7,7 @@ import {
   FAB_NOW_PS, FAB_KMIN, FAB_KMAX, FAB_PMAX, FAB_INJECTED, FAB_EV_LAST_TIME, FAB_N_CH, FAB_LEAVES, FAB_SPINES,
   FAB_FIRST_SPINE, FAB_PFC_ON, FAB_ECN_ON, FAB_CH_MARKS, FAB_CH_PAUSES, FAB_LINK_UP, FAB_SW_ROLE, FAB_SW_SEED,
   FAB_SW_LOCAL, FAB_SW_PLANE, FAB_BUF_USED, FAB_BUF_CAP, FAB_BUF_PEAK, FAB_PORT_CAP, FAB_SW_DROPS, FAB_SW_MARKS,
-  FAB_DOWN_CH, FAB_GRP, FAB_GRP_N, FAB_EP_UP_CH, FAB_EP_LEAF, FAB_EP_DOWN_CH, FAB_INJ_HEAD, FAB_INJ_TAIL, FCH_BUSY,
+  FAB_DOWN_CH, FAB_SPINE_MASK, FAB_MASK_WORDS, FAB_FABRIC_LINK_OF, FAB_EP_UP_CH, FAB_EP_LEAF, FAB_EP_DOWN_CH, FAB_INJ_HEAD, FAB_INJ_TAIL, FCH_BUSY,
   FCH_QBYTES, FCH_QPEAK, FCH_RWIRE, FCH_SRC_SW, FCH_DST_SW, FCH_PAUSED, FCH_DONE, FRING_ENTRY_T, FRING_ENTRY_KEY,
   FRING_ENTRY_PKT, FRING_ENTRY_DST_EP, FRING_ENTRY_HASH, FRING_ENTRY_LEN_META, FPKT_SEQ, FPKT_DST_EP, FPKT_WIRE_LEN,
   FPKT_META, FPKT_SIDE_NEXT_TIME, FPKT_SIDE_NEXT_KEY, FPKT_SIDE_NEXT, FPKT_SIDE_IN_CH, FPKT_SIDE_HASH,
@@ -15,7 +15,7 @@ import {
 import {
   R_BUFFER, R_PORT_CAP, R_NO_ROUTE, R_LINK_DOWN, NR, EV_INJECT, EV_ARRIVE, EV_TX_DONE, EV_PAUSE, EV_RESUME, EV_FAULT,
   EV_BITS, EV_MASK, LM_LEN, LM_ECT, LM_CE, i32Of, u32Of, f64Of, u8Of, setI32, setF64, addF64, bump, bumpDrop, chan,
-  ent, waiting, draw, entryKey,
+  ent, waiting, draw, entryKey, tab,
 } from "./tables";
 import { ringPush, ringPop } from "./ring";
 import { dropAt, holdAtIngress } from "./buffer";
@@ -111,10 +111,21 @@ function route(fab: usize, s: i32, dst: i32, hash: u32): i32 {
   if (dl == NONE || i32Of(fab, FAB_SW_PLANE, dl) != i32Of(fab, FAB_SW_PLANE, s)) return NONE;
   const leaves = <i32>load<u32>(fab + FAB_LEAVES);
   if (u8Of(fab, FAB_SW_ROLE, s) == ROLE_SPINE) return i32Of(fab, FAB_DOWN_CH, (s - <i32>load<u32>(fab + FAB_FIRST_SPINE)) * leaves + i32Of(fab, FAB_SW_LOCAL, dl));
-  const g = s * leaves + i32Of(fab, FAB_SW_LOCAL, dl);
-  const n = i32Of(fab, FAB_GRP_N, g);
+  // the group: the spines both leaves have a link known up to (faults.ts fabricRebuildGroups), the k-th of them in spine order
+  const words = <i32>load<u32>(fab + FAB_MASK_WORDS), masks = tab(fab, FAB_SPINE_MASK);
+  const ms = masks + (<usize>(s * words) << 3), md = masks + (<usize>(dl * words) << 3);
+  let n: u32 = 0;
+  for (let w = 0; w < words; w++) n += <u32>popcnt(load<u64>(ms + (<usize>w << 3)) & load<u64>(md + (<usize>w << 3)));
   if (n == 0) return NONE;
-  return i32Of(fab, FAB_GRP, g * <i32>load<u32>(fab + FAB_SPINES) + <i32>ecmpPick(hash, u32Of(fab, FAB_SW_SEED, s), <u32>n));
+  let k = ecmpPick(hash, u32Of(fab, FAB_SW_SEED, s), n);
+  for (let w = 0; ; w++) {
+    let m = load<u64>(ms + (<usize>w << 3)) & load<u64>(md + (<usize>w << 3));
+    const c = <u32>popcnt(m);
+    if (k >= c) { k -= c; continue; }
+    for (; k > 0; k--) m &= m - 1; // (drop the k lowest)
+    const j = (w << 6) + <i32>ctz(m);
+    return 2 * i32Of(fab, FAB_FABRIC_LINK_OF, s * <i32>load<u32>(fab + FAB_SPINES) + j);
+  }
 }
 
 /**

@@ -238,7 +238,12 @@ export interface MenicExports {
   fabricOutages(fab: number, link: number, n: number): number;
   /** Link `link` goes down, comes up, or ECMP learns either (F_*), at `atPs`. */
   fabricSchedule(fab: number, link: number, kind: number, atPs: number): void;
-  /** ECMP groups of plane `pl`: leaf → leaf i over every spine both links to which are known up. */
+  /**
+   * The ECMP groups of plane `pl`, as each leaf's mask of the spines it has a link known up to: a
+   * leaf's group towards leaf i is every spine set in both masks, in spine order (loop.ts route).
+   * A table per pair of leaves held leaves² x spines entries: 512 MiB for 16,384 devices under
+   * leaves of 16 with 16 spines.
+   */
   fabricRebuildGroups(fab: number, pl: number): void;
   /** Removes from device port channel `c`'s queue the frames that started before `t`. */
   fabricCatchUp(fab: number, c: number, t: number): void;
