@@ -66,10 +66,14 @@ export function resolveConfig(partial: unknown, path = "config"): Map<string, bi
   return out;
 }
 
+/** HBM bytes that hold data: hbmBytes, or none when hbmBacking is 0 (addresses without bytes; assembly/mem/dma.ts hbmMapped). */
+export function hbmDataBytes(cfg: Map<string, bigint>): bigint {
+  return cfg.get("hbmBacking") !== 0n ? cfg.get("hbmBytes")! : 0n;
+}
+
 /** The bytes of a device's memories (HBM, host memory, the engines' SRAM): most of its arena. */
 export function memoryBytes(cfg: Map<string, bigint>): bigint {
-  const hbm = cfg.get("hbmBacking") !== 0n ? cfg.get("hbmBytes")! : 0n;
-  return hbm + cfg.get("hostMemBytes")! + cfg.get("engines")! * cfg.get("sramBytes")!;
+  return hbmDataBytes(cfg) + cfg.get("hostMemBytes")! + cfg.get("engines")! * cfg.get("sramBytes")!;
 }
 
 /** The error for a config whose device does not fit in one arena, naming the fields that fill it. */

@@ -3,7 +3,7 @@
 // the whole device state as bytes. Platform-neutral: the wasm module is handed in.
 
 import { instantiateCore, jitCompileMs, CoreInstance, type MenicExports } from "./wasm.js";
-import { resolveConfig, packConfig, arenaTooLarge, instanceFull, type DeviceConfig } from "./config.js";
+import { resolveConfig, packConfig, arenaTooLarge, instanceFull, hbmDataBytes, type DeviceConfig } from "./config.js";
 import { parseElf, checkImage, placeSegment, type ElfImage } from "./elf.js";
 import { EngineConsole, TimeOrderedLines } from "./console.js";
 import { PROFILE_ENTRY_BYTES } from "./debug/profile.js";
@@ -274,7 +274,7 @@ export class Device {
     this.engines = Number(config.get("engines"));
     this.sramBytes = Number(config.get("sramBytes"));
     this.hbmBytes = Number(config.get("hbmBytes"));
-    this.hbmDataBytes = config.get("hbmBacking") !== 0n ? this.hbmBytes : 0;
+    this.hbmDataBytes = Number(hbmDataBytes(config));
     this.nullGuardBytes = Number(config.get("nullGuardBytes"));
     const keep = checkInt("consoleKeepBytes", options.consoleKeepBytes ?? CONSOLE_KEEP_BYTES, 0, 2 ** 31);
     const onLine = options.onConsoleLine;

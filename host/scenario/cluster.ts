@@ -156,11 +156,12 @@ export const TRAFFIC_HOST_MEM_BYTES = 2 ** 16;
  * more QPs, HBM and engines as its traffic or collective needs.
  */
 export function leastConfig(sc: LeastConfigOf): Record<string, number> {
+  const collective = sc.collective || sc.collectives;
   return {
     // a collective's devices have 16 engines unless their config says (host/scenario/collective.ts openCluster)
-    engines: sc.collective || sc.collectives ? 16 : 1, ...(sc.collective || sc.collectives ? {} : { hostMemBytes: TRAFFIC_HOST_MEM_BYTES, hostDoorbellQueue: 16 }),
+    engines: collective ? 16 : 1, ...(collective ? {} : { hostMemBytes: TRAFFIC_HOST_MEM_BYTES, hostDoorbellQueue: 16 }),
     // a traffic's devices in timing mode have HBM without bytes (host/scenario/traffic.ts)
-    ...(sc.fabric.mode === "timing" && !sc.collective && !sc.collectives ? { hbmBacking: 0 } : {}),
+    ...(sc.fabric.mode === "timing" && !collective ? { hbmBacking: 0 } : {}),
     ...sc.devices.config, maxQps: 4, maxCqs: 4, hbmBytes: 2 ** 20, mrtConnections: 1,
     timingMode: sc.fabric.mode === "timing" ? 1 : 0, transport: sc.transport === "metaroce" ? 1 : 0,
     ...(sc.fabric.mode === "timing" ? { txBodyBytes: 65536, rxBodyBytes: 65536 } : {}),
