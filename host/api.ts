@@ -22,7 +22,7 @@ export {
   Cluster, type ClusterOptions, type QpEnd, type ConnectOptions, type ClusterRunEnd, type ClusterTrace, type ClusterTraceOptions,
 } from "./scenario/cluster.js";
 export {
-  resolveScenario, resolveCluster, inlineGraphFiles, type ScenarioInput, type ClusterInput, type ClusterSpec, type FabricInput, type CollectiveInput, type FaultInput, type LinkInput, type LinksInput, type TimeInput, type GraphSpec, type Scenario, type CollectiveSpec, type InterferenceSpec, type Flow, type Fault, type LossFault, type LinkDownFault, type PlaneDownFault, type LinkSelection, type Topology, type SingleSwitch, type LeafSpine,
+  resolveScenario, resolveCluster, inlineGraphFiles, type ScenarioInput, type ClusterInput, type ClusterSpec, type FabricInput, type CollectiveInput, type FaultInput, type LinkInput, type LinksInput, type TimeInput, type GraphSpec, type Scenario, type CollectiveSpec, type InterferenceSpec, type Flow, type Fault, type LossFault, type LinkDownFault, type PlaneDownFault, type LinkSelection, type Topology, type SingleSwitch, type LeafSpine, type ThreeTier, type FatTree,
 } from "./scenario/scenario.js";
 export type { CollectiveReport, CollectiveRow } from "./scenario/collective.js";
 export type { TrafficReport, VerbCounts, WorkloadReport, BackgroundTraffic } from "./scenario/result.js";

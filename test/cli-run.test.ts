@@ -105,7 +105,7 @@ describe("menic run: bad input", () => {
     expect(out).toEqual({ status: 2, stdout: "", stderr: 'menic: scenario.traffic.pattern: must be one of pairs, permutation, incast, all-to-all, workload, got "ring"\n' });
     const typo = join(tmp, "typo.json");
     writeFileSync(typo, JSON.stringify({ ...load("roce-pair"), fabric: { mode: "full", topolgy: {} } }));
-    expect(menic("run", typo)).toMatchObject({ status: 2, stdout: "", stderr: "menic: scenario.fabric.topolgy: unknown field (did you mean topology? known: mode, topology, hostLink, fabricLink, switch)\n" });
+    expect(menic("run", typo)).toMatchObject({ status: 2, stdout: "", stderr: "menic: scenario.fabric.topolgy: unknown field (did you mean topology? known: mode, topology, hostLink, fabricLink, superLink, switch)\n" });
     const notJson = join(tmp, "not.json");
     writeFileSync(notJson, "{ devices: 2 }");
     expect(menic("run", notJson)).toMatchObject({ status: 2, stderr: `menic: ${notJson}:1:3: not JSON: expected a double-quoted property name or '}', got "d"\n` });

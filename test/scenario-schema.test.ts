@@ -7,7 +7,7 @@ import { applySet, parsePath } from "../host/scenario/overrides.js";
 import { dottedPath } from "../host/scenario/schema-errors.js";
 import { ConfigError } from "../host/config.js";
 import { FABRIC_DEFAULTS } from "../host/fabric/config.js";
-import { HOST_LINK_DEFAULT, FABRIC_LINK_DEFAULT } from "../host/fabric/topology.js";
+import { HOST_LINK_DEFAULT, FABRIC_LINK_DEFAULT, SUPER_LINK_DEFAULT } from "../host/fabric/topology.js";
 import { parseTime } from "../host/units.js";
 
 // The scenario schema (schemas/scenario.schema.json) is the one description of a scenario: the
@@ -45,6 +45,7 @@ describe("the scenario schema", () => {
     const link = (l: { gbps: number; latency: string }) => ({ gbps: l.gbps, latencyPs: Number(parseTime(l.latency)) });
     expect(link(p.hostLink.default)).toEqual(HOST_LINK_DEFAULT);
     expect(link(p.fabricLink.default)).toEqual(FABRIC_LINK_DEFAULT);
+    expect(link(p.superLink.default)).toEqual(SUPER_LINK_DEFAULT);
     const sw = p.switch.properties;
     const d = FABRIC_DEFAULTS.switch;
     expect(Number(parseTime(sw.latency.default))).toBe(d.latencyPs);
@@ -54,7 +55,7 @@ describe("the scenario schema", () => {
     expect({ enabled: pfc.enabled.default, xoffBytes: pfc.xoffBytes.default, xonBytes: pfc.xonBytes.default }).toEqual(d.pfc);
     // and a run gets them: the resolved scenario carries them as the fabric options
     expect(resolveScenario(minimal()).fabric).toEqual({
-      mode: "full", topology: { kind: "single-switch" }, hostLink: HOST_LINK_DEFAULT, fabricLink: FABRIC_LINK_DEFAULT,
+      mode: "full", topology: { kind: "single-switch" }, hostLink: HOST_LINK_DEFAULT, fabricLink: FABRIC_LINK_DEFAULT, superLink: SUPER_LINK_DEFAULT,
       switch: { latencyPs: d.latencyPs, bufferBytesPerPort: d.bufferBytesPerPort, portCapFraction: d.portCapFraction, ecn: d.ecn, pfc: d.pfc },
     });
   });
@@ -75,6 +76,11 @@ describe("the scenario schema", () => {
     const ls = resolveScenario({ ...minimal(), devices: { count: 40 }, fabric: { topology: { kind: "leaf-spine", planes: 2 } }, faults: [{ kind: "plane-down", plane: 1, at: "2.5us", until: 4_000_000 }] });
     expect(ls.fabric.topology).toEqual({ kind: "leaf-spine", planes: 2, spines: 1, devicesPerLeaf: 16 });
     expect(ls.faults).toEqual([{ kind: "plane-down", plane: 1, atPs: 2_500_000, untilPs: 4_000_000 }]);
+    // three tiers: 100 devices under leaves of 16 are 7 leaves, 2 pods of 4
+    const tt = resolveScenario({ ...minimal(), devices: { count: 100 }, fabric: { topology: { kind: "three-tier", leavesPerPod: 4, spinesPerPod: 2, superSpines: 3 } } });
+    expect(tt.fabric.topology).toEqual({ kind: "three-tier", planes: 1, devicesPerLeaf: 16, leavesPerPod: 4, spinesPerPod: 2, superSpines: 3, pods: 2 });
+    expect(tt.fabric.superLink).toEqual({ gbps: 800, latencyPs: 1_100_000 });
+    expect(resolveScenario({ ...minimal(), fabric: { topology: { kind: "fat-tree", k: 4 } } }).fabric.topology).toEqual({ kind: "fat-tree", k: 4, planes: 1 });
   });
 });
 
@@ -85,9 +91,14 @@ describe("an invalid scenario is refused with the field's path", () => {
     [bad({ devices: {} }), "scenario.devices.count: is required (must be an integer in [1, 65536])"],
     [bad({ devices: { count: 2.5 } }), "scenario.devices.count: must be an integer in [1, 65536], got 2.5"],
     [bad({ fabric: { mode: "fast" } }), 'scenario.fabric.mode: must be one of full, timing, got "fast"'],
-    [bad({ fabric: { topology: { kind: "torus" } } }), 'scenario.fabric.topology.kind: must be one of single-switch, leaf-spine, got "torus"'],
+    [bad({ fabric: { topology: { kind: "torus" } } }), 'scenario.fabric.topology.kind: must be one of single-switch, leaf-spine, three-tier, fat-tree, got "torus"'],
     [bad({ fabric: { topology: { kind: "single-switch", planes: 2 } } }), "scenario.fabric.topology.planes: unknown field (known: kind)"],
     [bad({ fabric: { topology: { kind: "leaf-spine", planes: 9 } } }), "scenario.fabric.topology.planes: must be an integer in [1, 8], got 9"],
+    [bad({ fabric: { topology: { kind: "three-tier", leavesPerPod: 2, spinesPerPod: 2 } } }), "scenario.fabric.topology.superSpines: is required (must be an integer in [1, 4096])"],
+    [bad({ devices: { count: 20 }, fabric: { topology: { kind: "three-tier", devicesPerLeaf: 2, leavesPerPod: 2, spinesPerPod: 2, superSpines: 1, pods: 4 } } }), "scenario.fabric.topology.pods: 4 pods of 2 leaves of 2 devices hold 16, the scenario has 20 devices: at least 5"],
+    [bad({ devices: { count: 18 }, fabric: { topology: { kind: "fat-tree", k: 4 } } }), "scenario.fabric.topology.k: a 4-ary fat tree holds at most k³/4 = 16 devices, the scenario has 18"],
+    [bad({ fabric: { topology: { kind: "fat-tree", k: 6.5 } } }), "scenario.fabric.topology.k: must be an integer in [2, 256], got 6.5"],
+    [bad({ fabric: { topology: { kind: "fat-tree", k: 7 } } }), "scenario.fabric.topology.k: must be even, got 7"],
     [bad({ fabric: { hostLink: { gbps: 0 } } }), "scenario.fabric.hostLink.gbps: must be in (0, 100000], got 0"],
     [bad({ fabric: { switch: { ecn: { enabled: "yes" } } } }), 'scenario.fabric.switch.ecn.enabled: must be true or false, got "yes"'],
     [bad({ fabric: { switch: { ecn: { kminBytes: 300000 } } } }), "scenario.fabric.switch.ecn.kmaxBytes: must be a number in [300000, 1000000000000], got 200000"],

@@ -3,7 +3,7 @@
 // and outbox that frames cross in, which grow when a call needs more room.
 
 import {
-  FAB_DEVICES, FAB_PORTS, FAB_N_CH, FAB_N_SW, FAB_N_LINKS, FAB_PLANES, FAB_LEAVES, FAB_SPINES, FAB_FIRST_SPINE,
+  FAB_DEVICES, FAB_PORTS, FAB_N_CH, FAB_N_SW, FAB_N_LINKS, FAB_PLANES, FAB_SPINES, FAB_FIRST_SPINE,
   FAB_FULL, FAB_CH, FAB_WAIT_PTR, FAB_WAIT_CAP, FAB_GE_ON, FAB_GE_BAD, FAB_PAUSE_SENT, FAB_GE_THR, FAB_CH_DROPS,
   FAB_CH_MARKS, FAB_CH_PAUSES, FAB_LAST_HEAD_PS, FAB_LAST_HEAD_KEY, FAB_LINK_UP, FAB_LINK_KNOWN_UP, FAB_LINK_FABRIC,
   FAB_LINK_PLANE, FAB_OUTAGE_PTR, FAB_OUTAGE_N, FAB_SW_ROLE, FAB_SW_SEED, FAB_SW_LOCAL, FAB_SW_PLANE, FAB_BUF_USED,
@@ -13,7 +13,8 @@ import {
   FAB_HELD, FAB_HELD_CAP, FAB_DUE, FAB_INBOX, FAB_INBOX_CAP, FAB_INBOX_BODY, FAB_INBOX_BODY_CAP, FAB_OUTBOX,
   FAB_OUTBOX_BODY, FAB_OUTBOX_CAP, FAB_OUTBOX_BODY_CAP, FAB_RING_FREE, FAB_B_ARRIVAL, FAB_B_PORT, FAB_B_SRC_DEVICE, FAB_B_SRC_PORT,
   FAB_B_SEQ, FAB_B_WIRE_LEN, FAB_B_HDR_OFF, FAB_B_HDR_LEN, FAB_B_PAYLOAD_OFF, FAB_B_PAYLOAD_LEN, FAB_FRAME, FAB_SIZE,
-  FCH_SIZE, FCH_RING, FCH_RMASK, FCH_DST_EP, PKT_SIZE,
+  FCH_SIZE, FCH_RING, FCH_RMASK, FCH_DST_EP, PKT_SIZE, FAB_PODS, FAB_SUPERS, FAB_FIRST_SUPER, FAB_SUPER_WORDS, FAB_SW_POD,
+  FAB_SUPER_MASK, FAB_CROSS_MASK, FAB_SUPER_DOWN_CH, FAB_SUPER_LINK_OF, FAB_LEAVES_PER_POD,
 } from "../generated/layouts";
 import { NR, ENT, setF64, chan } from "./tables";
 import { eventsInit } from "./events";
@@ -41,8 +42,10 @@ export function fabricNew(): usize {
 export function fabricInit(fab: usize, packets: u32, events: u32, horizonPs: f64): void {
   const nCh = load<u32>(fab + FAB_N_CH), nSw = load<u32>(fab + FAB_N_SW), nLinks = load<u32>(fab + FAB_N_LINKS);
   const devices = load<u32>(fab + FAB_DEVICES), nEp = devices * load<u32>(fab + FAB_PORTS);
-  const leaves = load<u32>(fab + FAB_LEAVES), spines = load<u32>(fab + FAB_SPINES), planes = load<u32>(fab + FAB_PLANES);
-  const firstSpine = load<u32>(fab + FAB_FIRST_SPINE);
+  const spines = load<u32>(fab + FAB_SPINES), planes = load<u32>(fab + FAB_PLANES);
+  const firstSpine = load<u32>(fab + FAB_FIRST_SPINE), firstSuper = load<u32>(fab + FAB_FIRST_SUPER);
+  const pods = load<u32>(fab + FAB_PODS), perPod = load<u32>(fab + FAB_LEAVES_PER_POD), supers = load<u32>(fab + FAB_SUPERS);
+  const nSpines = firstSuper - firstSpine, nSupers = nSw - firstSuper;
   table(fab, FAB_CH, <usize>nCh * FCH_SIZE);
   const rings = zeroed(<usize>nCh * RING0 << ENT);
   for (let c: i32 = 0; c < <i32>nCh; c++) {
@@ -73,6 +76,7 @@ export function fabricInit(fab: usize, packets: u32, events: u32, horizonPs: f64
   table(fab, FAB_SW_SEED, <usize>nSw << 2);
   table(fab, FAB_SW_LOCAL, <usize>nSw << 2);
   table(fab, FAB_SW_PLANE, <usize>nSw << 2);
+  table(fab, FAB_SW_POD, <usize>nSw << 2);
   table(fab, FAB_BUF_USED, <usize>nSw << 3);
   table(fab, FAB_BUF_CAP, <usize>nSw << 3);
   table(fab, FAB_BUF_PEAK, <usize>nSw << 3);
@@ -80,11 +84,16 @@ export function fabricInit(fab: usize, packets: u32, events: u32, horizonPs: f64
   table(fab, FAB_SW_DROPS, <usize>nSw * NR << 3);
   table(fab, FAB_SW_MARKS, <usize>nSw << 3);
   table(fab, FAB_SW_PAUSES, <usize>nSw << 3);
-  store<usize>(fab + FAB_DOWN_CH, nones(planes * spines * leaves));
-  const words = (spines + 63) >> 6;
+  store<usize>(fab + FAB_DOWN_CH, nones(nSpines * perPod));
+  const words = (spines + 63) >> 6, superWords = (supers + 63) >> 6;
   store<u32>(fab + FAB_MASK_WORDS, words);
+  store<u32>(fab + FAB_SUPER_WORDS, superWords);
   table(fab, FAB_SPINE_MASK, <usize>(firstSpine * (words > 0 ? words : 1)) << 3);
   store<usize>(fab + FAB_FABRIC_LINK_OF, nones(firstSpine * spines));
+  table(fab, FAB_SUPER_MASK, <usize>(nSpines * (superWords > 0 ? superWords : 1)) << 3);
+  table(fab, FAB_CROSS_MASK, <usize>(supers > 0 ? planes * pods * pods * words : 1) << 3);
+  store<usize>(fab + FAB_SUPER_DOWN_CH, nones(nSupers * pods));
+  store<usize>(fab + FAB_SUPER_LINK_OF, nones(nSpines * supers));
   store<usize>(fab + FAB_EP_UP_CH, nones(nEp));
   store<usize>(fab + FAB_EP_LEAF, nones(nEp));
   store<usize>(fab + FAB_EP_DOWN_CH, nones(nEp));

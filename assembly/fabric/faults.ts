@@ -6,7 +6,8 @@
 
 import {
   FAB_FAILURE_DETECT_PS, FAB_LEAVES, FAB_SPINES, FAB_LINK_UP, FAB_LINK_KNOWN_UP, FAB_LINK_FABRIC, FAB_LINK_PLANE,
-  FAB_OUTAGE_PTR, FAB_OUTAGE_N, FAB_SPINE_MASK, FAB_MASK_WORDS, FAB_FABRIC_LINK_OF, FAB_FAULT_LINK, FAB_FAULT_KIND, FAB_FAULT_N,
+  FAB_OUTAGE_PTR, FAB_OUTAGE_N, FAB_SPINE_MASK, FAB_MASK_WORDS, FAB_FABRIC_LINK_OF, FAB_PODS, FAB_SUPERS, FAB_SUPER_WORDS,
+  FAB_SUPER_MASK, FAB_CROSS_MASK, FAB_SUPER_LINK_OF, FAB_FAULT_LINK, FAB_FAULT_KIND, FAB_FAULT_N,
   FAB_FAULT_CAP, FCH_QBYTES, FCH_RCOUNT, FCH_RWIRE, FRING_ENTRY_PKT, FRING_ENTRY_LEN_META, FAULT_DOWN, FAULT_UP,
   FAULT_KNOWN_DOWN, FAULT_KNOWN_UP,
 } from "../generated/layouts";
@@ -76,23 +77,49 @@ function known(fab: usize, link: i32, up: bool): void {
 }
 
 /**
- * The ECMP groups of plane `pl`, as each leaf's mask of the spines it has a link known up to: a
- * leaf's group towards leaf i is every spine set in both masks, in spine order (loop.ts route).
- * A table per pair of leaves held leaves² x spines entries: 512 MiB for 16,384 devices under
- * leaves of 16 with 16 spines.
+ * The ECMP groups of plane `pl`, as masks of the next hops a switch has a link known up to: a
+ * leaf's of the spines of its pod, a spine's of the super-spines of its group. A leaf's group
+ * towards leaf i is every spine set in both their masks, and towards another pod only those
+ * spines that reach it: a cross mask per pair of pods, bit j set when spine j of the one pod
+ * and spine j of the other share a super-spine (loop.ts route). A table per pair of leaves
+ * held leaves² x spines entries: 512 MiB for 16,384 devices under leaves of 16 with 16 spines.
  */
 export function fabricRebuildGroups(fab: usize, pl: i32): void {
   const leaves = <i32>load<u32>(fab + FAB_LEAVES), spines = <i32>load<u32>(fab + FAB_SPINES), words = <i32>load<u32>(fab + FAB_MASK_WORDS);
   for (let a = 0; a < leaves; a++) {
-    const la = pl * leaves + a, m = tab(fab, FAB_SPINE_MASK) + (<usize>(la * words) << 3);
-    for (let w = 0; w < words; w++) store<u64>(m + (<usize>w << 3), 0);
-    for (let j = 0; j < spines; j++) {
-      const link = i32Of(fab, FAB_FABRIC_LINK_OF, la * spines + j);
-      if (link < 0 || u8Of(fab, FAB_LINK_KNOWN_UP, link) != 1) continue;
-      const at = m + (<usize>(j >> 6) << 3);
-      store<u64>(at, load<u64>(at) | (<u64>1 << <u64>(j & 63)));
-    }
+    const la = pl * leaves + a;
+    upMask(fab, tab(fab, FAB_SPINE_MASK) + (<usize>(la * words) << 3), words, FAB_FABRIC_LINK_OF, la * spines, spines);
   }
+  const supers = <i32>load<u32>(fab + FAB_SUPERS);
+  if (supers == 0) return;
+  const pods = <i32>load<u32>(fab + FAB_PODS), sw = <i32>load<u32>(fab + FAB_SUPER_WORDS), sm = tab(fab, FAB_SUPER_MASK);
+  const first = pl * pods * spines; // the plane's first spine, counted from first_spine
+  for (let k = first; k < first + pods * spines; k++) upMask(fab, sm + (<usize>(k * sw) << 3), sw, FAB_SUPER_LINK_OF, k * supers, supers);
+  for (let a = 0; a < pods; a++)
+    for (let b = 0; b < pods; b++) {
+      const m = tab(fab, FAB_CROSS_MASK) + (<usize>(((pl * pods + a) * pods + b) * words) << 3);
+      for (let w = 0; w < words; w++) store<u64>(m + (<usize>w << 3), 0);
+      for (let j = 0; j < spines; j++) {
+        const ma = sm + (<usize>((first + a * spines + j) * sw) << 3), mb = sm + (<usize>((first + b * spines + j) * sw) << 3);
+        let shared = false;
+        for (let w = 0; w < sw && !shared; w++) shared = (load<u64>(ma + (<usize>w << 3)) & load<u64>(mb + (<usize>w << 3))) != 0;
+        if (shared) setBit(m, j);
+      }
+    }
+}
+
+/** The mask at `m` (`words` words): bit j set while link `links[at + j]` (table `links`) exists and is known up, j < n. */
+function upMask(fab: usize, m: usize, words: i32, links: u32, at: i32, n: i32): void {
+  for (let w = 0; w < words; w++) store<u64>(m + (<usize>w << 3), 0);
+  for (let j = 0; j < n; j++) {
+    const link = i32Of(fab, links, at + j);
+    if (link >= 0 && u8Of(fab, FAB_LINK_KNOWN_UP, link) == 1) setBit(m, j);
+  }
+}
+
+@inline function setBit(m: usize, j: i32): void {
+  const at = m + (<usize>(j >> 6) << 3);
+  store<u64>(at, load<u64>(at) | (<u64>1 << <u64>(j & 63)));
 }
 
 @inline function outage(fab: usize, link: i32, i: u32): f64 {

@@ -4,7 +4,8 @@
 // a pause or a resume that reaches a sender, a fault (faults.ts).
 
 import {
-  FAB_NOW_PS, FAB_KMIN, FAB_KMAX, FAB_PMAX, FAB_INJECTED, FAB_EV_LAST_TIME, FAB_N_CH, FAB_LEAVES, FAB_SPINES,
+  FAB_NOW_PS, FAB_KMIN, FAB_KMAX, FAB_PMAX, FAB_INJECTED, FAB_EV_LAST_TIME, FAB_N_CH, FAB_SPINES, FAB_PODS, FAB_LEAVES_PER_POD,
+  FAB_SUPERS, FAB_FIRST_SUPER, FAB_SUPER_WORDS, FAB_SW_POD, FAB_SUPER_MASK, FAB_CROSS_MASK, FAB_SUPER_DOWN_CH, FAB_SUPER_LINK_OF,
   FAB_FIRST_SPINE, FAB_PFC_ON, FAB_ECN_ON, FAB_CH_MARKS, FAB_CH_PAUSES, FAB_LINK_UP, FAB_SW_ROLE, FAB_SW_SEED,
   FAB_SW_LOCAL, FAB_SW_PLANE, FAB_BUF_USED, FAB_BUF_CAP, FAB_BUF_PEAK, FAB_PORT_CAP, FAB_SW_DROPS, FAB_SW_MARKS,
   FAB_DOWN_CH, FAB_SPINE_MASK, FAB_MASK_WORDS, FAB_FABRIC_LINK_OF, FAB_EP_UP_CH, FAB_EP_LEAF, FAB_EP_DOWN_CH, FAB_INJ_HEAD, FAB_INJ_TAIL, FCH_BUSY,
@@ -25,7 +26,7 @@ import { eventsNextTime, eventsPush, eventsPushKeyed, eventsPopBefore } from "./
 import { NONE, META_ECT, pkt, pktSide, pktRelease } from "./packets";
 import { ecmpPick } from "./rng";
 
-const ROLE_SPINE: u8 = 1;
+const ROLE_LEAF: u8 = 0, ROLE_SPINE: u8 = 1;
 
 /**
  * 1 while device port `ep`'s link into the fabric is paused (PFC: its switch's ingress holds
@@ -103,28 +104,64 @@ function arrive(fab: usize, cin: i32, now: f64): void {
   enqueue(fab, out, cin, key, p, dst, hash, lm, now);
 }
 
-/** The output channel of switch `s` for a frame to device port `dst` whose tuple hashes to `hash`, or NONE. */
+/**
+ * The output channel of switch `s` for a frame to device port `dst` whose tuple hashes to `hash`,
+ * or NONE. Up, then down (a Clos): a leaf sends a frame for another leaf up to a spine of its
+ * pod; a spine sends it down when the leaf is in its pod, else up to a super-spine of its
+ * group; a super-spine sends it down to the destination pod's spine of its group. Where there
+ * is a choice (ECMP), the hash picks among the next hops that still reach the destination
+ * (faults.ts fabricRebuildGroups keeps the masks that say which).
+ */
 function route(fab: usize, s: i32, dst: i32, hash: u32): i32 {
   if (dst == NONE) return NONE;
   const dl = i32Of(fab, FAB_EP_LEAF, dst);
   if (dl == s) return i32Of(fab, FAB_EP_DOWN_CH, dst);
   if (dl == NONE || i32Of(fab, FAB_SW_PLANE, dl) != i32Of(fab, FAB_SW_PLANE, s)) return NONE;
-  const leaves = <i32>load<u32>(fab + FAB_LEAVES);
-  if (u8Of(fab, FAB_SW_ROLE, s) == ROLE_SPINE) return i32Of(fab, FAB_DOWN_CH, (s - <i32>load<u32>(fab + FAB_FIRST_SPINE)) * leaves + i32Of(fab, FAB_SW_LOCAL, dl));
-  // the group: the spines both leaves have a link known up to (faults.ts fabricRebuildGroups), the k-th of them in spine order
-  const words = <i32>load<u32>(fab + FAB_MASK_WORDS), masks = tab(fab, FAB_SPINE_MASK);
-  const ms = masks + (<usize>(s * words) << 3), md = masks + (<usize>(dl * words) << 3);
+  const role = u8Of(fab, FAB_SW_ROLE, s), pod = i32Of(fab, FAB_SW_POD, dl);
+  if (role == ROLE_LEAF) {
+    // the spines both leaves have a link known up to (and, towards another pod, that reach it)
+    const words = <i32>load<u32>(fab + FAB_MASK_WORDS), masks = tab(fab, FAB_SPINE_MASK);
+    const ms = masks + (<usize>(s * words) << 3), md = masks + (<usize>(dl * words) << 3);
+    const from = i32Of(fab, FAB_SW_POD, s);
+    const pods = <i32>load<u32>(fab + FAB_PODS);
+    const mc = from == pod ? 0 : tab(fab, FAB_CROSS_MASK) + (<usize>(((i32Of(fab, FAB_SW_PLANE, s) * pods + from) * pods + pod) * words) << 3);
+    const j = pickBit(ms, md, mc, words, hash, u32Of(fab, FAB_SW_SEED, s));
+    return j < 0 ? NONE : 2 * i32Of(fab, FAB_FABRIC_LINK_OF, s * <i32>load<u32>(fab + FAB_SPINES) + j);
+  }
+  if (role == ROLE_SPINE) {
+    const sp = s - <i32>load<u32>(fab + FAB_FIRST_SPINE);
+    if (i32Of(fab, FAB_SW_POD, s) == pod) return i32Of(fab, FAB_DOWN_CH, sp * <i32>load<u32>(fab + FAB_LEAVES_PER_POD) + i32Of(fab, FAB_SW_LOCAL, dl));
+    // the super-spines this spine and the destination pod's spine of its group both have a link known up to
+    const spines = <i32>load<u32>(fab + FAB_SPINES), pods = <i32>load<u32>(fab + FAB_PODS);
+    const peer = (i32Of(fab, FAB_SW_PLANE, s) * pods + pod) * spines + i32Of(fab, FAB_SW_LOCAL, s);
+    const words = <i32>load<u32>(fab + FAB_SUPER_WORDS), masks = tab(fab, FAB_SUPER_MASK);
+    const z = pickBit(masks + (<usize>(sp * words) << 3), masks + (<usize>(peer * words) << 3), 0, words, hash, u32Of(fab, FAB_SW_SEED, s));
+    return z < 0 ? NONE : 2 * i32Of(fab, FAB_SUPER_LINK_OF, sp * <i32>load<u32>(fab + FAB_SUPERS) + z);
+  }
+  return i32Of(fab, FAB_SUPER_DOWN_CH, (s - <i32>load<u32>(fab + FAB_FIRST_SUPER)) * <i32>load<u32>(fab + FAB_PODS) + pod);
+}
+
+/** Word `w` of the AND of the masks at `a`, `b` and `c` (c 0: none). */
+@inline function masked(a: usize, b: usize, c: usize, w: i32): u64 {
+  const m = load<u64>(a + (<usize>w << 3)) & load<u64>(b + (<usize>w << 3));
+  return c == 0 ? m : m & load<u64>(c + (<usize>w << 3));
+}
+
+/**
+ * One set bit of the AND of the `words`-word masks at `a`, `b` and `c` (c 0: none): the k-th in
+ * bit order, k picked by `hash` and `seed` among them (ECMP); -1 when none is set.
+ */
+function pickBit(a: usize, b: usize, c: usize, words: i32, hash: u32, seed: u32): i32 {
   let n: u32 = 0;
-  for (let w = 0; w < words; w++) n += <u32>popcnt(load<u64>(ms + (<usize>w << 3)) & load<u64>(md + (<usize>w << 3)));
-  if (n == 0) return NONE;
-  let k = ecmpPick(hash, u32Of(fab, FAB_SW_SEED, s), n);
+  for (let w = 0; w < words; w++) n += <u32>popcnt(masked(a, b, c, w));
+  if (n == 0) return -1;
+  let k = ecmpPick(hash, seed, n);
   for (let w = 0; ; w++) {
-    let m = load<u64>(ms + (<usize>w << 3)) & load<u64>(md + (<usize>w << 3));
-    const c = <u32>popcnt(m);
-    if (k >= c) { k -= c; continue; }
+    let m = masked(a, b, c, w);
+    const cnt = <u32>popcnt(m);
+    if (k >= cnt) { k -= cnt; continue; }
     for (; k > 0; k--) m &= m - 1; // (drop the k lowest)
-    const j = (w << 6) + <i32>ctz(m);
-    return 2 * i32Of(fab, FAB_FABRIC_LINK_OF, s * <i32>load<u32>(fab + FAB_SPINES) + j);
+    return (w << 6) + <i32>ctz(m);
   }
 }
 

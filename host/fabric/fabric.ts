@@ -153,7 +153,8 @@ export class Fabric {
     const core = (this.core = module instanceof CoreInstance ? module.exports : instantiateCoreSync(module));
     const fab = (this.fab = core.fabricNew() >>> 0);
     const nLinks = (this.nLinks = t.links.length), nCh = (this.nCh = 2 * nLinks), nSw = (this.nSw = t.switches.length);
-    const leaves = t.leavesPerPlane, spines = t.spinesPerPlane, firstSpine = t.planes * leaves;
+    const leaves = t.leavesPerPlane, spines = t.spinesPerPod, supers = t.superSpinesPerGroup;
+    const firstSpine = t.planes * leaves, firstSuper = firstSpine + t.planes * t.spinesPerPlane;
     const e = cfg.switch.ecn, p = cfg.switch.pfc;
     this.pfc = p.enabled;
     this.views();
@@ -161,6 +162,7 @@ export class Fabric {
     const putF = (f: number, v: number) => this.dv.setFloat64(fab + f, v, true);
     put32(FAB.devices, t.devices); put32(FAB.ports, t.ports); put32(FAB.n_ch, nCh); put32(FAB.n_sw, nSw); put32(FAB.n_links, nLinks);
     put32(FAB.planes, t.planes); put32(FAB.leaves, leaves); put32(FAB.spines, spines); put32(FAB.first_spine, firstSpine);
+    put32(FAB.pods, t.pods); put32(FAB.leaves_per_pod, t.leavesPerPod); put32(FAB.supers, supers); put32(FAB.first_super, firstSuper);
     put32(FAB.full, this.full ? 1 : 0); put32(FAB.pfc_on, p.enabled ? 1 : 0); put32(FAB.ecn_on, e.enabled ? 1 : 0);
     put32(FAB.payload_slot_bytes, cfg.payloadSlotBytes);
     putF(FAB.overhead, cfg.frameOverheadBytes); putF(FAB.kmin, e.kminBytes); putF(FAB.kmax, e.kmaxBytes); putF(FAB.pmax, e.pmax);
@@ -204,12 +206,14 @@ export class Fabric {
     const rng = new RandomStreams(nCh + nSw);
     for (let c = 0; c < nCh; c++) rng.seed(c, cfg.seed, streamId(STREAM.LINK_LOSS, c));
     const role = u8(FAB.sw_role), seed = new Uint32Array(this.u8.buffer, this.ptr(FAB.sw_seed), nSw);
-    const local = i32(FAB.sw_local), plane = i32(FAB.sw_plane), bufCap = f64(FAB.buf_cap), portCap = f64(FAB.port_cap);
+    const local = i32(FAB.sw_local), plane = i32(FAB.sw_plane), pod = i32(FAB.sw_pod), bufCap = f64(FAB.buf_cap), portCap = f64(FAB.port_cap);
     for (let s = 0; s < nSw; s++) {
       const S = t.switches[s];
-      role[s] = S.role === "leaf" ? 0 : 1;
-      local[s] = S.index;
+      role[s] = S.role === "leaf" ? 0 : S.role === "spine" ? 1 : 2;
+      // within its pod (a leaf, a spine), its plane (a super-spine)
+      local[s] = S.role === "leaf" ? S.index % t.leavesPerPod : S.role === "spine" ? S.index % spines : S.index;
       plane[s] = S.plane;
+      pod[s] = S.pod;
       seed[s] = derive32(cfg.seed, streamId(STREAM.SWITCH_ECMP, s));
       rng.seed(nCh + s, cfg.seed, streamId(STREAM.SWITCH_ECN, s));
       bufCap[s] = cfg.switch.bufferBytesPerPort * swPorts[s];
@@ -217,14 +221,22 @@ export class Fabric {
     }
     const streams = new Uint32Array(this.u8.buffer, this.ptr(FAB.rng), 4 * (nCh + nSw));
     for (let i = 0; i < nCh + nSw; i++) streams.set(rng.state(i), 4 * i);
-    // routing tables
+    // routing tables: each uplink, and the downlink it is the other direction of
     const downCh = i32(FAB.down_ch), linkOf = i32(FAB.fabric_link_of);
     for (let l = 0; l < firstSpine; l++)
       for (let j = 0; j < spines; j++) {
         const link = t.fabricLinkOf[l * spines + j];
         linkOf[l * spines + j] = link;
         if (link < 0) continue;
-        downCh[(t.links[link].bSwitch - firstSpine) * leaves + local[l]] = 2 * link + 1;
+        downCh[(t.links[link].bSwitch - firstSpine) * t.leavesPerPod + local[l]] = 2 * link + 1;
+      }
+    const superDown = i32(FAB.super_down_ch), superOf = i32(FAB.super_link_of);
+    for (let k = 0; k < firstSuper - firstSpine; k++)
+      for (let z = 0; z < supers; z++) {
+        const link = t.superLinkOf[k * supers + z];
+        superOf[k * supers + z] = link;
+        if (link < 0) continue;
+        superDown[(t.links[link].bSwitch - firstSuper) * t.pods + pod[firstSpine + k]] = 2 * link + 1;
       }
     for (let pl = 0; pl < t.planes; pl++) core.fabricRebuildGroups(fab, pl);
     const upCh = i32(FAB.ep_up_ch), downEp = i32(FAB.ep_down_ch), leaf = i32(FAB.ep_leaf);

@@ -4,8 +4,9 @@ export { FABRIC_DEFAULTS, PAYLOAD_SLOT_BYTES_DEFAULT, resolveFabricConfig, type 
 export { ClusterRunner, windowFor, QUANTUM_PS_DEFAULT, type Endpoint, type RunnerOptions, type RunnerStats } from "./runner.js";
 export { ArrivalBatch, type TxSink } from "./batch.js";
 export {
-  singleSwitch, leafSpine, portAddress, addressPort, portMac, formatIpv4, hostLink, fabricLink, leafId, spineId,
-  PORTS_DEFAULT, HOST_LINK_DEFAULT, FABRIC_LINK_DEFAULT,
+  singleSwitch, leafSpine, threeTier, fatTree, portAddress, addressPort, portMac, formatIpv4, hostLink, fabricLink, superLink,
+  leafId, spineId, superSpineId, PORTS_DEFAULT, HOST_LINK_DEFAULT, FABRIC_LINK_DEFAULT, SUPER_LINK_DEFAULT,
   type Topology, type TopoLink, type TopoSwitch, type LinkSpec, type SingleSwitchOptions, type LeafSpineOptions,
+  type ThreeTierOptions, type FatTreeOptions,
 } from "./topology.js";
 export { SyntheticEndpoint, type SyntheticFlow, type SyntheticOptions, type SyntheticArrival } from "./synthetic.js";

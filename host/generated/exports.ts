@@ -239,10 +239,12 @@ export interface MenicExports {
   /** Link `link` goes down, comes up, or ECMP learns either (F_*), at `atPs`. */
   fabricSchedule(fab: number, link: number, kind: number, atPs: number): void;
   /**
-   * The ECMP groups of plane `pl`, as each leaf's mask of the spines it has a link known up to: a
-   * leaf's group towards leaf i is every spine set in both masks, in spine order (loop.ts route).
-   * A table per pair of leaves held leaves² x spines entries: 512 MiB for 16,384 devices under
-   * leaves of 16 with 16 spines.
+   * The ECMP groups of plane `pl`, as masks of the next hops a switch has a link known up to: a
+   * leaf's of the spines of its pod, a spine's of the super-spines of its group. A leaf's group
+   * towards leaf i is every spine set in both their masks, and towards another pod only those
+   * spines that reach it: a cross mask per pair of pods, bit j set when spine j of the one pod
+   * and spine j of the other share a super-spine (loop.ts route). A table per pair of leaves
+   * held leaves² x spines entries: 512 MiB for 16,384 devices under leaves of 16 with 16 spines.
    */
   fabricRebuildGroups(fab: number, pl: number): void;
   /** Removes from device port channel `c`'s queue the frames that started before `t`. */

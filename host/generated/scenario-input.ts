@@ -118,7 +118,7 @@ export type TimeInput = string | number;
 export type FabricInput = {
   /** full: payload bytes travel and land in memory; timing: headers and lengths only (devices can then be small, so thousands fit in one process). Default: `"full"`. */
   mode?: "full" | "timing";
-  /** How ports connect: one switch, or a multi-plane two-tier leaf/spine. Default: `{"kind":"single-switch"}`. */
+  /** How ports connect: one switch, a multi-plane two-tier leaf/spine, or three tiers (leaf/spine/super-spine, or a k-ary fat tree). Default: `{"kind":"single-switch"}`. */
   topology?: {
     /** One switch. */
     kind: "single-switch";
@@ -131,11 +131,35 @@ export type FabricInput = {
     spines?: number;
     /** Devices under each leaf (default: the device count, at most 16). */
     devicesPerLeaf?: number;
+  } | {
+    /** Leaf/spine/super-spine, 1 to 8 planes. */
+    kind: "three-tier";
+    /** Planes: independent networks. Default: `1`. */
+    planes?: number;
+    /** Devices under each leaf (default: the device count, at most 16). */
+    devicesPerLeaf?: number;
+    /** Leaves in each pod. */
+    leavesPerPod: number;
+    /** Spines in each pod, and groups of super-spines. */
+    spinesPerPod: number;
+    /** Super-spines in each group. */
+    superSpines: number;
+    /** Pods per plane (default: as many as the devices fill). */
+    pods?: number;
+  } | {
+    /** Fat tree, 1 to 8 planes. */
+    kind: "fat-tree";
+    /** Planes: independent fat trees. Default: `1`. */
+    planes?: number;
+    /** The switches' radix, even. */
+    k: number;
   };
   /** Links between a device port and its switch (and every link of a single switch). Default: `{"gbps":800,"latency":"200ns"}`. */
   hostLink?: LinkInput;
   /** Links between leaves and spines. Default: `{"gbps":800,"latency":"600ns"}`. */
   fabricLink?: LinkInput;
+  /** Links between spines and super-spines (three tiers). Default: `{"gbps":800,"latency":"1.1us"}`. */
+  superLink?: LinkInput;
   /** Every switch's parameters (host/fabric/config.ts has their sources). Default: `{}`. */
   switch?: {
     /** Store-and-forward pipeline: from a frame's last bit in to eligible for its output queue. Default: `"400ns"`. */

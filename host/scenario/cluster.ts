@@ -1,4 +1,4 @@
-// A scenario's fabric: its topology (single switch or leaf/spine, with the devices' port count)
+// A scenario's fabric: its topology (single switch, leaf/spine or three tiers, with the devices' port count)
 // and its faults (loss, link and plane outages) applied to the fabric before the run; and the
 // cluster of the scenario's devices on it, with the runner that drives them: Cluster.build is the
 // one way a cluster is built, for a traffic pattern, a collective, a sequence of them, or a
@@ -9,11 +9,11 @@ import { Fabric } from "../fabric/fabric.js";
 import { ClusterRunner } from "../fabric/runner.js";
 import { DeviceEndpoint } from "../cluster/endpoint.js";
 import { Context, VerbsError, type Qp, type PortGroup } from "../verbs.js";
-import { leafSpine, singleSwitch, PORTS_DEFAULT, type Topology } from "../fabric/topology.js";
+import { leafSpine, singleSwitch, threeTier, PORTS_DEFAULT, type Topology } from "../fabric/topology.js";
 import { ConfigError, resolveConfig, packConfig, configDefault } from "../config.js";
 import { PAYLOAD_SLOT_BYTES_DEFAULT } from "../fabric/config.js";
 import { CoreInstance } from "../wasm.js";
-import { resolveCluster, type Scenario, type Fault, type ClusterInput, type ClusterSpec } from "./scenario.js";
+import { resolveCluster, type Scenario, type Fault, type ClusterInput, type ClusterSpec, type ThreeTier, type FatTree, type Topology as ScenarioTopology } from "./scenario.js";
 import { ClusterCapture } from "../cluster/capture.js";
 import { PcapngWriter } from "../wire/pcapng.js";
 import { ScenarioTracer } from "./trace.js";
@@ -22,7 +22,7 @@ import type { GraphProgram } from "../graph/types.js";
 import { executorElf } from "../generated/executor-elf.js";
 
 /** What a scenario's topology is built from: the devices' count and config (their ports), the fabric's shape and links. */
-export type TopologyOf = { devices: Pick<Scenario["devices"], "count" | "config">; fabric: Pick<Scenario["fabric"], "topology" | "hostLink" | "fabricLink"> };
+export type TopologyOf = { devices: Pick<Scenario["devices"], "count" | "config">; fabric: Pick<Scenario["fabric"], "topology" | "hostLink" | "fabricLink" | "superLink"> };
 
 /** What a scenario's fabric is built from: its topology's fields, the fabric's mode and switches, the seed and the faults. */
 export type FabricOf = TopologyOf & Pick<Scenario, "fabric" | "seed" | "faults">;
@@ -38,10 +38,24 @@ export function buildTopology(sc: TopologyOf): Topology {
   const t = sc.fabric.topology;
   const ports = Number(sc.devices.config.ports ?? PORTS_DEFAULT);
   if (t.kind === "single-switch") return singleSwitch({ devices: sc.devices.count, ports, link: sc.fabric.hostLink });
-  return leafSpine({
-    devices: sc.devices.count, ports, planes: t.planes, spines: t.spines, devicesPerLeaf: t.devicesPerLeaf,
-    hostLink: sc.fabric.hostLink, fabricLink: sc.fabric.fabricLink,
-  });
+  const links = { hostLink: sc.fabric.hostLink, fabricLink: sc.fabric.fabricLink };
+  if (t.kind === "leaf-spine") return leafSpine({ devices: sc.devices.count, ports, planes: t.planes, spines: t.spines, devicesPerLeaf: t.devicesPerLeaf, ...links });
+  return threeTier({ devices: sc.devices.count, ports, ...closOf(t, sc.devices.count), ...links, superLink: sc.fabric.superLink });
+}
+
+/** A three-tier topology's (a fat tree's) counts, for `count` devices. */
+function closOf(t: ThreeTier | FatTree, count: number): Omit<ThreeTier, "kind"> {
+  if (t.kind === "three-tier") return t;
+  const h = t.k / 2;
+  return { planes: t.planes, devicesPerLeaf: h, leavesPerPod: h, spinesPerPod: h, superSpines: h, pods: Math.ceil(count / (h * h)) };
+}
+
+/** The links between two switches of a scenario topology over `count` devices. */
+function switchLinks(t: ScenarioTopology, count: number): number {
+  if (t.kind === "single-switch") return 0;
+  if (t.kind === "leaf-spine") return t.planes * Math.ceil(count / t.devicesPerLeaf) * t.spines;
+  const c = closOf(t, count);
+  return c.planes * c.pods * c.spinesPerPod * (c.leavesPerPod + c.superSpines);
 }
 
 /** Applies `faults` (the scenario's, in order) to `fabric` over `topo`; a plane or link it does not have is a ConfigError naming the fault. */
@@ -110,7 +124,7 @@ export function deviceLayout(coreModule: WebAssembly.Module, config: Map<string,
  */
 export function clusterBytes(sc: ClusterSizeOf, config: Map<string, bigint>, arenaBytes: number): { perDevice: number; total: number } {
   const n = sc.devices.count, ports = Number(config.get("ports")!), t = sc.fabric.topology;
-  const links = n * ports + (t.kind === "leaf-spine" ? t.planes * Math.ceil(n / t.devicesPerLeaf) * t.spines : 0);
+  const links = n * ports + switchLinks(t, n);
   const running = sc.collective || sc.collectives || sc.executor ? Number(config.get("engines")!) : 0;
   const perDevice = arenaBytes - Number(config.get("hostMemBytes")!) + HOST_BYTES_PER_DEVICE + running * RUNNING_ENGINE_BYTES;
   return { perDevice, total: n * perDevice + links * FABRIC_BYTES_PER_LINK };

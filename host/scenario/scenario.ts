@@ -94,8 +94,39 @@ export interface LeafSpine {
   devicesPerLeaf: number;
 }
 
-/** How a scenario's ports connect: every port on one switch, or a multi-plane two-tier leaf/spine. */
-export type Topology = SingleSwitch | LeafSpine;
+/**
+ * Leaf/spine/super-spine (a three-tier Clos), per plane: pods of leaves and spines, every leaf
+ * linked to every spine of its pod; spine j of every pod linked to every super-spine of group j.
+ */
+export interface ThreeTier {
+  /** The kind of topology. */
+  kind: "three-tier";
+  /** Independent networks, 1 to 8. */
+  planes: number;
+  /** Devices under each leaf. */
+  devicesPerLeaf: number;
+  /** Leaves in each pod. */
+  leavesPerPod: number;
+  /** Spines in each pod. */
+  spinesPerPod: number;
+  /** Super-spines in each group (one group per spine index). */
+  superSpines: number;
+  /** Pods per plane. */
+  pods: number;
+}
+
+/** A k-ary fat tree per plane: the three-tier Clos of k-port switches (k/2 devices per leaf, k/2 leaves and spines per pod, (k/2)² super-spines), as many pods as the devices fill. */
+export interface FatTree {
+  /** The kind of topology. */
+  kind: "fat-tree";
+  /** Independent networks, 1 to 8. */
+  planes: number;
+  /** The switches' radix, even. */
+  k: number;
+}
+
+/** How a scenario's ports connect: every port on one switch, a multi-plane two-tier leaf/spine, or three tiers. */
+export type Topology = SingleSwitch | LeafSpine | ThreeTier | FatTree;
 
 /**
  * A scenario as {@link resolveScenario} returns it: checked against
@@ -130,6 +161,8 @@ export interface Scenario {
     hostLink?: Partial<LinkSpec>;
     /** Links between leaves and spines. */
     fabricLink?: Partial<LinkSpec>;
+    /** Links between spines and super-spines (three tiers). */
+    superLink?: Partial<LinkSpec>;
     /** Every switch's parameters. */
     switch?: SwitchOptions;
   };
@@ -236,9 +269,14 @@ const NO_TRAFFIC: NonNullable<FilledScenario["traffic"]> = { pattern: "pairs", m
 /** A fabric once the schema has filled its defaults. */
 interface FilledFabric {
   mode: "full" | "timing";
-  topology: { kind: "single-switch" } | { kind: "leaf-spine"; planes: number; spines: number; devicesPerLeaf?: number };
+  topology:
+    | { kind: "single-switch" }
+    | { kind: "leaf-spine"; planes: number; spines: number; devicesPerLeaf?: number }
+    | { kind: "three-tier"; planes: number; devicesPerLeaf?: number; leavesPerPod: number; spinesPerPod: number; superSpines: number; pods?: number }
+    | FatTree;
   hostLink: LinkInput;
   fabricLink: LinkInput;
+  superLink: LinkInput;
   switch: Omit<NonNullable<FabricOptions["switch"]>, "latencyPs"> & { latency: TimeInput };
 }
 /** A fault once the schema has filled its defaults. */
@@ -397,11 +435,29 @@ function resolveFabric(f: FilledFabric, count: number, path: string): Scenario["
   const topo = f.topology;
   return {
     mode: f.mode,
-    topology: topo.kind === "single-switch" ? topo : { ...topo, devicesPerLeaf: topo.devicesPerLeaf ?? Math.min(count, 16) },
+    topology: resolveTopology(topo, count, `${path}.topology`),
     hostLink: resolveLink(f.hostLink, `${path}.hostLink`),
     fabricLink: resolveLink(f.fabricLink, `${path}.fabricLink`),
+    superLink: resolveLink(f.superLink, `${path}.superLink`),
     switch: switchOpts,
   };
+}
+
+/** The topology of `count` devices with its defaults: devices per leaf (the count, at most 16); a three-tier's pods (as many as the devices fill, checked); a fat tree's k large enough. */
+function resolveTopology(t: FilledFabric["topology"], count: number, path: string): Topology {
+  if (t.kind === "single-switch" || t.kind === "fat-tree") {
+    if (t.kind === "fat-tree") {
+      if (t.k % 2 !== 0) throw new ConfigError(`${path}.k`, `must be even, got ${t.k}`);
+      if (count > (t.k * t.k * t.k) / 4) throw new ConfigError(`${path}.k`, `a ${t.k}-ary fat tree holds at most k³/4 = ${(t.k * t.k * t.k) / 4} devices, the scenario has ${count}`);
+    }
+    return t;
+  }
+  const devicesPerLeaf = t.devicesPerLeaf ?? Math.min(count, 16);
+  if (t.kind === "leaf-spine") return { ...t, devicesPerLeaf };
+  const needed = Math.ceil(Math.ceil(count / devicesPerLeaf) / t.leavesPerPod);
+  if (t.pods !== undefined && t.pods < needed)
+    throw new ConfigError(`${path}.pods`, `${t.pods} pods of ${t.leavesPerPod} leaves of ${devicesPerLeaf} devices hold ${t.pods * t.leavesPerPod * devicesPerLeaf}, the scenario has ${count} devices: at least ${needed}`);
+  return { ...t, devicesPerLeaf, pods: t.pods ?? needed };
 }
 
 /** The faults with their times in ps, each outage ending after it starts, at `path`. */
