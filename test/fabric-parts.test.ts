@@ -214,6 +214,42 @@ describe("the event queue", () => {
     });
   }
 
+  it("orders thousands of events at one picosecond that joined a later bucket in any order of keys, equal ones as they joined", () => {
+    // what many devices do: frames of every port arriving at one ps, their keys (device, port,
+    // frame) in no order. Such a bucket is appended to and sorted when reached (events.ts).
+    // Inside the ring (the overflow heap beyond it does not keep equal events in order).
+    const fab = emptyFabric();
+    const T = 1_500_000, N = 6000;
+    let x = 7;
+    const rnd = (n: number) => ((x = (Math.imul(x, 1103515245) + 12345) >>> 0) >>> 8) % n;
+    const want: { t: number; k: number; e: number }[] = [];
+    const push = (t: number, k: number, e: number) => { core.fabricEventPush(fab, t, k, e); want.push({ t, k, e }); };
+    const byTimeKey = (a: { t: number; k: number }, b: { t: number; k: number }) => a.t - b.t || a.k - b.k;
+    push(1000, 0, 0); // the current bucket, before the rest
+    // keys from 4,000 values: hundreds of equal (time, key) pairs
+    for (let i = 1; i <= N; i++) push(T + (rnd(8) === 0 ? rnd(3) : 0), -(2 ** 52) + rnd(4000) * 16, i);
+    expect(core.fabricEventPop(fab, 2000)).toBe(0);
+    // the next pops reach the bucket; while it is popped, events join it: among those at its
+    // time, below every key, and equal to the last one's (time, key), which goes after it (WAS:
+    // it went after the tail without becoming the tail, and the next event appended took its
+    // place: it was never popped)
+    const got: number[] = [];
+    for (let i = 0; i < 100; i++) got.push(core.fabricEventPop(fab, Infinity));
+    const first = want.slice(1).sort(byTimeKey).slice(0, 100);
+    const last = want.slice(1).sort(byTimeKey).at(-1)!;
+    push(T, -(2 ** 52) + 3 * 16 + 1, N + 1);
+    push(T + 1, 10, N + 2);
+    push(T, -(2 ** 53), N + 3);
+    push(last.t, last.k, N + 4);
+    push(last.t, last.k + 1, N + 5); // after it, by the list's tail
+    for (let e = core.fabricEventPop(fab, Infinity); e >= 0; e = core.fabricEventPop(fab, Infinity)) got.push(e);
+    // the reference: a stable sort by (time, key) of what was not popped when each joined
+    const rest = want.slice(1).filter((o) => !first.includes(o)).sort(byTimeKey);
+    expect(got).toEqual([...first, ...rest].map((o) => o.e));
+    expect(got.length).toBe(N + 5);
+    expect(last.t).toBe(T + 2);
+  });
+
   it("pops in (time, key) order whatever the mix: equal times, keys below 0, far-future events, width changes, growth", () => {
     const fab = emptyFabric();
     let dv = new DataView(core.memory.buffer);

@@ -91,7 +91,7 @@ export function fabricInit(fab: usize, packets: u32, events: u32, horizonPs: f64
   table(fab, FAB_SPINE_MASK, <usize>(firstSpine * (words > 0 ? words : 1)) << 3);
   store<usize>(fab + FAB_FABRIC_LINK_OF, nones(firstSpine * spines));
   table(fab, FAB_SUPER_MASK, <usize>(nSpines * (superWords > 0 ? superWords : 1)) << 3);
-  table(fab, FAB_CROSS_MASK, <usize>(supers > 0 ? planes * pods * pods * words : 1) << 3);
+  table(fab, FAB_CROSS_MASK, (supers > 0 ? <usize>(planes * pods * pods * words) : 1) << 3);
   store<usize>(fab + FAB_SUPER_DOWN_CH, nones(nSupers * pods));
   store<usize>(fab + FAB_SUPER_LINK_OF, nones(nSpines * supers));
   store<usize>(fab + FAB_EP_UP_CH, nones(nEp));

@@ -7,8 +7,12 @@
 //
 // A binary heap costs ~13 levels of unpredictable compares per event at the fabric's few
 // thousand pending events; a calendar queue (R. Brown, "Calendar queues", CACM 31(10), 1988)
-// costs a few. Time is cut into buckets of 2^shift ps; a bucket is a list kept sorted by
-// (time, key); buckets [cur, cur + nb) live in a ring of nb lists, with a two-level bitmap of
+// costs a few. Time is cut into buckets of 2^shift ps; a bucket is a list sorted by (time,
+// key): an event that joins the current bucket is put in its place, one that joins a later
+// bucket out of order is appended and the bucket sorted once, when it is reached (many devices
+// put thousands of events at one picosecond, in no order of their keys, and walking the list
+// for each cost the fabric a quarter of its time at 4,096 devices); buckets [cur, cur + nb)
+// live in a ring of nb lists, with a two-level bitmap of
 // the non-empty ones for skipping; events beyond the ring wait in a binary heap (the overflow)
 // and move in as the ring advances. The bucket width adapts to the event density (it changes
 // only speed, never the order). Records live in the fabric's memory (FAB.cq_*) with a free list,
@@ -19,11 +23,13 @@ import {
   FAB_CQ_HORIZON, FAB_CQ_INV_W, FAB_CQ_CUR, FAB_CQ_LAST_BUCKET, FAB_CQ_SKIPPED, FAB_CQ_SHIFT, FAB_CQ_NB, FAB_CQ_POPS,
   FAB_CQ_DISTINCT, FAB_CQ_BUCKETS_POPPED, FAB_CQ_REC, FAB_CQ_REC_CAP, FAB_CQ_FREE,
   FAB_CQ_HEAD, FAB_CQ_TAIL, FAB_CQ_FINGER, FAB_CQ_BITS, FAB_CQ_SUMMARY, FAB_CQ_OV_T, FAB_CQ_OV_K, FAB_CQ_OV_E,
-  FAB_CQ_OV_SIZE, FAB_CQ_OV_CAP,
+  FAB_CQ_OV_SIZE, FAB_CQ_OV_CAP, FAB_CQ_SORT, FAB_CQ_SORT_CAP,
 } from "../generated/layouts";
 import { zeroed, grow, nones } from "./memory";
 
 const NONE: i32 = -1;
+/** A bucket's finger while its list is not sorted: events joined it in any order (sortBucket sorts it). */
+const UNSORTED: i32 = -2;
 /** No bucket (findBucket, scan): past every bucket. */
 const NO_BUCKET: i64 = i64.MAX_VALUE;
 /** Pops between bucket-width reviews. */
@@ -88,7 +94,9 @@ function layout(fab: usize, shift: u32): void {
 export function eventsNextTime(fab: usize): f64 {
   const b = scan(fab, curOf(fab));
   if (b == NO_BUCKET) return load<u32>(fab + FAB_CQ_OV_SIZE) > 0 ? load<f64>(ptr(fab, FAB_CQ_OV_T)) : Infinity;
-  return rt(fab, load<i32>(ptr(fab, FAB_CQ_HEAD) + (<usize>(<u32>b & mask(fab)) << 2)));
+  const slot = <u32>b & mask(fab);
+  sorted(fab, slot);
+  return rt(fab, load<i32>(ptr(fab, FAB_CQ_HEAD) + (<usize>slot << 2)));
 }
 
 /** Schedules `ev` at `time` after every event already scheduled for that time. */
@@ -105,7 +113,7 @@ export function eventsPush(fab: usize, time: f64, ev: i32): void {
   if (n > load<u32>(fab + FAB_EV_PEAK)) store<u32>(fab + FAB_EV_PEAK, n);
   const b = bucketOf(fab, time), cur = curOf(fab);
   if (b >= cur + <i64>load<u32>(fab + FAB_CQ_NB)) overflowPush(fab, time, key, ev);
-  else insert(fab, time, key, ev, b < cur ? cur : b);
+  else insert(fab, time, key, ev, b < cur ? cur : b, b > cur);
 }
 
 /**
@@ -126,12 +134,16 @@ export function eventsPush(fab: usize, time: f64, ev: i32): void {
     slot = <u32>b & m;
     r = load<i32>(heads + (<usize>slot << 2));
   }
+  const finger = ptr(fab, FAB_CQ_FINGER) + (<usize>slot << 2);
+  if (load<i32>(finger) == UNSORTED) {
+    sortBucket(fab, slot);
+    r = load<i32>(heads + (<usize>slot << 2));
+  }
   const at = recAt(fab, r);
   const t = load<f64>(at);
   if (t >= limit) return NONE;
   const next = load<i32>(at, 20);
   store<i32>(heads + (<usize>slot << 2), next);
-  const finger = ptr(fab, FAB_CQ_FINGER) + (<usize>slot << 2);
   if (load<i32>(finger) == r) store<i32>(finger, NONE);
   if (next == NONE) clearBit(fab, slot);
   const ev = load<i32>(at, 16);
@@ -153,8 +165,8 @@ export function eventsPush(fab: usize, time: f64, ev: i32): void {
   return ev;
 }
 
-/** A new record for the event, in ring bucket b (absolute, not before the current one). */
-@inline function insert(fab: usize, time: f64, key: f64, ev: i32, b: i64): void {
+/** A new record for the event, in ring bucket b (absolute, not before the current one; `later`: after it). */
+@inline function insert(fab: usize, time: f64, key: f64, ev: i32, b: i64, later: bool): void {
   if (load<i32>(fab + FAB_CQ_FREE) == NONE) recordsGrow(fab, 2 * load<u32>(fab + FAB_CQ_REC_CAP));
   const r = load<i32>(fab + FAB_CQ_FREE);
   const at = recAt(fab, r);
@@ -162,17 +174,23 @@ export function eventsPush(fab: usize, time: f64, ev: i32): void {
   store<f64>(at, time);
   store<f64>(at, key, 8);
   store<i32>(at, ev, 16);
-  link(fab, r, at, time, key, <u32>b & mask(fab));
+  link(fab, r, at, time, key, <u32>b & mask(fab), later);
 }
 
-/** Inserts record r (at `at`, of time t and key k) into ring slot `slot`, keeping its list sorted by (time, key). */
-function link(fab: usize, r: i32, at: usize, t: f64, k: f64, slot: u32): void {
+/**
+ * Inserts record r (at `at`, of time t and key k) into ring slot `slot`: in its place in the
+ * sorted list; or, when `lazy` (a bucket not reached yet) and it does not go at either end, at
+ * the end of a list then sorted when it is reached (UNSORTED).
+ */
+function link(fab: usize, r: i32, at: usize, t: f64, k: f64, slot: u32, lazy: bool): void {
   const hp = ptr(fab, FAB_CQ_HEAD) + (<usize>slot << 2), tp = ptr(fab, FAB_CQ_TAIL) + (<usize>slot << 2);
+  const fp = ptr(fab, FAB_CQ_FINGER) + (<usize>slot << 2);
   let p = load<i32>(hp);
   if (p == NONE) {
     store<i32>(at, NONE, 20);
     store<i32>(hp, r);
     store<i32>(tp, r);
+    store<i32>(fp, NONE);
     const bits = ptr(fab, FAB_CQ_BITS) + (<usize>(slot >> 5) << 2), summary = ptr(fab, FAB_CQ_SUMMARY) + (<usize>(slot >> 10) << 2);
     store<u32>(bits, load<u32>(bits) | (1 << (slot & 31)));
     store<u32>(summary, load<u32>(summary) | (1 << ((slot >> 5) & 31)));
@@ -180,7 +198,8 @@ function link(fab: usize, r: i32, at: usize, t: f64, k: f64, slot: u32): void {
   }
   // most events are later than all others in their bucket (ordinary keys grow): append
   const z = load<i32>(tp), za = recAt(fab, z);
-  if (before(load<f64>(za), load<f64>(za, 8), t, k)) {
+  const f = load<i32>(fp);
+  if (f == UNSORTED || before(load<f64>(za), load<f64>(za, 8), t, k)) {
     store<i32>(at, NONE, 20);
     store<i32>(za, r, 20);
     store<i32>(tp, r);
@@ -191,8 +210,13 @@ function link(fab: usize, r: i32, at: usize, t: f64, k: f64, slot: u32): void {
     store<i32>(hp, r);
     return;
   }
-  const fp = ptr(fab, FAB_CQ_FINGER) + (<usize>slot << 2);
-  const f = load<i32>(fp);
+  if (lazy) {
+    store<i32>(at, NONE, 20);
+    store<i32>(za, r, 20);
+    store<i32>(tp, r);
+    store<i32>(fp, UNSORTED);
+    return;
+  }
   if (f != NONE && before(rt(fab, f), rk(fab, f), t, k)) p = f;
   store<i32>(fp, r);
   for (;;) {
@@ -200,10 +224,107 @@ function link(fab: usize, r: i32, at: usize, t: f64, k: f64, slot: u32): void {
     if (q == NONE || before(t, k, rt(fab, q), rk(fab, q))) {
       store<i32>(at, q, 20);
       setRn(fab, p, r);
+      // past the tail only when the tail's (time, key) is the event's own (equal ones keep the order they joined in)
+      if (q == NONE) store<i32>(tp, r);
       return;
     }
     p = q;
   }
+}
+
+/** Sorts ring slot `slot`'s list if it is UNSORTED. */
+@inline function sorted(fab: usize, slot: u32): void {
+  if (load<i32>(ptr(fab, FAB_CQ_FINGER) + (<usize>slot << 2)) == UNSORTED) sortBucket(fab, slot);
+}
+
+/**
+ * Sorts ring slot `slot`'s list by (time, key), keeping the order in which equal events joined
+ * (as an insertion in place would). The list's times and keys are read once, in list order,
+ * into the scratch; a natural merge sort orders their positions there (a list that was appended
+ * to in a few sorted runs costs a pass per doubling of its runs); the records are linked again.
+ */
+function sortBucket(fab: usize, slot: u32): void {
+  const hp = ptr(fab, FAB_CQ_HEAD) + (<usize>slot << 2);
+  let n: u32 = 0;
+  for (let r = load<i32>(hp); r != NONE; r = rn(fab, r)) {
+    if (n == load<u32>(fab + FAB_CQ_SORT_CAP)) sortGrow(fab);
+    const cap = <usize>load<u32>(fab + FAB_CQ_SORT_CAP), t = ptr(fab, FAB_CQ_SORT);
+    store<f64>(t + (<usize>n << 3), rt(fab, r));
+    store<f64>(t + (cap << 3) + (<usize>n << 3), rk(fab, r));
+    store<i32>(t + (cap << 4) + (<usize>n << 2), r);
+    store<u32>(t + (cap << 4) + (cap << 2) + (<usize>n << 2), n);
+    n++;
+  }
+  const cap = <usize>load<u32>(fab + FAB_CQ_SORT_CAP), t = ptr(fab, FAB_CQ_SORT);
+  const k = t + (cap << 3), recs = t + (cap << 4);
+  let src = recs + (cap << 2), dst = src + (cap << 2);
+  while (mergePass(t, k, src, dst, n) > 1) {
+    const x = src;
+    src = dst;
+    dst = x;
+  }
+  // dst holds the sorted positions (the last pass found one run and copied it)
+  let prev = load<i32>(recs + (<usize>load<u32>(dst) << 2));
+  store<i32>(hp, prev);
+  for (let i: u32 = 1; i < n; i++) {
+    const r = load<i32>(recs + (<usize>load<u32>(dst + (<usize>i << 2)) << 2));
+    setRn(fab, prev, r);
+    prev = r;
+  }
+  setRn(fab, prev, NONE);
+  store<i32>(ptr(fab, FAB_CQ_TAIL) + (<usize>slot << 2), prev);
+  store<i32>(ptr(fab, FAB_CQ_FINGER) + (<usize>slot << 2), NONE);
+}
+
+/** Position i's event sorts before position j's (times at `t`, keys at `k`). */
+@inline function posBefore(t: usize, k: usize, i: u32, j: u32): bool {
+  return before(load<f64>(t + (<usize>i << 3)), load<f64>(k + (<usize>i << 3)), load<f64>(t + (<usize>j << 3)), load<f64>(k + (<usize>j << 3)));
+}
+
+/**
+ * One pass of a natural merge sort of the `n` positions at `src` into `dst`: each two
+ * consecutive ascending runs merged into one (the left first among equals). Returns the runs it
+ * found in src: 1 when src was sorted (dst is then its copy).
+ */
+function mergePass(t: usize, k: usize, src: usize, dst: usize, n: u32): u32 {
+  let runs: u32 = 0, i: u32 = 0;
+  while (i < n) {
+    let m = i + 1;
+    while (m < n && !posBefore(t, k, load<u32>(src + (<usize>m << 2)), load<u32>(src + (<usize>(m - 1) << 2)))) m++;
+    runs++;
+    let e = m;
+    if (m < n) {
+      e = m + 1;
+      while (e < n && !posBefore(t, k, load<u32>(src + (<usize>e << 2)), load<u32>(src + (<usize>(e - 1) << 2)))) e++;
+      runs++;
+    }
+    // merge [i, m) and [m, e) into dst[i, e)
+    let a = i, b = m, o = i;
+    while (a < m && b < e) {
+      const x = load<u32>(src + (<usize>a << 2)), y = load<u32>(src + (<usize>b << 2));
+      if (posBefore(t, k, y, x)) { store<u32>(dst + (<usize>o << 2), y); b++; }
+      else { store<u32>(dst + (<usize>o << 2), x); a++; }
+      o++;
+    }
+    for (; a < m; a++, o++) store<u32>(dst + (<usize>o << 2), load<u32>(src + (<usize>a << 2)));
+    for (; b < e; b++, o++) store<u32>(dst + (<usize>o << 2), load<u32>(src + (<usize>b << 2)));
+    i = e;
+  }
+  return runs;
+}
+
+/** Doubles the sort scratch (its five columns keep their first cq_sort_cap entries). */
+function sortGrow(fab: usize): void {
+  const old = <usize>load<u32>(fab + FAB_CQ_SORT_CAP), cap = old > 0 ? old << 1 : 1024;
+  const from = ptr(fab, FAB_CQ_SORT), to = zeroed(cap * 32);
+  if (old > 0) {
+    memory.copy(to, from, old << 3);
+    memory.copy(to + (cap << 3), from + (old << 3), old << 3);
+    memory.copy(to + (cap << 4), from + (old << 4), old << 2);
+    memory.copy(to + (cap << 4) + (cap << 2), from + (old << 4) + (old << 2), old << 2);
+  }
+  store<usize>(fab + FAB_CQ_SORT, to);
+  store<u32>(fab + FAB_CQ_SORT_CAP, <u32>cap);
 }
 
 function clearBit(fab: usize, slot: u32): void {
@@ -225,7 +346,7 @@ function migrate(fab: usize): void {
     const t = load<f64>(ptr(fab, FAB_CQ_OV_T)), k = load<f64>(ptr(fab, FAB_CQ_OV_K));
     const ev = overflowPop(fab);
     const b = bucketOf(fab, t), cur = curOf(fab);
-    insert(fab, t, k, ev, b < cur ? cur : b);
+    insert(fab, t, k, ev, b < cur ? cur : b, b > cur);
   }
 }
 
@@ -336,7 +457,7 @@ function rebuild(fab: usize, shift: u32): void {
       overflowPush(fab, t, rk(fab, r), re(fab, r));
       setRn(fab, r, load<i32>(fab + FAB_CQ_FREE));
       store<i32>(fab + FAB_CQ_FREE, r);
-    } else link(fab, r, recAt(fab, r), t, rk(fab, r), <u32>(b < cur ? cur : b) & mask(fab));
+    } else link(fab, r, recAt(fab, r), t, rk(fab, r), <u32>(b < cur ? cur : b) & mask(fab), true);
     r = next;
   }
 }

@@ -124,7 +124,7 @@ function route(fab: usize, s: i32, dst: i32, hash: u32): i32 {
     const ms = masks + (<usize>(s * words) << 3), md = masks + (<usize>(dl * words) << 3);
     const from = i32Of(fab, FAB_SW_POD, s);
     const pods = <i32>load<u32>(fab + FAB_PODS);
-    const mc = from == pod ? 0 : tab(fab, FAB_CROSS_MASK) + (<usize>(((i32Of(fab, FAB_SW_PLANE, s) * pods + from) * pods + pod) * words) << 3);
+    const mc: usize = from == pod ? 0 : tab(fab, FAB_CROSS_MASK) + (<usize>(((i32Of(fab, FAB_SW_PLANE, s) * pods + from) * pods + pod) * words) << 3);
     const j = pickBit(ms, md, mc, words, hash, u32Of(fab, FAB_SW_SEED, s));
     return j < 0 ? NONE : 2 * i32Of(fab, FAB_FABRIC_LINK_OF, s * <i32>load<u32>(fab + FAB_SPINES) + j);
   }
