@@ -77,6 +77,9 @@ describe("ECMP over three tiers", () => {
     // each super-spine sends down to pod 1's spine of its group what it got from pod 0's (pod 1 is spines 4..7 of the plane)
     const down = Array.from({ length: 4 }, (_, j) => Array.from({ length: 4 }, (_, z) => s.links[superLink(t2, 0, 4 + j, z)].ba.packets)).flat();
     expect(down).toEqual(n);
+    // a channel's counters alone, as stats() gives them
+    expect(s.links.flatMap((l) => [l.ab, l.ba]).map((c, i) => fabric.channelSent(i))).toEqual(s.links.flatMap((l) => [l.ab, l.ba]).map((c) => ({ packets: c.packets, bytes: c.bytes })));
+    expect(() => fabric.channelSent(2 * s.links.length)).toThrow(`no channel ${2 * s.links.length} in the fabric (it has ${2 * s.links.length})`);
   });
 
   it("keeps frames between pods off the super-spines when they stay in a pod", () => {

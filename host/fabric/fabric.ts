@@ -525,6 +525,14 @@ export class Fabric {
     };
   }
 
+  /** Frames and bytes channel `c` (2 x link + direction) has sent, as stats() gives them, without the objects stats() makes for every link. */
+  channelSent(c: number): { packets: number; bytes: number } {
+    if (!(c >= 0 && c < this.nCh)) throw new RangeError(`no channel ${c} in the fabric (it has ${this.nCh})`);
+    this.views();
+    const at = this.chanAt(c);
+    return { packets: this.dv.getFloat64(at + FCH.pkts, true), bytes: this.dv.getFloat64(at + FCH.bytes, true) };
+  }
+
   stats(): FabricStats {
     const t = this.topology, nCh = this.nCh, nSw = this.nSw;
     const totals = this.totals();

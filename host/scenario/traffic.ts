@@ -10,7 +10,7 @@
 
 import type { Context } from "../verbs.js";
 import type { Scenario } from "./scenario.js";
-import { Cluster, configFromWords, type TopologyOf, type FabricOf, type ClusterSizeOf } from "./cluster.js";
+import { Cluster, configFromWords, type FabricOf, type ClusterSizeOf } from "./cluster.js";
 import { portTraffic } from "./collective.js";
 import { deviceCounts } from "./counters.js";
 import type { ScenarioResult, PathSummary, RunOptions, Timeline } from "./result.js";
@@ -95,8 +95,8 @@ async function runFlows(built: Cluster, tr: TrafficRun, untilPs: number, opts: R
   return p;
 }
 
-/** What a traffic result reports of its scenario: its name, seed, limit and transport, and the topology (the ports' traffic). */
-type TrafficResultOf = Pick<Scenario, "name" | "seed" | "untilPs" | "transport"> & TopologyOf;
+/** What a traffic result reports of its scenario: its name, seed, limit and transport. */
+type TrafficResultOf = Pick<Scenario, "name" | "seed" | "untilPs" | "transport">;
 
 /** What the run did: per flow and in total, completion times, the devices' and the fabric's counters, and its timeline when it took one. */
 function trafficResult(sc: TrafficResultOf, built: Cluster, tr: TrafficRun, p: RunProgress, ideal: ((f: FlowPlan) => number) | null, timeline: Timeline | null): ScenarioResult {
@@ -116,7 +116,7 @@ function trafficResult(sc: TrafficResultOf, built: Cluster, tr: TrafficRun, p: R
     ...counts,
     ...(sc.transport === "metaroce" ? { paths: pathSummary(contexts) } : {}),
     fabric: { drops: fs.drops, ecnMarks: fs.ecnMarks, pfcPauses: fs.pfcPauses, hops: fs.hops, delivered: fs.delivered },
-    ports: portTraffic(sc, contexts, fabric),
+    ports: portTraffic(contexts, fabric),
     ...(timeline ? { timeline } : {}),
   };
 }
