@@ -80,11 +80,11 @@ describe("the memory a scenario's devices need", () => {
     expect(err).toBeInstanceOf(ConfigError);
     const m = /^scenario\.devices\.count: 65536 devices need at least (\d+\.\d) GiB of memory \((\d+\.\d) MiB each, and the fabric\), more than the 16\.0 GiB a run may take/.exec(err!.message);
     expect(m, err!.message).not.toBeNull();
-    // the figure: the arena less its host memory, and 512 KiB of host objects, per device; 8 KiB a link
+    // the figure: the arena less its host memory, and 64 KiB of host objects, per device; 2 KiB a link
     const resolved = resolveScenario(sc), cfg = resolveConfig(leastConfig(resolved));
     const need = clusterBytes(resolved, cfg, deviceLayout(coreModule(), cfg).arenaBytes);
-    expect(need.perDevice).toBe(deviceLayout(coreModule(), cfg).arenaBytes - Number(cfg.get("hostMemBytes")) + 512 * 2 ** 10);
-    expect(need.total).toBe(65536 * need.perDevice + 65536 * 8192);
+    expect(need.perDevice).toBe(deviceLayout(coreModule(), cfg).arenaBytes - Number(cfg.get("hostMemBytes")) + 64 * 2 ** 10);
+    expect(need.total).toBe(65536 * need.perDevice + 65536 * 2048);
     expect(Number(m![1])).toBe(Number((need.total / 2 ** 30).toFixed(1)));
     expect(need.total).toBeGreaterThan(MEMORY_BOUND_BYTES);
   });

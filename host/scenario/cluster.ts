@@ -84,7 +84,7 @@ export const SHARED_INSTANCE_BYTES = 2 ** 31;
 /**
  * Memory a run's devices and fabric may need before it is refused, unless the caller allows more
  * (RunOptions.maxMemoryBytes, `menic run --max-memory`): 16 GiB, which 1,024 devices at the
- * defaults fit (about 10 GiB, docs/fabric.md "Memory").
+ * defaults fit (about 8 GiB, docs/fabric.md "Memory").
  */
 export const MEMORY_BOUND_BYTES = 16 * 2 ** 30;
 
@@ -92,11 +92,13 @@ export const MEMORY_BOUND_BYTES = 16 * 2 ** 30;
  * What a device costs besides the part of its arena a run writes: its host objects; and, when
  * its engines run firmware (a collective's executor), per engine its translation tables and
  * translated code (assembly/engine/jit-cache.ts, outside the arena). And what a link of the
- * fabric costs as built (its tables in the core, its host objects). Measured: docs/fabric.md, "Memory".
+ * fabric costs as built (its tables in the core, its host objects). Measured (docs/fabric.md,
+ * "Memory"): 13.7 KiB of host objects a device, its links' included, and 1.2 KiB a link
+ * resident (236 bytes of it host objects); the figures keep a margin over both.
  */
-const HOST_BYTES_PER_DEVICE = 512 * 2 ** 10;
+const HOST_BYTES_PER_DEVICE = 64 * 2 ** 10;
 const RUNNING_ENGINE_BYTES = 640 * 2 ** 10;
-const FABRIC_BYTES_PER_LINK = 8 * 2 ** 10;
+const FABRIC_BYTES_PER_LINK = 2 * 2 ** 10;
 
 /** The core's answers about a config (assembly/create.ts), from one small instance per module. */
 const layoutCores = new WeakMap<WebAssembly.Module, { core: CoreInstance; cfg: number }>();
