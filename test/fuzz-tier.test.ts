@@ -39,8 +39,11 @@ describe("the fuzz tier (CI budget)", () => {
     const r = await tier("traffic", CASES || 48);
     expect(r.violations).toEqual([]);
     // the generator reaches the outcomes it is for: runs that finish (most of those not made to
-    // end otherwise), refusals, runs cut short
-    if (!CASES) expect([r.ends.get("finished")! > (2 * r.unforced) / 3, r.ends.get("refused")! > 0, r.ends.get("time-limit")! > 0]).toEqual([true, true, true]);
+    // end otherwise), refusals, runs cut short. Of the 42 not made to end, 26 to 29 finish from
+    // seeds 1, 1000, 30000 and 61237 (the others ask the impossible: pairs of an odd count, a
+    // stagger past the time limit, go-back-N under 5 % loss), so the bound is a half: it was two
+    // thirds, which only seed 1 met
+    if (!CASES) expect([r.ends.get("finished")! > r.unforced / 2, r.ends.get("refused")! > 0, r.ends.get("time-limit")! > 0]).toEqual([true, true, true]);
     expect(r.completed).toBeGreaterThan(r.posted / 2);
   });
 
