@@ -17,8 +17,6 @@
 // so that it does not pay for collecting the instances of the runs before it (a full-mode
 // run's hold over a GiB).
 import { readFileSync } from "node:fs";
-import { spawnSync } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import { runInNewContext } from "node:vm";
 import { setFlagsFromString } from "node:v8";
 import { runScenario, type ScenarioInput } from "../host/scenario/run.js";
@@ -26,6 +24,7 @@ import { expandSweep } from "../host/scenario/sweep.js";
 import { coreModule } from "../host/platform/node.js";
 import type { Fabric } from "../host/fabric/fabric.js";
 import { figure, median } from "./lib/report.js";
+import { inChild } from "./lib/child.js";
 
 type Transport = "rocev2" | "metaroce";
 
@@ -117,10 +116,7 @@ export async function run(): Promise<void> {
 
 /** Runs the bench's scenario of `devices` devices in timing mode, in a process of its own: its peak resident memory and run time. */
 function alone(devices: number, transport: Transport): { peakRssMiB: number; wallS: number } {
-  const self = fileURLToPath(import.meta.url);
-  const p = spawnSync("node", ["--input-type=module", "-e", `import(${JSON.stringify(self)}).then((m) => m.child(${devices}, ${JSON.stringify(transport)}))`], { encoding: "utf8" });
-  if (p.status !== 0) throw new Error(`bench fabric: ${devices} devices over ${transport} exited ${p.status}: ${p.stderr}`);
-  return JSON.parse(p.stdout.trim().split("\n").at(-1)!);
+  return inChild<{ peakRssMiB: number; wallS: number }>(import.meta.url, devices, transport).out;
 }
 
 /** The child's side of {@link alone}. */

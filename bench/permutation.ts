@@ -9,12 +9,11 @@
 // with, beside it, the run's own share of that CPU time (from its first window to its result).
 // htsim is not on this machine (neither Debian nor npm has it): its figure for the same
 // permutation comes from whoever runs both (docs/scale.md, "Against htsim").
-import { spawnSync } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import { coreModule } from "../host/platform/node.js";
 import { runScenario, type ScenarioInput } from "../host/scenario/run.js";
 import type { Cluster } from "../host/scenario/cluster.js";
 import { figure } from "./lib/report.js";
+import { inChild } from "./lib/child.js";
 
 type Transport = "rocev2" | "metaroce";
 interface Case { transport: Transport; mib: number; gbps: number }
@@ -40,14 +39,9 @@ export async function child(c: Case): Promise<void> {
 }
 
 function spawnRun(c: Case): Measured {
-  const self = fileURLToPath(import.meta.url);
-  const t0 = performance.now();
-  const p = spawnSync("node", ["--input-type=module", "-e", `import(${JSON.stringify(self)}).then((m) => m.child(${JSON.stringify(c)}))`], { encoding: "utf8" });
-  const wallS = (performance.now() - t0) / 1000;
-  if (p.status !== 0) throw new Error(`bench permutation: ${JSON.stringify(c)} exited ${p.status}: ${p.stderr}`);
-  const m = { ...(JSON.parse(p.stdout.trim().split("\n").at(-1)!) as Omit<Measured, "wallS">), wallS };
-  if (m.ended !== "finished") throw new Error(`bench permutation: ${JSON.stringify(c)} ${m.ended}`);
-  return m;
+  const { out, wallS } = inChild<Omit<Measured, "wallS">>(import.meta.url, c);
+  if (out.ended !== "finished") throw new Error(`bench permutation: ${JSON.stringify(c)} ${out.ended}`);
+  return { ...out, wallS };
 }
 
 export async function run(): Promise<void> {

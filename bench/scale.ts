@@ -17,13 +17,12 @@
 //                                            (docs/scale.md, "One run across machines")
 // With 1 MiB flows (the fabric bench's) the three-tier run holds 6.8 M frames at once at 4,096
 // devices, 27 M at 16,384: more than one wasm32 instance addresses. That is not run here.
-import { spawnSync } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import { coreModule } from "../host/platform/node.js";
 import { runScenario } from "../host/scenario/run.js";
 import type { Cluster } from "../host/scenario/cluster.js";
 import { scenario } from "./fabric.js";
 import { figure, median } from "./lib/report.js";
+import { inChild } from "./lib/child.js";
 
 const DEVICES = 16384;
 const PARTS = [2, 4, 8, 16];
@@ -89,10 +88,7 @@ export async function child(tiers: Tiers): Promise<void> {
 }
 
 function spawnRun(tiers: Tiers): Measured {
-  const self = fileURLToPath(import.meta.url);
-  const p = spawnSync("node", ["--input-type=module", "-e", `import(${JSON.stringify(self)}).then((m) => m.child(${tiers}))`], { encoding: "utf8", maxBuffer: 1 << 26 });
-  if (p.status !== 0) throw new Error(`bench scale: the ${tiers}-tier run exited ${p.status}: ${p.stderr}`);
-  const m = JSON.parse(p.stdout.trim().split("\n").at(-1)!) as Measured;
+  const m = inChild<Measured>(import.meta.url, tiers).out;
   if (m.ended !== "finished") throw new Error(`bench scale: the ${tiers}-tier run ${m.ended}`);
   return m;
 }

@@ -246,13 +246,18 @@ export interface FatTreeOptions extends ClosOptions {
   superLink?: Partial<LinkSpec>;
 }
 
+/** A k-ary fat tree's counts (k even): k/2 devices per leaf, k/2 leaves and k/2 spines per pod, k/2 super-spines per group. */
+export function fatTreeCounts(k: number): Pick<ThreeTierOptions, "devicesPerLeaf" | "leavesPerPod" | "spinesPerPod" | "superSpines"> {
+  const h = k / 2;
+  return { devicesPerLeaf: h, leavesPerPod: h, spinesPerPod: h, superSpines: h };
+}
+
 /** A k-ary fat tree (Al-Fares et al., 2008), per plane: the three-tier Clos of k-port switches, with as many pods as the devices fill. */
 export function fatTree(o: FatTreeOptions): Topology {
   const k = intIn("k", o.k, 2, 256);
   if (k % 2 !== 0) throw new ConfigError("k", `must be even, got ${k}`);
-  const h = k / 2;
-  if (o.devices > k * h * h) throw new ConfigError("devices", `a ${k}-ary fat tree holds at most k³/4 = ${k * h * h} devices, got ${o.devices}`);
-  return threeTier({ ...o, devicesPerLeaf: h, leavesPerPod: h, spinesPerPod: h, superSpines: h });
+  if (o.devices > (k * k * k) / 4) throw new ConfigError("devices", `a ${k}-ary fat tree holds at most k³/4 = ${(k * k * k) / 4} devices, got ${o.devices}`);
+  return threeTier({ ...o, ...fatTreeCounts(k) });
 }
 
 /**

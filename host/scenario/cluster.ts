@@ -9,7 +9,7 @@ import { Fabric } from "../fabric/fabric.js";
 import { ClusterRunner } from "../fabric/runner.js";
 import { DeviceEndpoint } from "../cluster/endpoint.js";
 import { Context, VerbsError, type Qp, type PortGroup } from "../verbs.js";
-import { leafSpine, singleSwitch, threeTier, PORTS_DEFAULT, type Topology } from "../fabric/topology.js";
+import { leafSpine, singleSwitch, threeTier, fatTreeCounts, PORTS_DEFAULT, type Topology } from "../fabric/topology.js";
 import { ConfigError, resolveConfig, packConfig, configDefault } from "../config.js";
 import { PAYLOAD_SLOT_BYTES_DEFAULT } from "../fabric/config.js";
 import { CoreInstance } from "../wasm.js";
@@ -46,8 +46,8 @@ export function buildTopology(sc: TopologyOf): Topology {
 /** A three-tier topology's (a fat tree's) counts, for `count` devices. */
 function closOf(t: ThreeTier | FatTree, count: number): Omit<ThreeTier, "kind"> {
   if (t.kind === "three-tier") return t;
-  const h = t.k / 2;
-  return { planes: t.planes, devicesPerLeaf: h, leavesPerPod: h, spinesPerPod: h, superSpines: h, pods: Math.ceil(count / (h * h)) };
+  const c = fatTreeCounts(t.k);
+  return { planes: t.planes, ...c, pods: Math.ceil(count / (c.devicesPerLeaf * c.leavesPerPod)) };
 }
 
 /** The links between two switches of a scenario topology over `count` devices. */
