@@ -26,7 +26,7 @@ import {
   CLUSTER_SIZE, CLUSTER_FAB, CLUSTER_N, CLUSTER_DEV, CLUSTER_ORDER, CLUSTER_NEXT, CLUSTER_PS_PER_BYTE,
   CLUSTER_STAGE_DROPS, CLUSTER_OVERHEAD, CLUSTER_NOW_PS, CLUSTER_WINDOW_PS, CLUSTER_WINDOWS, CLUSTER_STEPS,
   CLUSTER_DELIVERIES, CLUSTER_WIN_END, CLUSTER_RESUME, CLUSTER_RESUME_STEPPED,
-  FAB_DEVICES, FAB_PEND_MIN, FAB_OUTBOX, FAB_OUTBOX_BODY, FAB_PFC_ON, FAB_PORTS,
+  FAB_DEVICES, FAB_PEND_MIN, FAB_DEV_OWNED, FAB_OUTBOX, FAB_OUTBOX_BODY, FAB_PFC_ON, FAB_PORTS,
   PKT_SIZE, PKT_HDR_LEN, PKT_BODY_LEN, PKT_BODY_OFF,
 } from "./generated/layouts";
 
@@ -112,6 +112,61 @@ export function clusterRun(cl: usize, endPs: f64, stopWhenIdle: bool, fresh: boo
     if (!finishWindow(cl, fab, n)) return CLUSTER_ATTENTION;
   }
   return CLUSTER_REACHED;
+}
+
+/**
+ * A run split over threads (host/fabric/runner.ts, partitioned): at the start of the host's
+ * run, as clusterRun's start. `fresh`: each device is asked again when it next acts.
+ */
+export function clusterBegin(cl: usize, fresh: bool): void {
+  const n = <i32>load<u32>(cl + CLUSTER_N);
+  if (fresh) for (let i = 0; i < n; i++) setF64(cl, CLUSTER_NEXT, i, nextOf(devAt(cl, i)));
+  for (let i = 0; i < n; i++) jitNewEpoch(devAt(cl, i));
+}
+
+/**
+ * A partition's devices' part of the window ending at `end` (a run split over threads): each
+ * device of this partition (FAB.dev_owned) steps as finishWindow steps it, its frames on other
+ * partitions' planes diverted; the fabric does not run (the host runs it once the partitions
+ * have exchanged their frames). Returns CLUSTER_REACHED, or CLUSTER_ATTENTION when a device
+ * wants the host: the next call, with the same `end`, goes on there.
+ */
+export function clusterDevices(cl: usize, end: f64): i32 {
+  const fab = <usize>load<u32>(cl + CLUSTER_FAB), n = <i32>load<u32>(cl + CLUSTER_N);
+  const owned = <usize>load<u32>(fab + FAB_DEV_OWNED), order = tab(cl, CLUSTER_ORDER);
+  if (load<i32>(cl + CLUSTER_RESUME) < 0) {
+    store<f64>(cl + CLUSTER_WIN_END, end);
+    store<i32>(cl + CLUSTER_RESUME, 0);
+    store<u32>(cl + CLUSTER_RESUME_STEPPED, 0);
+  }
+  for (let k = load<i32>(cl + CLUSTER_RESUME); k < n; k++) {
+    const i = <i32>load<u32>(order + (<usize>k << 2));
+    if (owned != 0 && load<u8>(owned + <usize>i) == 0) continue;
+    store<i32>(cl + CLUSTER_RESUME, k);
+    if (!stepDevice(cl, fab, i, end)) return CLUSTER_ATTENTION;
+    store<u32>(cl + CLUSTER_RESUME_STEPPED, 0);
+  }
+  store<i32>(cl + CLUSTER_RESUME, -1);
+  store<f64>(cl + CLUSTER_NOW_PS, end);
+  bump(cl, CLUSTER_WINDOWS, 1);
+  return CLUSTER_REACHED;
+}
+
+/**
+ * The earliest time anything of this partition happens: its fabric's next event, and each of
+ * its devices' next activity and next arrival (Infinity: nothing).
+ */
+export function clusterNextLocal(cl: usize): f64 {
+  const fab = <usize>load<u32>(cl + CLUSTER_FAB), n = <i32>load<u32>(cl + CLUSTER_N);
+  const owned = <usize>load<u32>(fab + FAB_DEV_OWNED);
+  const pend = <usize>load<u32>(fab + FAB_PEND_MIN), acts = tab(cl, CLUSTER_NEXT);
+  let next = fabricNextEvent(fab);
+  for (let i = 0; i < n; i++) {
+    if (owned != 0 && load<u8>(owned + <usize>i) == 0) continue;
+    next = Math.min(next, load<f64>(acts + (<usize>i << 3)));
+    next = Math.min(next, load<f64>(pend + (<usize>i << 3)));
+  }
+  return next;
 }
 
 /** The device the host is asked to look at (ATTENTION): its index in the fabric. */

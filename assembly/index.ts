@@ -404,7 +404,8 @@ export {
   fabricNew, fabricInit, fabricInbox, fabricIngest, fabricNextEvent, fabricRunTo, fabricTake, fabricRelease, fabricEpPaused,
   fabricOutages, fabricSchedule, fabricRebuildGroups, portCatchUp as fabricCatchUp,
   fabricReadFrame, fabricMarkCe, fabricDraw, fabricEcmpPick, fabricHashTuple, fabricEventPush, fabricEventPop,
+  fabricPartition, fabricMoveOut, fabricPartIn, fabricAdopt, fabricIngestDiverted,
 } from "./fabric/fabric";
 
 // ---- a cluster: the fabric and the devices of its instance, their window loop in the core (cluster.ts)
-export { clusterNew, clusterSetDevice, clusterRun, clusterAttention } from "./cluster";
+export { clusterNew, clusterSetDevice, clusterRun, clusterAttention, clusterBegin, clusterDevices, clusterNextLocal } from "./cluster";

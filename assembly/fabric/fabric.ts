@@ -25,9 +25,10 @@
 // The parts, each a module of its own, lowest first: tables.ts (table access and the encodings
 // the parts share), build.ts (the tables made), ring.ts (a channel's ring), buffer.ts (what a
 // switch holds, PFC, drops), faults.ts (links down and up, the outage schedule), transmit.ts (a
-// channel's transmitter), loop.ts (the event loop), ingest.ts (frames in) and deliver.ts
-// (frames out). This module is the front: what the export surface (index.ts) and the cluster's
-// window loop (cluster.ts) call, and the parts that tests reach.
+// channel's transmitter), loop.ts (the event loop), ingest.ts (frames in), deliver.ts (frames
+// out) and partition.ts (a fabric running some of a run's planes: a run split over threads).
+// This module is the front: what the export surface (index.ts) and the cluster's window loop
+// (cluster.ts) call, and the parts that tests reach.
 
 import { FAB_FRAME } from "../generated/layouts";
 import { draw } from "./tables";
@@ -38,7 +39,8 @@ import { ecmpPick, hashTuple } from "./rng";
 export { fabricNew, fabricInit, fabricInbox, fabricFull, fabricOutbox } from "./build";
 export { fabricOutages, fabricSchedule, fabricRebuildGroups } from "./faults";
 export { fabricEpPaused, fabricNextEvent, fabricRunTo } from "./loop";
-export { fabricIngest, ingestRing, portCatchUp } from "./ingest";
+export { fabricIngest, fabricIngestDiverted, ingestRing, portCatchUp } from "./ingest";
+export { fabricPartition, fabricMoveOut, fabricPartIn, fabricAdopt } from "./partition";
 export { fabricTake, takeDue, heldBodyBytes, writeHeld, fabricRelease } from "./deliver";
 
 // ---- the parts, for tests (test/fabric-parts.test.ts) -------------------------------------

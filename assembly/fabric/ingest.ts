@@ -10,7 +10,7 @@ import {
   FAB_INJ_HEAD, FAB_INJ_TAIL, FAB_INBOX, FAB_INBOX_BODY, FAB_FRAME, FCH_BUSY, FCH_QBYTES, FCH_QPEAK, FCH_WAIT_HEAD,
   FCH_WAIT_COUNT, FPKT_SEQ, FPKT_SRC_EP, FPKT_DST_EP, FPKT_WIRE_LEN, FPKT_META, FPKT_SIDE_NEXT_TIME,
   FPKT_SIDE_NEXT_KEY, FPKT_SIDE_NEXT, FPKT_SIDE_HASH, PKT_SIZE, PKT_TIME_PS, PKT_WIRE_LEN, PKT_PORT, PKT_HDR_LEN,
-  PKT_BODY_LEN, PKT_BODY_OFF, PKT_HDR,
+  PKT_BODY_LEN, PKT_BODY_OFF, PKT_HDR, PKT_SRC_DEVICE,
 } from "../generated/layouts";
 import { IPV4_ECN_ECT0, IPV4_ECN_ECT1 } from "../generated/headers";
 import {
@@ -26,6 +26,7 @@ import { NONE, HDR_SLOT, META_ECT, pkt, pktHdr, pktSide, pktAlloc, pktRelease, p
 import { FrameFields, readFrame, FRAME_OK } from "./frame";
 import { hashTuple } from "./rng";
 import { zeroed } from "./memory";
+import { portOwned, divert } from "./partition";
 
 /**
  * The first `n` inbox records, frames sent by device `device`: each enters the fabric as
@@ -53,8 +54,32 @@ export function ingestRing(fab: usize, device: u32, recs: usize, head: u32, n: u
     const wireLen = load<u32>(r + PKT_WIRE_LEN);
     let depart = <f64>load<u64>(r + PKT_TIME_PS);
     if (psPerByte > 0) depart -= Math.ceil(<f64>(wireLen + txOverhead) * psPerByte);
-    const bodyLen = load<u32>(r + PKT_BODY_LEN);
-    if (send(fab, f, device, <u32>load<u16>(r + PKT_PORT), depart, wireLen, r + PKT_HDR, <u32>load<u16>(r + PKT_HDR_LEN), bodies + load<u32>(r + PKT_BODY_OFF), bodyLen)) entered++;
+    const port = <u32>load<u16>(r + PKT_PORT);
+    // a port of another partition's plane: its frame enters there (partition.ts)
+    if (port < load<u32>(fab + FAB_PORTS) && !portOwned(fab, port)) {
+      divert(fab, device, r, depart, bodies);
+      entered++;
+      continue;
+    }
+    if (send(fab, f, device, port, depart, wireLen, r + PKT_HDR, <u32>load<u16>(r + PKT_HDR_LEN), bodies + load<u32>(r + PKT_BODY_OFF), load<u32>(r + PKT_BODY_LEN))) entered++;
+  }
+  return entered;
+}
+
+/**
+ * The first `n` inbox records, frames another partition's devices sent on its planes' ports
+ * (its FAB.part_divert: each record's time its departure, src_device its sender): those on a
+ * port this fabric runs enter as their sender's would (send); the rest, a third partition's,
+ * are skipped. Returns how many entered.
+ */
+export function fabricIngestDiverted(fab: usize, n: u32): u32 {
+  const f = changetype<FrameFields>(load<usize>(fab + FAB_FRAME));
+  const recs = load<usize>(fab + FAB_INBOX), bodies = load<usize>(fab + FAB_INBOX_BODY);
+  let entered: u32 = 0;
+  for (let k: u32 = 0; k < n; k++) {
+    const r = recs + <usize>k * PKT_SIZE, port = <u32>load<u16>(r + PKT_PORT);
+    if (!portOwned(fab, port)) continue;
+    if (send(fab, f, load<u32>(r + PKT_SRC_DEVICE), port, <f64>load<u64>(r + PKT_TIME_PS), load<u32>(r + PKT_WIRE_LEN), r + PKT_HDR, <u32>load<u16>(r + PKT_HDR_LEN), bodies + load<u32>(r + PKT_BODY_OFF), load<u32>(r + PKT_BODY_LEN))) entered++;
   }
   return entered;
 }

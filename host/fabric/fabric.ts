@@ -12,7 +12,7 @@ import { resolveFabricConfig, type FabricConfig, type FabricOptions } from "./co
 import { type Topology } from "./topology.js";
 import { ConfigError } from "../config.js";
 import { instantiateCoreSync, CoreInstance, type MenicExports } from "../wasm.js";
-import { FAB, FCH, PKT, DROP_REASON, FAULT } from "../generated/layouts.js";
+import { FAB, FCH, PKT, DROP_REASON, FAULT, FBUF, XFER } from "../generated/layouts.js";
 import { putPktDescriptor } from "../pkt.js";
 
 /** Why the fabric dropped a frame (layouts/fabric.json DROP_REASON, in lower case); each is counted per channel, per switch and in total. */
@@ -23,6 +23,8 @@ export const DROP_REASONS: readonly DropReason[] = (Object.keys(DROP_REASON) as 
   .map((k) => k.toLowerCase() as DropReason);
 const R_BAD = DROP_REASON.BAD_FRAME;
 const NR = DROP_REASONS.length;
+/** The header's counters a partition's fabric adds to the others' (Fabric.counters). */
+const TOTAL_SUMS = [FAB.injected, FAB.delivered, FAB.hops, FAB.pfc_resumes, FAB.late_tx, FAB.unordered_tx, FAB.ev_pushed];
 
 // fault kinds
 const F_DOWN = FAULT.DOWN, F_UP = FAULT.UP;
@@ -385,6 +387,133 @@ export class Fabric {
   runTo(endPs: number): void {
     this.flush();
     this.core.fabricRunTo(this.fab, endPs);
+  }
+
+  // ---- one partition of a run split over threads (partition.ts) ---------------------------
+
+  /**
+   * @internal Makes this fabric one partition's of a run split over threads: it runs the planes
+   * of the ports `ports` marks (1 per port) beside the devices `devices` marks (1 per device).
+   * Frames its devices send on another plane are then diverted (takeDiverted), and frames on the
+   * wire to another partition's device moved out (moveOut). Once per fabric.
+   */
+  partition(ports: Uint8Array, devices: Uint8Array): void {
+    if (ports.length !== this.ports || devices.length !== this.devices) throw new RangeError(`a partition marks ${this.ports} ports and ${this.devices} devices`);
+    this.flush();
+    this.core.fabricPartition(this.fab);
+    this.u8 = new Uint8Array(0);
+    this.views();
+    this.u8.set(ports, this.ptr(FAB.port_owned));
+    this.u8.set(devices, this.ptr(FAB.dev_owned));
+  }
+
+  /** A partition buffer's records (`size` bytes each) and bodies, as views of the core's memory (valid until it next runs). */
+  private partBuffer(field: number, size: number): { n: number; recs: Uint8Array; bodies: Uint8Array } {
+    this.views();
+    const b = this.ptr(field), dv = this.dv;
+    const n = dv.getUint32(b + FBUF.n, true), recs = dv.getUint32(b + FBUF.recs, true), body = dv.getUint32(b + FBUF.body, true);
+    return { n, recs: this.u8.subarray(recs, recs + n * size), bodies: this.u8.subarray(body, body + dv.getUint32(b + FBUF.body_n, true)) };
+  }
+
+  /**
+   * @internal The frames this partition's devices sent on other partitions' planes since the
+   * last call: PKT records (time: departure; src_device: sender) and their bodies, as views
+   * of the core's memory valid until `clearDiverted`.
+   */
+  diverted(): { n: number; recs: Uint8Array; bodies: Uint8Array } {
+    this.flush();
+    return this.partBuffer(FAB.part_divert, PKT.SIZE);
+  }
+
+  /** @internal Empties the buffer `diverted` gave. */
+  clearDiverted(): void {
+    this.views();
+    const b = this.ptr(FAB.part_divert);
+    this.dv.setUint32(b + FBUF.n, 0, true);
+    this.dv.setUint32(b + FBUF.body_n, 0, true);
+  }
+
+  /** @internal Another partition's `diverted` frames: those on this partition's planes enter. */
+  ingestDiverted(n: number, recs: Uint8Array, bodies: Uint8Array): void {
+    if (n === 0) return;
+    this.flush();
+    this.inbox(n, bodies.length);
+    this.u8.set(recs, this.dv.getUint32(this.fab + FAB.inbox, true));
+    if (bodies.length) this.u8.set(bodies, this.dv.getUint32(this.fab + FAB.inbox_body, true));
+    this.core.fabricIngestDiverted(this.fab, n);
+  }
+
+  /**
+   * @internal Moves out the frames on the wire to other partitions' devices: XFER records and
+   * their bodies (views valid until the fabric next runs), and the earliest arrival among them.
+   */
+  moveOut(): { min: number; n: number; recs: Uint8Array; bodies: Uint8Array } {
+    this.flush();
+    const min = this.core.fabricMoveOut(this.fab);
+    this.u8 = new Uint8Array(0);
+    return { min, ...this.partBuffer(FAB.part_out, XFER.SIZE) };
+  }
+
+  /** @internal Another partition's `moveOut` frames: those for this partition's devices wait on their last hops here. */
+  adopt(n: number, recs: Uint8Array, bodies: Uint8Array): void {
+    if (n === 0) return;
+    const b = this.core.fabricPartIn(this.fab, n, bodies.length) >>> 0;
+    this.u8 = new Uint8Array(0);
+    this.views();
+    this.u8.set(recs, this.dv.getUint32(b + FBUF.recs, true));
+    if (bodies.length) this.u8.set(bodies, this.dv.getUint32(b + FBUF.body, true));
+    this.core.fabricAdopt(this.fab, n);
+  }
+
+  /**
+   * @internal The counters a partition's fabric kept of its own planes and devices, as one
+   * array: the totals, then per channel and per switch. Every partition's fabric has every
+   * link and switch, each counted only where it runs, so adding the arrays (absorbCounters)
+   * gives the whole run's; peaks are each partition's own, and the larger is kept.
+   */
+  counters(): Float64Array {
+    this.flush();
+    this.views();
+    const out: number[] = [];
+    for (const f of TOTAL_SUMS) out.push(this.f64At(f));
+    for (let r = 0; r < NR; r++) out.push(this.f64At(FAB.drops + 8 * r));
+    out.push(this.dv.getUint32(this.fab + FAB.pkt_peak, true), this.dv.getUint32(this.fab + FAB.ev_peak, true));
+    const a = new Float64Array(out.length + this.counterTables().reduce((s, [, n]) => s + n, 0) + 3 * this.nCh);
+    a.set(out);
+    let k = out.length;
+    for (const [f, n] of this.counterTables()) { a.set(new Float64Array(this.u8.buffer, this.ptr(f), n), k); k += n; }
+    for (let c = 0; c < this.nCh; c++, k += 3) {
+      const at = this.chanAt(c);
+      a[k] = this.dv.getFloat64(at + FCH.pkts, true); a[k + 1] = this.dv.getFloat64(at + FCH.bytes, true); a[k + 2] = this.dv.getFloat64(at + FCH.qpeak, true);
+    }
+    return a;
+  }
+
+  /** @internal Adds another partition's `counters` to this fabric's (the larger of two peaks). */
+  absorbCounters(a: Float64Array): void {
+    this.flush();
+    this.views();
+    const dv = this.dv, add = (at: number, v: number) => dv.setFloat64(at, dv.getFloat64(at, true) + v, true);
+    let k = 0;
+    for (const f of TOTAL_SUMS) add(this.fab + f, a[k++]!);
+    for (let r = 0; r < NR; r++) add(this.fab + FAB.drops + 8 * r, a[k++]!);
+    for (const f of [FAB.pkt_peak, FAB.ev_peak]) dv.setUint32(this.fab + f, Math.max(dv.getUint32(this.fab + f, true), a[k++]!), true);
+    for (const [f, n] of this.counterTables()) {
+      const t = new Float64Array(this.u8.buffer, this.ptr(f), n), peak = f === FAB.buf_peak;
+      for (let i = 0; i < n; i++, k++) t[i] = peak ? Math.max(t[i]!, a[k]!) : t[i]! + a[k]!;
+    }
+    for (let c = 0; c < this.nCh; c++, k += 3) {
+      const at = this.chanAt(c);
+      add(at + FCH.pkts, a[k]!); add(at + FCH.bytes, a[k + 1]!);
+      dv.setFloat64(at + FCH.qpeak, Math.max(dv.getFloat64(at + FCH.qpeak, true), a[k + 2]!), true);
+    }
+    if (k !== a.length) throw new RangeError(`a partition's counters are ${a.length} numbers, this fabric's ${k}`);
+  }
+
+  /** The tables of counters per channel and per switch: (field, f64 entries). */
+  private counterTables(): [number, number][] {
+    const nCh = this.nCh, nSw = this.nSw;
+    return [[FAB.ch_drops, nCh * NR], [FAB.ch_marks, nCh], [FAB.ch_pauses, nCh], [FAB.sw_drops, nSw * NR], [FAB.sw_marks, nSw], [FAB.sw_pauses, nSw], [FAB.buf_peak, nSw]];
   }
 
   // ---- faults ----------------------------------------------------------------------------

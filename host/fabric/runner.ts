@@ -24,6 +24,7 @@
 
 import { ArrivalBatch, type TxSink } from "./batch.js";
 import type { Fabric } from "./fabric.js";
+import type { Partition } from "./partition.js";
 import type { MenicExports } from "../wasm.js";
 import { CLUSTER } from "../generated/layouts.js";
 import { configDefault } from "../config.js";
@@ -96,6 +97,12 @@ export interface RunnerOptions {
    * "host" always on the host (the same results, slower: for comparing the two).
    */
   loop?: "core" | "host";
+  /**
+   * This thread's part of a run split over threads (partition.ts): it steps only its devices
+   * and runs only its planes, meeting the other threads at every window. Every device must be
+   * in the fabric's instance (the loop runs in the core), and PFC off.
+   */
+  partition?: Partition;
 }
 
 export interface RunnerStats {
@@ -123,6 +130,10 @@ export class ClusterRunner {
   private readonly loop: "core" | "host";
   /** per endpoint and port: 1 while the fabric holds that port paused, as last told (host loop) */
   private paused: Uint8Array | undefined;
+  /** stage drops other threads of a split run counted (absorbStageDrops) */
+  private absorbedDrops = 0;
+  /** this thread's part of a run split over threads, or null */
+  readonly partition: Partition | null;
 
   constructor(readonly fabric: Fabric, readonly endpoints: readonly Endpoint[], o: RunnerOptions = {}) {
     if (endpoints.length !== fabric.devices) throw new RangeError(`the fabric has ${fabric.devices} devices, got ${endpoints.length} endpoints`);
@@ -139,6 +150,12 @@ export class ClusterRunner {
     this.nowPs = fabric.nowPs;
     if (o.loop !== undefined && o.loop !== "core" && o.loop !== "host") throw new RangeError(`loop must be "core" or "host", got ${String(o.loop)}`);
     this.loop = o.loop ?? "core";
+    this.partition = o.partition ?? null;
+    if (this.partition) {
+      if (fabric.pfc) throw new RangeError("a run split over threads needs PFC off: a pause crosses from one plane's thread to its devices' within a window");
+      if (this.partition.count > fabric.topology.planes) throw new RangeError(`a run splits over at most its planes' number of threads (${fabric.topology.planes}), got ${this.partition.count}`);
+      if (this.loop === "host") throw new RangeError('a run split over threads runs its window loop in the core (loop "core")');
+    }
   }
 
   /**
@@ -159,6 +176,10 @@ export class ClusterRunner {
 
   private run(endPs: number, stopWhenIdle: boolean): boolean {
     const inCore = this.loop === "core" ? this.coreDevices() : null;
+    if (this.partition) {
+      if (!inCore) throw new RangeError("a run split over threads needs every device in the fabric's core instance (no tap, no console read after every step)");
+      return this.runSplit(inCore, this.partition, endPs, stopWhenIdle);
+    }
     if (inCore) return this.runInCore(inCore, endPs, stopWhenIdle);
     const W = this.windowPs, fabric = this.fabric, eps = this.endpoints, n = eps.length;
     for (let i = 0; i < n; i++) this.nextAct[i] = eps[i].nextActivityPs();
@@ -231,17 +252,7 @@ export class ClusterRunner {
   private runInCore(devices: CoreDevice[], endPs: number, stopWhenIdle: boolean): boolean {
     const core = this.fabric.core;
     this.fabric.flush();
-    if (this.cl === 0) {
-      const cl = core.clusterNew(this.fabric.fab, this.windowPs, devices[0]?.overheadBytes ?? 0) >>> 0;
-      devices.forEach((d, i) => {
-        if (d.overheadBytes !== devices[0]!.overheadBytes) throw new RangeError(`endpoint ${i}: every device's frame overhead must be the same`);
-        core.clusterSetDevice(cl, i, d.handle, d.psPerByte);
-      });
-      const dv = new DataView(core.memory.buffer);
-      const order = dv.getUint32(cl + CLUSTER.order, true);
-      this.order.forEach((i, k) => dv.setUint32(order + 4 * k, i, true));
-      this.cl = cl;
-    }
+    this.coreCluster(devices);
     // the host's loop may have run since the core's last stretch
     new DataView(core.memory.buffer).setFloat64(this.cl + CLUSTER.now_ps, this.nowPs, true);
     let fresh = 1;
@@ -254,6 +265,84 @@ export class ClusterRunner {
     }
   }
 
+  /**
+   * run() as this thread's part of a run split over threads: the window loop of runInCore,
+   * its devices stepped in the core (clusterDevices), its fabric run here, and two meetings a
+   * window (one for a jump over idle time): after the devices (the frames they sent on other
+   * threads' planes), and after the fabric (frames on the wire to other threads' devices, and
+   * when each thread next acts). Every thread takes the same windows and jumps.
+   */
+  private runSplit(devices: CoreDevice[], part: Partition, endPs: number, stopWhenIdle: boolean): boolean {
+    const fabric = this.fabric, core = fabric.core, W = this.windowPs;
+    fabric.flush();
+    if (this.cl === 0) {
+      const t = fabric.topology;
+      fabric.partition(
+        Uint8Array.from(t.portPlane, (pl) => ((pl < 0 ? 0 : part.planeThread(pl, t.planes)) === part.index ? 1 : 0)),
+        Uint8Array.from({ length: this.endpoints.length }, (_, d) => (part.deviceThread(d, this.endpoints.length) === part.index ? 1 : 0)));
+    }
+    this.coreCluster(devices);
+    const cl = this.cl;
+    // the host may have given the devices work since the last stretch
+    core.clusterBegin(cl, 1);
+    let next = this.meetAfterFabric(part, 0);
+    while (this.nowPs < endPs) {
+      if (next === Infinity && stopWhenIdle) return true;
+      if (next >= this.nowPs + W) {
+        this.nowPs = Math.min(endPs, Math.max(this.nowPs, Math.floor(next / W) * W));
+        fabric.runTo(this.nowPs);
+        next = this.meetAfterFabric(part, this.nowPs);
+        continue;
+      }
+      const end = this.nowPs + W;
+      while (core.clusterDevices(cl, end) === 2) this.endpoints[core.clusterAttention(cl)]!.attend?.();
+      // the frames sent on other threads' planes, for them; theirs on this thread's, here
+      const out = fabric.diverted();
+      const handed = part.exchange([out.n], [out.recs, out.bodies]);
+      fabric.clearDiverted();
+      handed.forEach((h, k) => { if (k !== part.index) fabric.ingestDiverted(h.nums[0]!, h.sections[0]!, h.sections[1]!); });
+      fabric.runTo(end);
+      this.nowPs = end;
+      next = this.meetAfterFabric(part, end);
+    }
+    return false;
+  }
+
+  /**
+   * The meeting after the fabrics ran to `nowPs`: each thread hands over the frames on the
+   * wire to the others' devices and takes theirs to its own; returns when the whole run next
+   * acts (the earliest of every thread's).
+   */
+  private meetAfterFabric(part: Partition, nowPs: number): number {
+    const fabric = this.fabric, core = fabric.core;
+    new DataView(core.memory.buffer).setFloat64(this.cl + CLUSTER.now_ps, nowPs, true);
+    const moved = fabric.moveOut();
+    const local = Math.min(moved.min, core.clusterNextLocal(this.cl));
+    const handed = part.exchange([local, moved.n], [moved.recs, moved.bodies]);
+    let next = Infinity;
+    handed.forEach((h, k) => {
+      next = Math.min(next, h.nums[0]!);
+      if (k !== part.index) fabric.adopt(h.nums[1]!, h.sections[0]!, h.sections[1]!);
+    });
+    return next;
+  }
+
+  /** The core's cluster for `devices` (assembly/cluster.ts), made at the first run in the core. */
+  private coreCluster(devices: CoreDevice[]): void {
+    const core = this.fabric.core;
+    if (this.cl === 0) {
+      const cl = core.clusterNew(this.fabric.fab, this.windowPs, devices[0]?.overheadBytes ?? 0) >>> 0;
+      devices.forEach((d, i) => {
+        if (d.overheadBytes !== devices[0]!.overheadBytes) throw new RangeError(`endpoint ${i}: every device's frame overhead must be the same`);
+        core.clusterSetDevice(cl, i, d.handle, d.psPerByte);
+      });
+      const dv = new DataView(core.memory.buffer);
+      const order = dv.getUint32(cl + CLUSTER.order, true);
+      this.order.forEach((i, k) => dv.setUint32(order + 4 * k, i, true));
+      this.cl = cl;
+    }
+  }
+
   /** True when the window loop ran in the core (every endpoint a device of the fabric's instance; RunnerOptions.loop). */
   get inCore(): boolean {
     return this.cl !== 0;
@@ -261,13 +350,18 @@ export class ClusterRunner {
 
   /** Arrivals lost because they did not fit a device's receive stage, all endpoints. */
   stageDrops(): number {
-    let n = 0;
+    let n = this.absorbedDrops;
     for (const ep of this.endpoints) n += ep.stageDrops ?? 0;
     if (this.cl !== 0) {
       const dv = new DataView(this.fabric.core.memory.buffer), at = dv.getUint32(this.cl + CLUSTER.stage_drops, true);
       for (let i = 0; i < this.endpoints.length; i++) n += dv.getFloat64(at + 8 * i, true);
     }
     return n;
+  }
+
+  /** @internal Adds another thread's stageDrops (a run split over threads: its devices'). */
+  absorbStageDrops(n: number): void {
+    this.absorbedDrops += n;
   }
 
   stats(): RunnerStats {

@@ -263,6 +263,33 @@ export interface MenicExports {
   fabricEventPush(fab: number, time: number, key: number, ev: number): void;
   /** Pops the earliest event before `limit` (-1: none); its time is in FAB.ev_last_time. */
   fabricEventPop(fab: number, limit: number): number;
+  /**
+   * Makes this fabric one partition's: its tables of owned ports (u8 per port: the port's plane
+   * runs here) and owned devices (u8 per device), every entry 1 until the host writes them, and
+   * its three buffers (FAB.part_divert, part_out, part_in).
+   */
+  fabricPartition(fab: number): void;
+  /**
+   * Moves every frame on the wire of a last hop to a device of another partition into
+   * FAB.part_out (emptied first) as XFER records, in each port's order; returns the earliest
+   * arrival among them (Infinity: none). The ports are then as if their devices had taken them.
+   */
+  fabricMoveOut(fab: number): number;
+  /** Room in FAB.part_in (emptied) for `n` XFER records and `bodyBytes` of bodies; returns its FBUF. */
+  fabricPartIn(fab: number, n: number, bodyBytes: number): number;
+  /**
+   * The first `n` XFER records of FAB.part_in (another partition's fabricMoveOut) whose device
+   * runs here: each frame waits on the wire of its last hop, behind those already there, as if
+   * this fabric had sent it. The others are skipped (a third partition's).
+   */
+  fabricAdopt(fab: number, n: number): void;
+  /**
+   * The first `n` inbox records, frames another partition's devices sent on its planes' ports
+   * (its FAB.part_divert: each record's time its departure, src_device its sender): those on a
+   * port this fabric runs enter as their sender's would (send); the rest, a third partition's,
+   * are skipped. Returns how many entered.
+   */
+  fabricIngestDiverted(fab: number, n: number): number;
   /** A cluster over fabric `fab` (its device count), windows of `windowPs`; the host then places each device (clusterSetDevice). */
   clusterNew(fab: number, windowPs: number, overheadBytes: number): number;
   /** Device `i` of the fabric is the device at `dev` (this instance), sending at `psPerByte`. */
@@ -276,6 +303,24 @@ export interface MenicExports {
   clusterRun(cl: number, endPs: number, stopWhenIdle: number, fresh: number): number;
   /** The device the host is asked to look at (ATTENTION): its index in the fabric. */
   clusterAttention(cl: number): number;
+  /**
+   * A run split over threads (host/fabric/runner.ts, partitioned): at the start of the host's
+   * run, as clusterRun's start. `fresh`: each device is asked again when it next acts.
+   */
+  clusterBegin(cl: number, fresh: number): void;
+  /**
+   * A partition's devices' part of the window ending at `end` (a run split over threads): each
+   * device of this partition (FAB.dev_owned) steps as finishWindow steps it, its frames on other
+   * partitions' planes diverted; the fabric does not run (the host runs it once the partitions
+   * have exchanged their frames). Returns CLUSTER_REACHED, or CLUSTER_ATTENTION when a device
+   * wants the host: the next call, with the same `end`, goes on there.
+   */
+  clusterDevices(cl: number, end: number): number;
+  /**
+   * The earliest time anything of this partition happens: its fabric's next event, and each of
+   * its devices' next activity and next arrival (Infinity: nothing).
+   */
+  clusterNextLocal(cl: number): number;
 }
 
 /** Every export but `memory` and `table`: the core's functions. */
@@ -416,8 +461,16 @@ export const EXPORT_SIGNATURES: { readonly [K in ExportName]: Signature<MenicExp
   fabricHashTuple: [["i32", "i32", "i32", "i32", "i32"], "i32"],
   fabricEventPush: [["i32", "f64", "f64", "i32"], "void"],
   fabricEventPop: [["i32", "f64"], "i32"],
+  fabricPartition: [["i32"], "void"],
+  fabricMoveOut: [["i32"], "f64"],
+  fabricPartIn: [["i32", "i32", "i32"], "i32"],
+  fabricAdopt: [["i32", "i32"], "void"],
+  fabricIngestDiverted: [["i32", "i32"], "i32"],
   clusterNew: [["i32", "f64", "i32"], "i32"],
   clusterSetDevice: [["i32", "i32", "i32", "f64"], "void"],
   clusterRun: [["i32", "f64", "i32", "i32"], "i32"],
   clusterAttention: [["i32"], "i32"],
+  clusterBegin: [["i32", "i32"], "void"],
+  clusterDevices: [["i32", "f64"], "i32"],
+  clusterNextLocal: [["i32"], "f64"],
 };

@@ -32,6 +32,7 @@ import { OutputFile, describeFsError } from "./output.js";
 import { expandSweep, checkSweep, runSweep, formatSweep, SWEEP_RUNS_BOUND, type SweepRun } from "../scenario/sweep.js";
 import { parseShard, inShard, mergeShards, scenarioDigest, SHARD_FORMAT, type Shard, type ShardFile, type Merged } from "../scenario/shard.js";
 import { runSweepJobs } from "./sweep-pool.js";
+import { runScenarioThreads } from "./run-threads.js";
 import { ClusterCapture } from "../cluster/capture.js";
 import { PcapngWriter } from "../wire/pcapng.js";
 import { coreModule, packageRoot } from "./node.js";
@@ -73,6 +74,7 @@ completed to measure it is null in --json and "—" in the table.`,
     "max-memory": { kind: "int", value: "<GiB>", min: 1, max: 2 ** 20, help: "refuse a scenario whose devices and fabric need more memory than this (docs/fabric.md, \"Memory\")", default: String(MEMORY_BOUND_BYTES / 2 ** 30) },
     "allow-failures": { kind: "flag", help: "exit 0 though a run (a sweep's run) failed, ran out of time or stalled: a study whose failures are results", default: "(off: exit 1)" },
     jobs: { kind: "int", value: "<n>", min: 1, max: 256, help: "make a sweep's runs on n worker threads at once, each run on one (the table and JSON are the same as on one; each thread holds its own devices: n times the memory)", default: "1" },
+    threads: { kind: "int", value: "<n>", min: 1, max: 64, help: "split one traffic run over n worker threads, its devices and planes shared out (the table and JSON are the same as on one; n at most its planes; each thread builds the whole cluster: n times the memory; docs/scale.md)", default: "1" },
     shard: { kind: "string", value: "<i/n>", help: "with --json: make only every n-th run of the sweep, from run i (1 to n), and print them as a shard file; menic merge puts the shards back together (docs/scale.md)", default: "(none: every run)" },
   },
   notes: `${TIMES}.
@@ -508,6 +510,11 @@ async function scenarioRun(args: string[]): Promise<number> {
       if (scenario.sweep === undefined) throw new UsageError(`--shard cuts a sweep into shards; ${name} has no "sweep"`, RUN.name);
     }
     if (values.jobs !== undefined && values.jobs > 1 && scenario.sweep === undefined) throw new UsageError(`--jobs makes a sweep's runs at once on worker threads; ${name} has no "sweep" (a run alone uses one thread)`, RUN.name);
+    if (values.threads !== undefined && values.threads > 1) {
+      if (scenario.sweep !== undefined) throw new UsageError(`--threads splits one run over threads; ${name} is a sweep (--jobs runs a sweep's runs at once)`, RUN.name);
+      const one = values.pcap ? "--pcap" : values.trace ? "--trace" : values.csv ? "--csv" : timeline !== undefined ? "--timeline" : null;
+      if (one) throw new UsageError(`${one} sees every device of a run; with --threads each thread has only its own`, RUN.name);
+    }
     if (scenario.sweep === undefined) check(scenario);
     else {
       const one = values.pcap ? "--pcap" : values.trace ? "--trace" : values.csv ? "--csv" : null;
@@ -607,7 +614,12 @@ async function scenarioRun(args: string[]): Promise<number> {
       traceFile = new OutputFile("--trace", values.trace!);
       tracer = new ScenarioTracer(traceFile.write, traceOptions);
     }
-    r = await runScenario(coreModule(), scenario as ScenarioInput, {
+    const threads = values.threads ?? 1;
+    r = threads > 1 ? await runScenarioThreads(scenario as ScenarioInput, threads, {
+      maxMemoryBytes: limits.maxMemoryBytes,
+      onProgress: (nowPs, done, total) => progress.update(sample(nowPs, untilPs, done, total, counts(sc))),
+      shouldStop: interrupt.shouldStop,
+    }) : await runScenario(coreModule(), scenario as ScenarioInput, {
       ...limits,
       ...timelineOption,
       onBuilt: (c) => { onBuilt(c); capture?.attach(c.endpoints); },

@@ -7,6 +7,7 @@
 
 import { Fabric } from "../fabric/fabric.js";
 import { ClusterRunner } from "../fabric/runner.js";
+import type { Partition } from "../fabric/partition.js";
 import { DeviceEndpoint } from "../cluster/endpoint.js";
 import { Context, VerbsError, type Qp, type PortGroup } from "../verbs.js";
 import { leafSpine, singleSwitch, threeTier, fatTreeCounts, PORTS_DEFAULT, type Topology } from "../fabric/topology.js";
@@ -224,7 +225,7 @@ export function clusterHomes(coreModule: WebAssembly.Module, sc: ClusterSizeOf, 
  * multiple of the devices' interleave quantum within the smallest link latency (windowFor), or
  * `windowPs` when given (a what-if: docs/fabric.md says which results may depend on it).
  */
-export function buildCluster(home: WebAssembly.Module | CoreInstance, sc: FabricOf, contexts: readonly Context[], windowPs?: number): { fabric: Fabric; endpoints: DeviceEndpoint[]; runner: ClusterRunner } {
+export function buildCluster(home: WebAssembly.Module | CoreInstance, sc: FabricOf, contexts: readonly Context[], windowPs?: number, partition?: Partition): { fabric: Fabric; endpoints: DeviceEndpoint[]; runner: ClusterRunner } {
   const topo = buildTopology(sc);
   // a payload slot fits the largest frame the devices build: their MTU, and pad and ICRC with room
   // to spare (the default at the default MTU); at an MTU of 256 a switch buffer of small frames
@@ -235,7 +236,7 @@ export function buildCluster(home: WebAssembly.Module | CoreInstance, sc: Fabric
   applyFaults(sc.faults, fabric, topo);
   const endpoints = contexts.map((c) => new DeviceEndpoint(c.device));
   const quantumPs = contexts.length > 0 ? Number(contexts[0]!.device.config.get("interleaveQuantumPs")) : undefined;
-  return { fabric, endpoints, runner: new ClusterRunner(fabric, endpoints, { quantumPs, ...(windowPs !== undefined ? { windowPs } : {}) }) };
+  return { fabric, endpoints, runner: new ClusterRunner(fabric, endpoints, { quantumPs, ...(windowPs !== undefined ? { windowPs } : {}), ...(partition ? { partition } : {}) }) };
 }
 
 /** How a cluster's devices are made: each one's config, the config its memory is judged by, and what is done to each once open. */
@@ -371,7 +372,7 @@ export class Cluster {
    * (buildCluster); refused first as clusterHomes refuses; the devices in one instance with the
    * fabric while they fit.
    */
-  static async build(coreModule: WebAssembly.Module, sc: FabricOf & ClusterSizeOf, plan: DevicePlan, opts: { maxMemoryBytes?: number; windowPs?: number; sharedInstanceBytes?: number } = {}): Promise<Cluster> {
+  static async build(coreModule: WebAssembly.Module, sc: FabricOf & ClusterSizeOf, plan: DevicePlan, opts: { maxMemoryBytes?: number; windowPs?: number; sharedInstanceBytes?: number; partition?: Partition } = {}): Promise<Cluster> {
     const homes = clusterHomes(coreModule, sc, plan.sizedBy, opts.maxMemoryBytes, opts.sharedInstanceBytes);
     const contexts: Context[] = [];
     for (let d = 0; d < sc.devices.count; d++) {
@@ -379,7 +380,7 @@ export class Cluster {
       plan.prepare?.(ctx);
       contexts.push(ctx);
     }
-    const { fabric, endpoints, runner } = buildCluster(homes.fabric, sc, contexts, opts.windowPs);
+    const { fabric, endpoints, runner } = buildCluster(homes.fabric, sc, contexts, opts.windowPs, opts.partition);
     return new Cluster(homes.fabric, contexts, fabric, endpoints, runner, homes.instances);
   }
 

@@ -7,6 +7,7 @@ import type { Fabric, DropReason } from "../fabric/fabric.js";
 import type { GraphProgram } from "../graph/types.js";
 import type { CollectiveSpec } from "./scenario.js";
 import type { Cluster } from "./cluster.js";
+import type { Partition } from "../fabric/partition.js";
 import type { InterferenceRow } from "./interference.js";
 import type { MetaroceCounts, RetransmitCauses, Percentiles } from "./counters.js";
 import type { SlowdownTable } from "./slowdown.js";
@@ -432,6 +433,13 @@ export interface RunOptions {
    * run's `endPs` (the end of the stretch after which it was found stalled).
    */
   csv?: CsvOptions;
+  /**
+   * @internal This thread's part of one traffic run split over threads (`menic run --threads`,
+   * host/platform/run-threads.ts): every thread builds the whole cluster, steps its own devices
+   * and planes, and the first reports the run (the others' results are partial). No observer,
+   * timeline, CSV or capture; a traffic scenario only.
+   */
+  partition?: Partition;
 }
 
 /** One of the files a CSV recording writes ({@link RunOptions.csv}; docs/csv.md). */

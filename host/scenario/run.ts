@@ -47,6 +47,10 @@ export async function runScenario(coreModule: WebAssembly.Module, input: Scenari
     if (!(Number.isSafeInteger(opts.timelinePs) && opts.timelinePs >= TIMELINE_MIN_PS)) throw new RangeError(`timelinePs must be an integer number of ps, at least ${TIMELINE_MIN_PS} (1 ns), got ${opts.timelinePs}`);
     if (sc.collective || sc.collectives) throw new RangeError("timelinePs: a timeline samples a traffic scenario's bytes placed; this scenario runs a collective");
   }
+  if (opts.partition) {
+    if (sc.collective || sc.collectives) throw new RangeError("a run split over threads is a traffic scenario's; this scenario runs a collective");
+    if (opts.observer || opts.csv || opts.timelinePs !== undefined) throw new RangeError("a run split over threads takes no observer, trace, timeline or CSV recording (each thread sees only its own devices)");
+  }
   // a CSV recording is one more observer of the run
   const csv = opts.csv ? new CsvRecorder(opts.csv) : null;
   const observer = csv && opts.observer ? new Observers([opts.observer, csv]) : csv ?? opts.observer;

@@ -70,6 +70,18 @@ export function trafficSizes(n: number, plan: TrafficPlan): TrafficSizes {
   return { qpsPerDevice, peersPerDevice: peers.map((p) => p.size), cqDepth, hbmBytes, hostMemBytes };
 }
 
+/** A flow's completions as one thread polled them: index, completed, failed, bytes, READ bytes, last done, status. */
+type PolledFlow = [number, number, number, number, number, number, string];
+
+/** What one thread of a run split over threads polled (TrafficRun.polled). */
+export interface PolledPart {
+  completed: number;
+  lastCompletionPs: number;
+  fct: number[];
+  verbs: NonNullable<TrafficReport["verbs"]>;
+  flows: PolledFlow[];
+}
+
 /** A device's memory for the traffic: its PD, CQ, and the region both sent from and written into. */
 interface DeviceMemory { pd: Pd; cq: Cq; addr: number; mr: Mr }
 
@@ -233,6 +245,34 @@ export class TrafficRun {
         f.lastDonePs = Math.max(f.lastDonePs, t);
         this.fct.push(t - f.startPs);
       }
+    }
+  }
+
+  /**
+   * What this thread's polls saw of a run split over threads (its devices' completions: the
+   * flows whose sender it runs), for the first thread's `absorb`.
+   */
+  polled(): PolledPart {
+    return {
+      completed: this.completed, lastCompletionPs: this.lastCompletionPs, fct: this.fct, verbs: this.verbs,
+      flows: this.state.flatMap((f, i) => (f.completed + f.failed === 0 ? [] : [[i, f.completed, f.failed, f.bytes, f.readBytes, f.lastDonePs, f.status] as PolledFlow])),
+    };
+  }
+
+  /** Adds another thread's `polled` to this one's: the run's completions, each seen by the thread that runs its sender. */
+  absorb(p: PolledPart): void {
+    this.completed += p.completed;
+    this.lastCompletionPs = Math.max(this.lastCompletionPs, p.lastCompletionPs);
+    for (const t of p.fct) this.fct.push(t);
+    for (const [v, c] of Object.entries(p.verbs) as [TrafficVerb, VerbCounts][]) {
+      const mine = this.verbCount(v);
+      mine.completed += c.completed; mine.failed += c.failed; mine.bytes += c.bytes;
+    }
+    for (const [i, completed, failed, bytes, readBytes, lastDonePs, status] of p.flows) {
+      const f = this.state[i]!;
+      f.completed += completed; f.failed += failed; f.bytes += bytes; f.readBytes += readBytes;
+      f.lastDonePs = Math.max(f.lastDonePs, lastDonePs);
+      if (f.status === "") f.status = status;
     }
   }
 

@@ -18,6 +18,7 @@ import { Observers, TimelineRecorder } from "./observers.js";
 import { planTraffic, type FlowPlan } from "./workload.js";
 import { idealOf, trafficSizes, TrafficRun, type TrafficSizes } from "./traffic-run.js";
 import { maxOf } from "../extremes.js";
+import { gatherSplitRun } from "./split-run.js";
 
 // what a traffic's flows are is workload.ts's; these names have always been importable from here
 export { trafficFlows, type TrafficPatternOf } from "./workload.js";
@@ -80,17 +81,21 @@ async function runFlows(built: Cluster, tr: TrafficRun, untilPs: number, opts: R
   const observer = opts.observer;
   const p: RunProgress = { stopped: false, stalled: false };
   const chunk = Math.max(runner.windowPs, Math.min(10_000_000, observer?.intervalPs ?? Infinity));
-  while (tr.completed < tr.total && runner.nowPs < untilPs) {
-    if (opts.shouldStop && (await opts.shouldStop())) { p.stopped = true; break; }
+  // split over threads, each polls its own devices: what the run does next is what they agree
+  const part = opts.partition, agreed = (x: number) => (part ? part.sum(x) : x);
+  let completed = 0;
+  while (completed < tr.total && runner.nowPs < untilPs) {
+    if (agreed(opts.shouldStop && (await opts.shouldStop()) ? 1 : 0) > 0) { p.stopped = true; break; }
     const limit = Math.min(untilPs, runner.nowPs + chunk, timeline?.nextPs(runner.nowPs) ?? Infinity, tr.nextPostPs);
     let idle = runner.runUntilIdle(limit);
     // nothing happens until the next flows arrive: on to them (or to the next sample)
     if (idle && tr.pending) { runner.runTo(limit); idle = false; }
     if (runner.nowPs === tr.nextPostPs) tr.postDue(runner.nowPs);
     tr.poll(contexts);
+    completed = agreed(tr.completed);
     observer?.sample(runner.nowPs);
-    opts.onProgress?.(runner.nowPs, tr.completed, tr.total);
-    if (idle && tr.completed < tr.total) { p.stalled = true; break; }
+    opts.onProgress?.(runner.nowPs, completed, tr.total);
+    if (idle && completed < tr.total) { p.stalled = true; break; }
   }
   return p;
 }
@@ -136,5 +141,6 @@ export async function runTrafficScenario(coreModule: WebAssembly.Module, sc: Sce
   tr.postDue(built.runner.nowPs);
   opts.onStart?.(plan.maxBytes);
   const progress = await runFlows(built, tr, sc.untilPs, { ...opts, observer }, timeline);
+  if (opts.partition) gatherSplitRun(opts.partition, built, tr);
   return trafficResult(sc, built, tr, progress, plan.workload ? idealOf(sc) : null, timeline?.timeline() ?? null);
 }
