@@ -60,6 +60,8 @@ export class Partition {
   readonly count: number;
   private readonly sync: Int32Array;
   private round = 0;
+  /** the meetings this thread reached before the last of the others, and the milliseconds it waited at them */
+  readonly waited = { meetings: 0, ms: 0 };
 
   constructor(readonly index: number, readonly shared: PartitionShared) {
     this.count = shared.count;
@@ -92,12 +94,15 @@ export class Partition {
       Atomics.notify(s, 1);
       return;
     }
+    const t0 = performance.now();
+    this.waited.meetings++;
     // the others are most often close behind: a short spin before sleeping
-    for (let i = 0; i < 4000; i++) if (Atomics.load(s, 1) !== g) return;
+    for (let i = 0; i < 4000 && Atomics.load(s, 1) === g; i++);
     while (Atomics.load(s, 1) === g) {
       if (Atomics.load(s, 2) !== 0) throw new PartitionAborted();
       Atomics.wait(s, 1, g, 1000);
     }
+    this.waited.ms += performance.now() - t0;
   }
 
   /**

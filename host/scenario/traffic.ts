@@ -9,6 +9,7 @@
 // browser tab as well.
 
 import type { Context } from "../verbs.js";
+import type { MetarocePath } from "../device.js";
 import type { Scenario } from "./scenario.js";
 import { Cluster, configFromWords, type FabricOf, type ClusterSizeOf } from "./cluster.js";
 import { portTraffic } from "./collective.js";
@@ -18,7 +19,7 @@ import { Observers, TimelineRecorder } from "./observers.js";
 import { planTraffic, type FlowPlan } from "./workload.js";
 import { idealOf, trafficSizes, TrafficRun, type TrafficSizes } from "./traffic-run.js";
 import { maxOf } from "../extremes.js";
-import { gatherSplitRun } from "./split-run.js";
+import { gatherSplitRun, type SplitGathered } from "./split-run.js";
 
 // what a traffic's flows are is workload.ts's; these names have always been importable from here
 export { trafficFlows, type TrafficPatternOf } from "./workload.js";
@@ -29,8 +30,7 @@ function spread(v: number[]): [number, number, number] {
   return [s[0]!, s[(s.length - 1) >> 1]!, s[s.length - 1]!];
 }
 
-function pathSummary(contexts: readonly Context[]): PathSummary {
-  const paths = contexts.flatMap((c) => c.device.metarocePaths());
+function pathSummary(paths: readonly MetarocePath[]): PathSummary {
   return {
     count: paths.length,
     active: paths.filter((p) => p.state === "active").length,
@@ -104,7 +104,7 @@ async function runFlows(built: Cluster, tr: TrafficRun, untilPs: number, opts: R
 type TrafficResultOf = Pick<Scenario, "name" | "seed" | "untilPs" | "transport">;
 
 /** What the run did: per flow and in total, completion times, the devices' and the fabric's counters, and its timeline when it took one. */
-function trafficResult(sc: TrafficResultOf, built: Cluster, tr: TrafficRun, p: RunProgress, ideal: ((f: FlowPlan) => number) | null, timeline: Timeline | null): ScenarioResult {
+function trafficResult(sc: TrafficResultOf, built: Cluster, tr: TrafficRun, p: RunProgress, ideal: ((f: FlowPlan) => number) | null, timeline: Timeline | null, gathered: SplitGathered | null): ScenarioResult {
   const { runner, contexts, fabric } = built;
   const counts = deviceCounts(contexts.map((c) => c.device), runner.stageDrops(), sc.transport === "metaroce");
   const { messages, flows, totalBytes, totalGoodputGbps, fctPs, ...more } = tr.report(ideal);
@@ -119,7 +119,7 @@ function trafficResult(sc: TrafficResultOf, built: Cluster, tr: TrafficRun, p: R
     messages, flows, totalBytes, totalGoodputGbps, fctPs, ...more,
     transport: sc.transport,
     ...counts,
-    ...(sc.transport === "metaroce" ? { paths: pathSummary(contexts) } : {}),
+    ...(sc.transport === "metaroce" ? { paths: pathSummary((gathered?.paths ?? contexts.map((c) => c.device.metarocePaths())).flat()) } : {}),
     fabric: { drops: fs.drops, ecnMarks: fs.ecnMarks, pfcPauses: fs.pfcPauses, hops: fs.hops, delivered: fs.delivered },
     ports: portTraffic(contexts, fabric),
     ...(timeline ? { timeline } : {}),
@@ -141,6 +141,7 @@ export async function runTrafficScenario(coreModule: WebAssembly.Module, sc: Sce
   tr.postDue(built.runner.nowPs);
   opts.onStart?.(plan.maxBytes);
   const progress = await runFlows(built, tr, sc.untilPs, { ...opts, observer }, timeline);
-  if (opts.partition) gatherSplitRun(opts.partition, built, tr);
-  return trafficResult(sc, built, tr, progress, plan.workload ? idealOf(sc) : null, timeline?.timeline() ?? null);
+  // split over threads: the others' devices, planes and polls, put together in the first
+  const gathered = opts.partition ? gatherSplitRun(opts.partition, built, tr) : null;
+  return trafficResult(sc, built, tr, progress, plan.workload ? idealOf(sc) : null, timeline?.timeline() ?? null, gathered);
 }

@@ -1,0 +1,94 @@
+import { describe, it, expect, afterAll } from "vitest";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+// One traffic run split over threads (`menic run --threads N`, issue 31 §4): each thread steps
+// its own devices and runs its own planes, frames crossing between them at every window. The
+// table and the JSON are one thread's, byte for byte, on runs where every crossing matters:
+// loss and retransmissions on both transports, ECN marks, a plane failing and coming back,
+// bodies carried in full mode, three tiers, an open-loop workload posting as it goes. A thread
+// that dropped the frames another handed it, or took them a window late, would change them.
+
+const tmp = mkdtempSync(join(tmpdir(), "menic-split-"));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+const menic = (...args: string[]) => {
+  const r = spawnSync("node", ["bin/menic.js", ...args], { encoding: "utf8" });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+};
+let files = 0;
+const file = (sc: object) => { const p = join(tmp, `sc-${files++}.json`); writeFileSync(p, JSON.stringify(sc)); return p; };
+
+/** Runs `sc` on 1 thread and on each of `threads`: the JSON and table of each, and the one-thread JSON parsed. */
+function compare(sc: object, threads: number[]) {
+  const p = file(sc);
+  const one = { json: menic("run", p, "--json", "--allow-failures"), table: menic("run", p, "--allow-failures") };
+  expect(one.json.status, one.json.stderr).toBe(0);
+  for (const n of threads) {
+    const json = menic("run", p, "--json", "--allow-failures", "--threads", String(n));
+    expect(json.status, json.stderr).toBe(0);
+    expect(json.stdout, `${n} threads`).toBe(one.json.stdout);
+    const table = menic("run", p, "--allow-failures", "--threads", String(n));
+    expect(table.stdout, `${n} threads`).toBe(one.table.stdout);
+  }
+  return JSON.parse(one.json.stdout);
+}
+
+describe("a traffic run split over threads", () => {
+  it("MetaRoCE-like over 4 planes with loss and a plane down and back: 2 and 4 threads give one thread's bytes", () => {
+    const r = compare({
+      name: "split-metaroce", seed: 7, until: "3ms", transport: "metaroce",
+      devices: { count: 16, config: { engines: 1, ports: 4, scaleUpPorts: 4 } },
+      fabric: { mode: "timing", topology: { kind: "leaf-spine", planes: 4, spines: 2, devicesPerLeaf: 4 }, switch: { ecn: { kminBytes: 20000, kmaxBytes: 200000, pmax: 0.1 } } },
+      traffic: { pattern: "permutation", messageBytes: 262144, messages: 24 },
+      faults: [{ kind: "loss", random: 0.002 }, { kind: "plane-down", plane: 2, at: "8us", until: "30us" }],
+    }, [2, 4]);
+    // what crossed between threads changed what happened: losses recovered, marks, a plane lost
+    expect(r.finished).toBe(true);
+    expect(r.retransmits).toBeGreaterThan(1000);
+    expect(r.fabric.ecnMarks).toBeGreaterThan(1000);
+    expect(r.fabric.drops.random_loss).toBeGreaterThan(100);
+    expect(r.fabric.drops.link_down).toBeGreaterThan(1000);
+  });
+
+  it("RoCEv2 in full mode (bodies cross with their frames) over 2 planes with loss", () => {
+    const r = compare({
+      name: "split-roce", seed: 3, until: "200ms",
+      devices: { count: 8, config: { engines: 1, ports: 2, scaleUpPorts: 2 } },
+      fabric: { mode: "full", topology: { kind: "leaf-spine", planes: 2, spines: 2, devicesPerLeaf: 4 } },
+      traffic: { pattern: "all-to-all", messageBytes: 32768, messages: 2 },
+      faults: [{ kind: "loss", random: 0.003 }],
+    }, [2]);
+    // its tail losses wait for RoCEv2's transport timeout (67 ms by default)
+    expect([r.finished, r.endPs > 67e9]).toEqual([true, true]);
+    expect(r.retransmits).toBeGreaterThan(5);
+    expect(r.fabric.drops.random_loss).toBeGreaterThan(5);
+  });
+
+  it("three tiers and an open-loop workload posted as the run reaches it", () => {
+    const r = compare({
+      name: "split-workload", seed: 11, until: "2ms", transport: "metaroce",
+      devices: { count: 32, config: { engines: 1, ports: 2, scaleUpPorts: 2 } },
+      fabric: { mode: "timing", topology: { kind: "three-tier", planes: 2, devicesPerLeaf: 4, leavesPerPod: 2, spinesPerPod: 2, superSpines: 2 } },
+      traffic: { pattern: "workload", workload: { sizes: { file: join(process.cwd(), "examples/workloads/websearch.cdf") }, load: 0.4, flows: 150 } },
+    }, [2]);
+    expect(r.messages.completed).toBeGreaterThan(100);
+    expect(r.workload.flows).toBe(150);
+  });
+
+  it("refuses what it cannot split, saying why", () => {
+    const pfc = file({
+      name: "split-pfc", seed: 1, until: "1ms", devices: { count: 4, config: { engines: 1, ports: 2, scaleUpPorts: 2 } },
+      fabric: { topology: { kind: "leaf-spine", planes: 2, spines: 1, devicesPerLeaf: 2 }, switch: { pfc: { enabled: true } } },
+      traffic: { pattern: "pairs", messageBytes: 4096, messages: 1 },
+    });
+    const a = menic("run", pfc, "--threads", "2");
+    expect(a.status).not.toBe(0);
+    expect(a.stderr).toMatch(/needs PFC off/);
+    const b = menic("run", pfc, "--threads", "3", "--set", "fabric.switch.pfc.enabled=false");
+    expect(b.stderr).toMatch(/at most its planes' number of threads \(2\), got 3/);
+    const c = menic("run", pfc, "--threads", "2", "--pcap", join(tmp, "x.pcap"));
+    expect(c.stderr).toMatch(/--pcap sees every device of a run; with --threads each thread has only its own/);
+  });
+});
