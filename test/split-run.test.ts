@@ -3,6 +3,7 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { build } from "esbuild";
 
 // One traffic run split over threads (`menic run --threads N`, issue 31 §4): each thread steps
 // its own devices and runs its own planes, frames crossing between them at every window. The
@@ -75,6 +76,29 @@ describe("a traffic run split over threads", () => {
     }, [2]);
     expect(r.messages.completed).toBeGreaterThan(100);
     expect(r.workload.flows).toBe(150);
+  });
+
+  it("devices in instances of their own, stepped by the host (as at 16,384 devices): 2 threads give one thread's bytes", async () => {
+    // in the package (the core is found from there)
+    const entry = join("build", "test-split-entry.mjs");
+    await build({ entryPoints: ["test/helpers/split-entry.ts"], bundle: true, platform: "node", format: "esm", outfile: entry, logLevel: "warning" });
+    const p = file({
+      name: "split-host", seed: 5, until: "3ms", transport: "metaroce",
+      devices: { count: 12, config: { engines: 1, ports: 2, scaleUpPorts: 2 } },
+      fabric: { mode: "timing", topology: { kind: "leaf-spine", planes: 2, spines: 2, devicesPerLeaf: 4 } },
+      traffic: { pattern: "permutation", messageBytes: 131072, messages: 8 },
+      faults: [{ kind: "loss", random: 0.003 }],
+    });
+    // 12 devices of about 1.5 MB in instances of at most 4 MB: 6 of them, and the fabric in its own
+    const run = (threads: number, shared: number) => {
+      const r = spawnSync("node", [entry, p, String(threads), String(shared)], { encoding: "utf8" });
+      expect(r.status, r.stderr).toBe(0);
+      return r.stdout;
+    };
+    const one = run(1, 2 ** 31), r = JSON.parse(one);
+    expect(run(1, 4e6)).toBe(one);
+    expect(run(2, 4e6)).toBe(one);
+    expect([r.finished, r.retransmits > 5, r.fabric.drops.random_loss > 5]).toEqual([true, true, true]);
   });
 
   it("refuses what it cannot split, saying why", () => {

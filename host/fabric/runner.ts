@@ -99,8 +99,7 @@ export interface RunnerOptions {
   loop?: "core" | "host";
   /**
    * This thread's part of a run split over threads (partition.ts): it steps only its devices
-   * and runs only its planes, meeting the other threads at every window. Every device must be
-   * in the fabric's instance (the loop runs in the core), and PFC off.
+   * and runs only its planes, meeting the other threads at every window. PFC must be off.
    */
   partition?: Partition;
 }
@@ -134,6 +133,8 @@ export class ClusterRunner {
   private absorbedDrops = 0;
   /** this thread's part of a run split over threads, or null */
   readonly partition: Partition | null;
+  /** a split run's devices: 1 for those this thread steps (made at its first run) */
+  private owned: Uint8Array | null = null;
 
   constructor(readonly fabric: Fabric, readonly endpoints: readonly Endpoint[], o: RunnerOptions = {}) {
     if (endpoints.length !== fabric.devices) throw new RangeError(`the fabric has ${fabric.devices} devices, got ${endpoints.length} endpoints`);
@@ -154,7 +155,6 @@ export class ClusterRunner {
     if (this.partition) {
       if (fabric.pfc) throw new RangeError("a run split over threads needs PFC off: a pause crosses from one plane's thread to its devices' within a window");
       if (this.partition.count > fabric.topology.planes) throw new RangeError(`a run splits over at most its planes' number of threads (${fabric.topology.planes}), got ${this.partition.count}`);
-      if (this.loop === "host") throw new RangeError('a run split over threads runs its window loop in the core (loop "core")');
     }
   }
 
@@ -176,10 +176,7 @@ export class ClusterRunner {
 
   private run(endPs: number, stopWhenIdle: boolean): boolean {
     const inCore = this.loop === "core" ? this.coreDevices() : null;
-    if (this.partition) {
-      if (!inCore) throw new RangeError("a run split over threads needs every device in the fabric's core instance (no tap, no console read after every step)");
-      return this.runSplit(inCore, this.partition, endPs, stopWhenIdle);
-    }
+    if (this.partition) return this.runSplit(inCore, this.partition, endPs, stopWhenIdle);
     if (inCore) return this.runInCore(inCore, endPs, stopWhenIdle);
     const W = this.windowPs, fabric = this.fabric, eps = this.endpoints, n = eps.length;
     for (let i = 0; i < n; i++) this.nextAct[i] = eps[i].nextActivityPs();
@@ -266,36 +263,39 @@ export class ClusterRunner {
   }
 
   /**
-   * run() as this thread's part of a run split over threads: the window loop of runInCore,
-   * its devices stepped in the core (clusterDevices), its fabric run here, and two meetings a
-   * window (one for a jump over idle time): after the devices (the frames they sent on other
-   * threads' planes), and after the fabric (frames on the wire to other threads' devices, and
-   * when each thread next acts). Every thread takes the same windows and jumps.
+   * run() as this thread's part of a run split over threads: the window loop of run(), its
+   * own devices stepped (in the core, clusterDevices, when they live in the fabric's instance;
+   * else here, as run() steps them), its fabric run here, and two meetings a window (one for a
+   * jump over idle time): after the devices (the frames they sent on other threads' planes),
+   * and after the fabric (frames on the wire to other threads' devices, and when each thread
+   * next acts). Every thread takes the same windows and jumps.
    */
-  private runSplit(devices: CoreDevice[], part: Partition, endPs: number, stopWhenIdle: boolean): boolean {
-    const fabric = this.fabric, core = fabric.core, W = this.windowPs;
+  private runSplit(devices: CoreDevice[] | null, part: Partition, endPs: number, stopWhenIdle: boolean): boolean {
+    const fabric = this.fabric, core = fabric.core, W = this.windowPs, n = this.endpoints.length;
     fabric.flush();
-    if (this.cl === 0) {
+    if (!this.owned) {
       const t = fabric.topology;
-      fabric.partition(
-        Uint8Array.from(t.portPlane, (pl) => ((pl < 0 ? 0 : part.planeThread(pl, t.planes)) === part.index ? 1 : 0)),
-        Uint8Array.from({ length: this.endpoints.length }, (_, d) => (part.deviceThread(d, this.endpoints.length) === part.index ? 1 : 0)));
+      this.owned = Uint8Array.from({ length: n }, (_, d) => (part.deviceThread(d, n) === part.index ? 1 : 0));
+      fabric.partition(Uint8Array.from(t.portPlane, (pl) => ((pl < 0 ? 0 : part.planeThread(pl, t.planes)) === part.index ? 1 : 0)), this.owned);
     }
-    this.coreCluster(devices);
-    const cl = this.cl;
-    // the host may have given the devices work since the last stretch
-    core.clusterBegin(cl, 1);
-    let next = this.meetAfterFabric(part, 0);
+    const owned = this.owned;
+    if (devices) {
+      this.coreCluster(devices);
+      // the host may have given the devices work since the last stretch
+      core.clusterBegin(this.cl, 1);
+    } else for (let i = 0; i < n; i++) if (owned[i]) this.nextAct[i] = this.endpoints[i]!.nextActivityPs();
+    let next = this.meetAfterFabric(part, devices !== null);
     while (this.nowPs < endPs) {
       if (next === Infinity && stopWhenIdle) return true;
       if (next >= this.nowPs + W) {
         this.nowPs = Math.min(endPs, Math.max(this.nowPs, Math.floor(next / W) * W));
         fabric.runTo(this.nowPs);
-        next = this.meetAfterFabric(part, this.nowPs);
+        next = this.meetAfterFabric(part, devices !== null);
         continue;
       }
       const end = this.nowPs + W;
-      while (core.clusterDevices(cl, end) === 2) this.endpoints[core.clusterAttention(cl)]!.attend?.();
+      if (devices) while (core.clusterDevices(this.cl, end) === 2) this.endpoints[core.clusterAttention(this.cl)]!.attend?.();
+      else this.stepOwned(end);
       // the frames sent on other threads' planes, for them; theirs on this thread's, here
       const out = fabric.diverted();
       const handed = part.exchange([out.n], [out.recs, out.bodies]);
@@ -303,21 +303,49 @@ export class ClusterRunner {
       handed.forEach((h, k) => { if (k !== part.index) fabric.ingestDiverted(h.nums[0]!, h.sections[0]!, h.sections[1]!); });
       fabric.runTo(end);
       this.nowPs = end;
-      next = this.meetAfterFabric(part, end);
+      next = this.meetAfterFabric(part, devices !== null);
     }
     return false;
   }
 
+  /** A split run's window on the host: this thread's devices step to `end` as run() steps every device. */
+  private stepOwned(end: number): void {
+    const fabric = this.fabric, eps = this.endpoints, owned = this.owned!;
+    for (let k = 0; k < eps.length; k++) {
+      const i = this.order[k]!;
+      if (!owned[i]) continue;
+      const due = fabric.nextArrivalPs(i) < end;
+      if (!due && this.nextAct[i]! >= end) continue;
+      const ep = eps[i]!;
+      if (due) {
+        this.deliveries += fabric.takeArrivals(i, end, this.batch, ep.wantsColumns ?? true);
+        ep.deliver(this.batch);
+        fabric.releaseDelivered();
+      }
+      ep.stepTo(end);
+      ep.drainTx(this.sinks[i]!);
+      this.nextAct[i] = ep.nextActivityPs();
+      this.steps++;
+    }
+    this.windows++;
+  }
+
   /**
-   * The meeting after the fabrics ran to `nowPs`: each thread hands over the frames on the
-   * wire to the others' devices and takes theirs to its own; returns when the whole run next
-   * acts (the earliest of every thread's).
+   * The meeting after the fabrics ran to the time now: each thread hands over the frames on
+   * the wire to the others' devices and takes theirs to its own; returns when the whole run
+   * next acts (the earliest of every thread's). `inCore`: its devices step in the core.
    */
-  private meetAfterFabric(part: Partition, nowPs: number): number {
+  private meetAfterFabric(part: Partition, inCore: boolean): number {
     const fabric = this.fabric, core = fabric.core;
-    new DataView(core.memory.buffer).setFloat64(this.cl + CLUSTER.now_ps, nowPs, true);
     const moved = fabric.moveOut();
-    const local = Math.min(moved.min, core.clusterNextLocal(this.cl));
+    let local = moved.min;
+    if (inCore) {
+      new DataView(core.memory.buffer).setFloat64(this.cl + CLUSTER.now_ps, this.nowPs, true);
+      local = Math.min(local, core.clusterNextLocal(this.cl));
+    } else {
+      local = Math.min(local, fabric.nextEventPs());
+      for (let i = 0; i < this.endpoints.length; i++) if (this.owned![i]) local = Math.min(local, this.nextAct[i]!, fabric.nextArrivalPs(i));
+    }
     const handed = part.exchange([local, moved.n], [moved.recs, moved.bodies]);
     let next = Infinity;
     handed.forEach((h, k) => {

@@ -13,7 +13,7 @@ import { makePartitions, abortPartitions, Partition, PartitionAborted, type Part
 const WORKER_TAG = "menic-run-thread";
 
 /** The run options a worker is handed (plain data: no callbacks cross a thread). */
-export interface ThreadRunOptions { maxMemoryBytes?: number; windowPs?: number }
+export interface ThreadRunOptions { maxMemoryBytes?: number; windowPs?: number; sharedInstanceBytes?: number }
 
 /** What a worker is started with. */
 interface Start { tag: string; index: number; shared: PartitionShared; scenario: unknown; opts: ThreadRunOptions }
@@ -26,7 +26,8 @@ interface Start { tag: string; index: number; shared: PartitionShared; scenario:
 export async function runScenarioThreads(scenario: ScenarioInput, threads: number, opts: ThreadRunOptions & Pick<RunOptions, "onProgress" | "shouldStop" | "onStart"> = {}): Promise<ScenarioResult> {
   if (threads === 1) return runScenario(coreModule(), scenario, opts);
   const shared = makePartitions(threads);
-  const plain: ThreadRunOptions = { ...(opts.maxMemoryBytes !== undefined ? { maxMemoryBytes: opts.maxMemoryBytes } : {}), ...(opts.windowPs !== undefined ? { windowPs: opts.windowPs } : {}) };
+  const { maxMemoryBytes, windowPs, sharedInstanceBytes } = opts;
+  const plain: ThreadRunOptions = JSON.parse(JSON.stringify({ maxMemoryBytes, windowPs, sharedInstanceBytes }));
   const failures: string[] = [];
   const workers = Array.from({ length: threads - 1 }, (_, i) => {
     const w = new Worker(fileURLToPath(import.meta.url), { workerData: { tag: WORKER_TAG, index: i + 1, shared, scenario, opts: plain } satisfies Start });
