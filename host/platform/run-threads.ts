@@ -30,7 +30,7 @@ export async function runScenarioThreads(scenario: ScenarioInput, threads: numbe
   const plain: ThreadRunOptions = JSON.parse(JSON.stringify({ maxMemoryBytes, windowPs, sharedInstanceBytes }));
   const failures: string[] = [];
   const workers = Array.from({ length: threads - 1 }, (_, i) => {
-    const w = new Worker(fileURLToPath(import.meta.url), { workerData: { tag: WORKER_TAG, index: i + 1, shared, scenario, opts: plain } satisfies Start });
+    const w = new Worker(fileURLToPath(import.meta.url), { workerData: { tag: WORKER_TAG, index: i + 1, shared, scenario, opts: plain } satisfies Start, execArgv: workerExecArgv() });
     let ready = () => {};
     const started = new Promise<void>((resolve) => (ready = resolve));
     const done = new Promise<void>((resolve) => {
@@ -56,6 +56,18 @@ export async function runScenarioThreads(scenario: ScenarioInput, threads: numbe
   } finally {
     await Promise.all(workers.map((w) => w.done));
   }
+}
+
+/** This process's Node options a worker takes too: not those of a script given on the command line (`node --input-type=module -e ...`, as a bench's child is). */
+function workerExecArgv(): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < process.execArgv.length; i++) {
+    const a = process.execArgv[i]!;
+    if (["-e", "--eval", "-p", "--print"].includes(a)) { i++; continue; }
+    if (a.startsWith("--input-type") || a.startsWith("--eval=") || a.startsWith("--print=")) continue;
+    out.push(a);
+  }
+  return out;
 }
 
 /** In a worker thread started by runScenarioThreads: its part of the run. */
