@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { build } from "esbuild";
+import { trafficScenario, forcedEnd } from "./helpers/fuzz-tier/scenarios.js";
 
 // One traffic run split over threads (`menic run --threads N`, issue 31 §4): each thread steps
 // its own devices and runs its own planes, frames crossing between them at every window. The
@@ -34,6 +35,14 @@ function compare(sc: object, threads: number[]) {
     expect(table.stdout, `${n} threads`).toBe(one.table.stdout);
   }
   return JSON.parse(one.json.stdout);
+}
+
+/** test/helpers/split-entry.ts bundled into the package's build folder (its core is found from there), once. */
+let entryBuilt: Promise<string> | null = null;
+function splitEntry(): Promise<string> {
+  const entry = join("build", "test-split-entry.mjs");
+  entryBuilt ??= build({ entryPoints: ["test/helpers/split-entry.ts"], bundle: true, platform: "node", format: "esm", outfile: entry, logLevel: "warning" }).then(() => entry);
+  return entryBuilt;
 }
 
 describe("a traffic run split over threads", () => {
@@ -79,9 +88,7 @@ describe("a traffic run split over threads", () => {
   });
 
   it("devices in instances of their own, stepped by the host (as at 16,384 devices): 2 threads give one thread's bytes", async () => {
-    // in the package (the core is found from there)
-    const entry = join("build", "test-split-entry.mjs");
-    await build({ entryPoints: ["test/helpers/split-entry.ts"], bundle: true, platform: "node", format: "esm", outfile: entry, logLevel: "warning" });
+    const entry = await splitEntry();
     const p = file({
       name: "split-host", seed: 5, until: "3ms", transport: "metaroce",
       devices: { count: 12, config: { engines: 1, ports: 2, scaleUpPorts: 2 } },
@@ -99,6 +106,24 @@ describe("a traffic run split over threads", () => {
     expect(run(1, 4e6)).toBe(one);
     expect(run(2, 4e6)).toBe(one);
     expect([r.finished, r.retransmits > 5, r.fabric.drops.random_loss > 5]).toEqual([true, true, true]);
+  });
+
+  it("the fuzz tier's traffic scenarios (2 planes, PFC off; seeds no test picked): 2 threads give one thread's bytes, or its refusal", async () => {
+    const entry = await splitEntry();
+    const cases: number[] = [];
+    for (let seed = 301; cases.length < 8; seed++) {
+      const sc = trafficScenario(seed) as { fabric: { topology: { planes?: number }; switch?: { pfc?: { enabled?: boolean } } } };
+      if (!forcedEnd("traffic", seed) && (sc.fabric.topology.planes ?? 1) >= 2 && !sc.fabric.switch?.pfc?.enabled) cases.push(seed);
+    }
+    let completed = 0;
+    for (const seed of cases) {
+      const p = file(trafficScenario(seed));
+      const [one, two] = [1, 2].map((n) => spawnSync("node", [entry, p, String(n), String(2 ** 31)], { encoding: "utf8" }));
+      expect([two!.status, two!.stdout], `seed ${seed}`).toEqual([one!.status, one!.stdout]);
+      if (one!.status !== 0) expect(two!.stderr.split("\n")[0], `seed ${seed}`).toBe(one!.stderr.split("\n")[0]);
+      else completed += JSON.parse(one!.stdout).messages.completed;
+    }
+    expect(completed).toBeGreaterThan(50);
   });
 
   it("refuses what it cannot split, saying why", () => {
