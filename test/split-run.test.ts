@@ -126,18 +126,18 @@ describe("a traffic run split over threads", () => {
     expect(completed).toBeGreaterThan(50);
   });
 
-  it("refuses what it cannot split, saying why", () => {
+  it("refuses what it cannot split, saying why (exit 2, before anything is built)", () => {
     const pfc = file({
       name: "split-pfc", seed: 1, until: "1ms", devices: { count: 4, config: { engines: 1, ports: 2, scaleUpPorts: 2 } },
       fabric: { topology: { kind: "leaf-spine", planes: 2, spines: 1, devicesPerLeaf: 2 }, switch: { pfc: { enabled: true } } },
       traffic: { pattern: "pairs", messageBytes: 4096, messages: 1 },
     });
-    const a = menic("run", pfc, "--threads", "2");
-    expect(a.status).not.toBe(0);
-    expect(a.stderr).toMatch(/needs PFC off/);
-    const b = menic("run", pfc, "--threads", "3", "--set", "fabric.switch.pfc.enabled=false");
-    expect(b.stderr).toMatch(/at most its planes' number of threads \(2\), got 3/);
-    const c = menic("run", pfc, "--threads", "2", "--pcap", join(tmp, "x.pcap"));
-    expect(c.stderr).toMatch(/--pcap sees every device of a run; with --threads each thread has only its own/);
+    const refused = (r: ReturnType<typeof menic>) => [r.status, r.stderr.split("\n")[0]];
+    expect(refused(menic("run", pfc, "--threads", "2"))).toEqual([2, "menic: --threads needs PFC off (fabric.switch.pfc.enabled): a pause would cross from one plane's thread to its devices' within a window"]);
+    expect(refused(menic("run", pfc, "--threads", "3", "--set", "fabric.switch.pfc.enabled=false"))).toEqual([2, "menic: --threads 3: a run splits over at most its planes' number of threads (2, fabric.topology)"]);
+    expect(refused(menic("run", "examples/scenarios/alltoall-planes.json", "--threads", "2"))).toEqual([2, "menic: --threads splits a traffic run; examples/scenarios/alltoall-planes.json runs a collective"]);
+    expect(refused(menic("run", pfc, "--threads", "2", "--pcap", join(tmp, "x.pcap")))).toEqual([2, "menic: --pcap sees every device of a run; with --threads each thread has only its own"]);
+    // a sweep's runs go on threads with --jobs
+    expect(refused(menic("run", "examples/scenarios/all-to-all.json", "--threads", "2"))).toEqual([2, "menic: --threads splits one run over threads; examples/scenarios/all-to-all.json is a sweep (--jobs runs a sweep's runs at once)"]);
   });
 });

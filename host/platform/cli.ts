@@ -500,9 +500,17 @@ async function scenarioRun(args: string[]): Promise<number> {
     const timeline = values.timeline;
     if (timeline !== undefined && !values.json) throw new UsageError("--timeline needs --json (the timeline is a field of the JSON result)", RUN.name);
     if (timeline !== undefined && timeline < BigInt(TIMELINE_MIN_PS)) throw new UsageError(`--timeline must be at least 1ns, got ${formatTime(timeline)}`, RUN.name);
+    const threads = values.threads ?? 1;
     const check = (s: unknown) => {
       const sc = checkScenario(coreModule(), s, limits);
       if (timeline !== undefined && (sc.collective || sc.collectives)) throw new UsageError(`--timeline samples a traffic scenario's bytes placed; ${name} runs a collective`, RUN.name);
+      if (threads > 1) {
+        // what a run split over threads cannot be (the runner refuses it too, later)
+        const t = sc.fabric.topology, planes = t.kind === "single-switch" ? 1 : t.planes;
+        if (sc.collective || sc.collectives) throw new UsageError(`--threads splits a traffic run; ${name} runs a collective`, RUN.name);
+        if (threads > planes) throw new UsageError(`--threads ${threads}: a run splits over at most its planes' number of threads (${planes}, fabric.topology)`, RUN.name);
+        if (sc.fabric.switch?.pfc?.enabled) throw new UsageError("--threads needs PFC off (fabric.switch.pfc.enabled): a pause would cross from one plane's thread to its devices' within a window", RUN.name);
+      }
     };
     if (values.shard !== undefined) {
       shard = parseShard(values.shard);
