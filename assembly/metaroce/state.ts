@@ -119,7 +119,7 @@ export const RECV_BYTES: usize = 32; // index+1 u32 (0: empty), lastSsn u32, op 
   rxPaths: usize; // the same number of RxPath records
   sent: usize; // per path PATH_WINDOW x SENT_BYTES
   rtx: usize; // per connection rtxCap() x RTX_BYTES
-  streams: usize; // per QP STREAM_BYTES: acked bitmap, placed bitmap, receive ring
+  streams: usize; // maxQps x STREAM_BYTES: every QP's acked bitmap, then every QP's placed bitmap, then every QP's receive ring
   portHeads: usize; // per port, 32 bytes: data list head and tail, ACK list head and tail, paths in the data list (5 x u32)
   portSeen: usize; // per port and connection, 16 bytes: when it last delivered a packet there (u64), the hint it was last told there (u32, x 65535)
   portPaths: usize; // per port: paths of every connection that leave on it (u32)
@@ -132,7 +132,13 @@ export const CONN_STRIDE: usize = (offsetof<Conn>() + 15) & ~(<usize>15);
 export const PATH_STRIDE: usize = (offsetof<Path>() + 15) & ~(<usize>15);
 export const RXPATH_STRIDE: usize = (offsetof<RxPath>() + 15) & ~(<usize>15);
 const BITMAP_BYTES: usize = <usize>MRT_STREAM_WINDOW / 8;
-/** Per QP: the sender's acknowledged-SSN bitmap, the receiver's placed-SSN bitmap, the receive ring. */
+/**
+ * Per QP: the sender's acknowledged-SSN bitmap, the receiver's placed-SSN bitmap, the receive
+ * ring. Each kind is one array over the QPs: a stream uses one of its bitmaps, and its receive
+ * ring only for SENDs and WRITE_WITH_IMMs, so side by side the ones in use share pages (with a
+ * stream's three parts together, every stream touched a page of its own: 1,024 MetaRoCE-like
+ * devices of 16 QPs peaked 29 MiB higher, docs/performance.md).
+ */
 export const STREAM_BYTES: usize = 2 * BITMAP_BYTES + <usize>RECV_RING * RECV_BYTES;
 
 @inline export function mrtOf(dev: Device): Mrt { return changetype<Mrt>(dev.mrt); }
@@ -149,11 +155,12 @@ export const STREAM_BYTES: usize = 2 * BITMAP_BYTES + <usize>RECV_RING * RECV_BY
   const conn = connAt(dev, c);
   return mrtOf(dev).rtx + (<usize>c * <usize>cap + <usize>((conn.rtxHead + k) % cap)) * RTX_BYTES;
 }
-@inline function streamOf(dev: Device, qpn: u32): usize { return mrtOf(dev).streams + <usize>qpn * STREAM_BYTES; }
 /** The sender's bitmap of stream `qpn`'s acknowledged SSNs (MRT_STREAM_WINDOW bits, by SSN mod the window). */
-@inline export function ackedBitmap(dev: Device, qpn: u32): usize { return streamOf(dev, qpn); }
+@inline export function ackedBitmap(dev: Device, qpn: u32): usize { return mrtOf(dev).streams + <usize>qpn * BITMAP_BYTES; }
 /** The receiver's bitmap of stream `qpn`'s placed SSNs. */
-@inline export function placedBitmap(dev: Device, qpn: u32): usize { return streamOf(dev, qpn) + BITMAP_BYTES; }
+@inline export function placedBitmap(dev: Device, qpn: u32): usize {
+  return mrtOf(dev).streams + (<usize>dev.cfg.maxQps + <usize>qpn) * BITMAP_BYTES;
+}
 /** Empties an SSN bitmap. */
 @inline export function ssnClear(map: usize): void { memory.fill(map, 0, BITMAP_BYTES); }
 /** Is SSN `ssn`'s bit set in `map`? */
@@ -176,7 +183,7 @@ export function ssnAdvance(map: usize, from: u32): u32 {
   return s;
 }
 @inline export function recvAt(dev: Device, qpn: u32, index: u32): usize {
-  return streamOf(dev, qpn) + 2 * BITMAP_BYTES + <usize>(index % RECV_RING) * RECV_BYTES;
+  return mrtOf(dev).streams + 2 * <usize>dev.cfg.maxQps * BITMAP_BYTES + (<usize>qpn * <usize>RECV_RING + <usize>(index % RECV_RING)) * RECV_BYTES;
 }
 /** Port `p`'s list heads: +0 data head, +4 data tail, +8 ACK head, +12 ACK tail (global path index + 1); +16 the data list's length. */
 @inline export function portLists(dev: Device, p: u32): usize { return mrtOf(dev).portHeads + <usize>p * 32; }
