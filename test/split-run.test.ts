@@ -1,5 +1,5 @@
 import { describe, it, expect, afterAll } from "vitest";
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -124,6 +124,30 @@ describe("a traffic run split over threads", () => {
       else completed += JSON.parse(one!.stdout).messages.completed;
     }
     expect(completed).toBeGreaterThan(50);
+  });
+
+  it.skipIf(spawnSync("script", ["--version"], { stdio: "ignore" }).status !== 0)("Ctrl-C stops every thread at its next chunk: the result says stopped, the exit status is 130", async () => {
+    // 32,768 messages of 4 MiB: far longer than the test waits; Ctrl-C typed into the terminal
+    // once the progress line counts some messages done
+    const p = file({
+      name: "split-stop", seed: 7, until: "1s", transport: "metaroce",
+      devices: { count: 8, config: { engines: 1, ports: 2, scaleUpPorts: 2 } },
+      fabric: { mode: "timing", topology: { kind: "leaf-spine", planes: 2, spines: 2, devicesPerLeaf: 4 } },
+      traffic: { pattern: "permutation", messageBytes: 4194304, messages: 4096 },
+    });
+    const child = spawn("script", ["-qec", `node bin/menic.js run ${p} --threads 2 --json`, "/dev/null"], { stdio: ["pipe", "pipe", "pipe"] });
+    let out = "", sent = false;
+    child.stdout.on("data", (d) => {
+      out += d;
+      if (!sent && /messages [1-9]\d*\/32768/.test(out)) { sent = true; child.stdin.write("\x03"); }
+    });
+    expect(await new Promise<number | null>((resolve) => child.on("exit", resolve))).toBe(130);
+    const r = JSON.parse(out.slice(out.indexOf('{"name":"split-stop"')).replace(/\r/g, ""));
+    expect(r.ended).toBe("stopped");
+    // stopped after some completed and long before all: the threads agreed to stop
+    expect(r.messages.completed).toBeGreaterThan(0);
+    expect(r.messages.completed).toBeLessThan(32768);
+    expect(r.endPs).toBeLessThan(1e12);
   });
 
   it("refuses what it cannot split, saying why (exit 2, before anything is built)", () => {
