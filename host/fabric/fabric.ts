@@ -394,7 +394,7 @@ export class Fabric {
   /**
    * @internal Makes this fabric one partition's of a run split over threads: it runs the planes
    * of the ports `ports` marks (1 per port) beside the devices `devices` marks (1 per device).
-   * Frames its devices send on another plane are then diverted (takeDiverted), and frames on the
+   * Frames its devices send on another plane are then diverted (diverted), and frames on the
    * wire to another partition's device moved out (moveOut). Once per fabric.
    */
   partition(ports: Uint8Array, devices: Uint8Array): void {
