@@ -548,10 +548,11 @@ async function scenarioRun(args: string[]): Promise<number> {
   let fabric: Fabric | null = null; // of the run going on: its packet-hops are the host's speed
   const onBuilt = (c: { fabric: Fabric }) => { fabric = c.fabric; };
   // what a run has done: a traffic run's messages, a collective's sizes (each a run of its own, from time 0)
-  const sample = (nowPs: number, untilPs: number, done: number, total: number, what: string): ProgressSample => ({
-    nowPs, untilPs, detail: `${what} ${done}/${total}`, done: total > 0 ? done / total : undefined,
-    work: () => ({ count: fabric?.totals().hops ?? 0, unit: "hops/s" }),
-  });
+  // (a run split over threads has no one fabric here: no speed, rather than a part of it)
+  const sample = (nowPs: number, untilPs: number, done: number, total: number, what: string): ProgressSample => {
+    const f: Fabric | null = fabric;
+    return { nowPs, untilPs, detail: `${what} ${done}/${total}`, done: total > 0 ? done / total : undefined, ...(f ? { work: () => ({ count: f.totals().hops, unit: "hops/s" as const }) } : {}) };
+  };
   const counts = (sc: Scenario) => (sc.collective || sc.collectives ? "sizes" : "messages");
   // a failed run is a result when asked (--allow-failures); a stop is always said
   const exitOf = (ended: RunEnd) => (values["allow-failures"] && ended !== "stopped" ? EXIT.ok : RUN_EXIT[ended]);
