@@ -193,21 +193,7 @@ export class ClusterRunner {
         continue;
       }
       const end = this.nowPs + W;
-      for (let k = 0; k < n; k++) {
-        const i = this.order[k];
-        const due = fabric.nextArrivalPs(i) < end;
-        if (!due && this.nextAct[i] >= end) continue;
-        const ep = eps[i];
-        if (due) {
-          this.deliveries += fabric.takeArrivals(i, end, this.batch, ep.wantsColumns ?? true);
-          ep.deliver(this.batch);
-          fabric.releaseDelivered();
-        }
-        ep.stepTo(end);
-        ep.drainTx(this.sinks[i]);
-        this.nextAct[i] = ep.nextActivityPs();
-        this.steps++;
-      }
+      this.stepEndpoints(end, null);
       fabric.runTo(end);
       this.nowPs = end;
       this.windows++;
@@ -295,7 +281,10 @@ export class ClusterRunner {
       }
       const end = this.nowPs + W;
       if (devices) while (core.clusterDevices(this.cl, end) === 2) this.endpoints[core.clusterAttention(this.cl)]!.attend?.();
-      else this.stepOwned(end);
+      else {
+        this.stepEndpoints(end, owned);
+        this.windows++;
+      }
       // the frames sent on other threads' planes, for them; theirs on this thread's, here
       const out = fabric.diverted();
       const handed = part.exchange([out.n], [out.recs, out.bodies]);
@@ -308,12 +297,16 @@ export class ClusterRunner {
     return false;
   }
 
-  /** A split run's window on the host: this thread's devices step to `end` as run() steps every device. */
-  private stepOwned(end: number): void {
-    const fabric = this.fabric, eps = this.endpoints, owned = this.owned!;
+  /**
+   * The endpoints' part of the window ending at `end` on the host, in the step order: each with
+   * arrivals due or something of its own to do takes its arrivals, runs to the end and hands
+   * over its frames. `owned`: only those marked (a run split over threads), else every one.
+   */
+  private stepEndpoints(end: number, owned: Uint8Array | null): void {
+    const fabric = this.fabric, eps = this.endpoints;
     for (let k = 0; k < eps.length; k++) {
       const i = this.order[k]!;
-      if (!owned[i]) continue;
+      if (owned && !owned[i]) continue;
       const due = fabric.nextArrivalPs(i) < end;
       if (!due && this.nextAct[i]! >= end) continue;
       const ep = eps[i]!;
@@ -327,7 +320,6 @@ export class ClusterRunner {
       this.nextAct[i] = ep.nextActivityPs();
       this.steps++;
     }
-    this.windows++;
   }
 
   /**
