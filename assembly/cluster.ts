@@ -133,20 +133,12 @@ export function clusterBegin(cl: usize, fresh: bool): void {
  */
 export function clusterDevices(cl: usize, end: f64): i32 {
   const fab = <usize>load<u32>(cl + CLUSTER_FAB), n = <i32>load<u32>(cl + CLUSTER_N);
-  const owned = <usize>load<u32>(fab + FAB_DEV_OWNED), order = tab(cl, CLUSTER_ORDER);
   if (load<i32>(cl + CLUSTER_RESUME) < 0) {
     store<f64>(cl + CLUSTER_WIN_END, end);
     store<i32>(cl + CLUSTER_RESUME, 0);
     store<u32>(cl + CLUSTER_RESUME_STEPPED, 0);
   }
-  for (let k = load<i32>(cl + CLUSTER_RESUME); k < n; k++) {
-    const i = <i32>load<u32>(order + (<usize>k << 2));
-    if (owned != 0 && load<u8>(owned + <usize>i) == 0) continue;
-    store<i32>(cl + CLUSTER_RESUME, k);
-    if (!stepDevice(cl, fab, i, end)) return CLUSTER_ATTENTION;
-    store<u32>(cl + CLUSTER_RESUME_STEPPED, 0);
-  }
-  store<i32>(cl + CLUSTER_RESUME, -1);
+  if (!stepDevices(cl, fab, n, end, <usize>load<u32>(fab + FAB_DEV_OWNED))) return CLUSTER_ATTENTION;
   store<f64>(cl + CLUSTER_NOW_PS, end);
   bump(cl, CLUSTER_WINDOWS, 1);
   return CLUSTER_REACHED;
@@ -181,16 +173,30 @@ export function clusterAttention(cl: usize): i32 {
  * then names it, and the next call goes on there.
  */
 function finishWindow(cl: usize, fab: usize, n: i32): bool {
-  const end = load<f64>(cl + CLUSTER_WIN_END), order = tab(cl, CLUSTER_ORDER);
-  for (let k = load<i32>(cl + CLUSTER_RESUME); k < n; k++) {
-    store<i32>(cl + CLUSTER_RESUME, k);
-    if (!stepDevice(cl, fab, <i32>load<u32>(order + (<usize>k << 2)), end)) return false;
-    store<u32>(cl + CLUSTER_RESUME_STEPPED, 0);
-  }
-  store<i32>(cl + CLUSTER_RESUME, -1);
+  const end = load<f64>(cl + CLUSTER_WIN_END);
+  if (!stepDevices(cl, fab, n, end, 0)) return false;
   fabricRunTo(fab, end);
   store<f64>(cl + CLUSTER_NOW_PS, end);
   bump(cl, CLUSTER_WINDOWS, 1);
+  return true;
+}
+
+/**
+ * The devices' part of the window ending at `end`, from the device at position CLUSTER.resume
+ * of the order on: each as stepDevice steps it; `owned` (a u8 per device, FAB.dev_owned), when
+ * not 0, only those marked. False when a device wants the host: CLUSTER.resume then names it;
+ * else CLUSTER.resume is -1.
+ */
+function stepDevices(cl: usize, fab: usize, n: i32, end: f64, owned: usize): bool {
+  const order = tab(cl, CLUSTER_ORDER);
+  for (let k = load<i32>(cl + CLUSTER_RESUME); k < n; k++) {
+    const i = <i32>load<u32>(order + (<usize>k << 2));
+    if (owned != 0 && load<u8>(owned + <usize>i) == 0) continue;
+    store<i32>(cl + CLUSTER_RESUME, k);
+    if (!stepDevice(cl, fab, i, end)) return false;
+    store<u32>(cl + CLUSTER_RESUME_STEPPED, 0);
+  }
+  store<i32>(cl + CLUSTER_RESUME, -1);
   return true;
 }
 
