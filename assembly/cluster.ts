@@ -116,12 +116,16 @@ export function clusterRun(cl: usize, endPs: f64, stopWhenIdle: bool, fresh: boo
 
 /**
  * A run split over threads (host/fabric/runner.ts, partitioned): at the start of the host's
- * run, as clusterRun's start. `fresh`: each device is asked again when it next acts.
+ * run, as clusterRun's start, for this partition's devices (FAB.dev_owned; the others are not
+ * in this instance). `fresh`: each is asked again when it next acts.
  */
 export function clusterBegin(cl: usize, fresh: bool): void {
-  const n = <i32>load<u32>(cl + CLUSTER_N);
-  if (fresh) for (let i = 0; i < n; i++) setF64(cl, CLUSTER_NEXT, i, nextOf(devAt(cl, i)));
-  for (let i = 0; i < n; i++) jitNewEpoch(devAt(cl, i));
+  const n = <i32>load<u32>(cl + CLUSTER_N), owned = <usize>load<u32>(<usize>load<u32>(cl + CLUSTER_FAB) + FAB_DEV_OWNED);
+  for (let i = 0; i < n; i++) {
+    if (owned != 0 && load<u8>(owned + <usize>i) == 0) continue;
+    if (fresh) setF64(cl, CLUSTER_NEXT, i, nextOf(devAt(cl, i)));
+    jitNewEpoch(devAt(cl, i));
+  }
 }
 
 /**

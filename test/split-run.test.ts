@@ -96,15 +96,19 @@ describe("a traffic run split over threads", () => {
       traffic: { pattern: "permutation", messageBytes: 131072, messages: 8 },
       faults: [{ kind: "loss", random: 0.003 }],
     });
-    // 12 devices of about 1.5 MB in instances of at most 4 MB: 6 of them, and the fabric in its own
+    // 12 devices of about 1.5 MB in instances of at most 4 MB: 6 of them, and the fabric in its
+    // own; split over 2 threads, each builds only its 6 devices, in 3
+    const held: string[] = [];
     const run = (threads: number, shared: number) => {
       const r = spawnSync("node", [entry, p, String(threads), String(shared)], { encoding: "utf8" });
       expect(r.status, r.stderr).toBe(0);
+      held.push(r.stderr.trim());
       return r.stdout;
     };
     const one = run(1, 2 ** 31), r = JSON.parse(one);
     expect(run(1, 4e6)).toBe(one);
     expect(run(2, 4e6)).toBe(one);
+    expect(held).toEqual(["holds 12 of 12 devices in 1 instances", "holds 12 of 12 devices in 6 instances", "holds 6 of 12 devices in 3 instances"]);
     expect([r.finished, r.retransmits > 5, r.fabric.drops.random_loss > 5]).toEqual([true, true, true]);
   });
 

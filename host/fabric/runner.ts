@@ -75,6 +75,17 @@ export interface Endpoint {
   pause?(port: number, paused: boolean, atPs: number): void;
 }
 
+/**
+ * A device another thread of a run split over threads holds and steps (host/scenario/cluster.ts
+ * builds only a thread's own): this thread's runner never steps it, and has nothing of it.
+ */
+export const ELSEWHERE: Endpoint = {
+  stepTo() { throw new Error("a device of another thread of the run was stepped here"); },
+  nextActivityPs: () => Infinity,
+  drainTx() {},
+  deliver() { throw new Error("a frame for a device of another thread of the run was delivered here"); },
+};
+
 /** The device interleave quantum (layouts/config.json interleaveQuantumPs default). */
 export const QUANTUM_PS_DEFAULT = configDefault("interleaveQuantumPs");
 
@@ -133,8 +144,10 @@ export class ClusterRunner {
   private absorbedDrops = 0;
   /** this thread's part of a run split over threads, or null */
   readonly partition: Partition | null;
-  /** a split run's devices: 1 for those this thread steps (made at its first run) */
-  private owned: Uint8Array | null = null;
+  /** a split run's devices: 1 for those this thread steps, whose endpoints are not ELSEWHERE */
+  private readonly owned: Uint8Array | null = null;
+  /** a split run's fabric has been told its part (at its first run) */
+  private parted = false;
 
   constructor(readonly fabric: Fabric, readonly endpoints: readonly Endpoint[], o: RunnerOptions = {}) {
     if (endpoints.length !== fabric.devices) throw new RangeError(`the fabric has ${fabric.devices} devices, got ${endpoints.length} endpoints`);
@@ -155,6 +168,11 @@ export class ClusterRunner {
     if (this.partition) {
       if (fabric.pfc) throw new RangeError("a run split over threads needs PFC off: a pause crosses from one plane's thread to its devices' within a window");
       if (this.partition.count > fabric.topology.planes) throw new RangeError(`a run splits over at most its planes' number of threads (${fabric.topology.planes}), got ${this.partition.count}`);
+      const part = this.partition, n = endpoints.length;
+      this.owned = Uint8Array.from({ length: n }, (_, d) => (part.deviceThread(d, n) === part.index ? 1 : 0));
+      endpoints.forEach((ep, d) => {
+        if ((ep === ELSEWHERE) === (this.owned![d] === 1)) throw new RangeError(`endpoint ${d}: ${ep === ELSEWHERE ? "this thread runs it, but holds none" : "another thread runs it"}`);
+      });
     }
   }
 
@@ -220,10 +238,14 @@ export class ClusterRunner {
     }
   }
 
-  /** Every endpoint as a device the core can step, or null when one cannot be. */
-  private coreDevices(): CoreDevice[] | null {
-    const out: CoreDevice[] = [];
-    for (const ep of this.endpoints) {
+  /**
+   * Every endpoint as a device the core can step, or null when one cannot be; in a run split
+   * over threads every one of this thread's (the others' are null).
+   */
+  private coreDevices(): (CoreDevice | null)[] | null {
+    const out: (CoreDevice | null)[] = [];
+    for (const [i, ep] of this.endpoints.entries()) {
+      if (this.owned && !this.owned[i]) { out.push(null); continue; }
       const d = ep.inCore?.(this.fabric.core);
       if (!d) return null;
       out.push(d);
@@ -232,7 +254,7 @@ export class ClusterRunner {
   }
 
   /** run(), the window loop in the core (assembly/cluster.ts clusterRun). */
-  private runInCore(devices: CoreDevice[], endPs: number, stopWhenIdle: boolean): boolean {
+  private runInCore(devices: (CoreDevice | null)[], endPs: number, stopWhenIdle: boolean): boolean {
     const core = this.fabric.core;
     this.fabric.flush();
     this.coreCluster(devices);
@@ -256,15 +278,15 @@ export class ClusterRunner {
    * and after the fabric (frames on the wire to other threads' devices, and when each thread
    * next acts). Every thread takes the same windows and jumps.
    */
-  private runSplit(devices: CoreDevice[] | null, part: Partition, endPs: number, stopWhenIdle: boolean): boolean {
+  private runSplit(devices: (CoreDevice | null)[] | null, part: Partition, endPs: number, stopWhenIdle: boolean): boolean {
     const fabric = this.fabric, core = fabric.core, W = this.windowPs, n = this.endpoints.length;
     fabric.flush();
-    if (!this.owned) {
+    const owned = this.owned!;
+    if (!this.parted) {
       const t = fabric.topology;
-      this.owned = Uint8Array.from({ length: n }, (_, d) => (part.deviceThread(d, n) === part.index ? 1 : 0));
-      fabric.partition(Uint8Array.from(t.portPlane, (pl) => ((pl < 0 ? 0 : part.planeThread(pl, t.planes)) === part.index ? 1 : 0)), this.owned);
+      fabric.partition(Uint8Array.from(t.portPlane, (pl) => ((pl < 0 ? 0 : part.planeThread(pl, t.planes)) === part.index ? 1 : 0)), owned);
+      this.parted = true;
     }
-    const owned = this.owned;
     if (devices) {
       this.coreCluster(devices);
       // the host may have given the devices work since the last stretch
@@ -347,13 +369,18 @@ export class ClusterRunner {
     return next;
   }
 
-  /** The core's cluster for `devices` (assembly/cluster.ts), made at the first run in the core. */
-  private coreCluster(devices: CoreDevice[]): void {
+  /**
+   * The core's cluster for `devices` (assembly/cluster.ts), made at the first run in the core; a
+   * null device is another thread's (the core never looks at it: FAB.dev_owned).
+   */
+  private coreCluster(devices: (CoreDevice | null)[]): void {
     const core = this.fabric.core;
     if (this.cl === 0) {
-      const cl = core.clusterNew(this.fabric.fab, this.windowPs, devices[0]?.overheadBytes ?? 0) >>> 0;
+      const overhead = devices.find((d) => d !== null)?.overheadBytes ?? 0;
+      const cl = core.clusterNew(this.fabric.fab, this.windowPs, overhead) >>> 0;
       devices.forEach((d, i) => {
-        if (d.overheadBytes !== devices[0]!.overheadBytes) throw new RangeError(`endpoint ${i}: every device's frame overhead must be the same`);
+        if (!d) return;
+        if (d.overheadBytes !== overhead) throw new RangeError(`endpoint ${i}: every device's frame overhead must be the same`);
         core.clusterSetDevice(cl, i, d.handle, d.psPerByte);
       });
       const dv = new DataView(core.memory.buffer);

@@ -305,7 +305,8 @@ export interface MenicExports {
   clusterAttention(cl: number): number;
   /**
    * A run split over threads (host/fabric/runner.ts, partitioned): at the start of the host's
-   * run, as clusterRun's start. `fresh`: each device is asked again when it next acts.
+   * run, as clusterRun's start, for this partition's devices (FAB.dev_owned; the others are not
+   * in this instance). `fresh`: each is asked again when it next acts.
    */
   clusterBegin(cl: number, fresh: number): void;
   /**

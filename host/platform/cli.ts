@@ -74,7 +74,7 @@ completed to measure it is null in --json and "—" in the table.`,
     "max-memory": { kind: "int", value: "<GiB>", min: 1, max: 2 ** 20, help: "refuse a scenario whose devices and fabric need more memory than this (docs/fabric.md, \"Memory\")", default: String(MEMORY_BOUND_BYTES / 2 ** 30) },
     "allow-failures": { kind: "flag", help: "exit 0 though a run (a sweep's run) failed, ran out of time or stalled: a study whose failures are results", default: "(off: exit 1)" },
     jobs: { kind: "int", value: "<n>", min: 1, max: 256, help: "make a sweep's runs on n worker threads at once, each run on one (the table and JSON are the same as on one; each thread holds its own devices: n times the memory)", default: "1" },
-    threads: { kind: "int", value: "<n>", min: 1, max: 64, help: "split one traffic run over n worker threads, its devices and planes shared out (the table and JSON are the same as on one; n at most its planes; each thread builds the whole cluster: n times the memory; docs/scale.md)", default: "1" },
+    threads: { kind: "int", value: "<n>", min: 1, max: 64, help: "split one traffic run over n worker threads, its devices and planes shared out (the table and JSON are the same as on one; n at most its planes; each thread builds its own devices and the whole fabric; docs/scale.md)", default: "1" },
     shard: { kind: "string", value: "<i/n>", help: "with --json: make only every n-th run of the sweep, from run i (1 to n), and print them as a shard file; menic merge puts the shards back together (docs/scale.md)", default: "(none: every run)" },
   },
   notes: `${TIMES}.

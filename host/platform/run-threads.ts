@@ -1,5 +1,5 @@
 // One traffic run split over worker threads (`menic run --threads N`, docs/scale.md): this
-// thread and N - 1 workers each build the whole cluster and run their part of it
+// thread and N - 1 workers each build their own devices and the whole fabric and run their part of it
 // (host/fabric/partition.ts); this one reports the run, the same bytes as on one thread. Node
 // only: the workers are this same module (the CLI bundle, or a bench's) started again.
 
@@ -20,10 +20,10 @@ interface Start { tag: string; index: number; shared: PartitionShared; scenario:
 
 /**
  * Runs the traffic scenario `scenario` split over `threads` threads (this one and threads - 1
- * workers); resolves with its result. `opts` beyond ThreadRunOptions (progress, stop) are this
- * thread's. One thread is runScenario itself.
+ * workers); resolves with its result. `opts` beyond ThreadRunOptions (progress, stop, the
+ * cluster built: this thread's devices only) are this thread's. One thread is runScenario itself.
  */
-export async function runScenarioThreads(scenario: ScenarioInput, threads: number, opts: ThreadRunOptions & Pick<RunOptions, "onProgress" | "shouldStop" | "onStart"> = {}): Promise<ScenarioResult> {
+export async function runScenarioThreads(scenario: ScenarioInput, threads: number, opts: ThreadRunOptions & Pick<RunOptions, "onProgress" | "shouldStop" | "onStart" | "onBuilt"> = {}): Promise<ScenarioResult> {
   if (threads === 1) return runScenario(coreModule(), scenario, opts);
   const shared = makePartitions(threads);
   const { maxMemoryBytes, windowPs, sharedInstanceBytes } = opts;

@@ -6,7 +6,7 @@
 // No Node APIs: it runs in a browser tab as well.
 
 import { Fabric } from "../fabric/fabric.js";
-import { ClusterRunner } from "../fabric/runner.js";
+import { ClusterRunner, ELSEWHERE, type Endpoint } from "../fabric/runner.js";
 import type { Partition } from "../fabric/partition.js";
 import { DeviceEndpoint } from "../cluster/endpoint.js";
 import { Context, VerbsError, type Qp, type PortGroup } from "../verbs.js";
@@ -203,11 +203,12 @@ export interface ClusterHomes {
  * its own, and the host steps them: 4,096 of the fabric bench's devices, an instance each, took
  * 29 s to build (each instance growing its memory, each growth a garbage collection in V8). A
  * device whose arena alone is over half of it gets an instance of its own. Refuses first what
- * checkCluster refuses.
+ * checkCluster refuses (for the whole cluster). `built`: the devices built here (a thread of a
+ * run split over threads builds only its own), numbered 0 to built - 1 for `device`.
  */
-export function clusterHomes(coreModule: WebAssembly.Module, sc: ClusterSizeOf, config: unknown, maxMemoryBytes?: number, sharedBytes = SHARED_INSTANCE_BYTES): ClusterHomes {
+export function clusterHomes(coreModule: WebAssembly.Module, sc: ClusterSizeOf, config: unknown, maxMemoryBytes?: number, sharedBytes = SHARED_INSTANCE_BYTES, built = sc.devices.count): ClusterHomes {
   const { arenaBytes } = checkCluster(coreModule, sc, config, maxMemoryBytes);
-  const n = sc.devices.count;
+  const n = built;
   if (n * arenaBytes <= sharedBytes) {
     const one = new CoreInstance(coreModule);
     return { fabric: one, device: () => one, instances: 1 };
@@ -223,7 +224,9 @@ export function clusterHomes(coreModule: WebAssembly.Module, sc: ClusterSizeOf, 
  * The scenario's fabric with its faults (in `home`: its devices' instance, or a new one),
  * `contexts`' devices as its endpoints, and the runner over them: its windows the largest
  * multiple of the devices' interleave quantum within the smallest link latency (windowFor), or
- * `windowPs` when given (a what-if: docs/fabric.md says which results may depend on it).
+ * `windowPs` when given (a what-if: docs/fabric.md says which results may depend on it). With
+ * a `partition`, `contexts` holds this thread's devices only (the others' entries are empty,
+ * and so are their endpoints': the runner has them as ELSEWHERE).
  */
 export function buildCluster(home: WebAssembly.Module | CoreInstance, sc: FabricOf, contexts: readonly Context[], windowPs?: number, partition?: Partition): { fabric: Fabric; endpoints: DeviceEndpoint[]; runner: ClusterRunner } {
   const topo = buildTopology(sc);
@@ -235,8 +238,10 @@ export function buildCluster(home: WebAssembly.Module | CoreInstance, sc: Fabric
   const fabric = new Fabric(home, topo, { mode: sc.fabric.mode, seed: sc.seed, payloadSlotBytes, ...(sc.fabric.switch ? { switch: sc.fabric.switch } : {}) });
   applyFaults(sc.faults, fabric, topo);
   const endpoints = contexts.map((c) => new DeviceEndpoint(c.device));
-  const quantumPs = contexts.length > 0 ? Number(contexts[0]!.device.config.get("interleaveQuantumPs")) : undefined;
-  return { fabric, endpoints, runner: new ClusterRunner(fabric, endpoints, { quantumPs, ...(windowPs !== undefined ? { windowPs } : {}), ...(partition ? { partition } : {}) }) };
+  const first = contexts.find((c) => c !== undefined);
+  const quantumPs = first ? Number(first.device.config.get("interleaveQuantumPs")) : undefined;
+  const stepped = Array.from(endpoints, (e): Endpoint => e ?? ELSEWHERE);
+  return { fabric, endpoints, runner: new ClusterRunner(fabric, stepped, { quantumPs, ...(windowPs !== undefined ? { windowPs } : {}), ...(partition ? { partition } : {}) }) };
 }
 
 /** How a cluster's devices are made: each one's config, the config its memory is judged by, and what is done to each once open. */
@@ -352,33 +357,36 @@ export class Cluster {
   constructor(
     /** Where the fabric was built: one core instance every device shares with it, or the compiled core (an instance of its own; the devices are in others: `instances`). */
     readonly home: WebAssembly.Module | CoreInstance,
-    /** The devices' verbs contexts, by device number. */
+    /** The devices' verbs contexts, by device number (a thread of a run split over threads holds only its own: the others' entries are empty). */
     readonly contexts: Context[],
     /** The fabric joining their ports (docs/fabric.md). */
     readonly fabric: Fabric,
-    /** The devices as the runner's endpoints, by device number (a capture taps them). */
+    /** The devices as the runner's endpoints, by device number (a capture taps them; empty where `contexts` is). */
     readonly endpoints: DeviceEndpoint[],
     /** The window loop that advances the devices and the fabric together. */
     readonly runner: ClusterRunner,
     /** The core instances the devices are in: 1 when they share the fabric's (`home`), else their groups' or their own. */
     readonly instances = 1,
   ) {
-    this.transport = contexts[0]?.device.config.get("transport") === 1n ? "metaroce" : "rocev2";
+    this.transport = contexts.find((c) => c !== undefined)?.device.config.get("transport") === 1n ? "metaroce" : "rocev2";
   }
 
   /**
    * @internal
    * The one way a cluster is built: `sc`'s devices, made as `plan` says, on its fabric
    * (buildCluster); refused first as clusterHomes refuses; the devices in one instance with the
-   * fabric while they fit.
+   * fabric while they fit. A thread of a run split over threads (`opts.partition`) builds its
+   * own devices only: `contexts` then has the others' entries empty.
    */
   static async build(coreModule: WebAssembly.Module, sc: FabricOf & ClusterSizeOf, plan: DevicePlan, opts: { maxMemoryBytes?: number; windowPs?: number; sharedInstanceBytes?: number; partition?: Partition } = {}): Promise<Cluster> {
-    const homes = clusterHomes(coreModule, sc, plan.sizedBy, opts.maxMemoryBytes, opts.sharedInstanceBytes);
-    const contexts: Context[] = [];
-    for (let d = 0; d < sc.devices.count; d++) {
-      const ctx = await Context.open(homes.device(d), plan.configOf(d));
+    const n = sc.devices.count, part = opts.partition;
+    const here = Array.from({ length: n }, (_, d) => d).filter((d) => !part || part.deviceThread(d, n) === part.index);
+    const homes = clusterHomes(coreModule, sc, plan.sizedBy, opts.maxMemoryBytes, opts.sharedInstanceBytes, here.length);
+    const contexts = new Array<Context>(n);
+    for (const [k, d] of here.entries()) {
+      const ctx = await Context.open(homes.device(k), plan.configOf(d));
       plan.prepare?.(ctx);
-      contexts.push(ctx);
+      contexts[d] = ctx;
     }
     const { fabric, endpoints, runner } = buildCluster(homes.fabric, sc, contexts, opts.windowPs, opts.partition);
     return new Cluster(homes.fabric, contexts, fabric, endpoints, runner, homes.instances);

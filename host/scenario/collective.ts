@@ -79,8 +79,8 @@ export function stripePorts(sc: StripesOf): number[] {
 }
 
 /** Frames and bytes each port index has sent into the fabric so far, summed over the devices (the links from a device to its switch). */
-export function portTraffic(contexts: readonly Context[], fabric: Fabric): { frames: number[]; bytes: number[] } {
-  const ports = Number(contexts[0]!.device.config.get("ports"));
+export function portTraffic(fabric: Fabric): { frames: number[]; bytes: number[] } {
+  const ports = fabric.ports;
   const frames = new Array<number>(ports).fill(0), bytes = new Array<number>(ports).fill(0);
   // each host link's channel from its device port (not fabric.stats(), which makes objects for
   // every link: 786,432 channels' at 16,384 devices on three tiers, 350 MB of a run's peak)
@@ -336,7 +336,7 @@ export async function runCollectiveScenario(coreModule: WebAssembly.Module, sc: 
     stopped = r.stopped;
     endPs += r.row.timePs;
     addTotals(totals, contexts, fabric, runner);
-    const t = portTraffic(contexts, fabric);
+    const t = portTraffic(fabric);
     portFrames = t.frames.map((x, i) => x + (portFrames[i] ?? 0));
     portBytes = t.bytes.map((x, i) => x + (portBytes[i] ?? 0));
     if (stopped || r.row.status !== "done") break;

@@ -90,7 +90,19 @@ export interface DeviceCounts extends TransportSums {
  * the MetaRoCE-like transport's counters by their names without `mrt.`.
  */
 export function deviceCounts(devices: readonly Device[], stageDrops: number, metaroce: boolean): DeviceCounts {
-  const sum = sumStats(devices, [...new Set([...DEVICE_DROP_COUNTERS, ...TRANSPORT_COUNTERS, ...RETRANSMIT_COUNTERS, ...(metaroce ? METAROCE_COUNTERS : [])])]);
+  return deviceCountsOf(sumStats(devices, countedStats(metaroce)), stageDrops, metaroce);
+}
+
+/** The counters {@link DeviceCounts} is made of (layouts/stats.json names), once each. */
+export function countedStats(metaroce: boolean): CountedStat[] {
+  return [...new Set([...DEVICE_DROP_COUNTERS, ...TRANSPORT_COUNTERS, ...RETRANSMIT_COUNTERS, ...(metaroce ? METAROCE_COUNTERS : [])])];
+}
+
+/** A counter {@link DeviceCounts} is made of. */
+export type CountedStat = (typeof DEVICE_DROP_COUNTERS | typeof TRANSPORT_COUNTERS | typeof RETRANSMIT_COUNTERS | typeof METAROCE_COUNTERS)[number];
+
+/** {@link deviceCounts} from the sums of countedStats(metaroce) (a run split over threads adds up each thread's). */
+export function deviceCountsOf(sum: Record<CountedStat, number>, stageDrops: number, metaroce: boolean): DeviceCounts {
   const deviceDrops: Record<string, number> = Object.fromEntries(DEVICE_DROP_COUNTERS.map((k) => [k, sum[k]]));
   deviceDrops.rx_stage_full = stageDrops;
   return {

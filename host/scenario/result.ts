@@ -435,8 +435,8 @@ export interface RunOptions {
   csv?: CsvOptions;
   /**
    * @internal This thread's part of one traffic run split over threads (`menic run --threads`,
-   * host/platform/run-threads.ts): every thread builds the whole cluster, steps its own devices
-   * and planes, and the first reports the run (the others' results are partial). No observer,
+   * host/platform/run-threads.ts): every thread builds its own devices and the whole fabric,
+   * steps its own devices and planes, and the first reports the run (the others' results are partial). No observer,
    * timeline, CSV or capture; a traffic scenario only.
    */
   partition?: Partition;

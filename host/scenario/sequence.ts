@@ -62,7 +62,7 @@ export async function runCollectiveSequence(coreModule: WebAssembly.Module, sc: 
   const alone = await Promise.all(list.map((c) => (c.interference ? matmulAlonePs(coreModule, config0, c.interference, sc.untilPs) : null)));
   const { contexts, fabric, runner } = await bootCluster(coreModule, sc, need, opts);
   const flows = observeCluster(opts.observer, { fabric, runner, contexts }, sc.transport, programs.flat());
-  const portFrames = () => portTraffic(contexts, fabric);
+  const portFrames = () => portTraffic(fabric);
   const reports: CollectiveReport[] = [];
   let index = 0, stopped = false, timeLimit = false;
   for (const [i, c] of list.entries()) {

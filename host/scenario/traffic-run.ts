@@ -5,6 +5,7 @@
 // workload's FCT slowdown by size against each flow's ideal (slowdown.ts). No Node APIs.
 
 import type { Context, Qp, Cq, Pd, Mr } from "../verbs.js";
+import type { Partition } from "../fabric/partition.js";
 import { FABRIC_DEFAULTS } from "../fabric/config.js";
 import type { Scenario, Flow } from "./scenario.js";
 import { buildTopology, type TopologyOf } from "./cluster.js";
@@ -16,14 +17,18 @@ import { TRAFFIC_VERBS, VERB_OPCODE, type FlowPlan, type TrafficPlan, type Traff
 import { idealFctPs, pathBetween, slowdownTable } from "./slowdown.js";
 import { maxOf, minOf } from "../extremes.js";
 
+/** One end of a flow: its device's context and its QP. */
+interface FlowEnd { ctx: Context; qp: Qp }
+
 interface FlowState {
   plan: FlowPlan;
   spec: Flow;
-  ctx: Context;
-  cq: Cq;
-  qp: Qp;
-  /** the receiving end */
-  rx: { ctx: Context; qp: Qp };
+  /**
+   * The sending end and the receiving end, each null on a thread of a run split over threads
+   * that does not hold its device (the one that does posts and polls there).
+   */
+  tx: FlowEnd | null;
+  rx: FlowEnd | null;
   /** when its messages are posted, ps of simulated time */
   startPs: number;
   completed: number;
@@ -85,7 +90,13 @@ export interface PolledPart {
 /** A device's memory for the traffic: its PD, CQ, and the region both sent from and written into. */
 interface DeviceMemory { pd: Pd; cq: Cq; addr: number; mr: Mr }
 
-/** Each device's PD, CQ of `cqDepth` and region of `regionBytes`, registered for local and remote access. */
+/** A device's region as the senders to it address it. */
+interface Region { addr: number; rkey: number }
+
+/**
+ * Each device's PD, CQ of `cqDepth` and region of `regionBytes`, registered for local and
+ * remote access; empty where `contexts` is (another thread's device).
+ */
 function allocMemory(contexts: readonly Context[], cqDepth: number, regionBytes: number): DeviceMemory[] {
   return contexts.map((ctx) => {
     const pd = ctx.allocPd();
@@ -98,25 +109,33 @@ function allocMemory(contexts: readonly Context[], cqDepth: number, regionBytes:
 
 /**
  * A QP pair per flow, connected (INIT, RTR, RTS at both ends) over `portGroup`, with room for
- * its messages and its receives; its messages start `offsetPs` after their plan's start.
+ * its messages and its receives; its messages start `offsetPs` after their plan's start. Every
+ * QP is made before any is connected: an end on a device of another thread of a run split over
+ * threads (`part`) is made there, and the threads tell each other their QP numbers and regions
+ * (`regions`, filled here for every device) in between.
  */
-function connectFlows(contexts: readonly Context[], mem: readonly DeviceMemory[], plan: TrafficPlan, portGroup: Scenario["traffic"]["portGroup"], offsetPs: number): FlowState[] {
-  return plan.flows.map((fp) => {
-    const spec = fp.spec;
-    const mk = (d: number, recv: number) => contexts[d]!.createQp(mem[d]!.pd, { sendCq: mem[d]!.cq, recvCq: mem[d]!.cq, maxSendWr: Math.max(1, plan.messages), maxRecvWr: Math.max(1, recv) });
-    const tx = mk(spec.src, 1), rx = mk(spec.dst, fp.receives);
-    const connect = (d: number, qp: Qp, destQpNum: number, destDevice: number) => {
-      const ctx = contexts[d]!;
-      ctx.modifyQp(qp, { state: "INIT" });
-      ctx.modifyQp(qp, { state: "RTR", destQpNum, destDevice, portGroup, portLane: spec.lane });
-      ctx.modifyQp(qp, { state: "RTS" });
-    };
-    connect(spec.src, tx, rx.qpn, spec.dst);
-    connect(spec.dst, rx, tx.qpn, spec.src);
-    return {
-      plan: fp, spec, ctx: contexts[spec.src]!, cq: mem[spec.src]!.cq, qp: tx, rx: { ctx: contexts[spec.dst]!, qp: rx }, startPs: fp.startPs + offsetPs,
-      completed: 0, failed: 0, bytes: 0, readBytes: 0, lastDonePs: 0, status: "",
-    };
+function connectFlows(contexts: readonly Context[], mem: readonly DeviceMemory[], regions: Region[], plan: TrafficPlan, portGroup: Scenario["traffic"]["portGroup"], offsetPs: number, part: Partition | undefined): FlowState[] {
+  const mk = (d: number, recv: number): FlowEnd | null => {
+    const ctx = contexts[d], m = mem[d];
+    return ctx && m ? { ctx, qp: ctx.createQp(m.pd, { sendCq: m.cq, recvCq: m.cq, maxSendWr: Math.max(1, plan.messages), maxRecvWr: Math.max(1, recv) }) } : null;
+  };
+  const ends = plan.flows.map((fp) => ({ tx: mk(fp.spec.src, 1), rx: mk(fp.spec.dst, fp.receives) }));
+  // every device's region (2 numbers each), then every flow's two QP numbers; -1 where unknown here
+  const n = contexts.length, known = new Float64Array(2 * n + 2 * ends.length).fill(-1);
+  mem.forEach((m, d) => known.set([m.addr, m.mr.rkey], 2 * d));
+  ends.forEach((e, i) => known.set([e.tx?.qp.qpn ?? -1, e.rx?.qp.qpn ?? -1], 2 * n + 2 * i));
+  if (part) for (const h of part.exchange(known, [])) h.nums.forEach((v, k) => { if (v >= 0) known[k] = v; });
+  for (let d = 0; d < n; d++) regions[d] = { addr: known[2 * d]!, rkey: known[2 * d + 1]! };
+  const connect = (end: FlowEnd, destQpNum: number, destDevice: number, lane: number | undefined) => {
+    end.ctx.modifyQp(end.qp, { state: "INIT" });
+    end.ctx.modifyQp(end.qp, { state: "RTR", destQpNum, destDevice, portGroup, portLane: lane });
+    end.ctx.modifyQp(end.qp, { state: "RTS" });
+  };
+  return plan.flows.map((fp, i) => {
+    const spec = fp.spec, { tx, rx } = ends[i]!;
+    if (tx) connect(tx, known[2 * n + 2 * i + 1]!, spec.dst, spec.lane);
+    if (rx) connect(rx, known[2 * n + 2 * i]!, spec.src, spec.lane);
+    return { plan: fp, spec, tx, rx, startPs: fp.startPs + offsetPs, completed: 0, failed: 0, bytes: 0, readBytes: 0, lastDonePs: 0, status: "" };
   });
 }
 
@@ -128,19 +147,21 @@ const verbOf = (f: FlowState, k: number): TrafficVerb => (f.plan.verbs ? TRAFFIC
  * WRITEs and WRITE_WITH_IMMs into the receiver's region, SENDs into its receives (there), READs
  * from its region into the sender's. Message k has wrId k.
  */
-function postFlow(f: FlowState, i: number, mem: readonly DeviceMemory[], nowPs: number, observer: RunObserver | undefined): void {
-  const fp = f.plan, dst = mem[f.spec.dst]!, src = mem[f.spec.src]!;
-  if (fp.receives > 0) {
-    const recvAt = BigInt(nowPs);
-    f.rx.ctx.postRecv(f.rx.qp, Array.from({ length: fp.receives }, (_, k) => ({ wrId: k, localAddr: dst.addr, length: fp.bytes, lkey: dst.mr.lkey })), { atPs: recvAt > f.rx.ctx.nowPs ? recvAt : f.rx.ctx.nowPs });
+function postFlow(f: FlowState, i: number, mem: readonly DeviceMemory[], regions: readonly Region[], nowPs: number, observer: RunObserver | undefined): void {
+  const fp = f.plan, rx = f.rx, tx = f.tx;
+  if (fp.receives > 0 && rx) {
+    const recvAt = BigInt(nowPs), at = mem[f.spec.dst]!;
+    rx.ctx.postRecv(rx.qp, Array.from({ length: fp.receives }, (_, k) => ({ wrId: k, localAddr: at.addr, length: fp.bytes, lkey: at.mr.lkey })), { atPs: recvAt > rx.ctx.nowPs ? recvAt : rx.ctx.nowPs });
   }
+  if (!tx) return;
+  const src = mem[f.spec.src]!, dst = regions[f.spec.dst]!;
   const wrs = Array.from({ length: fp.messages }, (_, k) => ({
-    wrId: k, opcode: VERB_OPCODE[verbOf(f, k)], signaled: true, localAddr: src.addr, length: fp.bytes, lkey: src.mr.lkey, remoteAddr: dst.addr, rkey: dst.mr.rkey,
+    wrId: k, opcode: VERB_OPCODE[verbOf(f, k)], signaled: true, localAddr: src.addr, length: fp.bytes, lkey: src.mr.lkey, remoteAddr: dst.addr, rkey: dst.rkey,
     ...(verbOf(f, k) === "WRITE_WITH_IMM" ? { imm: k } : {}),
   }));
   const at = BigInt(f.startPs);
-  const now = f.ctx.nowPs;
-  f.ctx.postSend(f.qp, wrs, { atPs: at > now ? at : now });
+  const now = tx.ctx.nowPs;
+  tx.ctx.postSend(tx.qp, wrs, { atPs: at > now ? at : now });
   for (let k = 0; k < fp.messages; k++) observer?.posted(i, k, f.startPs);
 }
 
@@ -159,6 +180,8 @@ export const POST_AHEAD_PS = 10_000_000;
 export class TrafficRun {
   readonly state: FlowState[];
   private readonly mem: DeviceMemory[];
+  /** every device's region (the senders to it write and read there) */
+  private readonly regions: Region[] = [];
   /** a completion's flow: by its device, then its QP number */
   private readonly byQp: Map<number, FlowState>[];
   private readonly flowIndex: Map<FlowState, number>;
@@ -176,28 +199,33 @@ export class TrafficRun {
 
   /**
    * `offsetPs`: the traffic's base (its start is traffic.start after it; a pattern's messages are
-   * posted now); `windowPs`: the runner's window, which an epoch is a multiple of.
+   * posted now); `windowPs`: the runner's window, which an epoch is a multiple of. `part`: this
+   * thread's part of a run split over threads, which holds only its own devices in `contexts`
+   * and makes, posts and polls only their ends of the flows (every thread calls this at once).
    */
-  constructor(contexts: readonly Context[], sizes: TrafficSizes, readonly plan: TrafficPlan, portGroup: Scenario["traffic"]["portGroup"], readonly offsetPs: number, windowPs: number, private readonly observer?: RunObserver) {
+  constructor(contexts: readonly Context[], sizes: TrafficSizes, readonly plan: TrafficPlan, portGroup: Scenario["traffic"]["portGroup"], readonly offsetPs: number, windowPs: number, private readonly observer?: RunObserver, part?: Partition) {
     this.mem = allocMemory(contexts, sizes.cqDepth, plan.maxBytes);
-    this.state = connectFlows(contexts, this.mem, plan, portGroup, offsetPs);
-    this.byQp = contexts.map(() => new Map<number, FlowState>());
-    for (const f of this.state) this.byQp[f.spec.src]!.set(f.qp.qpn, f);
+    this.state = connectFlows(contexts, this.mem, this.regions, plan, portGroup, offsetPs, part);
+    this.byQp = Array.from(contexts, () => new Map<number, FlowState>());
+    for (const f of this.state) if (f.tx) this.byQp[f.spec.src]!.set(f.tx.qp.qpn, f);
     this.flowIndex = new Map(this.state.map((f, i) => [f, i]));
     this.total = this.state.reduce((s, f) => s + f.plan.messages, 0);
     this.epochPs = Math.ceil(POST_AHEAD_PS / windowPs) * windowPs;
   }
 
-  /** Every flow's sender and receiver as an observer's BuiltRun sees them. */
+  /** Every flow's sender and receiver as an observer's BuiltRun sees them (a run with observers holds every device). */
   observed(): BuiltRun["flows"] {
-    return this.state.map((f) => ({
-      src: f.spec.src, dst: f.spec.dst, messageBytes: f.plan.bytes,
-      rateGbps: () => f.ctx.qpRateGbps(f.qp),
-      // bytes sent: requests by the sender, a READ's responses by the receiver (where the transport counts them)
-      sentBytes: () => f.ctx.qpBytes(f.qp).tx + f.rx.ctx.qpBytes(f.rx.qp).tx,
-      // bytes placed: by the receiver as they arrive; a READ's at the sender, counted when it completes
-      placedBytes: () => f.rx.ctx.qpBytes(f.rx.qp).rx + f.readBytes,
-    }));
+    return this.state.map((f) => {
+      const tx = f.tx!, rx = f.rx!;
+      return {
+        src: f.spec.src, dst: f.spec.dst, messageBytes: f.plan.bytes,
+        rateGbps: () => tx.ctx.qpRateGbps(tx.qp),
+        // bytes sent: requests by the sender, a READ's responses by the receiver (where the transport counts them)
+        sentBytes: () => tx.ctx.qpBytes(tx.qp).tx + rx.ctx.qpBytes(rx.qp).tx,
+        // bytes placed: by the receiver as they arrive; a READ's at the sender, counted when it completes
+        placedBytes: () => rx.ctx.qpBytes(rx.qp).rx + f.readBytes,
+      };
+    });
   }
 
   /** The next time the run must stop to post (the next epoch of a workload's flows still to post), or Infinity. */
@@ -217,13 +245,15 @@ export class TrafficRun {
    */
   postDue(nowPs: number): void {
     const until = this.plan.workload ? this.offsetPs + (Math.floor((nowPs - this.offsetPs) / this.epochPs) + 1) * this.epochPs : Infinity;
-    for (; this.next < this.state.length && this.state[this.next]!.startPs < until; this.next++) postFlow(this.state[this.next]!, this.next, this.mem, nowPs, this.observer);
+    for (; this.next < this.state.length && this.state[this.next]!.startPs < until; this.next++) postFlow(this.state[this.next]!, this.next, this.mem, this.regions, nowPs, this.observer);
   }
 
   /** Reads every device's completions: each sender's message done (successfully or not), its time and bytes. */
   poll(contexts: readonly Context[]): void {
     for (let d = 0; d < contexts.length; d++) {
-      for (const wc of contexts[d]!.pollCq(this.mem[d]!.cq, 1 << 16)) {
+      const ctx = contexts[d];
+      if (!ctx) continue; // another thread's device: it polls there
+      for (const wc of ctx.pollCq(this.mem[d]!.cq, 1 << 16)) {
         const f = this.byQp[d]!.get(wc.qpNum);
         if (!f) continue; // a receive's completion (SEND, WRITE_WITH_IMM): the sender's counts the message
         this.completed++;
@@ -276,9 +306,9 @@ export class TrafficRun {
     }
   }
 
-  /** Payload bytes placed so far over all flows: by the receivers as requests arrive, and by the senders of READs that completed. */
+  /** Payload bytes placed so far over all flows: by the receivers as requests arrive, and by the senders of READs that completed (a run that holds every device). */
   placedBytes(): number {
-    return this.state.reduce((sum, f) => sum + f.rx.ctx.qpBytes(f.rx.qp).rx + f.readBytes, 0);
+    return this.state.reduce((sum, f) => sum + f.rx!.ctx.qpBytes(f.rx!.qp).rx + f.readBytes, 0);
   }
 
   /**

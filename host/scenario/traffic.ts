@@ -13,7 +13,7 @@ import type { MetarocePath } from "../device.js";
 import type { Scenario } from "./scenario.js";
 import { Cluster, configFromWords, type FabricOf, type ClusterSizeOf } from "./cluster.js";
 import { portTraffic } from "./collective.js";
-import { deviceCounts } from "./counters.js";
+import { deviceCounts, deviceCountsOf } from "./counters.js";
 import type { ScenarioResult, PathSummary, RunOptions, Timeline } from "./result.js";
 import { Observers, TimelineRecorder } from "./observers.js";
 import { planTraffic, type FlowPlan } from "./workload.js";
@@ -106,7 +106,10 @@ type TrafficResultOf = Pick<Scenario, "name" | "seed" | "untilPs" | "transport">
 /** What the run did: per flow and in total, completion times, the devices' and the fabric's counters, and its timeline when it took one. */
 function trafficResult(sc: TrafficResultOf, built: Cluster, tr: TrafficRun, p: RunProgress, ideal: ((f: FlowPlan) => number) | null, timeline: Timeline | null, gathered: SplitGathered | null): ScenarioResult {
   const { runner, contexts, fabric } = built;
-  const counts = deviceCounts(contexts.map((c) => c.device), runner.stageDrops(), sc.transport === "metaroce");
+  // split over threads, the first has every device's counters and paths gathered; the others
+  // (whose results are not reported) and a whole run, their own
+  const metaroce = sc.transport === "metaroce", devices = contexts.flatMap((c) => (c ? [c.device] : []));
+  const counts = gathered ? deviceCountsOf(gathered.sums, runner.stageDrops(), metaroce) : deviceCounts(devices, runner.stageDrops(), metaroce);
   const { messages, flows, totalBytes, totalGoodputGbps, fctPs, ...more } = tr.report(ideal);
   const fs = fabric.totals();
   const all = messages.completed === messages.total;
@@ -119,9 +122,9 @@ function trafficResult(sc: TrafficResultOf, built: Cluster, tr: TrafficRun, p: R
     messages, flows, totalBytes, totalGoodputGbps, fctPs, ...more,
     transport: sc.transport,
     ...counts,
-    ...(sc.transport === "metaroce" ? { paths: pathSummary((gathered?.paths ?? contexts.map((c) => c.device.metarocePaths())).flat()) } : {}),
+    ...(metaroce ? { paths: pathSummary((gathered?.paths ?? devices.map((dev) => dev.metarocePaths())).flat()) } : {}),
     fabric: { drops: fs.drops, ecnMarks: fs.ecnMarks, pfcPauses: fs.pfcPauses, hops: fs.hops, delivered: fs.delivered },
-    ports: portTraffic(contexts, fabric),
+    ports: portTraffic(fabric),
     ...(timeline ? { timeline } : {}),
   };
 }
@@ -136,12 +139,12 @@ export async function runTrafficScenario(coreModule: WebAssembly.Module, sc: Sce
   const W = built.runner.windowPs;
   const timeline = opts.timelinePs === undefined ? null : new TimelineRecorder(Math.ceil(opts.timelinePs / W) * W);
   const observer = timeline && opts.observer ? new Observers([opts.observer, timeline]) : timeline ?? opts.observer;
-  const tr = new TrafficRun(built.contexts, sizes, plan, t.portGroup, 0, W, observer);
+  const tr = new TrafficRun(built.contexts, sizes, plan, t.portGroup, 0, W, observer, opts.partition);
   observer?.begin({ fabric: built.fabric, messagesPerFlow: plan.messages, devices: built.contexts.map((c) => c.device), transport: sc.transport, stageDrops: () => built.runner.stageDrops(), flows: tr.observed() });
   tr.postDue(built.runner.nowPs);
   opts.onStart?.(plan.maxBytes);
   const progress = await runFlows(built, tr, sc.untilPs, { ...opts, observer }, timeline);
   // split over threads: the others' devices, planes and polls, put together in the first
-  const gathered = opts.partition ? gatherSplitRun(opts.partition, built, tr) : null;
+  const gathered = opts.partition ? gatherSplitRun(opts.partition, built, tr, sc.transport === "metaroce") : null;
   return trafficResult(sc, built, tr, progress, plan.workload ? idealOf(sc) : null, timeline?.timeline() ?? null, gathered);
 }
