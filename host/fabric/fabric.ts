@@ -205,7 +205,8 @@ export class Fabric {
       if (L.aSwitch >= 0) swPorts[L.aSwitch]++;
       swPorts[L.bSwitch]++;
     }
-    const rng = new RandomStreams(nCh + nSw);
+    // seeded in place, where the core draws them
+    const rng = new RandomStreams(nCh + nSw, new Uint32Array(this.u8.buffer, this.ptr(FAB.rng), 4 * (nCh + nSw)));
     for (let c = 0; c < nCh; c++) rng.seed(c, cfg.seed, streamId(STREAM.LINK_LOSS, c));
     const role = u8(FAB.sw_role), seed = new Uint32Array(this.u8.buffer, this.ptr(FAB.sw_seed), nSw);
     const local = i32(FAB.sw_local), plane = i32(FAB.sw_plane), pod = i32(FAB.sw_pod), bufCap = f64(FAB.buf_cap), portCap = f64(FAB.port_cap);
@@ -221,8 +222,6 @@ export class Fabric {
       bufCap[s] = cfg.switch.bufferBytesPerPort * swPorts[s];
       portCap[s] = Math.min(cfg.switch.portCapFraction * bufCap[s], cfg.switch.portCapBytes);
     }
-    const streams = new Uint32Array(this.u8.buffer, this.ptr(FAB.rng), 4 * (nCh + nSw));
-    for (let i = 0; i < nCh + nSw; i++) streams.set(rng.state(i), 4 * i);
     // routing tables: each uplink, and the downlink it is the other direction of
     const downCh = i32(FAB.down_ch), linkOf = i32(FAB.fabric_link_of);
     for (let l = 0; l < firstSpine; l++)
