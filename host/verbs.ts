@@ -421,6 +421,13 @@ type Kind = "PD" | "MR" | "CQ" | "QP";
 const GONE: Record<Kind, string> = { PD: "was deallocated", MR: "is not registered: it was deregistered", CQ: "was destroyed", QP: "was destroyed" };
 
 /**
+ * Where encodeBatch encodes a batch's entries (grown as needed), for every context: one buffer,
+ * not one per post, nor one per context (a buffer each of 16,384 contexts is garbage for the
+ * collector to trace). Its entries are copied out before the call that made them returns.
+ */
+let batch = new DataView(new ArrayBuffer(16 * WQE.SIZE));
+
+/**
  * The verbs context of one device (ibv_open_device), with ibverbs' names: buffers
  * ({@link allocHostMemory}, {@link allocHbm}, {@link write}, {@link read}), protection
  * domains, memory regions, completion queues, queue pairs, posting and polling, and
@@ -429,8 +436,6 @@ const GONE: Record<Kind, string> = { PD: "was deallocated", MR: "is not register
  */
 export class Context {
   private hostTop = 0;
-  /** Where encodeBatch encodes a batch's entries (grown as needed): one buffer, not one per post. */
-  private batch = new DataView(new ArrayBuffer(16 * WQE.SIZE));
   private hbmLow: number;
   private scratch: number;
   /** Config fields the calls consult, read once (a device's config does not change; `config` holds bigints). */
@@ -716,9 +721,9 @@ export class Context {
     // run while it is being written
     const fields = list.map((wr, i) => wqeFields(wr, () => `${at()}[${i}]`, queue));
     const bytes = fields.length * WQE.SIZE;
-    if (this.batch.byteLength < bytes) this.batch = new DataView(new ArrayBuffer(Math.max(bytes, 2 * this.batch.byteLength)));
-    for (let i = 0; i < fields.length; i++) emitWqe(this.batch, i * WQE.SIZE, fields[i]!, qp.qpn);
-    return new Uint8Array(this.batch.buffer, 0, bytes);
+    if (batch.byteLength < bytes) batch = new DataView(new ArrayBuffer(Math.max(bytes, 2 * batch.byteLength)));
+    for (let i = 0; i < fields.length; i++) emitWqe(batch, i * WQE.SIZE, fields[i]!, qp.qpn);
+    return new Uint8Array(batch.buffer, 0, bytes);
   }
 
   /**
