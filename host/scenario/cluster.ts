@@ -210,14 +210,15 @@ export function clusterHomes(coreModule: WebAssembly.Module, sc: ClusterSizeOf, 
   const { arenaBytes } = checkCluster(coreModule, sc, config, maxMemoryBytes);
   const n = built;
   if (n * arenaBytes <= sharedBytes) {
-    const one = new CoreInstance(coreModule);
+    const one = new CoreInstance(coreModule, n * arenaBytes);
     return { fabric: one, device: () => one, instances: 1 };
   }
   const fit = Math.floor(sharedBytes / arenaBytes);
   if (fit < 2) return { fabric: coreModule, device: () => coreModule, instances: n };
   const groups = Math.ceil(n / fit), made: CoreInstance[] = [];
-  // device d is in group floor(d * groups / n): sizes differ by one at most
-  return { fabric: coreModule, device: (d) => (made[Math.floor((d * groups) / n)] ??= new CoreInstance(coreModule)), instances: groups };
+  // device d is in group floor(d * groups / n): sizes differ by one at most; each instance's
+  // memory is grown for its devices at once
+  return { fabric: coreModule, device: (d) => (made[Math.floor((d * groups) / n)] ??= new CoreInstance(coreModule, Math.ceil(n / groups) * arenaBytes)), instances: groups };
 }
 
 /**
