@@ -401,7 +401,7 @@ export function configSetJit(dev: usize, on: u32): void {
 // ---- the fabric (assembly/fabric/: a fabric is a handle too, in a core instance of its own or in
 // the instance of its devices)
 export {
-  fabricNew, fabricInit, fabricInbox, fabricIngest, fabricNextEvent, fabricRunTo, fabricTake, fabricRelease, fabricEpPaused,
+  fabricNew, fabricInit, fabricSeed, fabricInbox, fabricIngest, fabricNextEvent, fabricRunTo, fabricTake, fabricRelease, fabricEpPaused,
   fabricOutages, fabricSchedule, fabricRebuildGroups, portCatchUp as fabricCatchUp,
   fabricReadFrame, fabricMarkCe, fabricDraw, fabricEcmpPick, fabricHashTuple, fabricEventPush, fabricEventPop,
   fabricPartition, fabricMoveOut, fabricPartIn, fabricAdopt, fabricIngestDiverted,

@@ -1,5 +1,8 @@
 import { describe, it, expect } from "vitest";
-import { RandomStreams, probabilityThreshold, derive32, splitmix64Of } from "../host/fabric/rng.js";
+import { RandomStreams, probabilityThreshold, derive32, splitmix64Of, streamId, STREAM } from "../host/fabric/rng.js";
+import { Fabric } from "../host/fabric/fabric.js";
+import { leafSpine } from "../host/fabric/topology.js";
+import { coreModule } from "../host/platform/node.js";
 import { core, hashTuple, ecmpPick } from "./helpers/fabric-core.js";
 import { FAB } from "../host/generated/layouts.js";
 import { portAddress, addressPort, portMac, formatIpv4 } from "../host/fabric/topology.js";
@@ -53,6 +56,20 @@ describe("random streams", () => {
       x = byBigints(x ^ BigInt(i));
       // the carries between halves: states near 2^32 and 2^64 - gamma as well
       for (const s of [x, x & 0xffff_ffffn, (mask - gamma + BigInt(i)) & mask]) expect(splitmix64Of(s)).toBe(byBigints(s));
+    }
+  });
+
+  it("are seeded in the core with the words the host's derivation gives: every channel's loss stream, every switch's ECN stream and ECMP seed", () => {
+    for (const seed of [0, 1, 2 ** 40 + 5, 2 ** 53 - 1]) {
+      const fabric = new Fabric(coreModule(), leafSpine({ devices: 8, ports: 2, planes: 2, devicesPerLeaf: 4, spines: 3 }), { seed });
+      const mem = fabric.core.memory.buffer, dv = new DataView(mem), nCh = 2 * fabric.topology.links.length, nSw = fabric.topology.switches.length;
+      const words = new Uint32Array(mem, dv.getUint32(fabric.fab + FAB.rng, true), 4 * (nCh + nSw));
+      const host = new RandomStreams(nCh + nSw);
+      for (let c = 0; c < nCh; c++) host.seed(c, seed, streamId(STREAM.LINK_LOSS, c));
+      for (let s = 0; s < nSw; s++) host.seed(nCh + s, seed, streamId(STREAM.SWITCH_ECN, s));
+      expect(Array.from(words)).toEqual(Array.from({ length: nCh + nSw }, (_, i) => host.state(i)).flat());
+      const ecmp = new Uint32Array(mem, dv.getUint32(fabric.fab + FAB.sw_seed, true), nSw);
+      expect(Array.from(ecmp)).toEqual(Array.from({ length: nSw }, (_, s) => derive32(seed, streamId(STREAM.SWITCH_ECMP, s))));
     }
   });
 

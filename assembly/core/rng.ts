@@ -15,7 +15,8 @@ export const RNG_BLOCKS: u32 = RNG_BLOCK_ENGINES + 1;
   s3: u64;
 }
 
-@inline function splitmix(x: u64): u64 {
+/** SplitMix64's output for state `x` (the next state is x + the golden gamma). */
+@inline export function splitmix(x: u64): u64 {
   let z = x + 0x9e3779b97f4a7c15;
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9;
   z = (z ^ (z >> 27)) * 0x94d049bb133111eb;
@@ -34,9 +35,14 @@ export const RNG_STRIDE: usize = (offsetof<Rng>() + 15) & ~(<usize>15);
   return changetype<Rng>(dev.rng + <usize>block * RNG_STRIDE);
 }
 
+/** 64 well-mixed bits for stream `stream` of scenario seed `seed`, from which its state is drawn. */
+@inline export function rngMix(seed: u64, stream: u64): u64 {
+  return splitmix(seed) ^ splitmix(stream * 0xd1b54a32d192ed03 + 1);
+}
+
 /** Seeds `r` as stream `stream` of scenario seed `seed`; streams never share state. */
 export function rngSeed(r: Rng, seed: u64, stream: u64): void {
-  let x = splitmix(seed) ^ splitmix(stream * 0xd1b54a32d192ed03 + 1);
+  let x = rngMix(seed, stream);
   r.s0 = x = splitmix(x);
   r.s1 = x = splitmix(x);
   r.s2 = x = splitmix(x);

@@ -21,6 +21,7 @@ import { eventsInit } from "./events";
 import { NONE, pktGrow } from "./packets";
 import { FrameFields } from "./frame";
 import { zeroed, nones } from "./memory";
+import { rngSeed32, derive32, streamId, STREAM_LINK_LOSS, STREAM_SWITCH_ECN, STREAM_SWITCH_ECMP } from "./rng";
 
 /**
  * Entries a channel's ring starts with (it doubles when full). Most channels never hold more
@@ -37,6 +38,21 @@ function table(fab: usize, field: u32, bytes: usize): void {
 /** A zeroed fabric header: the host writes the counts and parameters, then calls fabricInit. */
 export function fabricNew(): usize {
   return zeroed(FAB_SIZE);
+}
+
+/**
+ * Seeds the fabric's random streams and its switches' ECMP seeds from scenario seed `seed` (an
+ * integer below 2^53): each channel's loss stream, each switch's ECN stream and ECMP seed (the
+ * host's RandomStreams.seed and derive32 give the same words; host/fabric/rng.ts).
+ */
+export function fabricSeed(fab: usize, seed: f64): void {
+  const nCh = load<u32>(fab + FAB_N_CH), nSw = load<u32>(fab + FAB_N_SW), s = <u64>seed;
+  const rng = load<usize>(fab + FAB_RNG), swSeed = load<usize>(fab + FAB_SW_SEED);
+  for (let c: u32 = 0; c < nCh; c++) rngSeed32(rng + (<usize>c << 4), s, streamId(STREAM_LINK_LOSS, c));
+  for (let w: u32 = 0; w < nSw; w++) {
+    store<u32>(swSeed + (<usize>w << 2), derive32(s, streamId(STREAM_SWITCH_ECMP, w)));
+    rngSeed32(rng + (<usize>(nCh + w) << 4), s, streamId(STREAM_SWITCH_ECN, w));
+  }
 }
 
 /**

@@ -36,7 +36,7 @@ import { eventsPushKeyed, eventsPopBefore } from "./events";
 import { FrameFields, readFrame, markCe } from "./frame";
 import { ecmpPick, hashTuple } from "./rng";
 
-export { fabricNew, fabricInit, fabricInbox, fabricFull, fabricOutbox } from "./build";
+export { fabricNew, fabricInit, fabricSeed, fabricInbox, fabricFull, fabricOutbox } from "./build";
 export { fabricOutages, fabricSchedule, fabricRebuildGroups } from "./faults";
 export { fabricEpPaused, fabricNextEvent, fabricRunTo } from "./loop";
 export { fabricIngest, fabricIngestDiverted, ingestRing, portCatchUp } from "./ingest";

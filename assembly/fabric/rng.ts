@@ -1,7 +1,30 @@
-// The fabric's random draws and ECMP hash, the host's host/fabric/rng.ts in the core: the host
-// seeds each xoshiro128** stream (SplitMix64 from (scenario seed, stream id)) and writes its
-// four words into the table at FAB.rng; the core draws from them. The hash is MurmurHash3 of
-// the 5-tuple, and a switch picks an ECMP member by fmix32(hash ^ its seed) (docs/fabric.md).
+// The fabric's random draws and ECMP hash, the host's host/fabric/rng.ts in the core: each
+// xoshiro128** stream is seeded (SplitMix64 from (scenario seed, stream id), as the host's
+// RandomStreams.seed) into the table at FAB.rng, and drawn from there; each switch's ECMP seed
+// is derived alike (the host's derive32). The hash is MurmurHash3 of the 5-tuple, and a switch
+// picks an ECMP member by fmix32(hash ^ its seed) (docs/fabric.md).
+
+import { splitmix, rngMix } from "../core/rng";
+
+/**
+ * The kinds of the fabric's streams: a stream id is kind x 2^28 + index (the host's STREAM and
+ * streamId, host/fabric/rng.ts).
+ */
+export const STREAM_LINK_LOSS: u64 = 1, STREAM_SWITCH_ECN: u64 = 2, STREAM_SWITCH_ECMP: u64 = 3;
+@inline export function streamId(kind: u64, index: u32): u64 { return (kind << 28) + <u64>index; }
+
+/** Seeds the xoshiro128** stream whose four state words are at `s` as stream `stream` of scenario seed `seed` (never all zero). */
+export function rngSeed32(s: usize, seed: u64, stream: u64): void {
+  const a = splitmix(rngMix(seed, stream)), b = splitmix(a);
+  store<u64>(s, a);
+  store<u64>(s, b, 8);
+  if ((a | b) == 0) store<u32>(s, 1);
+}
+
+/** A 32-bit value derived from (seed, stream): a switch's ECMP seed. */
+export function derive32(seed: u64, stream: u64): u32 {
+  return <u32>splitmix(rngMix(seed, stream));
+}
 
 /** The next u32 of the xoshiro128** stream whose four state words are at `s`. */
 export function rngNext32(s: usize): u32 {

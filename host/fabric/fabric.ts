@@ -7,7 +7,7 @@
 // model; assembly/fabric/fabric.ts describes a frame's life.
 
 import { ArrivalBatch, type TxSink } from "./batch.js";
-import { RandomStreams, STREAM, streamId, derive32, probabilityThreshold } from "./rng.js";
+import { probabilityThreshold } from "./rng.js";
 import { resolveFabricConfig, type FabricConfig, type FabricOptions } from "./config.js";
 import { type Topology } from "./topology.js";
 import { ConfigError } from "../config.js";
@@ -205,10 +205,9 @@ export class Fabric {
       if (L.aSwitch >= 0) swPorts[L.aSwitch]++;
       swPorts[L.bSwitch]++;
     }
-    // seeded in place, where the core draws them
-    const rng = new RandomStreams(nCh + nSw, new Uint32Array(this.u8.buffer, this.ptr(FAB.rng), 4 * (nCh + nSw)));
-    for (let c = 0; c < nCh; c++) rng.seed(c, cfg.seed, streamId(STREAM.LINK_LOSS, c));
-    const role = u8(FAB.sw_role), seed = new Uint32Array(this.u8.buffer, this.ptr(FAB.sw_seed), nSw);
+    // every random stream and ECMP seed, seeded in the core (as host/fabric/rng.ts seeds them)
+    core.fabricSeed(fab, cfg.seed);
+    const role = u8(FAB.sw_role);
     const local = i32(FAB.sw_local), plane = i32(FAB.sw_plane), pod = i32(FAB.sw_pod), bufCap = f64(FAB.buf_cap), portCap = f64(FAB.port_cap);
     for (let s = 0; s < nSw; s++) {
       const S = t.switches[s];
@@ -217,8 +216,6 @@ export class Fabric {
       local[s] = S.role === "leaf" ? S.index % t.leavesPerPod : S.role === "spine" ? S.index % spines : S.index;
       plane[s] = S.plane;
       pod[s] = S.pod;
-      seed[s] = derive32(cfg.seed, streamId(STREAM.SWITCH_ECMP, s));
-      rng.seed(nCh + s, cfg.seed, streamId(STREAM.SWITCH_ECN, s));
       bufCap[s] = cfg.switch.bufferBytesPerPort * swPorts[s];
       portCap[s] = Math.min(cfg.switch.portCapFraction * bufCap[s], cfg.switch.portCapBytes);
     }

@@ -1,14 +1,14 @@
 // Seeded random streams. No Math.random: every stream is derived from (scenario seed, stream
 // id) with SplitMix64 (Steele, Lea, Flood 2014), the same derivation as the core's
 // assembly/core/rng.ts, and then runs xoshiro128** (Blackman, Vigna 2018), the 32-bit member
-// of the family. The fabric's streams are seeded here and drawn in the core
-// (assembly/fabric/rng.ts, which also has the ECMP hash); the host draws from its own (a
-// scenario's permutation). Many streams live in one Uint32Array (4 words each).
+// of the family. The fabric's streams are seeded and drawn in the core (assembly/fabric/rng.ts,
+// which also has the ECMP hash), to the words this file's seeding gives (test/fabric-parts.test.ts);
+// the host draws from its own (a scenario's permutation). Many streams live in one Uint32Array
+// (4 words each).
 
 /**
- * 64-bit words as two u32 halves, (hi, lo): seeding a fabric's streams with bigints made 15 M
- * of them at 16,384 devices (0.6 s, and much of set-up's garbage collection). The functions
- * below leave their result in H and L.
+ * 64-bit words as two u32 halves, (hi, lo), not bigints (seeding 786,432 streams with bigints
+ * made 15 M of them). The functions below leave their result in H and L.
  */
 let H = 0, L = 0;
 
@@ -86,10 +86,8 @@ export function derive32(seed: number, stream: number): number {
 export class RandomStreams {
   private readonly s: Uint32Array;
 
-  /** `words`: where the streams' state is kept, 4 words each (the core's memory, where the fabric draws them); else an array of their own. */
-  constructor(readonly count: number, words?: Uint32Array) {
-    if (words && words.length < 4 * count) throw new RangeError(`${count} streams need ${4 * count} words, got ${words.length}`);
-    this.s = words ?? new Uint32Array(4 * Math.max(1, count));
+  constructor(readonly count: number) {
+    this.s = new Uint32Array(4 * Math.max(1, count));
   }
 
   /** Seeds stream `i` as stream `stream` of scenario seed `seed` (never all-zero state). */

@@ -202,6 +202,12 @@ export interface MenicExports {
    * for `packets` frames and `events` events, most of which are due within `horizonPs`.
    */
   fabricInit(fab: number, packets: number, events: number, horizonPs: number): void;
+  /**
+   * Seeds the fabric's random streams and its switches' ECMP seeds from scenario seed `seed` (an
+   * integer below 2^53): each channel's loss stream, each switch's ECN stream and ECMP seed (the
+   * host's RandomStreams.seed and derive32 give the same words; host/fabric/rng.ts).
+   */
+  fabricSeed(fab: number, seed: number): void;
   /** Room in the inbox for `records` PKT records and `bodyBytes` of bodies; returns the inbox's address. */
   fabricInbox(fab: number, records: number, bodyBytes: number): number;
   /**
@@ -444,6 +450,7 @@ export const EXPORT_SIGNATURES: { readonly [K in ExportName]: Signature<MenicExp
   configSetJit: [["i32", "i32"], "void"],
   fabricNew: [[], "i32"],
   fabricInit: [["i32", "i32", "i32", "f64"], "void"],
+  fabricSeed: [["i32", "f64"], "void"],
   fabricInbox: [["i32", "i32", "i32"], "i32"],
   fabricIngest: [["i32", "i32", "i32", "f64", "i32"], "i32"],
   fabricNextEvent: [["i32"], "f64"],
