@@ -5,6 +5,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { build } from "esbuild";
 import { trafficScenario, forcedEnd } from "./helpers/fuzz-tier/scenarios.js";
+import { Fabric } from "../host/fabric/fabric.js";
+import { leafSpine } from "../host/fabric/topology.js";
+import { coreModule } from "../host/platform/node.js";
+import { FAB, FCH } from "../host/generated/layouts.js";
 
 // One traffic run split over threads (`menic run --threads N`, issue 31 §4): each thread steps
 // its own devices and runs its own planes, frames crossing between them at every window. The
@@ -167,5 +171,31 @@ describe("a traffic run split over threads", () => {
     expect(refused(menic("run", pfc, "--threads", "2", "--pcap", join(tmp, "x.pcap")))).toEqual([2, "menic: --pcap sees every device of a run; with --threads each thread has only its own"]);
     // a sweep's runs go on threads with --jobs
     expect(refused(menic("run", "examples/scenarios/all-to-all.json", "--threads", "2"))).toEqual([2, "menic: --threads splits one run over threads; examples/scenarios/all-to-all.json is a sweep (--jobs runs a sweep's runs at once)"]);
+  });
+
+  it("hands a fabric's counters to the first thread as its slots not 0: sums add up, peaks keep the larger", () => {
+    const topo = leafSpine({ devices: 8, ports: 2, planes: 2, devicesPerLeaf: 4, spines: 2 });
+    const [first, other] = [new Fabric(coreModule(), topo, { seed: 1 }), new Fabric(coreModule(), topo, { seed: 1 })];
+    // a total, a switch's drops and buffer peak, a channel's frames and queue peak, the packet pool's peak
+    const put = (f: Fabric, hops: number, drops: number, bufPeak: number, pkts: number, qpeak: number, pktPeak: number) => {
+      const dv = new DataView(f.core.memory.buffer), at = (field: number) => dv.getUint32(f.fab + field, true);
+      const ch = at(FAB.ch) + 5 * FCH.SIZE;
+      dv.setFloat64(f.fab + FAB.hops, hops, true);
+      dv.setFloat64(at(FAB.sw_drops) + 8 * 3, drops, true);
+      dv.setFloat64(at(FAB.buf_peak) + 8 * 2, bufPeak, true);
+      dv.setFloat64(ch + FCH.pkts, pkts, true);
+      dv.setFloat64(ch + FCH.qpeak, qpeak, true);
+      dv.setUint32(f.fab + FAB.pkt_peak, pktPeak, true);
+    };
+    put(first, 100, 0, 9000, 7, 3000, 40);
+    put(other, 23, 5, 4000, 0, 6000, 90);
+    const handed = other.counters();
+    // the number of slots, then (slot, value) for the five not 0 (pkts is 0 there)
+    expect(handed.length).toBe(1 + 2 * 5);
+    first.absorbCounters(handed);
+    const dv = new DataView(first.core.memory.buffer), at = (field: number) => dv.getUint32(first.fab + field, true), ch = at(FAB.ch) + 5 * FCH.SIZE;
+    expect([dv.getFloat64(first.fab + FAB.hops, true), dv.getFloat64(at(FAB.sw_drops) + 24, true), dv.getFloat64(at(FAB.buf_peak) + 16, true), dv.getFloat64(ch + FCH.pkts, true), dv.getFloat64(ch + FCH.qpeak, true), dv.getUint32(first.fab + FAB.pkt_peak, true)])
+      .toEqual([123, 5, 9000, 7, 6000, 90]);
+    expect(() => new Fabric(coreModule(), leafSpine({ devices: 4, ports: 2, planes: 2, devicesPerLeaf: 4, spines: 2 }), { seed: 1 }).absorbCounters(handed)).toThrow(/counters/);
   });
 });

@@ -462,54 +462,60 @@ export class Fabric {
   }
 
   /**
-   * @internal The counters a partition's fabric kept of its own planes and devices, as one
-   * array: the totals, then per channel and per switch. Every partition's fabric has every
-   * link and switch, each counted only where it runs, so adding the arrays (absorbCounters)
-   * gives the whole run's; peaks are each partition's own, and the larger is kept.
+   * @internal The counters a partition's fabric kept of its own planes and devices: the
+   * totals, then per switch and per channel (counterSlots' order), as (slot, value) pairs of
+   * those not 0, after the number of slots. Every partition's fabric has every link and switch,
+   * each counted only where it runs, so adding them up (absorbCounters) gives the whole run's;
+   * peaks are each partition's own, and the larger is kept. Pairs, not every slot: at 16,384
+   * devices there are 10 M slots (82 MB), most of them 0 or another partition's.
    */
   counters(): Float64Array {
     this.flush();
     this.views();
-    const out: number[] = [];
-    for (const f of TOTAL_SUMS) out.push(this.f64At(f));
-    for (let r = 0; r < NR; r++) out.push(this.f64At(FAB.drops + 8 * r));
-    out.push(this.dv.getUint32(this.fab + FAB.pkt_peak, true), this.dv.getUint32(this.fab + FAB.ev_peak, true));
-    const a = new Float64Array(out.length + this.counterTables().reduce((s, [, n]) => s + n, 0) + 3 * this.nCh);
-    a.set(out);
-    let k = out.length;
-    for (const [f, n] of this.counterTables()) { a.set(new Float64Array(this.u8.buffer, this.ptr(f), n), k); k += n; }
-    for (let c = 0; c < this.nCh; c++, k += 3) {
-      const at = this.chanAt(c);
-      a[k] = this.dv.getFloat64(at + FCH.pkts, true); a[k + 1] = this.dv.getFloat64(at + FCH.bytes, true); a[k + 2] = this.dv.getFloat64(at + FCH.qpeak, true);
-    }
-    return a;
+    const out: number[] = [0];
+    let k = 0;
+    for (const { n, at, u32 } of this.counterSlots())
+      for (let i = 0; i < n; i++, k++) {
+        const v = u32 ? this.dv.getUint32(at(i), true) : this.dv.getFloat64(at(i), true);
+        if (v !== 0) out.push(k, v);
+      }
+    out[0] = k;
+    return Float64Array.from(out);
   }
 
   /** @internal Adds another partition's `counters` to this fabric's (the larger of two peaks). */
-  absorbCounters(a: Float64Array): void {
+  absorbCounters(pairs: Float64Array): void {
     this.flush();
     this.views();
-    const dv = this.dv, add = (at: number, v: number) => dv.setFloat64(at, dv.getFloat64(at, true) + v, true);
-    let k = 0;
-    for (const f of TOTAL_SUMS) add(this.fab + f, a[k++]!);
-    for (let r = 0; r < NR; r++) add(this.fab + FAB.drops + 8 * r, a[k++]!);
-    for (const f of [FAB.pkt_peak, FAB.ev_peak]) dv.setUint32(this.fab + f, Math.max(dv.getUint32(this.fab + f, true), a[k++]!), true);
-    for (const [f, n] of this.counterTables()) {
-      const t = new Float64Array(this.u8.buffer, this.ptr(f), n), peak = f === FAB.buf_peak;
-      for (let i = 0; i < n; i++, k++) t[i] = peak ? Math.max(t[i]!, a[k]!) : t[i]! + a[k]!;
+    const slots = this.counterSlots(), total = slots.reduce((s, x) => s + x.n, 0);
+    if (pairs[0] !== total) throw new RangeError(`a partition's fabric has ${pairs[0]} counters, this one ${total}`);
+    const dv = this.dv;
+    let seg = 0, first = 0;
+    for (let p = 1; p < pairs.length; p += 2) {
+      const k = pairs[p]!, v = pairs[p + 1]!;
+      while (k >= first + slots[seg]!.n) first += slots[seg++]!.n;
+      const { at, u32, max } = slots[seg]!, where = at(k - first);
+      const mine = u32 ? dv.getUint32(where, true) : dv.getFloat64(where, true);
+      const sum = max ? Math.max(mine, v) : mine + v;
+      if (u32) dv.setUint32(where, sum, true);
+      else dv.setFloat64(where, sum, true);
     }
-    for (let c = 0; c < this.nCh; c++, k += 3) {
-      const at = this.chanAt(c);
-      add(at + FCH.pkts, a[k]!); add(at + FCH.bytes, a[k + 1]!);
-      dv.setFloat64(at + FCH.qpeak, Math.max(dv.getFloat64(at + FCH.qpeak, true), a[k + 2]!), true);
-    }
-    if (k !== a.length) throw new RangeError(`a partition's counters are ${a.length} numbers, this fabric's ${k}`);
   }
 
-  /** The tables of counters per channel and per switch: (field, f64 entries). */
-  private counterTables(): [number, number][] {
-    const nCh = this.nCh, nSw = this.nSw;
-    return [[FAB.ch_drops, nCh * NR], [FAB.ch_marks, nCh], [FAB.ch_pauses, nCh], [FAB.sw_drops, nSw * NR], [FAB.sw_marks, nSw], [FAB.sw_pauses, nSw], [FAB.buf_peak, nSw]];
+  /** The counters a partition hands over (counters), in order: how many, the address of each, whether a u32 (else an f64), and whether a peak. */
+  private counterSlots(): { n: number; at: (i: number) => number; u32?: boolean; max?: boolean }[] {
+    const fab = this.fab, nCh = this.nCh, nSw = this.nSw;
+    const table = (f: number, n: number, max = false) => ({ n, at: (i: number) => this.ptr(f) + 8 * i, max });
+    const chan = (f: number, max = false) => ({ n: nCh, at: (c: number) => this.chanAt(c) + f, max });
+    return [
+      ...TOTAL_SUMS.map((f) => ({ n: 1, at: () => fab + f })),
+      { n: NR, at: (r: number) => fab + FAB.drops + 8 * r },
+      { n: 1, at: () => fab + FAB.pkt_peak, u32: true, max: true },
+      { n: 1, at: () => fab + FAB.ev_peak, u32: true, max: true },
+      table(FAB.ch_drops, nCh * NR), table(FAB.ch_marks, nCh), table(FAB.ch_pauses, nCh),
+      table(FAB.sw_drops, nSw * NR), table(FAB.sw_marks, nSw), table(FAB.sw_pauses, nSw), table(FAB.buf_peak, nSw, true),
+      chan(FCH.pkts), chan(FCH.bytes), chan(FCH.qpeak, true),
+    ];
   }
 
   // ---- faults ----------------------------------------------------------------------------
