@@ -1,11 +1,12 @@
 // One run split over threads: each thread builds its own devices and the whole fabric (the
 // same fabric, byte for byte), its devices' ends of the traffic (the threads tell each other
 // their QP numbers and regions: host/scenario/traffic-run.ts), then steps only its devices and
-// runs only its own planes' frames (assembly/fabric/partition.ts). The threads meet at the runner's windows (runner.ts):
-// after their devices have run a window, each hands the others the frames its devices sent on
-// their planes; after their fabrics have run to the window's end, each hands the others the
-// frames on the wire to their devices, and when it next acts. At the end each gives the first
-// thread what its devices and planes did (scenario/split-run.ts), and the first reports the run.
+// runs only its own planes' frames (assembly/fabric/partition.ts). The threads meet at the
+// runner's windows (runner.ts): after their devices have run a window, each hands the others
+// the frames its devices sent on their planes; after their fabrics have run to the window's
+// end, each hands the others the frames on the wire to their devices, and when it next acts.
+// At the end each gives the first thread what its devices and planes did
+// (scenario/split-run.ts), and the first reports the run.
 //
 // Who owns what: device d goes to thread floor(d x n / devices), plane p to thread
 // floor(p x n / planes); n is at most the planes.

@@ -1,7 +1,8 @@
 // One traffic run split over worker threads (`menic run --threads N`, docs/scale.md): this
-// thread and N - 1 workers each build their own devices and the whole fabric and run their part of it
-// (host/fabric/partition.ts); this one reports the run, the same bytes as on one thread. Node
-// only: the workers are this same module (the CLI bundle, or a bench's) started again.
+// thread and N - 1 workers each build their own devices and the whole fabric and run their
+// part of it (host/fabric/partition.ts); this one reports the run, the same bytes as on one
+// thread. Node only: the workers are this same module (the CLI bundle, or a bench's) started
+// again.
 
 import { isMainThread, parentPort, workerData, Worker } from "node:worker_threads";
 import { fileURLToPath } from "node:url";
