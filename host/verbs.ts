@@ -422,8 +422,9 @@ const GONE: Record<Kind, string> = { PD: "was deallocated", MR: "is not register
 
 /**
  * Where encodeBatch encodes a batch's entries (grown as needed), for every context: one buffer,
- * not one per post, nor one per context (a buffer each of 16,384 contexts is garbage for the
- * collector to trace). Its entries are copied out before the call that made them returns.
+ * not one per post, nor one per context (16,384 contexts' buffers were that many more objects,
+ * with memory of their own, for the collector). Its entries are copied out before the call that
+ * made them returns.
  */
 let batch = new DataView(new ArrayBuffer(16 * WQE.SIZE));
 
