@@ -218,11 +218,15 @@ export function clusterHomes(coreModule: WebAssembly.Module, sc: ClusterSizeOf, 
   }
   const fit = Math.floor(sharedBytes / arenaBytes);
   if (fit < 2) return { fabric: coreModule, device: () => coreModule, instances: n };
-  const groups = Math.ceil(n / fit), made: CoreInstance[] = [];
-  // device d is in group floor(d * groups / n): sizes differ by one at most; each instance's
-  // memory is grown for its devices at once (grown as they were built, V8 collected garbage
-  // at every growth: set-up of 16,384 devices took 12.0-12.9 s of CPU, reserved 9.5-9.8 s)
-  return { fabric: coreModule, device: (d) => (made[Math.floor((d * groups) / n)] ??= new CoreInstance(coreModule, Math.ceil(n / groups) * arenaBytes)), instances: groups };
+  // device d is in group floor(d * groups / n): sizes differ by one at most. Each instance's
+  // memory is grown for its devices at once (grown as they were built, V8 collected garbage at
+  // every growth: set-up of 16,384 devices took 12.0-12.9 s of CPU, reserved 9.5-9.8 s), and
+  // every instance is made before any device (V8 collects garbage for each new instance's
+  // memory, cheaper while the heap holds no devices yet: 16,384 devices set up in 7.7-7.9 s,
+  // against 8.3 s with each made as its first device was built)
+  const groups = Math.ceil(n / fit), size = Math.ceil(n / groups) * arenaBytes;
+  const made = Array.from({ length: groups }, () => new CoreInstance(coreModule, size));
+  return { fabric: coreModule, device: (d) => made[Math.floor((d * groups) / n)]!, instances: groups };
 }
 
 /**
