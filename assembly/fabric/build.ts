@@ -14,14 +14,15 @@ import {
   FAB_OUTBOX_BODY, FAB_OUTBOX_CAP, FAB_OUTBOX_BODY_CAP, FAB_RING_FREE, FAB_B_ARRIVAL, FAB_B_PORT, FAB_B_SRC_DEVICE, FAB_B_SRC_PORT,
   FAB_B_SEQ, FAB_B_WIRE_LEN, FAB_B_HDR_OFF, FAB_B_HDR_LEN, FAB_B_PAYLOAD_OFF, FAB_B_PAYLOAD_LEN, FAB_FRAME, FAB_SIZE,
   FCH_SIZE, FCH_RING, FCH_RMASK, FCH_DST_EP, PKT_SIZE, FAB_PODS, FAB_SUPERS, FAB_FIRST_SUPER, FAB_SUPER_WORDS, FAB_SW_POD,
-  FAB_SUPER_MASK, FAB_CROSS_MASK, FAB_SUPER_DOWN_CH, FAB_SUPER_LINK_OF, FAB_LEAVES_PER_POD,
+  FAB_SUPER_MASK, FAB_CROSS_MASK, FAB_SUPER_DOWN_CH, FAB_SUPER_LINK_OF, FAB_LEAVES_PER_POD, STREAM_LINK_LOSS,
+  STREAM_SWITCH_ECN, STREAM_SWITCH_ECMP,
 } from "../generated/layouts";
 import { NR, ENT, setF64, chan } from "./tables";
 import { eventsInit } from "./events";
 import { NONE, pktGrow } from "./packets";
 import { FrameFields } from "./frame";
 import { zeroed, nones } from "./memory";
-import { rngSeed32, derive32, streamId, STREAM_LINK_LOSS, STREAM_SWITCH_ECN, STREAM_SWITCH_ECMP } from "./rng";
+import { rngSeed32, derive32, streamId } from "./rng";
 
 /**
  * Entries a channel's ring starts with (it doubles when full). Most channels never hold more

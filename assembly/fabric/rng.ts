@@ -6,12 +6,8 @@
 
 import { splitmix, rngMix } from "../core/rng";
 
-/**
- * The kinds of the fabric's streams: a stream id is kind x 2^28 + index (the host's STREAM and
- * streamId, host/fabric/rng.ts).
- */
-export const STREAM_LINK_LOSS: u64 = 1, STREAM_SWITCH_ECN: u64 = 2, STREAM_SWITCH_ECMP: u64 = 3;
-@inline export function streamId(kind: u64, index: u32): u64 { return (kind << 28) + <u64>index; }
+/** Stream `index` of kind `kind` (layouts/fabric.json STREAM): kind x 2^28 + index, as the host's streamId (host/fabric/rng.ts). */
+@inline export function streamId(kind: u32, index: u32): u64 { return (<u64>kind << 28) + <u64>index; }
 
 /** Seeds the xoshiro128** stream whose four state words are at `s` as stream `stream` of scenario seed `seed` (never all zero). */
 export function rngSeed32(s: usize, seed: u64, stream: u64): void {

@@ -51,15 +51,8 @@ export function splitmix64Of(x: bigint): bigint {
   return (BigInt(H) << 32n) | BigInt(L);
 }
 
-/** Stream kinds: a stream id is (kind << 28) | index, so kinds never share a stream. */
-export const STREAM = {
-  /** per directed link: random and Gilbert–Elliott loss draws */
-  LINK_LOSS: 1,
-  /** per switch: ECN marking draws */
-  SWITCH_ECN: 2,
-  /** per switch: the ECMP hash seed */
-  SWITCH_ECMP: 3,
-} as const;
+/** Stream kinds (layouts/fabric.json STREAM): a stream id is (kind << 28) | index, so kinds never share a stream. */
+export { STREAM } from "../generated/layouts.js";
 
 export const streamId = (kind: number, index: number): number => kind * 2 ** 28 + index;
 
