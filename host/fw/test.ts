@@ -6,25 +6,11 @@
 
 import { runFirmware, type FwRunOptions, type FwEngineResult } from "./run.js";
 import { formatLocation } from "../debug/symbolize.js";
+import { failed, toTap, toJunit, type TestSuite, type TestCase } from "../test-report.js";
 
-export type TestStatus = "pass" | "fail" | "error";
-
-export interface FwTestCase {
-  name: string;
-  status: TestStatus;
-  /** Assertion failures (`file:line: message`), or what ended the run (fault, exit, time limit). */
-  messages: string[];
-}
-
-export interface FwTestSuite {
-  /** The image's name (its path as given). */
-  name: string;
-  cases: FwTestCase[];
-  /** Simulated time of the whole run, ps. */
-  timePs: number;
-  /** A problem with the run itself (no plan printed, a fault outside a test), if any. */
-  error?: string;
-}
+/** A test image's run as a suite of test results (host/test-report.ts writes it as TAP or JUnit). */
+export type FwTestSuite = TestSuite;
+export type FwTestCase = TestCase;
 
 const PREFIX = "menic-test: ";
 
@@ -76,52 +62,4 @@ export async function runFirmwareTests(name: string, elf: Uint8Array, opts: FwRu
   return parseTestConsole(name, e.console, e, r.timePs);
 }
 
-export const failed = (s: FwTestSuite) => s.error !== undefined || s.cases.some((c) => c.status !== "pass");
-
-const yamlString = (s: string) => JSON.stringify(s); // a JSON string is a YAML double-quoted scalar
-
-/** TAP version 13 (testanything.org): one test point per case, failures with a YAML block. */
-export function toTap(suites: readonly FwTestSuite[]): string {
-  const points: string[] = [];
-  let n = 0;
-  for (const s of suites) {
-    if (s.error !== undefined) {
-      points.push(`not ok ${++n} - ${s.name}`, "  ---", `  message: ${yamlString(s.error)}`, "  ...");
-    }
-    for (const c of s.cases) {
-      points.push(`${c.status === "pass" ? "ok" : "not ok"} ${++n} - ${s.name}: ${c.name}`);
-      if (c.status !== "pass") {
-        points.push("  ---", `  severity: ${c.status === "fail" ? "fail" : "error"}`, "  messages:");
-        for (const m of c.messages) points.push(`    - ${yamlString(m)}`);
-        points.push("  ...");
-      }
-    }
-  }
-  return ["TAP version 13", `1..${n}`, ...points, ""].join("\n");
-}
-
-const xml = (s: string) => s.replace(/[<>&"']/g, (ch) => ({ "<": "&lt;", ">": "&gt;", "&": "&amp;", '"': "&quot;", "'": "&apos;" })[ch]!);
-
-/** JUnit XML as CI servers read it (testsuites > testsuite > testcase, failure and error elements). */
-export function toJunit(suites: readonly FwTestSuite[]): string {
-  const out = ['<?xml version="1.0" encoding="UTF-8"?>'];
-  const count = (s: FwTestSuite, st: TestStatus) => s.cases.filter((c) => c.status === st).length;
-  const all = suites.reduce((a, s) => a + s.cases.length + (s.error ? 1 : 0), 0);
-  const failures = suites.reduce((a, s) => a + count(s, "fail"), 0);
-  const errors = suites.reduce((a, s) => a + count(s, "error") + (s.error ? 1 : 0), 0);
-  out.push(`<testsuites name="menic fw test" tests="${all}" failures="${failures}" errors="${errors}">`);
-  for (const s of suites) {
-    const seconds = (s.timePs / 1e12).toFixed(9);
-    out.push(`  <testsuite name="${xml(s.name)}" tests="${s.cases.length + (s.error ? 1 : 0)}" failures="${count(s, "fail")}" errors="${count(s, "error") + (s.error ? 1 : 0)}" time="${seconds}">`);
-    if (s.error !== undefined) out.push(`    <testcase classname="${xml(s.name)}" name="(run)">`, `      <error message="${xml(s.error)}"/>`, "    </testcase>");
-    for (const c of s.cases) {
-      const head = `    <testcase classname="${xml(s.name)}" name="${xml(c.name)}"`;
-      if (c.status === "pass") { out.push(`${head}/>`); continue; }
-      const tag = c.status === "fail" ? "failure" : "error";
-      out.push(`${head}>`, `      <${tag} message="${xml(c.messages[0] ?? c.status)}">${xml(c.messages.join("\n"))}</${tag}>`, "    </testcase>");
-    }
-    out.push("  </testsuite>");
-  }
-  out.push("</testsuites>", "");
-  return out.join("\n");
-}
+export { failed, toTap, toJunit };
