@@ -299,9 +299,12 @@ export function mrtPortTx(dev: Device, p: u32, t: u64): void {
     const c = g / dev.cfg.mrtPaths;
     if (path.probing == 1) {
       // the last packet again, which a lost tail needs; behind a marking queue a header, which
-      // asks the same ACK without adding a packet the receiver would likely get twice
-      let wire = path.state == PATH_ACTIVE && !marked(dev, connAt(dev, c), path, t) ? buildTailProbe(dev, c, g, t) : 0;
-      if (wire == 0) wire = buildProbe(dev, c, g, t);
+      // asks the same ACK without adding a packet the receiver would likely get twice. Before
+      // the grant no data goes: an unanswered request is asked again (a tail probe would have
+      // sent the first data packet, as the conformance case mrt-request-first found)
+      const k = connAt(dev, c), granted = k.hintGbps != 0;
+      let wire = granted && path.state == PATH_ACTIVE && !marked(dev, k, path, t) ? buildTailProbe(dev, c, g, t) : 0;
+      if (wire == 0) wire = buildProbe(dev, c, g, t, !granted);
       else statAdd(dev, STAT_MRT_TX_PROBES, 1);
       if (!send(dev, p, wire, t)) return;
       portWakeAt(dev, port, p, port.busyUntil);
