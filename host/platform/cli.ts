@@ -1,4 +1,5 @@
-// The `menic` command (Node): `menic run`, `menic fw build|test|run`. Each command's options
+// The `menic` command (Node): `menic run`, `menic merge`, `menic conform` (conform-cli.ts),
+// `menic fw build|test|run`. Each command's options
 // are declared once (host/platform/cli-support.ts parses them and writes their --help);
 // --json prints one JSON object on stdout and nothing else; without it, console lines go to
 // stdout as they are drained, then a summary table. Progress goes to stderr, only on a
@@ -37,6 +38,7 @@ import { ClusterCapture } from "../cluster/capture.js";
 import { PcapngWriter } from "../wire/pcapng.js";
 import { coreModule, packageRoot } from "./node.js";
 import { EXIT, EXIT_HELP, UsageError, commandHelp, parseCommand, type CommandSpec } from "./cli-support.js";
+import { CONFORM, conformCommand } from "./conform-cli.js";
 import { catchInterrupt, progressLine, type ProgressSample } from "./progress.js";
 import { nearest, didYouMean, parseJson, JsonTextError } from "../user-input.js";
 import type { Fabric } from "../fabric/fabric.js";
@@ -167,7 +169,7 @@ const HELP = `usage: menic <command> [options]
 menic emulates an AI accelerator's network side: NIC, transports, RISC-V message engines, fabric.
 
 commands:
-${[RUN, MERGE, ...FW_COMMANDS].map(commandLine).join("\n")}
+${[RUN, MERGE, CONFORM, ...FW_COMMANDS].map(commandLine).join("\n")}
   ${"menic help [command]".padEnd(36)} this help, or a command's (also: menic <command> --help)
   ${"menic --version".padEnd(36)} print the version
 
@@ -197,6 +199,7 @@ export async function main(argv: string[]): Promise<number> {
     if (cmd === "help") return help(argv.slice(1));
     if (cmd === "run") return await scenarioRun(argv.slice(1));
     if (cmd === "merge") return merge(argv.slice(1));
+    if (cmd === "conform") return await conformCommand(argv.slice(1));
     if (cmd === "fw") {
       if (sub === undefined) { process.stderr.write(FW_HELP); return EXIT.usage; }
       if (sub === "--help" || sub === "-h") { process.stdout.write(FW_HELP); return EXIT.ok; }
@@ -206,8 +209,8 @@ export async function main(argv: string[]): Promise<number> {
       const near = nearest(sub, ["build", "test", "run"]);
       throw new UsageError(`unknown command: fw ${sub} (${near ? `did you mean fw ${near}? ` : ""}fw build, fw test or fw run)`, "fw");
     }
-    const near = nearest(cmd, ["run", "merge", "fw", "help"]);
-    throw new UsageError(`unknown command: ${cmd} (${near ? `did you mean ${near}? ` : ""}run, merge or fw; menic --help lists them)`);
+    const near = nearest(cmd, ["run", "merge", "conform", "fw", "help"]);
+    throw new UsageError(`unknown command: ${cmd} (${near ? `did you mean ${near}? ` : ""}run, merge, conform or fw; menic --help lists them)`);
   } catch (e) {
     if (e instanceof UsageError) {
       console.error(`menic: ${e.message}\n(menic ${e.command ? `${e.command} ` : ""}--help says how to use it)`);
@@ -230,7 +233,7 @@ function help(words: string[]): number {
   const name = words.join(" ");
   if (name === "") { process.stdout.write(HELP); return EXIT.ok; }
   if (name === "fw") { process.stdout.write(FW_HELP); return EXIT.ok; }
-  const spec = [RUN, MERGE, ...FW_COMMANDS].find((c) => c.name === name);
+  const spec = [RUN, MERGE, CONFORM, ...FW_COMMANDS].find((c) => c.name === name);
   if (!spec) throw new UsageError(`no such command: ${name}`);
   process.stdout.write(commandHelp(spec));
   return EXIT.ok;

@@ -1,0 +1,108 @@
+// The conformance target in this process: a menic device (full mode, one port) whose one QP is
+// connected to the tester, which stands for device 1 on the other end of the port's cable.
+// The tester's frames reach the port at the device's present; the device runs in steps no
+// longer than STEP_PS (so the tester sees a frame at most that long after it left, and answers
+// it no later), and what its port sent is read back with its time.
+
+import { Context, type Qp, type Cq, type Mr, type SendWr } from "../verbs.js";
+import { DevicePorts } from "../ports.js";
+import { frameHeaderBytes } from "../wire/split.js";
+import { bytesOf } from "./values.js";
+import type { IutSetup, Transport, WorkRequest } from "./case.js";
+import type { IutCompletion, IutInfo, SentFrame, Target, TesterPeer } from "./target.js";
+
+/** The longest the device runs at once: how late, at most, the tester sees a frame and answers it. */
+export const STEP_PS = 10_000n;
+
+/** The config every case's device starts from: one engine, one port (the tester's cable), the transport's connections. */
+const BASE_CONFIG = { engines: 1, ports: 1, scaleUpPorts: 1, deviceId: 0, timingMode: 0, mrtConnections: 2 };
+
+export class SimTarget implements Target {
+  readonly stepPs = STEP_PS;
+  private ctx: Context | null = null;
+  private ports: DevicePorts | null = null;
+  private qp: Qp | null = null;
+  private cq: Cq | null = null;
+  private mr: Mr | null = null;
+  private addr = 0;
+  private t0 = 0n;
+  private seq = 0;
+  private peerDevice = 1;
+
+  constructor(private readonly module: WebAssembly.Module) {}
+
+  async open(transport: Transport, setup: IutSetup, peer: TesterPeer): Promise<IutInfo> {
+    const ctx = await Context.open(this.module, { ...BASE_CONFIG, ...setup.config, transport: transport === "metaroce" ? 1 : 0 });
+    const pd = ctx.allocPd();
+    const cq = ctx.createCq(256);
+    const qp = ctx.createQp(pd, { sendCq: cq, recvCq: cq, maxSendWr: 64, maxRecvWr: 64 });
+    ctx.modifyQp(qp, { state: "INIT" });
+    ctx.modifyQp(qp, { state: "RTR", destQpNum: peer.qpn, destDevice: peer.device });
+    ctx.modifyQp(qp, { state: "RTS" });
+    const bytes = setup.region?.bytes ?? 65536;
+    const addr = ctx.allocHbm(bytes);
+    const mr = ctx.regMr(pd, addr, bytes, setup.region?.access ?? ["LOCAL_WRITE", "REMOTE_WRITE", "REMOTE_READ"]);
+    if (setup.region?.init) ctx.write(addr, bytesOf(setup.region.init, "iut.region.init"));
+    Object.assign(this, { ctx, qp, cq, mr, addr, ports: new DevicePorts(ctx.device), t0: ctx.nowPs, seq: 0, peerDevice: peer.device });
+    return { device: 0, qpn: qp.qpn, addr, rkey: mr.rkey, regionBytes: bytes };
+  }
+
+  private get c(): Context {
+    if (!this.ctx) throw new Error("conformance target: no case is open");
+    return this.ctx;
+  }
+
+  now(): bigint { return this.c.nowPs - this.t0; }
+
+  async send(frame: Uint8Array): Promise<void> {
+    const ports = this.ports!, hdrLen = frameHeaderBytes(frame);
+    if (!ports.stageArrival(Number(this.c.nowPs), 0, frame.length, this.peerDevice, this.seq++, frame, 0, hdrLen, frame, hdrLen, frame.length - hdrLen))
+      throw new Error("conformance target: the device's receive stage is full");
+    ports.commitArrivals();
+  }
+
+  async advance(untilPs: bigint): Promise<SentFrame[]> {
+    const out: SentFrame[] = [];
+    const until = untilPs + this.t0;
+    while (this.c.nowPs < until) {
+      const end = this.c.nowPs + STEP_PS < until ? this.c.nowPs + STEP_PS : until;
+      this.c.run(end);
+      this.ports!.drain((f) => {
+        const bytes = new Uint8Array(f.hdrLen + f.bodyLen);
+        bytes.set(f.mem.subarray(f.hdrAt, f.hdrAt + f.hdrLen));
+        bytes.set(f.mem.subarray(f.bodyAt, f.bodyAt + f.bodyLen), f.hdrLen);
+        out.push({ bytes, timePs: BigInt(f.timePs) - this.t0, port: f.port });
+      });
+    }
+    return out;
+  }
+
+  async post(wr: WorkRequest, peer: TesterPeer): Promise<void> {
+    const remote = wr.opcode === "RDMA_WRITE" || wr.opcode === "RDMA_WRITE_WITH_IMM" || wr.opcode === "RDMA_READ";
+    const req: SendWr = {
+      wrId: wr.wrId, opcode: wr.opcode, signaled: true, localAddr: this.addr + wr.offset, length: wr.length, lkey: this.mr!.lkey,
+      ...(remote ? { remoteAddr: peer.addr + (wr.remoteOffset ?? 0), rkey: peer.rkey } : {}),
+      ...(wr.imm !== undefined ? { imm: wr.imm } : {}),
+    };
+    this.c.postSend(this.qp!, [req]);
+  }
+
+  async postRecv(wrId: number, offset: number, length: number): Promise<void> {
+    this.c.postRecv(this.qp!, [{ wrId, localAddr: this.addr + offset, length, lkey: this.mr!.lkey }]);
+  }
+
+  async poll(): Promise<IutCompletion[]> {
+    return this.c.pollCq(this.cq!, 64).map((w) => ({ wrId: Number(w.wrId), status: w.status, opcode: w.opcode, byteLen: w.byteLen, ...(w.imm !== undefined ? { imm: w.imm } : {}) }));
+  }
+
+  async read(offset: number, length: number): Promise<Uint8Array> { return this.c.read(this.addr + offset, length); }
+
+  async counters(): Promise<Record<string, number>> {
+    return Object.fromEntries(Object.entries(this.c.device.stats()).filter(([k, v]) => v !== 0 && /^(mrt|roce|nic)\./.test(k)));
+  }
+
+  async close(): Promise<void> {
+    this.ctx = null;
+    this.ports = null;
+  }
+}
