@@ -60,20 +60,38 @@ export function checkBits(what: string, name: string, v: number, bits: number): 
  * over 65535 bytes.
  */
 export function udpIpv4Frame(what: string, f: UdpIpv4Fields, dstPort: number, udpPayloadBytes: number): Uint8Array {
+  const bytes = new Uint8Array(ETH_SIZE + checkUdpIpv4(what, f, udpPayloadBytes));
+  writeUdpIpv4(what, bytes, 0, f, dstPort, udpPayloadBytes);
+  return bytes;
+}
+
+/** The IP datagram's length for `udpPayloadBytes` of UDP payload, having checked every field of `f` (a RangeError naming `what`). */
+function checkUdpIpv4(what: string, f: UdpIpv4Fields, udpPayloadBytes: number): number {
   checkBits(what, "ethDst", f.ethDst, 48); checkBits(what, "ethSrc", f.ethSrc, 48);
   checkBits(what, "ipSrc", f.ipSrc, 32); checkBits(what, "ipDst", f.ipDst, 32);
   checkBits(what, "dscp", f.dscp, 6); checkBits(what, "ecn", f.ecn, 2); checkBits(what, "ttl", f.ttl, 8); checkBits(what, "ipId", f.ipId, 16);
   checkBits(what, "udpSrcPort", f.udpSrcPort, 16);
   const ipLen = IPV4_SIZE + UDP_SIZE + udpPayloadBytes;
   if (ipLen > 0xffff) throw new RangeError(`${what}: ${ipLen} bytes of IP datagram exceed 65535`);
-  const bytes = new Uint8Array(ETH_SIZE + ipLen);
-  const v = new DataView(bytes.buffer);
+  return ipLen;
+}
+
+/**
+ * Writes the Ethernet, IPv4 and UDP headers udpIpv4Frame writes at `bytes[at, at + UDP_IPV4_BYTES)`
+ * (IPv4 and UDP checksum fields included), for a frame whose UDP payload of `udpPayloadBytes`
+ * follows them, wherever it is: a receiver that rebuilds a frame around a payload it holds
+ * elsewhere (host/serve/datagram.ts). Throws a RangeError as udpIpv4Frame does.
+ */
+export function writeUdpIpv4(what: string, bytes: Uint8Array, at: number, f: UdpIpv4Fields, dstPort: number, udpPayloadBytes: number): void {
+  const ipLen = checkUdpIpv4(what, f, udpPayloadBytes);
+  const v = new DataView(bytes.buffer, bytes.byteOffset + at, UDP_IPV4_BYTES);
 
   H.setEthDst(v, 0, f.ethDst);
   H.setEthSrc(v, 0, f.ethSrc);
   H.setEthEtherType(v, 0, H.ETH_TYPE.IPV4);
 
   const ip = ETH_SIZE;
+  new Uint8Array(v.buffer, v.byteOffset + ip, IPV4_SIZE + UDP_SIZE).fill(0); // fields not written below are 0
   H.setIpv4Version(v, ip, H.IPV4.VERSION);
   H.setIpv4Ihl(v, ip, H.IPV4.IHL_MIN);
   H.setIpv4Dscp(v, ip, f.dscp);
@@ -85,14 +103,13 @@ export function udpIpv4Frame(what: string, f: UdpIpv4Fields, dstPort: number, ud
   H.setIpv4Protocol(v, ip, H.IPV4_PROTO.UDP);
   H.setIpv4Src(v, ip, f.ipSrc);
   H.setIpv4Dst(v, ip, f.ipDst);
-  H.setIpv4Checksum(v, ip, ipv4Checksum(bytes, ip, IPV4_SIZE));
+  H.setIpv4Checksum(v, ip, ipv4Checksum(bytes, at + ip, IPV4_SIZE));
 
   const udp = ip + IPV4_SIZE;
   H.setUdpSrcPort(v, udp, f.udpSrcPort);
   H.setUdpDstPort(v, udp, dstPort);
   H.setUdpLength(v, udp, UDP_SIZE + udpPayloadBytes);
   // checksum left 0: not computed, as RFC 768 allows over IPv4 and RDMA NICs send
-  return bytes;
 }
 
 /** Why readUdpIpv4 refused a frame. */
