@@ -1,6 +1,7 @@
 // The Node entry point of the menic library (package "menic" under the "node" and default
 // conditions). Same shape as host/browser.ts: the shared API, an async `coreModule()` and
-// `openDevice`; plus `runFirmware`, which reads the core from the package folder.
+// `openDevice`; plus `runFirmware`, which reads the core from the package folder, and the
+// served devices' client and relay (host/serve/), which use Node's sockets.
 
 /**
  * The menic host API: an emulated accelerator's NIC, message engines and fabric, driven from
@@ -22,6 +23,10 @@
  *   and {@link Cluster.trace} write pcapng and Perfetto, {@link Cluster.bind} runs a collective's
  *   program ({@link allReduceRing} and the other compilers, {@link runReference} its expected
  *   result). Whole programs: `examples/verbs/two-devices.ts`, `examples/verbs/all-reduce.ts`.
+ * - **Served devices** (Node): `menic serve` runs a device whose ports send and receive real UDP
+ *   datagrams; {@link ServeClient} drives its verbs from another process over its control
+ *   channel, and {@link Relay} joins two of them through a link that loses datagrams
+ *   (docs/serve.md).
  * - **Scenarios**: {@link runScenario} runs devices on a fabric with traffic and faults
  *   ({@link ScenarioInput}; schemas/scenario.schema.json), {@link ClusterCapture} writes pcapng.
  * - **Inputs** are typed from their one source ({@link DeviceConfig}, {@link ScenarioInput},
@@ -42,6 +47,9 @@ import type { ClusterInput } from "./scenario/scenario.js";
 
 export * from "./api.js";
 export { runFirmware, type FwRunResult, type FwRunOptions, type FwEngineResult, type ConsoleLine } from "./fw/run.js";
+export { ServeClient, ServeError, type ServeInfo, type ServeStats, type ServeMr } from "./serve/client.js";
+export { Relay, type RelayOptions, type RelaySide, type RelayCounts } from "./serve/relay.js";
+export type { UdpAddress } from "./serve/addresses.js";
 export type { Location } from "./debug/symbolize.js";
 export type { ProfileRow } from "./debug/profile.js";
 

@@ -81,7 +81,7 @@ describe("menic fw run", () => {
 });
 
 describe("menic: help, version, usage errors", () => {
-  const commands = [[], ["fw"], ["run"], ["merge"], ["fw", "run"], ["fw", "build"], ["fw", "test"]];
+  const commands = [[], ["fw"], ["run"], ["merge"], ["serve"], ["fw", "run"], ["fw", "build"], ["fw", "test"]];
 
   it("--help of every command exits 0 on stdout, stating each option's default", () => {
     for (const c of commands) {
@@ -109,7 +109,7 @@ describe("menic: help, version, usage errors", () => {
   it("exits 2 for every usage error, naming the option, with nothing on stdout", () => {
     const hint = (c: string) => `\n(menic ${c}--help says how to use it)\n`;
     const cases: [string[], string][] = [
-      [["frobnicate"], "menic: unknown command: frobnicate (run, merge, conform or fw; menic --help lists them)" + hint("")],
+      [["frobnicate"], "menic: unknown command: frobnicate (run, merge, conform, serve or fw; menic --help lists them)" + hint("")],
       [["fw", "walk"], "menic: unknown command: fw walk (fw build, fw test or fw run)" + hint("fw ")],
       [["fw", "run", "firmware/examples/hello.elf", "--bogus"], "menic: unknown option --bogus" + hint("fw run ")],
       [["fw", "run", "firmware/examples/hello.elf", "-x"], "menic: unknown option -x" + hint("fw run ")],
@@ -124,7 +124,7 @@ describe("menic: help, version, usage errors", () => {
       [["fw", "run"], "menic: fw run needs exactly one ELF image" + hint("fw run ")],
       [["fw", "run", join(tmp, "missing.elf")], `menic: ${join(tmp, "missing.elf")}: no such file`],
       // did you mean (issue 29 §3)
-      [["rnu"], "menic: unknown command: rnu (did you mean run? run, merge, conform or fw; menic --help lists them)" + hint("")],
+      [["rnu"], "menic: unknown command: rnu (did you mean run? run, merge, conform, serve or fw; menic --help lists them)" + hint("")],
       [["fw", "tset"], "menic: unknown command: fw tset (did you mean fw test? fw build, fw test or fw run)" + hint("fw ")],
       [["fw", "run", "firmware/examples/hello.elf", "--engine", "2"], "menic: unknown option --engine (did you mean --engines?)" + hint("fw run ")],
       [["fw", "test", "firmware/tests/unit", "--until", "5"], "menic: --until 5: a time needs a unit: ps, ns, us, ms or s (e.g. 5ns)" + hint("fw test ")],

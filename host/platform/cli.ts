@@ -1,4 +1,4 @@
-// The `menic` command (Node): `menic run`, `menic merge`, `menic conform` (conform-cli.ts),
+// The `menic` command (Node): `menic run`, `menic merge`, `menic conform` (conform-cli.ts), `menic serve`,
 // `menic fw build|test|run`. Each command's options
 // are declared once (host/platform/cli-support.ts parses them and writes their --help);
 // --json prints one JSON object on stdout and nothing else; without it, console lines go to
@@ -42,6 +42,8 @@ import { CONFORM, conformCommand } from "./conform-cli.js";
 import { catchInterrupt, progressLine, type ProgressSample } from "./progress.js";
 import { nearest, didYouMean, parseJson, JsonTextError } from "../user-input.js";
 import type { Fabric } from "../fabric/fabric.js";
+import { Server, TRANSPORTS, type TransportName } from "../serve/serve.js";
+import { AddressError, parseAddressList, parsePeer } from "../serve/addresses.js";
 
 const TIMES = "times need a unit: ps, ns, us, ms or s (10ms, 2.5us, 750ns)";
 /** The most an input file (a scenario, a graph, a config, an ELF image) may hold: a larger one is refused, not read. */
@@ -102,6 +104,37 @@ as one \`menic run\` of the whole sweep prints it, byte for byte (docs/scale.md)
   notes: `shard files: regular files of at most ${SHARD_MAX_MIB} MiB.
 exit status: 0 every run finished; 1 one failed, ran out of time or stalled (0 with --allow-failures);
 2 bad usage, or files that are not one whole sweep's shards (it says which file and why).`,
+} satisfies CommandSpec;
+
+/** `menic serve --pace fast`: how long a waiting device waits for its peer before it skips ahead, ms. */
+const IDLE_MS_DEFAULT = 20;
+
+const SERVE = {
+  name: "serve",
+  args: "[--peer <id>=<host> ...]",
+  summary: "serve a device whose ports send and receive real UDP datagrams",
+  about: `Runs one device whose ports send and receive real UDP datagrams: each frame's UDP payload
+(RoCEv2 on 4791, the MetaRoCE-like transport on 4792), to the peer device's address, from the
+frame's own UDP source port. Simulated time is paced to wall time (--pace, --scale). Another
+process drives the device's verbs over the control channel, JSON lines over TCP on 127.0.0.1
+(docs/serve.md; the package's ServeClient). Prints one JSON line on stdout when it listens: the
+device, its ports' addresses and UDP ports, and the control port. Runs until SIGINT or SIGTERM.`,
+  options: {
+    device: { kind: "int", value: "<id>", min: 0, max: 0xffff, help: "this device's id: a peer's QP names it at RTR (destDevice)", default: "0" },
+    transport: { kind: "string", value: "<name>", choices: Object.keys(TRANSPORTS), help: "the transport its QPs speak: rocev2 or metaroce (the MetaRoCE-like one)", default: "rocev2" },
+    bind: { kind: "string", value: "<host[:port],...>", help: "where each port listens, one IPv4 address per port (the device has as many ports); :port moves RoCEv2 there and the MetaRoCE-like transport to the next", default: "127.0.0.1" },
+    peer: { kind: "strings", value: "<id>=<host[:port],...>", help: "a device it talks to, and its ports' addresses; a datagram from any other address is dropped", default: "(none)" },
+    pace: { kind: "string", value: "<mode>", choices: ["wall", "fast"], help: "wall: simulated time never ahead of wall time x --scale; fast: the same while there is work, and a device left waiting for --idle ms skips to its next event (for tests)", default: "wall" },
+    scale: { kind: "string", value: "<x>", help: "simulated time per wall time (0.001: a wall millisecond is a simulated microsecond), a number in (0, 1000]", default: "1" },
+    idle: { kind: "int", value: "<ms>", min: 1, max: 600_000, help: "--pace fast: wall milliseconds with nothing arriving before a waiting device skips ahead", default: `(${IDLE_MS_DEFAULT})` },
+    control: { kind: "int", value: "<port>", min: 0, max: 65535, help: "the control channel's TCP port on 127.0.0.1 (0: any free one)", default: "0" },
+    config: { kind: "string", value: "<cfg.json>", help: "device config fields from a JSON file (docs/memory-map.md)", default: "(the defaults)" },
+    set: { kind: "strings", value: "<field>=<value>", help: "set one device config field, after --config (not deviceId, ports, transport or timingMode: the options set them)", default: "(none)" },
+    pcap: { kind: "out", value: "<out.pcapng>", help: "write every frame the ports send and take (pcapng, Wireshark), as the device sees them", default: "(no capture)" },
+  },
+  notes: `exit status: 0 stopped by SIGINT or SIGTERM (it then prints its counters on stderr); 1 the
+device failed, a socket could not be bound, or --pcap's file could not be written; 2 bad usage or
+input.`,
 } satisfies CommandSpec;
 
 const FW_BUILD = {
@@ -169,7 +202,7 @@ const HELP = `usage: menic <command> [options]
 menic emulates an AI accelerator's network side: NIC, transports, RISC-V message engines, fabric.
 
 commands:
-${[RUN, MERGE, CONFORM, ...FW_COMMANDS].map(commandLine).join("\n")}
+${[RUN, MERGE, CONFORM, SERVE, ...FW_COMMANDS].map(commandLine).join("\n")}
   ${"menic help [command]".padEnd(36)} this help, or a command's (also: menic <command> --help)
   ${"menic --version".padEnd(36)} print the version
 
@@ -200,6 +233,7 @@ export async function main(argv: string[]): Promise<number> {
     if (cmd === "run") return await scenarioRun(argv.slice(1));
     if (cmd === "merge") return merge(argv.slice(1));
     if (cmd === "conform") return await conformCommand(argv.slice(1));
+    if (cmd === "serve") return await serveCommand(argv.slice(1));
     if (cmd === "fw") {
       if (sub === undefined) { process.stderr.write(FW_HELP); return EXIT.usage; }
       if (sub === "--help" || sub === "-h") { process.stdout.write(FW_HELP); return EXIT.ok; }
@@ -209,8 +243,8 @@ export async function main(argv: string[]): Promise<number> {
       const near = nearest(sub, ["build", "test", "run"]);
       throw new UsageError(`unknown command: fw ${sub} (${near ? `did you mean fw ${near}? ` : ""}fw build, fw test or fw run)`, "fw");
     }
-    const near = nearest(cmd, ["run", "merge", "conform", "fw", "help"]);
-    throw new UsageError(`unknown command: ${cmd} (${near ? `did you mean ${near}? ` : ""}run, merge, conform or fw; menic --help lists them)`);
+    const near = nearest(cmd, ["run", "merge", "conform", "serve", "fw", "help"]);
+    throw new UsageError(`unknown command: ${cmd} (${near ? `did you mean ${near}? ` : ""}run, merge, conform, serve or fw; menic --help lists them)`);
   } catch (e) {
     if (e instanceof UsageError) {
       console.error(`menic: ${e.message}\n(menic ${e.command ? `${e.command} ` : ""}--help says how to use it)`);
@@ -233,7 +267,7 @@ function help(words: string[]): number {
   const name = words.join(" ");
   if (name === "") { process.stdout.write(HELP); return EXIT.ok; }
   if (name === "fw") { process.stdout.write(FW_HELP); return EXIT.ok; }
-  const spec = [RUN, MERGE, CONFORM, ...FW_COMMANDS].find((c) => c.name === name);
+  const spec = [RUN, MERGE, CONFORM, SERVE, ...FW_COMMANDS].find((c) => c.name === name);
   if (!spec) throw new UsageError(`no such command: ${name}`);
   process.stdout.write(commandHelp(spec));
   return EXIT.ok;
@@ -689,6 +723,61 @@ function merge(args: string[]): number {
   if (unfinished.length === 0 || values["allow-failures"]) return EXIT.ok;
   console.error(`menic: ${unfinished.length} of the ${m.runs.length} runs did not finish (${[...new Set(unfinished.map((r) => r.result.ended))].join(", ")}): exit status 1 (--allow-failures: 0, when the failures are results)`);
   return EXIT.failed;
+}
+
+/** `menic serve`: a device on UDP sockets until SIGINT or SIGTERM (docs/serve.md). */
+async function serveCommand(args: string[]): Promise<number> {
+  const parsed = parseCommand(SERVE, args);
+  if (!parsed) { process.stdout.write(commandHelp(SERVE)); return EXIT.ok; }
+  const { values, positionals } = parsed;
+  if (positionals.length > 0) throw new UsageError(`serve takes no arguments, got ${positionals[0]} (peers are --peer <id>=<host>)`, SERVE.name);
+  const scale = Number(values.scale);
+  if (!/^\s*\d*\.?\d+(e-?\d+)?\s*$/i.test(values.scale!) || !(scale > 0 && scale <= 1000)) throw new UsageError(`--scale ${values.scale}: must be a number in (0, 1000] (simulated time per wall time)`, SERVE.name);
+  if (values.pace !== "fast" && values.idle !== undefined) throw new UsageError("--idle is for --pace fast", SERVE.name);
+  let config: Record<string, number | string> = {};
+  if (values.config) config = jsonInput(readInput(values.config, `--config ${values.config}`).toString("utf8"), `--config ${values.config}`) as Record<string, number | string>;
+  configSets(values.set, config);
+  let bind, peers;
+  try {
+    bind = parseAddressList(values.bind!, "--bind");
+    peers = values.peer.map(parsePeer);
+  } catch (e) {
+    if (e instanceof AddressError) throw new UsageError(e.message, SERVE.name);
+    throw e;
+  }
+  const pcapFile = values.pcap ? new OutputFile("--pcap", values.pcap) : null;
+  let server: Server;
+  try {
+    server = await Server.start({
+      module: coreModule(), device: values.device!, transport: values.transport as TransportName, bind, peers, config,
+      pace: { mode: values.pace as "wall" | "fast", scale, idleMs: values.idle ?? IDLE_MS_DEFAULT }, controlPort: values.control!,
+      pcap: pcapFile?.write, warn: (line) => console.error(line),
+    });
+  } catch (e) {
+    if (e instanceof AddressError) throw new UsageError(e.message, SERVE.name);
+    throw e;
+  }
+  console.log(JSON.stringify(server.addresses));
+  // until a signal stops it, or the device fails
+  const signalled = await new Promise<string | null>((resolve) => {
+    const stop = (sig: string) => () => resolve(sig);
+    const onInt = stop("SIGINT"), onTerm = stop("SIGTERM");
+    process.once("SIGINT", onInt).once("SIGTERM", onTerm);
+    void server.ended.then(() => {
+      process.off("SIGINT", onInt).off("SIGTERM", onTerm);
+      resolve(null);
+    });
+  });
+  await server.close();
+  pcapFile?.close();
+  const c = server.counters(), d = server.device;
+  console.error(`menic serve: ${signalled ? `stopped by ${signalled}` : "the device failed"} at ${formatTime(d.ctx.nowPs)}: ` +
+    `sent ${c.txDatagrams} datagrams (${c.txNoPeer} frames to no peer), received ${c.rxDatagrams} (${c.rxStaged} staged; dropped: ${c.rxUnknownSource} from unknown sources, ${c.rxMalformed} malformed, ${c.rxInboxFull} with the inbox full)`);
+  if (d.failure) {
+    console.error(`menic: ${d.failure.message}`);
+    return withOutputs([pcapFile], EXIT.failed);
+  }
+  return withOutputs([pcapFile], EXIT.ok);
 }
 
 /**

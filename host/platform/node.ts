@@ -1,5 +1,5 @@
 // Node-only glue: where the built core lives on disk. Nothing else in host/ (outside
-// host/platform and the Node-only CLI pieces) touches Node APIs.
+// host/platform, host/serve and the Node-only CLI pieces) touches Node APIs.
 
 import { readFileSync, existsSync } from "node:fs";
 import { dirname, join } from "node:path";
