@@ -10,6 +10,7 @@ import { SimTarget } from "../host/conform/sim-target.js";
 import type { IutCompletion, SentFrame, Target, TesterPeer, IutInfo } from "../host/conform/target.js";
 import type { IutSetup, Transport, WorkRequest, Suite } from "../host/conform/case.js";
 import { parseMetaroceFrame, buildMetaroceFrame } from "../host/wire/metaroce.js";
+import { mismatch } from "../host/conform/frames.js";
 import { parseFrame, buildFrame } from "../host/wire/rocev2.js";
 import { MRT, MRT_NAK, AETH_SYNDROME } from "../host/generated/headers.js";
 import type { TestSuite } from "../host/test-report.js";
@@ -167,5 +168,17 @@ describe("case files that break the format are refused, saying where", () => {
       rmSync(dir, { recursive: true });
     }
     expect(out.join("")).toMatch(/^TAP version 13\n1\.\.1\nnot ok 1 - conformance 1\.0\.0 metaroce: x: x\n  ---\n  severity: fail\n  messages:\n    - "step 1 of 1 \(expect\): no frame \{\\"type\\":\\"ACK\\"\} from 5\.000 us to 6\.000 us; the IUT sent nothing"/);
+  });
+});
+
+describe("sequence numbers in a case wrap as their fields do", () => {
+  it("\$p+1 past 2^24 (RoCEv2) and 2^32 (MetaRoCE-like); a SACK across 2^32 matched as a set", () => {
+    const vars = new Map([["p", 0xffffff], ["q", 0xffffffff]]);
+    expect(mismatch("rocev2", { ok: true, fields: { psn: 0 } }, { psn: "$p+1" }, vars)).toBeNull();
+    expect(mismatch("rocev2", { ok: true, fields: { psn: 1 } }, { psn: "$p+1" }, vars)).toBe("psn 1, expected 0");
+    expect(mismatch("metaroce", { ok: true, fields: { cum: 0 } }, { cum: "$q+1" }, vars)).toBeNull();
+    // the SACK of cum 0xfffffffe lists 0xffffffff, then 1: in sequence order, not numeric
+    expect(mismatch("metaroce", { ok: true, fields: { sackPsns: [0xffffffff, 1] } }, { sackPsns: ["$q+2", "$q"] }, vars)).toBeNull();
+    expect(mismatch("metaroce", { ok: true, fields: { sackPsns: [0xffffffff, 1] } }, { sackPsns: ["$q"] }, vars)).toMatch(/^sackPsns \[4294967295, 1\], expected \[4294967295\]/);
   });
 });

@@ -37,8 +37,10 @@ const aethKind = (syndrome: number): number =>
   (syndrome & AETH_SYNDROME.TYPE_MASK) === AETH_SYNDROME.NAK ? syndrome : syndrome & AETH_SYNDROME.TYPE_MASK;
 const ROCE_NAMES: Record<string, Record<string, number>> = { opcode: { ...OP }, aeth: AETH_KINDS, ecn: { ...IPV4_ECN } };
 
-/** Sequence numbers: "$psn+1" wraps as the field does. */
-const WRAP32 = new Set(["psn", "floor", "cum", "ssn", "msn", "nakSsn"]);
+/** Sequence numbers: "$psn+1" wraps as the field does (32 bits in the MetaRoCE-like headers, 24 in RoCEv2's BTH and AETH). */
+const SEQUENCE = new Set(["psn", "floor", "cum", "ssn", "msn", "nakSsn"]);
+const wrapOf = (t: Transport, key: string): ((n: number) => number) =>
+  !SEQUENCE.has(key) ? (n) => n : t === "rocev2" ? (n) => n & 0xffffff : (n) => n >>> 0;
 
 const namesOf = (t: Transport) => (t === "metaroce" ? MRT_NAMES : ROCE_NAMES);
 
@@ -66,7 +68,7 @@ export function buildTesterFrame(t: Transport, f: SendFrame, vars: Vars, ipSrc: 
     else if (typeof raw === "boolean") spec[key] = raw;
     else {
       const n = resolve(raw as Value, vars, names[key], what);
-      spec[key] = WRAP32.has(key) ? (t === "rocev2" && key === "psn" ? n & 0xffffff : n >>> 0) : n;
+      spec[key] = wrapOf(t, key)(n);
     }
   }
   let bytes: Uint8Array;
@@ -171,8 +173,9 @@ export function mismatch(t: Transport, d: Decoded, match: Record<string, FieldMa
     if (got === undefined) return `has no ${key}`;
     if (key === "sackPsns") {
       const exp = (want as Value[]).map((p) => resolve(p, vars, {}, what) >>> 0).sort((a, b) => a - b);
-      const list = got as number[];
-      if (list.length !== exp.length || list.some((p, i) => p !== exp[i])) return `sackPsns [${list.join(", ")}], expected [${exp.join(", ")}]`;
+      // as sets: a window across 2^32 lists its PSNs in sequence order, not in numeric order
+      const list = [...(got as number[])].sort((a, b) => a - b);
+      if (list.length !== exp.length || list.some((p, i) => p !== exp[i])) return `sackPsns [${(got as number[]).join(", ")}], expected [${exp.join(", ")}]`;
       continue;
     }
     if (key === "flags" && t === "metaroce" && typeof got === "number") {
@@ -187,15 +190,15 @@ export function mismatch(t: Transport, d: Decoded, match: Record<string, FieldMa
       continue;
     }
     if (typeof got !== "number") return `${key} is not a number`;
-    const r = numberMismatch(got, want, vars, names[key] ?? {}, what, WRAP32.has(key));
+    const r = numberMismatch(got, want, vars, names[key] ?? {}, what, wrapOf(t, key));
     if (r) return `${key} ${r}`;
   }
   return null;
 }
 
 /** Why number `got` is not `want` (a value, {min, max} or {not}), or null. */
-function numberMismatch(got: number, want: FieldMatch, vars: Vars, names: Record<string, number>, what: string, wrap = false): string | null {
-  const norm = (v: Value) => { const n = resolve(v, vars, names, what); return wrap ? n >>> 0 : n; };
+function numberMismatch(got: number, want: FieldMatch, vars: Vars, names: Record<string, number>, what: string, wrap: (n: number) => number = (n) => n): string | null {
+  const norm = (v: Value) => wrap(resolve(v, vars, names, what));
   const show = (n: number) => nameOf(names, n) ?? String(n);
   if (typeof want === "object" && want !== null && !Array.isArray(want)) {
     if ("not" in want) return got === norm(want.not) ? `is ${show(got)}, expected anything else` : null;
