@@ -22,6 +22,14 @@ export interface TxFrameRef {
   bodyLen: number;
 }
 
+/** A copy of a sent frame's bytes, Ethernet header to trailer (full mode: its headers, then its body). */
+export function frameCopy(f: TxFrameRef): Uint8Array {
+  const out = new Uint8Array(f.hdrLen + f.bodyLen);
+  out.set(f.mem.subarray(f.hdrAt, f.hdrAt + f.hdrLen));
+  out.set(f.mem.subarray(f.bodyAt, f.bodyAt + f.bodyLen), f.hdrLen);
+  return out;
+}
+
 export class DevicePorts {
   private readonly recs: number;
   private readonly bodies: number;

@@ -76,18 +76,15 @@ export function buildTesterFrame(t: Transport, f: SendFrame, vars: Vars, ipSrc: 
     if (sackList) spec.sack = sackOf(spec.cum as number, sackList.map((p) => resolve(p, vars, {}, "sackPsns") >>> 0));
     bytes = buildMetaroceFrame(spec as unknown as MetaroceSpec);
   } else {
-    for (const [h, keys] of [["reth", ["va", "rkey", "dmaLength"]], ["aeth", ["aeth", "msn"]]] as const) {
-      if (!keys.some((k) => k in spec)) continue;
-      if (h === "reth") spec.reth = { va: BigInt((spec.va as number) ?? 0), rkey: spec.rkey ?? 0, dmaLength: spec.dmaLength ?? 0 };
-      else {
-        const kind = (spec.aeth as number | undefined) ?? AETH_SYNDROME.ACK;
-        // an ACK says it does not limit the requester; an RNR NAK asks for the shortest timer code
-        spec.aeth = { syndrome: kind === AETH_SYNDROME.ACK ? AETH_SYNDROME.CREDITS_INVALID : kind === AETH_SYNDROME.RNR_NAK ? kind | 1 : kind, msn: spec.msn ?? 0 };
-      }
-      for (const k of keys) if (k !== h) delete spec[k];
+    // the case names the RETH's and AETH's fields flat; the builder takes them as headers
+    const { va, rkey, dmaLength, aeth, msn, ...rest } = spec;
+    if (va !== undefined || rkey !== undefined || dmaLength !== undefined) rest.reth = { va: BigInt((va as number) ?? 0), rkey: rkey ?? 0, dmaLength: dmaLength ?? 0 };
+    if (aeth !== undefined || msn !== undefined) {
+      const kind = (aeth as number | undefined) ?? AETH_SYNDROME.ACK;
+      // an ACK says it does not limit the requester; an RNR NAK asks for the shortest timer code
+      rest.aeth = { syndrome: kind === AETH_SYNDROME.ACK ? AETH_SYNDROME.CREDITS_INVALID : kind === AETH_SYNDROME.RNR_NAK ? kind | 1 : kind, msn: msn ?? 0 };
     }
-    if ("immDt" in spec) spec.immDt = spec.immDt as number;
-    bytes = buildFrame(spec as unknown as FrameSpec);
+    bytes = buildFrame(rest as unknown as FrameSpec);
   }
   return damage(t, bytes, f.damage ?? []);
 }

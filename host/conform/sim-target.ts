@@ -5,7 +5,7 @@
 // it no later), and what its port sent is read back with its time.
 
 import { Context, type Qp, type Cq, type Mr, type SendWr } from "../verbs.js";
-import { DevicePorts } from "../ports.js";
+import { DevicePorts, frameCopy } from "../ports.js";
 import { frameHeaderBytes } from "../wire/split.js";
 import { bytesOf } from "./values.js";
 import type { IutSetup, Transport, WorkRequest } from "./case.js";
@@ -67,12 +67,7 @@ export class SimTarget implements Target {
     while (this.c.nowPs < until) {
       const end = this.c.nowPs + STEP_PS < until ? this.c.nowPs + STEP_PS : until;
       this.c.run(end);
-      this.ports!.drain((f) => {
-        const bytes = new Uint8Array(f.hdrLen + f.bodyLen);
-        bytes.set(f.mem.subarray(f.hdrAt, f.hdrAt + f.hdrLen));
-        bytes.set(f.mem.subarray(f.bodyAt, f.bodyAt + f.bodyLen), f.hdrLen);
-        out.push({ bytes, timePs: BigInt(f.timePs) - this.t0, port: f.port });
-      });
+      this.ports!.drain((f) => out.push({ bytes: frameCopy(f), timePs: BigInt(f.timePs) - this.t0, port: f.port }));
     }
     return out;
   }

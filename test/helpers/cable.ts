@@ -16,13 +16,8 @@ export interface CableHooks {
   inject?: (to: number, ports: DevicePorts, windowEndPs: bigint) => void;
 }
 
-/** A copy of a sent frame's bytes, Ethernet header to ICRC (full mode). */
-export function frameCopy(f: TxFrameRef): Uint8Array {
-  const out = new Uint8Array(f.hdrLen + f.bodyLen);
-  out.set(f.mem.subarray(f.hdrAt, f.hdrAt + f.hdrLen));
-  out.set(f.mem.subarray(f.bodyAt, f.bodyAt + f.bodyLen), f.hdrLen);
-  return out;
-}
+/** A copy of a sent frame's bytes (host/ports.ts). */
+export { frameCopy } from "../../host/ports.js";
 
 export async function cabled(config: Record<string, number> = {}, latencyPs = 1_000_000n, fate: CableFate = () => "pass", hooks: CableHooks = {}) {
   const ctxs = [
