@@ -4,18 +4,18 @@
 // longer than STEP_PS (so the tester sees a frame at most that long after it left, and answers
 // it no later), and what its port sent is read back with its time.
 
-import { Context, type Qp, type Cq, type Mr, type SendWr } from "../verbs.js";
+import { Context, type Qp, type Cq, type Mr } from "../verbs.js";
 import { DevicePorts, frameCopy } from "../ports.js";
 import { frameHeaderBytes } from "../wire/split.js";
 import { bytesOf } from "./values.js";
 import type { IutSetup, Transport, WorkRequest } from "./case.js";
-import type { IutCompletion, IutInfo, SentFrame, Target, TesterPeer } from "./target.js";
+import { CASE_BASE_CONFIG, completionOf, sendWrOf, transportCounters, type IutCompletion, type IutInfo, type SentFrame, type Target, type TesterPeer } from "./target.js";
 
 /** The longest the device runs at once: how late, at most, the tester sees a frame and answers it. */
 export const STEP_PS = 10_000n;
 
 /** The config every case's device starts from: one engine, one port (the tester's cable), the transport's connections. */
-const BASE_CONFIG = { engines: 1, ports: 1, scaleUpPorts: 1, deviceId: 0, timingMode: 0, mrtConnections: 2 };
+const BASE_CONFIG = { ...CASE_BASE_CONFIG, ports: 1, scaleUpPorts: 1, deviceId: 0, timingMode: 0 };
 
 export class SimTarget implements Target {
   readonly stepPs = STEP_PS;
@@ -73,13 +73,7 @@ export class SimTarget implements Target {
   }
 
   async post(wr: WorkRequest, peer: TesterPeer): Promise<void> {
-    const remote = wr.opcode === "RDMA_WRITE" || wr.opcode === "RDMA_WRITE_WITH_IMM" || wr.opcode === "RDMA_READ";
-    const req: SendWr = {
-      wrId: wr.wrId, opcode: wr.opcode, signaled: true, localAddr: this.addr + wr.offset, length: wr.length, lkey: this.mr!.lkey,
-      ...(remote ? { remoteAddr: peer.addr + (wr.remoteOffset ?? 0), rkey: peer.rkey } : {}),
-      ...(wr.imm !== undefined ? { imm: wr.imm } : {}),
-    };
-    this.c.postSend(this.qp!, [req]);
+    this.c.postSend(this.qp!, [sendWrOf(wr, peer, this.addr + wr.offset, this.mr!.lkey)]);
   }
 
   async postRecv(wrId: number, offset: number, length: number): Promise<void> {
@@ -87,13 +81,13 @@ export class SimTarget implements Target {
   }
 
   async poll(): Promise<IutCompletion[]> {
-    return this.c.pollCq(this.cq!, 64).map((w) => ({ wrId: Number(w.wrId), status: w.status, opcode: w.opcode, byteLen: w.byteLen, ...(w.imm !== undefined ? { imm: w.imm } : {}) }));
+    return this.c.pollCq(this.cq!, 64).map(completionOf);
   }
 
   async read(offset: number, length: number): Promise<Uint8Array> { return this.c.read(this.addr + offset, length); }
 
   async counters(): Promise<Record<string, number>> {
-    return Object.fromEntries(Object.entries(this.c.device.stats()).filter(([k, v]) => v !== 0 && /^(mrt|roce|nic)\./.test(k)));
+    return transportCounters(this.c.device.stats());
   }
 
   async close(): Promise<void> {

@@ -4,6 +4,7 @@
 // menic device in this process; a target over UDP speaks the same calls to another process.
 
 import type { IutSetup, Transport, WorkRequest } from "./case.js";
+import type { SendWr, Wc } from "../verbs.js";
 
 /** The tester's side of the connection: the device it claims to be and the QP and region it answers for. */
 export interface TesterPeer {
@@ -39,6 +40,27 @@ export interface IutCompletion {
   byteLen: number;
   imm?: number;
 }
+
+/** The device config every case's IUT starts from, before the case's own: one engine, the transport's connections few. */
+export const CASE_BASE_CONFIG = { engines: 1, mrtConnections: 2 } as const;
+
+/** A device's transport counters that are not zero (the `mrt.`, `roce.` and `nic.` of its stats), for a failed case's message. */
+export const transportCounters = (stats: Record<string, number>): Record<string, number> =>
+  Object.fromEntries(Object.entries(stats).filter(([k, v]) => v !== 0 && /^(mrt|roce|nic)\./.test(k)));
+
+/** A case's work request as the IUT's verbs take it: its bytes at `localAddr` (key `lkey`) of the IUT's region, a WRITE's or READ's in the tester's, signaled. */
+export function sendWrOf(wr: WorkRequest, peer: TesterPeer, localAddr: number, lkey: number): SendWr {
+  const remote = wr.opcode === "RDMA_WRITE" || wr.opcode === "RDMA_WRITE_WITH_IMM" || wr.opcode === "RDMA_READ";
+  return {
+    wrId: wr.wrId, opcode: wr.opcode, signaled: true, localAddr, length: wr.length, lkey,
+    ...(remote ? { remoteAddr: peer.addr + (wr.remoteOffset ?? 0), rkey: peer.rkey } : {}),
+    ...(wr.imm !== undefined ? { imm: wr.imm } : {}),
+  };
+}
+
+/** A completion in the terms cases use. */
+export const completionOf = (w: Wc): IutCompletion =>
+  ({ wrId: Number(w.wrId), status: w.status, opcode: w.opcode, byteLen: w.byteLen, ...(w.imm !== undefined ? { imm: w.imm } : {}) });
 
 export interface Target {
   /** How far the tester lets the IUT run before it looks again: how late it may see a frame, and answer it. */
