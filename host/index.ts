@@ -47,7 +47,7 @@ import type { ClusterInput } from "./scenario/scenario.js";
 
 export * from "./api.js";
 export { runFirmware, type FwRunResult, type FwRunOptions, type FwEngineResult, type ConsoleLine } from "./fw/run.js";
-export { ServeClient, ServeError, type ServeInfo, type ServeStats, type ServeMr } from "./serve/client.js";
+export { ServeClient, ServeError, type ServeInfo, type ServeStats, type ServeMr, type ServeSent, type ServeAdvance } from "./serve/client.js";
 export { Relay, type RelayOptions, type RelaySide, type RelayCounts } from "./serve/relay.js";
 export type { UdpAddress } from "./serve/addresses.js";
 export type { Location } from "./debug/symbolize.js";

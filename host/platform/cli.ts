@@ -44,6 +44,7 @@ import { nearest, didYouMean, parseJson, JsonTextError } from "../user-input.js"
 import type { Fabric } from "../fabric/fabric.js";
 import { Server, TRANSPORTS, type TransportName } from "../serve/serve.js";
 import { AddressError, parseAddressList, parsePeer } from "../serve/addresses.js";
+import type { PaceOptions } from "../serve/pacer.js";
 
 const TIMES = "times need a unit: ps, ns, us, ms or s (10ms, 2.5us, 750ns)";
 /** The most an input file (a scenario, a graph, a config, an ELF image) may hold: a larger one is refused, not read. */
@@ -124,7 +125,7 @@ device, its ports' addresses and UDP ports, and the control port. Runs until SIG
     transport: { kind: "string", value: "<name>", choices: Object.keys(TRANSPORTS), help: "the transport its QPs speak: rocev2 or metaroce (the MetaRoCE-like one)", default: "rocev2" },
     bind: { kind: "string", value: "<host[:port],...>", help: "where each port listens, one IPv4 address per port (the device has as many ports); :port moves RoCEv2 there and the MetaRoCE-like transport to the next", default: "127.0.0.1" },
     peer: { kind: "strings", value: "<id>=<host[:port],...>", help: "a device it talks to, and its ports' addresses; a datagram from any other address is dropped", default: "(none)" },
-    pace: { kind: "string", value: "<mode>", choices: ["wall", "fast"], help: "wall: simulated time never ahead of wall time x --scale; fast: the same while there is work, and a device left waiting for --idle ms skips to its next event (for tests)", default: "wall" },
+    pace: { kind: "string", value: "<mode>", choices: ["wall", "fast", "step"], help: "wall: simulated time never ahead of wall time x --scale; fast: the same while there is work, and a device left waiting for --idle ms skips to its next event (for tests); step: time moves only when a control client asks (advance: menic conform --target udp://)", default: "wall" },
     scale: { kind: "string", value: "<x>", help: "simulated time per wall time (0.001: a wall millisecond is a simulated microsecond), a number in (0, 1000]", default: "1" },
     idle: { kind: "int", value: "<ms>", min: 1, max: 600_000, help: "--pace fast: wall milliseconds with nothing arriving before a waiting device skips ahead", default: `(${IDLE_MS_DEFAULT})` },
     control: { kind: "int", value: "<port>", min: 0, max: 65535, help: "the control channel's TCP port on 127.0.0.1 (0: any free one)", default: "0" },
@@ -750,7 +751,7 @@ async function serveCommand(args: string[]): Promise<number> {
   try {
     server = await Server.start({
       module: coreModule(), device: values.device!, transport: values.transport as TransportName, bind, peers, config,
-      pace: { mode: values.pace as "wall" | "fast", scale, idleMs: values.idle ?? IDLE_MS_DEFAULT }, controlPort: values.control!,
+      pace: { mode: values.pace as PaceOptions["mode"], scale, idleMs: values.idle ?? IDLE_MS_DEFAULT }, controlPort: values.control!,
       pcap: pcapFile?.write, warn: (line) => console.error(line),
     });
   } catch (e) {

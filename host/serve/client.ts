@@ -56,8 +56,8 @@ export interface ServeInfo {
   }[];
   /** How its time is paced. */
   pace: {
-    /** `menic serve --pace`: `wall` or `fast`. */
-    mode: "wall" | "fast";
+    /** `menic serve --pace`: `wall`, `fast`, or `step` (time moves only at {@link ServeClient.advance}). */
+    mode: "wall" | "fast" | "step";
     /** `--scale`: simulated time per wall time. */
     scale: number;
     /** `--idle`: how long a waiting device waits for its peer before it skips ahead (fast), ms. */
@@ -72,6 +72,26 @@ export interface ServeInfo {
   };
   /** Its time now, ps. */
   nowPs: bigint;
+}
+
+/** A datagram a stepped device sent during an {@link ServeClient.advance}. */
+export interface ServeSent {
+  /** When its frame's last bit left the port, ps of the device's time. */
+  timePs: bigint;
+  /** The device port it left. */
+  port: number;
+  /** Its UDP source port (the socket it was sent from). */
+  srcUdpPort: number;
+  /** Its bytes of UDP payload. */
+  bytes: number;
+}
+
+/** What a stepped device did in an {@link ServeClient.advance}. */
+export interface ServeAdvance {
+  /** Its time now, ps: the time asked for. */
+  nowPs: bigint;
+  /** The datagrams it sent, in order. */
+  sent: ServeSent[];
 }
 
 /** A served device's counters ({@link ServeClient.stats}). */
@@ -258,6 +278,26 @@ export class ServeClient {
   async pollCq(cq: number, opts: { max?: number; waitMs?: number } = {}): Promise<Wc[]> {
     const r = await this.request("pollCq", { cq, ...opts });
     return (r.completions as Record<string, unknown>[]).map((c) => ({ ...c, wrId: BigInt(c.wrId as string), timePs: BigInt(c.timePs as string) }) as Wc);
+  }
+
+  /**
+   * A device served with `--pace step`: once `received` datagrams have reached it (counting from
+   * its start or last reset; the server waits up to `waitMs` of wall time for them), runs it to
+   * `untilPs`. Resolves with its time then and the datagrams it sent meanwhile, in order: when
+   * each frame's last bit left, from which port and UDP source port, and its bytes of UDP payload.
+   */
+  async advance(untilPs: bigint, opts: { received?: number; waitMs?: number } = {}): Promise<ServeAdvance> {
+    const r = await this.request("advance", { untilPs: untilPs.toString(), ...opts });
+    const sent = (r.sent as Record<string, unknown>[]).map((d) => ({ ...d, timePs: BigInt(d.timePs as string) }) as ServeSent);
+    return { nowPs: BigInt(r.nowPs as string), sent };
+  }
+
+  /**
+   * Replaces the device with a new one, as `menic serve` made the first but with `config` in
+   * place of its --config and --set: time from 0, no handles, memory and counters new.
+   */
+  async reset(config: Record<string, number | string> = {}): Promise<void> {
+    await this.request("reset", { config });
   }
 
   /** Closes the connection (the device goes on serving). */

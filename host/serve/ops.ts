@@ -7,6 +7,7 @@
 
 import type { Context, Pd, Mr, Cq, Qp, Wc, SendWr, RecvWr, QpAttr, AccessFlag, QpStateName, PortGroup } from "../verbs.js";
 import { didYouMean } from "../user-input.js";
+import type { SentDatagram } from "./served-device.js";
 
 /** The most bytes one `write` or `read` moves: larger transfers are several requests (the client splits them). */
 export const MAX_DATA_BYTES = 8 << 20;
@@ -14,6 +15,8 @@ export const MAX_DATA_BYTES = 8 << 20;
 export const MAX_POLL = 4096;
 /** The longest a `pollCq` waits for a completion, ms of wall time. */
 export const MAX_WAIT_MS = 600_000;
+/** How long an `advance` waits for the datagrams it is told of, ms of wall time, unless told. */
+export const ADVANCE_WAIT_MS = 10_000;
 
 /** A request refused before anything happened: the message names the op and the field. */
 export class ControlError extends Error {
@@ -25,6 +28,7 @@ export class ControlError extends Error {
 
 /** What the operations need of the server around them. */
 export interface ControlHost {
+  /** the device's context now (a reset replaces it) */
   readonly ctx: Context;
   /** the `info` reply: the device, its addresses, its peers, its pacing */
   info(): Record<string, unknown>;
@@ -36,6 +40,10 @@ export interface ControlHost {
   wake(): void;
   /** calls `listener` after each step of the device; returns its removal */
   onStep(listener: () => void): () => void;
+  /** step pacing: runs the device to `untilPs` once `received` datagrams have reached it; what it sent (null: the device is paced by the wall) */
+  advance(untilPs: bigint, received: number, waitMs: number): Promise<SentDatagram[]> | null;
+  /** replaces the device with a new one made as the options made the first, with `config` for --config and --set */
+  reset(config: Record<string, number | string>): Promise<void>;
 }
 
 /** A reply's fields beside `id` and `ok`. */
@@ -99,41 +107,40 @@ export class ControlOps {
   private readonly ops: Record<string, Op>;
 
   constructor(private readonly host: ControlHost) {
-    const ctx = host.ctx;
     const none = {};
     this.ops = {
       info: { fields: [], run: () => host.info() },
       stats: { fields: [], run: () => host.stats() },
-      allocHostMemory: { fields: ["bytes", "alignment"], run: (f) => ({ addr: ctx.allocHostMemory(f.given("bytes") as number, (f.raw("alignment") ?? 64) as number) }) },
-      allocHbm: { fields: ["bytes", "alignment"], run: (f) => ({ addr: ctx.allocHbm(f.given("bytes") as number, (f.raw("alignment") ?? 64) as number) }) },
+      allocHostMemory: { fields: ["bytes", "alignment"], run: (f) => ({ addr: host.ctx.allocHostMemory(f.given("bytes") as number, (f.raw("alignment") ?? 64) as number) }) },
+      allocHbm: { fields: ["bytes", "alignment"], run: (f) => ({ addr: host.ctx.allocHbm(f.given("bytes") as number, (f.raw("alignment") ?? 64) as number) }) },
       write: {
         fields: ["addr", "data"],
         run: (f) => {
           const data = base64(f, "data");
-          ctx.write(f.given("addr") as number, data);
+          host.ctx.write(f.given("addr") as number, data);
           return none;
         },
       },
       read: {
         fields: ["addr", "length"],
-        run: (f) => ({ data: Buffer.from(ctx.view(f.given("addr") as number, f.int("length", 0, MAX_DATA_BYTES))).toString("base64") }),
+        run: (f) => ({ data: Buffer.from(host.ctx.view(f.given("addr") as number, f.int("length", 0, MAX_DATA_BYTES))).toString("base64") }),
       },
-      allocPd: { fields: [], run: () => ({ pd: keep(this.pds, ctx.allocPd(), (pd) => pd.handle) }) },
-      deallocPd: { fields: ["pd"], run: (f) => release(f, "pd", this.pds, (pd) => ctx.deallocPd(pd)) },
+      allocPd: { fields: [], run: () => ({ pd: keep(this.pds, host.ctx.allocPd(), (pd) => pd.handle) }) },
+      deallocPd: { fields: ["pd"], run: (f) => release(f, "pd", this.pds, (pd) => host.ctx.deallocPd(pd)) },
       regMr: {
         fields: ["pd", "addr", "length", "access"],
         run: (f) => {
-          const mr = ctx.regMr(held(f, "pd", this.pds), f.given("addr") as number, f.given("length") as number, (f.raw("access") ?? []) as AccessFlag[]);
+          const mr = host.ctx.regMr(held(f, "pd", this.pds), f.given("addr") as number, f.given("length") as number, (f.raw("access") ?? []) as AccessFlag[]);
           return { lkey: keep(this.mrs, mr, (m) => m.lkey), rkey: mr.rkey };
         },
       },
-      deregMr: { fields: ["lkey"], run: (f) => release(f, "lkey", this.mrs, (mr) => ctx.deregMr(mr)) },
-      createCq: { fields: ["depth"], run: (f) => ({ cq: keep(this.cqs, ctx.createCq(f.given("depth") as number), (cq) => cq.cqn) }) },
-      destroyCq: { fields: ["cq"], run: (f) => release(f, "cq", this.cqs, (cq) => ctx.destroyCq(cq)) },
+      deregMr: { fields: ["lkey"], run: (f) => release(f, "lkey", this.mrs, (mr) => host.ctx.deregMr(mr)) },
+      createCq: { fields: ["depth"], run: (f) => ({ cq: keep(this.cqs, host.ctx.createCq(f.given("depth") as number), (cq) => cq.cqn) }) },
+      destroyCq: { fields: ["cq"], run: (f) => release(f, "cq", this.cqs, (cq) => host.ctx.destroyCq(cq)) },
       createQp: {
         fields: ["pd", "sendCq", "recvCq", "maxSendWr", "maxRecvWr", "sqSigAll"],
         run: (f) => {
-          const qp = ctx.createQp(held(f, "pd", this.pds), {
+          const qp = host.ctx.createQp(held(f, "pd", this.pds), {
             sendCq: held(f, "sendCq", this.cqs), recvCq: held(f, "recvCq", this.cqs),
             maxSendWr: f.given("maxSendWr") as number, maxRecvWr: f.given("maxRecvWr") as number, sqSigAll: f.raw("sqSigAll") as boolean | undefined,
           });
@@ -146,16 +153,16 @@ export class ControlOps {
           const attr: QpAttr = { state: f.string("state") as QpStateName };
           for (const k of ["destQpNum", "destDevice", "portLane"] as const) if (f.raw(k) !== undefined) attr[k] = f.raw(k) as number;
           if (f.raw("portGroup") !== undefined) attr.portGroup = f.raw("portGroup") as PortGroup;
-          ctx.modifyQp(held(f, "qp", this.qps), attr);
+          host.ctx.modifyQp(held(f, "qp", this.qps), attr);
           host.wake();
           return none;
         },
       },
-      queryQp: { fields: ["qp"], run: (f) => ({ state: ctx.qpState(held(f, "qp", this.qps)) }) },
+      queryQp: { fields: ["qp"], run: (f) => ({ state: host.ctx.qpState(held(f, "qp", this.qps)) }) },
       destroyQp: {
         fields: ["qp"],
         run: (f) => {
-          release(f, "qp", this.qps, (qp) => ctx.destroyQp(qp));
+          release(f, "qp", this.qps, (qp) => host.ctx.destroyQp(qp));
           host.wake();
           return none;
         },
@@ -164,7 +171,7 @@ export class ControlOps {
         fields: ["qp", "wrs", "doorbell"],
         run: (f) => {
           const qp = held(f, "qp", this.qps);
-          ctx.postSend(qp, workRequests(f) as SendWr[], f.raw("doorbell") === undefined ? {} : { doorbell: f.raw("doorbell") as "classic" | "express" });
+          host.ctx.postSend(qp, workRequests(f) as SendWr[], f.raw("doorbell") === undefined ? {} : { doorbell: f.raw("doorbell") as "classic" | "express" });
           host.wake();
           return none;
         },
@@ -172,12 +179,34 @@ export class ControlOps {
       postRecv: {
         fields: ["qp", "wrs"],
         run: (f) => {
-          ctx.postRecv(held(f, "qp", this.qps), workRequests(f) as RecvWr[]);
+          host.ctx.postRecv(held(f, "qp", this.qps), workRequests(f) as RecvWr[]);
           host.wake();
           return none;
         },
       },
       pollCq: { fields: ["cq", "max", "waitMs"], run: (f) => this.pollCq(f) },
+      advance: {
+        fields: ["untilPs", "received", "waitMs"],
+        run: async (f) => {
+          const until = f.raw("untilPs");
+          if (!(typeof until === "string" && /^\d{1,20}$/.test(until)) && !(typeof until === "number" && Number.isSafeInteger(until) && until >= 0))
+            f.fail(`untilPs must be a time in ps: a whole number >= 0, a JSON number up to 2^53 or a decimal string, got ${until === undefined ? "nothing" : JSON.stringify(until)}`);
+          const run = host.advance(BigInt(until as string | number), f.int("received", 0, 2 ** 53, 0), f.int("waitMs", 0, MAX_WAIT_MS, ADVANCE_WAIT_MS));
+          if (!run) return f.fail("the device's time follows the wall clock: advance needs menic serve --pace step");
+          const sent = await run;
+          return { nowPs: host.ctx.nowPs.toString(), sent: sent.map((d) => ({ ...d, timePs: d.timePs.toString() })) };
+        },
+      },
+      reset: {
+        fields: ["config"],
+        run: async (f) => {
+          const config = f.raw("config") ?? {};
+          if (typeof config !== "object" || config === null || Array.isArray(config)) f.fail(`config must be an object of device config fields, got ${JSON.stringify(config)}`);
+          await host.reset(config as Record<string, number | string>);
+          for (const h of [this.pds, this.mrs, this.cqs, this.qps]) h.live.clear();
+          return { nowPs: host.ctx.nowPs.toString() };
+        },
+      },
     };
   }
 

@@ -12,6 +12,8 @@
 // wall would bring only after `idleMs`, and nothing arrives within `idleMs`, its time skips to
 // that event (the origin moves forward). A transport's timer then costs `idleMs` of wall time,
 // not its length ÷ scale: the peer has `idleMs` to answer before time moves on.
+// `step`: no pacing; time moves only when a client asks (served-device.ts `advance`), and the
+// wall clock plays no part: a tester in lockstep with the device (`menic conform --target udp://`).
 
 /** Longest step of simulated time between two looks at the sockets: 1 µs (about 24 frames of 4 KiB at 800 Gb/s). */
 export const STEP_PS = 1_000_000n;
@@ -30,7 +32,7 @@ export type Plan =
 
 /** The pacing of a served device (`--pace`). */
 export interface PaceOptions {
-  mode: "wall" | "fast";
+  mode: "wall" | "fast" | "step";
   /** simulated time per wall time (1: real time; 0.001: a millisecond of wall time is a microsecond) */
   scale: number;
   /** fast: wall milliseconds without a datagram or request after which a waiting device skips to its next event */

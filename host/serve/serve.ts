@@ -4,8 +4,7 @@
 // (pacer.ts), the control channel (control.ts, ops.ts). Node only; the wall clock is read here.
 
 import { Context } from "../verbs.js";
-import type { DeviceConfig } from "../config.js";
-import { ConfigError } from "../config.js";
+import { ConfigError, type DeviceConfig } from "../config.js";
 import { PcapngWriter } from "../wire/pcapng.js";
 import { formatIpv4, portAddress } from "../fabric/topology.js";
 import { PeerTable, formatUdpAddress, type Peer, type UdpAddress } from "./addresses.js";
@@ -56,10 +55,14 @@ export interface ServeAddresses {
 /** A running served device (`serve`): its addresses, its parts, and `close`. */
 export class Server {
   private closed: Promise<void> | null = null;
+  /** the device being reset: requests and datagrams wait for it */
+  private resetting: Promise<void> | null = null;
 
   private constructor(
     readonly addresses: ServeAddresses,
-    readonly device: ServedDevice,
+    /** The device now: a `reset` replaces it. */
+    public device: ServedDevice,
+    private readonly make: (config: Record<string, number | string>, capturePs: bigint) => Promise<ServedDevice>,
     private readonly udp: UdpPorts,
     private readonly control: ControlServer,
     private readonly capture: PcapngWriter | null,
@@ -68,34 +71,46 @@ export class Server {
   /** Builds the device, binds its sockets and the control channel, and starts its loop; rejects with what could not be done. */
   static async start(o: ServeOptions): Promise<Server> {
     const warn = o.warn ?? (() => {});
-    const config = o.config ?? {};
-    for (const k of Object.keys(config)) if (Object.hasOwn(OWN_FIELDS, k)) throw new ConfigError(`config.${k}`, `is set by ${OWN_FIELDS[k]}`);
     const ports = o.bind.length;
     const peers = new PeerTable({ device: o.device, ports: o.bind }, o.peers);
-    const ctx = await Context.open(o.module, { scaleUpPorts: ports, ...config, deviceId: o.device, ports, transport: TRANSPORTS[o.transport], timingMode: 0 } as DeviceConfig);
     const capture = o.pcap ? new PcapngWriter(o.pcap, "menic serve") : null;
-    const device = new ServedDevice(ctx, peers, o.pace, () => process.hrtime.bigint(), capture, o.bind);
-    const udp = await UdpPorts.bind(o.bind, (d) => device.receive(d), warn);
+    // one capture interface per port, made with the first device and kept across resets
+    const ifaces: number[] = [];
+    const make = async (config: Record<string, number | string>, capturePs: bigint) => {
+      for (const k of Object.keys(config)) if (Object.hasOwn(OWN_FIELDS, k)) throw new ConfigError(`config.${k}`, `is set by ${OWN_FIELDS[k]}`);
+      const ctx = await Context.open(o.module, { scaleUpPorts: ports, ...config, deviceId: o.device, ports, transport: TRANSPORTS[o.transport], timingMode: 0 } as DeviceConfig);
+      const speedBps = ctx.device.config.get("portGbps")! * 1_000_000_000n;
+      for (let p = ifaces.length; p < ports && capture; p++) {
+        ifaces.push(capture.addInterface(`dev${o.device}.port${p}`, { description: `device ${o.device} port ${p}, ${formatIpv4(portAddress(o.device, p))}, served at ${formatUdpAddress(o.bind[p]!)}`, speedBps }));
+      }
+      return new ServedDevice(ctx, peers, o.pace, () => process.hrtime.bigint(), capture && { writer: capture, ifaces, basePs: capturePs });
+    };
+    const first = await make(o.config ?? {}, 0n);
+    let server: Server | null = null;
+    const udp = await UdpPorts.bind(o.bind, (d) => server?.device.receive(d), warn);
     let control: ControlServer;
     const addresses: ServeAddresses = {
       device: o.device, transport: o.transport,
       ports: o.bind.map((a, p) => ({ port: p, address: formatIpv4(portAddress(o.device, p)), host: a.host, rocev2: a.base, metaroce: a.base + 1 })),
       control: { host: "127.0.0.1", port: 0 },
     };
+    const dev = () => server!.device;
     const ops = new ControlOps({
-      ctx,
+      get ctx() { return dev().ctx; },
       info: () => ({
-        ...addresses, nowPs: ctx.nowPs.toString(),
+        ...addresses, nowPs: dev().ctx.nowPs.toString(),
         peers: peers.peers.map((p) => ({ device: p.device, ports: p.ports.map(formatUdpAddress) })),
         pace: o.pace,
       }),
       stats: () => ({
-        nowPs: ctx.nowPs.toString(), serve: server.counters(), device: ctx.device.stats(),
-        ...(o.transport === "metaroce" ? { paths: ctx.device.metarocePaths() } : {}),
+        nowPs: dev().ctx.nowPs.toString(), serve: server!.counters(), device: dev().ctx.device.stats(),
+        ...(o.transport === "metaroce" ? { paths: dev().ctx.device.metarocePaths() } : {}),
       }),
-      follow: () => device.follow(),
-      wake: () => device.wake(),
-      onStep: (l) => device.onStep(l),
+      follow: () => dev().follow(),
+      wake: () => dev().wake(),
+      onStep: (l) => dev().onStep(l),
+      advance: (untilPs, received, waitMs) => (o.pace.mode === "step" ? dev().advance(untilPs, received, waitMs) : null),
+      reset: (config) => server!.reset(config),
     });
     try {
       control = await ControlServer.listen(ops, o.controlPort);
@@ -104,9 +119,24 @@ export class Server {
       throw e;
     }
     addresses.control.port = control.port;
-    const server = new Server(addresses, device, udp, control, capture);
-    device.start((port, src, to, transportPort, payload) => udp.send(port, src, to, transportPort, payload));
+    server = new Server(addresses, first, make, udp, control, capture);
+    first.start(server.sender);
     return server;
+  }
+
+  private readonly sender = (port: number, src: number, to: UdpAddress, transportPort: number, payload: Uint8Array) => this.udp.send(port, src, to, transportPort, payload);
+
+  /**
+   * Replaces the device with a new one, made as the first was but with `config` in place of
+   * --config and --set (its time starts at 0; its handles, memory and counters are new; datagrams
+   * waiting for the old one are dropped); rejects, the old device kept, when the config is refused.
+   */
+  async reset(config: Record<string, number | string>): Promise<void> {
+    const old = this.device;
+    const next = await this.make(config, old.capturePs + old.ctx.nowPs);
+    this.device = next; // first: the old device's end is then no end of the server (ended)
+    await old.stop();
+    next.start(this.sender);
   }
 
   /** Every counter of the server: the device's datagrams, its sockets', its pacing (ps as decimal strings). */
@@ -115,9 +145,15 @@ export class Server {
     return { ...this.device.counters, ...this.udp.counters, lagPs: p.lagPs.toString(), skips: p.skips, skippedPs: p.skippedPs.toString() };
   }
 
-  /** Resolves when the device's loop ends by itself: the device failed (`device.failure`). */
+  /** Resolves when the device's loop ends by itself: the device failed (`device.failure`); a reset's end of the old device is not one. */
   get ended(): Promise<void> {
-    return this.device.ended;
+    return (async () => {
+      for (;;) {
+        const d = this.device;
+        await d.ended;
+        if (d.failure || this.device === d) return;
+      }
+    })();
   }
 
   /** Stops the device, closes its sockets and the control channel, and flushes the capture. */

@@ -3,15 +3,16 @@
 // clock (pacer.ts). The one loop here is the device's only interleave point with the outside:
 // each turn runs the device as far as the pacer allows, sends what its ports sent, stages what
 // arrived at the device's time, then yields to Node's event loop, where datagrams and control
-// requests come in. It reads the wall clock through the `clock` it is given.
+// requests come in. It reads the wall clock through the `clock` it is given. Under `--pace step`
+// there is no loop: the device's time moves only when a client asks (`advance`), and the turns
+// are taken then, in the same order.
 
 import type { Context } from "../verbs.js";
 import { DevicePorts, type TxFrameRef } from "../ports.js";
 import type { PcapngWriter } from "../wire/pcapng.js";
-import { formatIpv4, portAddress } from "../fabric/topology.js";
 import { ArrivalBuilder, FrameDatagrams, copyUdpPayload } from "./datagram.js";
-import { Pacer, type PaceOptions } from "./pacer.js";
-import { TRANSPORT_UDP_PORTS, formatUdpAddress, type PeerTable, type UdpAddress } from "./addresses.js";
+import { Pacer, STEP_PS, type PaceOptions } from "./pacer.js";
+import { TRANSPORT_UDP_PORTS, type PeerTable, type UdpAddress } from "./addresses.js";
 import type { Datagram } from "./udp.js";
 
 /** Datagrams kept between two steps at most (the device's receive ring holds 2,048 frames by default); more are dropped, counted. */
@@ -40,6 +41,21 @@ export interface ServeCounters {
 /** Sends one datagram (udp.ts UdpPorts.send). */
 export type SendDatagram = (port: number, srcUdpPort: number, to: UdpAddress, transportPort: number, payload: Uint8Array) => void;
 
+/** A datagram the device sent during an `advance` (step pacing): when its frame's last bit left, from which port and source port, and its bytes of UDP payload. */
+export interface SentDatagram {
+  timePs: bigint;
+  port: number;
+  srcUdpPort: number;
+  bytes: number;
+}
+
+/** Where a served device's frames are captured: the writer and one interface per port, and the capture time of the device's time 0 (a reset device's time starts again at 0). */
+export interface ServeCapture {
+  writer: PcapngWriter;
+  ifaces: readonly number[];
+  basePs: bigint;
+}
+
 /** A datagram waiting to be staged, with the device it came from. */
 interface Waiting extends Datagram {
   srcDevice: number;
@@ -63,9 +79,14 @@ export class ServedDevice {
   private wakeUp: (() => void) | null = null;
   private stopping = false;
   private loopDone: Promise<void> | null = null;
-  /** capture: one interface per port, and a buffer a frame is put together in */
-  private readonly ifaces: number[] = [];
+  /** Resolves when the device has ended (stopped, or failed: `failure`), started or not. */
+  readonly ended: Promise<void>;
   private frameBuf = new Uint8Array(1 << 16);
+  /** during an advance: what the device sends */
+  private sentLog: SentDatagram[] | null = null;
+  /** an advance waiting for datagrams to arrive: called at each */
+  private rxWaiter: (() => void) | null = null;
+  private loopEnd!: () => void;
 
   constructor(
     readonly ctx: Context,
@@ -73,37 +94,32 @@ export class ServedDevice {
     pace: PaceOptions,
     /** the wall clock, ns */
     private readonly clock: () => bigint,
-    private readonly capture: PcapngWriter | null = null,
-    addresses: readonly UdpAddress[] = [],
+    private readonly capture: ServeCapture | null = null,
   ) {
     this.ports = new DevicePorts(ctx.device);
     this.deviceId = Number(ctx.device.config.get("deviceId"));
     this.pacer = new Pacer(pace, clock(), ctx.nowPs);
-    if (capture) {
-      const ports = Number(ctx.device.config.get("ports")), speedBps = ctx.device.config.get("portGbps")! * 1_000_000_000n;
-      for (let p = 0; p < ports; p++) {
-        const udp = addresses[p] ? `, served at ${formatUdpAddress(addresses[p]!)}` : "";
-        this.ifaces.push(capture.addInterface(`dev${this.deviceId}.port${p}`, { description: `device ${this.deviceId} port ${p}, ${formatIpv4(portAddress(this.deviceId, p))}${udp}`, speedBps }));
-      }
-    }
+    this.ended = new Promise<void>((r) => { this.loopEnd = r; });
+  }
+
+  /** The capture time of the device's time 0 (0 for the first device; a reset device's goes on from its predecessor's end). */
+  get capturePs(): bigint {
+    return this.capture?.basePs ?? 0n;
   }
 
   /** Starts the loop; datagrams the device sends go to `send`. */
   start(send: SendDatagram): void {
     this.send = send;
-    this.loopDone ??= this.loop();
+    // stepped: no loop, only an end (stop, or a failure in an advance)
+    if (this.pacer.options.mode !== "step") this.loopDone ??= this.loop().then(() => this.loopEnd());
   }
 
   /** Ends the loop after its current turn; resolves when it has ended. */
   async stop(): Promise<void> {
     this.stopping = true;
     this.wake();
-    await this.loopDone;
-  }
-
-  /** Resolves when the loop has ended (stopped, or the device failed: `failure`). */
-  get ended(): Promise<void> {
-    return this.loopDone ?? Promise.resolve();
+    if (this.loopDone) await this.loopDone;
+    this.loopEnd();
   }
 
   /** Something changed outside the device (a request posted work): a waiting loop plans again. */
@@ -117,7 +133,7 @@ export class ServedDevice {
    * A device behind the wall is left to its loop.
    */
   follow(): void {
-    if (this.stopping || this.failure) return;
+    if (this.stopping || this.failure || this.pacer.options.mode === "step") return;
     const target = this.pacer.targetPs(this.clock()), next = this.ctx.device.nextActivityPs;
     if (target > this.ctx.nowPs && (next === null || next > target)) this.ctx.run(target);
   }
@@ -140,6 +156,55 @@ export class ServedDevice {
     w.srcDevice = srcDevice;
     this.inbox.push(w);
     this.wake();
+    this.rxWaiter?.();
+  }
+
+  /**
+   * Step pacing: once `received` datagrams have reached the device (counting from its start;
+   * waiting up to `waitMs` of wall time for them), stages what arrived at the device's time and
+   * runs it to `untilPs`, a turn of at most STEP_PS at a time; what it sent meanwhile, in order.
+   * Rejects, the device unchanged, when the datagrams do not come or the time is past.
+   */
+  async advance(untilPs: bigint, received: number, waitMs: number): Promise<SentDatagram[]> {
+    if (this.failure) throw this.failure;
+    if (this.stopping) throw new Error("advance: the device is stopping");
+    if (untilPs < this.ctx.nowPs) throw new Error(`advance: untilPs ${untilPs} is before the device's time, ${this.ctx.nowPs} ps`);
+    await this.arrived(received, waitMs);
+    const sent: SentDatagram[] = [];
+    this.sentLog = sent;
+    try {
+      do {
+        this.stage();
+        const end = this.ctx.nowPs + STEP_PS < untilPs ? this.ctx.nowPs + STEP_PS : untilPs;
+        this.ctx.run(end);
+        this.transmit();
+        for (const l of this.stepListeners) l();
+      } while (this.ctx.nowPs < untilPs);
+    } catch (e) {
+      this.failure = e as Error;
+      this.loopEnd();
+      throw e;
+    } finally {
+      this.sentLog = null;
+    }
+    return sent;
+  }
+
+  /** Resolves once `n` datagrams have reached the device; rejects after `waitMs` saying how many did. */
+  private arrived(n: number, waitMs: number): Promise<void> {
+    if (this.counters.rxDatagrams >= n) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.rxWaiter = null;
+        reject(new Error(`advance: ${n} datagrams were to have reached the device; ${this.counters.rxDatagrams} did within ${waitMs} ms`));
+      }, waitMs);
+      this.rxWaiter = () => {
+        if (this.counters.rxDatagrams < n) return;
+        this.rxWaiter = null;
+        clearTimeout(timer);
+        resolve();
+      };
+    });
   }
 
   private async loop(): Promise<void> {
@@ -201,6 +266,7 @@ export class ServedDevice {
       this.send(r.port, r.srcUdpPort, to, r.dstUdpPort, payload);
       c.txDatagrams++;
       c.txBytes += r.bytes;
+      this.sentLog?.push({ timePs: BigInt(f.timePs), port: r.port, srcUdpPort: r.srcUdpPort, bytes: r.bytes });
       if (this.capture) this.captureOut(f);
     });
   }
@@ -240,13 +306,15 @@ export class ServedDevice {
     const b = this.frame(f.hdrLen + f.bodyLen);
     b.set(f.mem.subarray(f.hdrAt, f.hdrAt + f.hdrLen));
     b.set(f.mem.subarray(f.bodyAt, f.bodyAt + f.bodyLen), f.hdrLen);
-    this.capture!.writePacket(this.ifaces[f.port]!, BigInt(f.timePs), b.subarray(0, f.hdrLen + f.bodyLen), f.wireLen, "out");
+    const c = this.capture!;
+    c.writer.writePacket(c.ifaces[f.port]!, c.basePs + BigInt(f.timePs), b.subarray(0, f.hdrLen + f.bodyLen), f.wireLen, "out");
   }
 
   private captureIn(timePs: number, port: number, hdr: Uint8Array, hdrLen: number, body: Uint8Array, bodyAt: number, bodyLen: number): void {
     const b = this.frame(hdrLen + bodyLen);
     b.set(hdr.subarray(0, hdrLen));
     b.set(body.subarray(bodyAt, bodyAt + bodyLen), hdrLen);
-    this.capture!.writePacket(this.ifaces[port]!, BigInt(timePs), b.subarray(0, hdrLen + bodyLen), hdrLen + bodyLen, "in");
+    const c = this.capture!;
+    c.writer.writePacket(c.ifaces[port]!, c.basePs + BigInt(timePs), b.subarray(0, hdrLen + bodyLen), hdrLen + bodyLen, "in");
   }
 }
