@@ -7,9 +7,9 @@ import { loadSuite } from "../host/platform/conform-cli.js";
 import { main } from "../host/platform/cli.js";
 import { runSuite, runCase } from "../host/conform/run.js";
 import { SimTarget } from "../host/conform/sim-target.js";
-import type { IutCompletion, SentFrame, Target, TesterPeer, IutInfo } from "../host/conform/target.js";
-import type { IutSetup, Transport, WorkRequest, Suite } from "../host/conform/case.js";
-import { parseMetaroceFrame, buildMetaroceFrame } from "../host/wire/metaroce.js";
+import type { Target } from "../host/conform/target.js";
+import type { Transport, Suite } from "../host/conform/case.js";
+import { Broken, mrtEdit } from "./helpers/broken-target.js";
 import { mismatch } from "../host/conform/frames.js";
 import { parseFrame, buildFrame } from "../host/wire/rocev2.js";
 import { MRT, MRT_NAK, AETH_SYNDROME } from "../host/generated/headers.js";
@@ -41,36 +41,6 @@ describe("the conformance suite against menic (--target sim)", () => {
       expect(ids.has(id), id).toBe(true);
   });
 });
-
-/** A menic device whose answers are broken one way on their way out, or whose tester frames are dropped on their way in. */
-class Broken implements Target {
-  private readonly inner: SimTarget;
-  readonly stepPs: bigint;
-  transport: Transport = "metaroce";
-  constructor(private readonly out: (t: Transport, bytes: Uint8Array) => Uint8Array, private readonly keepIn: (t: Transport, bytes: Uint8Array) => boolean = () => true, private readonly places = true) {
-    this.inner = new SimTarget(coreModule());
-    this.stepPs = this.inner.stepPs;
-  }
-  open(t: Transport, setup: IutSetup, peer: TesterPeer): Promise<IutInfo> { this.transport = t; return this.inner.open(t, setup, peer); }
-  now(): bigint { return this.inner.now(); }
-  async send(frame: Uint8Array): Promise<void> { if (this.keepIn(this.transport, frame)) await this.inner.send(frame); }
-  async advance(untilPs: bigint): Promise<SentFrame[]> { return (await this.inner.advance(untilPs)).map((f) => ({ ...f, bytes: this.out(this.transport, f.bytes) })); }
-  post(wr: WorkRequest, peer: TesterPeer): Promise<void> { return this.inner.post(wr, peer); }
-  postRecv(wrId: number, offset: number, length: number): Promise<void> { return this.inner.postRecv(wrId, offset, length); }
-  poll(): Promise<IutCompletion[]> { return this.inner.poll(); }
-  async read(offset: number, length: number): Promise<Uint8Array> { return this.places ? this.inner.read(offset, length) : new Uint8Array(length); }
-  counters(): Promise<Record<string, number>> { return this.inner.counters(); }
-  close(): Promise<void> { return this.inner.close(); }
-}
-
-/** Rewrites the IUT's MetaRoCE-like frames through `edit` (a well-formed frame again, CRC and all). */
-const mrtEdit = (edit: (f: ReturnType<typeof parseMetaroceFrame> & { ok: true }) => void) => (t: Transport, bytes: Uint8Array) => {
-  if (t !== "metaroce") return bytes;
-  const p = parseMetaroceFrame(bytes);
-  if (!p.ok) return bytes;
-  edit(p);
-  return buildMetaroceFrame(p.frame);
-};
 
 async function failuresWith(target: Target, ids: string[]): Promise<{ failed: string[]; passed: string[]; rs: TestSuite[] }> {
   const chosen: Suite = { ...suite, cases: suite.cases.filter((c) => ids.includes(c.id)) };
