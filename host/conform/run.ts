@@ -7,7 +7,7 @@ import type { ConformCase, Completion, FieldMatch, Step, Suite } from "./case.js
 import { expandSteps } from "./case.js";
 import { buildTesterFrame, decodeIutFrame, describe, mismatch, type Decoded } from "./frames.js";
 import { bytesOf, firstDifference, resolve, ValueError, type Vars } from "./values.js";
-import type { IutCompletion, SentFrame, Target, TesterPeer } from "./target.js";
+import { TargetLimit, type IutCompletion, type SentFrame, type Target, type TesterPeer } from "./target.js";
 import { portAddress } from "../fabric/topology.js";
 import { parseTime, formatTime } from "../units.js";
 import { MRT } from "../generated/headers.js";
@@ -121,6 +121,7 @@ export async function runCase(c: ConformCase, fragments: Suite["fragments"], tar
       const counted = Object.entries(await target.counters().catch(() => ({}))).map(([k, v]) => `${k} ${v}`).join(", ");
       return { name, status: "fail", messages: [`${where}: ${e.message}`, `spec: ${c.spec}`, ...(counted ? [`the IUT counted: ${counted}`] : [])] };
     }
+    if (e instanceof TargetLimit) return { name, status: "skip", messages: [`${where}: ${e.message}`] };
     if (e instanceof ValueError) return { name, status: "error", messages: [`${c.file} ${where}: ${e.message}`] };
     return { name, status: "error", messages: [`${where}: ${(e as Error).message}`] };
   } finally {

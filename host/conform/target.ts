@@ -41,6 +41,17 @@ export interface IutCompletion {
   imm?: number;
 }
 
+/**
+ * A case's stimulus this target cannot give the IUT (a frame whose IPv4 header says what no UDP
+ * socket can): the case is skipped, not failed, with this message.
+ */
+export class TargetLimit extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "TargetLimit";
+  }
+}
+
 /** The device config every case's IUT starts from, before the case's own: one engine, the transport's connections few. */
 export const CASE_BASE_CONFIG = { engines: 1, mrtConnections: 2 } as const;
 
@@ -69,7 +80,7 @@ export interface Target {
   open(transport: Transport, setup: IutSetup, peer: TesterPeer): Promise<IutInfo>;
   /** The IUT's time, ps from the case's start. */
   now(): bigint;
-  /** Hands the tester's frame (Ethernet header to trailer) to the IUT, arriving now. */
+  /** Hands the tester's frame (Ethernet header to trailer) to the IUT, arriving now; a TargetLimit when it cannot. */
   send(frame: Uint8Array): Promise<void>;
   /** Runs the IUT up to `untilPs` or a little past it; the frames it sent meanwhile, oldest first. */
   advance(untilPs: bigint): Promise<SentFrame[]>;
