@@ -31,6 +31,8 @@ export interface UdpTargetOptions {
   controlPort: number;
   /** the tester's address: the IUT's peer device 1 (`menic serve --peer 1=127.0.0.2`) */
   tester: UdpAddress;
+  /** what the tester's sockets have to say (a source port it could not bind: its frames then fail RoCEv2's ICRC) */
+  warn?: (line: string) => void;
 }
 
 /** `udp://HOST:PORT` as an address (PORT: the IUT's RoCEv2 port, 4791 when left out); null when the text is not one. */
@@ -91,7 +93,7 @@ export class UdpTarget implements Target {
       if (!me || me.ports[0] !== formatUdpAddress(o.tester))
         throw new Error(`${where} does not know the tester as device ${tester.device} at ${formatUdpAddress(o.tester)}${me ? ` (it has device ${tester.device} at ${me.ports[0]})` : ""}: start it with --peer ${tester.device}=${formatUdpAddress(o.tester)}`);
       const t = new UdpTarget(o, client, info, tester.device, null);
-      t.udp = await UdpPorts.bind([o.tester], (d) => t.receive(d), () => {});
+      t.udp = await UdpPorts.bind([o.tester], (d) => t.receive(d), o.warn ?? (() => {}));
       return t;
     } catch (e) {
       await client.close();

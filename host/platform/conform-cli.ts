@@ -144,5 +144,5 @@ async function udpTarget(text: string, control: number | undefined, tester: stri
     throw e;
   }
   if (list) return null;
-  return UdpTarget.connect({ iut, controlPort: control, tester: at }, TESTER);
+  return UdpTarget.connect({ iut, controlPort: control, tester: at, warn: (line) => console.error(line.replace(/^menic serve/, "menic conform (tester)")) }, TESTER);
 }

@@ -55,8 +55,6 @@ export interface ServeAddresses {
 /** A running served device (`serve`): its addresses, its parts, and `close`. */
 export class Server {
   private closed: Promise<void> | null = null;
-  /** the device being reset: requests and datagrams wait for it */
-  private resetting: Promise<void> | null = null;
 
   private constructor(
     readonly addresses: ServeAddresses,
