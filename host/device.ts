@@ -220,16 +220,22 @@ export interface DeviceConsoleLine {
   text: string;
 }
 
+/** What each FATAL reason means, for DeviceFailedError's message. */
+const FATAL_TEXT: Record<string, string> = {
+  EVENT_OVERFLOW: "its event queue overflowed (an event was lost; sched.overflow counts it)",
+  MRT_RECORD_OVERWRITE: "a MetaRoCE-like path was to send into the record slot of a packet still in flight (a bug in the transport: that packet's loss would have gone unseen)",
+};
+
 /** The device failed inside the core and runs no more (FATAL in layouts/device.json). */
 export class DeviceFailedError extends Error {
   constructor(
-    /** The core's reason (FATAL): 1 the event queue overflowed. */
+    /** The core's reason (FATAL): 1 the event queue overflowed; 2 a MetaRoCE-like path was to overwrite the record of a packet in flight. */
     readonly code: number,
     /** When, ps of device time. */
     readonly atPs: bigint,
   ) {
     const why = Object.entries(FATAL).find(([, v]) => v === code)?.[0] ?? `code ${code}`;
-    super(`the device failed at ${atPs} ps: ${why === "EVENT_OVERFLOW" ? "its event queue overflowed (an event was lost; sched.overflow counts it)" : why}`);
+    super(`the device failed at ${atPs} ps: ${FATAL_TEXT[why] ?? why}`);
     this.name = "DeviceFailedError";
   }
 }

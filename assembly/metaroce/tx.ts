@@ -38,7 +38,7 @@ import {
   WQE_OPCODE, WQE_LENGTH, WQE_LADDR, WQE_RADDR, WQE_RKEY, WQE_IMM,
   STAT_MRT_TX_DATA, STAT_MRT_TX_RETRANSMITS, STAT_MRT_TX_PROBES, STAT_MRT_TX_ACKS, STAT_MRT_RTOS, STAT_MRT_RTO_WAITS, STAT_MRT_LOSSES_RTO,
   STAT_MRT_PATHS_FAILED, STAT_MRT_LOSSES_RESYNC, STAT_MRT_CONNS_GIVEN_UP, STATUS_RETRY_EXC_ERR, QP_STATE_RTR, QP_STATE_RTS,
-  RNG_BLOCK_NIC, STAT_MRT_TX_REQUESTS,
+  RNG_BLOCK_NIC, STAT_MRT_TX_REQUESTS, FATAL_MRT_RECORD_OVERWRITE,
 } from "../generated/layouts";
 
 // ---- connections and streams
@@ -563,7 +563,7 @@ function buildData(dev: Device, c: u32, g: u32, q: Qp, qpn: u32, ssn: u32, again
   setMrhImm(h, load<u32>(e + WQE_IMM));
   const wire = finish(dev, h + MRH_SIZE, load<u64>(e + WQE_LADDR) + <u64>off, plen);
   // the path's record of it, and its window and pacing
-  const s = sentAt(dev, g, psn);
+  const s = takeSlot(dev, g, psn);
   store<u32>(s, qpn);
   store<u32>(s, ssn, 4);
   store<u64>(s, t, 8);
@@ -581,6 +581,20 @@ function buildData(dev: Device, c: u32, g: u32, q: Qp, qpn: u32, ssn: u32, again
   q.txBytes += plen;
   statAdd(dev, again ? STAT_MRT_TX_RETRANSMITS : STAT_MRT_TX_DATA, 1);
   return wire;
+}
+
+/**
+ * The record slot of PSN `psn` on path `g`, for a packet about to go (or a failed path's probe
+ * given up). Every sender checks the record's room first (hasRoom, recordFull); a slot still
+ * holding a packet in flight means one did not, and that packet would be lost to its stream for
+ * good, its work request never complete (as a probe over a full record once did:
+ * test/metaroce-record.test.ts). The device fails (FATAL_MRT_RECORD_OVERWRITE) rather than run
+ * on silently wrong.
+ */
+@inline function takeSlot(dev: Device, g: u32, psn: u32): usize {
+  const s = sentAt(dev, g, psn);
+  if (load<u32>(s, 20) == SENT_OUT) dev.fatal = FATAL_MRT_RECORD_OVERWRITE;
+  return s;
 }
 
 function dataHeader(h: usize, type: u32, flags: u32, path: u32, epoch: u32, psn: u32, floor: u32): void {
@@ -669,7 +683,7 @@ function buildProbe(dev: Device, c: u32, g: u32, t: u64, request: bool = false):
   dataHeader(h, MRT_TYPE_PROBE, request ? MRT_FLAG_ACK_REQ | MRT_FLAG_FIRST : MRT_FLAG_ACK_REQ, g % dev.cfg.mrtPaths, path.epoch, psn, path.una);
   memory.fill(h + 12, 0, <usize>MRH_SIZE - 12);
   setMrhDestQp(h, MRT_PROBE_QP);
-  const s = sentAt(dev, g, psn);
+  const s = takeSlot(dev, g, psn);
   store<u32>(s, 0xffffffff);
   store<u32>(s, 0, 4);
   store<u64>(s, t, 8);
@@ -998,9 +1012,9 @@ export function pathResync(dev: Device, c: u32, g: u32, to: u32, t: u64): void {
   return pdiff(p.nxt, p.una) >= <i32>MRT_PATH_WINDOW;
 }
 
-/** Failed path `g`'s unanswered probes are given up: its floor moves to its next PSN. */
+/** Failed path `g`'s unanswered probes are given up: its floor moves to its next PSN (it has no packet out: takeSlot's reason fails the device if it had). */
 function forgetProbes(dev: Device, g: u32, p: Path): void {
-  for (let psn = p.una; pdiff(psn, p.nxt) < 0; psn++) store<u32>(sentAt(dev, g, psn), SENT_NONE, 20);
+  for (let psn = p.una; pdiff(psn, p.nxt) < 0; psn++) store<u32>(takeSlot(dev, g, psn), SENT_NONE, 20);
   p.una = p.nxt;
 }
 
