@@ -11,8 +11,10 @@
 
 import { ServeClient, type ServeInfo, type ServeSent } from "../serve/client.js";
 import { UdpPorts, type Datagram } from "../serve/udp.js";
+import { CountWait } from "../serve/count-wait.js";
 import { TRANSPORT_UDP_PORTS, formatUdpAddress, type UdpAddress } from "../serve/addresses.js";
-import { UDP_IPV4_BYTES, udpIpv4Defaults, writeUdpIpv4 } from "../wire/udp-ipv4.js";
+import { UDP_IPV4_BYTES } from "../wire/udp-ipv4.js";
+import { writeDeviceEnvelope } from "../serve/datagram.js";
 import { formatIpv4, portAddress } from "../fabric/topology.js";
 import * as H from "../generated/headers.js";
 import { bytesOf } from "./values.js";
@@ -65,7 +67,7 @@ export class UdpTarget implements Target {
   private toldCount = 0;
   /** the IUT's datagrams not yet paired with what its advance said it sent */
   private inbox: Datagram[] = [];
-  private arrived: (() => void) | null = null;
+  private readonly arrived = new CountWait(() => this.inbox.length);
   /** datagrams from elsewhere than the IUT's port: ignored */
   strays = 0;
 
@@ -109,7 +111,7 @@ export class UdpTarget implements Target {
   private receive(d: Datagram): void {
     if (d.fromHost !== this.o.iut.host) { this.strays++; return; }
     this.inbox.push(d);
-    this.arrived?.();
+    this.arrived.grew();
   }
 
   async open(transport: Transport, setup: IutSetup, peer: TesterPeer): Promise<IutInfo> {
@@ -145,9 +147,9 @@ export class UdpTarget implements Target {
     const tester = portAddress(this.testerDevice, 0), iut = portAddress(this.device, 0);
     if (from !== tester) throw new TargetLimit(`the tester's frame comes from ${formatIpv4(from)}, not the tester's ${formatIpv4(tester)}: a datagram's source is its socket's address, and the IUT knows only the tester's`);
     if (to !== iut) throw new TargetLimit(`the tester's frame goes to ${formatIpv4(to)}, not the IUT's ${formatIpv4(iut)}: whatever reaches the IUT's socket is for the IUT`);
-    // what the IUT rebuilds around the datagram (host/serve/datagram.ts): the frame it is given must be that
+    // what the IUT rebuilds around the datagram: the frame it is given must be that
     const want = new Uint8Array(UDP_IPV4_BYTES);
-    writeUdpIpv4("tester", want, 0, { ipSrc: from, ipDst: to, ...udpIpv4Defaults(from, to), udpSrcPort: srcPort }, dstPort, Math.max(0, udpLen - H.UDP_SIZE));
+    writeDeviceEnvelope(want, 0, this.testerDevice, this.device, 0, srcPort, dstPort, Math.max(0, udpLen - H.UDP_SIZE));
     for (let i = 0; i < UDP_IPV4_BYTES; i++) {
       if (want[i] === frame[i]) continue;
       const field = ENVELOPE_FIELDS.find(([end]) => i < end)![1];
@@ -164,36 +166,19 @@ export class UdpTarget implements Target {
     const r = await this.client.advance(until, { received: this.sentCount, waitMs: DATAGRAM_WAIT_MS });
     this.toldCount = this.sentCount;
     this.nowPs = r.nowPs;
-    await this.collect(r.sent.length);
+    await this.arrived.reach(r.sent.length, DATAGRAM_WAIT_MS,
+      (got) => `the IUT said it sent ${r.sent.length} datagrams; ${got} reached the tester at ${formatUdpAddress(this.o.tester)} within ${DATAGRAM_WAIT_MS} ms`);
     const frames = r.sent.map((s, k) => this.frameOf(s, this.inbox[k]!, k));
     this.inbox.splice(0, frames.length);
     return frames;
-  }
-
-  /** Waits until `n` of the IUT's datagrams are in the inbox. */
-  private async collect(n: number): Promise<void> {
-    if (this.inbox.length >= n) return;
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.arrived = null;
-        reject(new Error(`the IUT said it sent ${n} datagrams; ${this.inbox.length} reached the tester at ${formatUdpAddress(this.o.tester)} within ${DATAGRAM_WAIT_MS} ms`));
-      }, DATAGRAM_WAIT_MS);
-      this.arrived = () => {
-        if (this.inbox.length < n) return;
-        this.arrived = null;
-        clearTimeout(timer);
-        resolve();
-      };
-    });
   }
 
   /** The frame the IUT's `k`th datagram of an advance was, with the time the IUT gave it. */
   private frameOf(s: ServeSent, d: Datagram, k: number): SentFrame {
     if (d.fromPort !== s.srcUdpPort || d.data.length !== s.bytes)
       throw new Error(`the IUT's datagram ${k + 1} of this step came from port ${d.fromPort} with ${d.data.length} bytes; it said ${s.srcUdpPort} and ${s.bytes} (reordered or lost on the host?)`);
-    const from = portAddress(this.device, 0), to = portAddress(this.testerDevice, 0);
     const bytes = new Uint8Array(UDP_IPV4_BYTES + d.data.length);
-    writeUdpIpv4("IUT", bytes, 0, { ipSrc: from, ipDst: to, ...udpIpv4Defaults(from, to), udpSrcPort: d.fromPort }, d.transportPort, d.data.length);
+    writeDeviceEnvelope(bytes, 0, this.device, this.testerDevice, 0, d.fromPort, d.transportPort, d.data.length);
     bytes.set(d.data, UDP_IPV4_BYTES);
     return { bytes, timePs: s.timePs - this.t0, port: s.port };
   }

@@ -66,6 +66,18 @@ export function copyUdpPayload(f: TxFrameRef, out: Uint8Array): void {
   out.set(f.mem.subarray(f.bodyAt, f.bodyAt + f.bodyLen), head);
 }
 
+/**
+ * Writes at `out[at, at + UDP_IPV4_BYTES)` the Ethernet, IPv4 and UDP headers a device writes
+ * (nic/ethernet.ts) in front of `payloadBytes` of UDP payload, from device `srcDevice`'s port
+ * `port` and UDP port `srcUdpPort` to device `dstDevice`'s same port at transport port
+ * `dstUdpPort`: what a receiver puts back around a datagram (ArrivalBuilder; the conformance
+ * tester, host/conform/udp-target.ts, both ways).
+ */
+export function writeDeviceEnvelope(out: Uint8Array, at: number, srcDevice: number, dstDevice: number, port: number, srcUdpPort: number, dstUdpPort: number, payloadBytes: number): void {
+  const ipSrc = portAddress(srcDevice, port), ipDst = portAddress(dstDevice, port);
+  writeUdpIpv4("datagram envelope", out, at, { ipSrc, ipDst, ...udpIpv4Defaults(ipSrc, ipDst), udpSrcPort: srcUdpPort }, dstUdpPort, payloadBytes);
+}
+
 /** A datagram rebuilt into a frame: its headers in `hdr[0, hdrLen)`, its body the payload from `bodyAt` on. */
 export interface Arrival {
   hdr: Uint8Array;
@@ -89,9 +101,8 @@ export class ArrivalBuilder {
   rebuild(payload: Uint8Array, srcDevice: number, dstDevice: number, port: number, srcUdpPort: number, dstUdpPort: number): Arrival | null {
     const th = transportHeaderBytes(dstUdpPort, payload);
     if (th === null || UDP_IPV4_BYTES + th > HDR_MAX) return null;
-    const ipSrc = portAddress(srcDevice, port), ipDst = portAddress(dstDevice, port);
     const a = this.out;
-    writeUdpIpv4("served device", a.hdr, 0, { ipSrc, ipDst, ...udpIpv4Defaults(ipSrc, ipDst), udpSrcPort: srcUdpPort }, dstUdpPort, payload.length);
+    writeDeviceEnvelope(a.hdr, 0, srcDevice, dstDevice, port, srcUdpPort, dstUdpPort, payload.length);
     a.hdr.set(payload.subarray(0, th), UDP_IPV4_BYTES);
     a.hdrLen = UDP_IPV4_BYTES + th;
     a.wireLen = UDP_IPV4_BYTES + payload.length;

@@ -90,7 +90,15 @@ interface Op {
   run: (f: Fields) => Result | Promise<Result>;
 }
 
-const WR_ID = "a whole number >= 0: a JSON number up to 2^53, or a decimal string up to 2^64-1";
+/** What a 64-bit field (a wrId, a time in ps) may be, for a refusal's message. */
+const U64 = "a whole number >= 0: a JSON number up to 2^53, or a decimal string up to 2^64-1";
+
+/** A 64-bit field's value (a safe integer >= 0, or a decimal string up to 2^64 - 1), or null when it is not one. */
+function u64Of(v: unknown): bigint | null {
+  if (typeof v === "string" && /^\d{1,20}$/.test(v) && BigInt(v) < 1n << 64n) return BigInt(v);
+  if (typeof v === "number" && Number.isSafeInteger(v) && v >= 0) return BigInt(v);
+  return null;
+}
 
 /** A kind of handle: the objects given out, by number, and the op that makes one (for a message). */
 interface Handles<T> {
@@ -188,10 +196,9 @@ export class ControlOps {
       advance: {
         fields: ["untilPs", "received", "waitMs"],
         run: async (f) => {
-          const until = f.raw("untilPs");
-          if (!(typeof until === "string" && /^\d{1,20}$/.test(until)) && !(typeof until === "number" && Number.isSafeInteger(until) && until >= 0))
-            f.fail(`untilPs must be a time in ps: a whole number >= 0, a JSON number up to 2^53 or a decimal string, got ${until === undefined ? "nothing" : JSON.stringify(until)}`);
-          const run = host.advance(BigInt(until as string | number), f.int("received", 0, 2 ** 53, 0), f.int("waitMs", 0, MAX_WAIT_MS, ADVANCE_WAIT_MS));
+          const until = u64Of(f.raw("untilPs"));
+          if (until === null) return f.fail(`untilPs must be a time in ps: ${U64}, got ${f.raw("untilPs") === undefined ? "nothing" : JSON.stringify(f.raw("untilPs"))}`);
+          const run = host.advance(until, f.int("received", 0, 2 ** 53, 0), f.int("waitMs", 0, MAX_WAIT_MS, ADVANCE_WAIT_MS));
           if (!run) return f.fail("the device's time follows the wall clock: advance needs menic serve --pace step");
           const sent = await run;
           return { nowPs: host.ctx.nowPs.toString(), sent: sent.map((d) => ({ ...d, timePs: d.timePs.toString() })) };
@@ -296,10 +303,8 @@ function workRequests(f: Fields): unknown[] {
   return wrs.map((wr: unknown, i) => {
     if (typeof wr !== "object" || wr === null || Array.isArray(wr)) f.fail(`wrs[${i}] must be a work request object, got ${JSON.stringify(wr)}`);
     const id = (wr as { wrId?: unknown }).wrId;
-    let wrId: bigint;
-    if (typeof id === "string" && /^\d{1,20}$/.test(id) && BigInt(id) < 1n << 64n) wrId = BigInt(id);
-    else if (typeof id === "number" && Number.isSafeInteger(id) && id >= 0) wrId = BigInt(id);
-    else f.fail(`wrs[${i}].wrId must be ${WR_ID}, got ${id === undefined ? "nothing" : JSON.stringify(id)}`);
+    const wrId = u64Of(id);
+    if (wrId === null) return f.fail(`wrs[${i}].wrId must be ${U64}, got ${id === undefined ? "nothing" : JSON.stringify(id)}`);
     return { ...wr, wrId };
   });
 }

@@ -14,6 +14,7 @@ import { ArrivalBuilder, FrameDatagrams, copyUdpPayload } from "./datagram.js";
 import { Pacer, STEP_PS, type PaceOptions } from "./pacer.js";
 import { TRANSPORT_UDP_PORTS, type PeerTable, type UdpAddress } from "./addresses.js";
 import type { Datagram } from "./udp.js";
+import { CountWait } from "./count-wait.js";
 
 /** Datagrams kept between two steps at most (the device's receive ring holds 2,048 frames by default); more are dropped, counted. */
 export const INBOX_MAX = 8192;
@@ -84,8 +85,8 @@ export class ServedDevice {
   private frameBuf = new Uint8Array(1 << 16);
   /** during an advance: what the device sends */
   private sentLog: SentDatagram[] | null = null;
-  /** an advance waiting for datagrams to arrive: called at each */
-  private rxWaiter: (() => void) | null = null;
+  /** an advance waiting for datagrams to arrive */
+  private readonly rx = new CountWait(() => this.counters.rxDatagrams);
   private loopEnd!: () => void;
 
   constructor(
@@ -156,7 +157,7 @@ export class ServedDevice {
     w.srcDevice = srcDevice;
     this.inbox.push(w);
     this.wake();
-    this.rxWaiter?.();
+    this.rx.grew();
   }
 
   /**
@@ -169,7 +170,7 @@ export class ServedDevice {
     if (this.failure) throw this.failure;
     if (this.stopping) throw new Error("advance: the device is stopping");
     if (untilPs < this.ctx.nowPs) throw new Error(`advance: untilPs ${untilPs} is before the device's time, ${this.ctx.nowPs} ps`);
-    await this.arrived(received, waitMs);
+    await this.rx.reach(received, waitMs, (got) => `advance: ${received} datagrams were to have reached the device; ${got} did within ${waitMs} ms`);
     const sent: SentDatagram[] = [];
     this.sentLog = sent;
     try {
@@ -188,23 +189,6 @@ export class ServedDevice {
       this.sentLog = null;
     }
     return sent;
-  }
-
-  /** Resolves once `n` datagrams have reached the device; rejects after `waitMs` saying how many did. */
-  private arrived(n: number, waitMs: number): Promise<void> {
-    if (this.counters.rxDatagrams >= n) return Promise.resolve();
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.rxWaiter = null;
-        reject(new Error(`advance: ${n} datagrams were to have reached the device; ${this.counters.rxDatagrams} did within ${waitMs} ms`));
-      }, waitMs);
-      this.rxWaiter = () => {
-        if (this.counters.rxDatagrams < n) return;
-        this.rxWaiter = null;
-        clearTimeout(timer);
-        resolve();
-      };
-    });
   }
 
   private async loop(): Promise<void> {
